@@ -1,0 +1,94 @@
+"""ProtocolGraph: the kernels of a training loop and the bytes that flow between them.
+
+Built from an algorithm, never by hand::
+
+    >>> graph = ProtocolGraph.from_algorithm(pearl.DQN("CartPole-v1"))
+    >>> graph.kernel("learner_update").rate
+    0.5
+    >>> graph.bytes_per_call("replay_sample", "learner_update")
+    10752
+"""
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+import networkx as nx
+
+from pearl_py.protocol.kernel import Kernel, KernelKind
+
+if TYPE_CHECKING:
+    from pearl_py.algorithms.base import Algorithm
+
+
+class ProtocolGraph:
+    """A networkx DiGraph whose nodes are kernels and whose edges carry ``bytes`` per call.
+
+    Each node holds its :class:`Kernel` under the ``kernel`` attribute; each
+    edge ``(a, b)`` holds ``bytes`` (per call of ``a``) and ``rate`` (transfers
+    per collected transition).
+    """
+
+    def __init__(self, serialized: bool = False) -> None:
+        self.graph = nx.DiGraph()
+        self.serialized = serialized
+        """True when the protocol runs its stages one after another (serial executor)."""
+
+    def add_kernel(self, kernel: Kernel) -> None:
+        if kernel.name in self.graph:
+            raise ValueError(f"kernel {kernel.name!r} is already in the protocol")
+        self.graph.add_node(kernel.name, kernel=kernel)
+
+    def connect(self, src: str, dst: str, bytes_per_call: int) -> None:
+        """Data flows from ``src`` to ``dst``: ``bytes_per_call`` each time ``src`` runs."""
+        for name in (src, dst):
+            if name not in self.graph:
+                raise KeyError(f"unknown kernel {name!r} in protocol edge {src} -> {dst}")
+        rate = self.kernel(src).rate
+        self.graph.add_edge(src, dst, bytes=int(bytes_per_call), rate=rate)
+
+    def kernel(self, name: str) -> Kernel:
+        try:
+            return self.graph.nodes[name]["kernel"]
+        except KeyError:
+            raise KeyError(f"no kernel named {name!r}; the protocol has {sorted(self.graph)}") from None
+
+    def kernels(self) -> Iterator[Kernel]:
+        for name in self.graph:
+            yield self.graph.nodes[name]["kernel"]
+
+    def by_kind(self, kind: KernelKind) -> list[Kernel]:
+        return [k for k in self.kernels() if k.kind == kind]
+
+    def edges(self) -> Iterator[tuple[str, str, int, float]]:
+        """``(src, dst, bytes_per_call, calls_per_transition)`` for every edge."""
+        for src, dst, data in self.graph.edges(data=True):
+            yield src, dst, data["bytes"], data["rate"]
+
+    def bytes_per_call(self, src: str, dst: str) -> int:
+        return self.graph.edges[src, dst]["bytes"]
+
+    def __len__(self) -> int:
+        return self.graph.number_of_nodes()
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.graph
+
+    def to_dict(self) -> dict:
+        """Plain data for reports: kernels with kind and rate, edges with bytes."""
+        return {
+            "serialized": self.serialized,
+            "kernels": [
+                {"name": k.name, "kind": k.kind.value, "rate": k.rate, "replicable": k.replicable}
+                for k in self.kernels()
+            ],
+            "edges": [
+                {"src": s, "dst": d, "bytes_per_call": b, "rate": r} for s, d, b, r in self.edges()
+            ],
+        }
+
+    @classmethod
+    def from_algorithm(cls, algorithm: Algorithm, serialized: bool = False) -> ProtocolGraph:
+        from pearl_py.protocol.derive import derive_protocol
+
+        return derive_protocol(algorithm, serialized=serialized)

@@ -1,0 +1,158 @@
+"""Workload descriptors: what a kernel does, in the terms cost models read.
+
+A workload says nothing about devices. Cost models (``pearl_py.estimate``) turn a
+workload into a latency on a device; the optimizer never looks inside one.
+
+Example::
+
+    >>> layer = DenseLayer(n_in=4, n_out=256, batch=64, backward=True)
+    >>> layer.forward_flops
+    131072
+    >>> net = NetworkWorkload(layers=(layer,), trained_params=1280, batch=64)
+    >>> net.flops
+    393216.0
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+FLOAT_BYTES = 4
+"""Parameters, activations and observations are float32 throughout pearl_py."""
+
+ADAM_FLOPS_PER_PARAM = 12
+"""Adam per parameter: two moment updates, bias corrections, sqrt, divide, step (Kingma & Ba 2015, Alg. 1)."""
+
+
+@dataclass(frozen=True)
+class DenseLayer:
+    """One fully connected layer call: ``y = x @ W.T + b`` on ``batch`` rows.
+
+    ``backward`` is true when the learner back-propagates through this call
+    (it then costs the gradient w.r.t. input and weights as well).
+    """
+
+    n_in: int
+    n_out: int
+    batch: int
+    backward: bool = False
+
+    @property
+    def weights(self) -> int:
+        return self.n_in * self.n_out + self.n_out
+
+    @property
+    def forward_flops(self) -> int:
+        return 2 * self.batch * self.n_in * self.n_out
+
+    @property
+    def backward_flops(self) -> int:
+        """Gradient w.r.t. input plus gradient w.r.t. weights: two GEMMs the size of the forward."""
+        return 2 * self.forward_flops if self.backward else 0
+
+
+@dataclass(frozen=True)
+class NetworkWorkload:
+    """Dense-network work of an ``inference`` or ``learner_update`` call.
+
+    ``layers`` lists every dense-layer call in execution order (online and target
+    networks alike); ``trained_params`` is how many parameters the optimizer
+    updates per call (zero for inference).
+    """
+
+    layers: tuple[DenseLayer, ...]
+    trained_params: int
+    batch: int
+    optimizer: str = "adam"
+
+    @property
+    def forward_flops(self) -> float:
+        return float(sum(layer.forward_flops for layer in self.layers))
+
+    @property
+    def backward_flops(self) -> float:
+        return float(sum(layer.backward_flops for layer in self.layers))
+
+    @property
+    def optimizer_flops(self) -> float:
+        return float(ADAM_FLOPS_PER_PARAM * self.trained_params)
+
+    @property
+    def flops(self) -> float:
+        return self.forward_flops + self.backward_flops + self.optimizer_flops
+
+    @property
+    def weight_bytes(self) -> int:
+        """Bytes of every distinct weight matrix the call reads (layers deduplicated by shape)."""
+        shapes = {(layer.n_in, layer.n_out) for layer in self.layers}
+        return FLOAT_BYTES * sum(i * o + o for i, o in shapes)
+
+    @property
+    def activation_bytes(self) -> int:
+        return FLOAT_BYTES * sum(layer.batch * (layer.n_in + layer.n_out) for layer in self.layers)
+
+    @property
+    def n_ops(self) -> int:
+        """Rough count of separately dispatched operations (launch-overhead term of the cost models)."""
+        per_layer = sum(3 if layer.backward else 1 for layer in self.layers)
+        optimizer_ops = 4 * len(self.layers) if self.trained_params else 0
+        return per_layer + optimizer_ops
+
+
+@dataclass(frozen=True)
+class ReplayWorkload:
+    """Work of a replay kernel call: insert ``batch`` items, sample ``batch``, or update ``batch`` priorities."""
+
+    capacity: int
+    batch: int
+    item_bytes: int
+    prioritized: bool = False
+    fanout: int = 2
+
+    @property
+    def tree_depth(self) -> int:
+        """Levels of the sum tree below the root (0 when replay is uniform)."""
+        if not self.prioritized:
+            return 0
+        return max(1, math.ceil(math.log(max(self.capacity, 2), self.fanout)))
+
+    @property
+    def bytes_moved(self) -> int:
+        return self.batch * self.item_bytes
+
+
+@dataclass(frozen=True)
+class EnvWorkload:
+    """One ``step`` of a vector of ``n_envs`` gymnasium environments."""
+
+    env_id: str
+    obs_dim: int
+    action_dim: int
+    n_envs: int
+    discrete_actions: bool = False
+
+    @property
+    def obs_bytes(self) -> int:
+        return FLOAT_BYTES * self.obs_dim * self.n_envs
+
+
+@dataclass(frozen=True)
+class SyncWorkload:
+    """Copy of the acting networks' parameters from learner to actors."""
+
+    param_bytes: int
+
+
+Workload = NetworkWorkload | ReplayWorkload | EnvWorkload | SyncWorkload
+
+
+@dataclass(frozen=True)
+class TransitionLayout:
+    """Byte size of one stored transition: obs, action, reward, next_obs, done (+ priority)."""
+
+    obs_dim: int
+    action_dim: int
+
+    @property
+    def item_bytes(self) -> int:
+        return FLOAT_BYTES * (2 * self.obs_dim + self.action_dim + 2)
