@@ -1,0 +1,36 @@
+"""pearl_py: deep RL written once, split into kernels, placed on heterogeneous devices.
+
+Example::
+
+    import pearl_py as pearl
+
+    algo = pearl.DQN("CartPole-v1", learning_rate=2.3e-3, batch_size=64, net_arch=[256, 256])
+    result = pearl.train(algo, total_steps=50_000, seed=0, out="runs/dqn")
+    print(result.eval_return_mean, result.samples_per_second)
+"""
+from pearl_py.algorithms import (
+    DDPG,
+    DQN,
+    Algorithm,
+    DDPGConfig,
+    DQNConfig,
+    Loss,
+    Networks,
+    OffPolicyConfig,
+    mlp,
+    register,
+)
+from pearl_py.config import param
+from pearl_py.run_config import RunConfig, load_config
+from pearl_py.errors import ConfigError, UserError
+from pearl_py.optimize.plan import Placement, Plan
+from pearl_py.protocol import Kernel, KernelKind, ProtocolGraph
+from pearl_py.runtime import RunResult, train
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "DDPG", "DDPGConfig", "DQN", "DQNConfig", "Algorithm", "ConfigError", "Kernel", "KernelKind", "Loss",
+    "Networks", "OffPolicyConfig", "Placement", "Plan", "ProtocolGraph", "RunConfig", "RunResult",
+    "UserError", "load_config", "mlp", "param", "register", "train",
+]

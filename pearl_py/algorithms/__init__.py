@@ -1,0 +1,23 @@
+"""Algorithms: the :class:`Algorithm` base, DQN, DDPG, and the registry of names used in configs."""
+from pearl_py.algorithms.base import Algorithm, Loss
+from pearl_py.algorithms.config import OffPolicyConfig
+from pearl_py.algorithms.ddpg import DDPG, DDPGConfig
+from pearl_py.algorithms.dqn import DQN, DQNConfig
+from pearl_py.algorithms.env_spec import EnvSpec
+from pearl_py.algorithms.learner import Learner, TensorBatch, UpdateResult
+from pearl_py.algorithms.networks import Networks, StateActionValue, mlp
+
+REGISTRY: dict[str, type[Algorithm]] = {DQN.name: DQN, DDPG.name: DDPG}
+"""Algorithm classes by the name a config's ``algorithm:`` key uses."""
+
+
+def register(cls: type[Algorithm]) -> type[Algorithm]:
+    """Make a user-defined algorithm loadable from configs by its ``name``; usable as a decorator."""
+    REGISTRY[cls.name] = cls
+    return cls
+
+
+__all__ = [
+    "Algorithm", "DDPG", "DDPGConfig", "DQN", "DQNConfig", "EnvSpec", "Learner", "Loss", "Networks",
+    "OffPolicyConfig", "REGISTRY", "StateActionValue", "TensorBatch", "UpdateResult", "mlp", "register",
+]

@@ -1,0 +1,155 @@
+"""``pearl.Algorithm``: define an off-policy algorithm by its networks, losses and act function.
+
+A subclass says *what* the algorithm computes; pearl_py derives its kernels
+(:meth:`Algorithm.protocol`), builds its replay and learner, places them on devices
+and runs them. A new algorithm needs four things::
+
+    class MyAlgo(pearl.Algorithm):
+        name = "myalgo"
+        Config = MyConfig                      # a frozen dataclass deriving OffPolicyConfig
+        discrete_actions = False
+        target_networks = ("critic",)          # names that get a frozen target copy
+        acting_networks = ("actor",)           # what actors need (moved by param_sync)
+
+        def build_networks(self):              # shapes from self.spec, widths from self.config
+            return {"actor": ..., "critic": ...}
+
+        def losses(self):                      # minimised in order, one Adam each
+            return [Loss("critic", trains="critic", fn=critic_loss), Loss("actor", "actor", actor_loss)]
+
+        def act(self, nets, obs, *, explore, progress):
+            return nets.online.actor(obs)      # actions in [-1, 1] (or indices when discrete)
+
+The training loop these run in (any executor)::
+
+    obs = envs.reset()
+    while steps < total_steps:
+        actions = act(nets, obs)                           # inference
+        next_obs, rewards, ... = envs.step(actions)        # env_step
+        replay.add(obs, actions, rewards, next_obs, ...)   # replay_insert
+        every train_freq steps, gradient_steps times:
+            batch = replay.sample(batch_size)              # replay_sample
+            td = learner.update(batch)                     # learner_update
+            replay.update_priorities(batch.indices, td)    # priority_update
+        actors get the new weights                         # param_sync
+"""
+from __future__ import annotations
+
+import abc
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, fields
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import numpy as np
+import torch
+from torch import nn
+
+from pearl_py.algorithms.config import OffPolicyConfig
+from pearl_py.algorithms.env_spec import EnvError, EnvSpec
+from pearl_py.algorithms.networks import Networks
+from pearl_py.config.fields import build
+
+if TYPE_CHECKING:
+    from pearl_py.algorithms.learner import TensorBatch
+    from pearl_py.protocol import ProtocolGraph
+    from pearl_py.replay import ReplayBuffer
+
+LossFn = Callable[[Networks, "TensorBatch"], tuple[torch.Tensor, "torch.Tensor | None"]]
+
+
+@dataclass(frozen=True)
+class Loss:
+    """A scalar loss minimised by its own Adam over the parameters of network ``trains``.
+
+    ``fn(nets, batch) -> (loss, td_error or None)``; the TD error, when given,
+    becomes the new replay priorities.
+    """
+
+    name: str
+    trains: str
+    fn: LossFn
+
+
+class Algorithm(abc.ABC):
+    """Base of every off-policy algorithm. Subclasses define networks, losses and ``act``."""
+
+    name: ClassVar[str]
+    Config: ClassVar[type[OffPolicyConfig]] = OffPolicyConfig
+    discrete_actions: ClassVar[bool]
+    target_networks: ClassVar[tuple[str, ...]] = ()
+    acting_networks: ClassVar[tuple[str, ...]]
+    target_update_unit: ClassVar[str] = "gradient_steps"
+    """Unit of ``target_update_interval``: "gradient_steps" or "env_steps" (vector steps, as SB3's DQN)."""
+
+    def __init__(self, env: str, config: OffPolicyConfig | None = None, **hyperparameters: Any) -> None:
+        if config is not None and not isinstance(config, self.Config):
+            raise TypeError(f"{type(self).__name__} takes a {self.Config.__name__}, got {type(config).__name__}")
+        if config is None or hyperparameters:
+            given = {f.name: getattr(config, f.name) for f in fields(config)} if config else {}
+            config = build(self.Config, given | hyperparameters)
+        self.env_id = env
+        self.config = config
+        self.spec = EnvSpec.from_env_id(env)
+        if self.spec.discrete != self.discrete_actions:
+            kind = "discrete" if self.discrete_actions else "continuous"
+            raise EnvError(f"env {env!r}: {self.name} needs {kind} actions, "
+                           f"the env has {'discrete' if self.spec.discrete else 'continuous'} ones")
+
+    # -- what a subclass defines ------------------------------------------------------------
+    @abc.abstractmethod
+    def build_networks(self) -> dict[str, nn.Module]:
+        """Fresh online networks by name, shaped by ``self.spec`` and ``self.config``."""
+
+    @abc.abstractmethod
+    def losses(self) -> Sequence[Loss]:
+        """The losses of one gradient step, in the order they are minimised."""
+
+    @abc.abstractmethod
+    def act(self, nets: Networks, obs: torch.Tensor, *, explore: bool, progress: float) -> torch.Tensor:
+        """Actions for a batch of observations: indices (discrete) or values in [-1, 1].
+
+        ``progress`` is the fraction of training done (0..1), for exploration schedules.
+        """
+
+    # -- what every algorithm gets ----------------------------------------------------------
+    def after_gradient_step(self, nets: Networks, gradient_steps: int) -> None:
+        """Target update counted in gradient steps (DDPG-style soft updates)."""
+        if self.target_update_unit == "gradient_steps" and gradient_steps % self.config.target_update_interval == 0:
+            nets.update_targets(self.config.tau)
+
+    def after_env_step(self, nets: Networks, vector_steps: int) -> None:
+        """Target update counted in vector-env steps (SB3 DQN: every interval // n_envs calls)."""
+        if self.target_update_unit != "env_steps":
+            return
+        every = max(self.config.target_update_interval // self.config.n_envs, 1)
+        if vector_steps % every == 0:
+            nets.update_targets(self.config.tau)
+
+    def beta_at(self, progress: float) -> float:
+        """Importance-sampling exponent annealed linearly from ``beta`` to ``beta_final``."""
+        cfg = self.config
+        return cfg.beta + min(max(progress, 0.0), 1.0) * (cfg.beta_final - cfg.beta)
+
+    def make_replay(self, seed: int, shared_name: str | None = None) -> ReplayBuffer:
+        from pearl_py.replay import ReplayBuffer
+
+        cfg = self.config
+        return ReplayBuffer(capacity=cfg.buffer_size, obs_shape=(self.spec.obs_dim,),
+                            action_shape=self.spec.action_shape, action_dtype=self.spec.action_dtype,
+                            prioritized=cfg.prioritized_replay, alpha=cfg.alpha, fanout=cfg.replay_fanout,
+                            seed=seed, shared_name=shared_name)
+
+    def protocol(self, serialized: bool = False) -> ProtocolGraph:
+        """The kernels of this algorithm with their workloads, rates and data edges."""
+        from pearl_py.protocol.derive import derive_protocol
+
+        return derive_protocol(self, serialized=serialized)
+
+    def greedy_actions(self, nets: Networks, obs: np.ndarray, device: torch.device) -> np.ndarray:
+        """Deterministic actions for evaluation, as a numpy array."""
+        with torch.no_grad():
+            t = torch.as_tensor(obs, dtype=torch.float32, device=device)
+            return self.act(nets, t, explore=False, progress=1.0).cpu().numpy()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(env={self.env_id!r}, config={self.config})"

@@ -1,0 +1,75 @@
+"""DDPG (Lillicrap et al. 2016) with Gaussian action noise and soft target updates.
+
+Defaults equal Stable-Baselines3's DDPG (batch_size 256, tau 0.005, learning_rate 1e-3,
+net_arch [400, 300], train_freq 1); the critic step comes before the actor step, as in SB3.
+
+Example::
+
+    >>> algo = pearl.DDPG("Pendulum-v1", gamma=0.98, learning_starts=10_000)
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from pearl_py.algorithms.base import Algorithm, Loss
+from pearl_py.algorithms.config import OffPolicyConfig
+from pearl_py.algorithms.learner import TensorBatch
+from pearl_py.algorithms.losses import td_target, weighted_mean
+from pearl_py.algorithms.networks import Networks, StateActionValue, mlp
+from pearl_py.config.fields import param
+
+
+@dataclass(frozen=True)
+class DDPGConfig(OffPolicyConfig):
+    """DDPG hyperparameters (rl-baselines3-zoo names; defaults are SB3's)."""
+
+    learning_rate: float = param(1e-3, "Adam step size of actor and critic.", low=0.0, low_open=True)
+    batch_size: int = param(256, "Transitions per gradient step.", low=1)
+    tau: float = param(0.005, "Target-network Polyak coefficient.", low=0.0, low_open=True, high=1.0)
+    train_freq: int = param(1, "Vector-env steps between training rounds.", low=1)
+    target_update_interval: int = param(1, "Gradient steps between soft target updates.", low=1)
+    net_arch: tuple[int, ...] = param((400, 300), "Hidden layer widths of actor and critic.", low=1)
+    noise_std: float = param(0.1, "Std of the Gaussian exploration noise, in [-1, 1] action units.",
+                             low=0.0)
+
+
+class DDPG(Algorithm):
+    """Deterministic policy gradient for continuous actions: actor, critic, and their targets."""
+
+    name = "ddpg"
+    Config = DDPGConfig
+    discrete_actions = False
+    target_networks = ("actor", "critic")
+    acting_networks = ("actor",)
+
+    def build_networks(self) -> dict[str, nn.Module]:
+        spec, arch = self.spec, self.config.net_arch
+        return {
+            "actor": mlp(spec.obs_dim, arch, spec.action_dim, output_activation=nn.Tanh),
+            "critic": StateActionValue(spec.obs_dim, spec.action_dim, arch),
+        }
+
+    def losses(self) -> Sequence[Loss]:
+        return [Loss("critic", trains="critic", fn=self._critic_loss),
+                Loss("actor", trains="actor", fn=self._actor_loss)]
+
+    def _critic_loss(self, nets: Networks, batch: TensorBatch) -> tuple[torch.Tensor, torch.Tensor]:
+        with torch.no_grad():
+            next_value = nets.target.critic(batch.next_obs, nets.target.actor(batch.next_obs))
+            target = td_target(batch, next_value, self.config.gamma)
+        q = nets.online.critic(batch.obs, batch.actions)
+        return weighted_mean(F.mse_loss(q, target, reduction="none"), batch), q - target
+
+    def _actor_loss(self, nets: Networks, batch: TensorBatch) -> tuple[torch.Tensor, None]:
+        return -nets.online.critic(batch.obs, nets.online.actor(batch.obs)).mean(), None
+
+    def act(self, nets: Networks, obs: torch.Tensor, *, explore: bool, progress: float) -> torch.Tensor:
+        action = nets.online.actor(obs)
+        if explore and self.config.noise_std > 0:
+            action = (action + self.config.noise_std * torch.randn_like(action)).clamp(-1.0, 1.0)
+        return action

@@ -1,0 +1,108 @@
+"""What an algorithm needs to know of an environment, and how actions are scaled.
+
+Continuous actions live in [-1, 1] inside pearl_py (networks, noise, replay) and are
+rescaled to the env's bounds only when handed to ``env.step``, as Stable-Baselines3 does.
+
+Example::
+
+    >>> spec = EnvSpec.from_env_id("Pendulum-v1")
+    >>> spec.obs_dim, spec.action_dim, spec.discrete
+    (3, 1, False)
+    >>> spec.to_env_action(np.array([[1.0]], dtype=np.float32))
+    array([[2.]], dtype=float32)
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import gymnasium as gym
+import numpy as np
+
+from pearl_py.errors import UserError
+
+
+class EnvError(UserError):
+    """The environment id is unknown or its spaces are not ones pearl_py supports."""
+
+
+@dataclass(frozen=True)
+class EnvSpec:
+    """Observation and action shapes of a gymnasium env, read once from its spaces."""
+
+    env_id: str
+    obs_dim: int
+    action_dim: int
+    """Number of discrete actions, or the size of the continuous action vector."""
+    discrete: bool
+    action_low: tuple[float, ...] = ()
+    action_high: tuple[float, ...] = ()
+
+    @classmethod
+    def from_env_id(cls, env_id: str) -> EnvSpec:
+        check_env_id(env_id)
+        env = gym.make(env_id)
+        try:
+            return cls.from_spaces(env_id, env.observation_space, env.action_space)
+        finally:
+            env.close()
+
+    @classmethod
+    def from_spaces(cls, env_id: str, obs_space: gym.Space, action_space: gym.Space) -> EnvSpec:
+        if not isinstance(obs_space, gym.spaces.Box):
+            raise EnvError(f"env {env_id!r}: observation space {obs_space} is not a Box; "
+                           "pearl_py supports flat continuous observations")
+        obs_dim = int(np.prod(obs_space.shape))
+        if isinstance(action_space, gym.spaces.Discrete):
+            return cls(env_id, obs_dim, int(action_space.n), True)
+        if isinstance(action_space, gym.spaces.Box) and len(action_space.shape) == 1:
+            low = tuple(float(x) for x in action_space.low)
+            high = tuple(float(x) for x in action_space.high)
+            if not all(np.isfinite(low + high)):
+                raise EnvError(f"env {env_id!r}: action bounds must be finite, got {low}..{high}")
+            return cls(env_id, obs_dim, int(action_space.shape[0]), False, low, high)
+        raise EnvError(f"env {env_id!r}: action space {action_space} is neither Discrete nor a 1-D Box")
+
+    @property
+    def action_shape(self) -> tuple[int, ...]:
+        """Shape of one stored action: () for a discrete index, (action_dim,) otherwise."""
+        return () if self.discrete else (self.action_dim,)
+
+    @property
+    def action_dtype(self) -> type:
+        return np.int64 if self.discrete else np.float32
+
+    def random_actions(self, n: int, rng: np.random.Generator) -> np.ndarray:
+        """Uniform random actions in pearl_py's action space (warm-up before learning starts)."""
+        if self.discrete:
+            return rng.integers(0, self.action_dim, size=n, dtype=np.int64)
+        return rng.uniform(-1.0, 1.0, size=(n, self.action_dim)).astype(np.float32)
+
+    def to_env_action(self, actions: np.ndarray) -> np.ndarray:
+        """Map actions from pearl_py's space to the env's (identity for discrete)."""
+        if self.discrete:
+            return actions
+        low = np.asarray(self.action_low, dtype=np.float32)
+        high = np.asarray(self.action_high, dtype=np.float32)
+        return (low + (np.clip(actions, -1.0, 1.0) + 1.0) * 0.5 * (high - low)).astype(np.float32)
+
+
+def check_env_id(env_id: str) -> None:
+    """Raise :class:`EnvError` unless gymnasium knows ``env_id``."""
+    try:
+        gym.spec(env_id)
+    except gym.error.Error as exc:
+        raise EnvError(f"unknown gymnasium env id {env_id!r} ({exc})") from None
+
+
+def make_vector_env(env_id: str, n_envs: int, seed: int) -> gym.vector.VectorEnv:
+    """A synchronous vector of ``n_envs`` envs that reset in the same step they end.
+
+    With ``SAME_STEP`` autoreset the final observation of an ended episode is in
+    ``info["final_obs"]``, so stored transitions keep the true next observation.
+    """
+    envs = gym.vector.SyncVectorEnv(
+        [lambda: gym.make(env_id) for _ in range(n_envs)],
+        autoreset_mode=gym.vector.AutoresetMode.SAME_STEP,
+    )
+    envs.action_space.seed(seed)
+    return envs

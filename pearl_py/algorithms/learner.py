@@ -1,0 +1,102 @@
+"""The learner: networks, optimizers and the gradient step — the ``learner_update`` kernel.
+
+Example::
+
+    >>> learner = Learner(pearl.DQN("CartPole-v1"), device=torch.device("cpu"))
+    >>> out = learner.update(TensorBatch.from_numpy(replay.sample(64), learner.device))
+    >>> sorted(out.losses)
+    ['q']
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+import torch
+
+from pearl_py.algorithms.networks import Networks
+
+if TYPE_CHECKING:
+    from pearl_py.algorithms.base import Algorithm
+
+
+@dataclass(frozen=True)
+class TensorBatch:
+    """A sampled batch on the learner's device; ``weights`` are importance-sampling weights."""
+
+    obs: torch.Tensor
+    actions: torch.Tensor
+    rewards: torch.Tensor
+    next_obs: torch.Tensor
+    dones: torch.Tensor
+    weights: torch.Tensor
+
+    @classmethod
+    def from_numpy(cls, batch, device: torch.device) -> TensorBatch:
+        """From a :class:`pearl_py.replay.SampleBatch` (numpy arrays), without copying on CPU."""
+        def t(a: np.ndarray) -> torch.Tensor:
+            return torch.from_numpy(np.ascontiguousarray(a)).to(device, non_blocking=True)
+
+        return cls(t(batch.obs), t(batch.actions), t(batch.rewards), t(batch.next_obs), t(batch.dones),
+                   t(batch.weights))
+
+
+@dataclass(frozen=True)
+class UpdateResult:
+    """Losses of one gradient step (tensors, read lazily) and |TD error| for priorities."""
+
+    losses: dict[str, torch.Tensor]
+    td_abs: torch.Tensor | None
+
+
+class Learner:
+    """Owns the algorithm's networks and one Adam optimizer per loss, and takes gradient steps.
+
+    The runtime builds it on a device; algorithm code never sees the device.
+    """
+
+    def __init__(self, algorithm: Algorithm, device: torch.device | str = "cpu") -> None:
+        self.algorithm = algorithm
+        self.device = torch.device(device)
+        cfg = algorithm.config
+        self.nets = Networks(algorithm.build_networks(), algorithm.target_networks).to(self.device)
+        self.losses = tuple(algorithm.losses())
+        self.optimizers = {
+            loss.name: torch.optim.Adam(self.nets.online[loss.trains].parameters(), lr=cfg.learning_rate)
+            for loss in self.losses
+        }
+        self.gradient_steps = 0
+
+    def update(self, batch: TensorBatch) -> UpdateResult:
+        """One gradient step on every loss in order, then the per-step target update."""
+        losses: dict[str, torch.Tensor] = {}
+        td_abs = None
+        max_norm = self.algorithm.config.max_grad_norm
+        for loss in self.losses:
+            value, td = loss.fn(self.nets, batch)
+            optimizer = self.optimizers[loss.name]
+            optimizer.zero_grad(set_to_none=True)
+            value.backward()
+            if max_norm is not None:
+                torch.nn.utils.clip_grad_norm_(self.nets.online[loss.trains].parameters(), max_norm)
+            optimizer.step()
+            losses[loss.name] = value.detach()
+            if td is not None:
+                td_abs = td.detach().abs()
+        self.gradient_steps += 1
+        self.algorithm.after_gradient_step(self.nets, self.gradient_steps)
+        return UpdateResult(losses, td_abs)
+
+    def state_dict(self) -> dict:
+        return {
+            "nets": self.nets.state_dict(),
+            "optimizers": {name: opt.state_dict() for name, opt in self.optimizers.items()},
+            "gradient_steps": self.gradient_steps,
+        }
+
+    def load_state_dict(self, state: dict) -> None:
+        self.nets.load_state_dict(state["nets"])
+        for name, opt in self.optimizers.items():
+            opt.load_state_dict(state["optimizers"][name])
+        self.gradient_steps = state["gradient_steps"]

@@ -1,0 +1,78 @@
+"""Network building blocks shared by every algorithm.
+
+Example::
+
+    >>> q = mlp(4, (256, 256), 2)
+    >>> nets = Networks({"q": q}, target_names=("q",))
+    >>> nets.online.q is q, nets.target.q is q
+    (True, False)
+"""
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterable, Sequence
+
+import torch
+from torch import nn
+
+
+def mlp(n_in: int, hidden: Sequence[int], n_out: int, output_activation: type[nn.Module] | None = None
+        ) -> nn.Sequential:
+    """A ReLU multilayer perceptron ``n_in -> hidden... -> n_out``."""
+    layers: list[nn.Module] = []
+    width = n_in
+    for h in hidden:
+        layers += [nn.Linear(width, h), nn.ReLU()]
+        width = h
+    layers.append(nn.Linear(width, n_out))
+    if output_activation is not None:
+        layers.append(output_activation())
+    return nn.Sequential(*layers)
+
+
+class StateActionValue(nn.Module):
+    """Q(s, a) for continuous actions: an MLP over the concatenated observation and action."""
+
+    def __init__(self, obs_dim: int, action_dim: int, hidden: Sequence[int]) -> None:
+        super().__init__()
+        self.net = mlp(obs_dim + action_dim, hidden, 1)
+
+    def forward(self, obs: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
+        return self.net(torch.cat([obs, action], dim=-1)).squeeze(-1)
+
+
+class Networks(nn.Module):
+    """The online networks of an algorithm and frozen target copies of some of them.
+
+    Loss functions reach them as ``nets.online.<name>`` and ``nets.target.<name>``.
+    """
+
+    def __init__(self, online: dict[str, nn.Module], target_names: Iterable[str] = ()) -> None:
+        super().__init__()
+        self.online = nn.ModuleDict(online)
+        self.target = nn.ModuleDict()
+        for name in target_names:
+            if name not in online:
+                raise KeyError(f"target network {name!r} has no online network; networks: {sorted(online)}")
+            self.target[name] = copy.deepcopy(online[name]).requires_grad_(False)
+
+    @torch.no_grad()
+    def update_targets(self, tau: float) -> None:
+        """Polyak update ``target = tau * online + (1 - tau) * target`` (tau = 1: hard copy)."""
+        for name, target in self.target.items():
+            online_params = list(self.online[name].parameters())
+            target_params = list(target.parameters())
+            if tau == 1.0:
+                torch._foreach_copy_(target_params, online_params)
+            else:
+                torch._foreach_lerp_(target_params, online_params, tau)
+            for t_buf, o_buf in zip(target.buffers(), self.online[name].buffers()):
+                t_buf.copy_(o_buf)
+
+    def acting_state(self, names: Iterable[str]) -> dict[str, torch.Tensor]:
+        """Flat state dict of the networks actors need (what ``param_sync`` moves)."""
+        return {f"{n}.{k}": v for n in names for k, v in self.online[n].state_dict().items()}
+
+
+def count_bytes(tensors: Iterable[torch.Tensor]) -> int:
+    return sum(t.numel() * t.element_size() for t in tensors)

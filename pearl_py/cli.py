@@ -1,0 +1,63 @@
+"""The ``pearl`` command.
+
+Usage::
+
+    pearl run examples/configs/dqn_cartpole.yaml --steps 20000 --seed 1 --out runs/dqn
+
+A user mistake (bad config, unknown env, missing file) prints one line naming the
+file, line and key, and exits with code 2; no traceback.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from pearl_py.errors import UserError
+
+
+def _run(args: argparse.Namespace) -> int:
+    from pearl_py.run_config import load_config
+    from pearl_py.runtime.train import train
+
+    cfg = load_config(args.config).with_overrides(total_steps=args.steps, seed=args.seed)
+    s = cfg.settings
+    out = Path(args.out) if args.out else Path("runs") / f"{Path(args.config).stem}-seed{s.seed}"
+    algo = cfg.make_algorithm()
+    result = train(algo, total_steps=s.total_steps, seed=s.seed, out=out, eval_episodes=s.eval_episodes,
+                   eval_freq=s.eval_freq)
+    print(f"{s.algorithm} on {s.env}: {result.env_steps} env steps in {result.wall_seconds:.1f} s "
+          f"({result.samples_per_second:.0f} samples/s, measured); eval return "
+          f"{result.eval_return_mean:.1f} ± {result.eval_return_std:.1f} over {len(result.eval_returns)} episodes")
+    print(f"wrote {out / 'result.json'}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="pearl", description=__doc__.split("\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    run = sub.add_parser("run", help="train from a config file and write result.json")
+    run.add_argument("config", help="run config YAML (see examples/configs)")
+    run.add_argument("--steps", type=int, help="override total_steps")
+    run.add_argument("--seed", type=int, help="override seed")
+    run.add_argument("--out", help="output folder (default: runs/<config>-seed<S>)")
+    run.set_defaults(handler=_run)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.handler(args)
+    except UserError as exc:
+        print(f"pearl: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("pearl: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

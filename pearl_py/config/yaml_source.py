@@ -1,0 +1,95 @@
+"""Read YAML keeping the line of every key, so errors can point at ``file:line``.
+
+Example::
+
+    >>> doc = YamlDocument.load("examples/configs/dqn_cartpole.yaml")
+    >>> doc.data["hyperparameters"]["batch_size"]
+    64
+    >>> doc.line_of(("hyperparameters", "batch_size"))
+    9
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from pearl_py.errors import ConfigError
+
+KeyPath = tuple[str | int, ...]
+
+
+@dataclass
+class YamlDocument:
+    """Plain Python data of a YAML file plus the line (1-based) of every key and list item."""
+
+    data: Any
+    file: str
+    lines: dict[KeyPath, int] = field(default_factory=dict)
+
+    def line_of(self, path: KeyPath) -> int | None:
+        """Line of ``path``, or of its nearest parent that has one."""
+        while path:
+            if path in self.lines:
+                return self.lines[path]
+            path = path[:-1]
+        return self.lines.get((), None)
+
+    def error(self, path: KeyPath, message: str) -> ConfigError:
+        return ConfigError(message, key=".".join(str(p) for p in path) or None, file=self.file,
+                           line=self.line_of(path))
+
+    @classmethod
+    def load(cls, path: str | Path) -> YamlDocument:
+        path = Path(path)
+        try:
+            text = path.read_text()
+        except FileNotFoundError:
+            raise ConfigError("file not found", file=str(path)) from None
+        except OSError as exc:
+            raise ConfigError(f"cannot read: {exc.strerror}", file=str(path)) from None
+        return cls.parse(text, str(path))
+
+    @classmethod
+    def parse(cls, text: str, file: str = "<string>") -> YamlDocument:
+        try:
+            node = yaml.compose(text, Loader=yaml.SafeLoader)
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            problem = getattr(exc, "problem", None) or str(exc)
+            raise ConfigError(f"invalid YAML: {problem}", file=file,
+                              line=mark.line + 1 if mark else None) from None
+        doc = cls(data=None, file=file)
+        if node is None:
+            doc.data = {}
+            return doc
+        doc.lines[()] = node.start_mark.line + 1
+        doc.data = doc._convert(node, ())
+        return doc
+
+    def _convert(self, node: yaml.Node, path: KeyPath) -> Any:
+        if isinstance(node, yaml.MappingNode):
+            out: dict[str, Any] = {}
+            for key_node, value_node in node.value:
+                key = yaml.SafeLoader.construct_scalar(yaml.SafeLoader(""), key_node) \
+                    if isinstance(key_node, yaml.ScalarNode) else None
+                if not isinstance(key, str):
+                    raise ConfigError("keys must be plain names", file=self.file,
+                                      line=key_node.start_mark.line + 1)
+                child = path + (key,)
+                if key in out:
+                    raise ConfigError("key given twice", key=".".join(map(str, child)), file=self.file,
+                                      line=key_node.start_mark.line + 1)
+                self.lines[child] = key_node.start_mark.line + 1
+                out[key] = self._convert(value_node, child)
+            return out
+        if isinstance(node, yaml.SequenceNode):
+            items = []
+            for i, item in enumerate(node.value):
+                self.lines[path + (i,)] = item.start_mark.line + 1
+                items.append(self._convert(item, path + (i,)))
+            return items
+        loader = yaml.SafeLoader("")
+        return loader.construct_object(node, deep=True)

@@ -1,0 +1,138 @@
+"""Derive an algorithm's protocol graph by observing its code, not by describing it by hand.
+
+The dense layers of ``inference`` and ``learner_update`` are recorded by running the
+algorithm's own ``act`` and one gradient step on a throwaway copy of its networks
+with a forward hook on every ``nn.Linear``; rates come from the config's
+update-to-data ratio; edge sizes from the transition layout.
+
+Example::
+
+    >>> graph = derive_protocol(pearl.DQN("CartPole-v1", batch_size=64))
+    >>> [layer.n_out for layer in graph.kernel("inference").workload.layers]
+    [64, 64, 2]
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+import numpy as np
+import torch
+from torch import nn
+
+from pearl_py.protocol.graph import ProtocolGraph
+from pearl_py.protocol.kernel import Kernel, KernelKind
+from pearl_py.protocol.workload import (
+    FLOAT_BYTES,
+    DenseLayer,
+    EnvWorkload,
+    NetworkWorkload,
+    ReplayWorkload,
+    SyncWorkload,
+    TransitionLayout,
+)
+
+if TYPE_CHECKING:
+    from pearl_py.algorithms.base import Algorithm
+    from pearl_py.algorithms.learner import Learner
+
+PRIORITY_ITEM_BYTES = 8 + 4
+"""An index (int64) and a priority (float32) per priority update."""
+
+
+def record_dense_layers(module: nn.Module, run: Callable[[], object]) -> tuple[DenseLayer, ...]:
+    """Every ``nn.Linear`` call made by ``run()`` inside ``module``, in order."""
+    calls: list[DenseLayer] = []
+
+    def hook(layer: nn.Linear, inputs: tuple[torch.Tensor, ...], output: torch.Tensor) -> None:
+        rows = int(np.prod(inputs[0].shape[:-1]))
+        calls.append(DenseLayer(layer.in_features, layer.out_features, rows, backward=output.requires_grad))
+
+    handles = [m.register_forward_hook(hook) for m in module.modules() if isinstance(m, nn.Linear)]
+    try:
+        run()
+    finally:
+        for h in handles:
+            h.remove()
+    return tuple(calls)
+
+
+def _probe_learner(algorithm: Algorithm) -> Learner:
+    from pearl_py.algorithms.learner import Learner
+
+    with torch.random.fork_rng():
+        torch.manual_seed(0)
+        return Learner(algorithm, device="cpu")
+
+
+def _random_batch(algorithm: Algorithm, size: int):
+    from pearl_py.algorithms.learner import TensorBatch
+
+    spec = algorithm.spec
+    g = torch.Generator().manual_seed(0)
+    obs = torch.randn(size, spec.obs_dim, generator=g)
+    if spec.discrete:
+        actions = torch.randint(0, spec.action_dim, (size,), generator=g)
+    else:
+        actions = torch.rand(size, spec.action_dim, generator=g) * 2 - 1
+    return TensorBatch(obs, actions, torch.zeros(size), obs.clone(), torch.zeros(size), torch.ones(size))
+
+
+def derive_protocol(algorithm: Algorithm, serialized: bool = False) -> ProtocolGraph:
+    """The kernels, workloads, rates and data edges of ``algorithm`` under its config."""
+    cfg, spec = algorithm.config, algorithm.spec
+    n_envs = cfg.n_envs
+    learner = _probe_learner(algorithm)
+    trained_params = sum(p.numel() for loss in learner.losses
+                         for p in learner.nets.online[loss.trains].parameters())
+
+    with torch.random.fork_rng():
+        obs = torch.zeros(n_envs, spec.obs_dim)
+        with torch.no_grad():
+            acting = record_dense_layers(learner.nets, lambda: algorithm.act(
+                learner.nets, obs, explore=False, progress=1.0))
+        learning = record_dense_layers(learner.nets, lambda: learner.update(
+            _random_batch(algorithm, cfg.batch_size)))
+
+    acting_params = [p for name in algorithm.acting_networks for p in learner.nets.online[name].parameters()]
+    param_bytes = sum(p.numel() * p.element_size() for p in acting_params)
+    layout = TransitionLayout(spec.obs_dim, 1 if spec.discrete else spec.action_dim)
+    per_step = 1.0 / n_envs
+    per_update = cfg.updates_per_transition
+    per_round = 1.0 / (cfg.train_freq * n_envs)
+
+    def replay(batch: int) -> ReplayWorkload:
+        return ReplayWorkload(capacity=cfg.buffer_size, batch=batch, item_bytes=layout.item_bytes,
+                              prioritized=cfg.prioritized_replay, fanout=cfg.replay_fanout)
+
+    graph = ProtocolGraph(serialized=serialized)
+    kernels = [
+        Kernel("env_step", KernelKind.ENV_STEP,
+               EnvWorkload(spec.env_id, spec.obs_dim, spec.action_dim, n_envs, spec.discrete),
+               rate=per_step, replicable=True),
+        Kernel("inference", KernelKind.INFERENCE,
+               NetworkWorkload(acting, trained_params=0, batch=n_envs), rate=per_step, replicable=True),
+        Kernel("replay_insert", KernelKind.REPLAY_INSERT, replay(n_envs), rate=per_step),
+        Kernel("replay_sample", KernelKind.REPLAY_SAMPLE, replay(cfg.batch_size), rate=per_update),
+        Kernel("learner_update", KernelKind.LEARNER_UPDATE,
+               NetworkWorkload(learning, trained_params=trained_params, batch=cfg.batch_size),
+               rate=per_update),
+        Kernel("param_sync", KernelKind.PARAM_SYNC, SyncWorkload(param_bytes), rate=per_round),
+    ]
+    if cfg.prioritized_replay:
+        kernels.append(Kernel("priority_update", KernelKind.PRIORITY_UPDATE, replay(cfg.batch_size),
+                              rate=per_update))
+    for kernel in kernels:
+        graph.add_kernel(kernel)
+
+    action_bytes = n_envs * (8 if spec.discrete else FLOAT_BYTES * spec.action_dim)
+    graph.connect("env_step", "inference", n_envs * spec.obs_dim * FLOAT_BYTES)
+    graph.connect("inference", "env_step", action_bytes)
+    graph.connect("env_step", "replay_insert", n_envs * layout.item_bytes)
+    graph.connect("replay_sample", "learner_update",
+                  cfg.batch_size * (layout.item_bytes + FLOAT_BYTES))
+    graph.connect("learner_update", "param_sync", param_bytes)
+    graph.connect("param_sync", "inference", param_bytes)
+    if cfg.prioritized_replay:
+        graph.connect("learner_update", "priority_update", cfg.batch_size * PRIORITY_ITEM_BYTES)
+    return graph

@@ -1,0 +1,36 @@
+"""Evaluation episodes with the deterministic policy.
+
+Example::
+
+    >>> returns = evaluate(algo, learner.nets, torch.device("cpu"), episodes=10, seed=10_000)
+    >>> len(returns)
+    10
+"""
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+import torch
+
+from pearl_py.algorithms.base import Algorithm
+from pearl_py.algorithms.networks import Networks
+
+
+def evaluate(algorithm: Algorithm, nets: Networks, device: torch.device, episodes: int, seed: int
+             ) -> list[float]:
+    """Undiscounted returns of ``episodes`` greedy episodes; episode ``i`` resets with ``seed + i``."""
+    env = gym.make(algorithm.env_id)
+    returns: list[float] = []
+    try:
+        for i in range(episodes):
+            obs, _ = env.reset(seed=seed + i)
+            total, done = 0.0, False
+            while not done:
+                action = algorithm.greedy_actions(nets, np.asarray(obs, dtype=np.float32)[None], device)[0]
+                obs, reward, terminated, truncated, _ = env.step(algorithm.spec.to_env_action(action))
+                total += float(reward)
+                done = terminated or truncated
+            returns.append(total)
+    finally:
+        env.close()
+    return returns

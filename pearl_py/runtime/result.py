@@ -1,0 +1,58 @@
+"""RunResult: what a training run measured, and its ``result.json``.
+
+Example::
+
+    >>> result = pearl.train(algo, total_steps=2000, seed=0)
+    >>> result.eval_return_mean, result.samples_per_second
+    (23.4, 1510.2)
+    >>> result.save(Path("runs/x/result.json"))   # atomic
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from pearl_py.fileio import atomic_write_json
+
+
+@dataclass
+class RunResult:
+    """Figures of one run; every one is measured on this machine (``kernel_times`` in seconds)."""
+
+    algorithm: str
+    env: str
+    seed: int
+    env_steps: int
+    gradient_steps: int
+    wall_seconds: float
+    """Training time: from the first env step to the last update (evaluation excluded)."""
+    eval_returns: list[float]
+    plan: dict[str, Any]
+    kernel_times: dict[str, dict[str, float]] = field(default_factory=dict)
+    episodes: int = 0
+    eval_history: list[dict[str, float]] = field(default_factory=list)
+    backend: str = "serial"
+
+    @property
+    def eval_return_mean(self) -> float:
+        return float(np.mean(self.eval_returns)) if self.eval_returns else float("nan")
+
+    @property
+    def eval_return_std(self) -> float:
+        return float(np.std(self.eval_returns)) if self.eval_returns else float("nan")
+
+    @property
+    def samples_per_second(self) -> float:
+        return self.env_steps / self.wall_seconds if self.wall_seconds > 0 else 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data.update(eval_return_mean=self.eval_return_mean, eval_return_std=self.eval_return_std,
+                    samples_per_second=self.samples_per_second, source="measured")
+        return data
+
+    def save(self, path: Path) -> None:
+        atomic_write_json(path, self.to_dict())

@@ -1,0 +1,150 @@
+"""The serial executor: the whole protocol in one process, in order — the reference run.
+
+Deterministic for a seed: the same seed gives the same returns, bit for bit.
+
+Example::
+
+    >>> result = SerialExecutor(pearl.DQN("CartPole-v1"), seed=0).run(total_steps=5_000)
+    >>> result.env_steps
+    5000
+"""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from pearl_py.algorithms.base import Algorithm
+from pearl_py.algorithms.env_spec import make_vector_env
+from pearl_py.algorithms.learner import Learner, TensorBatch
+from pearl_py.optimize.plan import Plan
+from pearl_py.runtime.evaluation import evaluate
+from pearl_py.runtime.result import RunResult
+from pearl_py.runtime.run_log import RunLog
+from pearl_py.runtime.timing import KernelTimer
+
+EVAL_SEED_OFFSET = 10_000
+"""Evaluation episodes reset with seeds disjoint from the training envs'."""
+
+
+class EpisodeTracker:
+    """Running return and length of every env of a vector; reports the episodes that end."""
+
+    def __init__(self, n_envs: int) -> None:
+        self.returns = np.zeros(n_envs)
+        self.lengths = np.zeros(n_envs, dtype=np.int64)
+        self.finished = 0
+
+    def step(self, rewards: np.ndarray, done: np.ndarray) -> list[tuple[float, int]]:
+        self.returns += rewards
+        self.lengths += 1
+        ended = [(float(self.returns[i]), int(self.lengths[i])) for i in np.flatnonzero(done)]
+        self.returns[done] = 0.0
+        self.lengths[done] = 0
+        self.finished += len(ended)
+        return ended
+
+
+def true_next_obs(next_obs: np.ndarray, done: np.ndarray, infos: dict) -> np.ndarray:
+    """Next observations with the final observation of every ended episode (SAME_STEP autoreset)."""
+    if not done.any():
+        return next_obs
+    real = next_obs.copy()
+    for i in np.flatnonzero(done):
+        real[i] = infos["final_obs"][i]
+    return real
+
+
+class SerialExecutor:
+    """Runs collection and learning alternately in this process, timing every kernel."""
+
+    def __init__(self, algorithm: Algorithm, seed: int = 0, *, device: str = "cpu",
+                 out_dir: Path | None = None, eval_episodes: int = 10, eval_freq: int = 0,
+                 progress: bool | None = None, plan: Plan | None = None) -> None:
+        self.algorithm = algorithm
+        self.seed = seed
+        self.device = torch.device(device)
+        self.out_dir = out_dir
+        self.eval_episodes = eval_episodes
+        self.eval_freq = eval_freq
+        self.progress = progress
+        self.plan = plan or Plan.single_device(algorithm.protocol(serialized=True))
+
+    def run(self, total_steps: int) -> RunResult:
+        algo, cfg, spec = self.algorithm, self.algorithm.config, self.algorithm.spec
+        torch.manual_seed(self.seed)
+        rng = np.random.default_rng(self.seed)
+        learner = Learner(algo, self.device)
+        timer = KernelTimer()
+        log = RunLog(self.out_dir, total_steps, self.progress)
+        envs = make_vector_env(algo.env_id, cfg.n_envs, self.seed)
+        replay = algo.make_replay(seed=self.seed)
+        tracker = EpisodeTracker(cfg.n_envs)
+        eval_history: list[dict[str, float]] = []
+        steps = vector_steps = 0
+        eval_seconds = 0.0
+        try:
+            obs, _ = envs.reset(seed=self.seed)
+            obs = obs.astype(np.float32)
+            start = time.perf_counter()
+            while steps < total_steps:
+                progress = steps / total_steps
+                with timer("inference"):
+                    if steps < cfg.learning_starts:
+                        actions = spec.random_actions(cfg.n_envs, rng)
+                    else:
+                        with torch.no_grad():
+                            actions = algo.act(learner.nets, torch.as_tensor(obs, device=self.device),
+                                               explore=True, progress=progress).cpu().numpy()
+                with timer("env_step"):
+                    next_obs, rewards, terminated, truncated, infos = envs.step(spec.to_env_action(actions))
+                done = terminated | truncated
+                next_obs = next_obs.astype(np.float32)
+                with timer("replay_insert"):
+                    replay.add(obs, actions, rewards.astype(np.float32), true_next_obs(next_obs, done, infos),
+                               terminated)
+                for episode_return, length in tracker.step(rewards, done):
+                    log.episode(steps + cfg.n_envs, episode_return, length)
+                obs = next_obs
+                steps += cfg.n_envs
+                vector_steps += 1
+                algo.after_env_step(learner.nets, vector_steps)
+                if vector_steps % cfg.train_freq == 0 and steps > cfg.learning_starts:
+                    losses = self._train_round(learner, replay, timer, algo.beta_at(progress))
+                    log.train(steps, losses, steps / (time.perf_counter() - start - eval_seconds))
+                if self.eval_freq and steps % self.eval_freq < cfg.n_envs:
+                    t0 = time.perf_counter()
+                    returns = evaluate(algo, learner.nets, self.device, self.eval_episodes,
+                                       self.seed + EVAL_SEED_OFFSET)
+                    eval_seconds += time.perf_counter() - t0
+                    eval_history.append({"step": steps, "return_mean": float(np.mean(returns))})
+                log.tick(steps, steps / max(time.perf_counter() - start - eval_seconds, 1e-9))
+            wall = time.perf_counter() - start - eval_seconds
+        finally:
+            envs.close()
+            replay.close()
+            log.close()
+        eval_returns = evaluate(algo, learner.nets, self.device, self.eval_episodes,
+                                self.seed + EVAL_SEED_OFFSET)
+        self.learner = learner
+        return RunResult(algorithm=algo.name, env=algo.env_id, seed=self.seed, env_steps=steps,
+                         gradient_steps=learner.gradient_steps, wall_seconds=wall, eval_returns=eval_returns,
+                         plan=self.plan.to_dict(), kernel_times=timer.summary(), episodes=tracker.finished,
+                         eval_history=eval_history, backend="serial")
+
+    def _train_round(self, learner: Learner, replay, timer: KernelTimer, beta: float) -> dict[str, float]:
+        cfg = self.algorithm.config
+        totals: dict[str, torch.Tensor] = {}
+        for _ in range(cfg.gradient_steps):
+            with timer("replay_sample"):
+                sample = replay.sample(cfg.batch_size, beta=beta)
+            with timer("learner_update"):
+                out = learner.update(TensorBatch.from_numpy(sample, self.device))
+            if replay.prioritized:
+                with timer("priority_update"):
+                    replay.update_priorities(sample.indices, out.td_abs.cpu().numpy())
+            for name, value in out.losses.items():
+                totals[name] = totals.get(name, 0.0) + value
+        return {name: float(total) / cfg.gradient_steps for name, total in totals.items()}
