@@ -1,0 +1,294 @@
+"""ReplayBuffer: storage + writer + sampler behind one validated, batched interface.
+
+Public methods validate their arguments (``ValueError`` naming the argument, buffer
+untouched) and then call a private ``_run``-style method that trusts them. Storage is
+preallocated numpy arrays, optionally in a shared-memory segment another process can
+:meth:`ReplayBuffer.attach` to by name; the ring writer wraps around at capacity; the
+sampler is uniform or proportional-prioritized on an n-ary sum tree.
+
+Example::
+
+    >>> buf = ReplayBuffer(capacity=1000, obs_shape=(4,), prioritized=True, seed=0)
+    >>> obs = np.zeros((8, 4), dtype=np.float32)
+    >>> buf.add(obs, np.arange(8), np.ones(8), obs, np.zeros(8, dtype=bool)).tolist()
+    [0, 1, 2, 3, 4, 5, 6, 7]
+    >>> batch = buf.sample(4, beta=0.4)
+    >>> batch.obs.shape, batch.weights.dtype
+    ((4, 4), dtype('float32'))
+    >>> buf.update_priorities(batch.indices, np.array([0.5, 1.0, 2.0, 0.1]))
+    >>> len(buf), buf.workload(64).tree_depth
+    (8, 10)
+    >>> buf.close()
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from pearl_py.protocol.workload import ReplayWorkload
+from pearl_py.replay import checks
+from pearl_py.replay.sampler import PrioritizedSampler, UniformSampler
+from pearl_py.replay.segment_tree import MinTree, SumTree
+from pearl_py.replay.storage import Layout, Storage
+from pearl_py.replay.writer import RingWriter
+
+_TRANSITION = ("obs", "actions", "rewards", "next_obs", "dones")
+
+
+@dataclass
+class SampleBatch:
+    """A sampled batch of transitions (numpy arrays, leading dimension ``B``).
+
+    ``dones`` is 1.0 where the episode terminated; ``indices`` are the slots drawn
+    (pass them back to :meth:`ReplayBuffer.update_priorities`); ``weights`` are the
+    importance-sampling weights (all ones for uniform replay).
+    """
+
+    obs: np.ndarray
+    actions: np.ndarray
+    rewards: np.ndarray
+    next_obs: np.ndarray
+    dones: np.ndarray
+    indices: np.ndarray
+    weights: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.indices)
+
+
+class ReplayBuffer:
+    """Fixed-capacity replay of ``(obs, action, reward, next_obs, terminated)`` transitions.
+
+    ``prioritized`` selects proportional prioritized replay with exponent ``alpha``,
+    offset ``eps`` and a sum tree of the given ``fanout``. ``seed`` seeds the buffer's
+    own sampling generator. ``shared_name`` puts the storage in a new shared-memory
+    segment of that name (this buffer owns it and unlinks it on :meth:`close`).
+    Not thread- or process-safe for concurrent writers: one writer at a time.
+    """
+
+    def __init__(self, capacity: int, obs_shape: tuple[int, ...], action_shape: tuple[int, ...] = (),
+                 action_dtype: Any = np.int64, prioritized: bool = False, alpha: float = 0.6, fanout: int = 2,
+                 seed: int = 0, shared_name: str | None = None, eps: float = 1e-6) -> None:
+        capacity = checks.positive_int("capacity", capacity)
+        fanout = checks.positive_int("fanout", fanout)
+        if fanout < 2:
+            raise ValueError(f"fanout: expected an integer >= 2, got {fanout}")
+        action_dtype = np.dtype(action_dtype)
+        if action_dtype.kind not in "iuf":
+            raise ValueError(f"action_dtype: expected an integer or float dtype, got {action_dtype}")
+        if shared_name is not None and (not isinstance(shared_name, str) or not shared_name):
+            raise ValueError(f"shared_name: expected a non-empty string or None, got {shared_name!r}")
+        meta = {
+            "capacity": capacity,
+            "obs_shape": list(checks.shape_tuple("obs_shape", obs_shape)),
+            "action_shape": list(checks.shape_tuple("action_shape", action_shape)),
+            "action_dtype": action_dtype.str,
+            "prioritized": bool(prioritized),
+            "alpha": checks.finite_float("alpha", alpha, 0.0),
+            "eps": checks.finite_float("eps", eps, np.nextafter(0.0, 1.0)),
+            "fanout": fanout,
+        }
+        storage = Storage.create(_layout(meta), shared=shared_name is not None, name=shared_name)
+        self._bind(storage, seed, fresh=True)
+
+    @classmethod
+    def attach(cls, shared_name: str, seed: int = 0) -> ReplayBuffer:
+        """Open the shared storage another process created with ``shared_name``.
+
+        Both buffers see the same items, counters and priorities; each samples with
+        its own generator (give every process its own ``seed``). Closing an attached
+        buffer unmaps the storage but does not unlink it.
+        """
+        if not isinstance(shared_name, str) or not shared_name:
+            raise ValueError(f"shared_name: expected a non-empty string, got {shared_name!r}")
+        buffer = cls.__new__(cls)
+        buffer._bind(Storage.attach(shared_name), seed, fresh=False)
+        return buffer
+
+    def _bind(self, storage: Storage, seed: int, fresh: bool) -> None:
+        meta = storage.layout.meta
+        self._storage = storage
+        self._meta = meta
+        self._rng = np.random.default_rng(seed)
+        self._writer = RingWriter(meta["capacity"], storage["counters"])
+        self._sampler: UniformSampler | PrioritizedSampler = UniformSampler()
+        if meta["prioritized"]:
+            capacity, fanout = meta["capacity"], meta["fanout"]
+            sums = SumTree(capacity, fanout, storage["sum_tree"], initialized=not fresh)
+            mins = MinTree(capacity, fanout, storage["min_tree"], initialized=not fresh)
+            if fresh:
+                storage["max_seen"][0] = 1.0
+            self._sampler = PrioritizedSampler(sums, mins, storage["max_seen"], meta["alpha"], meta["eps"])
+        self._obs_shape = tuple(meta["obs_shape"])
+        self._action_shape = tuple(meta["action_shape"])
+        self._action_dtype = np.dtype(meta["action_dtype"])
+
+    # ----------------------------------------------------------------- properties
+
+    @property
+    def capacity(self) -> int:
+        return self._meta["capacity"]
+
+    @property
+    def prioritized(self) -> bool:
+        return self._meta["prioritized"]
+
+    @property
+    def shared_name(self) -> str | None:
+        """Name of the shared-memory segment holding the storage, or ``None``."""
+        return self._storage.name
+
+    def __len__(self) -> int:
+        self._check_open()
+        return self._writer.size
+
+    def _check_open(self) -> None:
+        if self._storage.closed:
+            raise ValueError("buffer is closed")
+
+    # ----------------------------------------------------------------- add
+
+    def add(self, obs: Any, actions: Any, rewards: Any, next_obs: Any, terminated: Any) -> np.ndarray:
+        """Store ``N`` transitions (leading dimension ``N <= capacity``); returns the ``N`` slots written.
+
+        Once full, the oldest items are overwritten. In prioritized mode new items
+        get the largest priority seen so far.
+        """
+        self._check_open()
+        obs = checks.as_rows("obs", obs, np.float32, self._obs_shape)
+        n = len(obs)
+        if n == 0 or n > self.capacity:
+            raise ValueError(f"obs: batch of {n} transitions; expected 1..{self.capacity} (the capacity)")
+        rows = {
+            "obs": obs,
+            "actions": checks.as_rows("actions", actions, self._action_dtype, self._action_shape),
+            "rewards": checks.as_rows("rewards", rewards, np.float32, ()),
+            "next_obs": checks.as_rows("next_obs", next_obs, np.float32, self._obs_shape),
+            "dones": checks.as_flags("terminated", terminated),
+        }
+        for name, arg in (("actions", "actions"), ("rewards", "rewards"), ("next_obs", "next_obs"),
+                          ("dones", "terminated")):
+            if len(rows[name]) != n:
+                raise ValueError(f"{arg}: has {len(rows[name])} rows, obs has {n}")
+        return self._add(rows, n)
+
+    def _add(self, rows: dict[str, np.ndarray], n: int) -> np.ndarray:
+        runs = self._writer.write(n)
+        done = 0
+        for start, stop in runs:
+            for name in _TRANSITION:
+                self._storage[name][start:stop] = rows[name][done:done + stop - start]
+            if isinstance(self._sampler, PrioritizedSampler):
+                self._sampler.on_write(start, stop)
+            done += stop - start
+        return np.concatenate([np.arange(start, stop, dtype=np.int64) for start, stop in runs])
+
+    # ----------------------------------------------------------------- sample
+
+    def sample(self, batch_size: int, beta: float = 0.4) -> SampleBatch:
+        """Draw ``batch_size`` transitions with replacement (so it may exceed ``len(self)``).
+
+        Prioritized buffers draw by stratified proportional sampling and return IS
+        weights ``(N * P(i))^-beta / max_j w_j``; uniform buffers return unit weights.
+        """
+        self._check_open()
+        batch_size = checks.positive_int("batch_size", batch_size)
+        beta = checks.finite_float("beta", beta, 0.0, 1.0)
+        if self._writer.size == 0:
+            raise ValueError("batch_size: cannot sample from an empty buffer (add transitions first)")
+        return self._sample(batch_size, beta)
+
+    def _sample(self, batch_size: int, beta: float) -> SampleBatch:
+        indices, weights = self._sampler.sample(batch_size, self._writer.size, beta, self._rng)
+        data = {name: self._storage[name][indices] for name in _TRANSITION}
+        return SampleBatch(indices=indices, weights=weights, **data)
+
+    # ----------------------------------------------------------------- priorities
+
+    def update_priorities(self, indices: Any, td_errors_abs: Any) -> None:
+        """Set the priorities of written slots to ``(|td_error| + eps)^alpha`` (last one wins on duplicates)."""
+        self._check_open()
+        if not isinstance(self._sampler, PrioritizedSampler):
+            raise ValueError("indices: update_priorities needs a buffer created with prioritized=True")
+        indices = checks.written_indices("indices", indices, self._writer.size)
+        td_errors_abs = checks.priorities("td_errors_abs", td_errors_abs, len(indices))
+        self._sampler.update(indices, td_errors_abs)
+
+    # ----------------------------------------------------------------- cost model
+
+    def workload(self, batch_size: int) -> ReplayWorkload:
+        """What a replay kernel call on ``batch_size`` items costs, in the cost models' terms."""
+        self._check_open()
+        batch_size = checks.positive_int("batch_size", batch_size)
+        item_bytes = sum(self._storage[name][0].nbytes for name in _TRANSITION)
+        return ReplayWorkload(capacity=self.capacity, batch=batch_size, item_bytes=item_bytes,
+                              prioritized=self.prioritized, fanout=self._meta["fanout"])
+
+    # ----------------------------------------------------------------- checkpoints
+
+    def state_dict(self) -> dict[str, Any]:
+        """Copies of the written items, priorities, counters and generator state."""
+        self._check_open()
+        size = self._writer.size
+        state: dict[str, Any] = {"meta": dict(self._meta), "counters": self._storage["counters"].copy(),
+                                 "rng": self._rng.bit_generator.state}
+        for name in _TRANSITION:
+            state[name] = self._storage[name][:size].copy()
+        if isinstance(self._sampler, PrioritizedSampler):
+            state["priorities"] = self._sampler.sums.leaves[:size].copy()
+            state["max_seen"] = float(self._sampler.max_seen[0])
+        return state
+
+    @classmethod
+    def load_state_dict(cls, state: dict[str, Any], shared_name: str | None = None) -> ReplayBuffer:
+        """A new buffer holding what ``state_dict()`` captured (optionally in new shared storage)."""
+        try:
+            meta, counters = state["meta"], np.asarray(state["counters"], dtype=np.int64)
+            buffer = cls(meta["capacity"], tuple(meta["obs_shape"]), tuple(meta["action_shape"]),
+                         meta["action_dtype"], meta["prioritized"], meta["alpha"], meta["fanout"],
+                         shared_name=shared_name, eps=meta["eps"])
+            size = int(counters[1])
+            for name in _TRANSITION:
+                buffer._storage[name][:size] = state[name]
+            if meta["prioritized"]:
+                for tree in (buffer._sampler.sums, buffer._sampler.mins):
+                    tree.leaves[:size] = state["priorities"]
+                    tree.rebuild()
+                buffer._sampler.max_seen[0] = state["max_seen"]
+            buffer._storage["counters"][:] = counters
+            buffer._rng.bit_generator.state = state["rng"]
+        except (KeyError, TypeError, IndexError) as error:
+            raise ValueError(f"state: not a ReplayBuffer state_dict ({error!r})") from None
+        return buffer
+
+    # ----------------------------------------------------------------- lifetime
+
+    def close(self) -> None:
+        """Release the storage; unlinks the shared segment if this buffer created it. Idempotent."""
+        self._sampler = UniformSampler()
+        self._writer = RingWriter(self.capacity, np.zeros(2, dtype=np.int64))
+        self._storage.close()
+
+    def __enter__(self) -> ReplayBuffer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _layout(meta: dict[str, Any]) -> Layout:
+    capacity = meta["capacity"]
+    obs_shape, action_shape = tuple(meta["obs_shape"]), tuple(meta["action_shape"])
+    arrays: dict[str, tuple[Any, tuple[int, ...]]] = {
+        "obs": (np.float32, (capacity, *obs_shape)),
+        "actions": (np.dtype(meta["action_dtype"]), (capacity, *action_shape)),
+        "rewards": (np.float32, (capacity,)),
+        "next_obs": (np.float32, (capacity, *obs_shape)),
+        "dones": (np.float32, (capacity,)),
+        "counters": (np.int64, (2,)),
+    }
+    if meta["prioritized"]:
+        arrays.update(PrioritizedSampler.arrays(capacity, meta["fanout"]))
+    return Layout.of(arrays, meta)

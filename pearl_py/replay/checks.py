@@ -1,0 +1,117 @@
+"""Input validation for the replay buffer: every check raises ``ValueError`` naming the argument.
+
+Checks only read their inputs; they run before the buffer changes anything, so a
+rejected call leaves the buffer exactly as it was.
+
+Example::
+
+    >>> rows = as_rows("rewards", [1.0, 2.0], np.float32, ())
+    >>> rows.dtype, rows.shape
+    (dtype('float32'), (2,))
+    >>> as_rows("rewards", [[1.0, 2.0]], np.float32, ())
+    Traceback (most recent call last):
+    ...
+    ValueError: rewards: expected shape (N,), got (1, 2)
+"""
+from __future__ import annotations
+
+import numbers
+from typing import Any
+
+import numpy as np
+
+_NUMERIC = "biuf"
+
+
+def positive_int(name: str, value: Any) -> int:
+    """``value`` as an int >= 1 (bools and floats are refused)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+        raise ValueError(f"{name}: expected an integer >= 1, got {value!r}")
+    return int(value)
+
+
+def finite_float(name: str, value: Any, low: float, high: float = np.inf) -> float:
+    """``value`` as a finite float in ``[low, high]``."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not np.isfinite(value) \
+            or not low <= value <= high:
+        raise ValueError(f"{name}: expected a finite number in [{low}, {high}], got {value!r}")
+    return float(value)
+
+
+def shape_tuple(name: str, value: Any) -> tuple[int, ...]:
+    """``value`` as a tuple of non-negative ints (a single int means a 1-D shape)."""
+    dims = (value,) if isinstance(value, numbers.Integral) else value
+    try:
+        dims = tuple(dims)
+    except TypeError:
+        raise ValueError(f"{name}: expected a shape tuple, got {value!r}") from None
+    if not all(isinstance(d, numbers.Integral) and not isinstance(d, bool) and d >= 0 for d in dims):
+        raise ValueError(f"{name}: expected non-negative integer dimensions, got {value!r}")
+    return tuple(int(d) for d in dims)
+
+
+def _array(name: str, value: Any) -> np.ndarray:
+    array = np.asarray(value)
+    if array.dtype.kind not in _NUMERIC:
+        raise ValueError(f"{name}: expected a numeric array, got dtype {array.dtype}")
+    return array
+
+
+def as_rows(name: str, value: Any, dtype: np.dtype | type, tail: tuple[int, ...]) -> np.ndarray:
+    """``value`` as a ``(N, *tail)`` array of ``dtype``, refusing unsafe kinds and non-finite floats.
+
+    Integers may become floats; floats never become integers; booleans are refused
+    (use :func:`as_flags` for 0/1 data).
+    """
+    array = _array(name, value)
+    target = np.dtype(dtype)
+    if array.dtype.kind == "b" or not np.can_cast(array.dtype, target, casting="same_kind"):
+        raise ValueError(f"{name}: dtype {array.dtype} cannot be stored as {target}")
+    if array.ndim != 1 + len(tail) or array.shape[1:] != tail:
+        expected = "(N" + "".join(f", {d}" for d in tail) + (",)" if not tail else ")")
+        raise ValueError(f"{name}: expected shape {expected}, got {array.shape}")
+    with np.errstate(over="ignore", invalid="ignore"):
+        array = array.astype(target, copy=False)
+    if target.kind == "f" and not np.isfinite(array).all():
+        raise ValueError(f"{name}: contains NaN or infinite values (after conversion to {target})")
+    return array
+
+
+def as_flags(name: str, value: Any) -> np.ndarray:
+    """``value`` as a ``(N,)`` float32 array of 0/1 (booleans or numbers equal to 0 or 1)."""
+    array = _array(name, value)
+    if array.ndim != 1:
+        raise ValueError(f"{name}: expected shape (N,), got {array.shape}")
+    flags = array.astype(np.float32)
+    if not np.all((flags == 0) | (flags == 1)):
+        raise ValueError(f"{name}: expected booleans or 0/1 values")
+    return flags
+
+
+def written_indices(name: str, value: Any, size: int) -> np.ndarray:
+    """``value`` as a non-empty 1-D int64 array of slots in ``[0, size)`` (slots written so far)."""
+    array = _array(name, value)
+    if array.dtype.kind not in "iu":
+        raise ValueError(f"{name}: expected integer indices, got dtype {array.dtype}")
+    if array.ndim != 1 or array.size == 0:
+        raise ValueError(f"{name}: expected a non-empty 1-D array, got shape {array.shape}")
+    low, high = array.min(), array.max()
+    if low < 0 or high >= size:
+        bad = low if low < 0 else high
+        raise ValueError(f"{name}: index {bad} was never written (valid slots are 0..{size - 1})")
+    return array.astype(np.int64, copy=False)
+
+
+def priorities(name: str, value: Any, n: int) -> np.ndarray:
+    """``value`` as a ``(n,)`` float64 array of finite, non-negative numbers."""
+    array = _array(name, value)
+    if array.dtype.kind == "b":
+        raise ValueError(f"{name}: expected numbers, got dtype bool")
+    if array.shape != (n,):
+        raise ValueError(f"{name}: expected shape ({n},) to match the indices, got {array.shape}")
+    array = array.astype(np.float64, copy=False)
+    if not np.isfinite(array).all():
+        raise ValueError(f"{name}: contains NaN or infinite values")
+    if array.min() < 0:
+        raise ValueError(f"{name}: contains negative values (pass absolute TD errors)")
+    return array
