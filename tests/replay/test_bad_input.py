@@ -1,0 +1,117 @@
+"""Bad input raises ValueError naming the argument, and leaves the buffer exactly as it was."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from pearl_py.replay import ReplayBuffer
+
+from .helpers import assert_same, snapshot, transitions
+
+GOOD = transitions(3)
+OBS, ACT, REW, NEXT, TERM = GOOD
+
+
+def with_(position, value):
+    args = list(GOOD)
+    args[position] = value
+    return args
+
+
+BAD_ADDS = [
+    ("obs", with_(0, OBS[:, :3]), "shape"),
+    ("obs", with_(0, OBS[0]), "shape"),
+    ("obs", with_(0, OBS.astype(str)), "numeric"),
+    ("obs", with_(0, np.array(OBS, dtype=bool)), "cannot be stored"),
+    ("obs", with_(0, np.full((3, 4), np.nan)), "NaN"),
+    ("obs", with_(0, np.full((3, 4), 1e300)), "infinite"),
+    ("obs", [o[:0] for o in GOOD], "batch of 0"),
+    ("actions", with_(1, ACT.astype(np.float64)), "cannot be stored as int64"),
+    ("actions", with_(1, ACT[:2]), "rows"),
+    ("actions", with_(1, ACT[:, None]), "shape"),
+    ("rewards", with_(2, np.array([1.0, np.inf, 0.0])), "infinite"),
+    ("rewards", with_(2, REW[:, None]), "shape"),
+    ("next_obs", with_(3, NEXT[:1]), "rows"),
+    ("terminated", with_(4, np.array([0, 2, 1])), "0/1"),
+    ("terminated", with_(4, TERM[:, None]), "shape"),
+]
+
+
+@pytest.fixture(params=[False, True], ids=["uniform", "prioritized"])
+def buf(request):
+    with ReplayBuffer(8, (4,), prioritized=request.param, fanout=2, seed=0) as buffer:
+        buffer.add(*transitions(6))
+        if request.param:
+            buffer.update_priorities(np.array([1, 2]), np.array([0.5, 3.0]))
+        yield buffer
+
+
+def rejects(buf, call, name, detail):
+    before = snapshot(buf)
+    with pytest.raises(ValueError, match=name) as error:
+        call()
+    assert detail in str(error.value)
+    assert_same(before, snapshot(buf))
+
+
+@pytest.mark.parametrize("name,args,detail", BAD_ADDS, ids=[f"{n}-{d}" for n, _, d in BAD_ADDS])
+def test_bad_add_is_refused_without_changes(buf, name, args, detail):
+    rejects(buf, lambda: buf.add(*args), name, detail)
+
+
+def test_batch_larger_than_capacity_is_refused(buf):
+    rejects(buf, lambda: buf.add(*transitions(9)), "obs", "expected 1..8")
+
+
+@pytest.mark.parametrize("batch_size,beta,name", [(0, 0.4, "batch_size"), (2.0, 0.4, "batch_size"),
+                                                   (True, 0.4, "batch_size"), (4, -0.1, "beta"),
+                                                   (4, 1.5, "beta"), (4, float("nan"), "beta")])
+def test_bad_sample_arguments_are_refused(buf, batch_size, beta, name):
+    rejects(buf, lambda: buf.sample(batch_size, beta=beta), name, name)
+
+
+def test_sampling_an_empty_buffer_is_refused():
+    with ReplayBuffer(8, (4,), prioritized=True) as empty:
+        rejects(empty, lambda: empty.sample(4), "batch_size", "empty buffer")
+
+
+BAD_UPDATES = [
+    ("indices", [6], [1.0], "never written"),
+    ("indices", [-1], [1.0], "never written"),
+    ("indices", [0.5], [1.0], "integer"),
+    ("indices", np.array([], dtype=np.int64), [], "non-empty"),
+    ("indices", [[0, 1]], [[1.0, 1.0]], "1-D"),
+    ("td_errors_abs", [0, 1], [1.0], "shape"),
+    ("td_errors_abs", [0, 1], [1.0, -0.5], "negative"),
+    ("td_errors_abs", [0, 1], [1.0, np.nan], "NaN"),
+    ("td_errors_abs", [0, 1], [np.inf, 1.0], "infinite"),
+    ("td_errors_abs", [0, 1], [True, False], "bool"),
+]
+
+
+@pytest.mark.parametrize("name,indices,values,detail", BAD_UPDATES, ids=[f"{n}-{d}" for n, _, _, d in BAD_UPDATES])
+def test_bad_priority_updates_are_refused(name, indices, values, detail):
+    with ReplayBuffer(8, (4,), prioritized=True, fanout=2) as buf:
+        buf.add(*transitions(6))
+        rejects(buf, lambda: buf.update_priorities(np.array(indices), np.array(values)), name, detail)
+
+
+def test_priority_update_on_a_uniform_buffer_is_refused():
+    with ReplayBuffer(8, (4,)) as buf:
+        buf.add(*transitions(6))
+        rejects(buf, lambda: buf.update_priorities(np.array([0]), np.array([1.0])), "indices", "prioritized=True")
+
+
+@pytest.mark.parametrize("kwargs,name", [
+    ({"capacity": 0}, "capacity"), ({"capacity": 2.5}, "capacity"), ({"obs_shape": (-1,)}, "obs_shape"),
+    ({"obs_shape": "x"}, "obs_shape"), ({"action_dtype": np.bool_}, "action_dtype"), ({"fanout": 1}, "fanout"),
+    ({"alpha": -1.0}, "alpha"), ({"eps": 0.0}, "eps"), ({"shared_name": ""}, "shared_name"),
+])
+def test_bad_construction_is_refused(kwargs, name):
+    args = {"capacity": 8, "obs_shape": (4,)} | kwargs
+    with pytest.raises(ValueError, match=name):
+        ReplayBuffer(**args)
+
+
+def test_workload_needs_a_positive_batch(buf):
+    rejects(buf, lambda: buf.workload(0), "batch_size", "integer")
