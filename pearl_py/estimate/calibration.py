@@ -1,0 +1,101 @@
+"""Per-machine calibration: fitted latency models by (kind, variant[, env id]), cached as JSON.
+
+The cache lives in ``$PEARL_CACHE_DIR`` (default ``~/.cache/pearl_py``) as
+``calibration-<fingerprint>.json``; the fingerprint names the host, CPU model,
+usable cores and torch version, so a different machine never reads another's
+figures. Files are written atomically (temporary file + ``os.replace``).
+
+Example::
+
+    >>> cal = Calibration.load_default()          # None until `pearl profile` has run
+    >>> cal.model("learner_update", "reference").predict(features)
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pearl_py.estimate.fit import FittedModel
+
+CACHE_ENV = "PEARL_CACHE_DIR"
+
+
+def machine_fingerprint() -> str:
+    """Short hash of host name, CPU model, usable cores and torch version."""
+    from pearl_py.platform.local import read_cpuinfo
+
+    import torch
+
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    text = "|".join([platform.node(), read_cpuinfo().get("model name", platform.processor()), str(cores),
+                     torch.__version__])
+    return hashlib.sha1(text.encode()).hexdigest()[:12]
+
+
+def cache_dir() -> Path:
+    return Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "pearl_py")
+
+
+def default_path() -> Path:
+    return cache_dir() / f"calibration-{machine_fingerprint()}.json"
+
+
+def model_key(kind: str, variant: str, env_id: str | None = None) -> str:
+    """``kind/variant`` or, for env_step, ``env_step/variant/<env id>``."""
+    return f"{kind}/{variant}" + (f"/{env_id}" if env_id else "")
+
+
+@dataclass
+class Calibration:
+    """Fitted models of this machine's CPU, one per ``model_key``."""
+
+    fingerprint: str
+    models: dict[str, FittedModel] = field(default_factory=dict)
+    meta: dict = field(default_factory=dict)
+
+    def model(self, kind: str, variant: str, env_id: str | None = None) -> FittedModel | None:
+        return self.models.get(model_key(kind, variant, env_id))
+
+    def to_dict(self) -> dict:
+        return {"fingerprint": self.fingerprint, "meta": self.meta,
+                "models": {k: m.to_dict() for k, m in sorted(self.models.items())}}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> Calibration:
+        return cls(d["fingerprint"], {k: FittedModel.from_dict(m) for k, m in d["models"].items()}, d.get("meta", {}))
+
+    def save(self, path: str | Path | None = None) -> Path:
+        """Write atomically; returns the path."""
+        path = Path(path) if path else default_path()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.meta.setdefault("written", time.strftime("%Y-%m-%dT%H:%M:%S"))
+        fd, tmp = tempfile.mkstemp(prefix=path.name, suffix=".tmp", dir=path.parent)
+        try:
+            with os.fdopen(fd, "w") as f:
+                json.dump(self.to_dict(), f, indent=1)
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        return path
+
+    @classmethod
+    def load(cls, path: str | Path) -> Calibration:
+        return cls.from_dict(json.loads(Path(path).read_text()))
+
+    @classmethod
+    def load_default(cls) -> Calibration | None:
+        """This machine's cached calibration, or None if `pearl profile` has not run here."""
+        path = default_path()
+        if not path.is_file():
+            return None
+        try:
+            return cls.load(path)
+        except (OSError, ValueError, KeyError):
+            return None

@@ -1,0 +1,44 @@
+"""Numbers a cost model reads from a workload: FLOPs, bytes, dispatched ops, batch.
+
+Calibrated and roofline models share these, so a kernel measured on one grid is
+predicted on another through the same quantities.
+
+Example::
+
+    >>> from pearl_py.protocol import ReplayWorkload
+    >>> workload_features(ReplayWorkload(capacity=1024, batch=32, item_bytes=48, prioritized=True))
+    {'batch': 32.0, 'bytes': 1536.0, 'levels': 10.0, 'tree_work': 320.0, 'capacity': 1024.0, 'prioritized': 1.0}
+"""
+from __future__ import annotations
+
+from pearl_py.protocol import EnvWorkload, NetworkWorkload, ReplayWorkload, SyncWorkload, Workload
+from pearl_py.protocol.workload import FLOAT_BYTES
+
+ADAM_STATE_WORDS = 4
+"""Adam reads and writes parameter, gradient and two moments per trained parameter."""
+
+
+def workload_features(workload: Workload) -> dict[str, float]:
+    """Features of one call; keys depend on the workload type (see docs/cost-models.md)."""
+    if isinstance(workload, NetworkWorkload):
+        return {
+            "flops": workload.flops,
+            "bytes": float(workload.weight_bytes + workload.activation_bytes
+                           + ADAM_STATE_WORDS * FLOAT_BYTES * workload.trained_params),
+            "ops": float(workload.n_ops),
+            "batch": float(workload.batch),
+        }
+    if isinstance(workload, ReplayWorkload):
+        return {
+            "batch": float(workload.batch),
+            "bytes": float(workload.bytes_moved),
+            "levels": float(workload.tree_depth),
+            "tree_work": float(workload.batch * workload.tree_depth),
+            "capacity": float(workload.capacity),
+            "prioritized": 1.0 if workload.prioritized else 0.0,
+        }
+    if isinstance(workload, EnvWorkload):
+        return {"n_envs": float(workload.n_envs), "obs_bytes": float(workload.obs_bytes)}
+    if isinstance(workload, SyncWorkload):
+        return {"bytes": float(workload.param_bytes)}
+    raise TypeError(f"no cost features for workload type {type(workload).__name__}")

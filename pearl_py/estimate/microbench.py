@@ -1,0 +1,198 @@
+"""Micro-benchmarks: run the real kernels of pearl_py on this CPU and time one call.
+
+Each runner builds a kernel from the project's own code (the algorithm's
+``Learner.update`` and ``act``, :class:`pearl_py.replay.ReplayBuffer`, gymnasium vector
+envs as the runtime makes them) and returns its workload and a zero-argument callable.
+Variants of a kernel kind (issue 8) register their own runner under a variant name.
+
+Example::
+
+    >>> point = BenchPoint("learner_update", algo="dqn", width=64, batch=32)
+    >>> workload, call = build("learner_update", "reference", point)
+    >>> seconds = time_call(call)
+"""
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from pearl_py.protocol import SyncWorkload, Workload
+
+ALGO_ENVS = {"dqn": "CartPole-v1", "ddpg": "Pendulum-v1"}
+
+
+@dataclass(frozen=True)
+class BenchPoint:
+    """One grid point. Network kinds read algo/width/depth/batch; replay reads capacity/batch/
+    prioritized; env_step reads env_id/batch (= n_envs); param_sync reads nbytes."""
+
+    kind: str
+    algo: str = "dqn"
+    width: int = 64
+    depth: int = 2
+    batch: int = 32
+    capacity: int = 10_000
+    prioritized: bool = False
+    env_id: str = ""
+    nbytes: int = 0
+
+
+Runner = Callable[[BenchPoint], tuple[Workload, Callable[[], object]]]
+_RUNNERS: dict[tuple[str, str], Runner] = {}
+
+
+def register_runner(kind: str, variant: str, runner: Runner) -> None:
+    """Make ``pearl profile`` calibrate ``variant`` of ``kind`` with ``runner``."""
+    _RUNNERS[(kind, variant)] = runner
+
+
+def variants(kind: str) -> list[str]:
+    return sorted(v for k, v in _RUNNERS if k == kind)
+
+
+def build(kind: str, variant: str, point: BenchPoint) -> tuple[Workload, Callable[[], object]]:
+    """The workload of ``point`` and a callable running one call of the kernel."""
+    try:
+        runner = _RUNNERS[(kind, variant)]
+    except KeyError:
+        raise KeyError(f"no micro-benchmark for {kind}/{variant}; registered: {sorted(_RUNNERS)}") from None
+    return runner(point)
+
+
+def time_call(call: Callable[[], object], target_s: float = 0.03, samples: int = 7,
+              clock: Callable[[], float] = time.process_time) -> float:
+    """Median seconds per call: warm up, then ``samples`` chunks of calls lasting ~target_s/samples each.
+
+    The default clock is the process's CPU time: a single-threaded kernel's cost on a
+    core of its own, unaffected by other processes sharing the machine (a 2-core VM
+    running tests next to ``pearl profile`` would otherwise add their time slices).
+    """
+    for _ in range(3):
+        call()
+    start = clock()
+    call()
+    once = max(clock() - start, 1e-6)
+    inner = max(1, int(target_s / samples / once))
+    chunks = []
+    for _ in range(samples):
+        start = clock()
+        for _ in range(inner):
+            call()
+        chunks.append((clock() - start) / inner)
+    return float(np.median(chunks))
+
+
+def _algorithm(point: BenchPoint, **extra):
+    import pearl_py as pearl
+
+    cls = {"dqn": pearl.DQN, "ddpg": pearl.DDPG}[point.algo]
+    return cls(ALGO_ENVS[point.algo], net_arch=[point.width] * point.depth, **extra)
+
+
+def _random_batch(algo, size: int, generator: torch.Generator):
+    from pearl_py.algorithms.learner import TensorBatch
+
+    spec = algo.spec
+    obs = torch.randn(size, spec.obs_dim, generator=generator)
+    if spec.discrete:
+        actions = torch.randint(0, spec.action_dim, (size,), generator=generator)
+    else:
+        actions = torch.rand(size, spec.action_dim, generator=generator) * 2 - 1
+    return TensorBatch(obs, actions, torch.randn(size, generator=generator), torch.randn_like(obs),
+                       torch.zeros(size), torch.ones(size))
+
+
+def learner_update_reference(point: BenchPoint):
+    """The algorithm's own gradient step (eager torch, Adam) on a random batch."""
+    from pearl_py.algorithms.learner import Learner
+
+    algo = _algorithm(point, batch_size=point.batch)
+    workload = algo.protocol().kernel("learner_update").workload
+    learner = Learner(algo, device="cpu")
+    batch = _random_batch(algo, point.batch, torch.Generator().manual_seed(0))
+    return workload, lambda: learner.update(batch)
+
+
+def inference_reference(point: BenchPoint):
+    """The acting network's forward (with exploration) on ``batch`` observations, as actors run it."""
+    from pearl_py.algorithms.learner import Learner
+
+    algo = _algorithm(point, n_envs=point.batch)
+    workload = algo.protocol().kernel("inference").workload
+    nets = Learner(algo, device="cpu").nets
+    obs = torch.randn(point.batch, algo.spec.obs_dim, generator=torch.Generator().manual_seed(0))
+
+    def call():
+        with torch.no_grad():
+            return algo.act(nets, obs, explore=True, progress=0.5).numpy()
+
+    return workload, call
+
+
+def _filled_replay(point: BenchPoint):
+    from pearl_py.replay import ReplayBuffer
+
+    obs_dim = 4
+    buf = ReplayBuffer(capacity=point.capacity, obs_shape=(obs_dim,), prioritized=point.prioritized, seed=0)
+    rng = np.random.default_rng(0)
+    chunk = min(point.capacity, 4096)
+    for start in range(0, point.capacity, chunk):
+        n = min(chunk, point.capacity - start)
+        obs = rng.standard_normal((n, obs_dim), dtype=np.float32)
+        buf.add(obs, rng.integers(0, 2, n), rng.standard_normal(n, dtype=np.float32), obs, np.zeros(n, dtype=bool))
+    return buf, rng
+
+
+def replay_insert_reference(point: BenchPoint):
+    buf, rng = _filled_replay(point)
+    obs = rng.standard_normal((point.batch, 4), dtype=np.float32)
+    actions, rewards, dones = rng.integers(0, 2, point.batch), np.ones(point.batch, np.float32), np.zeros(point.batch, bool)
+    return buf.workload(point.batch), lambda: buf.add(obs, actions, rewards, obs, dones)
+
+
+def replay_sample_reference(point: BenchPoint):
+    buf, _ = _filled_replay(point)
+    return buf.workload(point.batch), lambda: buf.sample(point.batch, beta=0.4)
+
+
+def priority_update_reference(point: BenchPoint):
+    buf, rng = _filled_replay(point)
+    indices = buf.sample(point.batch).indices
+    td = rng.random(point.batch) + 0.01
+    return buf.workload(point.batch), lambda: buf.update_priorities(indices, td)
+
+
+def env_step_reference(point: BenchPoint):
+    """One step of a gymnasium vector env made exactly as the runtime makes it."""
+    from pearl_py.algorithms.env_spec import make_vector_env
+    from pearl_py.protocol import EnvWorkload
+
+    envs = make_vector_env(point.env_id, point.batch, seed=0)
+    envs.reset(seed=0)
+    envs.action_space.seed(0)
+    actions = envs.action_space.sample()
+    space = envs.single_observation_space
+    discrete = hasattr(envs.single_action_space, "n")
+    action_dim = int(envs.single_action_space.n) if discrete else int(np.prod(envs.single_action_space.shape))
+    workload = EnvWorkload(point.env_id, int(np.prod(space.shape)), action_dim, point.batch, discrete)
+    return workload, lambda: envs.step(actions)
+
+
+def param_sync_reference(point: BenchPoint):
+    """Copy of ``nbytes`` of float32 parameters into a second buffer (what a shared-memory sync costs)."""
+    n = max(1, point.nbytes // 4)
+    src, dst = torch.randn(n), torch.empty(n)
+    return SyncWorkload(n * 4), lambda: dst.copy_(src)
+
+
+for _kind, _runner in {
+    "learner_update": learner_update_reference, "inference": inference_reference,
+    "replay_insert": replay_insert_reference, "replay_sample": replay_sample_reference,
+    "priority_update": priority_update_reference, "env_step": env_step_reference,
+    "param_sync": param_sync_reference,
+}.items():
+    register_runner(_kind, "reference", _runner)
