@@ -173,6 +173,7 @@ class FpgaSpec(_Spec):
     lut: int
     memories: dict
     dsp_per_mac: int
+    dsp_per_add: int
     fmul_latency: int
     fadd_latency: int
     mem_read_latency: int

@@ -1,0 +1,102 @@
+"""Spec-only cost models for CPUs and GPUs that are not calibrated on this machine.
+
+``latency = ops x dispatch + max(flops / (peak x efficiency), bytes / bandwidth)``
+(Williams, Waterman & Patterson, CACM 2009, plus a per-op launch term). Parameters
+come from the catalogue and ``estimators/roofline.yaml``.
+
+Example::
+
+    >>> from pearl_py.platform import Platform
+    >>> gpu = Platform.load("dgx-a100-node").device("gpu0")
+    >>> params = RooflineParams.load()
+    >>> round(network_latency(features, gpu.spec, params, "reference") * 1e6)
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from pearl_py.platform.spec import CpuSpec, GpuSpec, check_keys
+from pearl_py.platform.yamlsrc import LocatedYaml
+from pearl_py.resources import estimators_dir
+
+_SCHEMA = {
+    "variants": None,
+    "cpu": ["gemm_efficiency", "numpy_call_us", "replay_calls", "env_step_us", "env_step_default_us",
+            "env_reference_ghz", "vector_env_us"],
+    "gpu": ["gemm_efficiency", "tree_kernels_per_level"],
+}
+
+
+@dataclass(frozen=True)
+class RooflineParams:
+    """Parameters of ``estimators/roofline.yaml``."""
+
+    variants: dict
+    cpu: dict
+    gpu: dict
+
+    @classmethod
+    def load(cls, path: str | Path | None = None) -> RooflineParams:
+        doc = LocatedYaml.read(path or estimators_dir() / "roofline.yaml")
+        check_keys(doc.data, list(_SCHEMA), list(_SCHEMA), (), doc.error)
+        for section, keys in _SCHEMA.items():
+            if keys is not None:
+                check_keys(doc.data[section], keys, keys, (section,), doc.error)
+        return cls(doc.data["variants"], doc.data["cpu"], doc.data["gpu"])
+
+    def dispatch_scale(self, variant: str) -> float:
+        try:
+            return float(self.variants[variant])
+        except KeyError:
+            raise KeyError(f"unknown kernel variant {variant!r}; estimators/roofline.yaml knows "
+                           f"{sorted(self.variants)}") from None
+
+
+def network_latency(features: dict[str, float], spec: CpuSpec | GpuSpec, params: RooflineParams,
+                    variant: str) -> tuple[float, dict[str, float]]:
+    """Seconds of a dense-network call (inference or learner update) and its terms."""
+    scale = params.dispatch_scale(variant)
+    if isinstance(spec, CpuSpec):
+        dispatch = features["ops"] * spec.dispatch_overhead_us * 1e-6 * scale
+        compute = features["flops"] / (spec.core_peak_flops * params.cpu["gemm_efficiency"])
+        memory = features["bytes"] / spec.core_bandwidth_bytes
+    else:
+        dispatch = features["ops"] * spec.launch_overhead_us * 1e-6 * scale
+        compute = features["flops"] / (spec.fp32_tflops * 1e12 * params.gpu["gemm_efficiency"])
+        memory = features["bytes"] / (spec.mem_bandwidth_gbs * 1e9)
+    return dispatch + max(compute, memory), {"dispatch": dispatch, "compute": compute, "memory": memory}
+
+
+def replay_latency(kind: str, features: dict[str, float], spec: CpuSpec | GpuSpec,
+                   params: RooflineParams, variant: str) -> tuple[float, dict[str, float]]:
+    """Seconds of a replay call: per-call dispatches, one DRAM miss per node visited, bytes moved."""
+    scale = params.dispatch_scale(variant)
+    if isinstance(spec, CpuSpec):
+        calls = params.cpu["replay_calls"][kind] + 2 * features["levels"]
+        dispatch = calls * params.cpu["numpy_call_us"] * 1e-6 * scale
+        tree = features["tree_work"] * spec.dram_latency_ns * 1e-9
+        memory = 2 * features["bytes"] / spec.core_bandwidth_bytes
+        return dispatch + tree + memory, {"dispatch": dispatch, "tree": tree, "memory": memory}
+    launches = params.gpu["tree_kernels_per_level"] * max(features["levels"], 1) + 2
+    dispatch = launches * spec.launch_overhead_us * 1e-6 * scale
+    memory = 2 * features["bytes"] / (spec.mem_bandwidth_gbs * 1e9)
+    return dispatch + memory, {"dispatch": dispatch, "memory": memory}
+
+
+def env_latency(env_id: str, n_envs: int, spec: CpuSpec, params: RooflineParams) -> tuple[float, dict[str, float]]:
+    """Seconds of one vector-env step on a CPU core: per-env step cost scaled by clock, plus bookkeeping."""
+    per_env_us = params.cpu["env_step_us"].get(env_id, params.cpu["env_step_default_us"])
+    per_env = per_env_us * 1e-6 * params.cpu["env_reference_ghz"] / spec.base_ghz
+    overhead = params.cpu["vector_env_us"] * 1e-6
+    return overhead + n_envs * per_env, {"env": n_envs * per_env, "dispatch": overhead}
+
+
+def copy_latency(nbytes: float, spec: CpuSpec | GpuSpec) -> tuple[float, dict[str, float]]:
+    """Seconds to copy ``nbytes`` within the device's memory (read + write)."""
+    if isinstance(spec, CpuSpec):
+        bandwidth, fixed = spec.core_bandwidth_bytes, spec.dispatch_overhead_us * 1e-6
+    else:
+        bandwidth, fixed = spec.mem_bandwidth_gbs * 1e9, spec.launch_overhead_us * 1e-6
+    memory = 2 * nbytes / bandwidth
+    return fixed + memory, {"dispatch": fixed, "memory": memory}
