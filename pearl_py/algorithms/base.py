@@ -62,12 +62,14 @@ class Loss:
     """A scalar loss minimised by its own Adam over the parameters of network ``trains``.
 
     ``fn(nets, batch) -> (loss, td_error or None)``; the TD error, when given,
-    becomes the new replay priorities.
+    becomes the new replay priorities. ``every``: minimise it only on every
+    ``every``-th gradient step (TD3's delayed policy update).
     """
 
     name: str
     trains: str
     fn: LossFn
+    every: int = 1
 
 
 class Algorithm(abc.ABC):

@@ -73,7 +73,10 @@ class Learner:
         losses: dict[str, torch.Tensor] = {}
         td_abs = None
         max_norm = self.algorithm.config.max_grad_norm
+        step = self.gradient_steps + 1
         for loss in self.losses:
+            if step % loss.every:
+                continue
             value, td = loss.fn(self.nets, batch)
             optimizer = self.optimizers[loss.name]
             optimizer.zero_grad(set_to_none=True)
@@ -84,8 +87,8 @@ class Learner:
             losses[loss.name] = value.detach()
             if td is not None:
                 td_abs = td.detach().abs()
-        self.gradient_steps += 1
-        self.algorithm.after_gradient_step(self.nets, self.gradient_steps)
+        self.gradient_steps = step
+        self.algorithm.after_gradient_step(self.nets, step)
         return UpdateResult(losses, td_abs)
 
     def state_dict(self) -> dict:

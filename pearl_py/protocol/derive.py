@@ -13,6 +13,7 @@ Example::
 """
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -83,7 +84,8 @@ def derive_protocol(algorithm: Algorithm, serialized: bool = False) -> ProtocolG
     cfg, spec = algorithm.config, algorithm.spec
     n_envs = cfg.n_envs
     learner = _probe_learner(algorithm)
-    trained_params = sum(p.numel() for loss in learner.losses
+    period = math.lcm(*(loss.every for loss in learner.losses))
+    trained_params = sum(p.numel() * (period // loss.every) for loss in learner.losses
                          for p in learner.nets.online[loss.trains].parameters())
 
     with torch.random.fork_rng():
@@ -91,8 +93,8 @@ def derive_protocol(algorithm: Algorithm, serialized: bool = False) -> ProtocolG
         with torch.no_grad():
             acting = record_dense_layers(learner.nets, lambda: algorithm.act(
                 learner.nets, obs, explore=False, progress=1.0))
-        learning = record_dense_layers(learner.nets, lambda: learner.update(
-            _random_batch(algorithm, cfg.batch_size)))
+        batch = _random_batch(algorithm, cfg.batch_size)
+        learning = record_dense_layers(learner.nets, lambda: [learner.update(batch) for _ in range(period)])
 
     acting_params = [p for name in algorithm.acting_networks for p in learner.nets.online[name].parameters()]
     param_bytes = sum(p.numel() * p.element_size() for p in acting_params)
@@ -115,7 +117,7 @@ def derive_protocol(algorithm: Algorithm, serialized: bool = False) -> ProtocolG
         Kernel("replay_insert", KernelKind.REPLAY_INSERT, replay(n_envs), rate=per_step),
         Kernel("replay_sample", KernelKind.REPLAY_SAMPLE, replay(cfg.batch_size), rate=per_update),
         Kernel("learner_update", KernelKind.LEARNER_UPDATE,
-               NetworkWorkload(learning, trained_params=trained_params, batch=cfg.batch_size),
+               NetworkWorkload(learning, trained_params=trained_params, batch=cfg.batch_size, period=period),
                rate=per_update),
         Kernel("param_sync", KernelKind.PARAM_SYNC, SyncWorkload(param_bytes), rate=per_round),
     ]

@@ -56,26 +56,29 @@ class NetworkWorkload:
     """Dense-network work of an ``inference`` or ``learner_update`` call.
 
     ``layers`` lists every dense-layer call in execution order (online and target
-    networks alike); ``trained_params`` is how many parameters the optimizer
-    updates per call (zero for inference).
+    networks alike) over ``period`` consecutive calls (more than one when a loss
+    runs only every few steps, as TD3's delayed actor); ``trained_params`` is how
+    many parameters the optimizer updates over those calls (zero for inference).
+    Every FLOP figure is per call, averaged over the period.
     """
 
     layers: tuple[DenseLayer, ...]
     trained_params: int
     batch: int
     optimizer: str = "adam"
+    period: int = 1
 
     @property
     def forward_flops(self) -> float:
-        return float(sum(layer.forward_flops for layer in self.layers))
+        return sum(layer.forward_flops for layer in self.layers) / self.period
 
     @property
     def backward_flops(self) -> float:
-        return float(sum(layer.backward_flops for layer in self.layers))
+        return sum(layer.backward_flops for layer in self.layers) / self.period
 
     @property
     def optimizer_flops(self) -> float:
-        return float(ADAM_FLOPS_PER_PARAM * self.trained_params)
+        return ADAM_FLOPS_PER_PARAM * self.trained_params / self.period
 
     @property
     def flops(self) -> float:
@@ -92,11 +95,11 @@ class NetworkWorkload:
         return FLOAT_BYTES * sum(layer.batch * (layer.n_in + layer.n_out) for layer in self.layers)
 
     @property
-    def n_ops(self) -> int:
-        """Rough count of separately dispatched operations (launch-overhead term of the cost models)."""
+    def n_ops(self) -> float:
+        """Rough count of separately dispatched operations per call (launch-overhead term of the cost models)."""
         per_layer = sum(3 if layer.backward else 1 for layer in self.layers)
         optimizer_ops = 4 * len(self.layers) if self.trained_params else 0
-        return per_layer + optimizer_ops
+        return (per_layer + optimizer_ops) / self.period
 
 
 @dataclass(frozen=True)

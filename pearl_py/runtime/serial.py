@@ -62,7 +62,7 @@ class SerialExecutor:
 
     def __init__(self, algorithm: Algorithm, seed: int = 0, *, device: str = "cpu",
                  out_dir: Path | None = None, eval_episodes: int = 10, eval_freq: int = 0,
-                 progress: bool | None = None, plan: Plan | None = None) -> None:
+                 progress: bool | None = None, plan: Plan | None = None, threads: int | None = 1) -> None:
         self.algorithm = algorithm
         self.seed = seed
         self.device = torch.device(device)
@@ -71,9 +71,13 @@ class SerialExecutor:
         self.eval_freq = eval_freq
         self.progress = progress
         self.plan = plan or Plan.single_device(algorithm.protocol(serialized=True))
+        self.threads = threads
+        """Torch intra-op threads (1: one core per process, as the cost models are calibrated)."""
 
     def run(self, total_steps: int) -> RunResult:
         algo, cfg, spec = self.algorithm, self.algorithm.config, self.algorithm.spec
+        if self.threads is not None:
+            torch.set_num_threads(self.threads)
         torch.manual_seed(self.seed)
         rng = np.random.default_rng(self.seed)
         learner = Learner(algo, self.device)

@@ -1,0 +1,98 @@
+"""Config files: valid ones load into dataclasses; each kind of mistake names file, line and key."""
+from __future__ import annotations
+
+import pytest
+
+import pearl_py as pearl
+from pearl_py.errors import ConfigError
+
+GOOD = """
+algorithm: dqn
+env: CartPole-v1
+total_steps: 1000
+seed: 3
+hyperparameters:
+  learning_rate: 2.3e-3
+  batch_size: 64
+  buffer_size: 1e5
+  net_arch: [256, 256]
+"""
+
+
+def test_example_configs_load_with_zoo_values():
+    dqn = pearl.load_config("examples/configs/dqn_cartpole.yaml")
+    assert dqn.settings.total_steps == 50_000
+    h = dqn.hyperparameters
+    assert (h.learning_rate, h.batch_size, h.buffer_size, h.learning_starts) == (2.3e-3, 64, 100_000, 1000)
+    assert (h.train_freq, h.gradient_steps, h.target_update_interval) == (256, 128, 10)
+    assert (h.exploration_fraction, h.exploration_final_eps, h.net_arch) == (0.16, 0.04, (256, 256))
+    ddpg = pearl.load_config("examples/configs/ddpg_pendulum.yaml")
+    h = ddpg.hyperparameters
+    assert (h.gamma, h.buffer_size, h.learning_starts, h.noise_std) == (0.98, 200_000, 10_000, 0.1)
+    assert (h.batch_size, h.tau, h.net_arch) == (256, 0.005, (400, 300))  # SB3 defaults fill the gaps
+
+
+def test_values_are_typed_and_defaults_are_sb3s(write_config):
+    cfg = pearl.load_config(write_config(GOOD))
+    assert cfg.settings.seed == 3
+    h = cfg.hyperparameters
+    assert isinstance(h, pearl.DQNConfig)
+    assert h.buffer_size == 100_000 and isinstance(h.buffer_size, int)
+    assert h.gamma == 0.99 and h.max_grad_norm == 10.0 and h.exploration_initial_eps == 1.0
+
+
+@pytest.mark.parametrize("text, line, message", [
+    ("hyperparameters:\n  learning_rat: 0.1\n", 6, "hyperparameters.learning_rat: unknown key; did you mean 'learning_rate'?"),
+    ("hyperparameters:\n  batch_size: sixty\n", 6, "hyperparameters.batch_size: expected integer, got str 'sixty'"),
+    ("hyperparameters:\n  gamma: 1.5\n", 6, "hyperparameters.gamma: must be <= 1.0, got 1.5"),
+    ("hyperparameters:\n  batch_size: 0\n", 6, "hyperparameters.batch_size: must be >= 1, got 0"),
+    ("hyperparameters:\n  net_arch: [64, -2]\n", 6, "hyperparameters.net_arch.1: must be >= 1, got -2"),
+    ("hyperparameters:\n  double_q: 2\n", 6, "hyperparameters.double_q: expected true/false, got int 2"),
+    ("hyperparameters:\n  learning_rate: .nan\n", 6, "hyperparameters.learning_rate: must be a finite number, got nan"),
+    ("hyperparameters:\n  noise_std: 0.1\n", 6, "hyperparameters.noise_std: unknown key"),
+    ("colour: blue\n", 5, "colour: unknown key"),
+])
+def test_bad_values_name_file_line_and_key(write_config, text, line, message):
+    base = "algorithm: dqn\nenv: CartPole-v1\ntotal_steps: 100\nseed: 0\n"
+    path = write_config(base + text)
+    with pytest.raises(ConfigError) as err:
+        pearl.load_config(path)
+    assert str(err.value).startswith(f"{path}:{line}: {message}")
+
+
+def test_unknown_env_and_algorithm(write_config):
+    with pytest.raises(ConfigError, match=r"config.yaml:2: env: unknown gymnasium env id 'CartPol-v9'"):
+        pearl.load_config(write_config("algorithm: dqn\nenv: CartPol-v9\n"))
+    with pytest.raises(ConfigError, match=r"config.yaml:1: algorithm: unknown algorithm 'ppo'; known: ddpg, dqn"):
+        pearl.load_config(write_config("algorithm: ppo\nenv: CartPole-v1\n"))
+
+
+def test_wrong_action_space_for_the_algorithm(write_config):
+    cfg = pearl.load_config(write_config("algorithm: dqn\nenv: Pendulum-v1\n"))
+    with pytest.raises(pearl.UserError, match="dqn needs discrete actions, the env has continuous ones"):
+        cfg.make_algorithm()
+
+
+def test_invalid_yaml_and_missing_file(write_config, tmp_path):
+    with pytest.raises(ConfigError, match=r"config.yaml:2: invalid YAML: mapping values are not allowed here"):
+        pearl.load_config(write_config("algorithm: dqn\nenv: a: b\n"))
+    with pytest.raises(ConfigError, match="nope.yaml: file not found"):
+        pearl.load_config(tmp_path / "nope.yaml")
+    with pytest.raises(ConfigError, match="key given twice"):
+        pearl.load_config(write_config("seed: 1\nseed: 2\n"))
+
+
+def test_overrides_are_validated_too(write_config):
+    cfg = pearl.load_config(write_config(GOOD))
+    assert cfg.with_overrides(total_steps=500, seed=None).settings.total_steps == 500
+    with pytest.raises(ConfigError, match="total_steps: must be >= 1, got 0"):
+        cfg.with_overrides(total_steps=0)
+
+
+def test_python_api_validates_keywords():
+    algo = pearl.DQN("CartPole-v1", batch_size=64, net_arch=[32])
+    assert algo.config.net_arch == (32,)
+    with pytest.raises(ConfigError, match="batch_sise: unknown key; did you mean 'batch_size'"):
+        pearl.DQN("CartPole-v1", batch_sise=64)
+    merged = pearl.DQN("CartPole-v1", config=algo.config, gamma=0.9)
+    assert (merged.config.gamma, merged.config.net_arch) == (0.9, (32,))

@@ -1,0 +1,47 @@
+"""Random small assignment problems for property tests (all figures drawn from a seeded RNG)."""
+from __future__ import annotations
+
+import numpy as np
+
+from pearl_py.optimize.problem import AssignmentProblem, Device, Edge, Link, Option, Task
+
+
+def random_problem(seed: int, power_cap: bool = False) -> AssignmentProblem:
+    """2-4 kernels (one or two replicable), 2-3 devices (a CPU with 1-3 cores), 1-2 variants, links, resources."""
+    rng = np.random.default_rng(seed)
+    n_tasks = int(rng.integers(2, 5))
+    tasks = tuple(Task(f"k{i}", rate=float(rng.choice([1.0, 0.5, 0.25, 0.125])),
+                       replicable=bool(i < 2 and rng.random() < 0.6)) for i in range(n_tasks))
+    kinds = ["cpu", "gpu", "fpga"][: int(rng.integers(2, 4))]
+    devices = {}
+    for kind in kinds:
+        idle = float(rng.uniform(5, 60))
+        devices[kind] = Device(kind, kind, units=int(rng.integers(1, 4)) if kind == "cpu" else 1,
+                               idle_w=idle, peak_w=idle + float(rng.uniform(10, 300)),
+                               capacity={"dsp": 100.0} if kind == "fpga" else {})
+    variants = ["reference", "compiled"][: int(rng.integers(1, 3))]
+    options = {}
+    for task in tasks:
+        for kind in kinds:
+            for v in variants:
+                if rng.random() < 0.25 and (task.name, "cpu", "reference") != (task.name, kind, v):
+                    continue  # this kernel cannot run here
+                resources = {"dsp": float(rng.integers(20, 80))} if kind == "fpga" else {}
+                options[(task.name, kind, v)] = Option(latency_s=float(rng.uniform(1e-5, 1e-3)),
+                                                       energy_j=float(rng.uniform(1e-5, 1e-2)),
+                                                       resources=resources,
+                                                       instance="tree" if kind == "fpga" and rng.random() < 0.3 else "")
+    edges = tuple(Edge(f"k{i}", f"k{i + 1}", bytes=float(rng.integers(64, 200_000)), rate=tasks[i].rate)
+                  for i in range(n_tasks - 1))
+    links = {f"pcie-{k}": Link(float(rng.uniform(1e-6, 2e-5)), float(rng.uniform(5e9, 30e9)))
+             for k in kinds if k != "cpu"}
+    routes = {}
+    for a in kinds:
+        for b in kinds:
+            if a != b:
+                routes[(a, b)] = tuple(f"pcie-{k}" for k in (a, b) if k != "cpu")
+    cap = None
+    if power_cap:
+        cap = float(sum(d.idle_w for d in devices.values()) * rng.uniform(0.6, 1.6))
+    return AssignmentProblem(tasks, devices, options, edges, links, routes,
+                             serialized=bool(rng.random() < 0.2), power_cap_w=cap, name=f"random-{seed}")

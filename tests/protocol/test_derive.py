@@ -1,0 +1,91 @@
+"""The protocol is derived from the algorithm's own code and config, with the right rates and bytes."""
+from __future__ import annotations
+
+import pytest
+
+import pearl_py as pearl
+from pearl_py.protocol import DenseLayer, KernelKind
+
+
+@pytest.fixture(scope="module")
+def dqn_graph():
+    algo = pearl.DQN("CartPole-v1", batch_size=64, net_arch=[256, 256], train_freq=256, gradient_steps=128,
+                     buffer_size=100_000)
+    return algo.protocol()
+
+
+def test_kernels_and_rates_follow_the_update_to_data_ratio(dqn_graph):
+    kinds = {k.kind for k in dqn_graph.kernels()}
+    assert kinds == set(KernelKind) - {KernelKind.PRIORITY_UPDATE}
+    assert dqn_graph.kernel("env_step").rate == 1.0
+    assert dqn_graph.kernel("learner_update").rate == pytest.approx(128 / 256)
+    assert dqn_graph.kernel("replay_sample").rate == pytest.approx(0.5)
+    assert dqn_graph.kernel("param_sync").rate == pytest.approx(1 / 256)
+    assert dqn_graph.kernel("env_step").replicable and not dqn_graph.kernel("learner_update").replicable
+
+
+def test_network_workloads_are_recorded_from_the_real_layers(dqn_graph):
+    inference = dqn_graph.kernel("inference").workload
+    assert inference.layers == (DenseLayer(4, 256, 1), DenseLayer(256, 256, 1), DenseLayer(256, 2, 1))
+    learner = dqn_graph.kernel("learner_update").workload
+    # target net on next_obs (no grad), then the online net on obs (with grad)
+    assert [(l.n_in, l.n_out, l.batch, l.backward) for l in learner.layers] == [
+        (4, 256, 64, False), (256, 256, 64, False), (256, 2, 64, False),
+        (4, 256, 64, True), (256, 256, 64, True), (256, 2, 64, True)]
+    assert learner.trained_params == 4 * 256 + 256 + 256 * 256 + 256 + 256 * 2 + 2
+    forward = 2 * 64 * (4 * 256 + 256 * 256 + 256 * 2)
+    assert learner.flops == 2 * forward + 2 * forward + 12 * learner.trained_params
+
+
+def test_edges_carry_bytes(dqn_graph):
+    item = 4 * (2 * 4 + 1 + 2)  # obs, next_obs, action, reward, done as float32
+    assert dqn_graph.bytes_per_call("env_step", "replay_insert") == item
+    assert dqn_graph.bytes_per_call("replay_sample", "learner_update") == 64 * (item + 4)
+    params = 4 * dqn_graph.kernel("learner_update").workload.trained_params
+    assert dqn_graph.bytes_per_call("learner_update", "param_sync") == params
+    replay = dqn_graph.kernel("replay_sample").workload
+    assert (replay.capacity, replay.batch, replay.item_bytes, replay.prioritized) == (100_000, 64, item, False)
+
+
+def test_prioritized_ddpg_with_vector_envs():
+    algo = pearl.DDPG("Pendulum-v1", prioritized_replay=True, replay_fanout=16, n_envs=4, batch_size=32,
+                      net_arch=[64, 64])
+    graph = algo.protocol()
+    assert graph.kernel("priority_update").rate == pytest.approx(1 / 4)
+    assert graph.kernel("env_step").rate == pytest.approx(1 / 4)
+    assert graph.kernel("env_step").workload.n_envs == 4
+    assert graph.kernel("inference").workload.batch == 4
+    replay = graph.kernel("priority_update").workload
+    assert replay.fanout == 16 and replay.tree_depth == 5  # ceil(log16(1e6))
+    learner = graph.kernel("learner_update").workload
+    # the actor loss back-propagates through the critic (backward=True) without training it
+    assert sum(l.backward for l in learner.layers) == 9
+    assert graph.bytes_per_call("learner_update", "priority_update") == 32 * 12
+
+
+def test_deriving_does_not_touch_the_global_rng():
+    import torch
+
+    torch.manual_seed(5)
+    expected = torch.rand(3)
+    torch.manual_seed(5)
+    pearl.DQN("CartPole-v1").protocol()
+    assert torch.equal(torch.rand(3), expected)
+
+
+def test_delayed_losses_average_over_their_period():
+    from dataclasses import dataclass
+
+    class DelayedDDPG(pearl.DDPG):
+        name = "delayed-ddpg-test"
+
+        def losses(self):
+            critic, actor = super().losses()
+            return [critic, pearl.Loss(actor.name, actor.trains, actor.fn, every=2)]
+
+    plain = pearl.DDPG("Pendulum-v1", net_arch=[8]).protocol().kernel("learner_update").workload
+    delayed = DelayedDDPG("Pendulum-v1", net_arch=[8]).protocol().kernel("learner_update").workload
+    assert delayed.period == 2
+    critic_only = sum(l.forward_flops for l in plain.layers[:6])  # target actor+critic, online critic
+    assert delayed.forward_flops == pytest.approx((2 * critic_only + (plain.forward_flops - critic_only)) / 2)
+    assert delayed.trained_params < plain.trained_params

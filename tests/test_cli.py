@@ -1,0 +1,56 @@
+"""The ``pearl`` command: a real run writes result.json; user mistakes exit 2 with one line."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from pearl_py.cli import main
+
+TINY = """
+algorithm: dqn
+env: CartPole-v1
+total_steps: 300
+seed: 0
+eval_episodes: 2
+hyperparameters:
+  learning_starts: 100
+  train_freq: 50
+  gradient_steps: 5
+  batch_size: 16
+  net_arch: [16]
+"""
+
+
+def test_run_writes_result_json(write_config, tmp_path, capsys):
+    out = tmp_path / "out"
+    assert main(["run", str(write_config(TINY)), "--steps", "200", "--seed", "3", "--out", str(out)]) == 0
+    data = json.loads((out / "result.json").read_text())
+    assert data["env_steps"] == 200 and data["seed"] == 3 and len(data["eval_returns"]) == 2
+    assert "samples/s, measured" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("edit, message", [
+    (("batch_size: 16", "batch_size: -16"), "config.yaml:10: hyperparameters.batch_size: must be >= 1, got -16"),
+    (("batch_size: 16", "batchsize: 16"), "config.yaml:10: hyperparameters.batchsize: unknown key; did you mean 'batch_size'?"),
+    (("env: CartPole-v1", "env: CartPole-v0x"), "config.yaml:2: env: unknown gymnasium env id 'CartPole-v0x'"),
+    (("total_steps: 300", "total_steps: lots"), "config.yaml:3: total_steps: expected integer, got str 'lots'"),
+    (("net_arch: [16]", "net_arch: 16"), "config.yaml:11: hyperparameters.net_arch: expected a list of integer, got int 16"),
+    (("algorithm: dqn", "algorithm: a2c"), "config.yaml:1: algorithm: unknown algorithm 'a2c'"),
+    (("env: CartPole-v1", "env: Pendulum-v1"), "env 'Pendulum-v1': dqn needs discrete actions"),
+])
+def test_bad_config_exits_2_with_one_line(write_config, tmp_path, capsys, edit, message):
+    path = write_config(TINY.replace(*edit))
+    assert main(["run", str(path), "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and message in err and "Traceback" not in err
+    assert not (tmp_path / "o" / "result.json").exists()
+
+
+def test_console_entry_point_exit_code(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "pearl_py.cli", "run", str(tmp_path / "missing.yaml")],
+                          capture_output=True, text=True)
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == f"pearl: error: {tmp_path / 'missing.yaml'}: file not found"
