@@ -1,0 +1,209 @@
+"""The performance model of a plan: time per sample, bottleneck, utilization, power, samples per joule.
+
+For each physical device the busy time per sample is ``sum(rate * latency / replicas)``
+over the kernels on it (a pool member carries ``1/members`` of the calls with
+``replicas/members`` processes, the same figure); every link carries
+``rate * (latency + bytes/bandwidth)`` per edge that crosses it. Overlapped
+protocols run at ``T = max(busy)``, serialized ones at ``T = sum`` of every stage and
+transfer. Energy per sample is ``T * idle(devices in use) + sum(rate * dynamic energy)``;
+a power cap stretches ``T`` until the average power fits. See docs/optimizer.md.
+
+Example::
+
+    >>> perf = evaluate(problem, {"act": Choice("cpu", replicas=4), "learn": Choice("gpu")})
+    >>> perf.bottleneck, round(perf.samples_per_s)
+    ('gpu', 8000)
+"""
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from pearl_py.optimize.problem import AssignmentProblem, Edge
+
+OBJECTIVES = ("throughput", "power")
+
+
+@dataclass(frozen=True)
+class Choice:
+    """Where one kernel runs: device (or pool), variant and total replicas (over all pool members)."""
+
+    device: str
+    variant: str = "reference"
+    replicas: int = 1
+
+
+Assignment = Mapping[str, Choice]
+
+
+@dataclass
+class Performance:
+    """The model's prediction for one assignment (all times per sample, energy in joules)."""
+
+    time_per_sample: float
+    energy_per_sample_j: float
+    busy: dict[str, float]
+    link_busy: dict[str, float]
+    bottleneck: str
+    throttled: bool = False
+    violations: list[str] = field(default_factory=list)
+    idle_w: float = 0.0
+    dynamic_j: float = 0.0
+
+    @property
+    def feasible(self) -> bool:
+        return not self.violations
+
+    @property
+    def samples_per_s(self) -> float:
+        return 1.0 / self.time_per_sample if self.time_per_sample > 0 else math.inf
+
+    @property
+    def samples_per_j(self) -> float:
+        return 1.0 / self.energy_per_sample_j if self.energy_per_sample_j > 0 else math.inf
+
+    @property
+    def power_w(self) -> float:
+        return self.energy_per_sample_j / self.time_per_sample if self.time_per_sample > 0 else 0.0
+
+    @property
+    def utilization(self) -> dict[str, float]:
+        """Busy fraction of every device and link in use (1.0 at the bottleneck of an overlapped plan)."""
+        t = self.time_per_sample
+        both = {**self.busy, **self.link_busy}
+        return {name: (b / t if t > 0 else 0.0) for name, b in both.items()}
+
+    def objective(self, name: str) -> float:
+        """The minimised figure: seconds per sample (throughput) or joules per sample (power)."""
+        return self.time_per_sample if name == "throughput" else self.energy_per_sample_j
+
+
+def traffic(problem: AssignmentProblem, src: str, dst: str) -> list[tuple[str, str, float]]:
+    """Physical ``(from, to, share)`` pairs an edge from placement ``src`` to ``dst`` uses.
+
+    Kernels on one device or on one pool exchange data locally (each pool member
+    talks to itself); otherwise the calls spread evenly over both member sets.
+    """
+    if src == dst:
+        return []
+    a_members, b_members = problem.devices[src].physical, problem.devices[dst].physical
+    share = 1.0 / (len(a_members) * len(b_members))
+    return [(a, b, share) for a in a_members for b in b_members if a != b]
+
+
+def edge_cost(problem: AssignmentProblem, edge: Edge, src: str, dst: str) -> tuple[dict[str, float], float]:
+    """Per-sample busy time the edge adds to each link, and its end-to-end transfer time per sample."""
+    key = (edge, src, dst)
+    hit = problem.cache.get(key)
+    if hit is None:
+        loads: dict[str, float] = defaultdict(float)
+        total = 0.0
+        for a, b, share in traffic(problem, src, dst):
+            for link_name in problem.route(a, b):
+                t = edge.rate * share * problem.links[link_name].transfer_s(edge.bytes)
+                loads[link_name] += t
+                total += t
+        hit = problem.cache[key] = (dict(loads), total)
+    return hit
+
+
+def contribution(problem: AssignmentProblem, kernel: str, choice: Choice) -> float:
+    """Busy seconds per sample the kernel adds to each member device of its placement."""
+    return problem.task(kernel).rate * problem.option(kernel, choice.device, choice.variant).latency_s / choice.replicas
+
+
+def slowest_time(problem: AssignmentProblem) -> float:
+    """Upper bound on any plan's time per sample before a power cap stretches it (all work and transfers in series)."""
+    work = sum(max((problem.task(k).rate * problem.option(k, d, v).latency_s for d, v in problem.candidates(k)),
+                   default=0.0) for k in (t.name for t in problem.tasks))
+    hops = max((len(r) for r in problem.routes.values()), default=0)
+    slowest_link = lambda n: max((link.transfer_s(n) for link in problem.links.values()), default=0.0)  # noqa: E731
+    comm = sum(e.rate * hops * slowest_link(e.bytes) for e in problem.edges)
+    return work + comm
+
+
+def time_limit(problem: AssignmentProblem) -> float:
+    """Plans slower than this are rejected: 4x the all-in-series bound (only a power cap can reach it)."""
+    return 4.0 * slowest_time(problem)
+
+
+def evaluate(problem: AssignmentProblem, assignment: Assignment) -> Performance:
+    """Predict time and energy per sample of ``assignment``; constraint breaches land in ``violations``."""
+    violations: list[str] = []
+    busy: dict[str, float] = defaultdict(float)
+    cores: dict[str, int] = defaultdict(int)
+    usage: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+    instances: dict[tuple[str, str], dict[str, float]] = {}
+    serial_work = 0.0
+    dynamic = 0.0
+    for kernel, choice in assignment.items():
+        task = problem.task(kernel)
+        if (choice.device, choice.variant) not in problem.candidates(kernel):
+            violations.append(f"kernel {kernel!r} cannot run on {choice.device!r} as {choice.variant!r}")
+            continue
+        device = problem.devices[choice.device]
+        option = problem.option(kernel, choice.device, choice.variant)
+        members = len(device.physical)
+        per_member, rest = divmod(choice.replicas, members)
+        if rest or per_member < 1 or (not task.replicable and choice.replicas != 1):
+            violations.append(f"kernel {kernel!r}: {choice.replicas} replicas on {choice.device!r}")
+            continue
+        load = contribution(problem, kernel, choice)
+        serial_work += load
+        dynamic += task.rate * option.energy_j
+        for d in device.physical:
+            busy[d] += load
+            if task.replicable:
+                cores[d] += per_member
+            if option.instance:
+                mine = instances.setdefault((d, option.instance), {})
+                for r, amount in option.resources.items():
+                    mine[r] = max(mine.get(r, 0.0), amount)
+            else:
+                for r, amount in option.resources.items():
+                    usage[d][r] += amount
+    for (d, _), res in instances.items():
+        for r, amount in res.items():
+            usage[d][r] += amount
+    for d, n in cores.items():
+        if n > problem.devices[d].units:
+            violations.append(f"device {d!r}: {n} replicas on {problem.devices[d].units} units")
+    for d, res in usage.items():
+        capacity = problem.devices[d].capacity
+        for r, amount in res.items():
+            if r in capacity and amount > capacity[r] * (1 + 1e-9):
+                violations.append(f"device {d!r}: {r} needs {amount:g}, has {capacity[r]:g}")
+
+    link_busy: dict[str, float] = defaultdict(float)
+    comm = 0.0
+    for edge in problem.edges:
+        if edge.src not in assignment or edge.dst not in assignment:
+            continue
+        loads, total = edge_cost(problem, edge, assignment[edge.src].device, assignment[edge.dst].device)
+        comm += total
+        for link_name, t in loads.items():
+            link_busy[link_name] += t
+
+    if problem.serialized:
+        t_min = serial_work + comm
+        bottleneck = max(busy, key=busy.get, default="none")
+    else:
+        both = {**busy, **link_busy}
+        bottleneck = max(both, key=both.get, default="none")
+        t_min = both.get(bottleneck, 0.0)
+    idle = sum(problem.devices[d].idle_w for d in busy)
+    t = t_min
+    throttled = False
+    cap = problem.power_cap_w
+    if cap is not None and busy:
+        if idle >= cap:
+            violations.append(f"power cap {cap:g} W is below the idle power {idle:g} W of the devices in use")
+        elif t > 0 and idle + dynamic / t > cap * (1 + 1e-12):
+            t, throttled = dynamic / (cap - idle), True
+        if t > time_limit(problem) * (1 + 1e-9):
+            violations.append("the power cap slows the plan below the model's time limit")
+    return Performance(time_per_sample=t, energy_per_sample_j=idle * t + dynamic, busy=dict(busy),
+                       link_busy=dict(link_busy), bottleneck=bottleneck, throttled=throttled,
+                       violations=violations, idle_w=idle, dynamic_j=dynamic)

@@ -1,0 +1,179 @@
+"""AssignmentProblem: the optimizer's input as plain data (no torch, no estimator, no platform).
+
+Every solver reads only this. :func:`pearl_py.optimize.builder.build_problem` makes one
+from a protocol, a platform and an estimator; tests make them by hand.
+
+Example::
+
+    >>> p = AssignmentProblem(
+    ...     tasks=(Task("act", rate=1.0, replicable=True), Task("learn", rate=0.25)),
+    ...     devices={"cpu": Device("cpu", "cpu", units=4, idle_w=20, peak_w=80),
+    ...              "gpu": Device("gpu", "gpu", units=1, idle_w=30, peak_w=300)},
+    ...     options={("act", "cpu", "reference"): Option(1e-3, 2e-3),
+    ...              ("learn", "cpu", "reference"): Option(4e-3, 8e-3),
+    ...              ("learn", "gpu", "reference"): Option(5e-4, 1e-2)},
+    ...     edges=(Edge("act", "learn", bytes=1024, rate=1.0),),
+    ...     links={"pcie": Link(latency_s=1e-5, bandwidth_bps=25e9)},
+    ...     routes={("cpu", "gpu"): ("pcie",), ("gpu", "cpu"): ("pcie",)})
+    >>> p.candidates("learn")
+    [('cpu', 'reference'), ('gpu', 'reference')]
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from pearl_py.errors import PlanningError
+
+
+@dataclass(frozen=True)
+class Task:
+    """A kernel as the optimizer sees it: calls per sample, whether it replicates, an optional pin."""
+
+    name: str
+    rate: float
+    replicable: bool = False
+    pinned: str | None = None
+    """Device (or pool) the user requires this kernel to run on."""
+
+
+@dataclass(frozen=True)
+class Device:
+    """A device, or a pool of identical devices (``members``) a replicable kernel may spread over.
+
+    ``units`` are parallel units per member (CPU cores; 1 for a GPU or an FPGA).
+    ``capacity`` holds checked resources (``memory_bytes``, FPGA ``dsp``, ``lut``, RAM blocks).
+    """
+
+    name: str
+    kind: str
+    units: int
+    idle_w: float
+    peak_w: float
+    capacity: Mapping[str, float] = field(default_factory=dict)
+    members: tuple[str, ...] = ()
+    model: str = ""
+    node: str = ""
+
+    @property
+    def physical(self) -> tuple[str, ...]:
+        """The physical devices this placement target occupies."""
+        return self.members or (self.name,)
+
+    @property
+    def is_pool(self) -> bool:
+        return bool(self.members)
+
+
+@dataclass(frozen=True)
+class Option:
+    """One call of a kernel on a device with a variant: latency, dynamic energy, resources, source.
+
+    Options sharing a non-empty ``instance`` on one device share hardware (an FPGA
+    sum tree serving insert, sample and priority update): its resources count once.
+    """
+
+    latency_s: float
+    energy_j: float = 0.0
+    resources: Mapping[str, float] = field(default_factory=dict)
+    source: str = "modelled"
+    instance: str = ""
+
+
+@dataclass(frozen=True)
+class Edge:
+    """Data from ``src`` to ``dst``: ``bytes`` per transfer, ``rate`` transfers per sample."""
+
+    src: str
+    dst: str
+    bytes: float
+    rate: float
+
+
+@dataclass(frozen=True)
+class Link:
+    """A physical link: one-way latency (s) and bandwidth (bytes/s)."""
+
+    latency_s: float
+    bandwidth_bps: float
+
+    def transfer_s(self, nbytes: float) -> float:
+        return self.latency_s + nbytes / self.bandwidth_bps
+
+
+@dataclass
+class AssignmentProblem:
+    """Kernels, devices, the cost table ``options[(kernel, device, variant)]``, edges, links, routes.
+
+    ``routes[(a, b)]`` lists the link names crossed from physical device ``a`` to ``b``.
+    ``serialized`` is true when the protocol runs its stages one after another.
+    ``infeasible[kernel]`` keeps why a kernel cannot run on some devices (for error messages).
+    """
+
+    tasks: tuple[Task, ...]
+    devices: dict[str, Device]
+    options: dict[tuple[str, str, str], Option]
+    edges: tuple[Edge, ...] = ()
+    links: dict[str, Link] = field(default_factory=dict)
+    routes: dict[tuple[str, str], tuple[str, ...]] = field(default_factory=dict)
+    serialized: bool = False
+    power_cap_w: float | None = None
+    name: str = "problem"
+    infeasible: dict[str, list[str]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self._task = {t.name: t for t in self.tasks}
+        self.cache: dict = {}
+        """Memo of derived figures (edge costs per placement pair), filled by the model."""
+        self._cands: dict[str, list[tuple[str, str]]] = {t.name: [] for t in self.tasks}
+        for (k, d, v) in self.options:
+            if k not in self._task:
+                raise ValueError(f"option for unknown kernel {k!r}")
+            if d not in self.devices:
+                raise ValueError(f"option for kernel {k!r} on unknown device {d!r}")
+            task = self._task[k]
+            if self.devices[d].is_pool and not task.replicable:
+                continue  # only replicable kernels spread over a pool
+            if task.pinned is not None and d != task.pinned:
+                continue
+            self._cands[k].append((d, v))
+        for edge in self.edges:
+            for end in (edge.src, edge.dst):
+                if end not in self._task:
+                    raise ValueError(f"edge {edge.src}->{edge.dst}: unknown kernel {end!r}")
+
+    def task(self, name: str) -> Task:
+        return self._task[name]
+
+    def candidates(self, kernel: str) -> list[tuple[str, str]]:
+        """``(device, variant)`` pairs the kernel may be placed on (pins and pools applied)."""
+        return self._cands[kernel]
+
+    def option(self, kernel: str, device: str, variant: str) -> Option:
+        return self.options[(kernel, device, variant)]
+
+    def replica_choices(self, kernel: str, device: str) -> range:
+        """Replicas per member device: 1..units for a replicable kernel, else just 1."""
+        return range(1, self.devices[device].units + 1) if self._task[kernel].replicable else range(1, 2)
+
+    def physical_devices(self) -> list[Device]:
+        return [d for d in self.devices.values() if not d.is_pool]
+
+    def route(self, a: str, b: str) -> tuple[str, ...]:
+        if a == b:
+            return ()
+        try:
+            return self.routes[(a, b)]
+        except KeyError:
+            raise PlanningError(f"no route from {a!r} to {b!r} on platform {self.name!r}") from None
+
+    def check_hostable(self) -> None:
+        """Raise :class:`PlanningError` naming the first kernel no device can host, with the reasons."""
+        for task in self.tasks:
+            if self._cands[task.name]:
+                continue
+            reasons = "; ".join(self.infeasible.get(task.name, [])) or "no cost entry on any device"
+            if task.pinned is not None:
+                raise PlanningError(f"kernel {task.name!r} is pinned to {task.pinned!r}, which cannot host it "
+                                    f"({reasons})")
+            raise PlanningError(f"kernel {task.name!r}: no device of {self.name!r} can host it ({reasons})")

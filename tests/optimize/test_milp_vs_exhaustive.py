@@ -1,0 +1,34 @@
+"""Property: on random small instances the MILP's optimum equals the exhaustive optimum (both objectives)."""
+from __future__ import annotations
+
+import pytest
+
+from pearl_py.errors import PlanningError
+from pearl_py.optimize.exhaustive import solve_exhaustive
+from pearl_py.optimize.milp import solve_milp
+from random_instances import random_problem
+
+SEEDS = range(300)
+
+
+def _best(solver, problem, objective, **kwargs):
+    try:
+        return solver(problem, objective, **kwargs)
+    except PlanningError:
+        return None
+
+
+@pytest.mark.parametrize("objective", ["throughput", "power"])
+def test_milp_matches_exhaustive(objective):
+    compared = 0
+    for seed in SEEDS:
+        problem = random_problem(seed, power_cap=seed % 3 == 0)
+        exact = _best(solve_exhaustive, problem, objective)
+        milp = _best(solve_milp, problem, objective)
+        assert (exact is None) == (milp is None), f"seed {seed}: feasibility differs"
+        if exact is None:
+            continue
+        compared += 1
+        assert abs(milp.value - exact.value) <= 1e-6 * exact.value, (seed, exact.assignment, milp.assignment)
+        assert milp.optimal and milp.gap <= 1e-6
+    assert compared >= 280
