@@ -96,3 +96,11 @@ def test_python_api_validates_keywords():
         pearl.DQN("CartPole-v1", batch_sise=64)
     merged = pearl.DQN("CartPole-v1", config=algo.config, gamma=0.9)
     assert (merged.config.gamma, merged.config.net_arch) == (0.9, (32,))
+
+
+def test_config_reference_in_docs_matches_the_code():
+    from pathlib import Path
+
+    from pearl_py.config.reference import render
+
+    assert Path("docs/config.md").read_text() == render(), "regenerate: python -m pearl_py.config.reference > docs/config.md"

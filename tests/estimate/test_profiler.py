@@ -1,0 +1,66 @@
+"""Micro-benchmarks run the project's real kernels; the profiler fits them; the commands print."""
+from __future__ import annotations
+
+import pytest
+
+from pearl_py.estimate import commands
+from pearl_py.estimate.calibration import Calibration
+from pearl_py.estimate.microbench import BenchPoint, build, time_call
+from pearl_py.estimate.profiler import KINDS, calibration_grid, fit_measurements, heldout_grid, measure, single_thread
+from pearl_py.protocol import EnvWorkload, NetworkWorkload, ReplayWorkload
+
+TINY = {
+    "learner_update": BenchPoint("learner_update", algo="ddpg", width=8, batch=4),
+    "inference": BenchPoint("inference", width=8, batch=2),
+    "replay_insert": BenchPoint("replay_insert", capacity=64, batch=2, prioritized=True),
+    "replay_sample": BenchPoint("replay_sample", capacity=64, batch=4),
+    "priority_update": BenchPoint("priority_update", capacity=64, batch=4, prioritized=True),
+    "env_step": BenchPoint("env_step", env_id="CartPole-v1", batch=2),
+    "param_sync": BenchPoint("param_sync", nbytes=4096),
+}
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_every_kind_runs_its_real_kernel(kind):
+    workload, call = build(kind, "reference", TINY[kind])
+    call()
+    expected = {"learner_update": NetworkWorkload, "inference": NetworkWorkload, "env_step": EnvWorkload}
+    assert isinstance(workload, expected.get(kind, ReplayWorkload if "replay" in kind or "priority" in kind
+                                              else type(workload)))
+    assert time_call(call, target_s=0.002, samples=2) > 0
+
+
+def test_heldout_grid_shares_no_point_with_calibration():
+    for kind in KINDS:
+        assert not set(calibration_grid(kind)) & set(heldout_grid(kind))
+
+
+def test_measure_and_fit_one_model_per_env():
+    points = [BenchPoint("env_step", env_id=e, batch=n) for e in ("CartPole-v1", "Pendulum-v1") for n in (1, 2, 4)]
+    models = fit_measurements("env_step", measure("env_step", "reference", points, passes=1))
+    assert set(models) == {"CartPole-v1", "Pendulum-v1"}
+
+
+def test_single_thread_restores(monkeypatch):
+    import torch
+
+    before = torch.get_num_threads()
+    with single_thread():
+        assert torch.get_num_threads() == 1
+    assert torch.get_num_threads() == before
+
+
+def test_profile_main_writes_the_calibration(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(commands, "profile", lambda quick, log: Calibration("x", meta={"quick": quick}))
+    out = tmp_path / "cal.json"
+    assert commands.profile_main(str(out), quick=True) == 0
+    assert Calibration.load(out).meta["quick"] is True and "calibration written to" in capsys.readouterr().out
+
+
+def test_devices_main_lists_catalogue_and_local(capsys, monkeypatch, tmp_path):
+    monkeypatch.setenv("PEARL_CACHE_DIR", str(tmp_path))
+    assert commands.devices_main() == 0
+    out = capsys.readouterr().out
+    for name in ("agilex-agf014", "h100-sxm5-80gb", "epyc-9654", "cluster-64x8gpu", "bypass-40gbe", "This machine"):
+        assert name in out
+    assert "not calibrated: run `pearl profile`" in out
