@@ -28,7 +28,7 @@ from scipy.optimize import Bounds, LinearConstraint, milp
 from scipy.sparse import coo_array
 
 from pearl_py.errors import PlanningError
-from pearl_py.optimize.model import Choice, edge_cost, evaluate, time_limit
+from pearl_py.optimize.model import Choice, edge_cost, evaluate, kernel_bound, time_limit
 from pearl_py.optimize.problem import AssignmentProblem
 from pearl_py.optimize.solution import Solution
 
@@ -174,13 +174,19 @@ def _formulate(problem: AssignmentProblem, objective: str, scale: tuple[float, f
 
     e_terms = dict(energy)
     if need_power:
-        for d in busy:
+        t_floor = kernel_bound(problem, "throughput") / t_scale
+        per_device: dict[str, list[list[int]]] = defaultdict(list)
+        for (_, d), xs in touching.items():
+            per_device[d].append(xs)
+        for d, groups in per_device.items():
             u = b.var(integer=True)
-            for (k, dd), xs in touching.items():
-                if dd == d:
-                    b.row({u: 1.0, **{x: -1.0 for x in xs}}, 0.0, np.inf)
+            for xs in groups:
+                b.row({u: 1.0, **{x: -1.0 for x in xs}}, 0.0, np.inf)
             s = b.var(0.0, t_big)
             b.row({s: 1.0, t_var: -1.0, u: -t_big}, -t_big, np.inf)
+            # valid cuts (s = T*u): a device in use is busy at most T, and T is never below t_floor
+            b.row({s: 1.0, **{x: -load for x, load in busy[d].items()}}, 0.0, np.inf)
+            b.row({s: 1.0, u: -t_floor}, 0.0, np.inf)
             e_terms[s] = problem.devices[d].idle_w * t_scale / e_scale
         if problem.power_cap_w is not None:
             b.row({**e_terms, t_var: -problem.power_cap_w * t_scale / e_scale}, -np.inf, 0.0)

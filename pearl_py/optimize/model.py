@@ -124,6 +124,19 @@ def slowest_time(problem: AssignmentProblem) -> float:
     return work + comm
 
 
+def kernel_bound(problem: AssignmentProblem, objective: str) -> float:
+    """Bound ignoring interactions: no plan beats any kernel's fastest (or most frugal) placement alone,
+    nor idles below the least idle device for that long."""
+    if objective == "throughput":
+        return max(min(t.rate * problem.option(t.name, d, v).latency_s / (
+            problem.devices[d].units * len(problem.devices[d].physical) if t.replicable else 1)
+            for d, v in problem.candidates(t.name)) for t in problem.tasks)
+    dynamic = sum(min(t.rate * problem.option(t.name, d, v).energy_j for d, v in problem.candidates(t.name))
+                  for t in problem.tasks)
+    idle = min(d.idle_w for d in problem.physical_devices())
+    return dynamic + idle * kernel_bound(problem, "throughput")
+
+
 def time_limit(problem: AssignmentProblem) -> float:
     """Plans slower than this are rejected: 4x the all-in-series bound (only a power cap can reach it)."""
     return 4.0 * slowest_time(problem)

@@ -1,0 +1,201 @@
+"""Build an :class:`AssignmentProblem` from a protocol, a platform and an estimator.
+
+* every (kernel, device, variant) the estimator can cost becomes an option; what it
+  cannot (a design that does not fit, a GPU asked to step gymnasium) is kept as the reason;
+* CPUs of one model form a pool replicable kernels (actors) may spread over;
+* identical nodes and identical devices in a node are interchangeable, so only as many
+  of each as there are kernels are offered (an exact symmetry reduction for the
+  catalogue's cluster platforms);
+* memory needs come from the workloads (replay storage, weights, Adam state).
+
+Example::
+
+    >>> problem = build_problem(pearl.DQN("CartPole-v1").protocol(), Platform.load("pearl-cpu-gpu-fpga"),
+    ...                         Estimator(), Constraints(power_cap_w=400))
+    >>> problem.candidates("replay_sample")
+    [('cpu', 'reference'), ('gpu', 'reference'), ('fpga', 'reference')]
+"""
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import networkx as nx
+
+from pearl_py.errors import PlanningError, UserError
+from pearl_py.optimize.problem import AssignmentProblem, Device, Edge, Link, Option, Task
+from pearl_py.platform import Platform
+from pearl_py.protocol import REPLAY_KINDS, Kernel, KernelKind, ProtocolGraph
+
+ADAM_COPIES = 4
+"""Learner memory: weights, gradients and two Adam moments (Kingma & Ba 2015)."""
+
+
+class CostModel(Protocol):
+    """What the builder needs from :class:`pearl_py.estimate.Estimator`."""
+
+    def cost(self, kernel: Kernel, device: Any, variant: str = "reference") -> Any: ...
+
+
+@dataclass(frozen=True)
+class Constraints:
+    """User constraints: a power cap (W), kernels pinned to devices, devices not to use.
+
+    Example: ``Constraints.from_mapping({"power_cap_w": 500, "pin": {"replay_sample": "fpga"}})``.
+    """
+
+    power_cap_w: float | None = None
+    pin: Mapping[str, str] = field(default_factory=dict)
+    exclude: tuple[str, ...] = ()
+
+    @classmethod
+    def from_mapping(cls, data: Mapping[str, Any] | Constraints | None) -> Constraints:
+        if data is None:
+            return cls()
+        if isinstance(data, Constraints):
+            return data
+        unknown = set(data) - {"power_cap_w", "pin", "exclude"}
+        if unknown:
+            raise PlanningError(f"unknown constraint {sorted(unknown)[0]!r}; known: power_cap_w, pin, exclude")
+        cap = data.get("power_cap_w")
+        if cap is not None and (isinstance(cap, bool) or not isinstance(cap, (int, float)) or cap <= 0):
+            raise PlanningError(f"constraint power_cap_w must be a number of watts > 0, got {cap!r}")
+        return cls(None if cap is None else float(cap), dict(data.get("pin") or {}), tuple(data.get("exclude") or ()))
+
+
+def memory_need(kernel: Kernel) -> float:
+    """Resident bytes a kernel keeps on its device: replay storage, network weights (and Adam state)."""
+    workload = kernel.workload
+    if kernel.kind in REPLAY_KINDS:
+        return float(workload.capacity * workload.item_bytes)
+    if kernel.kind == KernelKind.LEARNER_UPDATE:
+        return float(ADAM_COPIES * workload.weight_bytes)
+    if kernel.kind == KernelKind.INFERENCE:
+        return float(workload.weight_bytes)
+    return 0.0
+
+
+def _group(name: str) -> tuple[str, str]:
+    """``("node3", "gpu")`` for ``node3.gpu5``; ``("", "cpu")`` for ``cpu1``."""
+    node, _, local = name.rpartition(".")
+    return node, re.sub(r"\d+$", "", local)
+
+
+def canonical_devices(platform: Platform, keep: int) -> list[str]:
+    """The first ``keep`` nodes, and in each the first ``keep`` devices of every group of identical devices."""
+    nodes = sorted({d.node for d in platform}, key=lambda n: (len(n), n))[:keep]
+    seen: dict[tuple[str, str, str], int] = defaultdict(int)
+    out = []
+    for device in platform:
+        if device.node not in nodes:
+            continue
+        key = (*_group(device.name), device.model)
+        if seen[key] < keep:
+            seen[key] += 1
+            out.append(device.name)
+    return out
+
+
+def _device(device, name: str | None = None, members: tuple[str, ...] = ()) -> Device:
+    spec = device.spec
+    capacity: dict[str, float] = {}
+    if device.memory_bytes > 0:
+        capacity["memory_bytes"] = device.memory_bytes
+    if device.kind == "fpga":
+        capacity.update({k: float(v) for k, v in spec.capacity().items()})
+    return Device(name or device.name, device.kind, device.parallel_units, float(spec.idle_w), float(spec.peak_w),
+                  capacity, members, device.model, device.node)
+
+
+def _routes(platform: Platform, devices: Iterable[str]) -> tuple[dict[str, Link], dict[tuple[str, str], tuple]]:
+    """Directed link resources and the fastest route (for 1 MB, as :meth:`Platform.route`) between devices."""
+    graph = nx.Graph()
+    graph.add_nodes_from(d.name for d in platform)
+    for a, b, spec in platform.links:
+        graph.add_edge(a, b, spec=spec, weight=spec.transfer_s(1e6))
+    names = sorted(set(devices))
+    links: dict[str, Link] = {}
+    routes: dict[tuple[str, str], tuple] = {}
+    for src in names:
+        paths = nx.single_source_dijkstra_path(graph, src, weight="weight")
+        for dst in names:
+            if dst == src or dst not in paths:
+                continue
+            hops = []
+            for a, b in zip(paths[dst], paths[dst][1:]):
+                spec = graph.edges[a, b]["spec"]
+                link_id = f"{a}->{b} ({spec.name})" if spec.name else f"{a}->{b}"
+                links[link_id] = Link(spec.latency_us * 1e-6, spec.bandwidth_gbs * 1e9)
+                hops.append(link_id)
+            routes[(src, dst)] = tuple(hops)
+    return links, routes
+
+
+def build_problem(protocol: ProtocolGraph, platform: Platform, estimator: CostModel,
+                  constraints: Constraints | Mapping[str, Any] | None = None,
+                  variants: Sequence[str] | None = None) -> AssignmentProblem:
+    """The optimizer's view of running ``protocol`` on ``platform`` with ``estimator``'s costs.
+
+    ``variants`` defaults to the estimator's known implementation variants (``reference`` at least).
+    """
+    constraints = Constraints.from_mapping(constraints)
+    kernels = list(protocol.kernels())
+    for kernel_name, device_name in constraints.pin.items():
+        if kernel_name not in protocol:
+            raise PlanningError(f"pin: unknown kernel {kernel_name!r}; the protocol has {sorted(protocol.graph)}")
+    if variants is None:
+        known = getattr(getattr(estimator, "params", None), "variants", None)
+        variants = sorted(known) if known else ["reference"]
+
+    keep = canonical_devices(platform, len(kernels))
+    pinned = set(constraints.pin.values())
+    for name in pinned:
+        if name not in platform.devices and not name.startswith("pool:"):
+            raise PlanningError(f"pin: platform {platform.name!r} has no device {name!r}")
+    chosen = [d for d in platform if (d.name in keep or d.name in pinned) and d.name not in constraints.exclude]
+    devices = {d.name: _device(d) for d in chosen}
+    by_model: dict[str, list] = defaultdict(list)
+    for d in platform:
+        if d.kind == "cpu" and d.name not in constraints.exclude:
+            by_model[d.model].append(d)
+    pools = {}
+    for model, members in by_model.items():
+        if len(members) > 1:
+            pool_name = f"pool:{model}x{len(members)}"
+            devices[pool_name] = _device(members[0], pool_name, tuple(m.name for m in members))
+            pools[pool_name] = members[0]
+            for m in members:  # members outside the reduced set exist only as parts of the pool
+                devices.setdefault(m.name, _device(m))
+
+    options: dict[tuple[str, str, str], Option] = {}
+    infeasible: dict[str, list[str]] = defaultdict(list)
+    for kernel in kernels:
+        targets = [(d.name, d) for d in chosen] + [(p, first) for p, first in pools.items() if kernel.replicable]
+        for target, device in targets:
+            reference = None
+            for variant in variants:
+                try:
+                    cost = estimator.cost(kernel, device, variant)
+                except UserError as exc:
+                    infeasible[kernel.name].append(str(exc))
+                    break
+                if reference is not None and cost == reference:
+                    continue  # the variant changes nothing on this device
+                reference = reference or cost
+                resources = {k: float(v) for k, v in cost.resources.items() if k != "cores"}
+                need = memory_need(kernel)
+                if need:
+                    resources["memory_bytes"] = need
+                instance = cost.instance if device.kind == "fpga" else (
+                    "replay-storage" if kernel.kind in REPLAY_KINDS else "")
+                options[(kernel.name, target, variant)] = Option(cost.latency_s, cost.energy_j, resources,
+                                                                 cost.source, instance)
+    tasks = tuple(Task(k.name, k.rate, k.replicable, constraints.pin.get(k.name)) for k in kernels)
+    edges = tuple(Edge(src, dst, float(nbytes), float(rate)) for src, dst, nbytes, rate in protocol.edges())
+    physical = {m for d in devices.values() for m in d.physical}
+    links, routes = _routes(platform, physical)
+    return AssignmentProblem(tasks, devices, options, edges, links, routes, serialized=protocol.serialized,
+                             power_cap_w=constraints.power_cap_w, name=platform.name, infeasible=dict(infeasible))

@@ -1,0 +1,71 @@
+"""The throughput-power Pareto front by an epsilon-constraint sweep over time per sample.
+
+Between the fastest plan (time ``T_fast``) and the most frugal one (``T_frugal``), each
+point minimises energy per sample subject to ``T <= tau`` for ``tau`` on a geometric
+grid (Haimes et al. 1971); dominated and repeated plans are dropped.
+
+Example::
+
+    >>> front = pareto_front(problem, points=6)
+    >>> [(round(p.samples_per_s), round(p.samples_per_j, 1)) for p in front]
+    [(8000, 21.3), (5200, 30.9)]
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from pearl_py.errors import PlanningError
+from pearl_py.optimize.milp import solve_milp
+from pearl_py.optimize.model import Assignment
+from pearl_py.optimize.problem import AssignmentProblem
+from pearl_py.optimize.solution import Solution
+
+
+@dataclass(frozen=True)
+class ParetoPoint:
+    """One non-dominated plan: its rates and its assignment."""
+
+    samples_per_s: float
+    samples_per_j: float
+    power_w: float
+    assignment: Assignment
+
+    def to_dict(self) -> dict:
+        return {"samples_per_s": self.samples_per_s, "samples_per_j": self.samples_per_j, "power_w": self.power_w,
+                "assignment": {k: f"{c.device}/{c.variant}x{c.replicas}" for k, c in self.assignment.items()}}
+
+
+def _point(sol: Solution) -> ParetoPoint:
+    p = sol.performance
+    return ParetoPoint(p.samples_per_s, p.samples_per_j, p.power_w, dict(sol.assignment))
+
+
+def nondominated(points: list[ParetoPoint]) -> list[ParetoPoint]:
+    """Points no other point beats on both rates, fastest first, near-duplicates merged."""
+    keep: list[ParetoPoint] = []
+    for p in sorted(points, key=lambda p: (-p.samples_per_s, -p.samples_per_j)):
+        if keep and p.samples_per_j <= keep[-1].samples_per_j * (1 + 1e-9):
+            continue
+        keep.append(p)
+    return keep
+
+
+def pareto_front(problem: AssignmentProblem, fastest: Solution, frugal: Solution, points: int = 7,
+                 exact: bool = True) -> list[ParetoPoint]:
+    """Front between the throughput optimum ``fastest`` and the power optimum ``frugal``.
+
+    With ``exact=False`` (instances left to the heuristic) only the two end points are returned.
+    """
+    found = [_point(fastest), _point(frugal)]
+    t_fast = fastest.performance.time_per_sample
+    t_frugal = frugal.performance.time_per_sample
+    if exact and t_frugal > t_fast * (1 + 1e-9):
+        scale = (t_fast, frugal.performance.energy_per_sample_j)
+        for tau in np.geomspace(t_fast, t_frugal, points)[1:-1]:
+            try:
+                found.append(_point(solve_milp(problem, "power", scale=scale, max_time=float(tau))))
+            except PlanningError:
+                continue
+    return nondominated(found)

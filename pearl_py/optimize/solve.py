@@ -1,0 +1,103 @@
+"""One entry point for every solver: ``solve(problem, objective, solver="auto")``.
+
+``auto`` runs the greedy heuristic (it also scales the MILP), then the MILP within a
+time limit when the model is small enough; a MILP that times out or would be too
+large hands over to the heuristic, whose gap to the best proven bound is reported.
+
+Example::
+
+    >>> sol = solve(problem, "power")
+    >>> sol.solver, f"{sol.gap:.1%}"
+    ('milp', '0.0%')
+"""
+from __future__ import annotations
+
+import time
+
+from pearl_py.errors import PlanningError
+from pearl_py.optimize.exhaustive import solve_exhaustive
+from pearl_py.optimize.heuristic import solve_heuristic
+from pearl_py.optimize.milp import milp_size, relaxation_bound, solve_milp
+from pearl_py.optimize.model import OBJECTIVES, Choice, evaluate, kernel_bound
+from pearl_py.optimize.problem import AssignmentProblem
+from pearl_py.optimize.solution import Solution
+
+SOLVERS = ("auto", "exhaustive", "milp", "heuristic")
+MILP_SIZE_LIMIT = 60_000
+"""Above this many placement binaries plus crossing pairs the MILP is not tried."""
+
+
+def solve(problem: AssignmentProblem, objective: str = "throughput", solver: str = "auto",
+          time_limit_s: float = 5.0) -> Solution:
+    """Best plan for ``objective`` (``throughput``: min seconds/sample; ``power``: min joules/sample)."""
+    if objective not in OBJECTIVES:
+        raise PlanningError(f"objective must be one of {', '.join(OBJECTIVES)}, got {objective!r}")
+    if solver not in SOLVERS:
+        raise PlanningError(f"solver must be one of {', '.join(SOLVERS)}, got {solver!r}")
+    check_power_cap(problem)
+    started = time.perf_counter()
+    if solver == "exhaustive":
+        return trim_replicas(problem, solve_exhaustive(problem, objective))
+    greedy = solve_heuristic(problem, objective)
+    scale = (greedy.performance.time_per_sample, greedy.performance.energy_per_sample_j)
+    if solver == "heuristic":
+        greedy.bound = _bound(problem, objective, scale, time_limit_s, greedy)
+        return trim_replicas(problem, greedy)
+    size = milp_size(problem)
+    if solver == "milp" or size <= MILP_SIZE_LIMIT:
+        best = solve_milp(problem, objective, time_limit_s=None if solver == "milp" else time_limit_s, scale=scale)
+        if best.value > greedy.value:  # time limit hit before the incumbent beat the greedy plan
+            greedy.bound, best = best.bound, greedy
+            best.solver = "heuristic (MILP time limit)"
+    else:
+        greedy.bound = _bound(problem, objective, scale, time_limit_s, greedy)
+        greedy.solver = f"heuristic (MILP too large: {size} variables)"
+        best = greedy
+    best.seconds = time.perf_counter() - started
+    return trim_replicas(problem, best)
+
+
+def _bound(problem: AssignmentProblem, objective: str, scale: tuple[float, float], time_limit_s: float,
+           fallback: Solution) -> float:
+    """LP-relaxation bound when it solves in time, else the per-kernel bound."""
+    if milp_size(problem) <= 4 * MILP_SIZE_LIMIT:
+        try:
+            return relaxation_bound(problem, objective, scale, time_limit_s=time_limit_s)
+        except PlanningError:
+            pass
+    return kernel_bound(problem, objective)
+
+
+def check_power_cap(problem: AssignmentProblem) -> None:
+    """A cap below the idle power of every device able to host some kernel is reported up front."""
+    cap = problem.power_cap_w
+    if cap is None:
+        return
+    for task in problem.tasks:
+        hosts = {d for d, _ in problem.candidates(task.name)}
+        idle = {d: sum(problem.devices[m].idle_w for m in problem.devices[d].physical) for d in hosts}
+        if idle and min(idle.values()) >= cap:
+            cheapest = min(idle, key=idle.get)
+            raise PlanningError(f"kernel {task.name!r}: power cap {cap:g} W is below the idle power of every "
+                                f"device that can host it (least: {cheapest} idles at {idle[cheapest]:g} W)")
+
+
+def trim_replicas(problem: AssignmentProblem, solution: Solution) -> Solution:
+    """Fewest replicas per replicable kernel that keep the plan's time and energy per sample."""
+    assignment = dict(solution.assignment)
+    target = solution.performance
+    for name, choice in assignment.items():
+        members = len(problem.devices[choice.device].physical)
+        lo, hi = 1, choice.replicas // members
+        while lo < hi:
+            mid = (lo + hi) // 2
+            perf = evaluate(problem, {**assignment, name: Choice(choice.device, choice.variant, mid * members)})
+            if perf.feasible and perf.time_per_sample <= target.time_per_sample * (1 + 1e-12) \
+                    and perf.energy_per_sample_j <= target.energy_per_sample_j * (1 + 1e-12):
+                hi = mid
+            else:
+                lo = mid + 1
+        assignment[name] = Choice(choice.device, choice.variant, lo * members)
+    solution.assignment = assignment
+    solution.performance = evaluate(problem, assignment)
+    return solution
