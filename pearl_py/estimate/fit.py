@@ -23,11 +23,12 @@ Example::
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.optimize import curve_fit, lsq_linear
+from scipy.optimize import OptimizeWarning, curve_fit, lsq_linear
 
 FORMS = ("linear", "powerlaw", "piecewise")
 
@@ -79,8 +80,10 @@ def fit_form(form: str, xs: Sequence[dict], ys: Sequence[float], primary: str, f
         slope, intercept = np.polyfit(np.log(n), np.log(y), 1)
         p0 = (math.exp(intercept), min(max(slope, 0.0), 3.0), 0.0)
         try:
-            (a, b, c), _ = curve_fit(lambda v, a, b, c: a * v ** b + c, n, y, p0=p0, sigma=y,
-                                     bounds=([0, 0, 0], [np.inf, 3, np.inf]), maxfev=20000)
+            with warnings.catch_warnings():  # few points: the covariance is not needed, only the fit
+                warnings.simplefilter("ignore", OptimizeWarning)
+                (a, b, c), _ = curve_fit(lambda v, a, b, c: a * v ** b + c, n, y, p0=p0, sigma=y,
+                                         bounds=([0, 0, 0], [np.inf, 3, np.inf]), maxfev=20000)
         except RuntimeError:
             a, b, c = p0
         return FittedModel("powerlaw", tuple(features), (float(a), float(b), float(c)), primary, n_points=len(y))

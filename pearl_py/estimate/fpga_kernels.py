@@ -108,55 +108,74 @@ def _dense_ops(workload: NetworkWorkload, board: FpgaSpec, reuse: int, paralleli
 def mlp_design(workload: NetworkWorkload, kernel: str, board: FpgaSpec, templates: FpgaTemplates) -> Design:
     """Learner update (forward, loss, backward, Adam) or inference (forward) as dataflow loop nests.
 
-    The reuse factor R is the smallest that fits the DSP budget: more DSPs never give
-    a larger R, so never more cycles.
+    Design-space exploration: from the smallest reuse factor R that fits every budget
+    (DSP, LUT, RAM), each R with the most Adam lanes that still fit, until a larger R
+    cannot win; the fastest pair is the exact optimum, so a bigger budget is never slower.
     """
     t = templates.mlp
     train = kernel == "learner_update"
     share = templates.budget_share[kernel]
     budget = board_budget(board, share)
-    adam_lanes = 0
-    mlp_dsp = budget["dsp"]
+    max_lanes = 0
     if train and workload.trained_params:
         lane_dsp = t["adam_macs_per_lane"] * board.dsp_per_mac
-        adam_lanes = max(1, min(workload.trained_params, int(budget["dsp"] * t["adam_dsp_share"]) // lane_dsp))
-        mlp_dsp -= adam_lanes * lane_dsp
+        max_lanes = max(1, min(workload.trained_params, int(budget["dsp"] * t["adam_dsp_share"]) // lane_dsp))
 
-    def dsp_at(reuse: int) -> int:
+    def resources_at(reuse: int, adam_lanes: int) -> Resources:
         ops = _dense_ops(workload, board, reuse, t["parallelism"], train)
-        return sum(op.multipliers for group in ops.values() for op in group) * board.dsp_per_mac
+        multipliers = sum(op.multipliers for group in ops.values() for op in group)
+        res = Resources()
+        res.add("dsp", multipliers * board.dsp_per_mac + adam_lanes * t["adam_macs_per_lane"] * board.dsp_per_mac)
+        res.add("lut", t["lut_base"] + t["lut_per_multiplier"] * (multipliers + adam_lanes))
+        for n_in, n_out in sorted({(la.n_in, la.n_out) for la in workload.layers}):
+            banks = math.ceil(math.ceil(n_in * n_out / reuse) / 2)  # 2 ports feed 2 multipliers per cycle
+            res.allocate_array(n_in * n_out + n_out, banks, board, t["lutram_max_bits"], budget)
+        if train:
+            state_words = 3 * workload.trained_params  # gradient, first and second moments
+            res.allocate_array(state_words, max(1, adam_lanes), board, t["lutram_max_bits"], budget)
+            activations = sum(la.batch * la.n_out for la in workload.layers if la.backward)
+            res.allocate_array(activations, 2, board, t["lutram_max_bits"], budget)
+        return res
+
+    def phases_at(reuse: int, adam_lanes: int) -> dict[str, float]:
+        ops = _dense_ops(workload, board, reuse, t["parallelism"], train)
+        phases = {"forward": dataflow_cycles(ops["forward"])}
+        if train:
+            phases["loss"] = pipelined_cycles(workload.batch, 1, t["loss_depth"])
+            phases["backward"] = dataflow_cycles(ops["backward"])
+            phases["adam"] = pipelined_cycles(workload.trained_params, 1, t["adam_depth"], unroll=adam_lanes)
+        return phases
+
+    def fits(reuse: int, adam_lanes: int) -> bool:
+        return resources_at(reuse, adam_lanes).overflow(budget) is None
+
+    def first_true(low: int, high: int, predicate) -> int:
+        while low < high:
+            mid = (low + high) // 2
+            low, high = (low, mid) if predicate(mid) else (mid + 1, high)
+        return low
 
     largest = max(layer.n_in * layer.n_out for layer in workload.layers)
-    if dsp_at(largest) > mlp_dsp:
-        raise Infeasible(kernel, board.name, "dsp", dsp_at(largest), mlp_dsp,
-                         reason="not even one multiplier per layer operation fits")
-    low, high = 1, largest
-    while low < high:  # smallest reuse whose multipliers fit the DSP budget
-        mid = (low + high) // 2
-        low, high = (low, mid) if dsp_at(mid) <= mlp_dsp else (mid + 1, high)
-    ops = _dense_ops(workload, board, low, t["parallelism"], train)
-
-    phases = {"forward": dataflow_cycles(ops["forward"])}
-    if train:
-        phases["loss"] = pipelined_cycles(workload.batch, 1, t["loss_depth"])
-        phases["backward"] = dataflow_cycles(ops["backward"])
-        phases["adam"] = pipelined_cycles(workload.trained_params, 1, t["adam_depth"], unroll=adam_lanes)
-
-    res = Resources()
-    multipliers = sum(op.multipliers for group in ops.values() for op in group)
-    res.add("dsp", multipliers * board.dsp_per_mac + adam_lanes * t["adam_macs_per_lane"] * board.dsp_per_mac)
-    res.add("lut", t["lut_base"] + t["lut_per_multiplier"] * (multipliers + adam_lanes))
-    weights = {(la.n_in, la.n_out) for la in workload.layers}
-    for n_in, n_out in sorted(weights):
-        banks = math.ceil(math.ceil(n_in * n_out / max(1, low)) / 2)  # 2 ports feed 2 multipliers per cycle
-        res.allocate_array(n_in * n_out + n_out, banks, board, t["lutram_max_bits"], budget)
-    if train:
-        state_words = 3 * workload.trained_params  # gradient, first and second moments
-        res.allocate_array(state_words, max(1, adam_lanes), board, t["lutram_max_bits"], budget)
-        activations = sum(la.batch * la.n_out for la in workload.layers if la.backward)
-        res.allocate_array(activations, 2, board, t["lutram_max_bits"], budget)
-    _check(res, budget, kernel, board)
-    cycles = int(sum(phases.values()))
+    min_lanes = 1 if max_lanes else 0
+    _check(resources_at(largest, min_lanes), budget, kernel, board)  # not even the smallest design fits
+    reuse = first_true(1, largest, lambda r: fits(r, min_lanes))
+    adam_floor = phases_at(largest, max_lanes).get("adam", 0)
+    best = None
+    while reuse <= largest:  # exact optimum over (R, most Adam lanes that fit with R)
+        lanes = max_lanes - first_true(0, max_lanes - min_lanes, lambda d: fits(reuse, max_lanes - d))
+        phases = phases_at(reuse, lanes)
+        if best is None or sum(phases.values()) < sum(best[2].values()):
+            best = (reuse, lanes, phases)
+        reuse += 1
+        if reuse > largest:
+            break
+        bound = phases_at(reuse, max_lanes)
+        if sum(bound.values()) - bound.get("adam", 0) + adam_floor >= sum(best[2].values()):
+            break  # a larger R cannot beat the best even with every Adam lane
+    low, lanes, phases = best
+    res = resources_at(low, lanes)
+    phases = {**phases, "adam_lanes": lanes}
+    cycles = int(sum(v for k, v in phases.items() if k != "adam_lanes"))
     return Design(cycles, cycles / board.clock_hz, dict(res.used), {**phases, "reuse_factor": low}, kernel)
 
 

@@ -65,7 +65,7 @@ def test_fpga_costs_carry_resources_and_share_the_sum_tree(graph, estimator):
     learner = estimator.cost(graph.kernel("learner_update"), fpga)
     assert learner.resources["dsp"] <= fpga.spec.dsp and learner.source == "modelled"
     sync = estimator.cost(Kernel("sync", KernelKind.PARAM_SYNC, SyncWorkload(1 << 20), 0.1), fpga)
-    assert sync.latency_s > 1 << 20 / (fpga.spec.offchip_bandwidth_gbs * 1e9)
+    assert sync.latency_s > (1 << 20) / (fpga.spec.offchip_bandwidth_gbs * 1e9)
 
 
 def test_transfer_uses_the_platform_links(estimator):
