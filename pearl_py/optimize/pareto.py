@@ -34,7 +34,8 @@ class ParetoPoint:
 
     def to_dict(self) -> dict:
         return {"samples_per_s": self.samples_per_s, "samples_per_j": self.samples_per_j, "power_w": self.power_w,
-                "assignment": {k: f"{c.device}/{c.variant}x{c.replicas}" for k, c in self.assignment.items()}}
+                "assignment": {k: {"device": c.device, "variant": c.variant, "replicas": c.replicas}
+                               for k, c in self.assignment.items()}}
 
 
 def _point(sol: Solution) -> ParetoPoint:

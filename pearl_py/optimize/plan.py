@@ -7,10 +7,13 @@ Example::
     'cpu0'
     >>> Plan.from_dict(plan.to_dict()) == plan
     True
+    >>> sorted(p.name for p in plan.export("out/plan").values())
+    ['plan.json', 'plan.yaml', 'report.html', 'report.md']
 """
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 from pearl_py.protocol import ProtocolGraph
@@ -59,3 +62,9 @@ class Plan:
         return cls(platform=data["platform"], objective=data["objective"], solver=data.get("solver", "none"),
                    placements={k: Placement(**v) for k, v in data["placements"].items()},
                    predicted=dict(data.get("predicted") or {}))
+
+    def export(self, directory: str | Path) -> dict[str, Path]:
+        """Write ``plan.yaml``, ``plan.json``, ``report.md`` and a self-contained ``report.html`` (atomically)."""
+        from pearl_py.report.export import export_plan
+
+        return export_plan(self, Path(directory))

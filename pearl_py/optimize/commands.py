@@ -1,0 +1,32 @@
+"""``pearl plan CONFIG --platform NAME|PATH|local --objective throughput|power [--out DIR]``.
+
+Example::
+
+    $ pearl plan examples/configs/dqn_cartpole.yaml --platform pearl-cpu-gpu-fpga --objective power --out out/plan
+    wrote out/plan/plan.yaml, plan.json, report.md, report.html
+    Throughput is limited by ...
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+
+def plan_main(config_path: str, platform: str, objective: str, out: str | None) -> int:
+    """Plan the config's algorithm on ``platform``, export the four files to ``out`` (default ``plan-out``).
+
+    User mistakes raise :class:`pearl_py.errors.UserError` (the CLI prints one line, exits 2).
+    """
+    from pearl_py.optimize.api import plan
+    from pearl_py.platform import Platform
+    from pearl_py.run_config import load_config
+
+    algo = load_config(config_path).make_algorithm()
+    result = plan(algo, Platform.load(platform), objective=objective)
+    directory = Path(out or "plan-out")
+    paths = result.export(directory)
+    print(f"wrote {directory}/" + ", ".join(p.name for p in paths.values()))
+    p = result.predicted
+    print(f"{p['samples_per_s']:,.0f} samples/s, {p['samples_per_j']:,.1f} samples/J, {p['power_w']:,.0f} W "
+          f"({result.solver})")
+    print(p["limit"])
+    return 0

@@ -1,0 +1,78 @@
+"""Plain sentences about a plan: what limits its throughput, what would lift it, why objectives differ.
+
+Example::
+
+    >>> limit_sentence(problem, solution)
+    'Throughput is limited by fpga (replay_sample, learner_update), busy 10.2 us of every 10.2 us per sample;
+     lifting it would reach at most 131,000 samples/s, where cpu (env_step, inference) limits next.'
+"""
+from __future__ import annotations
+
+from pearl_py.optimize.model import Assignment, Performance
+from pearl_py.optimize.problem import AssignmentProblem
+
+
+def _hosted(problem: AssignmentProblem, assignment: Assignment, resource: str) -> list[str]:
+    return [k for k, c in assignment.items() if resource in problem.devices[c.device].physical]
+
+
+def _describe(problem: AssignmentProblem, assignment: Assignment, resource: str) -> str:
+    if resource in problem.devices:
+        kernels = _hosted(problem, assignment, resource)
+        return f"{resource} ({', '.join(kernels)})" if kernels else resource
+    return f"the link {resource}"
+
+
+def limit_sentence(problem: AssignmentProblem, assignment: Assignment, perf: Performance) -> str:
+    """One sentence: the bottleneck, its busy time, and what lifting it would give."""
+    if perf.throttled:
+        return (f"Throughput is limited by the power cap of {problem.power_cap_w:g} W: the plan is slowed to "
+                f"{perf.samples_per_s:,.0f} samples/s to stay under it; a higher cap (or a device with lower "
+                f"idle power) would lift it.")
+    if problem.serialized:
+        return ("Throughput is limited by the serialized protocol: every stage waits for the previous one, so the "
+                f"time per sample is the sum of all busy times ({perf.time_per_sample * 1e6:,.1f} us); "
+                "overlapping the stages (the parallel executor) would lift it to the slowest single device.")
+    loads = {**perf.busy, **perf.link_busy}
+    ranked = sorted(loads, key=loads.get, reverse=True)
+    top = ranked[0]
+    text = (f"Throughput is limited by {_describe(problem, assignment, top)}, busy "
+            f"{loads[top] * 1e6:,.1f} us per sample ({perf.samples_per_s:,.0f} samples/s)")
+    if top not in problem.devices:
+        text += "; co-locating the kernels at its ends or a faster link would lift it"
+    else:
+        replicable = [k for k in _hosted(problem, assignment, top) if problem.task(k).replicable]
+        if replicable and problem.devices[top].kind == "cpu":
+            text += f"; more cores for {', '.join(replicable)} (another CPU) would lift it"
+        else:
+            text += "; a faster device or variant for these kernels would lift it"
+    if len(ranked) > 1 and loads[ranked[1]] > 0:
+        nxt = ranked[1]
+        text += (f", up to {1 / loads[nxt]:,.0f} samples/s, where {_describe(problem, assignment, nxt)} "
+                 "limits next")
+    return text + "."
+
+
+def compare_sentence(problem: AssignmentProblem, chosen: tuple[Assignment, Performance], objective: str,
+                     other: tuple[Assignment, Performance]) -> str:
+    """Why the throughput and power objectives pick the same or different plans, in one or two sentences."""
+    (a, pa), (b, pb) = chosen, other
+    moved = [k for k in a if (a[k].device, a[k].variant) != (b[k].device, b[k].variant)]
+    other_name = "power" if objective == "throughput" else "throughput"
+    if not moved:
+        return (f"The {other_name} objective picks the same placement: here the fastest plan is also the one "
+                "with the least energy per sample.")
+    fast, frugal = (pa, pb) if objective == "throughput" else (pb, pa)
+    fa, fr = (a, b) if objective == "throughput" else (b, a)
+    changes = ", ".join(f"{k} {fa[k].device}->{fr[k].device}" for k in moved)
+    off = sorted(set(fast.busy) - set(frugal.busy))
+    reasons = []
+    if off:
+        reasons.append(f"switching off {', '.join(off)} saves {fast.idle_w - frugal.idle_w:,.0f} W of idle power")
+    saved = fast.dynamic_j - frugal.dynamic_j
+    if abs(saved) * 1e3 >= 0.0005:
+        reasons.append(f"its kernels draw {abs(saved) * 1e3:,.3f} mJ {'less' if saved > 0 else 'more'} "
+                       "dynamic energy per sample")
+    return (f"The power objective moves {changes}: {fast.samples_per_s / frugal.samples_per_s:,.2f}x fewer "
+            f"samples/s but {frugal.samples_per_j / fast.samples_per_j:,.2f}x more samples per joule, because "
+            f"{' and '.join(reasons) or 'its devices idle at lower power'}.")

@@ -1,0 +1,139 @@
+"""What every report shows, as rows of strings, computed once from a :class:`Plan`.
+
+The Markdown and HTML writers only lay these rows out.
+
+Example::
+
+    >>> rows = assignment_rows(plan)
+    >>> rows[0]
+    ['env_step', 'cpu', 'reference', '4', '1', '26.1 us', 'modelled']
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from pearl_py.optimize.plan import Plan
+from pearl_py.report import fmt
+
+ASSIGNMENT_HEADER = ["kernel", "device", "variant", "replicas", "calls / sample", "latency / call", "source"]
+UTILIZATION_LIMIT = 16
+"""Devices and links shown in the utilization chart (busiest first)."""
+
+
+def title(plan: Plan) -> str:
+    return f"Plan for {plan.platform}: {plan.objective} objective"
+
+
+def summary_rows(plan: Plan) -> list[tuple[str, str]]:
+    p = plan.predicted
+    solver = p.get("solver", {})
+    gap = "proven optimal" if solver.get("optimal") else f"gap to bound {100 * solver.get('gap', 0):.2f}%"
+    ratio = p.get("cpu_gpu_ratio", {})
+    ratio_text = (f"{ratio['ratio']:g} actor cores per learner GPU" if ratio.get("ratio") is not None
+                  else f"{ratio.get('actor_cores', 0)} actor cores; the learner is not on a GPU")
+    rows = [
+        ("Samples per second", fmt.rate(p.get("samples_per_s"))),
+        ("Samples per joule", fmt.rate(p.get("samples_per_j"))),
+        ("Average power", f"{p.get('power_w', 0):,.0f} W" + (" (slowed to fit the power cap)"
+                                                              if p.get("throttled") else "")),
+        ("Time per sample", fmt.seconds(p.get("time_per_sample_s"))),
+        ("Bottleneck", str(p.get("bottleneck"))),
+        ("Protocol", str(p.get("mode"))),
+        ("CPU/GPU ratio", ratio_text),
+        ("Solver", f"{plan.solver}, {gap}, {solver.get('seconds', 0):.2f} s"),
+    ]
+    if p.get("power_cap_w"):
+        rows.insert(3, ("Power cap", f"{p['power_cap_w']:,.0f} W"))
+    return rows
+
+
+def _cost(plan: Plan, kernel: str, device: str, variant: str) -> dict[str, Any] | None:
+    return plan.predicted.get("costs", {}).get(kernel, {}).get(device, {}).get(variant)
+
+
+def assignment_rows(plan: Plan) -> list[list[str]]:
+    rates = plan.predicted.get("rates", {})
+    rows = []
+    for kernel, place in plan.placements.items():
+        cost = _cost(plan, kernel, place.device, place.variant) or {}
+        rows.append([kernel, place.device, place.variant, str(place.replicas), f"{rates.get(kernel, 0):g}",
+                     fmt.seconds(cost.get("latency_s")), cost.get("source", "-")])
+    return rows
+
+
+def cost_table(plan: Plan) -> tuple[list[str], list[list[str]]]:
+    """Kernel x device: latency per call (fastest variant) with its source; '-' where it cannot run."""
+    costs = plan.predicted.get("costs", {})
+    devices: list[str] = []
+    for per_device in costs.values():
+        for d in per_device:
+            if d not in devices:
+                devices.append(d)
+    rows = []
+    for kernel in plan.placements:
+        row = [kernel]
+        for d in devices:
+            variants = costs.get(kernel, {}).get(d)
+            if not variants:
+                row.append("-")
+                continue
+            name, best = min(variants.items(), key=lambda kv: kv[1]["latency_s"])
+            label = f"{fmt.seconds(best['latency_s'])} {best['source']}"
+            if len(variants) > 1:
+                label += f" ({name})"
+            row.append(label)
+        rows.append(row)
+    return ["kernel", *devices], rows
+
+
+def utilization_items(plan: Plan) -> list[tuple[str, float, bool]]:
+    util = plan.predicted.get("utilization", {})
+    bottleneck = plan.predicted.get("bottleneck")
+    ranked = sorted(util.items(), key=lambda kv: -kv[1])
+    shown = ranked[:UTILIZATION_LIMIT]
+    items = [(name, value, name == bottleneck) for name, value in shown]
+    if len(ranked) > len(shown):
+        rest = ranked[len(shown):]
+        items.append((f"{len(rest)} more (max {fmt.percent(rest[0][1])})", rest[0][1], False))
+    return items
+
+
+def pareto_points(plan: Plan) -> list[tuple[float, float, str, bool]]:
+    """(samples/s, samples/J, label, is this plan) for every front point, plus the chosen plan."""
+    p = plan.predicted
+    points = []
+    for q in p.get("pareto", []):
+        same = abs(q["samples_per_s"] - p["samples_per_s"]) <= 1e-9 * p["samples_per_s"] and \
+            abs(q["samples_per_j"] - p["samples_per_j"]) <= 1e-9 * p["samples_per_j"]
+        label = f"this plan ({plan.objective})" if same else f"{fmt.rate(q['samples_per_s'])} /s"
+        points.append((q["samples_per_s"], q["samples_per_j"], label, same))
+    if not any(pt[3] for pt in points):
+        points.append((p["samples_per_s"], p["samples_per_j"], f"this plan ({plan.objective})", True))
+    return points
+
+
+def pareto_rows(plan: Plan) -> list[list[str]]:
+    return [[fmt.rate(q["samples_per_s"]), fmt.rate(q["samples_per_j"]), f"{q['power_w']:,.0f} W",
+             "; ".join(f"{k} {fmt.placement(v)}" for k, v in q["assignment"].items())] for q in plan.predicted.get("pareto", [])]
+
+
+def alternative_rows(plan: Plan) -> tuple[str, list[list[str]]]:
+    """The other objective's plan, kernel by kernel beside this one."""
+    alt = plan.predicted.get("alternative")
+    if not alt:
+        return "", []
+    rows = []
+    for kernel, place in plan.placements.items():
+        other = alt["placements"].get(kernel, {})
+        mine = {"device": place.device, "variant": place.variant, "replicas": place.replicas}
+        rows.append([kernel, fmt.placement(mine), fmt.placement(other) if other else "-",
+                     "" if other and other["device"] == place.device else "moved"])
+    return alt["objective"], rows
+
+
+def infeasible_notes(plan: Plan) -> list[str]:
+    notes = []
+    for kernel, reasons in plan.predicted.get("infeasible", {}).items():
+        for reason in sorted(set(reasons)):
+            notes.append(reason if reason.startswith(kernel) else f"{kernel}: {reason}")
+    return notes

@@ -1,0 +1,98 @@
+"""Inline SVG plots (no plotting library): horizontal bar charts and a two-axis scatter.
+
+Example::
+
+    >>> svg = bar_chart([("gpu", 1.0, True), ("cpu", 0.4, False)], "Utilization")
+    >>> svg.startswith("<svg")
+    True
+"""
+from __future__ import annotations
+
+from html import escape
+
+from pearl_py.report import fmt
+
+FONT = "font-family='system-ui, sans-serif'"
+ACCENT, MUTED, GRID = "#c2410c", "#2563eb", "#d4d4d8"
+
+
+def bar_chart(items: list[tuple[str, float, bool]], title: str, width: int = 640) -> str:
+    """Bars of fractions (0..1) labelled on the left; highlighted bars in the accent colour."""
+    label_w, bar_h, gap, top = 230, 18, 8, 34
+    plot_w = width - label_w - 70
+    height = top + len(items) * (bar_h + gap) + 24
+    out = [f"<svg xmlns='http://www.w3.org/2000/svg' width='{width}' height='{height}' role='img' "
+           f"aria-label='{escape(title)}' {FONT} font-size='13'>",
+           f"<text x='0' y='18' font-weight='600' font-size='14'>{escape(title)}</text>"]
+    for frac in (0.0, 0.5, 1.0):
+        x = label_w + frac * plot_w
+        out.append(f"<line x1='{x:.1f}' y1='{top - 6}' x2='{x:.1f}' y2='{height - 20}' stroke='{GRID}'/>")
+        out.append(f"<text x='{x:.1f}' y='{height - 6}' text-anchor='middle' fill='#52525b' "
+                   f"font-size='11'>{fmt.percent(frac)}</text>")
+    for i, (label, value, highlight) in enumerate(items):
+        y = top + i * (bar_h + gap)
+        w = max(1.0, min(value, 1.0) * plot_w)
+        colour = ACCENT if highlight else MUTED
+        out.append(f"<text x='{label_w - 8}' y='{y + bar_h - 4}' text-anchor='end'>{escape(label)}</text>")
+        out.append(f"<rect x='{label_w}' y='{y}' width='{w:.1f}' height='{bar_h}' rx='3' fill='{colour}'/>")
+        out.append(f"<text x='{label_w + w + 6:.1f}' y='{y + bar_h - 4}' fill='#27272a'>{fmt.percent(value)}</text>")
+    out.append("</svg>")
+    return "\n".join(out)
+
+
+def _ticks(lo: float, hi: float, n: int = 4) -> list[float]:
+    if hi <= lo:
+        return [lo]
+    return [lo + (hi - lo) * i / n for i in range(n + 1)]
+
+
+def scatter(points: list[tuple[float, float, str, bool]], x_label: str, y_label: str, title: str,
+            width: int = 640, height: int = 360) -> str:
+    """Points joined in x order (a front); highlighted points are larger, in the accent colour, labelled."""
+    left, right, top, bottom = 80, 30, 40, 56
+    xs = [p[0] for p in points]
+    ys = [p[1] for p in points]
+    x_lo, x_hi = min(xs), max(xs)
+    y_lo, y_hi = min(ys), max(ys)
+    pad_x = (x_hi - x_lo) * 0.08 or abs(x_hi) * 0.1 or 1.0
+    pad_y = (y_hi - y_lo) * 0.12 or abs(y_hi) * 0.1 or 1.0
+    x_lo, x_hi, y_lo, y_hi = x_lo - pad_x, x_hi + pad_x, max(0.0, y_lo - pad_y), y_hi + pad_y
+    pw, ph = width - left - right, height - top - bottom
+
+    def px(x: float) -> float:
+        return left + (x - x_lo) / (x_hi - x_lo) * pw
+
+    def py(y: float) -> float:
+        return top + ph - (y - y_lo) / (y_hi - y_lo) * ph
+
+    out = [f"<svg xmlns='http://www.w3.org/2000/svg' width='{width}' height='{height}' role='img' "
+           f"aria-label='{escape(title)}' {FONT} font-size='12'>",
+           f"<text x='0' y='18' font-weight='600' font-size='14'>{escape(title)}</text>",
+           f"<rect x='{left}' y='{top}' width='{pw}' height='{ph}' fill='none' stroke='{GRID}'/>"]
+    for t in _ticks(x_lo, x_hi):
+        out.append(f"<line x1='{px(t):.1f}' y1='{top}' x2='{px(t):.1f}' y2='{top + ph}' stroke='{GRID}' "
+                   "stroke-dasharray='2,3'/>")
+        out.append(f"<text x='{px(t):.1f}' y='{top + ph + 16}' text-anchor='middle' fill='#52525b'>"
+                   f"{fmt.rate(t)}</text>")
+    for t in _ticks(y_lo, y_hi):
+        out.append(f"<line x1='{left}' y1='{py(t):.1f}' x2='{left + pw}' y2='{py(t):.1f}' stroke='{GRID}' "
+                   "stroke-dasharray='2,3'/>")
+        out.append(f"<text x='{left - 6}' y='{py(t) + 4:.1f}' text-anchor='end' fill='#52525b'>{fmt.rate(t)}</text>")
+    out.append(f"<text x='{left + pw / 2}' y='{height - 12}' text-anchor='middle'>{escape(x_label)}</text>")
+    out.append(f"<text x='16' y='{top + ph / 2}' text-anchor='middle' transform='rotate(-90 16 {top + ph / 2})'>"
+               f"{escape(y_label)}</text>")
+    ordered = sorted(points, key=lambda p: p[0])
+    if len(ordered) > 1:
+        path = " ".join(f"{px(x):.1f},{py(y):.1f}" for x, y, _, _ in ordered)
+        out.append(f"<polyline points='{path}' fill='none' stroke='{MUTED}' stroke-width='1.5'/>")
+    for x, y, label, highlight in ordered:
+        r = 6 if highlight else 4
+        out.append(f"<circle cx='{px(x):.1f}' cy='{py(y):.1f}' r='{r}' fill='{ACCENT if highlight else MUTED}'>"
+                   f"<title>{escape(label)}</title></circle>")
+        if highlight:
+            anchor = "end" if px(x) > left + pw * 0.6 else "start"
+            dx = -10 if anchor == "end" else 10
+            out.append(f"<text x='{px(x) + dx:.1f}' y='{py(y) - 8:.1f}' text-anchor='{anchor}' "
+                       f"font-weight='600'>{escape(label)}</text>")
+    out.append("</svg>")
+    return "\n".join(out)

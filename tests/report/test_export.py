@@ -1,0 +1,56 @@
+"""Plan.export: four files, written atomically, self-contained HTML with the required sections."""
+from __future__ import annotations
+
+import json
+import re
+import re
+
+import pytest
+import yaml
+
+import pearl_py as pearl
+from pearl_py.estimate import Estimator
+from pearl_py.optimize.api import plan
+from pearl_py.optimize.plan import Plan
+from pearl_py.report import export as export_module
+
+
+@pytest.fixture(scope="module")
+def ddpg_plan():
+    return plan(pearl.DDPG("Pendulum-v1").protocol(), "pearl-cpu-gpu-fpga", objective="power",
+                estimator=Estimator(use_cache=False))
+
+
+def test_export_writes_four_files_that_round_trip(ddpg_plan, tmp_path):
+    paths = ddpg_plan.export(tmp_path / "out")
+    assert sorted(p.name for p in paths.values()) == ["plan.json", "plan.yaml", "report.html", "report.md"]
+    assert Plan.from_dict(json.loads(paths["json"].read_text())) == ddpg_plan
+    assert Plan.from_dict(yaml.safe_load(paths["yaml"].read_text())) == ddpg_plan
+
+
+def test_html_is_self_contained_and_has_every_section(ddpg_plan, tmp_path):
+    page = ddpg_plan.export(tmp_path)["html"].read_text()
+    assert not re.search(r"(src|href)=['\"]?(https?:|//|[\w./-]+\.(js|css|png))", page)
+    assert "<script" not in page
+    for heading in ("Assignment", "Utilization", "Throughput-power Pareto front", "Cost of each kernel on each device"):
+        assert f"<h2>{heading}</h2>" in page
+    assert page.count("<svg") == 2
+    assert ddpg_plan.predicted["limit"] in page.replace("&#x27;", "'")
+    assert "modelled" in page
+
+
+def test_markdown_states_limit_sources_and_comparison(ddpg_plan, tmp_path):
+    text = ddpg_plan.export(tmp_path)["markdown"].read_text()
+    assert text.startswith("# Plan for pearl-cpu-gpu-fpga: power objective")
+    assert ddpg_plan.predicted["limit"] in text and ddpg_plan.predicted["comparison"] in text
+    assert re.search(r"\| learner_update \| [\d.,]+ \w+ modelled \|", text)
+
+
+def test_failed_render_leaves_no_partial_report(ddpg_plan, tmp_path, monkeypatch):
+    def broken(_plan):
+        raise RuntimeError("render failed")
+
+    monkeypatch.setattr(export_module, "render_html", broken)
+    with pytest.raises(RuntimeError):
+        ddpg_plan.export(tmp_path / "out")
+    assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
