@@ -1,0 +1,185 @@
+"""``ParallelExecutor``: a plan executed by actor processes and a learner, concurrently.
+
+Actors (``env_step`` replicas of the plan, one process and one torch thread each) step
+their vector envs and batch inference over them; the learner process owns the replay
+and the networks on the planned device, consumes transitions exactly as the serial
+schedule would, and publishes parameters through shared memory. Ctrl-C, SIGTERM or a
+crash write a checkpoint under ``out_dir/checkpoint`` that ``resume_from`` continues;
+every child process and shared-memory segment is gone when ``run`` returns or raises.
+
+Example::
+
+    >>> algo = pearl.DQN("CartPole-v1", batch_size=64, train_freq=256, gradient_steps=128)
+    >>> plan = Plan.single_device(algo.protocol())
+    >>> result = ParallelExecutor(algo, plan, seed=0, out_dir=Path("runs/dqn")).run(50_000)
+    >>> result.backend, result.env_steps
+    ('local-parallel', 50000)
+    >>> # after Ctrl-C (RunInterrupted): continue where it stopped
+    >>> ParallelExecutor(algo, plan, seed=0, out_dir=Path("runs/dqn"), resume_from=Path("runs/dqn")).run(50_000)
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import tempfile
+from dataclasses import asdict
+from pathlib import Path
+
+import torch
+
+from pearl_py.algorithms.base import Algorithm
+from pearl_py.algorithms.learner import Learner
+from pearl_py.optimize.plan import Plan
+from pearl_py.replay import ReplayBuffer
+from pearl_py.runtime.evaluation import evaluate
+from pearl_py.runtime.parallel.actor import ActorSpec, ring_fields
+from pearl_py.runtime.parallel.checkpoint import (CHECKPOINT_DIR, Checkpoint, Progress, load_checkpoint,
+                                                  save_checkpoint)
+from pearl_py.runtime.parallel.control import ControlBlock
+from pearl_py.runtime.parallel.feed import RingFeed
+from pearl_py.runtime.parallel.interrupts import RunInterrupted, StopSignals
+from pearl_py.runtime.parallel.learner_loop import LearnerLoop, LoopParts, StopRequested
+from pearl_py.runtime.parallel.params import ParamBoard
+from pearl_py.runtime.parallel.placement import RuntimeLayout
+from pearl_py.runtime.parallel.ring import ShmRing
+from pearl_py.runtime.parallel.schedule import TrainSchedule
+from pearl_py.runtime.parallel.supervisor import ActorPool
+from pearl_py.runtime.parallel.timings import merge_kernel_times
+from pearl_py.runtime.parallel.updates import learner_update_fn
+from pearl_py.runtime.result import RunResult
+from pearl_py.runtime.run_log import RunLog
+from pearl_py.runtime.serial import EVAL_SEED_OFFSET
+from pearl_py.runtime.timing import KernelTimer
+
+SESSION_SEED_STRIDE = 1_000_003
+"""Actor seed offset per resumed session (a resumed run does not replay the first session's episodes)."""
+
+SHM_PREFIX = "pearl"
+"""Shared-memory segments of a run are named ``pearl-<pid>-<token>-<role>``."""
+
+
+class ParallelExecutor:
+    """Runs ``algorithm`` under ``plan`` with actor processes and a learner; see the module docstring."""
+
+    def __init__(self, algorithm: Algorithm, plan: Plan, seed: int = 0, *, out_dir: Path | None = None,
+                 eval_episodes: int = 10, eval_freq: int = 0, progress: bool | None = None,
+                 resume_from: Path | None = None, sync_every: int = 1, lookahead_rounds: int = 1,
+                 max_restarts: int = 3) -> None:
+        self.algorithm = algorithm
+        self.plan = plan
+        self.seed = seed
+        self.out_dir = Path(out_dir) if out_dir is not None else None
+        self.eval_episodes = eval_episodes
+        self.eval_freq = eval_freq
+        self.progress = progress
+        self.resume_from = Path(resume_from) if resume_from is not None else None
+        self.sync_every = sync_every
+        """Publish the acting networks to the actors every this many updates (the plan's K)."""
+        self.lookahead_rounds = lookahead_rounds
+        """Training rounds of data actors may collect ahead of the learner."""
+        self.max_restarts = max_restarts
+        self.restarts: list = []
+        """Actor restarts of the last run (:class:`supervisor.Restart`)."""
+        self.learner: Learner | None = None
+        """The learner of the current (or last) run; ``learner.gradient_steps`` shows its progress."""
+        self._pool: ActorPool | None = None
+
+    @property
+    def actor_pids(self) -> list[int]:
+        """Process ids of the live actors (empty outside ``run``)."""
+        return self._pool.pids if self._pool is not None else []
+
+    def run(self, total_steps: int) -> RunResult:
+        algo = self.algorithm
+        layout = RuntimeLayout.from_plan(self.plan)
+        schedule = TrainSchedule.from_config(algo.config, total_steps, self.lookahead_rounds)
+        torch.set_num_threads(1)
+        learner = self.learner = Learner(algo, layout.learner_device)
+        replay, progress = self._restore(learner, total_steps)
+        timer = KernelTimer()
+        log_dir = self.out_dir
+        if self.out_dir is not None and progress.sessions:
+            log_dir = self.out_dir / f"session{progress.sessions}"
+        log = RunLog(log_dir, total_steps, self.progress)
+        with contextlib.ExitStack() as stack:
+            stack.callback(log.close)
+            stack.callback(replay.close)
+            parts = self._start(stack, layout, schedule, learner, replay, progress, timer, log)
+            loop = LearnerLoop(parts, progress, self.sync_every)
+            try:
+                loop.run()
+            except BaseException as exc:
+                progress.wall_seconds = loop.wall_seconds
+                progress.kernel_times = merge_kernel_times(progress.kernel_times, timer, parts.control, {})
+                saved = self._checkpoint(learner, replay, progress, total_steps)
+                if isinstance(exc, StopRequested):
+                    raise RunInterrupted(exc.signal_name, saved) from None
+                raise
+            progress.wall_seconds = loop.wall_seconds
+            times = merge_kernel_times(progress.kernel_times, timer, parts.control, layout.modelled_s)
+        eval_returns = evaluate(algo, learner.nets, learner.device, self.eval_episodes,
+                                self.seed + EVAL_SEED_OFFSET)
+        return RunResult(algorithm=algo.name, env=algo.env_id, seed=self.seed, env_steps=progress.transitions,
+                         gradient_steps=learner.gradient_steps, wall_seconds=progress.wall_seconds,
+                         eval_returns=eval_returns, plan=self.plan.to_dict(), kernel_times=times,
+                         episodes=progress.episodes, eval_history=progress.eval_history,
+                         backend="local-parallel")
+
+    def _restore(self, learner: Learner, total_steps: int) -> tuple[ReplayBuffer, Progress]:
+        """Fresh state, or the checkpoint's when resuming."""
+        if self.resume_from is None:
+            torch.manual_seed(self.seed)
+            return self.algorithm.make_replay(seed=self.seed), Progress()
+        ckpt = load_checkpoint(self.resume_from)
+        ckpt.check_matches(self.algorithm, self.seed, total_steps)
+        learner.load_state_dict(ckpt.learner)
+        torch.set_rng_state(ckpt.torch_rng)
+        progress = ckpt.progress
+        progress.sessions += 1
+        return ReplayBuffer.load_state_dict(ckpt.replay), progress
+
+    def _start(self, stack: contextlib.ExitStack, layout: RuntimeLayout, schedule: TrainSchedule,
+               learner: Learner, replay: ReplayBuffer, progress: Progress, timer: KernelTimer,
+               log: RunLog) -> LoopParts:
+        """Create the shared segments and start the actors; ``stack`` undoes it all in reverse."""
+        algo, n = self.algorithm, self.algorithm.config.n_envs
+        prefix = f"{SHM_PREFIX}-{os.getpid()}-{secrets.token_hex(4)}"
+        control = ControlBlock.create(layout.actors, f"{prefix}-ctl")
+        stack.callback(control.close)
+        board = ParamBoard.create(learner.nets.acting_state(algo.acting_networks), f"{prefix}-params")
+        stack.callback(board.close)
+        rings = []
+        for i in range(layout.actors):
+            ring = ShmRing.create(ring_fields(algo), schedule.window + layout.actors * n, f"{prefix}-ring{i}")
+            stack.callback(ring.close)
+            rings.append(ring)
+        errors = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="pearl-actors-")))
+        base_seed = self.seed + SESSION_SEED_STRIDE * progress.sessions
+        done = progress.transitions // n
+        specs = [ActorSpec(algo, index=i, seed=base_seed, generation=0, quota=quota, total_steps=schedule.total_steps,
+                           steps_before=done * n, ring=rings[i].name, params=board.name, control=control.name,
+                           error_file=str(errors / f"actor{i}.err"))
+                 for i, quota in enumerate(schedule.quotas(layout.actors, done))]
+        pool = ActorPool(specs, self.max_restarts)
+        self._pool, self.restarts = pool, pool.restarts
+        stack.callback(setattr, self, "_pool", None)
+        stack.callback(pool.close, control)
+        signals = stack.enter_context(StopSignals())
+        pool.start()
+        return LoopParts(algorithm=algo, learner=learner, update=learner_update_fn(learner, layout.learner_variant),
+                         feed=RingFeed(rings, replay, timer, n), board=board, control=control, pool=pool,
+                         schedule=schedule, log=log, timer=timer, signals=signals,
+                         evaluate=lambda: evaluate(algo, learner.nets, learner.device, self.eval_episodes,
+                                                   self.seed + EVAL_SEED_OFFSET),
+                         eval_freq=self.eval_freq)
+
+    def _checkpoint(self, learner: Learner, replay: ReplayBuffer, progress: Progress, total_steps: int
+                    ) -> Path | None:
+        if self.out_dir is None:
+            return None
+        algo = self.algorithm
+        ckpt = Checkpoint(algorithm=algo.name, env=algo.env_id, config=asdict(algo.config), seed=self.seed,
+                          total_steps=total_steps, learner=learner.state_dict(), replay=replay.state_dict(),
+                          progress=progress, torch_rng=torch.get_rng_state())
+        return save_checkpoint(self.out_dir / CHECKPOINT_DIR, ckpt).parent

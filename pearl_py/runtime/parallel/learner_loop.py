@@ -1,0 +1,179 @@
+"""The learner's loop: consume transitions as the schedule allows, train, publish parameters.
+
+It replays the serial executor's order on virtual vector steps: for every step, insert
+its transitions and call ``after_env_step``; at a training step run the round's
+``gradient_steps`` updates (sample, update, priorities), publishing the acting
+networks every ``sync_every`` updates; then evaluate if due. While it trains, actors
+collect the next ``window`` transitions; between updates it restarts failed actors
+and honours stop requests (a :class:`StopRequested` leaves the learner consistent).
+
+Example (what :class:`ParallelExecutor` does)::
+
+    >>> loop = LearnerLoop(parts, progress, sync_every=1)
+    >>> loop.run()                  # returns when the schedule is done
+    >>> loop.wall_seconds
+    41.7
+"""
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from pearl_py.algorithms.base import Algorithm
+from pearl_py.algorithms.learner import Learner, TensorBatch, UpdateResult
+from pearl_py.runtime.parallel.checkpoint import Progress
+from pearl_py.runtime.parallel.control import ControlBlock
+from pearl_py.runtime.parallel.feed import RingFeed
+from pearl_py.runtime.parallel.interrupts import StopSignals
+from pearl_py.runtime.parallel.params import ParamBoard
+from pearl_py.runtime.parallel.schedule import TrainSchedule
+from pearl_py.runtime.parallel.supervisor import ActorPool
+from pearl_py.runtime.run_log import RunLog
+from pearl_py.runtime.timing import KernelTimer
+
+CHECK_EVERY_S = 0.05
+"""How often the learner looks at the actors' health while it trains."""
+WAIT_S = 0.0002
+"""Sleep while waiting for transitions."""
+
+
+class StopRequested(Exception):
+    """Ctrl-C or SIGTERM arrived; raised between two updates."""
+
+    def __init__(self, signal_name: str) -> None:
+        super().__init__(signal_name)
+        self.signal_name = signal_name
+
+
+@dataclass
+class LoopParts:
+    """What the learner loop works with (built and torn down by the executor)."""
+
+    algorithm: Algorithm
+    learner: Learner
+    update: Callable[[TensorBatch], UpdateResult]
+    feed: RingFeed
+    board: ParamBoard
+    control: ControlBlock
+    pool: ActorPool
+    schedule: TrainSchedule
+    log: RunLog
+    timer: KernelTimer
+    signals: StopSignals
+    evaluate: Callable[[], list[float]]
+    eval_freq: int = 0
+
+
+class LearnerLoop:
+    """Runs the training schedule to its end (or to a stop request)."""
+
+    def __init__(self, parts: LoopParts, progress: Progress, sync_every: int = 1) -> None:
+        self.p = parts
+        self.progress = progress
+        self.sync_every = max(int(sync_every), 1)
+        self._acting = parts.learner.nets.acting_state(parts.algorithm.acting_networks)
+        self._start = 0.0
+        self._eval_seconds = 0.0
+        self._last_check = 0.0
+
+    @property
+    def wall_seconds(self) -> float:
+        """Training seconds of this session (evaluation excluded) plus earlier sessions'."""
+        if not self._start:
+            return self.progress.wall_seconds
+        return self.progress.wall_seconds + time.perf_counter() - self._start - self._eval_seconds
+
+    def run(self) -> None:
+        p, n = self.p, self.p.schedule.n_envs
+        self._start = self._last_check = time.perf_counter()
+        p.control.limit = self.progress.transitions + p.schedule.window
+        step = self.progress.transitions // n
+        while True:
+            due = p.schedule.updates_until(step)
+            if p.learner.gradient_steps < due:
+                self._train_round(step, due)
+                self._maybe_evaluate(step)
+                continue
+            if step >= p.schedule.vector_steps:
+                return
+            step = self._advance(step)
+
+    def _advance(self, step: int) -> int:
+        """Insert transitions up to the next training step; run the per-step hooks; return the new step."""
+        p, n = self.p, self.p.schedule.n_envs
+        inserted = self.progress.transitions
+        moved, episodes = p.feed.drain(p.schedule.next_round(step) * n - inserted)
+        if not moved:
+            self._check(force=True)
+            time.sleep(WAIT_S)
+            return step
+        for offset, episode_return, length in episodes:
+            p.log.episode(inserted + offset + 1, episode_return, length)
+        self.progress.episodes += len(episodes)
+        self.progress.transitions = inserted + moved
+        p.control.limit = self.progress.transitions + p.schedule.window
+        new_step = self.progress.transitions // n
+        for j in range(step + 1, new_step + 1):
+            p.algorithm.after_env_step(p.learner.nets, j)
+            if not p.schedule.is_round(j):
+                self._maybe_evaluate(j)
+        p.log.tick(self.progress.transitions, self._rate())
+        self._check()
+        return new_step
+
+    def _train_round(self, step: int, due: int) -> None:
+        p = self.p
+        cfg = p.algorithm.config
+        beta = p.algorithm.beta_at((step - 1) * cfg.n_envs / p.schedule.total_steps)
+        totals: dict[str, torch.Tensor] = {}
+        count = 0
+        while p.learner.gradient_steps < due:
+            out = self._update(beta)
+            for name, value in out.losses.items():
+                totals[name] = totals.get(name, 0.0) + value
+            count += 1
+            self._check()
+        p.log.train(step * cfg.n_envs, {k: float(v) / count for k, v in totals.items()}, self._rate())
+
+    def _update(self, beta: float) -> UpdateResult:
+        p = self.p
+        with p.timer("replay_sample"):
+            sample = p.feed.replay.sample(p.algorithm.config.batch_size, beta=beta)
+        with p.timer("learner_update"):
+            out = p.update(TensorBatch.from_numpy(sample, p.learner.device))
+        if p.feed.replay.prioritized:
+            with p.timer("priority_update"):
+                p.feed.replay.update_priorities(sample.indices, out.td_abs.cpu().numpy())
+        if p.learner.gradient_steps % self.sync_every == 0:
+            with p.timer("param_sync"):
+                p.board.publish(self._acting)
+        return out
+
+    def _maybe_evaluate(self, step: int) -> None:
+        p, n = self.p, self.p.schedule.n_envs
+        if not p.eval_freq or (step * n) % p.eval_freq >= n:
+            return
+        start = time.perf_counter()
+        returns = p.evaluate()
+        self._eval_seconds += time.perf_counter() - start
+        self.progress.eval_history.append({"step": step * n, "return_mean": float(np.mean(returns))})
+
+    def _check(self, force: bool = False) -> None:
+        """Honour a stop request; every ``CHECK_EVERY_S`` (or when idle) restart failed actors."""
+        if self.p.signals.requested:
+            raise StopRequested(self.p.signals.requested)
+        now = time.perf_counter()
+        if not force and now - self._last_check < CHECK_EVERY_S:
+            return
+        self._last_check = now
+        self.p.pool.check()
+        if force and self.p.pool.finished and not self.p.feed.pending():
+            raise RuntimeError(f"actors finished but the learner has {self.progress.transitions} of "
+                               f"{self.p.schedule.env_steps} transitions")
+
+    def _rate(self) -> float:
+        return self.progress.transitions / max(self.wall_seconds, 1e-9)

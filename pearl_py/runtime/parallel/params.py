@@ -1,0 +1,91 @@
+"""Parameters from the learner to the actors through shared memory, guarded by a seqlock.
+
+The learner copies the acting networks' tensors into one flat float32 block and bumps
+a version counter (odd while writing, even when done); an actor copies the block only
+when the version changed and retries if it was odd or moved during the copy. Nothing
+is pickled per sync: one ``memcpy`` on each side.
+
+Example::
+
+    >>> board = ParamBoard.create(net.state_dict(), name="pearl-params")   # learner
+    >>> board.publish(net.state_dict())
+    >>> reader = ParamBoard.attach("pearl-params")                          # actor
+    >>> reader.read_into(actor_net.state_dict())                           # True: new weights
+    True
+    >>> reader.read_into(actor_net.state_dict())                           # nothing new
+    False
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import torch
+
+from pearl_py.replay.storage import Layout, Storage
+
+
+class ParamBoard:
+    """A flat float32 copy of a state dict (fixed names and shapes) with a version counter."""
+
+    def __init__(self, storage: Storage) -> None:
+        self._storage = storage
+        self._flat = torch.from_numpy(storage["flat"])
+        self._version = storage["version"]
+        self._seen = 0
+
+    @classmethod
+    def create(cls, state: dict[str, torch.Tensor], name: str) -> ParamBoard:
+        size = sum(t.numel() for t in state.values())
+        layout = Layout.of({"flat": (np.float32, (max(size, 1),)), "version": (np.int64, (1,))},
+                           {"names": list(state)})
+        board = cls(Storage.create(layout, shared=True, name=name))
+        board.publish(state)
+        return board
+
+    @classmethod
+    def attach(cls, name: str) -> ParamBoard:
+        return cls(Storage.attach(name))
+
+    @property
+    def name(self) -> str:
+        return self._storage.name
+
+    @property
+    def version(self) -> int:
+        """Number of completed publications times two (even: stable)."""
+        return int(self._version[0])
+
+    def publish(self, state: dict[str, torch.Tensor]) -> None:
+        """Write ``state`` (same names and shapes as at creation): version odd, copy, version even."""
+        self._version[0] += 1
+        offset = 0
+        with torch.no_grad():
+            for tensor in state.values():
+                n = tensor.numel()
+                self._flat[offset:offset + n].copy_(tensor.reshape(-1))
+                offset += n
+        self._version[0] += 1
+
+    def read_into(self, state: dict[str, torch.Tensor]) -> bool:
+        """Copy the newest stable publication into ``state``'s tensors; False when nothing new."""
+        while True:
+            before = self.version
+            if before == self._seen:
+                return False
+            if before % 2:
+                time.sleep(0)
+                continue
+            offset = 0
+            with torch.no_grad():
+                for tensor in state.values():
+                    n = tensor.numel()
+                    tensor.copy_(self._flat[offset:offset + n].view_as(tensor))
+                    offset += n
+            if self.version == before:
+                self._seen = before
+                return True
+
+    def close(self) -> None:
+        self._flat = None
+        self._storage.close()

@@ -1,0 +1,80 @@
+"""Helpers for the parallel-runtime tests: tiny configs, a flaky env, leak probes.
+
+Classes here are pickled into actor processes by reference, so this module is imported
+there too; importing it registers ``PearlFlakyCartPole-v0``.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import gymnasium as gym
+from gymnasium.envs.classic_control import CartPoleEnv
+
+import pearl_py as pearl
+
+TINY_DQN = dict(net_arch=[32], batch_size=16, learning_starts=200, train_freq=50, gradient_steps=10,
+                buffer_size=5_000, target_update_interval=100)
+FLAKY_MARKER = "PEARL_TEST_FLAKY_MARKER"
+"""Env variable: a file path; the flaky env raises once (at its 300th step) unless the file exists."""
+
+
+class FlakyCartPole(CartPoleEnv):
+    """CartPole whose 300th step raises, once per marker file (the restarted actor then runs fine)."""
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self._steps = 0
+
+    def step(self, action):
+        self._steps += 1
+        marker = os.environ.get(FLAKY_MARKER)
+        if marker and self._steps == 300 and not Path(marker).exists():
+            Path(marker).write_text("raised")
+            raise RuntimeError("flaky env: simulated simulator crash")
+        return super().step(action)
+
+
+if "PearlFlakyCartPole-v0" not in gym.registry:
+    gym.register("PearlFlakyCartPole-v0", entry_point=FlakyCartPole, max_episode_steps=500)
+
+
+class FlakyDQN(pearl.DQN):
+    """DQN on the flaky env; defined here so actor processes import this module (and the env)."""
+
+
+def children() -> set[int]:
+    """Pids of this process's live child processes, except multiprocessing's resource tracker."""
+    from multiprocessing import resource_tracker
+
+    tracker = resource_tracker._resource_tracker._pid
+    kids = set()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == os.getpid() and fields[0] != "Z" and int(entry.name) != tracker:
+            kids.add(int(entry.name))
+    return kids
+
+
+def zombies() -> set[int]:
+    """Pids of this process's children that exited and were never reaped."""
+    out = set()
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == os.getpid() and fields[0] == "Z":
+                out.add(int(entry.name))
+    return out
+
+
+def shm_segments() -> set[str]:
+    """Shared-memory segments of pearl_py runs started by this process."""
+    return {p.name for p in Path("/dev/shm").glob(f"pearl-{os.getpid()}-*")}

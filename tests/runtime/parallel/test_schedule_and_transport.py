@@ -1,0 +1,81 @@
+"""Rate limiter arithmetic against the serial loop, and the shared-memory transport pieces."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pearl_py.runtime.parallel.params import ParamBoard
+from pearl_py.runtime.parallel.ring import ShmRing
+from pearl_py.runtime.parallel.schedule import TrainSchedule
+
+
+def serial_updates(s: TrainSchedule) -> list[int]:
+    """Cumulative updates after every vector step, counted the way SerialExecutor.run does."""
+    out, updates, steps = [], 0, 0
+    for vector_steps in range(1, s.vector_steps + 1):
+        steps += s.n_envs
+        if vector_steps % s.train_freq == 0 and steps > s.learning_starts:
+            updates += s.gradient_steps
+        out.append(updates)
+    return out
+
+
+@settings(max_examples=60, deadline=None)
+@given(n_envs=st.integers(1, 4), train_freq=st.integers(1, 9), gradient_steps=st.integers(1, 5),
+       learning_starts=st.integers(0, 60), total=st.integers(1, 300))
+def test_schedule_reproduces_the_serial_update_count(n_envs, train_freq, gradient_steps, learning_starts, total):
+    s = TrainSchedule(n_envs, train_freq, gradient_steps, learning_starts, total)
+    expected = serial_updates(s)
+    assert [s.updates_until(k) for k in range(1, s.vector_steps + 1)] == expected
+    assert s.total_updates == expected[-1]
+    rounds = [k for k in range(1, s.vector_steps + 1) if s.is_round(k)] + [s.vector_steps]
+    k = 0
+    while k < s.vector_steps:  # next_round walks exactly the training steps
+        k = s.next_round(k)
+        assert k == rounds.pop(0)
+
+
+def test_quotas_split_the_remaining_vector_steps():
+    s = TrainSchedule(n_envs=2, train_freq=4, gradient_steps=1, learning_starts=0, total_steps=101)
+    assert s.vector_steps == 51 and s.env_steps == 102
+    assert s.quotas(3) == [17, 17, 17] and s.quotas(2, done=10) == [21, 20]
+    assert s.window == 8
+
+
+def test_ring_wraps_around_and_keeps_order():
+    ring = ShmRing.create({"x": (np.int64, ()), "v": (np.float32, (2,))}, capacity=5, name="pearl-test-ring")
+    try:
+        peer = ShmRing.attach(ring.name)
+        got = []
+        for start in range(0, 30, 3):
+            peer.put(x=np.arange(start, start + 3), v=np.full((3, 2), start, np.float32))
+            got += ring.get(2)["x"].tolist()
+            with pytest.raises(ValueError, match="do not fit"):
+                peer.put(x=np.zeros(6), v=np.zeros((6, 2)))
+            got += ring.get(5)["x"].tolist()
+        assert got == list(range(30)) and ring.pending() == 0 and peer.head == 30
+        peer.close()
+    finally:
+        ring.close()
+
+
+def test_param_board_moves_weights_and_reports_nothing_new():
+    net = torch.nn.Linear(3, 2)
+    other = torch.nn.Linear(3, 2)
+    board = ParamBoard.create(net.state_dict(), "pearl-test-params")
+    try:
+        reader = ParamBoard.attach(board.name)
+        assert reader.read_into(other.state_dict())
+        assert torch.equal(other.weight, net.weight)
+        assert not reader.read_into(other.state_dict())
+        with torch.no_grad():
+            net.weight.add_(1.0)
+        board.publish(net.state_dict())
+        assert board.version == 4 and reader.read_into(other.state_dict())
+        assert torch.equal(other.weight, net.weight)
+        reader.close()
+    finally:
+        board.close()
