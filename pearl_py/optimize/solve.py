@@ -41,24 +41,23 @@ def solve(problem: AssignmentProblem, objective: str = "throughput", solver: str
     greedy = solve_heuristic(problem, objective)
     scale = (greedy.performance.time_per_sample, greedy.performance.energy_per_sample_j)
     if solver == "heuristic":
-        greedy.bound = _bound(problem, objective, scale, time_limit_s, greedy)
+        greedy.bound = min(_bound(problem, objective, scale, time_limit_s), greedy.value)
         return trim_replicas(problem, greedy)
     size = milp_size(problem)
     if solver == "milp" or size <= MILP_SIZE_LIMIT:
         best = solve_milp(problem, objective, time_limit_s=None if solver == "milp" else time_limit_s, scale=scale)
         if best.value > greedy.value:  # time limit hit before the incumbent beat the greedy plan
-            greedy.bound, best = best.bound, greedy
+            greedy.bound, best = min(best.bound, greedy.value), greedy
             best.solver = "heuristic (MILP time limit)"
     else:
-        greedy.bound = _bound(problem, objective, scale, time_limit_s, greedy)
+        greedy.bound = min(_bound(problem, objective, scale, time_limit_s), greedy.value)
         greedy.solver = f"heuristic (MILP too large: {size} variables)"
         best = greedy
     best.seconds = time.perf_counter() - started
     return trim_replicas(problem, best)
 
 
-def _bound(problem: AssignmentProblem, objective: str, scale: tuple[float, float], time_limit_s: float,
-           fallback: Solution) -> float:
+def _bound(problem: AssignmentProblem, objective: str, scale: tuple[float, float], time_limit_s: float) -> float:
     """LP-relaxation bound when it solves in time, else the per-kernel bound."""
     if milp_size(problem) <= 4 * MILP_SIZE_LIMIT:
         try:
