@@ -30,8 +30,28 @@ def _run(args: argparse.Namespace) -> int:
     print(f"{s.algorithm} on {s.env}: {result.env_steps} env steps in {result.wall_seconds:.1f} s "
           f"({result.samples_per_second:.0f} samples/s, measured); eval return "
           f"{result.eval_return_mean:.1f} ± {result.eval_return_std:.1f} over {len(result.eval_returns)} episodes")
+    if result.best_eval:
+        print(f"best periodic evaluation: {result.best_eval['return_mean']:.1f} at step {result.best_eval['step']}")
     print(f"wrote {out / 'result.json'}")
     return 0
+
+
+def _plan(args: argparse.Namespace) -> int:
+    from pearl_py.optimize.commands import plan_main
+
+    return plan_main(args.config, args.platform, args.objective, args.out)
+
+
+def _profile(args: argparse.Namespace) -> int:
+    from pearl_py.estimate.commands import profile_main
+
+    return profile_main(args.out, args.quick)
+
+
+def _devices(args: argparse.Namespace) -> int:
+    from pearl_py.estimate.commands import devices_main
+
+    return devices_main()
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -43,6 +63,21 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--seed", type=int, help="override seed")
     run.add_argument("--out", help="output folder (default: runs/<config>-seed<S>)")
     run.set_defaults(handler=_run)
+
+    plan = sub.add_parser("plan", help="assign kernels to devices; write plan.yaml/json and report.md/html")
+    plan.add_argument("config", help="run config YAML")
+    plan.add_argument("--platform", default="local", help="catalogue platform name, a platform YAML path, or local")
+    plan.add_argument("--objective", default="throughput", choices=["throughput", "power"])
+    plan.add_argument("--out", help="output folder (default: plan-out)")
+    plan.set_defaults(handler=_plan)
+
+    profile = sub.add_parser("profile", help="calibrate the cost models on this machine's devices")
+    profile.add_argument("--quick", action="store_true", help="smaller grid (about half the time)")
+    profile.add_argument("--out", help="write the calibration here instead of the per-machine cache")
+    profile.set_defaults(handler=_profile)
+
+    devices = sub.add_parser("devices", help="list the hardware catalogue and this machine's devices")
+    devices.set_defaults(handler=_devices)
     return parser
 
 

@@ -2,9 +2,9 @@
 
 Example::
 
-    >>> plan = Plan.single_device(algo.protocol(), device="cpu0")
+    >>> plan = Plan.single_device(algo.protocol(), device="cpu")
     >>> plan.placements["learner_update"].device
-    'cpu0'
+    'cpu'
     >>> Plan.from_dict(plan.to_dict()) == plan
     True
     >>> sorted(p.name for p in plan.export("out/plan").values())
@@ -43,7 +43,7 @@ class Plan:
     solver: str = "none"
 
     @classmethod
-    def single_device(cls, protocol: ProtocolGraph, device: str = "cpu0", platform: str = "local") -> Plan:
+    def single_device(cls, protocol: ProtocolGraph, device: str = "cpu", platform: str = "local") -> Plan:
         """Every kernel on one device with its reference implementation (the serial executor's plan)."""
         return cls(platform=platform, objective="none",
                    placements={k.name: Placement(device) for k in protocol.kernels()}, solver="single-device")

@@ -48,10 +48,18 @@ class RunResult:
     def samples_per_second(self) -> float:
         return self.env_steps / self.wall_seconds if self.wall_seconds > 0 else 0.0
 
+    @property
+    def best_eval(self) -> dict[str, float] | None:
+        """The periodic evaluation (``eval_freq``) with the highest mean return, if any ran."""
+        return max(self.eval_history, key=lambda e: e["return_mean"], default=None)
+
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
+        best = self.best_eval
         data.update(eval_return_mean=self.eval_return_mean, eval_return_std=self.eval_return_std,
-                    samples_per_second=self.samples_per_second, source="measured")
+                    samples_per_second=self.samples_per_second,
+                    best_eval_return_mean=best["return_mean"] if best else None,
+                    best_eval_step=best["step"] if best else None, source="measured")
         return data
 
     def save(self, path: Path) -> None:

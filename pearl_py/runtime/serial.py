@@ -123,7 +123,8 @@ class SerialExecutor:
                     returns = evaluate(algo, learner.nets, self.device, self.eval_episodes,
                                        self.seed + EVAL_SEED_OFFSET)
                     eval_seconds += time.perf_counter() - t0
-                    eval_history.append({"step": steps, "return_mean": float(np.mean(returns))})
+                    eval_history.append({"step": steps, "return_mean": float(np.mean(returns)),
+                                         "return_std": float(np.std(returns))})
                 log.tick(steps, steps / max(time.perf_counter() - start - eval_seconds, 1e-9))
             wall = time.perf_counter() - start - eval_seconds
         finally:

@@ -36,7 +36,7 @@ def test_counts_follow_the_config(tmp_path):
     for key in ("env_steps", "wall_seconds", "eval_return_mean", "eval_return_std", "samples_per_second",
                 "plan"):
         assert key in data
-    assert data["plan"]["placements"]["learner_update"] == {"device": "cpu0", "variant": "reference",
+    assert data["plan"]["placements"]["learner_update"] == {"device": "cpu", "variant": "reference",
                                                           "replicas": 1}
     assert len(data["eval_returns"]) == 2 and data["source"] == "measured"
     with (tmp_path / "episodes.csv").open() as f:

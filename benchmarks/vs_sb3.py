@@ -1,0 +1,142 @@
+"""pearl_py vs Stable-Baselines3 on the same zoo config, side by side in one script.
+
+Each backend trains the config's algorithm for its total_steps (one torch thread per
+process), then runs 10 greedy evaluation episodes. Backends: ``sb3``; ``serial``
+(pearl_py's reference executor); ``parallel`` (pearl_py's local parallel runtime: an
+actor process collecting while the learner trains, under the plan ``--plan`` names:
+``auto`` solves one for this machine, ``single`` puts every kernel on the CPU; the
+learner variant is ``--variant`` when given). Printed per seed: training wall time of
+each backend, the ratio SB3 / backend (> 1: pearl_py is faster), eval returns, and the
+peak resident memory of the process tree (this process and its reaped children).
+
+    pip install -c constraints.txt ".[bench]"
+    python benchmarks/vs_sb3.py examples/configs/dqn_cartpole.yaml --seeds 0 1 2
+    python benchmarks/vs_sb3.py examples/configs/ddpg_pendulum.yaml --backends sb3 parallel
+"""
+from __future__ import annotations
+
+import argparse
+import multiprocessing as mp
+import resource
+import time
+
+import gymnasium as gym
+import numpy as np
+import torch
+
+import pearl_py as pearl
+
+
+def sb3_model(cfg: pearl.RunConfig, seed: int):
+    """The SB3 model with the same hyperparameters (zoo names map one to one)."""
+    from stable_baselines3 import DDPG, DQN
+    from stable_baselines3.common.noise import NormalActionNoise
+
+    h, env = cfg.hyperparameters, cfg.settings.env
+    common = dict(learning_rate=h.learning_rate, batch_size=h.batch_size, buffer_size=h.buffer_size,
+                  learning_starts=h.learning_starts, gamma=h.gamma, tau=h.tau, train_freq=h.train_freq,
+                  gradient_steps=h.gradient_steps, policy_kwargs=dict(net_arch=list(h.net_arch)), seed=seed)
+    if cfg.settings.algorithm == "dqn":
+        return DQN("MlpPolicy", env, target_update_interval=h.target_update_interval,
+                   exploration_fraction=h.exploration_fraction, exploration_final_eps=h.exploration_final_eps,
+                   exploration_initial_eps=h.exploration_initial_eps, max_grad_norm=h.max_grad_norm, **common)
+    n_actions = gym.make(env).action_space.shape[0]
+    # SB3 adds action noise in the scaled [-1, 1] space, as pearl_py does
+    noise = NormalActionNoise(np.zeros(n_actions), h.noise_std * np.ones(n_actions))
+    return DDPG("MlpPolicy", env, action_noise=noise, **common)
+
+
+def run_sb3(cfg: pearl.RunConfig, seed: int, args: argparse.Namespace) -> tuple[float, float]:
+    from stable_baselines3.common.evaluation import evaluate_policy
+    from stable_baselines3.common.monitor import Monitor
+
+    model = sb3_model(cfg, seed)
+    start = time.perf_counter()
+    model.learn(cfg.settings.total_steps)
+    wall = time.perf_counter() - start
+    mean, _ = evaluate_policy(model, Monitor(gym.make(cfg.settings.env)), n_eval_episodes=10, deterministic=True)
+    return wall, float(mean)
+
+
+def run_serial(cfg: pearl.RunConfig, seed: int, args: argparse.Namespace) -> tuple[float, float]:
+    result = pearl.train(cfg.make_algorithm(), total_steps=cfg.settings.total_steps, seed=seed, progress=False)
+    return result.wall_seconds, result.eval_return_mean
+
+
+def parallel_plan(algo: pearl.Algorithm, args: argparse.Namespace) -> pearl.Plan:
+    """The plan of the parallel backend: solved for this machine, or all on the CPU."""
+    if args.plan == "auto":
+        from pearl_py.optimize.api import plan
+        from pearl_py.platform import Platform
+
+        chosen = plan(algo, Platform.local())
+    else:
+        chosen = pearl.Plan.single_device(algo.protocol())
+    if args.variant:
+        old = chosen.placements["learner_update"]
+        chosen.placements["learner_update"] = pearl.Placement(old.device, args.variant, old.replicas)
+    return chosen
+
+
+def run_parallel(cfg: pearl.RunConfig, seed: int, args: argparse.Namespace) -> tuple[float, float]:
+    from pearl_py.runtime.parallel import ParallelExecutor
+
+    algo = cfg.make_algorithm()
+    result = ParallelExecutor(algo, parallel_plan(algo, args), seed, progress=False).run(cfg.settings.total_steps)
+    return result.wall_seconds, result.eval_return_mean
+
+
+BACKENDS = {"sb3": run_sb3, "serial": run_serial, "parallel": run_parallel}
+
+
+def _in_child(queue: mp.Queue, backend: str, config: str, steps: int | None, seed: int,
+              args: argparse.Namespace) -> None:
+    torch.set_num_threads(1)
+    cfg = pearl.load_config(config).with_overrides(total_steps=steps)
+    wall, ret = BACKENDS[backend](cfg, seed, args)
+    peak_kb = max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+                  resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+    queue.put((wall, ret, peak_kb / 1024))
+
+
+def measure(backend: str, seed: int, args: argparse.Namespace) -> tuple[float, float, float]:
+    """(wall seconds, eval return, peak MiB of one process) of one backend, in a fresh process."""
+    ctx = mp.get_context("spawn")
+    queue = ctx.Queue()
+    proc = ctx.Process(target=_in_child, args=(queue, backend, args.config, args.steps, seed, args))
+    proc.start()
+    out = queue.get()
+    proc.join()
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("config")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0])
+    parser.add_argument("--steps", type=int, help="override total_steps (quick looks only)")
+    parser.add_argument("--backends", nargs="+", choices=sorted(BACKENDS), default=["sb3", "serial", "parallel"])
+    parser.add_argument("--plan", choices=["auto", "single"], default="auto",
+                        help="plan of the parallel backend (default: solved for this machine)")
+    parser.add_argument("--variant", help="learner_update variant for the parallel backend (default: the plan's)")
+    args = parser.parse_args()
+    cfg = pearl.load_config(args.config).with_overrides(total_steps=args.steps)
+    print(f"{cfg.settings.algorithm} {cfg.settings.env}, {cfg.settings.total_steps} steps, 1 torch thread "
+          f"per process, each backend in a fresh process")
+    print(f"{'seed':>4} {'backend':>9} {'wall s':>8} {'SB3/this':>8} {'return':>8} {'peak MiB':>9}")
+    ratios: dict[str, list[float]] = {b: [] for b in args.backends}
+    for seed in args.seeds:
+        walls = {}
+        for backend in args.backends:
+            wall, ret, peak = measure(backend, seed, args)
+            walls[backend] = wall
+            ratio = walls["sb3"] / wall if "sb3" in walls else float("nan")
+            ratios[backend].append(ratio)
+            print(f"{seed:>4} {backend:>9} {wall:8.1f} {ratio:8.2f} {ret:8.1f} {peak:9.0f}", flush=True)
+    for backend, values in ratios.items():
+        if backend != "sb3" and "sb3" in ratios:
+            print(f"median wall-time ratio SB3/{backend}: {np.median(values):.2f} (measured)")
+
+
+if __name__ == "__main__":
+    main()
