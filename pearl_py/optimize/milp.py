@@ -79,7 +79,6 @@ def milp_size(problem: AssignmentProblem) -> int:
 class _Formulation:
     builder: _Builder
     cost: np.ndarray
-    t_var: int
     xvars: dict[str, list[tuple[int, str, str, int]]]
     unit: float
     """Seconds (throughput) or joules (power) per sample of one objective unit."""
@@ -198,7 +197,7 @@ def _formulate(problem: AssignmentProblem, objective: str, scale: tuple[float, f
     else:
         for i, v in e_terms.items():
             c[i] += v
-    return _Formulation(b, c, t_var, xvars, t_scale if objective == "throughput" else e_scale)
+    return _Formulation(b, c, xvars, t_scale if objective == "throughput" else e_scale)
 
 
 def _run(form: _Formulation, relax: bool, time_limit_s: float | None):
