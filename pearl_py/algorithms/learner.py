@@ -63,7 +63,8 @@ class Learner:
         self.nets = Networks(algorithm.build_networks(), algorithm.target_networks).to(self.device)
         self.losses = tuple(algorithm.losses())
         self.optimizers = {
-            loss.name: torch.optim.Adam(self.nets.online[loss.trains].parameters(), lr=cfg.learning_rate)
+            loss.name: torch.optim.Adam(self.nets.online[loss.trains].parameters(), lr=cfg.learning_rate,
+                                        eps=cfg.adam_eps)
             for loss in self.losses
         }
         self.gradient_steps = 0

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import yaml
 
@@ -28,6 +28,8 @@ class YamlDocument:
     data: Any
     file: str
     lines: dict[KeyPath, int] = field(default_factory=dict)
+    error_type: ClassVar[type[ConfigError]] = ConfigError
+    """Error class raised for this kind of file (subclasses set e.g. CatalogueError)."""
 
     def line_of(self, path: KeyPath) -> int | None:
         """Line of ``path``, or of its nearest parent that has one."""
@@ -38,8 +40,8 @@ class YamlDocument:
         return self.lines.get((), None)
 
     def error(self, path: KeyPath, message: str) -> ConfigError:
-        return ConfigError(message, key=".".join(str(p) for p in path) or None, file=self.file,
-                           line=self.line_of(path))
+        return self.error_type(message, key=".".join(str(p) for p in path) or None, file=self.file,
+                               line=self.line_of(path))
 
     @classmethod
     def load(cls, path: str | Path) -> YamlDocument:
@@ -47,9 +49,9 @@ class YamlDocument:
         try:
             text = path.read_text()
         except FileNotFoundError:
-            raise ConfigError("file not found", file=str(path)) from None
+            raise cls.error_type("file not found", file=str(path)) from None
         except OSError as exc:
-            raise ConfigError(f"cannot read: {exc.strerror}", file=str(path)) from None
+            raise cls.error_type(f"cannot read: {exc.strerror}", file=str(path)) from None
         return cls.parse(text, str(path))
 
     @classmethod
@@ -59,8 +61,8 @@ class YamlDocument:
         except yaml.YAMLError as exc:
             mark = getattr(exc, "problem_mark", None)
             problem = getattr(exc, "problem", None) or str(exc)
-            raise ConfigError(f"invalid YAML: {problem}", file=file,
-                              line=mark.line + 1 if mark else None) from None
+            raise cls.error_type(f"invalid YAML: {problem}", file=file,
+                                 line=mark.line + 1 if mark else None) from None
         doc = cls(data=None, file=file)
         if node is None:
             doc.data = {}
@@ -76,12 +78,12 @@ class YamlDocument:
                 key = yaml.SafeLoader.construct_scalar(yaml.SafeLoader(""), key_node) \
                     if isinstance(key_node, yaml.ScalarNode) else None
                 if not isinstance(key, str):
-                    raise ConfigError("keys must be plain names", file=self.file,
-                                      line=key_node.start_mark.line + 1)
+                    raise self.error_type("keys must be plain names", file=self.file,
+                                          line=key_node.start_mark.line + 1)
                 child = path + (key,)
                 if key in out:
-                    raise ConfigError("key given twice", key=".".join(map(str, child)), file=self.file,
-                                      line=key_node.start_mark.line + 1)
+                    raise self.error_type("key given twice", key=".".join(map(str, child)), file=self.file,
+                                          line=key_node.start_mark.line + 1)
                 self.lines[child] = key_node.start_mark.line + 1
                 out[key] = self._convert(value_node, child)
             return out

@@ -20,7 +20,7 @@ from pathlib import Path
 from pearl_py.estimate.cost import Infeasible
 from pearl_py.estimate.fpga_hls import DenseOp, Resources, dataflow_cycles, pipelined_cycles, rec_mii
 from pearl_py.platform.spec import FpgaSpec, check_keys
-from pearl_py.platform.yamlsrc import LocatedYaml
+from pearl_py.platform.yamlsrc import CatalogueYaml
 from pearl_py.protocol import NetworkWorkload, ReplayWorkload, SyncWorkload
 from pearl_py.resources import estimators_dir
 
@@ -43,7 +43,7 @@ class FpgaTemplates:
 
     @classmethod
     def load(cls, path: str | Path | None = None) -> FpgaTemplates:
-        doc = LocatedYaml.read(path or estimators_dir() / "fpga.yaml")
+        doc = CatalogueYaml.load(path or estimators_dir() / "fpga.yaml")
         check_keys(doc.data, list(_SCHEMA), list(_SCHEMA), (), doc.error)
         for section, keys in _SCHEMA.items():
             check_keys(doc.data[section], keys, keys, (section,), doc.error)

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pearl_py.platform.spec import CpuSpec, GpuSpec, check_keys
-from pearl_py.platform.yamlsrc import LocatedYaml
+from pearl_py.platform.yamlsrc import CatalogueYaml
 from pearl_py.resources import estimators_dir
 
 _SCHEMA = {
@@ -38,7 +38,7 @@ class RooflineParams:
 
     @classmethod
     def load(cls, path: str | Path | None = None) -> RooflineParams:
-        doc = LocatedYaml.read(path or estimators_dir() / "roofline.yaml")
+        doc = CatalogueYaml.load(path or estimators_dir() / "roofline.yaml")
         check_keys(doc.data, list(_SCHEMA), list(_SCHEMA), (), doc.error)
         for section, keys in _SCHEMA.items():
             if keys is not None:

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pearl_py.platform.spec import SPEC_BY_SECTION, DeviceSpec, LinkSpec, check_keys
-from pearl_py.platform.yamlsrc import CatalogueError, LocatedYaml
+from pearl_py.platform.yamlsrc import CatalogueError, CatalogueYaml
 from pearl_py.resources import devices_dir
 
 SECTIONS = ("cpus", "gpus", "fpgas", "links", "platforms")
@@ -31,7 +31,7 @@ class PlatformEntry:
 
     name: str
     body: dict
-    doc: LocatedYaml
+    doc: CatalogueYaml
     path: tuple
 
 
@@ -42,7 +42,7 @@ class Catalogue:
     devices: dict[str, DeviceSpec] = field(default_factory=dict)
     links: dict[str, LinkSpec] = field(default_factory=dict)
     platforms: dict[str, PlatformEntry] = field(default_factory=dict)
-    origin: dict[str, tuple[LocatedYaml, tuple]] = field(default_factory=dict)
+    origin: dict[str, tuple[CatalogueYaml, tuple]] = field(default_factory=dict)
 
     @classmethod
     def load(cls, paths: Iterable[str | Path] | None = None) -> Catalogue:
@@ -59,7 +59,7 @@ class Catalogue:
 
     def add_file(self, path: str | Path) -> list[str]:
         """Validate and add one YAML file; returns the platform names it defines."""
-        doc = LocatedYaml.read(path)
+        doc = CatalogueYaml.load(path)
         if doc.data is None:
             return []
         check_keys(doc.data, list(SECTIONS), [], (), doc.error)
@@ -90,7 +90,7 @@ class Catalogue:
                 raise doc.error(where + ("host_link",),
                                 f"unknown link {host_link!r}; known links: {', '.join(sorted(self.links))}")
 
-    def _claim(self, name: str, doc: LocatedYaml, where: tuple) -> None:
+    def _claim(self, name: str, doc: CatalogueYaml, where: tuple) -> None:
         if name in self.origin:
             raise doc.error(where, f"{name!r} is already defined in {self.origin[name][0].file}")
         self.origin[name] = (doc, where)
