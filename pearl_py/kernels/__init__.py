@@ -1,0 +1,55 @@
+"""Kernel library: implementation variants of the learner and inference kernels, per device class.
+
+=================  ======  ==========  ====================================================
+kind               device  variant     what it is
+=================  ======  ==========  ====================================================
+learner_update     cpu     reference   ``Learner.update``: eager autograd + ``torch.optim.Adam``
+learner_update     cpu     compiled    whole step (fwd, bwd, clip, Adam) as one ``torch.compile`` graph
+learner_update     gpu     reference   ``Learner.update`` on the GPU
+learner_update     gpu     cuda_graph  whole step captured in a CUDA graph (needs CUDA)
+inference          cpu     reference   ``algorithm.act`` under ``no_grad``
+inference          cpu     fused       ``inference_mode``, zero-copy obs, MLPs as fused ``addmm`` chains
+inference          gpu     reference   ``algorithm.act`` under ``no_grad`` on the GPU
+=================  ======  ==========  ====================================================
+
+Every variant works for any :class:`pearl_py.Algorithm` (it is generic over the
+algorithm's losses and ``act``). Example::
+
+    >>> import pearl_py.kernels as kernels
+    >>> learner = Learner(pearl.DQN("CartPole-v1", batch_size=64))
+    >>> update = kernels.build("learner_update", "compiled", learner)   # plan.placements[...].variant
+    >>> out = update(batch)                                             # like learner.update(batch)
+"""
+from pearl_py.kernels import inference, learner_update
+from pearl_py.kernels.cuda_graph import cuda_available, make_cuda_graph
+from pearl_py.kernels.registry import (
+    DEVICE_CLASSES,
+    REGISTRY,
+    KernelUnavailable,
+    Registry,
+    Variant,
+    build,
+    device_class,
+)
+from pearl_py.protocol.kernel import KernelKind
+
+_LEARNER, _INFERENCE = KernelKind.LEARNER_UPDATE, KernelKind.INFERENCE
+_EAGER_UPDATE = "Learner.update: eager autograd and torch.optim.Adam, parameter by parameter"
+_EAGER_ACT = "algorithm.act under torch.no_grad"
+
+for _variant in (
+    Variant("reference", _LEARNER, "cpu", learner_update.make_reference, _EAGER_UPDATE),
+    Variant("compiled", _LEARNER, "cpu", learner_update.make_compiled,
+            "whole step (forward, backward, clip, Adam) as one torch.compile graph"),
+    Variant("reference", _LEARNER, "gpu", learner_update.make_reference, _EAGER_UPDATE, requires=cuda_available),
+    Variant("cuda_graph", _LEARNER, "gpu", make_cuda_graph,
+            "whole step captured in a CUDA graph, replayed with one launch", requires=cuda_available),
+    Variant("reference", _INFERENCE, "cpu", inference.make_reference, _EAGER_ACT),
+    Variant("fused", _INFERENCE, "cpu", inference.make_fused,
+            "inference_mode, zero-copy observations, MLPs as fused addmm chains"),
+    Variant("reference", _INFERENCE, "gpu", inference.make_reference, _EAGER_ACT, requires=cuda_available),
+):
+    REGISTRY.register(_variant)
+
+__all__ = ["DEVICE_CLASSES", "REGISTRY", "KernelKind", "KernelUnavailable", "Registry", "Variant", "build",
+           "device_class"]

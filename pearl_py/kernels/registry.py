@@ -1,0 +1,118 @@
+"""The registry of kernel implementation variants, per kernel kind and device class.
+
+A :class:`Variant` is one implementation of a kernel kind on a device class ("cpu"
+or "gpu"): a name (what ``Plan.placements[kernel].variant`` carries), a builder and an
+availability check. Cost models calibrate every available variant; the optimizer picks
+one per kernel together with its device; the runtime builds it by name. A kernel kind
+without registered variants has one implementation, the runtime's own, named
+"reference".
+
+Example::
+
+    >>> [v.name for v in REGISTRY.variants(KernelKind.LEARNER_UPDATE, "cpu")]
+    ['reference', 'compiled']
+    >>> update = build(KernelKind.LEARNER_UPDATE, "compiled", learner)
+    >>> REGISTRY.get(KernelKind.LEARNER_UPDATE, "cuda_graph", "gpu").available()
+    (False, 'CUDA is not available here (torch.cuda.is_available() is False)')
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from pearl_py.protocol.kernel import KernelKind
+
+DEVICE_CLASSES = ("cpu", "gpu")
+
+
+def always_available() -> tuple[bool, str]:
+    return True, ""
+
+
+class KernelUnavailable(RuntimeError):
+    """A variant was asked for where it cannot run (the message says why)."""
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One implementation of a kernel kind on a device class.
+
+    ``builder`` makes the callable: for ``learner_update`` ``builder(learner) ->
+    (TensorBatch -> UpdateResult)``; for ``inference`` ``builder(algorithm, nets) ->
+    (obs, *, explore, progress) -> actions``.
+    """
+
+    name: str
+    kind: KernelKind
+    device_class: str
+    builder: Callable[..., Any]
+    description: str
+    requires: Callable[[], tuple[bool, str]] = always_available
+
+    def __post_init__(self) -> None:
+        if self.device_class not in DEVICE_CLASSES:
+            raise ValueError(f"variant {self.name!r}: device class must be one of {DEVICE_CLASSES}, "
+                             f"got {self.device_class!r}")
+
+    def available(self) -> tuple[bool, str]:
+        """``(True, "")``, or ``(False, reason)`` when this machine cannot run the variant."""
+        return self.requires()
+
+    def build(self, *args: Any, **kwargs: Any) -> Any:
+        ok, reason = self.available()
+        if not ok:
+            raise KernelUnavailable(f"{self.kind.value} variant {self.name!r} ({self.device_class}): {reason}")
+        return self.builder(*args, **kwargs)
+
+
+class Registry:
+    """Variants by ``(kind, device class, name)``, in registration order."""
+
+    def __init__(self) -> None:
+        self._variants: dict[tuple[KernelKind, str, str], Variant] = {}
+
+    def register(self, variant: Variant) -> Variant:
+        key = (variant.kind, variant.device_class, variant.name)
+        if key in self._variants:
+            raise ValueError(f"{variant.kind.value} variant {variant.name!r} ({variant.device_class}) "
+                             f"is already registered")
+        self._variants[key] = variant
+        return variant
+
+    def variants(self, kind: KernelKind | str, device_class: str | None = None) -> list[Variant]:
+        """The variants of ``kind`` (on ``device_class`` when given), available or not."""
+        kind = KernelKind(kind)
+        return [v for (k, d, _), v in self._variants.items()
+                if k == kind and (device_class is None or d == device_class)]
+
+    def get(self, kind: KernelKind | str, name: str, device_class: str | None = None) -> Variant:
+        """The variant ``name`` of ``kind``; without ``device_class``, the first registered under that name."""
+        for variant in self.variants(kind, device_class):
+            if variant.name == name:
+                return variant
+        known = sorted({v.name for v in self.variants(kind, device_class)})
+        where = f" on {device_class}" if device_class else ""
+        raise KeyError(f"no {KernelKind(kind).value} variant {name!r}{where}; known: {known}")
+
+
+def device_class(device: torch.device | str) -> str:
+    """"cpu" for the CPU, "gpu" for CUDA devices."""
+    kind = torch.device(device).type
+    if kind == "cpu":
+        return "cpu"
+    if kind == "cuda":
+        return "gpu"
+    raise ValueError(f"no kernel variants for device type {kind!r}")
+
+
+REGISTRY = Registry()
+"""The variants pearl_py ships (``pearl_py.kernels`` registers them on import)."""
+
+
+def build(kind: KernelKind | str, variant: str, *args: Any, device_class: str | None = None,
+          registry: Registry = REGISTRY, **kwargs: Any) -> Any:
+    """Build variant ``variant`` of ``kind`` with the builder's arguments (see :class:`Variant`)."""
+    return registry.get(kind, variant, device_class).build(*args, **kwargs)
