@@ -25,14 +25,15 @@ def _run(args: argparse.Namespace) -> int:
     s = cfg.settings
     out = Path(args.out) if args.out else Path("runs") / f"{Path(args.config).stem}-seed{s.seed}"
     algo = cfg.make_algorithm()
+    plan = "auto" if args.auto else (args.plan or "local")
     result = train(algo, total_steps=s.total_steps, seed=s.seed, out=out, eval_episodes=s.eval_episodes,
-                   eval_freq=s.eval_freq)
+                   eval_freq=s.eval_freq, plan=plan, objective=args.objective)
     print(f"{s.algorithm} on {s.env}: {result.env_steps} env steps in {result.wall_seconds:.1f} s "
           f"({result.samples_per_second:.0f} samples/s, measured); eval return "
           f"{result.eval_return_mean:.1f} ± {result.eval_return_std:.1f} over {len(result.eval_returns)} episodes")
     if result.best_eval:
         print(f"best periodic evaluation: {result.best_eval['return_mean']:.1f} at step {result.best_eval['step']}")
-    print(f"wrote {out / 'result.json'}")
+    print(f"wrote {out / 'result.json'}" + (f" and {out / 'report.html'}" if (out / "report.html").exists() else ""))
     return 0
 
 
@@ -62,6 +63,12 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--steps", type=int, help="override total_steps")
     run.add_argument("--seed", type=int, help="override seed")
     run.add_argument("--out", help="output folder (default: runs/<config>-seed<S>)")
+    placement = run.add_mutually_exclusive_group()
+    placement.add_argument("--auto", action="store_true",
+                           help="calibrate this machine if needed, then choose devices and variants by the optimizer")
+    placement.add_argument("--plan", help="run a plan written by `pearl plan` (plan.yaml or plan.json)")
+    run.add_argument("--objective", default="throughput", choices=["throughput", "power"],
+                     help="what --auto optimizes")
     run.set_defaults(handler=_run)
 
     plan = sub.add_parser("plan", help="assign kernels to devices; write plan.yaml/json and report.md/html")

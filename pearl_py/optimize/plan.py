@@ -63,8 +63,36 @@ class Plan:
                    placements={k: Placement(**v) for k, v in data["placements"].items()},
                    predicted=dict(data.get("predicted") or {}))
 
-    def export(self, directory: str | Path) -> dict[str, Path]:
-        """Write ``plan.yaml``, ``plan.json``, ``report.md`` and a self-contained ``report.html`` (atomically)."""
+    def export(self, directory: str | Path, run: dict[str, Any] | None = None) -> dict[str, Path]:
+        """Write ``plan.yaml``, ``plan.json``, ``report.md`` and a self-contained ``report.html`` (atomically).
+
+        ``run``: a run's result.json data; the reports then set what was measured beside the predictions.
+        """
         from pearl_py.report.export import export_plan
 
-        return export_plan(self, Path(directory))
+        return export_plan(self, Path(directory), run)
+
+    @classmethod
+    def load(cls, path: str | Path) -> Plan:
+        """Read a ``plan.yaml`` or ``plan.json`` written by :meth:`export`."""
+        from pearl_py.config.yaml_source import YamlDocument
+
+        doc = YamlDocument.load(path)  # JSON is YAML too
+        data = doc.data
+        if not isinstance(data, dict):
+            raise doc.error((), "a plan file is a mapping with platform, objective and placements")
+        for key in ("platform", "objective", "placements"):
+            if key not in data:
+                raise doc.error((), f"missing key {key!r}")
+        if not isinstance(data["placements"], dict) or not data["placements"]:
+            raise doc.error(("placements",), "must map kernel names to {device, variant, replicas}")
+        for kernel, entry in data["placements"].items():
+            if not isinstance(entry, dict) or "device" not in entry:
+                raise doc.error(("placements", kernel), "needs a device")
+            unknown = set(entry) - {"device", "variant", "replicas"}
+            if unknown:
+                raise doc.error(("placements", kernel, sorted(unknown)[0]), "unknown key")
+            replicas = entry.get("replicas", 1)
+            if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 1:
+                raise doc.error(("placements", kernel, "replicas"), f"must be an integer >= 1, got {replicas!r}")
+        return cls.from_dict(data)

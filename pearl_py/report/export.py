@@ -9,6 +9,7 @@ Example::
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -18,13 +19,16 @@ from pearl_py.report.html import render_html
 from pearl_py.report.markdown import render_markdown
 
 
-def export_plan(plan: Plan, directory: Path) -> dict[str, Path]:
-    """Render everything first, then write: a rendering error leaves no file behind."""
+def export_plan(plan: Plan, directory: Path, run: dict[str, Any] | None = None) -> dict[str, Path]:
+    """Render everything first, then write: a rendering error leaves no file behind.
+
+    With ``run`` (a run's result.json data) the reports add the predicted-vs-measured section.
+    """
     data = plan.to_dict()
     texts = {
         "yaml": ("plan.yaml", yaml.safe_dump(data, sort_keys=False, allow_unicode=True)),
-        "markdown": ("report.md", render_markdown(plan)),
-        "html": ("report.html", render_html(plan)),
+        "markdown": ("report.md", render_markdown(plan, run)),
+        "html": ("report.html", render_html(plan, run)),
     }
     directory = Path(directory)
     paths = {"json": directory / "plan.json"}

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 from html import escape
 
+from typing import Any
+
 from pearl_py.optimize.plan import Plan
-from pearl_py.report import content, svg
+from pearl_py.report import content, measured, svg
 
 CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,sans-serif;color:#18181b;max-width:1000px;margin:32px auto;
@@ -39,7 +41,18 @@ def _table(header: list[str], rows: list[list[str]], row_class=None) -> str:
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
 
 
-def render_html(plan: Plan) -> str:
+def _measured_section(plan: Plan, run: dict[str, Any]) -> list[str]:
+    rows = measured.summary_rows(plan, run)
+    cards = "".join(f"<div class='card'><span>{escape(k)}</span><b>{escape(v)}</b></div>" for k, v in rows[:4])
+    return ["<h2>Predicted and measured</h2>", f"<div class='cards'>{cards}</div>",
+            _table(["figure", "value"], [list(r) for r in rows[4:]]),
+            svg.paired_bars(measured.kernel_bars(plan, run), "Time per collected sample, by kernel",
+                            ("predicted", "measured")),
+            _table(measured.KERNEL_HEADER, measured.kernel_rows(plan, run))]
+
+
+def render_html(plan: Plan, run: dict[str, Any] | None = None) -> str:
+    """The plan's page; with ``run`` (a result.json dict) it adds what the run measured."""
     p = plan.predicted
     summary = content.summary_rows(plan)
     cards = "".join(f"<div class='card'><span>{escape(k)}</span><b>{escape(v)}</b></div>" for k, v in summary[:4])
@@ -48,6 +61,8 @@ def render_html(plan: Plan) -> str:
              f"<p class='lead'>{escape(p.get('limit', ''))}</p>",
              f"<div class='cards'>{cards}</div>", details,
              "<h2>Assignment</h2>", _table(content.ASSIGNMENT_HEADER, content.assignment_rows(plan))]
+    if run is not None:
+        parts += _measured_section(plan, run)
     other, rows = content.alternative_rows(plan)
     if rows:
         parts += [f"<h2>Throughput or power: this plan beside the {escape(other)} objective's</h2>",

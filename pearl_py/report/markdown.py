@@ -8,8 +8,10 @@ Example::
 """
 from __future__ import annotations
 
+from typing import Any
+
 from pearl_py.optimize.plan import Plan
-from pearl_py.report import content, fmt
+from pearl_py.report import content, fmt, measured
 
 
 def _table(header: list[str], rows: list[list[str]]) -> list[str]:
@@ -18,9 +20,14 @@ def _table(header: list[str], rows: list[list[str]]) -> list[str]:
     return out
 
 
-def render_markdown(plan: Plan) -> str:
+def render_markdown(plan: Plan, run: dict[str, Any] | None = None) -> str:
+    """The plan's report; with ``run`` (a result.json dict) it opens with what the run measured."""
     p = plan.predicted
     lines = [f"# {content.title(plan)}", "", p.get("limit", ""), "", p.get("comparison", ""), ""]
+    if run is not None:
+        lines += ["## Predicted and measured", ""]
+        lines += _table(["figure", "value"], [list(r) for r in measured.summary_rows(plan, run)])
+        lines += [""] + _table(measured.KERNEL_HEADER, measured.kernel_rows(plan, run)) + [""]
     lines += _table(["figure", "value"], [list(r) for r in content.summary_rows(plan)])
     lines += ["", "## Assignment", ""] + _table(content.ASSIGNMENT_HEADER, content.assignment_rows(plan))
     other, rows = content.alternative_rows(plan)

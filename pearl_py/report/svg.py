@@ -40,6 +40,32 @@ def bar_chart(items: list[tuple[str, float, bool]], title: str, width: int = 640
     return "\n".join(out)
 
 
+def paired_bars(items: list[tuple[str, float, float]], title: str, labels: tuple[str, str],
+                width: int = 640) -> str:
+    """Two bars per row (e.g. predicted, measured) on a shared linear scale, with a legend."""
+    label_w, bar_h, gap, top = 150, 11, 10, 52
+    plot_w = width - label_w - 90
+    scale = max([max(a, b) for _, a, b in items] + [1e-12])
+    height = top + len(items) * (2 * bar_h + gap) + 10
+    out = [f"<svg xmlns='http://www.w3.org/2000/svg' width='{width}' height='{height}' role='img' "
+           f"aria-label='{escape(title)}' {FONT} font-size='13'>",
+           f"<text x='0' y='18' font-weight='600' font-size='14'>{escape(title)}</text>"]
+    for i, (name, colour) in enumerate(zip(labels, (MUTED, ACCENT))):
+        out.append(f"<rect x='{label_w + i * 120}' y='28' width='12' height='12' fill='{colour}'/>"
+                   f"<text x='{label_w + i * 120 + 18}' y='39'>{escape(name)}</text>")
+    for i, (label, first, second) in enumerate(items):
+        y = top + i * (2 * bar_h + gap)
+        out.append(f"<text x='{label_w - 8}' y='{y + bar_h + 4}' text-anchor='end'>{escape(label)}</text>")
+        for j, (value, colour) in enumerate(((first, MUTED), (second, ACCENT))):
+            w = max(1.0, value / scale * plot_w)
+            yy = y + j * bar_h
+            out.append(f"<rect x='{label_w}' y='{yy}' width='{w:.1f}' height='{bar_h - 1}' fill='{colour}'/>")
+            out.append(f"<text x='{label_w + w + 6:.1f}' y='{yy + bar_h - 2}' font-size='11' "
+                       f"fill='#27272a'>{fmt.seconds(value)}</text>")
+    out.append("</svg>")
+    return "\n".join(out)
+
+
 def _ticks(lo: float, hi: float, n: int = 4) -> list[float]:
     if hi <= lo:
         return [lo]

@@ -1,35 +1,43 @@
-"""``pearl.train``: run an algorithm under a plan and return what was measured.
+"""``pearl.train``: run an algorithm under a plan, return what was measured, write the report.
 
 Example::
 
     >>> algo = pearl.DQN("CartPole-v1", batch_size=64)
-    >>> result = pearl.train(algo, total_steps=50_000, seed=0, out="runs/dqn")
-    >>> result.eval_return_mean >= 475
-    True
+    >>> result = pearl.train(algo, total_steps=50_000, seed=0, plan="auto", out="runs/dqn")
+    >>> result.samples_per_second, result.plan["solver"]
+    (2412.7, 'milp')
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from pearl_py.algorithms.base import Algorithm
 from pearl_py.optimize.plan import Plan
+from pearl_py.runtime.planning import resolve_plan
 from pearl_py.runtime.result import RunResult
 from pearl_py.runtime.serial import SerialExecutor
 
 
-def train(algorithm: Algorithm, total_steps: int, seed: int = 0, *, plan: Plan | str | None = None,
+def train(algorithm: Algorithm, total_steps: int, seed: int = 0, *, plan: Plan | str | Path | None = None,
           out: str | Path | None = None, eval_episodes: int = 10, eval_freq: int = 0,
-          progress: bool | None = None) -> RunResult:
-    """Train ``algorithm`` for ``total_steps`` env steps; write logs and ``result.json`` under ``out``.
+          progress: bool | None = None, objective: str = "throughput",
+          log: Callable[[str], None] = print) -> RunResult:
+    """Train ``algorithm`` for ``total_steps`` env steps under ``plan``.
 
-    ``plan``: None or "serial" runs the serial reference executor on this machine's CPU.
+    ``plan``: ``None`` (serial reference, no predictions), ``"local"`` (serial, with the
+    model's predictions), ``"auto"`` (calibrate this machine if needed, then optimize for
+    ``objective``), a :class:`Plan`, or a path to a saved plan. With ``out``: logs,
+    ``result.json`` and, when the plan has predictions, the plan's report with what the
+    run measured beside them (``report.md``, ``report.html``, ``plan.yaml``, ``plan.json``).
     """
-    if plan not in (None, "serial"):
-        raise ValueError(f"plan {plan!r}: this build runs the serial executor only (plan=None)")
+    resolved = resolve_plan(algorithm, plan, objective, log)
     out_dir = Path(out) if out is not None else None
     executor = SerialExecutor(algorithm, seed, out_dir=out_dir, eval_episodes=eval_episodes,
-                              eval_freq=eval_freq, progress=progress)
+                              eval_freq=eval_freq, progress=progress, plan=resolved)
     result = executor.run(total_steps)
     if out_dir is not None:
         result.save(out_dir / "result.json")
+        if resolved.predicted:
+            resolved.export(out_dir, run=result.to_dict())
     return result

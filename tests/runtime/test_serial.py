@@ -54,8 +54,3 @@ def test_prioritized_ddpg_with_vector_envs_runs_and_updates_priorities():
     # train_freq 1 vector step, 2 envs: rounds after 100 transitions
     assert result.kernel_times["priority_update"]["calls"] == result.gradient_steps == 150
     assert [h["step"] for h in result.eval_history] == [200, 400]
-
-
-def test_plan_other_than_serial_is_refused_for_now():
-    with pytest.raises(ValueError, match="serial executor only"):
-        pearl.train(pearl.DQN("CartPole-v1"), total_steps=10, plan="auto")

@@ -1,0 +1,77 @@
+"""What a run measured beside what its plan predicted: per kernel, per device, in samples/s.
+
+``run`` is a run's ``result.json`` data (:meth:`pearl_py.runtime.RunResult.to_dict`).
+
+Example::
+
+    >>> rows = kernel_rows(plan, result.to_dict())
+    >>> rows[0][:3]
+    ['learner_update', 'cpu / reference', '1.62 ms']
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from pearl_py.optimize.plan import Plan
+from pearl_py.report import fmt
+
+KERNEL_HEADER = ["kernel", "device / variant", "predicted per call", "measured per call", "calls measured",
+                 "predicted per sample", "measured per sample", "measured / predicted"]
+
+
+def _predicted_latency(plan: Plan, kernel: str) -> tuple[float | None, str]:
+    placement = plan.placements[kernel]
+    cost = (plan.predicted.get("costs", {}).get(kernel, {}).get(placement.device, {})
+            .get(placement.variant))
+    if not cost:
+        return None, "none"
+    return cost["latency_s"], cost["source"]
+
+
+def kernel_rows(plan: Plan, run: dict[str, Any]) -> list[list[str]]:
+    """One row per kernel, the slowest per sample first (measured)."""
+    steps = max(run["env_steps"], 1)
+    rates = plan.predicted.get("rates", {})
+    rows = []
+    for kernel, placement in plan.placements.items():
+        latency, source = _predicted_latency(plan, kernel)
+        timing = run["kernel_times"].get(kernel)
+        measured_call = timing["mean_s"] if timing else None
+        measured_sample = timing["total_s"] / steps if timing else 0.0
+        predicted_sample = latency * rates[kernel] if latency is not None and kernel in rates else None
+        ratio = (f"{measured_sample / predicted_sample:.2f}×" if predicted_sample and timing else "–")
+        rows.append((measured_sample, [
+            kernel, f"{placement.device} / {placement.variant}",
+            f"{fmt.seconds(latency)} ({source})" if latency is not None else "–",
+            fmt.seconds(measured_call) if timing else "not run",
+            str(timing["calls"]) if timing else "0",
+            fmt.seconds(predicted_sample) if predicted_sample is not None else "–",
+            fmt.seconds(measured_sample), ratio]))
+    return [row for _, row in sorted(rows, key=lambda r: -r[0])]
+
+
+def kernel_bars(plan: Plan, run: dict[str, Any]) -> list[tuple[str, float, float]]:
+    """``(kernel, predicted s per sample, measured s per sample)`` for the paired bar chart."""
+    steps = max(run["env_steps"], 1)
+    rates = plan.predicted.get("rates", {})
+    items = []
+    for kernel in plan.placements:
+        latency, _ = _predicted_latency(plan, kernel)
+        timing = run["kernel_times"].get(kernel)
+        predicted = latency * rates.get(kernel, 0.0) if latency is not None else 0.0
+        items.append((kernel, predicted, timing["total_s"] / steps if timing else 0.0))
+    return items
+
+
+def summary_rows(plan: Plan, run: dict[str, Any]) -> list[tuple[str, str]]:
+    predicted = plan.predicted.get("samples_per_s")
+    measured = run["samples_per_second"]
+    rows = [("samples/s measured", fmt.rate(measured)),
+            ("samples/s predicted", fmt.rate(predicted) if predicted else "–")]
+    if predicted:
+        rows.append(("measured / predicted", f"{measured / predicted:.2f}"))
+    rows += [("env steps (measured)", str(run["env_steps"])),
+             ("training wall time (measured)", fmt.seconds(run["wall_seconds"])),
+             ("eval return (measured)", f"{run['eval_return_mean']:.1f} ± {run['eval_return_std']:.1f}"),
+             ("backend", run.get("backend", "serial"))]
+    return rows

@@ -1,0 +1,58 @@
+"""The plan a run executes: the local CPU as the serial reference, an optimized plan, or a file.
+
+Example::
+
+    >>> plan = resolve_plan(algo, "auto")          # calibrate if needed, optimize on this machine
+    >>> plan = resolve_plan(algo, "local")         # every kernel on the local CPU, serially
+    >>> plan = resolve_plan(algo, "out/plan.yaml") # a plan written by `pearl plan`
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from pearl_py.algorithms.base import Algorithm
+from pearl_py.errors import PlanningError
+from pearl_py.optimize.api import plan as optimize
+from pearl_py.optimize.plan import Plan
+from pearl_py.platform import Platform
+
+
+def ensure_calibration(log: Callable[[str], None] = print) -> None:
+    """Profile this machine's CPU once (about a minute) if no calibration is cached."""
+    from pearl_py.estimate.calibration import Calibration
+    from pearl_py.estimate.profiler import profile
+
+    if Calibration.load_default() is not None:
+        return
+    log("no calibration of this machine is cached: profiling it once (pearl profile) ...")
+    path = profile().save()
+    log(f"calibration cached at {path}; later runs reuse it")
+
+
+def local_serial_plan(algorithm: Algorithm) -> Plan:
+    """Every kernel on the local CPU, stages one after another: the serial executor's plan, predicted."""
+    local = Platform.local()
+    cpu = local.by_kind("cpu")[0].name
+    protocol = algorithm.protocol(serialized=True)
+    pins = {kernel.name: cpu for kernel in protocol.kernels()}
+    return optimize(protocol, local, "throughput", {"pin": pins}, pareto_points=2)
+
+
+def resolve_plan(algorithm: Algorithm, plan: Plan | str | Path | None, objective: str = "throughput",
+                 log: Callable[[str], None] = print) -> Plan:
+    """``None``/"serial": all on one CPU, unpredicted; "local": the same, predicted; "auto": optimized
+    on :meth:`Platform.local` after calibrating; a path: a saved plan; a :class:`Plan`: itself."""
+    if isinstance(plan, Plan):
+        return plan
+    if plan is None or plan == "serial":
+        return Plan.single_device(algorithm.protocol(serialized=True))
+    if plan == "local":
+        return local_serial_plan(algorithm)
+    if plan == "auto":
+        ensure_calibration(log)
+        return optimize(algorithm, Platform.local(), objective)
+    path = Path(plan)
+    if not path.suffix:
+        raise PlanningError(f"plan {plan!r}: expected 'auto', 'local', 'serial', a Plan or a plan.yaml path")
+    return Plan.load(path)

@@ -1,0 +1,74 @@
+"""The plan a run executes, and the report a run writes beside its predictions."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import pearl_py as pearl
+from pearl_py.cli import main
+from pearl_py.errors import PlanningError, UserError
+from pearl_py.runtime.planning import resolve_plan
+
+TINY = dict(net_arch=[16], batch_size=16, learning_starts=100, train_freq=50, gradient_steps=5, buffer_size=2_000)
+
+
+def test_local_plan_pins_every_kernel_to_the_cpu_and_predicts_it():
+    plan = resolve_plan(pearl.DQN("CartPole-v1", **TINY), "local")
+    assert {p.device for p in plan.placements.values()} == {"cpu"}
+    assert plan.predicted["mode"] == "serialized" and plan.predicted["samples_per_s"] > 0
+
+
+def test_run_under_local_plan_writes_result_and_predicted_vs_measured_report(tmp_path):
+    result = pearl.train(pearl.DQN("CartPole-v1", **TINY), total_steps=300, plan="local", out=tmp_path,
+                         eval_episodes=1, progress=False, log=lambda _: None)
+    assert {p.name for p in tmp_path.iterdir()} >= {"result.json", "plan.yaml", "plan.json", "report.md",
+                                                     "report.html"}
+    report = (tmp_path / "report.md").read_text()
+    assert "## Predicted and measured" in report and "| env_step | cpu / reference |" in report
+    assert f"| env steps (measured) | {result.env_steps} |" in report
+    html = (tmp_path / "report.html").read_text()
+    assert "Time per collected sample, by kernel" in html and "<svg" in html
+    data = json.loads((tmp_path / "result.json").read_text())
+    assert data["plan"]["predicted"]["samples_per_s"] == pytest.approx(
+        json.loads((tmp_path / "plan.json").read_text())["predicted"]["samples_per_s"])
+
+
+def test_saved_plan_round_trips_and_runs(tmp_path):
+    algo = pearl.DQN("CartPole-v1", **TINY)
+    plan = resolve_plan(algo, "local")
+    plan.export(tmp_path / "p")
+    loaded = pearl.Plan.load(tmp_path / "p" / "plan.yaml")
+    assert loaded.placements == plan.placements
+    assert pearl.Plan.load(tmp_path / "p" / "plan.json").placements == plan.placements
+    result = pearl.train(algo, total_steps=150, plan=tmp_path / "p" / "plan.yaml", eval_episodes=1,
+                         progress=False)
+    assert result.plan["placements"] == plan.to_dict()["placements"]
+
+
+@pytest.mark.parametrize("text, message", [
+    ("platform: local\nobjective: throughput\n", "plan.yaml:1: missing key 'placements'"),
+    ("platform: local\nobjective: x\nplacements:\n  env_step: {variant: reference}\n",
+     "plan.yaml:4: placements.env_step: needs a device"),
+    ("platform: local\nobjective: x\nplacements:\n  env_step: {device: cpu, replicas: 0}\n",
+     "plan.yaml:4: placements.env_step.replicas: must be an integer >= 1, got 0"),
+    ("platform: local\nobjective: x\nplacements:\n  env_step: {device: cpu, colour: red}\n",
+     "plan.yaml:4: placements.env_step.colour: unknown key"),
+])
+def test_bad_plan_files_name_file_line_and_key(write_config, text, message):
+    with pytest.raises(UserError) as err:
+        pearl.Plan.load(write_config(text, "plan.yaml"))
+    assert str(err.value).endswith(message)
+
+
+def test_cli_plan_flag_with_bad_file_exits_2(write_config, tmp_path, capsys):
+    config = write_config("algorithm: dqn\nenv: CartPole-v1\ntotal_steps: 100\n")
+    bad = write_config("- just\n- a list\n", "plan.yaml")
+    assert main(["run", str(config), "--plan", str(bad), "--out", str(tmp_path / "o")]) == 2
+    assert "plan.yaml:1: a plan file is a mapping" in capsys.readouterr().err
+    assert not (tmp_path / "o" / "result.json").exists()
+
+
+def test_unknown_plan_word_is_refused():
+    with pytest.raises(PlanningError, match="expected 'auto', 'local', 'serial'"):
+        resolve_plan(pearl.DQN("CartPole-v1", **TINY), "fastest")
