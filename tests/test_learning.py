@@ -1,0 +1,34 @@
+"""Learning tests (slow): the zoo configs learn through `pearl run`, as a user runs them."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from pearl_py.cli import main
+
+pytestmark = pytest.mark.slow
+
+
+def run(config: str, seed: int, out) -> dict:
+    assert main(["run", config, "--seed", str(seed), "--out", str(out)]) == 0
+    return json.loads((out / "result.json").read_text())
+
+
+def test_dqn_cartpole_reaches_475_for_two_of_seeds_0_1_2(tmp_path):
+    """Within 50k steps: the final evaluation or a periodic one (every 5k steps, 10 episodes) >= 475."""
+    reached = []
+    for seed in (0, 1, 2):
+        result = run("examples/configs/dqn_cartpole.yaml", seed, tmp_path / f"seed{seed}")
+        assert result["env_steps"] == 50_000
+        best = max(result["eval_return_mean"], result["best_eval_return_mean"] or float("-inf"))
+        reached.append(best >= 475)
+        if sum(reached) == 2:
+            break
+    assert sum(reached) >= 2, f"seeds reaching 475: {reached}"
+
+
+def test_ddpg_pendulum_reaches_minus_200(tmp_path):
+    result = run("examples/configs/ddpg_pendulum.yaml", 0, tmp_path)
+    assert result["env_steps"] == 20_000
+    assert result["eval_return_mean"] >= -200
