@@ -4,7 +4,8 @@ A small-MLP update on a GPU is bound by kernel launches (hundreds per step), whi
 why SB3/CleanRL users see "GPU slower than CPU". Capturing the whole step
 (:func:`~pearl_py.kernels.functional_step.make_step`: forward, backward, clip, Adam)
 in a ``torch.cuda.CUDAGraph`` replays all of it with one launch. Shapes are static:
-the batch is copied into fixed input buffers before each replay.
+the batch is copied into fixed input buffers before each replay. Delayed losses
+(``Loss.every``) get one graph per set of active losses.
 
 Capture follows the PyTorch recipe: a few warm-up steps on a side stream, then
 ``torch.cuda.graph``. Warm-up steps really update the tensors, so the learner's
@@ -16,6 +17,8 @@ Example::
     >>> out = update(TensorBatch.from_numpy(sample, torch.device("cuda")))
 """
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import torch
 
@@ -33,56 +36,66 @@ def cuda_available() -> tuple[bool, str]:
     return True, ""
 
 
+@dataclass
+class _Captured:
+    """One captured step: its graph, static input buffers and static outputs."""
+
+    graph: torch.cuda.CUDAGraph
+    inputs: tuple[torch.Tensor, ...]
+    losses: tuple[torch.Tensor, ...]
+    td_abs: torch.Tensor | None
+
+
 class CudaGraphUpdate:
-    """``Learner.update`` semantics; the gradient step is captured on the first call and replayed after."""
+    """``Learner.update`` semantics; each step is captured on its first call and replayed after."""
 
     def __init__(self, learner: Learner) -> None:
         if learner.device.type != "cuda":
             raise ValueError(f"a CUDA-graph update needs a learner on a CUDA device, not {learner.device}")
         self.learner = learner
         self.workspace = Workspace.of(learner)
-        self.step: StepFn = make_step(learner, self.workspace)
-        self.loss_names = tuple(loss.name for loss in learner.losses)
-        self.graph: torch.cuda.CUDAGraph | None = None
-        self.inputs: tuple[torch.Tensor, ...] = ()
-        self.outputs: tuple[tuple[torch.Tensor, ...], torch.Tensor | None] = ((), None)
+        self.captured: dict[tuple[int, ...], _Captured] = {}
 
     def _state(self) -> list[torch.Tensor]:
         return [t for g in self.workspace.groups for t in (*g.params, *g.exp_avg, *g.exp_avg_sq, *g.steps)]
 
-    def _capture(self, fields: tuple[torch.Tensor, ...]) -> None:
-        self.inputs = tuple(f.clone() for f in fields)
+    def _capture(self, step: StepFn, fields: tuple[torch.Tensor, ...]) -> _Captured:
+        inputs = tuple(f.clone() for f in fields)
         saved = [t.detach().clone() for t in self._state()]
         side = torch.cuda.Stream()
         side.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(side):
             for _ in range(WARMUP_STEPS):
-                self.step(*self.inputs)
+                step(*inputs)
         torch.cuda.current_stream().wait_stream(side)
         with torch.no_grad():
             torch._foreach_copy_(self._state(), saved)
-        self.graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(self.graph):
-            self.outputs = self.step(*self.inputs)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            losses, td_abs = step(*inputs)
+        return _Captured(graph, inputs, losses, td_abs)
 
     def __call__(self, batch: TensorBatch) -> UpdateResult:
+        learner = self.learner
+        step_number = learner.gradient_steps + 1
+        active = tuple(i for i, loss in enumerate(learner.losses) if step_number % loss.every == 0)
         fields = batch_tensors(batch)
-        if self.graph is None:
-            self._capture(fields)
-        elif any(f.shape != s.shape for f, s in zip(fields, self.inputs)):
+        captured = self.captured.get(active)
+        if captured is None:
+            captured = self.captured[active] = self._capture(make_step(learner, self.workspace, active), fields)
+        elif any(f.shape != s.shape for f, s in zip(fields, captured.inputs)):
             raise ValueError("a CUDA-graph update has static shapes: the batch shapes changed since capture")
         else:
-            for static, f in zip(self.inputs, fields):
+            for static, f in zip(captured.inputs, fields):
                 static.copy_(f, non_blocking=True)
-        self.graph.replay()
-        losses, td_abs = self.outputs
-        learner = self.learner
-        learner.gradient_steps += 1
-        learner.algorithm.after_gradient_step(learner.nets, learner.gradient_steps)
-        return UpdateResult({n: v.clone() for n, v in zip(self.loss_names, losses)},
-                            None if td_abs is None else td_abs.clone())
+        captured.graph.replay()
+        learner.gradient_steps = step_number
+        learner.algorithm.after_gradient_step(learner.nets, step_number)
+        names = (learner.losses[i].name for i in active)
+        return UpdateResult({n: v.clone() for n, v in zip(names, captured.losses)},
+                            None if captured.td_abs is None else captured.td_abs.clone())
 
 
 def make_cuda_graph(learner: Learner) -> CudaGraphUpdate:
-    """The learner update of ``learner`` (on a CUDA device) as a replayed CUDA graph."""
+    """The learner update of ``learner`` (on a CUDA device) as replayed CUDA graphs."""
     return CudaGraphUpdate(learner)

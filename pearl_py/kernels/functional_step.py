@@ -51,20 +51,22 @@ class _LossCall(nn.Module):
         return self.fn(self.nets, batch)
 
 
-def make_step(learner: Learner, workspace: Workspace) -> StepFn:
-    """One gradient step on every loss of ``learner``, in order, updating its tensors in place.
+def make_step(learner: Learner, workspace: Workspace, active: tuple[int, ...] | None = None) -> StepFn:
+    """One gradient step on the losses ``active`` (indices, all by default), in order, in place.
 
-    Target updates are not part of it (they depend on the Python step counter);
-    callers run ``algorithm.after_gradient_step`` afterwards, as ``Learner.update`` does.
+    Delayed losses (``Loss.every``) make several step functions, one per set of active
+    losses. Target updates are not part of a step (they depend on the Python step
+    counter): callers run ``algorithm.after_gradient_step`` afterwards, as ``Learner.update`` does.
     """
     max_norm = learner.algorithm.config.max_grad_norm
-    calls = [_LossCall(learner.nets, group.loss.fn) for group in workspace.groups]
+    groups = [workspace.groups[i] for i in (active if active is not None else range(len(workspace.groups)))]
+    calls = [_LossCall(learner.nets, group.loss.fn) for group in groups]
 
     def step(*fields: torch.Tensor) -> tuple[tuple[torch.Tensor, ...], torch.Tensor | None]:
         batch = TensorBatch(*fields)
         losses: list[torch.Tensor] = []
         td_abs = None
-        for group, call in zip(workspace.groups, calls):
+        for group, call in zip(groups, calls):
             def loss_of(params: tuple[torch.Tensor, ...], group: LossGroup = group, call: _LossCall = call):
                 value, td = torch.func.functional_call(call, dict(zip(group.names, params)), (batch,))
                 return value, () if td is None else (td,)   # aux must be tensors

@@ -32,44 +32,54 @@ def make_reference(learner: Learner) -> LearnerUpdate:
 
 
 class FusedUpdate:
-    """A learner update running a whole-step function ``step`` over the learner's workspace.
+    """A learner update running whole-step functions over the learner's workspace.
 
-    ``first_call_seconds`` is how long the first call took (the compile time, for a compiled step).
+    ``wrap`` turns a step function into what runs (``torch.compile``, or nothing); one
+    is made per set of active losses (delayed losses, ``Loss.every``, make several).
+    ``first_call_seconds`` holds the first call's time per set (the compile time).
     """
 
-    def __init__(self, learner: Learner, step: StepFn) -> None:
+    def __init__(self, learner: Learner, wrap: Callable[[StepFn], StepFn]) -> None:
         self.learner = learner
-        self.loss_names = tuple(loss.name for loss in learner.losses)
-        self.step = step
-        self.first_call_seconds: float | None = None
+        self.workspace = Workspace.of(learner)
+        self.wrap = wrap
+        self.steps: dict[tuple[int, ...], StepFn] = {}
+        self.first_call_seconds: dict[tuple[str, ...], float] = {}
 
     def __call__(self, batch: TensorBatch) -> UpdateResult:
-        if self.first_call_seconds is None:
-            start = time.perf_counter()
-            losses, td_abs = self.step(*batch_tensors(batch))
-            self.first_call_seconds = time.perf_counter() - start
-        else:
-            losses, td_abs = self.step(*batch_tensors(batch))
         learner = self.learner
-        learner.gradient_steps += 1
-        learner.algorithm.after_gradient_step(learner.nets, learner.gradient_steps)
-        return UpdateResult(dict(zip(self.loss_names, losses)), td_abs)
+        step_number = learner.gradient_steps + 1
+        active = tuple(i for i, loss in enumerate(learner.losses) if step_number % loss.every == 0)
+        names = tuple(learner.losses[i].name for i in active)
+        step = self.steps.get(active)
+        if step is None:
+            step = self.steps[active] = self.wrap(make_step(learner, self.workspace, active))
+            start = time.perf_counter()
+            losses, td_abs = step(*batch_tensors(batch))
+            self.first_call_seconds[names] = time.perf_counter() - start
+        else:
+            losses, td_abs = step(*batch_tensors(batch))
+        learner.gradient_steps = step_number
+        learner.algorithm.after_gradient_step(learner.nets, step_number)
+        return UpdateResult(dict(zip(names, losses)), td_abs)
 
 
 def make_functional(learner: Learner) -> FusedUpdate:
-    """The whole-step function run eagerly: exact, no compile time, little faster (a building block)."""
-    return FusedUpdate(learner, make_step(learner, Workspace.of(learner)))
+    """The whole-step function run eagerly: exact, no compile time, no faster (the compiled variant's source)."""
+    return FusedUpdate(learner, lambda step: step)
 
 
-COMPILE_MODE = "max-autotune-no-cudagraphs"
-"""Inductor mode of the compiled variant (chosen by measurement, see docs/kernels.md)."""
+COMPILE_OPTIONS = {"fallback_random": True}
+"""Inductor options: random ops draw from torch's generator, as in eager (TD3's target noise matches)."""
 
 
-def make_compiled(learner: Learner, mode: str | None = COMPILE_MODE) -> FusedUpdate:
+def make_compiled(learner: Learner, options: dict | None = None) -> FusedUpdate:
     """The whole step (forward, backward, clip, Adam) as one ``torch.compile`` graph.
 
     Shapes are static: a new batch size compiles again. Inductor caches compiled
     graphs on disk (``TORCHINDUCTOR_CACHE_DIR``), so a later process pays only tracing.
+    ``options`` adds inductor options (``{"max_autotune": True}``: the default was chosen
+    by measurement, see docs/kernels.md).
     """
-    step = make_step(learner, Workspace.of(learner))
-    return FusedUpdate(learner, torch.compile(step, fullgraph=True, dynamic=False, mode=mode))
+    merged = COMPILE_OPTIONS | (options or {})
+    return FusedUpdate(learner, lambda step: torch.compile(step, fullgraph=True, dynamic=False, options=merged))

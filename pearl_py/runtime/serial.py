@@ -11,14 +11,16 @@ Example::
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 import torch
 
+from pearl_py import kernels
 from pearl_py.algorithms.base import Algorithm
 from pearl_py.algorithms.env_spec import make_vector_env
-from pearl_py.algorithms.learner import Learner, TensorBatch
+from pearl_py.algorithms.learner import Learner, TensorBatch, UpdateResult
 from pearl_py.optimize.plan import Plan
 from pearl_py.runtime.evaluation import evaluate
 from pearl_py.runtime.result import RunResult
@@ -81,6 +83,7 @@ class SerialExecutor:
         torch.manual_seed(self.seed)
         rng = np.random.default_rng(self.seed)
         learner = Learner(algo, self.device)
+        update = self._learner_update(learner)
         timer = KernelTimer()
         log = RunLog(self.out_dir, total_steps, self.progress)
         envs = make_vector_env(algo.env_id, cfg.n_envs, self.seed)
@@ -116,7 +119,7 @@ class SerialExecutor:
                 vector_steps += 1
                 algo.after_env_step(learner.nets, vector_steps)
                 if vector_steps % cfg.train_freq == 0 and steps > cfg.learning_starts:
-                    losses = self._train_round(learner, replay, timer, algo.beta_at(progress))
+                    losses = self._train_round(update, replay, timer, algo.beta_at(progress))
                     log.train(steps, losses, steps / (time.perf_counter() - start - eval_seconds))
                 if self.eval_freq and steps % self.eval_freq < cfg.n_envs:
                     t0 = time.perf_counter()
@@ -139,14 +142,21 @@ class SerialExecutor:
                          plan=self.plan.to_dict(), kernel_times=timer.summary(), episodes=tracker.finished,
                          eval_history=eval_history, backend="serial")
 
-    def _train_round(self, learner: Learner, replay, timer: KernelTimer, beta: float) -> dict[str, float]:
+    def _learner_update(self, learner: Learner) -> Callable[[TensorBatch], UpdateResult]:
+        """The plan's ``learner_update`` variant from ``pearl_py.kernels`` ("reference": ``learner.update``)."""
+        placement = self.plan.placements.get("learner_update")
+        return kernels.build(kernels.KernelKind.LEARNER_UPDATE, placement.variant if placement else "reference",
+                             learner, device_class=kernels.device_class(self.device))
+
+    def _train_round(self, update: Callable[[TensorBatch], UpdateResult], replay, timer: KernelTimer,
+                     beta: float) -> dict[str, float]:
         cfg = self.algorithm.config
         totals: dict[str, torch.Tensor] = {}
         for _ in range(cfg.gradient_steps):
             with timer("replay_sample"):
                 sample = replay.sample(cfg.batch_size, beta=beta)
             with timer("learner_update"):
-                out = learner.update(TensorBatch.from_numpy(sample, self.device))
+                out = update(TensorBatch.from_numpy(sample, self.device))
             if replay.prioritized:
                 with timer("priority_update"):
                     replay.update_priorities(sample.indices, out.td_abs.cpu().numpy())
