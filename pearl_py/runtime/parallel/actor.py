@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from pearl_py import kernels
 from pearl_py.algorithms.base import Algorithm
 from pearl_py.algorithms.env_spec import make_vector_env
 from pearl_py.algorithms.networks import Networks
@@ -65,6 +66,8 @@ class ActorSpec:
     control: str
     error_file: str
     """Where the actor writes its traceback when it fails (read by the supervisor)."""
+    inference: str = "reference"
+    """Variant of the inference kernel (:mod:`pearl_py.kernels`, CPU)."""
     threads: int = 1
 
     @property
@@ -104,6 +107,7 @@ def _collect(spec: ActorSpec, ring: ShmRing, board: ParamBoard, control: Control
     nets = Networks(algo.build_networks())
     acting = nets.acting_state(algo.acting_networks)
     board.read_into(acting)
+    infer = kernels.build(kernels.KernelKind.INFERENCE, spec.inference, algo, nets, device_class="cpu")
     envs = make_vector_env(algo.env_id, n, spec.env_seed)
     tracker = EpisodeTracker(n)
     try:
@@ -120,9 +124,7 @@ def _collect(spec: ActorSpec, ring: ShmRing, board: ParamBoard, control: Control
                 if board.read_into(acting):
                     control.add_time(spec.index, "param_sync", time.perf_counter() - start)
                     start = time.perf_counter()
-                with torch.no_grad():
-                    actions = algo.act(nets, torch.from_numpy(obs), explore=True,
-                                       progress=steps / spec.total_steps).numpy()
+                actions = infer(obs, explore=True, progress=steps / spec.total_steps)
             control.add_time(spec.index, "inference", time.perf_counter() - start)
             start = time.perf_counter()
             next_obs, rewards, terminated, truncated, infos = envs.step(algo.spec.to_env_action(actions))

@@ -28,6 +28,7 @@ from pathlib import Path
 
 import torch
 
+from pearl_py import kernels
 from pearl_py.algorithms.base import Algorithm
 from pearl_py.algorithms.learner import Learner
 from pearl_py.optimize.plan import Plan
@@ -46,7 +47,6 @@ from pearl_py.runtime.parallel.ring import ShmRing
 from pearl_py.runtime.parallel.schedule import TrainSchedule
 from pearl_py.runtime.parallel.supervisor import ActorPool
 from pearl_py.runtime.parallel.timings import merge_kernel_times
-from pearl_py.runtime.parallel.updates import learner_update_fn
 from pearl_py.runtime.result import RunResult
 from pearl_py.runtime.run_log import RunLog
 from pearl_py.runtime.serial import EVAL_SEED_OFFSET
@@ -64,7 +64,7 @@ class ParallelExecutor:
 
     def __init__(self, algorithm: Algorithm, plan: Plan, seed: int = 0, *, out_dir: Path | None = None,
                  eval_episodes: int = 10, eval_freq: int = 0, progress: bool | None = None,
-                 resume_from: Path | None = None, sync_every: int = 1, lookahead_rounds: int = 1,
+                 resume_from: Path | None = None, sync_every: int = 4, lookahead_rounds: int = 1,
                  max_restarts: int = 3) -> None:
         self.algorithm = algorithm
         self.plan = plan
@@ -159,7 +159,7 @@ class ParallelExecutor:
         done = progress.transitions // n
         specs = [ActorSpec(algo, index=i, seed=base_seed, generation=0, quota=quota, total_steps=schedule.total_steps,
                            steps_before=done * n, ring=rings[i].name, params=board.name, control=control.name,
-                           error_file=str(errors / f"actor{i}.err"))
+                           error_file=str(errors / f"actor{i}.err"), inference=layout.inference_variant)
                  for i, quota in enumerate(schedule.quotas(layout.actors, done))]
         pool = ActorPool(specs, self.max_restarts)
         self._pool, self.restarts = pool, pool.restarts
@@ -167,7 +167,8 @@ class ParallelExecutor:
         stack.callback(pool.close, control)
         signals = stack.enter_context(StopSignals())
         pool.start()
-        return LoopParts(algorithm=algo, learner=learner, update=learner_update_fn(learner, layout.learner_variant),
+        return LoopParts(algorithm=algo, learner=learner, update=kernels.build(kernels.KernelKind.LEARNER_UPDATE, layout.learner_variant, learner,
+                                              device_class=kernels.device_class(learner.device)),
                          feed=RingFeed(rings, replay, timer, n), board=board, control=control, pool=pool,
                          schedule=schedule, log=log, timer=timer, signals=signals,
                          evaluate=lambda: evaluate(algo, learner.nets, learner.device, self.eval_episodes,

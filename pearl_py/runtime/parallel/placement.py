@@ -1,8 +1,8 @@
 """What a :class:`Plan` means for the local parallel runtime.
 
-``env_step``'s replicas are the actor processes (inference runs batched on each actor);
-``learner_update``'s device and variant pick the learner's torch device and update
-implementation; ``replay_insert``/``replay_sample`` on the learner's device keep the
+``env_step``'s replicas are the actor processes (inference runs batched on each actor,
+with ``inference``'s variant from :mod:`pearl_py.kernels`); ``learner_update``'s device
+and variant pick the learner's torch device and update implementation; ``replay_insert``/``replay_sample`` on the learner's device keep the
 replay in the learner process. Kernels on a simulated FPGA run on the CPU and are
 charged the latency the plan's cost model predicted for them (``plan.predicted``).
 
@@ -66,6 +66,7 @@ class RuntimeLayout:
     actors: int
     learner_device: torch.device
     learner_variant: str
+    inference_variant: str
     modelled_s: dict[str, float] = field(default_factory=dict)
     """Per-call modelled latency of every kernel planned on a (simulated) FPGA."""
 
@@ -80,8 +81,9 @@ class RuntimeLayout:
                     if device_kind(plan, p.device) == "fpga"}
         return cls(actors=max(plan.placements["env_step"].replicas, 1),
                    learner_device=torch_device(plan, learner.device), learner_variant=learner.variant,
-                   modelled_s=modelled)
+                   inference_variant=plan.placements["inference"].variant, modelled_s=modelled)
 
     def describe(self) -> dict[str, Any]:
         return {"actors": self.actors, "learner_device": str(self.learner_device),
-                "learner_variant": self.learner_variant, "modelled_kernels": sorted(self.modelled_s)}
+                "learner_variant": self.learner_variant, "inference_variant": self.inference_variant,
+                "modelled_kernels": sorted(self.modelled_s)}

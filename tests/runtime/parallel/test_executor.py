@@ -53,7 +53,7 @@ def test_two_actors_keep_the_serial_update_count_and_env_steps(tmp_path):
     times = result.kernel_times
     assert times["env_step"]["calls"] == times["inference"]["calls"] == times["replay_insert"]["calls"] == 1_000
     assert times["learner_update"]["calls"] == times["replay_sample"]["calls"] == 160
-    assert times["param_sync"]["calls"] >= 160  # learner publications plus actor reads
+    assert times["param_sync"]["calls"] >= 160 // 4  # learner publications (every 4 updates) + actor reads
     assert [h["step"] for h in result.eval_history] == [500, 1_000]
     assert result.episodes > 0 and (tmp_path / "episodes.csv").exists() and (tmp_path / "train.csv").exists()
 
