@@ -12,7 +12,10 @@ Peers, each timed in this same script on the same inputs:
 
 Every buffer is prefilled with ``--prefill`` items, then each op is run ``--repeats``
 times; the table shows the median in microseconds and Tianshou's time divided by
-ours (higher is better). Peak memory: run under ``/usr/bin/time -v`` with ``--only``.
+ours (higher is better). update(B) writes the same B sampled slots each call but cycles
+through 8 different arrays of TD errors, so every call really changes the priorities
+(pearl_py stops propagating where a node keeps its value; repeating identical
+priorities would flatter it). Peak memory: run under ``/usr/bin/time -v`` with ``--only``.
 
 Usage::
 
@@ -24,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import itertools
 import resource
 import statistics
 import time
@@ -34,6 +38,7 @@ import numpy as np
 from pearl_py.replay import ReplayBuffer
 
 OBS_DIM = 4
+TD_ROUNDS = 8
 Ops = dict[str, Callable[[], object]]
 
 
@@ -51,7 +56,13 @@ def data(batch: int, seed: int = 0) -> dict[str, np.ndarray]:
     rng = np.random.default_rng(seed)
     obs = rng.standard_normal((batch, OBS_DIM)).astype(np.float32)
     return {"obs": obs, "act": rng.integers(0, 2, batch), "rew": rng.standard_normal(batch).astype(np.float32),
-            "next": obs + 1, "term": rng.random(batch) < 0.01, "td": np.abs(rng.standard_normal(batch))}
+            "next": obs + 1, "term": rng.random(batch) < 0.01, "td": np.abs(rng.standard_normal(batch)),
+            "tds": [np.abs(rng.standard_normal(batch)) for _ in range(TD_ROUNDS)]}
+
+
+def cycling(arrays: list[np.ndarray]) -> Callable[[], np.ndarray]:
+    """Each call the next array, round robin: repeated updates store new priorities, as in training."""
+    return itertools.cycle(arrays).__next__
 
 
 def pearl_ops(capacity: int, batch: int, prefill: int, fanout: int | None) -> Ops:
@@ -63,7 +74,8 @@ def pearl_ops(capacity: int, batch: int, prefill: int, fanout: int | None) -> Op
     ops: Ops = {"insert": lambda: buf.add(d["obs"], d["act"], d["rew"], d["next"], d["term"]),
                 "sample": lambda: buf.sample(batch, beta=0.4)}
     if fanout is not None:
-        ops["update"] = lambda: buf.update_priorities(indices, d["td"])
+        td = cycling(d["tds"])
+        ops["update"] = lambda: buf.update_priorities(indices, td())
     return ops
 
 
@@ -86,8 +98,9 @@ def tianshou_ops(capacity: int, batch: int, prefill: int) -> Ops:
                     truncated=np.zeros(batch, dtype=bool), obs_next=d["next"], info=Batch())
     ids = np.arange(batch)
     _, indices = buf.sample(batch)
+    td = cycling(d["tds"])
     return {"insert": insert_loop, "insert (vector add)": lambda: vec.add(stacked, buffer_ids=ids),
-            "sample": lambda: buf.sample(batch), "update": lambda: buf.update_weight(indices, d["td"])}
+            "sample": lambda: buf.sample(batch), "update": lambda: buf.update_weight(indices, td())}
 
 
 def heterorl_ops(path: str, capacity: int, batch: int, prefill: int) -> Ops:
@@ -100,6 +113,7 @@ def heterorl_ops(path: str, capacity: int, batch: int, prefill: int) -> Ops:
     priorities = list(d["td"])
     for _ in range(prefill // batch):
         memory.insert_through(items, priorities)
+    td = cycling(d["tds"])
 
     def sample() -> object:
         memory.memoize_ind = []       # it appends forever otherwise; update reads the latest batch
@@ -107,7 +121,7 @@ def heterorl_ops(path: str, capacity: int, batch: int, prefill: int) -> Ops:
 
     sample()
     return {"insert": lambda: memory.insert_through(items, priorities), "sample": sample,
-            "update": lambda: memory.update_through(list(d["td"]))}
+            "update": lambda: memory.update_through(list(td()))}
 
 
 def main() -> None:

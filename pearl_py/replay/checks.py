@@ -1,7 +1,10 @@
 """Input validation for the replay buffer: every check raises ``ValueError`` naming the argument.
 
 Checks only read their inputs; they run before the buffer changes anything, so a
-rejected call leaves the buffer exactly as it was.
+rejected call leaves the buffer exactly as it was. The value checks of a priority
+update (indices written, priorities finite and non-negative) run in the update
+kernel before it writes anything (a numpy pass over the batch would cost more than the
+update itself); :func:`refused_update` turns its status into the error.
 
 Example::
 
@@ -15,16 +18,21 @@ Example::
 """
 from __future__ import annotations
 
+import math
 import numbers
 from typing import Any
 
 import numpy as np
+
+from pearl_py.replay import kernels
 
 _NUMERIC = "biuf"
 
 
 def positive_int(name: str, value: Any) -> int:
     """``value`` as an int >= 1 (bools and floats are refused)."""
+    if type(value) is int and value >= 1:
+        return value
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
         raise ValueError(f"{name}: expected an integer >= 1, got {value!r}")
     return int(value)
@@ -32,7 +40,7 @@ def positive_int(name: str, value: Any) -> int:
 
 def finite_float(name: str, value: Any, low: float, high: float = np.inf) -> float:
     """``value`` as a finite float in ``[low, high]``."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not np.isfinite(value) \
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value) \
             or not low <= value <= high:
         raise ValueError(f"{name}: expected a finite number in [{low}, {high}], got {value!r}")
     return float(value)
@@ -88,30 +96,35 @@ def as_flags(name: str, value: Any) -> np.ndarray:
     return flags
 
 
-def written_indices(name: str, value: Any, size: int) -> np.ndarray:
-    """``value`` as a non-empty 1-D int64 array of slots in ``[0, size)`` (slots written so far)."""
+def index_array(name: str, value: Any) -> np.ndarray:
+    """``value`` as a non-empty 1-D int64 array (whether the slots were written is the kernel's check)."""
     array = _array(name, value)
     if array.dtype.kind not in "iu":
         raise ValueError(f"{name}: expected integer indices, got dtype {array.dtype}")
     if array.ndim != 1 or array.size == 0:
         raise ValueError(f"{name}: expected a non-empty 1-D array, got shape {array.shape}")
-    low, high = array.min(), array.max()
-    if low < 0 or high >= size:
-        bad = low if low < 0 else high
-        raise ValueError(f"{name}: index {bad} was never written (valid slots are 0..{size - 1})")
     return array.astype(np.int64, copy=False)
 
 
-def priorities(name: str, value: Any, n: int) -> np.ndarray:
-    """``value`` as a ``(n,)`` float64 array of finite, non-negative numbers."""
+def priority_array(name: str, value: Any, n: int) -> np.ndarray:
+    """``value`` as a ``(n,)`` float64 array (finiteness and sign are the kernel's checks)."""
     array = _array(name, value)
     if array.dtype.kind == "b":
         raise ValueError(f"{name}: expected numbers, got dtype bool")
     if array.shape != (n,):
         raise ValueError(f"{name}: expected shape ({n},) to match the indices, got {array.shape}")
-    array = array.astype(np.float64, copy=False)
-    if not np.isfinite(array).all():
-        raise ValueError(f"{name}: contains NaN or infinite values")
-    if array.min() < 0:
-        raise ValueError(f"{name}: contains negative values (pass absolute TD errors)")
-    return array
+    return array.astype(np.float64, copy=False)
+
+
+def refused_update(status: int, position: int, indices: Any, size: int) -> ValueError:
+    """The error for a status of :func:`~pearl_py.replay.kernels.update_priorities` (never ``OK``).
+
+    >>> str(refused_update(kernels.BAD_INDEX, 1, [0, 9], size=4))
+    'indices: index 9 was never written (valid slots are 0..3)'
+    """
+    if status == kernels.BAD_INDEX:
+        return ValueError(f"indices: index {np.asarray(indices)[position]} was never written "
+                          f"(valid slots are 0..{size - 1})")
+    if status == kernels.NOT_FINITE:
+        return ValueError("td_errors_abs: contains NaN or infinite values")
+    return ValueError("td_errors_abs: contains negative values (pass absolute TD errors)")

@@ -8,21 +8,33 @@ carries the weight ``w_i = (N * P(i))^-beta / max_j w_j``, where
 ``max_j w_j = (N * p_min / sum_k p_k)^-beta`` comes from a min tree. New items get
 the largest priority seen so far, so each is replayed at least once soon.
 
+Both samplers draw the slots, compute the weights and copy the rows of the drawn slots
+from the five stored fields (``sources``: obs, actions, rewards, next_obs, dones) into
+the caller's fresh arrays (``targets``) in one compiled kernel call
+(:mod:`pearl_py.replay.kernels`).
+
 Example::
 
     >>> rng = np.random.default_rng(0)
     >>> sampler = PrioritizedSampler.create(capacity=4, alpha=1.0, eps=0.0, fanout=2)
     >>> sampler.on_write(0, 4)                                  # four new items, priority 1 each
-    >>> sampler.update(np.array([0, 1, 2, 3]), np.array([1.0, 1.0, 1.0, 5.0]))
-    >>> idx, w = sampler.sample(4, size=4, beta=1.0, rng=rng)
-    >>> idx.tolist(), [round(float(x), 3) for x in w]         # item 3 holds 5/8 of the mass
-    ([1, 2, 3, 3], [1.0, 1.0, 0.2, 0.2])
+    >>> sampler.update(np.array([0, 1, 2, 3]), np.array([1.0, 1.0, 1.0, 5.0]), size=4)
+    (0, 0)
+    >>> items = np.arange(4.0)                                  # one stored field: the item number
+    >>> out = np.empty(4)
+    >>> idx, w = sampler.sample(4, size=4, beta=1.0, rng=rng, sources=(items,) * 5, targets=(out,) * 5)
+    >>> idx.tolist(), [round(float(x), 3) for x in w], out.tolist()   # item 3 holds 5/8 of the mass
+    ([1, 2, 3, 3], [1.0, 1.0, 0.2, 0.2], [1.0, 2.0, 3.0, 3.0])
 """
 from __future__ import annotations
 
 import numpy as np
 
-from pearl_py.replay.segment_tree import MinTree, SumTree, ancestors, last_writes, tree_nodes
+from pearl_py.replay import kernels
+from pearl_py.replay.segment_tree import MinTree, SumTree, tree_nodes
+
+Rows = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+"""obs, actions, rewards, next_obs, dones: stored arrays (capacity rows) or a batch's (batch rows)."""
 
 
 def anneal_beta(beta: float, beta_final: float, progress: float) -> float:
@@ -38,9 +50,15 @@ def anneal_beta(beta: float, beta_final: float, progress: float) -> float:
 class UniformSampler:
     """Every written slot equally likely; weights are all ones."""
 
-    def sample(self, batch_size: int, size: int, beta: float, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-        """``batch_size`` slot indices drawn with replacement from ``[0, size)``, and unit weights."""
-        return rng.integers(0, size, batch_size, dtype=np.int64), np.ones(batch_size, dtype=np.float32)
+    def sample(self, batch_size: int, size: int, beta: float, rng: np.random.Generator, sources: Rows,
+               targets: Rows) -> tuple[np.ndarray, np.ndarray]:
+        """``batch_size`` slots drawn with replacement from ``[0, size)`` (``floor(u * size)``), unit weights.
+
+        Fills ``targets`` with the rows of the drawn slots.
+        """
+        indices, weights = np.empty(batch_size, dtype=np.int64), np.empty(batch_size, dtype=np.float32)
+        kernels.sample_uniform(rng.random(batch_size), size, indices, weights, *sources, *targets)
+        return indices, weights
 
 
 class PrioritizedSampler:
@@ -68,34 +86,32 @@ class PrioritizedSampler:
         nodes = tree_nodes(capacity, fanout)
         return {"sum_tree": (np.float64, (nodes,)), "min_tree": (np.float64, (nodes,)), "max_seen": (np.float64, (1,))}
 
-    def priority(self, deltas: np.ndarray) -> np.ndarray:
-        """Stored priority ``(|delta| + eps)^alpha`` of raw TD errors."""
-        return (np.abs(deltas, dtype=np.float64) + self.eps) ** self.alpha
-
     def on_write(self, start: int, stop: int) -> None:
         """Give the new slots ``[start, stop)`` the largest priority seen so far."""
         value = float(self.max_seen[0]) ** self.alpha
         self.sums.fill(start, stop, value)
         self.mins.fill(start, stop, value)
 
-    def update(self, indices: np.ndarray, deltas: np.ndarray) -> None:
-        """Store ``(|delta| + eps)^alpha`` at ``indices`` (last one wins on duplicates)."""
-        raw = np.abs(deltas, dtype=np.float64) + self.eps
-        nodes, values = last_writes(indices, raw**self.alpha)
-        self.sums.leaves[nodes] = values
-        self.mins.leaves[nodes] = values
-        depth = self.sums.depth
-        for level, (parents, children) in enumerate(ancestors(nodes, self.sums.fanout, depth)):
-            self.sums.repair(depth - 1 - level, parents, children)
-            self.mins.repair(depth - 1 - level, parents, children)
-        self.max_seen[0] = max(float(self.max_seen[0]), float(raw.max()))
+    def update(self, indices: np.ndarray, td_errors_abs: np.ndarray, size: int) -> tuple[int, int]:
+        """Store ``(|delta| + eps)^alpha`` at ``indices`` (last one wins on duplicates), unless the input is bad.
 
-    def sample(self, batch_size: int, size: int, beta: float, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-        """Stratified proportional draw: one target uniformly in each of ``batch_size`` equal slices of the mass."""
-        total = self.sums.total
-        targets = (np.arange(batch_size) + rng.random(batch_size)) * (total / batch_size)
-        indices = self.sums.find(targets)
-        probs = self.sums.leaves[indices] / total
-        max_weight = (size * self.mins.total / total) ** -beta
-        weights = (size * probs) ** -beta / max_weight
-        return indices, weights.astype(np.float32)
+        ``indices`` is int64 and ``td_errors_abs`` float64 of the same length. Returns
+        ``(kernels.OK, 0)``, or, changing nothing, the kernel's status for the first
+        index outside ``[0, size)`` or NaN/infinite/negative value, and its position.
+        """
+        sums = self.sums
+        return kernels.update_priorities(sums.flat, self.mins.flat, sums.bounds, sums.fanout, self.max_seen,
+                                         indices, td_errors_abs, size, self.alpha, self.eps)
+
+    def sample(self, batch_size: int, size: int, beta: float, rng: np.random.Generator, sources: Rows,
+               targets: Rows) -> tuple[np.ndarray, np.ndarray]:
+        """Stratified proportional draw: one target uniformly in each of ``batch_size`` equal slices of the mass.
+
+        Returns the slots and their IS weights and fills ``targets`` with their rows.
+        ``size`` (the ``N`` of the weight formula) cancels out of the normalized weights.
+        """
+        sums = self.sums
+        indices, weights = np.empty(batch_size, dtype=np.int64), np.empty(batch_size, dtype=np.float32)
+        kernels.sample_prioritized(sums.flat, self.mins.flat, sums.bounds, sums.fanout, rng.random(batch_size), beta,
+                                   indices, weights, *sources, *targets)
+        return indices, weights

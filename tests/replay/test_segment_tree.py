@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pearl_py.protocol import ReplayWorkload
-from pearl_py.replay.segment_tree import MinTree, SumTree, last_writes, level_sizes
+from pearl_py.replay.segment_tree import MinTree, SumTree, level_sizes
 
 FANOUTS = (2, 3, 16)
 
@@ -95,8 +95,9 @@ def test_duplicate_indices_in_one_batch_keep_the_last_value():
     tree.update(np.array([5, 1, 5, 5, 1]), np.array([1.0, 2.0, 3.0, 4.0, 7.0]))
     assert tree.leaves[[1, 5]].tolist() == [7.0, 4.0]
     assert tree.total == 11.0
-    nodes, values = last_writes(np.array([2, 2, 0]), np.array([1.0, 2.0, 3.0]))
-    assert nodes.tolist() == [0, 2] and values.tolist() == [3.0, 2.0]
+    mins = MinTree(8, 2)
+    mins.update(np.array([2, 2, 0]), np.array([1.0, 2.0, 3.0]))
+    assert mins.leaves[[0, 2]].tolist() == [3.0, 2.0] and mins.total == 2.0
 
 
 @pytest.mark.parametrize("fanout", FANOUTS)
