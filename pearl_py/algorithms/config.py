@@ -42,7 +42,7 @@ class OffPolicyConfig:
     alpha: float = param(0.6, "Prioritization exponent.", low=0.0, high=1.0)
     beta: float = param(0.4, "Initial importance-sampling exponent.", low=0.0, high=1.0)
     beta_final: float = param(1.0, "Importance-sampling exponent at the end of training.", low=0.0, high=1.0)
-    replay_fanout: int = param(2, "Sum-tree fanout of prioritized replay (PEARL uses 16).", low=2, high=64)
+    replay_fanout: int = param(16, "Sum-tree fanout of prioritized replay (16 as PEARL; measured fastest).", low=2, high=64)
 
     @property
     def updates_per_transition(self) -> float:
