@@ -1,0 +1,84 @@
+"""Fast learner updates equal the reference (Learner.update) over 100 updates from the same weights.
+
+The whole-step function is checked eagerly for every algorithm shape (no compile time);
+the compiled variant on DQN (double-Q, importance weights, gradient clipping) and
+DDPG here, and on plain DQN and TD3 in the slow run (each compile takes seconds).
+"""
+from __future__ import annotations
+
+import pytest
+import torch
+
+import pearl_py as pearl
+from pearl_py import kernels
+from pearl_py.kernels.learner_update import make_compiled, make_functional
+
+from kernel_helpers import assert_same_run, batch_stream, td3_class, twin_learners
+
+SMALL = {"batch_size": 32, "net_arch": [32, 32]}
+
+
+def dqn(**overrides) -> pearl.DQN:
+    return pearl.DQN("CartPole-v1", **SMALL, learning_rate=2.3e-3, target_update_interval=10, **overrides)
+
+
+def ddpg() -> pearl.DDPG:
+    return pearl.DDPG("Pendulum-v1", **SMALL)
+
+
+def td3():
+    return td3_class()("Pendulum-v1", **SMALL, target_update_interval=2)
+
+
+@pytest.mark.parametrize("make_algo", [dqn, lambda: dqn(double_q=True), lambda: dqn(max_grad_norm=None),
+                                       ddpg, td3], ids=["dqn", "double_dqn", "dqn_noclip", "ddpg", "td3"])
+def test_whole_step_function_equals_reference(make_algo):
+    assert_same_run(make_algo(), make_functional)
+
+
+@pytest.mark.parametrize("make_algo", [lambda: dqn(double_q=True), ddpg], ids=["double_dqn", "ddpg"])
+def test_compiled_equals_reference(make_algo):
+    assert_same_run(make_algo(), lambda learner: kernels.build("learner_update", "compiled", learner))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("make_algo", [dqn, td3], ids=["dqn", "td3"])
+def test_compiled_equals_reference_more_algorithms(make_algo):
+    assert_same_run(make_algo(), make_compiled)
+
+
+def test_fast_and_reference_steps_share_the_learner_state():
+    """Alternating the fast step with Learner.update is the same as the reference alone."""
+    algo = ddpg()
+    ref, mixed = twin_learners(algo)
+    fast = make_functional(mixed)
+    for i, batch in enumerate(batch_stream(algo, n=20)):
+        ref.update(batch)
+        (fast if i % 2 else mixed.update)(batch)
+    for got, expected in zip(mixed.nets.parameters(), ref.nets.parameters()):
+        torch.testing.assert_close(got, expected, atol=1e-5, rtol=1e-4)
+    restored = twin_learners(algo)[0]
+    restored.load_state_dict(mixed.state_dict())
+    assert restored.gradient_steps == 20
+
+
+def test_delayed_loss_only_reported_on_its_steps():
+    algo = td3()
+    update = make_functional(twin_learners(algo)[0])
+    first, second = (update(b) for b in batch_stream(algo, n=2))
+    assert sorted(first.losses) == ["critic"] and sorted(second.losses) == ["actor", "critic"]
+
+
+def test_first_call_time_is_recorded_per_loss_set():
+    algo = dqn()
+    update = make_functional(twin_learners(algo)[0])
+    update(batch_stream(algo, n=1)[0])
+    assert list(update.first_call_seconds) == [("q",)]
+
+
+def test_plain_adam_is_required():
+    algo = dqn()
+    learner = twin_learners(algo)[0]
+    learner.optimizers["q"] = torch.optim.Adam(learner.nets.online.q.parameters(), weight_decay=0.1)
+    with pytest.raises(ValueError, match="weight_decay"):
+        make_functional(learner)
