@@ -1,7 +1,8 @@
 """Shared pieces of the kernel tests: a deterministic batch stream and state comparison."""
 from __future__ import annotations
 
-import runpy
+import importlib.util
+import sys
 
 import torch
 
@@ -63,9 +64,16 @@ def assert_same_run(algo: Algorithm, make_fast, device: str = "cpu", atol: float
 
 
 def td3_class() -> type[Algorithm]:
-    """TD3 from examples/custom_algorithm.py: a user-defined algorithm with a delayed loss and random noise."""
+    """TD3 from examples/custom_algorithm.py: a user-defined algorithm with a delayed loss and random noise.
+
+    Imported as a real module (``torch.compile`` resolves functions through their module).
+    """
     from pearl_py.algorithms import REGISTRY
 
-    module = runpy.run_path("examples/custom_algorithm.py", run_name="example")
-    REGISTRY.pop("td3", None)
-    return module["TD3"]
+    if "custom_algorithm" not in sys.modules:
+        spec = importlib.util.spec_from_file_location("custom_algorithm", "examples/custom_algorithm.py")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules["custom_algorithm"] = module
+        spec.loader.exec_module(module)
+        REGISTRY.pop("td3", None)
+    return sys.modules["custom_algorithm"].TD3

@@ -1,0 +1,181 @@
+"""Learner-update kernels side by side on this machine: eager reference vs the fast CPU variant.
+
+For the DQN zoo shapes (CartPole, batch 64, MLP [256, 256]) and the DDPG zoo shapes
+(Pendulum, batch 256, actor and critic [400, 300]) it prints, per variant, the time of
+one update (median over repeats, CPU time of this thread and wall time), the speed-up
+over eager, the FLOP-bound time (the workload's FLOPs from
+``algo.protocol().kernel("learner_update").workload.flops`` over the matmul rate
+measured here, in this run, on the workload's largest GEMM), the first call's time (the
+compile, with the inductor cache as it is, and cold in a fresh cache) and the peak
+resident memory of a process doing only that (``/usr/bin/time -v``). One torch thread.
+
+Run::
+
+    python benchmarks/kernels.py                 # ~3-5 minutes on 2 cores
+    python benchmarks/kernels.py --no-memory     # skip the /usr/bin/time child processes
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+
+import pearl_py as pearl
+from pearl_py.algorithms import Algorithm, Learner, TensorBatch
+from pearl_py.kernels.learner_update import make_compiled, make_reference
+
+VARIANTS: dict[str, Callable[[Learner], Callable]] = {
+    "reference": make_reference,
+    "compiled": make_compiled,
+    "compiled+autotune": lambda learner: make_compiled(learner, {"max_autotune": True}),
+}
+"""The registered CPU variants, and the inductor max-autotune setting the choice was measured against."""
+
+
+def workloads() -> dict[str, Algorithm]:
+    return {
+        "DQN CartPole b64 [256,256]": pearl.DQN("CartPole-v1", batch_size=64, net_arch=[256, 256],
+                                                learning_rate=2.3e-3, target_update_interval=10),
+        "DDPG Pendulum b256 [400,300]": pearl.DDPG("Pendulum-v1"),
+    }
+
+
+def random_batches(algo: Algorithm, n: int) -> list[TensorBatch]:
+    g = torch.Generator().manual_seed(0)
+    spec, size = algo.spec, algo.config.batch_size
+    out = []
+    for _ in range(n):
+        obs = torch.randn(size, spec.obs_dim, generator=g)
+        actions = (torch.randint(0, spec.action_dim, (size,), generator=g) if spec.discrete
+                   else torch.rand(size, spec.action_dim, generator=g) * 2 - 1)
+        next_obs = torch.randn(size, spec.obs_dim, generator=g)
+        out.append(TensorBatch(obs, actions, torch.randn(size, generator=g), next_obs, torch.zeros(size),
+                               torch.ones(size)))
+    return out
+
+
+def matmul_rate(m: int, k: int, n: int, repeats: int) -> float:
+    """Median FLOP/s of an ``(m, k) @ (k, n)`` float32 matmul on this thread (CPU time)."""
+    a, b = torch.randn(m, k), torch.randn(k, n)
+    calls = max(20, int(2e8 / (2 * m * k * n)))
+    times = []
+    for _ in range(repeats):
+        start = time.thread_time()
+        for _ in range(calls):
+            torch.mm(a, b)
+        times.append((time.thread_time() - start) / calls)
+    return 2 * m * k * n / statistics.median(times)
+
+
+@dataclass
+class Timing:
+    cpu_s: float
+    wall_s: float
+    first_call_s: float | None
+
+
+def time_variants(algo: Algorithm, names: list[str], repeats: int) -> dict[str, Timing]:
+    """Interleaved timing: every repeat times every variant, so load changes hit all alike."""
+    batches = random_batches(algo, 16)
+    updates, first = {}, {}
+    for name in names:
+        torch.manual_seed(0)
+        update = VARIANTS[name](Learner(algo))
+        start = time.perf_counter()
+        update(batches[0])
+        first[name] = None if name == "reference" else time.perf_counter() - start
+        updates[name] = update
+    calls = max(10, int(0.3 / (algo.protocol().kernel("learner_update").workload.flops / 5e10)))
+    cpu: dict[str, list[float]] = {n: [] for n in names}
+    wall: dict[str, list[float]] = {n: [] for n in names}
+    for _ in range(repeats):
+        for name, update in updates.items():
+            for b in batches[:3]:
+                update(b)
+            c0, w0 = time.thread_time(), time.perf_counter()
+            for i in range(calls):
+                update(batches[i % len(batches)])
+            cpu[name].append((time.thread_time() - c0) / calls)
+            wall[name].append((time.perf_counter() - w0) / calls)
+    return {n: Timing(statistics.median(cpu[n]), statistics.median(wall[n]), first[n]) for n in names}
+
+
+def child(workload: str, variant: str, updates: int) -> None:
+    """Build one variant and run ``updates`` updates; print the first call's time as JSON."""
+    torch.set_num_threads(1)
+    algo = workloads()[workload]
+    batches = random_batches(algo, 16)
+    update = VARIANTS[variant](Learner(algo))
+    start = time.perf_counter()
+    update(batches[0])
+    first = time.perf_counter() - start
+    for i in range(updates):
+        update(batches[i % len(batches)])
+    print(json.dumps({"first_call_s": first}))
+
+
+def measure_child(workload: str, variant: str, cold_cache: bool) -> tuple[float, float]:
+    """Peak RSS (MB) and first-call seconds of a child process running one variant."""
+    env = dict(os.environ)
+    with tempfile.TemporaryDirectory() as cache:
+        if cold_cache:
+            env["TORCHINDUCTOR_CACHE_DIR"] = cache
+        proc = subprocess.run(["/usr/bin/time", "-v", sys.executable, __file__, "--child", workload, variant],
+                              capture_output=True, text=True, env=env, check=True)
+    rss_kb = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", proc.stderr).group(1))
+    first = json.loads(proc.stdout.strip().splitlines()[-1])["first_call_s"]
+    return rss_kb / 1024, first
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=list(VARIANTS))
+    parser.add_argument("--no-memory", action="store_true", help="skip peak-memory child processes")
+    parser.add_argument("--child", nargs=2, metavar=("WORKLOAD", "VARIANT"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        child(*args.child, updates=200)
+        return
+    torch.set_num_threads(1)
+    header = (f"{'workload':30s} {'variant':18s} {'cpu ms':>8s} {'wall ms':>8s} {'vs eager':>8s} "
+              f"{'bound ms':>8s} {'/bound':>7s} {'1st call s':>10s} {'cold s':>7s} {'peak MB':>8s}")
+    rows = []
+    for label, algo in workloads().items():
+        workload = algo.protocol().kernel("learner_update").workload
+        biggest = max(workload.layers, key=lambda layer: layer.forward_flops)
+        rate = matmul_rate(biggest.batch, biggest.n_in, biggest.n_out, args.repeats)
+        bound = workload.flops / rate
+        timings = time_variants(algo, args.variants, args.repeats)
+        print(f"{label}: {workload.flops / 1e6:.1f} MFLOP per update; matmul "
+              f"{biggest.batch}x{biggest.n_in}x{biggest.n_out} at {rate / 1e9:.1f} GFLOP/s -> "
+              f"FLOP-bound {bound * 1e3:.3f} ms", flush=True)
+        eager = timings["reference"].cpu_s if "reference" in timings else float("nan")
+        for name, t in timings.items():
+            rss, cold = (float("nan"), None) if args.no_memory else measure_child(label, name, name != "reference")
+            first = "-" if t.first_call_s is None else f"{t.first_call_s:.1f}"
+            cold_s = "-" if cold is None or name == "reference" else f"{cold:.1f}"
+            rows.append(f"{label:30s} {name:18s} {t.cpu_s * 1e3:8.3f} {t.wall_s * 1e3:8.3f} "
+                        f"{eager / t.cpu_s:7.2f}x {bound * 1e3:8.3f} {t.cpu_s / bound:6.2f}x "
+                        f"{first:>10s} {cold_s:>7s} {rss:8.0f}")
+    print()
+    print(header)
+    print("\n".join(rows))
+    print("\ncpu ms: median CPU time of this thread per update (wall ms: elapsed; the machine is shared). "
+          "vs eager and /bound use cpu ms.\n1st call s: first update incl. compile with the inductor cache as "
+          "found; cold s: the same in a fresh cache (child process). peak MB: max RSS of a child process "
+          "building the variant and running 200 updates (/usr/bin/time -v).")
+
+
+if __name__ == "__main__":
+    main()
