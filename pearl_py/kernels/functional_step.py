@@ -86,8 +86,9 @@ def make_step(learner: Learner, workspace: Workspace, active: tuple[int, ...] | 
 
 def _clip(grads: list[torch.Tensor], max_norm: float) -> list[torch.Tensor]:
     """``clip_grad_norm_``: scale every gradient by ``min(1, max_norm / (total L2 norm + 1e-6))``."""
-    total = torch.sqrt(sum(g.square().sum() for g in grads))
-    coef = torch.clamp(max_norm / (total + CLIP_EPS), max=1.0)
+    squares = torch.stack([g.square().sum() for g in grads])
+    # Two equal lanes reduced (see _adam): the coefficient is computed once, not per loop iteration.
+    coef = torch.clamp(max_norm / (torch.sqrt(squares.sum()).expand(2) + CLIP_EPS), max=1.0).amin()
     return torch._foreach_mul(grads, coef)
 
 
@@ -96,10 +97,12 @@ def _adam(group: LossGroup, grads: list[torch.Tensor]) -> None:
     hp = group.adam
     params, exp_avg, exp_avg_sq = list(group.params), list(group.exp_avg), list(group.exp_avg_sq)
     torch._foreach_add_(list(group.steps), 1.0)
-    step = group.steps[0].to(torch.float64)
+    # Over the (equal) per-tensor counters, reduced: a reduction is computed once, where a
+    # scalar expression would be recomputed inside every vectorized Adam loop iteration.
+    steps = torch.stack(group.steps).to(torch.float64)
     dtype = params[0].dtype
-    step_size = (hp.lr / (1 - torch.pow(hp.beta1, step))).to(dtype)
-    bias_correction2_sqrt = torch.sqrt(1 - torch.pow(hp.beta2, step)).to(dtype)
+    step_size = (hp.lr / (1 - torch.pow(hp.beta1, steps))).amax().to(dtype)
+    bias_correction2_sqrt = torch.sqrt(1 - torch.pow(hp.beta2, steps)).amax().to(dtype)
     torch._foreach_lerp_(exp_avg, grads, 1 - hp.beta1)
     torch._foreach_mul_(exp_avg_sq, hp.beta2)
     torch._foreach_addcmul_(exp_avg_sq, grads, grads, value=1 - hp.beta2)
