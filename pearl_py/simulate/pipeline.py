@@ -1,0 +1,134 @@
+"""The shared state of a simulated run: resources, counters, the rate limiter, transfers.
+
+Every kernel call is ``pipeline.call(kernel, device)``: it waits for a free unit of the
+device, holds it for the kernel's latency and adds the call's dynamic energy. A transfer
+holds each link of its route in turn for ``latency + bytes / bandwidth`` (as the
+performance model charges links). :class:`Limiter` is the update-to-data rate limiter of
+the actors: vector step ``k`` may start once ``k < inserted + window`` (in vector steps).
+
+Example::
+
+    >>> p = Pipeline(Engine(), topology, schedule)
+    >>> done = p.call("learner_update", "gpu")     # an Event; a process yields it
+"""
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Iterator
+
+from pearl_py.simulate.engine import Engine, Event, Recorder, Resource, Signal
+from pearl_py.simulate.schedule import SimSchedule
+from pearl_py.simulate.topology import Topology
+
+
+class Limiter:
+    """Actors claim vector steps in order; a claim fires when the replay has room for it."""
+
+    def __init__(self, engine: Engine, schedule: SimSchedule) -> None:
+        self.engine = engine
+        self.total = schedule.vector_steps
+        self.window = schedule.lookahead_rounds * schedule.train_freq
+        self.claimed = 0
+        self.allowed = self.window
+        self._waiting: deque[tuple[int, Event]] = deque()
+
+    def claim(self) -> Event | None:
+        """The event letting the caller run the next vector step, or ``None`` when the run has all it needs."""
+        if self.claimed >= self.total:
+            return None
+        ticket, event = self.claimed, Event(self.engine)
+        self.claimed += 1
+        if ticket < self.allowed:
+            event.fire()
+        else:
+            self._waiting.append((ticket, event))
+        return event
+
+    def inserted(self, steps: int) -> None:
+        """``steps`` vector steps are in the replay: admit the claims that now fit."""
+        self.allowed = steps + self.window
+        while self._waiting and self._waiting[0][0] < self.allowed:
+            self._waiting.popleft()[1].fire()
+
+
+class Pipeline:
+    """Resources, counters and signals shared by the actor, replay and learner processes."""
+
+    def __init__(self, engine: Engine, topology: Topology, schedule: SimSchedule,
+                 recorder: Recorder | None = None, trace_rounds: tuple[int, int] = (0, 0)) -> None:
+        self.engine = engine
+        self.topo = topology
+        self.schedule = schedule
+        self.recorder = recorder
+        self.trace_rounds = trace_rounds
+        """The recorder is open from the end of round ``trace_rounds[0]`` to the end of ``trace_rounds[1]``."""
+        self.resources: dict[str, Resource] = {}
+        self.link_names: set[str] = set()
+        self.limiter = Limiter(engine, schedule)
+        self.work = Signal(engine)
+        """Wakes the replay side: data arrived, priorities arrived, or the learner moved on."""
+        self.learner_wake = Signal(engine)
+        self.arrived = 0
+        self.inserted = 0
+        self.sampled = 0
+        self.batches_ready = 0
+        self.priorities_pending = 0
+        self.updates_done = 0
+        self.dynamic_j = 0.0
+        self.round_marks: list[tuple[float, dict[str, float]]] = []
+        """``(time, busy seconds per resource)`` when each round's last update finishes."""
+        self.end_s = 0.0
+
+    def resource(self, name: str, link: bool = False) -> Resource:
+        res = self.resources.get(name)
+        if res is None:
+            units = 1 if link else self.topo.units(name)
+            res = self.resources[name] = Resource(self.engine, name, units, self.recorder)
+            if link:
+                self.link_names.add(name)
+        return res
+
+    def call(self, kernel: str, device: str) -> Event:
+        cost = self.topo.costs[kernel]
+        self.dynamic_j += cost.energy_j
+        return self.resource(device).use(cost.latency_s, kernel)
+
+    def transfer(self, a: str, b: str, src: str, dst: str) -> Iterator[Event]:
+        """Yield the hops of the ``src -> dst`` edge's data from device ``a`` to ``b`` (a process body)."""
+        for link, seconds in self.topo.hops(a, b, self.topo.edge_bytes(src, dst)):
+            yield self.resource(link, link=True).use(seconds, f"{src}->{dst}")
+
+    def send(self, a: str, b: str, src: str, dst: str, arrived: Callable[[], None] | None = None) -> None:
+        """Transfer in the background; call ``arrived`` when the data is at ``b``."""
+        if not self.topo.hops(a, b, self.topo.edge_bytes(src, dst)):
+            if arrived is not None:
+                arrived()
+            return
+        done = self.engine.process(self.transfer(a, b, src, dst))
+        if arrived is not None:
+            done.on_fire(arrived)
+
+    # -- arrivals -------------------------------------------------------------------------
+
+    def transition_arrived(self) -> None:
+        self.arrived += 1
+        self.work.notify()
+
+    def batch_arrived(self) -> None:
+        self.batches_ready += 1
+        self.learner_wake.notify()
+
+    def priorities_arrived(self) -> None:
+        self.priorities_pending += 1
+        self.work.notify()
+
+    def stored(self) -> None:
+        """One more vector step is in the replay."""
+        self.inserted += 1
+        self.limiter.inserted(self.inserted)
+        self.learner_wake.notify()
+
+    def mark_round(self) -> None:
+        self.round_marks.append((self.engine.now, {n: r.busy_s for n, r in self.resources.items()}))
+        if self.recorder is not None and len(self.round_marks) in self.trace_rounds:
+            self.recorder.open = len(self.round_marks) == self.trace_rounds[0]

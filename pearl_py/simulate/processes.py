@@ -1,0 +1,138 @@
+"""The simulated processes: actors, the replay server and the learner, as generator bodies.
+
+* an **actor** claims a vector step from the rate limiter, runs inference (across the
+  links when it is placed away from the env) and ``env_step``, and ships the transition
+  to the replay in the background;
+* when the replay lives on the learner's device, **one learner process** runs the
+  parallel runtime's loop: insert up to the next training step, run the round's updates
+  (sample, update, priorities in line), publish parameters;
+* otherwise the **replay server** is its own process (as Reverb, or the Ray backend's
+  replay actor): it inserts, samples ahead (``PREFETCH`` batches, never beyond what the
+  schedule allows) and applies priority updates, while the **learner** trains on the
+  batches it receives. Inserts stay at most ``lookahead_rounds`` rounds ahead of training.
+
+After each update the learner ships priorities and (every ``sync_every`` updates)
+publishes parameters: ``param_sync`` on its device, then one copy to every device that
+runs inference.
+
+Example::
+
+    >>> engine.process(actor(pipeline, 0)); engine.process(learner_with_replay(pipeline))
+    >>> engine.run()
+"""
+from __future__ import annotations
+
+from pearl_py.simulate.engine import Process
+from pearl_py.simulate.pipeline import Pipeline
+
+PREFETCH = 2
+"""Batches the replay server samples ahead of the learner."""
+
+
+def actor(p: Pipeline, index: int) -> Process:
+    env_dev, inf_dev = p.topo.actor_devices(index)
+    replay_dev = p.topo.device("replay_insert")
+    while True:
+        ticket = p.limiter.claim()
+        if ticket is None:
+            return
+        yield ticket
+        yield from p.transfer(env_dev, inf_dev, "env_step", "inference")
+        yield p.call("inference", inf_dev)
+        yield from p.transfer(inf_dev, env_dev, "inference", "env_step")
+        yield p.call("env_step", env_dev)
+        p.send(env_dev, replay_dev, "env_step", "replay_insert", p.transition_arrived)
+
+
+def learner_with_replay(p: Pipeline) -> Process:
+    """The parallel runtime's learner loop, with the replay in the same process."""
+    s, topo = p.schedule, p.topo
+    dev, sample_dev, insert_dev = topo.device("learner_update"), topo.device("replay_sample"), topo.device("replay_insert")
+    prio_dev = topo.device("priority_update") if topo.has("priority_update") else None
+    while True:
+        due = s.updates_until(p.inserted)
+        while p.updates_done < due:
+            yield p.call("replay_sample", sample_dev)
+            yield from p.transfer(sample_dev, dev, "replay_sample", "learner_update")
+            yield p.call("learner_update", dev)
+            if prio_dev is not None:
+                yield from p.transfer(dev, prio_dev, "learner_update", "priority_update")
+                yield p.call("priority_update", prio_dev)
+            yield from _after_update(p, dev)
+        if p.inserted >= s.vector_steps:
+            break
+        target = s.next_round(p.inserted)
+        while p.inserted < target:
+            while p.arrived <= p.inserted:
+                yield p.work.wait()
+            yield p.call("replay_insert", insert_dev)
+            p.stored()
+    p.end_s = p.engine.now
+
+
+def replay_server(p: Pipeline) -> Process:
+    """Inserts, samples ahead and applies priority updates, on the replay's device(s)."""
+    s, topo = p.schedule, p.topo
+    insert_dev, sample_dev = topo.device("replay_insert"), topo.device("replay_sample")
+    prio_dev = topo.device("priority_update") if topo.has("priority_update") else None
+    learner_dev = topo.device("learner_update")
+    behind = s.lookahead_rounds * s.train_freq
+    while True:
+        if p.priorities_pending and prio_dev is not None:
+            p.priorities_pending -= 1
+            yield p.call("priority_update", prio_dev)
+        elif p.sampled < min(s.updates_until(p.inserted), p.updates_done + PREFETCH):
+            p.sampled += 1
+            yield p.call("replay_sample", sample_dev)
+            p.send(sample_dev, learner_dev, "replay_sample", "learner_update", p.batch_arrived)
+        elif p.arrived > p.inserted and p.updates_done >= s.updates_until(p.inserted + 1 - behind):
+            yield p.call("replay_insert", insert_dev)
+            p.stored()
+            if p.inserted >= s.vector_steps:
+                p.end_s = max(p.end_s, p.engine.now)
+        else:
+            yield p.work.wait()
+
+
+def learner(p: Pipeline) -> Process:
+    """Trains on the batches the replay server sends; ships priorities back."""
+    s, topo = p.schedule, p.topo
+    dev = topo.device("learner_update")
+    prio_dev = topo.device("priority_update") if topo.has("priority_update") else None
+    while p.updates_done < s.total_updates:
+        while not p.batches_ready:
+            yield p.learner_wake.wait()
+        p.batches_ready -= 1
+        yield p.call("learner_update", dev)
+        if prio_dev is not None:
+            p.send(dev, prio_dev, "learner_update", "priority_update", p.priorities_arrived)
+        yield from _after_update(p, dev)
+        p.work.notify()
+    p.end_s = max(p.end_s, p.engine.now)
+
+
+def _after_update(p: Pipeline, dev: str) -> Process:
+    """Count the update, publish parameters when due, mark the end of a round."""
+    s, topo = p.schedule, p.topo
+    p.updates_done += 1
+    if topo.has("param_sync"):
+        sync_dev = topo.device("param_sync")
+        p.send(dev, sync_dev, "learner_update", "param_sync")
+        if p.updates_done % s.sync_every == 0:
+            if sync_dev == dev:
+                yield p.call("param_sync", dev)
+                _broadcast(p, dev)
+            else:
+                p.engine.process(_publish(p, sync_dev))
+    if s.gradient_steps and p.updates_done % s.gradient_steps == 0:
+        p.mark_round()
+
+
+def _publish(p: Pipeline, sync_dev: str) -> Process:
+    yield p.call("param_sync", sync_dev)
+    _broadcast(p, sync_dev)
+
+
+def _broadcast(p: Pipeline, sync_dev: str) -> None:
+    for member in p.topo.members("inference"):
+        p.send(sync_dev, member, "param_sync", "inference")

@@ -1,0 +1,51 @@
+"""``simulate``: play a plan on its platform as a discrete-event simulation and measure it.
+
+Resources are the physical devices (with their parallel units: CPU cores; one GPU; one
+FPGA) and the directed links; processes are the actors, the replay and the learner
+(:mod:`pearl_py.simulate.processes`). Throughput is measured in steady state, over the
+rounds after the first third; energy is the idle power of every device that ran a call
+over the whole run plus each call's dynamic energy (as the performance model's).
+
+Example::
+
+    >>> problem = build_problem(algo.protocol(), Platform.load("pearl-cpu-gpu-fpga"), Estimator())
+    >>> result = simulate(problem, assignment, SimSchedule.from_config(algo.config, 20_000))
+    >>> round(result.samples_per_s), result.bottleneck
+    (38421, 'fpga')
+"""
+from __future__ import annotations
+
+from pearl_py.optimize.model import Assignment
+from pearl_py.optimize.problem import AssignmentProblem
+from pearl_py.simulate import processes
+from pearl_py.simulate.engine import Engine, Recorder
+from pearl_py.simulate.pipeline import Pipeline
+from pearl_py.simulate.result import SimResult, measure
+from pearl_py.simulate.schedule import SimSchedule
+from pearl_py.simulate.topology import Topology
+
+TRACE_ROUNDS = 2
+"""Rounds of steady state the timeline (Gantt) shows."""
+
+
+def simulate(problem: AssignmentProblem, assignment: Assignment, schedule: SimSchedule, *,
+             trace: bool = True) -> SimResult:
+    """Simulate ``schedule.total_steps`` transitions of ``assignment`` (a plan's choices) on ``problem``."""
+    topo = Topology(problem, assignment)
+    engine = Engine()
+    rounds = schedule.total_updates // schedule.gradient_steps if schedule.gradient_steps else 0
+    first = max(rounds // 2, 1)
+    recorder = Recorder(open=rounds == 0) if trace else None
+    pipe = Pipeline(engine, topo, schedule, recorder, trace_rounds=(first, first + TRACE_ROUNDS))
+    for i in range(topo.actors):
+        engine.process(processes.actor(pipe, i))
+    if topo.device("replay_sample") == topo.device("learner_update"):
+        engine.process(processes.learner_with_replay(pipe))
+    else:
+        engine.process(processes.replay_server(pipe))
+        engine.process(processes.learner(pipe))
+    engine.run()
+    if pipe.inserted < schedule.vector_steps or pipe.updates_done < schedule.total_updates:
+        raise RuntimeError(f"simulation stalled: {pipe.inserted} of {schedule.vector_steps} vector steps, "
+                           f"{pipe.updates_done} of {schedule.total_updates} updates")
+    return measure(pipe)

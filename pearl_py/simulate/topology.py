@@ -1,0 +1,88 @@
+"""Where every call of a plan lands: physical devices, per-call cost, and the links a transfer crosses.
+
+A placement on a pool (``pool:epyc-7742x64``) spreads its replicas evenly over the pool's
+members; actor replica ``i`` runs on member ``i mod members``. Inference placed with
+``env_step`` runs on the actor's own device; placed elsewhere (a GPU), replica ``i``
+uses member ``i mod members`` of that placement. Transfers cross the problem's routes
+hop by hop (store and forward, as :meth:`Platform.transfer_s`).
+
+Example::
+
+    >>> topo = Topology(problem, {"env_step": Choice("pool:epyc-7742x2", replicas=4), ...})
+    >>> topo.actor_devices(3)
+    ('node1.cpu', 'node1.cpu')
+    >>> topo.hops("node1.cpu", "node0.cpu", 120)
+    [('node1.cpu->node0.cpu (tcp-40gbe)', 2.5027e-05)]
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pearl_py.errors import PlanningError
+from pearl_py.optimize.model import Assignment
+from pearl_py.optimize.problem import AssignmentProblem
+
+REQUIRED = ("env_step", "inference", "replay_insert", "replay_sample", "learner_update")
+
+
+@dataclass(frozen=True)
+class Cost:
+    """One call of a kernel: seconds on one unit of its device, dynamic joules, and how it is known."""
+
+    latency_s: float
+    energy_j: float
+    source: str
+
+
+class Topology:
+    """The physical view of ``assignment`` on ``problem`` that the simulated processes use."""
+
+    def __init__(self, problem: AssignmentProblem, assignment: Assignment) -> None:
+        missing = [k for k in REQUIRED if k not in assignment]
+        if missing:
+            raise PlanningError(f"simulate: the plan has no placement for {', '.join(missing)}")
+        self.problem = problem
+        self.assignment = assignment
+        self.costs: dict[str, Cost] = {}
+        for kernel, choice in assignment.items():
+            if (kernel, choice.device, choice.variant) not in problem.options:
+                raise PlanningError(f"simulate: no cost for {kernel} on {choice.device!r} as {choice.variant!r}")
+            option = problem.option(kernel, choice.device, choice.variant)
+            self.costs[kernel] = Cost(option.latency_s, option.energy_j, option.source)
+        self.actors = max(assignment["env_step"].replicas, 1)
+        self._edges = {(e.src, e.dst): e.bytes for e in problem.edges}
+
+    def members(self, kernel: str) -> tuple[str, ...]:
+        return self.problem.devices[self.assignment[kernel].device].physical
+
+    def device(self, kernel: str) -> str:
+        """The physical device of a non-replicated kernel (a pool's first member)."""
+        return self.members(kernel)[0]
+
+    def has(self, kernel: str) -> bool:
+        return kernel in self.assignment
+
+    def actor_devices(self, index: int) -> tuple[str, str]:
+        """``(env_step device, inference device)`` of actor replica ``index``."""
+        env = self.members("env_step")
+        env_dev = env[index % len(env)]
+        if self.assignment["inference"].device == self.assignment["env_step"].device:
+            return env_dev, env_dev
+        inf = self.members("inference")
+        return env_dev, inf[index % len(inf)]
+
+    def units(self, device: str) -> int:
+        return self.problem.devices[device].units
+
+    def edge_bytes(self, src: str, dst: str) -> float | None:
+        """Bytes per transfer on the protocol edge ``src -> dst`` (``None``: no such edge)."""
+        return self._edges.get((src, dst))
+
+    def hops(self, a: str, b: str, nbytes: float | None) -> list[tuple[str, float]]:
+        """``(link, seconds)`` for every hop from device ``a`` to ``b`` (none when local or no edge)."""
+        if nbytes is None or a == b:
+            return []
+        return [(name, self.problem.links[name].transfer_s(nbytes)) for name in self.problem.route(a, b)]
+
+    def idle_w(self, device: str) -> float:
+        return self.problem.devices[device].idle_w
