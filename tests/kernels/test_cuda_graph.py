@@ -23,5 +23,7 @@ pytestmark = [pytest.mark.gpu,
     lambda: pearl.DDPG("Pendulum-v1"),
 ], ids=["double_dqn", "ddpg"])
 def test_cuda_graph_equals_reference(make_algo):
-    assert_same_run(make_algo(), lambda learner: kernels.build("learner_update", "cuda_graph", learner, device_class="gpu"),
-                    device="cuda")
+    def build(learner):
+        return kernels.build("learner_update", "cuda_graph", learner, device_class="gpu")
+
+    assert_same_run(make_algo(), build, device="cuda")
