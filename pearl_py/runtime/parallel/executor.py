@@ -55,6 +55,9 @@ from pearl_py.runtime.timing import KernelTimer
 SESSION_SEED_STRIDE = 1_000_003
 """Actor seed offset per resumed session (a resumed run does not replay the first session's episodes)."""
 
+MIN_RING_RECORDS = 1024
+"""Ring slots per actor at least (room to run ahead during the warm-up, when the window does not bind)."""
+
 SHM_PREFIX = "pearl"
 """Shared-memory segments of a run are named ``pearl-<pid>-<token>-<role>``."""
 
@@ -151,7 +154,8 @@ class ParallelExecutor:
         stack.callback(board.close)
         rings = []
         for i in range(layout.actors):
-            ring = ShmRing.create(ring_fields(algo), schedule.window + layout.actors * n, f"{prefix}-ring{i}")
+            capacity = max(schedule.window, MIN_RING_RECORDS) + layout.actors * n
+            ring = ShmRing.create(ring_fields(algo), capacity, f"{prefix}-ring{i}")
             stack.callback(ring.close)
             rings.append(ring)
         errors = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="pearl-actors-")))

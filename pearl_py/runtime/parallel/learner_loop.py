@@ -89,8 +89,8 @@ class LearnerLoop:
 
     def run(self) -> None:
         p, n = self.p, self.p.schedule.n_envs
-        self._start = self._last_check = time.perf_counter()
-        p.control.limit = self.progress.transitions + p.schedule.window
+        self._last_check = time.perf_counter()
+        p.control.limit = p.schedule.actor_limit(self.progress.transitions)
         step = self.progress.transitions // n
         while True:
             due = p.schedule.updates_until(step)
@@ -111,11 +111,12 @@ class LearnerLoop:
             self._check(force=True)
             time.sleep(WAIT_S)
             return step
+        self._start_clock()
         for offset, episode_return, length in episodes:
             p.log.episode(inserted + offset + 1, episode_return, length)
         self.progress.episodes += len(episodes)
         self.progress.transitions = inserted + moved
-        p.control.limit = self.progress.transitions + p.schedule.window
+        p.control.limit = p.schedule.actor_limit(self.progress.transitions)
         new_step = self.progress.transitions // n
         for j in range(step + 1, new_step + 1):
             p.algorithm.after_env_step(p.learner.nets, j)
@@ -125,8 +126,14 @@ class LearnerLoop:
         self._check()
         return new_step
 
+    def _start_clock(self) -> None:
+        """Training time starts with the first transition or update of the session (actor start-up excluded)."""
+        if not self._start:
+            self._start = time.perf_counter()
+
     def _train_round(self, step: int, due: int) -> None:
         p = self.p
+        self._start_clock()
         cfg = p.algorithm.config
         beta = p.algorithm.beta_at((step - 1) * cfg.n_envs / p.schedule.total_steps)
         totals: dict[str, torch.Tensor] = {}

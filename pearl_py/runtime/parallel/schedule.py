@@ -7,7 +7,8 @@ whichever actor they came from, so the update-to-data ratio and the update count
 serial run's exactly (Reverb's samples-per-insert limiter with zero tolerance on the
 learner side). Actors may run ``window`` transitions ahead of what the learner has
 consumed (plus at most one vector step per other actor that checked at the same time):
-they collect the next round while the learner trains.
+they collect the next round while the learner trains. Before the first training step
+they run freely.
 
 Example::
 
@@ -15,8 +16,8 @@ Example::
     ...                   total_steps=50_000)
     >>> s.vector_steps, s.next_round(0), s.total_updates
     (50000, 1024, 24576)
-    >>> s.window
-    256
+    >>> s.window, s.actor_limit(0), s.actor_limit(1024)
+    (256, 1024, 1280)
 """
 from __future__ import annotations
 
@@ -77,6 +78,15 @@ class TrainSchedule:
     def window(self) -> int:
         """Transitions actors may collect beyond those the learner has consumed."""
         return self.lookahead_rounds * self.train_freq * self.n_envs
+
+    def actor_limit(self, consumed: int) -> int:
+        """Transitions all actors together may have produced once the learner consumed ``consumed``.
+
+        ``consumed + window``, but never less than the first training step's transitions:
+        before learning starts nothing waits on the learner, so actors run freely.
+        """
+        first = self.next_round(self.learning_starts // self.n_envs)
+        return max(consumed + self.window, first * self.n_envs)
 
     def quotas(self, actors: int, done: int = 0) -> list[int]:
         """Vector steps each of ``actors`` actors still runs once ``done`` vector steps are consumed."""
