@@ -1,0 +1,59 @@
+"""The Ray resources a plan gives each component: actors, the replay server, the learner.
+
+A component takes its kernel's device: ``num_cpus`` on a CPU, ``num_gpus`` on a GPU and the
+custom ``FPGA`` resource on a (simulated) FPGA, whose kernels execute on the host CPU and
+are charged their modelled time. Components the plan puts on one device share it: the
+replay and the learner on one CPU take half a core each; actors whose inference is on a
+GPU share that GPU. Every actor replica (``env_step`` replicas) takes one core.
+
+Example::
+
+    >>> res = component_resources(Plan.single_device(algo.protocol()))
+    >>> res["actor"], res["replay"], res["learner"]
+    ({'num_cpus': 1.0}, {'num_cpus': 0.5}, {'num_cpus': 0.5})
+    >>> needs(res, actors=2)
+    {'CPU': 3.0}
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+
+from pearl_py.optimize.plan import Plan
+from pearl_py.runtime.parallel.placement import device_kind
+
+RAY_NAME = {"cpu": "CPU", "gpu": "GPU", "fpga": "FPGA"}
+
+
+def _options(kind: str, share: float) -> dict[str, object]:
+    if kind == "cpu":
+        return {"num_cpus": share}
+    if kind == "gpu":
+        return {"num_cpus": 0.0, "num_gpus": share}
+    return {"num_cpus": 0.0, "resources": {"FPGA": share}}
+
+
+def component_resources(plan: Plan) -> dict[str, dict[str, object]]:
+    """``{"actor" | "replay" | "learner": Ray actor options}`` (``num_cpus``, ``num_gpus``, ``resources``)."""
+    places = plan.placements
+    actors = max(places["env_step"].replicas, 1)
+    actor = {"num_cpus": 1.0}
+    inference = places["inference"]
+    if inference.device != places["env_step"].device and device_kind(plan, inference.device) != "cpu":
+        extra = _options(device_kind(plan, inference.device), 1.0 / actors)
+        actor.update({k: v for k, v in extra.items() if k != "num_cpus"})
+    replay_dev, learner_dev = places["replay_insert"].device, places["learner_update"].device
+    share = 0.5 if replay_dev == learner_dev else 1.0
+    return {"actor": actor, "replay": _options(device_kind(plan, replay_dev), share),
+            "learner": _options(device_kind(plan, learner_dev), share)}
+
+
+def needs(resources: dict[str, dict[str, object]], actors: int) -> dict[str, float]:
+    """Total Ray resources of a run with ``actors`` actor replicas (``CPU``, ``GPU``, ``FPGA``)."""
+    total: dict[str, float] = defaultdict(float)
+    for name, options in resources.items():
+        count = actors if name == "actor" else 1
+        total["CPU"] += count * float(options.get("num_cpus", 0.0))
+        total["GPU"] += count * float(options.get("num_gpus", 0.0))
+        for custom, amount in dict(options.get("resources") or {}).items():
+            total[custom] += count * float(amount)
+    return {k: round(v, 6) for k, v in total.items() if v > 0}

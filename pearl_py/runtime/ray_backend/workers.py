@@ -1,0 +1,167 @@
+"""The three kinds of Ray actor of a run, as plain classes (``ray.remote`` wraps them at start).
+
+Imported only once :func:`import_ray` succeeded (this module imports ``ray``).
+
+* :class:`ActorWorker` steps a vector env with inference batched over its envs, using the
+  same algorithm code as the local actors, and returns transitions by the chunk;
+* :class:`ReplayServer` owns the replay buffer (its own process: data arrives from the
+  actors' object references, batches leave to the learner);
+* :class:`LearnerWorker` owns the networks and the optimizer, pulls batches from the
+  replay server (one request ahead) and sends priorities back.
+
+Example (what :class:`RayExecutor` does)::
+
+    >>> replay = ray.remote(ReplayServer).options(num_cpus=0.5).remote(algo, seed=0)
+    >>> rows, episodes = actor.collect.options(num_returns=2).remote(256, 0)
+    >>> replay.add.remote(rows)
+"""
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import numpy as np
+import ray
+import torch
+
+from pearl_py import kernels
+from pearl_py.algorithms.base import Algorithm
+from pearl_py.algorithms.env_spec import make_vector_env
+from pearl_py.algorithms.learner import Learner, TensorBatch
+from pearl_py.algorithms.networks import Networks
+from pearl_py.replay.buffer import SampleBatch
+from pearl_py.runtime.evaluation import evaluate
+from pearl_py.runtime.serial import EpisodeTracker, true_next_obs
+from pearl_py.runtime.timing import KernelTimer
+
+Rows = dict[str, np.ndarray]
+
+
+class _Timed:
+    """Process id and per-kernel times, which every worker reports."""
+
+    timer: KernelTimer
+
+    def pid(self) -> int:
+        return os.getpid()
+
+    def timings(self) -> dict[str, dict[str, float]]:
+        return self.timer.summary()
+
+
+class ActorWorker(_Timed):
+    """``n_envs`` envs seeded ``seed + index`` and a copy of the acting networks."""
+
+    def __init__(self, algorithm: Algorithm, index: int, seed: int, total_steps: int,
+                 inference: str = "reference") -> None:
+        torch.set_num_threads(1)
+        self.algo, self.total_steps = algorithm, total_steps
+        self.seed = seed + index
+        torch.manual_seed(self.seed)
+        self.rng = np.random.default_rng(self.seed)
+        self.nets = Networks(algorithm.build_networks())
+        self.acting = self.nets.acting_state(algorithm.acting_networks)
+        self.infer = kernels.build(kernels.KernelKind.INFERENCE, inference, algorithm, self.nets, device_class="cpu")
+        self.envs = make_vector_env(algorithm.env_id, algorithm.config.n_envs, self.seed)
+        obs, _ = self.envs.reset(seed=self.seed)
+        self.obs = obs.astype(np.float32)
+        self.tracker = EpisodeTracker(algorithm.config.n_envs)
+        self.timer = KernelTimer()
+
+    def load_params(self, state: dict[str, np.ndarray]) -> None:
+        with self.timer("param_sync"):
+            for name, value in state.items():
+                self.acting[name].copy_(torch.from_numpy(np.array(value)))  # object-store arrays are read-only
+
+    def collect(self, vector_steps: int, steps_before: int) -> tuple[Rows, list[tuple[int, float, int]]]:
+        """Run ``vector_steps`` steps; ``steps_before`` transitions were collected by all actors before."""
+        algo, n = self.algo, self.algo.config.n_envs
+        out: dict[str, list[np.ndarray]] = {k: [] for k in ("obs", "actions", "rewards", "next_obs", "terminated")}
+        episodes: list[tuple[int, float, int]] = []
+        for i in range(vector_steps):
+            steps = steps_before + i * n
+            with self.timer("inference"):
+                if steps < algo.config.learning_starts:
+                    actions = algo.spec.random_actions(n, self.rng)
+                else:
+                    actions = self.infer(self.obs, explore=True, progress=steps / self.total_steps)
+            with self.timer("env_step"):
+                next_obs, rewards, terminated, truncated, infos = self.envs.step(algo.spec.to_env_action(actions))
+            done = terminated | truncated
+            next_obs = next_obs.astype(np.float32)
+            for j, (ret, length) in zip(np.flatnonzero(done), self.tracker.step(rewards, done)):
+                episodes.append((i * n + int(j), ret, length))
+            for key, value in (("obs", self.obs), ("actions", actions), ("rewards", rewards.astype(np.float32)),
+                               ("next_obs", true_next_obs(next_obs, done, infos)), ("terminated", terminated)):
+                out[key].append(np.asarray(value))
+            self.obs = next_obs
+        return {k: np.concatenate(v) for k, v in out.items()}, episodes
+
+
+class ReplayServer(_Timed):
+    """The algorithm's replay buffer in a process of its own."""
+
+    def __init__(self, algorithm: Algorithm, seed: int) -> None:
+        self.replay = algorithm.make_replay(seed=seed)
+        self.n_envs = algorithm.config.n_envs
+        self.timer = KernelTimer()
+
+    def add(self, rows: Rows) -> int:
+        with self.timer("replay_insert"):
+            self.replay.add(rows["obs"], rows["actions"], rows["rewards"], rows["next_obs"], rows["terminated"])
+        self.timer.calls["replay_insert"] += len(rows["rewards"]) // self.n_envs - 1  # one call per vector step
+        return len(self.replay)
+
+    def sample(self, batch_size: int, beta: float) -> SampleBatch:
+        with self.timer("replay_sample"):
+            return self.replay.sample(batch_size, beta=beta)
+
+    def update_priorities(self, indices: np.ndarray, td_abs: np.ndarray) -> None:
+        with self.timer("priority_update"):
+            self.replay.update_priorities(indices, td_abs)
+
+
+class LearnerWorker(_Timed):
+    """The learner: networks on the planned device, updates with the planned variant."""
+
+    def __init__(self, algorithm: Algorithm, seed: int, device: str, variant: str, replay: Any) -> None:
+        torch.set_num_threads(1)
+        torch.manual_seed(seed)
+        self.algo, self.replay = algorithm, replay
+        self.learner = Learner(algorithm, device)
+        self.update = kernels.build(kernels.KernelKind.LEARNER_UPDATE, variant, self.learner,
+                                    device_class=kernels.device_class(self.learner.device))
+        self.acting = self.learner.nets.acting_state(algorithm.acting_networks)
+        self.timer = KernelTimer()
+
+    def train(self, updates: int, beta: float) -> dict[str, float]:
+        """``updates`` gradient steps on batches from the replay server; mean losses."""
+        batch_size = self.algo.config.batch_size
+        next_batch = self.replay.sample.remote(batch_size, beta)
+        totals: dict[str, float] = {}
+        for i in range(updates):
+            sample = ray.get(next_batch)
+            if i + 1 < updates:
+                next_batch = self.replay.sample.remote(batch_size, beta)
+            with self.timer("learner_update"):
+                out = self.update(TensorBatch.from_numpy(sample, self.learner.device))
+            if self.algo.config.prioritized_replay:
+                self.replay.update_priorities.remote(sample.indices, out.td_abs.cpu().numpy())
+            for name, value in out.losses.items():
+                totals[name] = totals.get(name, 0.0) + float(value)
+        return {k: v / max(updates, 1) for k, v in totals.items()}
+
+    def after_env_steps(self, first: int, last: int) -> None:
+        """The per-vector-step hooks (target updates counted in env steps) for steps ``first..last``."""
+        for step in range(first, last + 1):
+            self.algo.after_env_step(self.learner.nets, step)
+
+    def acting_params(self) -> dict[str, np.ndarray]:
+        with self.timer("param_sync"):
+            return {k: v.detach().cpu().numpy().copy() for k, v in self.acting.items()}
+
+    def gradient_steps(self) -> int:
+        return self.learner.gradient_steps
+
+    def evaluate(self, episodes: int, seed: int) -> list[float]:
+        return evaluate(self.algo, self.learner.nets, self.learner.device, episodes, seed)
