@@ -13,7 +13,7 @@ from html import escape
 from typing import Any
 
 from pearl_py.optimize.plan import Plan
-from pearl_py.report import content, measured, svg
+from pearl_py.report import content, measured, simulation, svg
 
 CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,sans-serif;color:#18181b;max-width:1000px;margin:32px auto;
@@ -80,6 +80,12 @@ def render_html(plan: Plan, run: dict[str, Any] | None = None) -> str:
     else:
         parts += ["<h2>Throughput-power Pareto front</h2>",
                   "<p>One plan is both the fastest and the most frugal, so the front is a single point.</p>"]
+    if simulation.simulation(plan):
+        parts += [f"<h2>{escape(simulation.TITLE)}</h2>",
+                  _table(["figure", "value"], [list(r) for r in simulation.summary_rows(plan)]),
+                  _table(["device or link", "busy (simulated)", "busy (modelled)"],
+                         simulation.utilization_rows(plan)),
+                  simulation.timeline_svg(plan)]
     header, rows = content.cost_table(plan)
     parts += ["<h2>Cost of each kernel on each device</h2>",
               "<p class='small'>Latency per call, and how it is known: measured, calibrated (fitted to "

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from pearl_py.optimize.plan import Plan
-from pearl_py.report import content, fmt, measured
+from pearl_py.report import content, fmt, measured, simulation
 
 
 def _table(header: list[str], rows: list[list[str]]) -> list[str]:
@@ -45,6 +45,12 @@ def render_markdown(plan: Plan, run: dict[str, Any] | None = None) -> str:
     if p.get("pareto"):
         lines += ["", "## Throughput-power Pareto front", ""]
         lines += _table(["samples/s", "samples/J", "power", "assignment"], content.pareto_rows(plan))
+    if simulation.simulation(plan):
+        lines += ["", f"## {simulation.TITLE}", ""]
+        lines += _table(["figure", "value"], [list(r) for r in simulation.summary_rows(plan)])
+        lines += [""] + _table(["device or link", "busy (simulated)", "busy (modelled)"],
+                               simulation.utilization_rows(plan))
+        lines += ["", simulation.timeline_svg(plan)]
     notes = content.infeasible_notes(plan)
     if notes:
         lines += ["", "## Placements ruled out", ""] + [f"- {n}" for n in notes]

@@ -1,0 +1,61 @@
+"""An inline SVG timeline (Gantt chart): one row per device unit or link, one bar per call or transfer.
+
+Example::
+
+    >>> svg = gantt([("gpu", 0.0, 2e-4, "learner_update"), ("cpu #0", 0.0, 5e-5, "env_step")], "Timeline")
+    >>> svg.startswith("<svg") and "learner_update" in svg
+    True
+"""
+from __future__ import annotations
+
+from html import escape
+
+from pearl_py.report import fmt
+from pearl_py.report.svg import FONT, GRID
+
+COLOURS = {"env_step": "#16a34a", "inference": "#2563eb", "replay_insert": "#9333ea", "replay_sample": "#c026d3",
+           "priority_update": "#db2777", "learner_update": "#c2410c", "param_sync": "#ca8a04"}
+TRANSFER = "#71717a"
+
+
+def _colour(label: str) -> str:
+    return TRANSFER if "->" in label else COLOURS.get(label, "#0891b2")
+
+
+def gantt(segments: list[tuple[str, float, float, str]], title: str, width: int = 900) -> str:
+    """Rows in order of first appearance; time runs from the earliest start to the latest end."""
+    rows: list[str] = []
+    for row, *_ in segments:
+        if row not in rows:
+            rows.append(row)
+    t0 = min(s[1] for s in segments)
+    t1 = max(s[2] for s in segments)
+    span = max(t1 - t0, 1e-12)
+    label_w, row_h, top = 250, 16, 52
+    plot_w = width - label_w - 20
+    height = top + len(rows) * (row_h + 4) + 30
+    out = [f"<svg xmlns='http://www.w3.org/2000/svg' width='{width}' height='{height}' role='img' "
+           f"aria-label='{escape(title)}' {FONT} font-size='12'>",
+           f"<text x='0' y='18' font-weight='600' font-size='14'>{escape(title)}</text>"]
+    kinds = sorted({s[3] for s in segments if "->" not in s[3]}, key=list(COLOURS).index) + ["transfer"]
+    for i, kind in enumerate(kinds):
+        x = label_w + i * 95
+        out.append(f"<rect x='{x}' y='28' width='10' height='10' fill='{TRANSFER if kind == 'transfer' else COLOURS[kind]}'/>"
+                   f"<text x='{x + 14}' y='37' font-size='11'>{escape(kind)}</text>")
+    for frac in (0.0, 0.25, 0.5, 0.75, 1.0):
+        x = label_w + frac * plot_w
+        out.append(f"<line x1='{x:.1f}' y1='{top - 4}' x2='{x:.1f}' y2='{height - 22}' stroke='{GRID}'/>"
+                   f"<text x='{x:.1f}' y='{height - 8}' text-anchor='middle' fill='#52525b' font-size='11'>"
+                   f"{fmt.seconds(frac * span) if frac else '0'}</text>")
+    index = {row: i for i, row in enumerate(rows)}
+    for i, row in enumerate(rows):
+        y = top + i * (row_h + 4)
+        out.append(f"<text x='{label_w - 8}' y='{y + row_h - 4}' text-anchor='end'>{escape(row)}</text>")
+    for row, start, end, label in segments:
+        y = top + index[row] * (row_h + 4)
+        x = label_w + (start - t0) / span * plot_w
+        w = max((end - start) / span * plot_w, 0.6)
+        out.append(f"<rect x='{x:.2f}' y='{y}' width='{w:.2f}' height='{row_h}' fill='{_colour(label)}'>"
+                   f"<title>{escape(label)} {fmt.seconds(end - start)}</title></rect>")
+    out.append("</svg>")
+    return "\n".join(out)

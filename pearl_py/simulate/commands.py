@@ -1,0 +1,54 @@
+"""``pearl simulate CONFIG --platform NAME|PATH [--plan PLAN] [--out DIR]``.
+
+Plans the config's algorithm on the platform (throughput objective) unless ``--plan``
+gives a saved plan, simulates it, prints what the simulation measured beside the model's
+prediction, and writes the plan's report with a "Simulated" section and its timeline.
+
+Example::
+
+    $ pearl simulate examples/configs/dqn_cartpole.yaml --platform cluster-64x8gpu --out out/sim
+    simulated 5,493 samples/s (model 5,500, -0.1%); bottleneck node1.gpu0 (100% busy)
+    ...
+    wrote out/sim/plan.yaml, plan.json, report.md, report.html
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+SHOWN = 8
+"""Busiest devices and links printed."""
+
+
+def simulate_main(config_path: str, platform: str, plan_path: str | None, out: str | None) -> int:
+    """Simulate a plan of the config's algorithm on ``platform``; export its report to ``out`` (default ``sim-out``).
+
+    User mistakes raise :class:`pearl_py.errors.UserError` (the CLI prints one line, exits 2).
+    """
+    from pearl_py.errors import UserError
+    from pearl_py.optimize.api import plan as make_plan
+    from pearl_py.optimize.plan import Plan
+    from pearl_py.platform import Platform
+    from pearl_py.run_config import load_config
+    from pearl_py.simulate.inputs import simulate_plan
+
+    algo = load_config(config_path).make_algorithm()
+    target = Platform.load(platform)
+    if plan_path is None:
+        chosen = make_plan(algo, target, objective="throughput")
+    else:
+        chosen = Plan.load(plan_path)
+        if chosen.platform != target.name:
+            raise UserError(f"{plan_path}: the plan was made for platform {chosen.platform!r}, not {target.name!r}")
+    result = simulate_plan(chosen, algo, target)
+    modelled = chosen.predicted.get("samples_per_s")
+    versus = f" (model {modelled:,.0f}, {100 * (result.samples_per_s / modelled - 1):+.1f}%)" if modelled else ""
+    print(f"simulated {result.samples_per_s:,.0f} samples/s{versus}; bottleneck {result.bottleneck} "
+          f"({100 * result.utilization.get(result.bottleneck, 0.0):.0f}% busy)")
+    print(f"simulated energy {result.energy_per_sample_j * 1e3:.3f} mJ/sample, {result.samples_per_j:,.1f} samples/J, "
+          f"{result.power_w:,.0f} W average")
+    busiest = list(result.utilization.items())[:SHOWN]
+    print("simulated utilization: " + ", ".join(f"{name} {100 * u:.0f}%" for name, u in busiest))
+    directory = Path(out or "sim-out")
+    paths = chosen.export(directory)
+    print(f"wrote {directory}/" + ", ".join(p.name for p in paths.values()))
+    return 0

@@ -1,0 +1,77 @@
+"""A plan as the simulator's input: the assignment problem of its platform, with the plan's own costs.
+
+The problem (devices, links, routes, protocol edges) is rebuilt from the algorithm and the
+platform; every cost the plan recorded (``predicted.costs``, with its source) replaces
+the estimator's, so the simulation plays exactly the figures the plan was made with.
+
+Example::
+
+    >>> problem, assignment = plan_inputs(plan, algo, Platform.load("cluster-64x8gpu"))
+    >>> result = simulate_plan(plan, algo, Platform.load("cluster-64x8gpu"))
+    >>> plan.predicted["simulation"]["source"]
+    'simulated'
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from pearl_py.errors import PlanningError
+from pearl_py.optimize.builder import CostModel, build_problem
+from pearl_py.optimize.model import Choice
+from pearl_py.optimize.plan import Plan
+from pearl_py.optimize.problem import AssignmentProblem
+from pearl_py.simulate.result import SimResult
+from pearl_py.simulate.schedule import SimSchedule
+from pearl_py.simulate.simulator import simulate
+
+ROUNDS = 40
+"""Training rounds a plan's default simulation covers (the first third is warm-up)."""
+STEPS_PER_ACTOR = 20
+"""At least this many vector steps per actor replica."""
+
+
+def plan_inputs(plan: Plan, algorithm: Any, platform: Any, estimator: CostModel | None = None
+                ) -> tuple[AssignmentProblem, dict[str, Choice]]:
+    """``(problem, assignment)`` for ``plan`` on ``platform``, costs from the plan where it has them."""
+    if estimator is None:
+        from pearl_py.estimate import Estimator
+
+        estimator = Estimator()
+    problem = build_problem(algorithm.protocol(), platform, estimator)
+    costs = plan.predicted.get("costs", {})
+    assignment = {}
+    for kernel, place in plan.placements.items():
+        if place.device not in problem.devices:
+            raise PlanningError(f"simulate: the plan places {kernel} on {place.device!r}, which platform "
+                                f"{platform.name!r} does not have")
+        key = (kernel, place.device, place.variant)
+        recorded = costs.get(kernel, {}).get(place.device, {}).get(place.variant)
+        if recorded is not None:
+            base = problem.options.get(key)
+            option = dataclasses.replace(base, latency_s=recorded["latency_s"], energy_j=recorded["energy_j"],
+                                         source=recorded["source"]) if base is not None else None
+            if option is not None:
+                problem.options[key] = option
+        if key not in problem.options:
+            raise PlanningError(f"simulate: no cost for {kernel} on {place.device!r} as {place.variant!r}")
+        assignment[kernel] = Choice(place.device, place.variant, place.replicas)
+    return problem, assignment
+
+
+def default_steps(algorithm: Any, actors: int) -> int:
+    """Transitions a plan's simulation runs: ``ROUNDS`` rounds, and ``STEPS_PER_ACTOR`` vector steps per actor."""
+    cfg = algorithm.config
+    return max(ROUNDS * cfg.train_freq, STEPS_PER_ACTOR * actors) * cfg.n_envs
+
+
+def simulate_plan(plan: Plan, algorithm: Any, platform: Any, *, total_steps: int | None = None,
+                  estimator: CostModel | None = None, attach: bool = True) -> SimResult:
+    """Simulate ``plan``; with ``attach`` the result goes into ``plan.predicted["simulation"]`` for its report."""
+    problem, assignment = plan_inputs(plan, algorithm, platform, estimator)
+    steps = total_steps or default_steps(algorithm, assignment["env_step"].replicas)
+    schedule = SimSchedule.from_config(algorithm.config, steps, learning_starts=0)
+    result = simulate(problem, assignment, schedule)
+    if attach:
+        plan.predicted["simulation"] = result.to_dict()
+    return result
