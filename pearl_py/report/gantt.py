@@ -40,7 +40,8 @@ def gantt(segments: list[tuple[str, float, float, str]], title: str, width: int 
     kinds = sorted({s[3] for s in segments if "->" not in s[3]}, key=list(COLOURS).index) + ["transfer"]
     for i, kind in enumerate(kinds):
         x = label_w + i * 95
-        out.append(f"<rect x='{x}' y='28' width='10' height='10' fill='{TRANSFER if kind == 'transfer' else COLOURS[kind]}'/>"
+        colour = TRANSFER if kind == "transfer" else COLOURS[kind]
+        out.append(f"<rect x='{x}' y='28' width='10' height='10' fill='{colour}'/>"
                    f"<text x='{x + 14}' y='37' font-size='11'>{escape(kind)}</text>")
     for frac in (0.0, 0.25, 0.5, 0.75, 1.0):
         x = label_w + frac * plot_w

@@ -8,7 +8,7 @@ after waiting for a free unit. Busy time is accumulated per resource, and segmen
 
 Why not SimPy: the simulator needs only timeouts, FIFO multi-unit resources and wake-up
 signals; this engine provides them in ~150 lines without a new dependency, and runs
-about 2x faster than SimPy 4 on the simulator's event mix (see docs/simulator.md).
+about 2x faster than SimPy 4 on a queueing micro-benchmark (docs/simulator.md).
 
 Example::
 

@@ -47,7 +47,8 @@ def actor(p: Pipeline, index: int) -> Process:
 def learner_with_replay(p: Pipeline) -> Process:
     """The parallel runtime's learner loop, with the replay in the same process."""
     s, topo = p.schedule, p.topo
-    dev, sample_dev, insert_dev = topo.device("learner_update"), topo.device("replay_sample"), topo.device("replay_insert")
+    dev, sample_dev = topo.device("learner_update"), topo.device("replay_sample")
+    insert_dev = topo.device("replay_insert")
     prio_dev = topo.device("priority_update") if topo.has("priority_update") else None
     while True:
         due = s.updates_until(p.inserted)
