@@ -26,8 +26,12 @@ def _run(args: argparse.Namespace) -> int:
     out = Path(args.out) if args.out else Path("runs") / f"{Path(args.config).stem}-seed{s.seed}"
     algo = cfg.make_algorithm()
     plan = "auto" if args.auto else (args.plan or "local")
+    if args.resume:
+        out = Path(args.out) if args.out else Path(args.resume)
+        plan = args.plan or Path(args.resume) / "plan.yaml"
     result = train(algo, total_steps=s.total_steps, seed=s.seed, out=out, eval_episodes=s.eval_episodes,
-                   eval_freq=s.eval_freq, plan=plan, objective=args.objective)
+                   eval_freq=s.eval_freq, plan=plan, objective=args.objective, backend=args.backend,
+                   address=args.address, resume=args.resume)
     print(f"{s.algorithm} on {s.env}: {result.env_steps} env steps in {result.wall_seconds:.1f} s "
           f"({result.samples_per_second:.0f} samples/s, measured); eval return "
           f"{result.eval_return_mean:.1f} ± {result.eval_return_std:.1f} over {len(result.eval_returns)} episodes")
@@ -35,6 +39,12 @@ def _run(args: argparse.Namespace) -> int:
         print(f"best periodic evaluation: {result.best_eval['return_mean']:.1f} at step {result.best_eval['step']}")
     print(f"wrote {out / 'result.json'}" + (f" and {out / 'report.html'}" if (out / "report.html").exists() else ""))
     return 0
+
+
+def _simulate(args: argparse.Namespace) -> int:
+    from pearl_py.simulate.commands import simulate_main
+
+    return simulate_main(args.config, args.platform, args.plan, args.out)
 
 
 def _plan(args: argparse.Namespace) -> int:
@@ -69,6 +79,10 @@ def build_parser() -> argparse.ArgumentParser:
     placement.add_argument("--plan", help="run a plan written by `pearl plan` (plan.yaml or plan.json)")
     run.add_argument("--objective", default="throughput", choices=["throughput", "power"],
                      help="what --auto optimizes")
+    run.add_argument("--backend", default="local", choices=["local", "ray"],
+                     help="local processes (default) or a Ray cluster")
+    run.add_argument("--address", help="Ray cluster address (with --backend ray; default: start a local one)")
+    run.add_argument("--resume", metavar="DIR", help="continue an interrupted run from its checkpoint in DIR")
     run.set_defaults(handler=_run)
 
     plan = sub.add_parser("plan", help="assign kernels to devices; write plan.yaml/json and report.md/html")
@@ -82,6 +96,13 @@ def build_parser() -> argparse.ArgumentParser:
     profile.add_argument("--quick", action="store_true", help="smaller grid (about half the time)")
     profile.add_argument("--out", help="write the calibration here instead of the per-machine cache")
     profile.set_defaults(handler=_profile)
+
+    simulate = sub.add_parser("simulate", help="discrete-event simulation of a plan on any platform")
+    simulate.add_argument("config", help="run config YAML")
+    simulate.add_argument("--platform", default="local", help="catalogue platform name, a platform YAML path, or local")
+    simulate.add_argument("--plan", help="plan.yaml to simulate (default: optimize for throughput first)")
+    simulate.add_argument("--out", help="write the plan's report with the simulated timeline here")
+    simulate.set_defaults(handler=_simulate)
 
     devices = sub.add_parser("devices", help="list the hardware catalogue and this machine's devices")
     devices.set_defaults(handler=_devices)

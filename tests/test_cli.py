@@ -54,3 +54,23 @@ def test_console_entry_point_exit_code(tmp_path):
                           capture_output=True, text=True)
     assert proc.returncode == 2
     assert proc.stderr.strip() == f"pearl: error: {tmp_path / 'missing.yaml'}: file not found"
+
+
+def test_simulate_and_plan_reject_an_unknown_platform(write_config, capsys):
+    config = str(write_config(TINY))
+    for command in (["simulate", config, "--platform", "nope"], ["plan", config, "--platform", "nope"]):
+        assert main(command) == 2
+        assert "unknown platform 'nope'; known: " in capsys.readouterr().err
+
+
+def test_resume_of_a_serial_run_is_refused(write_config, tmp_path, capsys):
+    config = str(write_config(TINY))
+    assert main(["run", config, "--resume", str(tmp_path), "--plan", "local"]) == 2
+    assert "--resume continues a parallel run; this plan runs serially" in capsys.readouterr().err
+
+
+def test_unknown_backend_is_an_argument_error(write_config, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(["run", str(write_config(TINY)), "--backend", "slurm"])
+    assert exit_.value.code == 2
+    assert "invalid choice: 'slurm'" in capsys.readouterr().err

@@ -46,7 +46,7 @@ def test_markdown_states_limit_sources_and_comparison(ddpg_plan, tmp_path):
 
 
 def test_failed_render_leaves_no_partial_report(ddpg_plan, tmp_path, monkeypatch):
-    def broken(_plan):
+    def broken(_plan, _run=None):
         raise RuntimeError("render failed")
 
     monkeypatch.setattr(export_module, "render_html", broken)
