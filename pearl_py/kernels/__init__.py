@@ -29,6 +29,7 @@ from pearl_py.kernels.registry import (
     Registry,
     Variant,
     build,
+    compile_available,
     device_class,
 )
 from pearl_py.protocol.kernel import KernelKind
@@ -40,7 +41,7 @@ _EAGER_ACT = "algorithm.act under torch.no_grad"
 for _variant in (
     Variant("reference", _LEARNER, "cpu", learner_update.make_reference, _EAGER_UPDATE),
     Variant("compiled", _LEARNER, "cpu", learner_update.make_compiled,
-            "whole step (forward, backward, clip, Adam) as one torch.compile graph"),
+            "whole step (forward, backward, clip, Adam) as one torch.compile graph", requires=compile_available),
     Variant("reference", _LEARNER, "gpu", learner_update.make_reference, _EAGER_UPDATE, requires=cuda_available),
     Variant("cuda_graph", _LEARNER, "gpu", make_cuda_graph,
             "whole step captured in a CUDA graph, replayed with one launch", requires=cuda_available),

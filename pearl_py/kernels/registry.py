@@ -32,6 +32,25 @@ def always_available() -> tuple[bool, str]:
     return True, ""
 
 
+def compile_available() -> tuple[bool, str]:
+    """Whether ``torch.compile`` with its CPU backend (inductor, which builds C++) can run here."""
+    import os
+    import shutil
+
+    from torch._dynamo import eval_frame
+
+    try:
+        eval_frame.check_if_dynamo_supported()
+    except Exception as exc:  # torch raises RuntimeError with the reason (Python version, platform)
+        return False, f"torch.compile cannot run here: {exc}"
+    from torch._inductor import config
+
+    candidates = [os.environ.get("CXX")] + [c for c in config.cpp.cxx if c]
+    if not any(c and shutil.which(c) for c in candidates + ["g++", "c++", "clang++"]):
+        return False, "torch.compile's CPU backend (inductor) needs a C++ compiler; none found (g++, clang++, $CXX)"
+    return True, ""
+
+
 class KernelUnavailable(RuntimeError):
     """A variant was asked for where it cannot run (the message says why)."""
 

@@ -25,6 +25,18 @@ def test_cpu_variants_are_available_here():
         assert variant.available() == (True, "")
 
 
+def test_compiled_needs_a_cpp_compiler(monkeypatch):
+    import shutil
+
+    from torch._inductor import config
+
+    monkeypatch.delenv("CXX", raising=False)
+    monkeypatch.setattr(config.cpp, "cxx", (None, "no-such-cxx"))
+    monkeypatch.setattr(shutil, "which", lambda name: None)
+    ok, reason = REGISTRY.get(KernelKind.LEARNER_UPDATE, "compiled", "cpu").available()
+    assert not ok and "needs a C++ compiler" in reason
+
+
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the reason given where CUDA is absent")
 def test_gpu_variant_says_why_it_is_unavailable():
     variant = REGISTRY.get(KernelKind.LEARNER_UPDATE, "cuda_graph", "gpu")
