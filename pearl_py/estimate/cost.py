@@ -35,12 +35,17 @@ class Cost:
     instance: str = ""
     detail: dict[str, float] = field(default_factory=dict)
     """Breakdown of ``latency_s`` by term (e.g. ``compute``, ``dispatch``, ``offchip``) for reports."""
+    setup_s: float = 0.0
+    """One-off seconds the implementation pays before its first call (a compile, a graph capture);
+    not part of ``latency_s``: a plan weighs it against the calls of the run (break-even)."""
 
     def __post_init__(self) -> None:
         if self.source not in SOURCES:
             raise ValueError(f"Cost.source must be one of {SOURCES}, got {self.source!r}")
         if not self.latency_s >= 0:
             raise ValueError(f"Cost.latency_s must be >= 0, got {self.latency_s}")
+        if not self.setup_s >= 0:
+            raise ValueError(f"Cost.setup_s must be >= 0, got {self.setup_s}")
 
 
 class Infeasible(UserError):

@@ -4,6 +4,12 @@
 - other CPUs and GPUs: roofline + per-op dispatch from the catalogue, ``"modelled"``;
 - FPGAs: the HLS-style model of :mod:`pearl_py.estimate.fpga_kernels`, ``"modelled"``.
 
+Implementation variants (``pearl_py.kernels``: ``compiled`` learner update, ``fused``
+inference on CPUs, ``cuda_graph`` on GPUs) are costed like the reference: the local CPU
+from their own calibrated model, other devices from ``estimators/roofline.yaml``.
+:meth:`Estimator.variants` says which are offered on a device; ``Cost.setup_s`` carries
+a variant's one-off setup (the compile).
+
 A kernel's cost excludes moving its inputs between devices: :meth:`Estimator.transfer`
 charges the links a plan's crossing edges use.
 
@@ -16,6 +22,8 @@ Example::
     'calibrated'
     >>> fpga = Platform.load("pearl-cpu-gpu-fpga").device("fpga")
     >>> est.cost(graph.kernel("replay_sample"), fpga).resources["dsp"]
+    >>> est.variants(graph.kernel("learner_update"), local.device("cpu"))
+    ['reference', 'compiled']
 """
 from __future__ import annotations
 
@@ -30,6 +38,17 @@ from pearl_py.platform import Device, Platform
 from pearl_py.protocol import REPLAY_KINDS, Kernel, KernelKind
 
 _NETWORK_KINDS = {KernelKind.INFERENCE, KernelKind.LEARNER_UPDATE}
+_DEVICE_CLASS = {"cpu": "cpu", "gpu": "gpu"}
+"""Device kinds that have kernel variants, and the ``pearl_py.kernels`` device class of each."""
+
+
+def registered_variants(kind: KernelKind, device_kind: str) -> list[tuple[str, object]]:
+    """``[(name, Variant)]`` that ``pearl_py.kernels`` registers for ``kind`` on ``device_kind``."""
+    if device_kind not in _DEVICE_CLASS:
+        return []
+    from pearl_py.kernels import REGISTRY
+
+    return [(v.name, v) for v in REGISTRY.variants(kind, _DEVICE_CLASS[device_kind])]
 
 
 class Estimator:
@@ -42,12 +61,58 @@ class Estimator:
         self.templates = templates or FpgaTemplates.load()
         self.params = params or RooflineParams.load()
 
+    def variants(self, kernel: Kernel, device: Device) -> list[str]:
+        """Implementation variants offered for ``kernel`` on ``device``: "reference" first, then every
+        variant ``pearl_py.kernels`` registers for the kind on the device's class that can run there.
+
+        On this machine's devices (``device.local``) the registry's ``available()`` decides (no
+        ``cuda_graph`` without CUDA, no ``compiled`` where ``torch.compile`` cannot run); a
+        catalogue device is taken to have what its kind implies (a GPU has CUDA). On a
+        calibrated local CPU, a variant the calibration lacks while it has the reference
+        (a cache older than the variant) is not offered: re-run ``pearl profile``.
+        """
+        status = self._variant_status(kernel, device)
+        return ["reference"] + [name for name, reason in status.items() if name != "reference" and reason is None]
+
+    def unavailable_variants(self, kernel: Kernel, device: Device) -> dict[str, str]:
+        """Registered variants of ``kernel`` not offered on ``device``, with the reason."""
+        return {name: reason for name, reason in self._variant_status(kernel, device).items()
+                if reason is not None and name != "reference"}
+
+    def _variant_status(self, kernel: Kernel, device: Device) -> dict[str, str | None]:
+        status: dict[str, str | None] = {}
+        for name, variant in registered_variants(kernel.kind, device.kind):
+            reason = None
+            if device.local:
+                ok, why = variant.available()
+                reason = None if ok else why
+            if reason is None and name != "reference" and self._calibration_lacks(kernel, device, name):
+                reason = "not calibrated on this machine (the cached calibration predates it: run `pearl profile`)"
+            status[name] = reason
+        return status
+
+    def _calibration_lacks(self, kernel: Kernel, device: Device, variant: str) -> bool:
+        if not (device.kind == "cpu" and device.local and self.calibration is not None):
+            return False
+        kind = kernel.kind.value
+        return self.calibration.model(kind, "reference") is not None and self.calibration.model(kind, variant) is None
+
     def cost(self, kernel: Kernel, device: Device, variant: str = "reference") -> Cost:
-        """Cost of one call of ``kernel`` on ``device``; raises :class:`Infeasible` if it cannot run there."""
+        """Cost of one call of ``kernel`` on ``device``; raises :class:`Infeasible` if it cannot run there.
+
+        A variant of another kind or device class (``fused`` inference on a GPU) is
+        :class:`Infeasible` (resource ``variant``); a name no estimator knows is a ``KeyError``.
+        """
         if device.kind == "fpga":
             return self._fpga(kernel, device)
         if kernel.kind == KernelKind.ENV_STEP and device.kind != "cpu":
             raise Infeasible(kernel.name, device.name, "device kind", reason="gymnasium environments run on CPUs")
+        if variant != "reference":
+            self.params.variant(variant)  # KeyError for a name estimators/roofline.yaml does not know
+            if variant not in dict(registered_variants(kernel.kind, device.kind)):
+                raise Infeasible(kernel.name, device.name, "variant",
+                                 reason=f"pearl_py.kernels has no {kernel.kind.value} variant {variant!r} "
+                                        f"for {device.kind} devices")
         if device.kind == "cpu" and device.local:
             calibrated = self._calibrated(kernel, device, variant)
             if calibrated is not None:
@@ -65,9 +130,14 @@ class Estimator:
         model = self.calibration.model(kernel.kind.value, variant, env_id)
         if model is None:
             return None
-        latency = max(model.predict(workload_features(kernel.workload)), 0.0)
+        features = workload_features(kernel.workload)
+        latency = max(model.predict(features), 0.0)
+        setup = self.calibration.meta.get("setup", {}).get(f"{kernel.kind.value}/{variant}") or {}
+        setup_s = setup.get("seconds")
+        if setup_s is None:  # no cold setup measured here (a warm cache served every compile): the modelled one
+            setup_s = self.params.setup_s(variant) if variant != "reference" else 0.0
         return Cost(latency, dynamic_energy_j(device.spec, latency, 1 / device.spec.cores),
-                    {"cores": 1}, "calibrated", kernel.kind.value, {"model": model.cv_mape})
+                    {"cores": 1}, "calibrated", kernel.kind.value, {"model": model.cv_mape}, setup_s)
 
     def _roofline(self, kernel: Kernel, device: Device, variant: str) -> Cost:
         spec, features, p = device.spec, workload_features(kernel.workload), self.params
@@ -83,7 +153,8 @@ class Estimator:
             share, resources = 1 / spec.cores, {"cores": 1}
         else:  # a GPU draws dynamic power for the bound (compute or memory) part, not while launching
             share, resources = (latency - detail.get("dispatch", 0.0)) / latency if latency else 0.0, {}
-        return Cost(latency, dynamic_energy_j(spec, latency, share), resources, "modelled", kernel.kind.value, detail)
+        return Cost(latency, dynamic_energy_j(spec, latency, share), resources, "modelled", kernel.kind.value, detail,
+                    p.setup_s(variant))
 
     def _fpga(self, kernel: Kernel, device: Device) -> Cost:
         board, t = device.spec, self.templates

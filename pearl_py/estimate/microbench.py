@@ -3,7 +3,10 @@
 Each runner builds a kernel from the project's own code (the algorithm's
 ``Learner.update`` and ``act``, :class:`pearl_py.replay.ReplayBuffer`, gymnasium vector
 envs as the runtime makes them) and returns its workload and a zero-argument callable.
-Variants of a kernel kind (issue 8) register their own runner under a variant name.
+Variants of a kernel kind (``pearl_py.kernels``) register their own runner under the
+variant's name: ``learner_update/compiled`` (the ``torch.compile`` whole step, compiled
+once per network shape with the batch dimension dynamic) and ``inference/fused``.
+A callable with a one-off setup (a compile) carries it as ``call.setup_s`` (seconds).
 
 Example::
 
@@ -63,6 +66,17 @@ def build(kind: str, variant: str, point: BenchPoint) -> tuple[Workload, Callabl
     return runner(point)
 
 
+class BenchCall:
+    """A zero-argument kernel call with the one-off setup its kernel paid when built (``setup_s``, wall
+    seconds); ``setup_cold`` is false when the setup was shortened by a cache (inductor's FX-graph cache)."""
+
+    def __init__(self, fn: Callable[[], object], setup_s: float = 0.0, setup_cold: bool = True) -> None:
+        self.fn, self.setup_s, self.setup_cold = fn, setup_s, setup_cold
+
+    def __call__(self) -> object:
+        return self.fn()
+
+
 def time_call(call: Callable[[], object], target_s: float = 0.03, samples: int = 7,
               clock: Callable[[], float] = time.process_time) -> float:
     """Median seconds per call: warm up, then ``samples`` chunks of calls lasting ~target_s/samples each.
@@ -117,20 +131,82 @@ def learner_update_reference(point: BenchPoint):
     return workload, lambda: learner.update(batch)
 
 
-def inference_reference(point: BenchPoint):
-    """The acting network's forward (with exploration) on ``batch`` observations, as actors run it."""
+_COMPILED: dict[tuple[str, int, int], tuple[object, Callable]] = {}
+"""Compiled learners of this process by (algo, width, depth): one compile serves every batch size."""
+
+
+def clear_compiled() -> None:
+    """Drop the compiled learners kept for calibration (their graphs stay in the inductor disk cache)."""
+    _COMPILED.clear()
+
+
+def learner_update_compiled(point: BenchPoint):
+    """The ``compiled`` variant's whole step: one ``torch.compile`` per (algo, width, depth), batch dim dynamic.
+
+    The first call (the compile, ``setup_s`` wall seconds; ``setup_cold`` unless inductor's
+    FX-graph cache served it) happens here. Marking only the
+    batch dimension dynamic keeps every other size static, as in the runtime's
+    ``dynamic=False`` graph: the same MKL GEMMs and fused loops, timed within 0-4 % of the
+    static graph at the same shape (docs/cost-models.md), without a compile per batch size.
+    """
+    import torch._dynamo
+
+    from pearl_py.algorithms.learner import Learner
+    from pearl_py.kernels.functional_step import batch_tensors
+    from pearl_py.kernels.learner_update import COMPILE_OPTIONS, FusedUpdate
+
+    algo = _algorithm(point, batch_size=point.batch)
+    workload = algo.protocol().kernel("learner_update").workload
+    batch = _random_batch(algo, point.batch, torch.Generator().manual_seed(0))
+    for tensor in batch_tensors(batch):
+        torch._dynamo.mark_dynamic(tensor, 0)
+    from torch._dynamo.utils import counters
+
+    key = (point.algo, point.width, point.depth)
+    setup_s, cold = 0.0, True
+    if key not in _COMPILED:
+        learner = Learner(algo, device="cpu")
+        update = FusedUpdate(learner, lambda step: torch.compile(step, fullgraph=True, dynamic=None,
+                                                                options=COMPILE_OPTIONS))
+        # Calibration compiles several learners of one code object: lift dynamo's per-code limit meanwhile.
+        with torch._dynamo.config.patch(recompile_limit=max(64, torch._dynamo.config.recompile_limit)):
+            misses = counters["inductor"]["fxgraph_cache_miss"]
+            start = time.perf_counter()
+            update(batch)
+            setup_s = time.perf_counter() - start
+            cold = counters["inductor"]["fxgraph_cache_miss"] > misses
+        _COMPILED[key] = (learner, update)
+    _, update = _COMPILED[key]
+    return workload, BenchCall(lambda: update(batch), setup_s, cold)
+
+
+def _acting(point: BenchPoint):
     from pearl_py.algorithms.learner import Learner
 
     algo = _algorithm(point, n_envs=point.batch)
     workload = algo.protocol().kernel("inference").workload
     nets = Learner(algo, device="cpu").nets
-    obs = torch.randn(point.batch, algo.spec.obs_dim, generator=torch.Generator().manual_seed(0))
+    obs = np.random.default_rng(0).standard_normal((point.batch, algo.spec.obs_dim), dtype=np.float32)
+    return algo, nets, workload, obs
 
-    def call():
-        with torch.no_grad():
-            return algo.act(nets, obs, explore=True, progress=0.5).numpy()
 
-    return workload, call
+def inference_reference(point: BenchPoint):
+    """The acting network's forward (with exploration) on ``batch`` observations, as actors run it:
+    the registry's ``reference`` (numpy in, ``algo.act`` under ``no_grad``, numpy out)."""
+    from pearl_py.kernels.inference import make_reference
+
+    algo, nets, workload, obs = _acting(point)
+    infer = make_reference(algo, nets)
+    return workload, lambda: infer(obs, explore=True, progress=0.5)
+
+
+def inference_fused(point: BenchPoint):
+    """The ``fused`` variant: ``inference_mode``, zero-copy observations, MLPs as ``addmm`` chains."""
+    from pearl_py.kernels.inference import make_fused
+
+    algo, nets, workload, obs = _acting(point)
+    infer = make_fused(algo, nets)
+    return workload, lambda: infer(obs, explore=True, progress=0.5)
 
 
 def _filled_replay(point: BenchPoint):
@@ -196,3 +272,5 @@ for _kind, _runner in {
     "param_sync": param_sync_reference,
 }.items():
     register_runner(_kind, "reference", _runner)
+register_runner("learner_update", "compiled", learner_update_compiled)
+register_runner("inference", "fused", inference_fused)

@@ -1,7 +1,10 @@
 """Calibrate this CPU: run every kernel kind over a grid, fit a model per (kind, variant[, env]).
 
 Runs single-threaded (``torch.set_num_threads(1)``), as every pearl_py runtime process
-does. ``pearl profile`` calls :func:`profile` and caches the result per machine.
+does. ``pearl profile`` calls :func:`profile` and caches the result per machine. Every
+variant with a micro-benchmark is calibrated where ``pearl_py.kernels`` says it can run
+here; a variant with a one-off setup (the ``compiled`` learner update's compile) also
+records that setup in ``calibration.meta["setup"]``.
 
 Example::
 
@@ -21,7 +24,7 @@ import torch
 from pearl_py.estimate.calibration import Calibration, machine_fingerprint, model_key
 from pearl_py.estimate.features import workload_features
 from pearl_py.estimate.fit import FittedModel, select_model
-from pearl_py.estimate.microbench import BenchPoint, build, time_call, variants
+from pearl_py.estimate.microbench import BenchPoint, build, clear_compiled, time_call, variants
 from pearl_py.protocol import Workload
 
 KINDS = ("learner_update", "inference", "replay_insert", "replay_sample", "priority_update", "env_step",
@@ -49,8 +52,20 @@ def _replay(kind: str, capacities, batches) -> list[BenchPoint]:
     return [BenchPoint(kind, capacity=c, batch=b, prioritized=p) for c, b, p in itertools.product(capacities, batches, flags)]
 
 
-def calibration_grid(kind: str, quick: bool = False) -> list[BenchPoint]:
-    """Points ``pearl profile`` measures; ``quick`` keeps the corners and the middle."""
+COMPILED_WIDTHS = (32, 256)
+"""Widths the ``compiled`` learner update is calibrated at: one compile each per algorithm (4 in all)."""
+
+
+def calibration_grid(kind: str, quick: bool = False, variant: str = "reference") -> list[BenchPoint]:
+    """Points ``pearl profile`` measures; ``quick`` keeps the corners and the middle.
+
+    The ``compiled`` learner update compiles once per network shape (~10-30 s cold on a busy
+    2-core VM) and not per batch size (the batch dimension is dynamic), so its grid is the
+    smallest and largest width at every batch size.
+    """
+    if kind == "learner_update" and variant == "compiled":
+        batches = (32, 128, 256) if quick else (32, 64, 128, 256)
+        return _network(kind, COMPILED_WIDTHS, batches)
     if kind in ("learner_update", "inference"):
         batches = (32, 64, 128, 256) if kind == "learner_update" else (1, 4, 16, 64)
         widths = (32, 64, 128, 256)
@@ -92,15 +107,21 @@ def single_thread() -> Iterator[None]:
         torch.set_num_threads(before)
 
 
-def measure(kind: str, variant: str, points: list[BenchPoint], passes: int = 3) -> list[tuple[Workload, float]]:
+def measure(kind: str, variant: str, points: list[BenchPoint], passes: int = 3,
+            setup: list[tuple[Workload, float, bool]] | None = None) -> list[tuple[Workload, float]]:
     """Seconds per call of ``kind``/``variant`` at every point (single-threaded).
 
     The grid is timed ``passes`` times, interleaved, and each point keeps its fastest
     pass: neighbours on a shared machine only ever add time (cache and memory
-    interference), so the minimum is the least disturbed figure.
+    interference), so the minimum is the least disturbed figure. One-off setups paid while
+    building the kernels (compiles: wall seconds, and whether no cache shortened them) are
+    appended to ``setup`` when given.
     """
     with single_thread():
         benches = [build(kind, variant, point) for point in points]
+        if setup is not None:
+            setup += [(w, call.setup_s, getattr(call, "setup_cold", True)) for w, call in benches
+                      if getattr(call, "setup_s", 0.0) > 0]
         best = [time_call(call) for _, call in benches]
         for _ in range(passes - 1):
             best = [min(b, time_call(call)) for b, (_, call) in zip(best, benches)]
@@ -118,19 +139,56 @@ def fit_measurements(kind: str, measured: list[tuple[Workload, float]]) -> dict[
             for key, rows in groups.items()}
 
 
+def variant_available(kind: str, variant: str) -> tuple[bool, str]:
+    """Whether ``pearl_py.kernels`` can run ``variant`` of ``kind`` on this CPU (kinds it does not list: yes)."""
+    from pearl_py.kernels import REGISTRY
+
+    try:
+        return REGISTRY.get(kind, variant, "cpu").available()
+    except (KeyError, ValueError):
+        return (True, "") if variant == "reference" else (False, f"no {kind} variant {variant!r} on cpu")
+
+
+def setup_entry(setup: list[tuple[Workload, float, bool]]) -> dict:
+    """``calibration.meta["setup"]`` entry: the median cold one-off setup (compile wall seconds).
+
+    Cold compiles on this VM took 7-17 s for DQN and DDPG alike (36 and 93 dispatched ops):
+    a compile's cost is mostly fixed (inductor start, C++ build), so one figure per variant.
+    Compiles a cache shortened are kept as ``warm`` but not used (``seconds`` None then: the
+    estimator falls back to ``estimators/roofline.yaml``): a run compiling a static graph at
+    a new shape misses the cache whatever the calibration hit.
+    """
+    cold = sorted(s for _, s, is_cold in setup if is_cold)
+    return {"seconds": round(cold[len(cold) // 2], 2) if cold else None,
+            "cold": [round(s, 2) for s in cold], "warm": [round(s, 2) for _, s, is_cold in setup if not is_cold]}
+
+
 def profile(quick: bool = False, kinds: tuple[str, ...] = KINDS,
             log: Callable[[str], None] = lambda line: None) -> Calibration:
-    """Measure and fit every registered variant of every kind on this CPU."""
+    """Measure and fit every registered variant of every kind that can run on this CPU."""
     calibration = Calibration(machine_fingerprint(), meta={"quick": quick, "threads": 1,
                                                            "torch": torch.__version__})
     start = time.perf_counter()
-    for kind in kinds:
-        for variant in variants(kind):
-            t0 = time.perf_counter()
-            measured = measure(kind, variant, calibration_grid(kind, quick))
-            for env_id, model in fit_measurements(kind, measured).items():
-                calibration.models[model_key(kind, variant, env_id)] = model
-                log(f"{model_key(kind, variant, env_id):<32} {model.form:<9} cv error {model.cv_mape:5.1f}%  "
-                    f"({model.n_points} points, {time.perf_counter() - t0:.1f}s)")
+    try:
+        for kind in kinds:
+            for variant in variants(kind):
+                ok, reason = variant_available(kind, variant)
+                if not ok:
+                    log(f"{model_key(kind, variant):<32} skipped: {reason}")
+                    continue
+                t0 = time.perf_counter()
+                setup: list[tuple[Workload, float, bool]] = []
+                measured = measure(kind, variant, calibration_grid(kind, quick, variant), setup=setup)
+                if setup:
+                    entry = setup_entry(setup)
+                    calibration.meta.setdefault("setup", {})[model_key(kind, variant)] = entry
+                    log(f"{model_key(kind, variant):<32} setup (compile) {sum(s for _, s, _ in setup):.1f}s "
+                        f"for {len(setup)} shapes ({len(entry['cold'])} cold)")
+                for env_id, model in fit_measurements(kind, measured).items():
+                    calibration.models[model_key(kind, variant, env_id)] = model
+                    log(f"{model_key(kind, variant, env_id):<32} {model.form:<9} cv error {model.cv_mape:5.1f}%  "
+                        f"({model.n_points} points, {time.perf_counter() - t0:.1f}s)")
+    finally:
+        clear_compiled()
     calibration.meta["seconds"] = round(time.perf_counter() - start, 1)
     return calibration

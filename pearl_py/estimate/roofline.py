@@ -1,8 +1,10 @@
 """Spec-only cost models for CPUs and GPUs that are not calibrated on this machine.
 
-``latency = ops x dispatch + max(flops / (peak x efficiency), bytes / bandwidth)``
+``latency = (fixed_ops + ops x s_variant) x dispatch + max(flops / (peak x efficiency), bytes / bandwidth)``
 (Williams, Waterman & Patterson, CACM 2009, plus a per-op launch term). Parameters
-come from the catalogue and ``estimators/roofline.yaml``.
+come from the catalogue and ``estimators/roofline.yaml``; its ``variants`` section gives
+each implementation variant its dispatch multiplier ``s_variant``, the ops it still pays
+at full launch cost per call (``fixed_ops``) and its one-off setup (``setup_s``).
 
 Example::
 
@@ -45,24 +47,37 @@ class RooflineParams:
                 check_keys(doc.data[section], keys, keys, (section,), doc.error)
         return cls(doc.data["variants"], doc.data["cpu"], doc.data["gpu"])
 
-    def dispatch_scale(self, variant: str) -> float:
+    def variant(self, variant: str) -> dict[str, float]:
+        """``{"dispatch_scale", "fixed_ops", "setup_s"}`` of a variant (a bare number is its dispatch scale)."""
         try:
-            return float(self.variants[variant])
+            entry = self.variants[variant]
         except KeyError:
             raise KeyError(f"unknown kernel variant {variant!r}; estimators/roofline.yaml knows "
                            f"{sorted(self.variants)}") from None
+        if not isinstance(entry, dict):
+            entry = {"dispatch_scale": entry}
+        return {"dispatch_scale": float(entry.get("dispatch_scale", 1.0)),
+                "fixed_ops": float(entry.get("fixed_ops", 0.0)), "setup_s": float(entry.get("setup_s", 0.0))}
+
+    def dispatch_scale(self, variant: str) -> float:
+        return self.variant(variant)["dispatch_scale"]
+
+    def setup_s(self, variant: str) -> float:
+        """One-off seconds a variant pays before its first call (a compile, a graph capture)."""
+        return self.variant(variant)["setup_s"]
 
 
 def network_latency(features: dict[str, float], spec: CpuSpec | GpuSpec, params: RooflineParams,
                     variant: str) -> tuple[float, dict[str, float]]:
     """Seconds of a dense-network call (inference or learner update) and its terms."""
-    scale = params.dispatch_scale(variant)
+    v = params.variant(variant)
+    launches = v["fixed_ops"] + features["ops"] * v["dispatch_scale"]
     if isinstance(spec, CpuSpec):
-        dispatch = features["ops"] * spec.dispatch_overhead_us * 1e-6 * scale
+        dispatch = launches * spec.dispatch_overhead_us * 1e-6
         compute = features["flops"] / (spec.core_peak_flops * params.cpu["gemm_efficiency"])
         memory = features["bytes"] / spec.core_bandwidth_bytes
     else:
-        dispatch = features["ops"] * spec.launch_overhead_us * 1e-6 * scale
+        dispatch = launches * spec.launch_overhead_us * 1e-6
         compute = features["flops"] / (spec.fp32_tflops * 1e12 * params.gpu["gemm_efficiency"])
         memory = features["bytes"] / (spec.mem_bandwidth_gbs * 1e9)
     return dispatch + max(compute, memory), {"dispatch": dispatch, "compute": compute, "memory": memory}

@@ -27,11 +27,15 @@ from pearl_py.protocol import KernelKind, ProtocolGraph
 
 def plan(algo: Any, platform: Any, objective: str = "throughput",
          constraints: Constraints | Mapping[str, Any] | None = None, *, solver: str = "auto",
-         estimator: CostModel | None = None, time_limit_s: float = 5.0, pareto_points: int = 7) -> Plan:
+         estimator: CostModel | None = None, time_limit_s: float = 5.0, pareto_points: int = 7,
+         horizon: float | None = None) -> Plan:
     """Solve the assignment of ``algo``'s protocol on ``platform`` (a Platform or a catalogue name/path).
 
     ``objective``: ``throughput`` (samples/s) or ``power`` (samples/J). ``constraints``:
-    ``power_cap_w``, ``pin`` ({kernel: device}), ``exclude`` (devices). The plan's
+    ``power_cap_w``, ``pin`` ({kernel: device}), ``exclude`` (devices). ``horizon``: env
+    steps the run will take; a kernel variant with a one-off setup (the ``compiled``
+    learner update's compile) is chosen only when it pays that back within them
+    (``None``: unknown, so it is not; ``float("inf")``: steady state). The plan's
     ``predicted`` holds the model's figures, the cost table with sources, the Pareto
     front, the other objective's plan and the explanation sentences.
     """
@@ -48,7 +52,7 @@ def plan(algo: Any, platform: Any, objective: str = "throughput",
 
         estimator = Estimator()
     protocol = algo if isinstance(algo, ProtocolGraph) else algo.protocol()
-    problem = build_problem(protocol, platform, estimator, constraints)
+    problem = build_problem(protocol, platform, estimator, constraints, horizon=horizon)
     chosen = solve(problem, objective, solver, time_limit_s)
     other_objective = "power" if objective == "throughput" else "throughput"
     other = solve(problem, other_objective, solver, time_limit_s)
@@ -61,6 +65,7 @@ def plan(algo: Any, platform: Any, objective: str = "throughput",
                                                (other.assignment, other.performance))
     predicted["pareto"] = [p.to_dict() for p in front]
     predicted["platform"] = platform.to_dict()
+    predicted["horizon"] = horizon
     return Plan(platform=platform.name, objective=objective, placements=_placements(chosen),
                 predicted=predicted, solver=chosen.solver)
 
@@ -98,7 +103,7 @@ def describe(problem: AssignmentProblem, protocol: ProtocolGraph, sol: Solution)
     for (kernel, device, variant), option in problem.options.items():
         costs.setdefault(kernel, {}).setdefault(device, {})[variant] = {
             "latency_s": option.latency_s, "energy_j": option.energy_j, "source": option.source,
-            "resources": dict(option.resources)}
+            "resources": dict(option.resources), "setup_s": option.setup_s}
     return {
         **_summary(problem, sol),
         "mode": "serialized" if problem.serialized else "overlapped",
@@ -111,6 +116,7 @@ def describe(problem: AssignmentProblem, protocol: ProtocolGraph, sol: Solution)
         "kinds": {k.name: k.kind.value for k in protocol.kernels()},
         "costs": costs,
         "infeasible": problem.infeasible,
+        "variant_notes": problem.variant_notes,
         "devices": {d.name: {"kind": d.kind, "model": d.model, "idle_w": d.idle_w, "peak_w": d.peak_w,
                              "units": d.units, "members": len(d.physical)}
                     for d in problem.devices.values() if d.name in perf.busy or d.is_pool

@@ -2,6 +2,10 @@
 
 * every (kernel, device, variant) the estimator can cost becomes an option; what it
   cannot (a design that does not fit, a GPU asked to step gymnasium) is kept as the reason;
+* variants per (kernel, device) are the estimator's (``Estimator.variants``: registered in
+  ``pearl_py.kernels`` and able to run there); a variant with a one-off setup (a compile)
+  is offered only when it pays the setup back over the run (``horizon`` samples); why a
+  variant is not offered is kept in ``variant_notes``;
 * CPUs of one model form a pool replicable kernels (actors) may spread over;
 * identical nodes and identical devices in a node are interchangeable, so only as many
   of each as there are kernels are offered (an exact symmetry reduction for the
@@ -35,9 +39,40 @@ ADAM_COPIES = 4
 
 
 class CostModel(Protocol):
-    """What the builder needs from :class:`pearl_py.estimate.Estimator`."""
+    """What the builder needs from :class:`pearl_py.estimate.Estimator` (``variants(kernel, device)`` and
+    ``unavailable_variants(kernel, device)`` are used when present)."""
 
     def cost(self, kernel: Kernel, device: Any, variant: str = "reference") -> Any: ...
+
+
+def break_even_calls(setup_s: float, latency_s: float, reference_latency_s: float) -> float:
+    """Calls after which a variant's one-off setup is paid back by its faster calls (inf if it is not faster)."""
+    saving = reference_latency_s - latency_s
+    if setup_s <= 0:
+        return 0.0
+    return setup_s / saving if saving > 0 else float("inf")
+
+
+def _calls(n: float) -> str:
+    return f"{n / 1e6:.1f}M" if n >= 1e6 else f"{n / 1e3:.1f}k" if n >= 1e3 else f"{n:.0f}"
+
+
+def decline_reason(kernel: Kernel, device: str, variant: str, setup_s: float, latency_s: float,
+                   reference_latency_s: float, horizon: float | None) -> str | None:
+    """Why a variant with a one-off setup is not offered over a run of ``horizon`` samples (None: it pays)."""
+    if setup_s <= 0:
+        return None
+    needed = break_even_calls(setup_s, latency_s, reference_latency_s)
+    calls = None if horizon is None else kernel.rate * horizon
+    if calls is not None and calls > needed:
+        return None
+    head = f"{kernel.name}: variant {variant!r} on {device} not chosen: its one-off setup of {setup_s:.1f} s"
+    if needed == float("inf"):
+        return f"{head} buys no faster call ({latency_s * 1e3:.3g} vs {reference_latency_s * 1e3:.3g} ms)"
+    head += f" pays back after {_calls(needed)} calls ({latency_s * 1e3:.3g} vs {reference_latency_s * 1e3:.3g} ms)"
+    if calls is None:
+        return head + "; the run length is unknown (plan with horizon=<env steps> to weigh it)"
+    return head + f"; the run makes {_calls(calls)}"
 
 
 @dataclass(frozen=True)
@@ -136,19 +171,24 @@ def _routes(platform: Platform, devices: Iterable[str]) -> tuple[dict[str, Link]
 
 def build_problem(protocol: ProtocolGraph, platform: Platform, estimator: CostModel,
                   constraints: Constraints | Mapping[str, Any] | None = None,
-                  variants: Sequence[str] | None = None) -> AssignmentProblem:
+                  variants: Sequence[str] | None = None, horizon: float | None = None) -> AssignmentProblem:
     """The optimizer's view of running ``protocol`` on ``platform`` with ``estimator``'s costs.
 
-    ``variants`` defaults to the estimator's known implementation variants (``reference`` at least).
+    ``variants`` restricts the implementation variants considered (default: every variant
+    the estimator offers per kernel and device, ``reference`` at least). ``horizon``: samples
+    (env steps) of the run; a variant with a one-off setup (``Cost.setup_s``, a compile) is
+    offered only where its faster calls pay the setup back within it. ``None``: the run
+    length is unknown and such variants are not offered (the reason is kept).
     """
     constraints = Constraints.from_mapping(constraints)
     kernels = list(protocol.kernels())
     for kernel_name, device_name in constraints.pin.items():
         if kernel_name not in protocol:
             raise PlanningError(f"pin: unknown kernel {kernel_name!r}; the protocol has {sorted(protocol.graph)}")
-    if variants is None:
+    per_device = callable(getattr(estimator, "variants", None))
+    if variants is None and not per_device:
         known = getattr(getattr(estimator, "params", None), "variants", None)
-        variants = sorted(known) if known else ["reference"]
+        variants = sorted(known, key=lambda v: (v != "reference", v)) if known else ["reference"]
 
     keep = canonical_devices(platform, len(kernels))
     pinned = set(constraints.pin.values())
@@ -172,18 +212,36 @@ def build_problem(protocol: ProtocolGraph, platform: Platform, estimator: CostMo
 
     options: dict[tuple[str, str, str], Option] = {}
     infeasible: dict[str, list[str]] = defaultdict(list)
+    notes: dict[str, list[str]] = defaultdict(list)
     for kernel in kernels:
         targets = [(d.name, d) for d in chosen] + [(p, first) for p, first in pools.items() if kernel.replicable]
         for target, device in targets:
+            offered = estimator.variants(kernel, device) if per_device else list(variants)
+            if per_device and variants is not None:
+                offered = [v for v in offered if v in variants]
+            if per_device and target == device.name:
+                for name, reason in estimator.unavailable_variants(kernel, device).items() if hasattr(
+                        estimator, "unavailable_variants") else ():
+                    notes[kernel.name].append(f"{kernel.name}: variant {name!r} not offered on {target}: {reason}")
             reference = None
-            for variant in variants:
+            for variant in offered:
                 try:
                     cost = estimator.cost(kernel, device, variant)
                 except UserError as exc:
-                    infeasible[kernel.name].append(str(exc))
-                    break
+                    if variant == "reference" or reference is None:
+                        infeasible[kernel.name].append(str(exc))
+                        break
+                    continue  # this variant cannot run here; the reference can
                 if reference is not None and cost == reference:
                     continue  # the variant changes nothing on this device
+                setup_s = float(getattr(cost, "setup_s", 0.0))
+                if reference is not None and setup_s > 0:
+                    reason = decline_reason(kernel, target, variant, setup_s, cost.latency_s,
+                                            reference.latency_s, horizon)
+                    if reason is not None:
+                        if target == device.name:
+                            notes[kernel.name].append(reason)
+                        continue
                 reference = reference or cost
                 resources = {k: float(v) for k, v in cost.resources.items() if k != "cores"}
                 need = memory_need(kernel)
@@ -192,10 +250,11 @@ def build_problem(protocol: ProtocolGraph, platform: Platform, estimator: CostMo
                 instance = cost.instance if device.kind == "fpga" else (
                     "replay-storage" if kernel.kind in REPLAY_KINDS else "")
                 options[(kernel.name, target, variant)] = Option(cost.latency_s, cost.energy_j, resources,
-                                                                 cost.source, instance)
+                                                                 cost.source, instance, setup_s)
     tasks = tuple(Task(k.name, k.rate, k.replicable, constraints.pin.get(k.name)) for k in kernels)
     edges = tuple(Edge(src, dst, float(nbytes), float(rate)) for src, dst, nbytes, rate in protocol.edges())
     physical = {m for d in devices.values() for m in d.physical}
     links, routes = _routes(platform, physical)
     return AssignmentProblem(tasks, devices, options, edges, links, routes, serialized=protocol.serialized,
-                             power_cap_w=constraints.power_cap_w, name=platform.name, infeasible=dict(infeasible))
+                             power_cap_w=constraints.power_cap_w, name=platform.name, infeasible=dict(infeasible),
+                             variant_notes=dict(notes))

@@ -78,6 +78,8 @@ class Option:
     resources: Mapping[str, float] = field(default_factory=dict)
     source: str = "modelled"
     instance: str = ""
+    setup_s: float = 0.0
+    """One-off seconds before the first call (a variant's compile); reported, not in the per-sample model."""
 
 
 @dataclass(frozen=True)
@@ -107,7 +109,9 @@ class AssignmentProblem:
 
     ``routes[(a, b)]`` lists the link names crossed from physical device ``a`` to ``b``.
     ``serialized`` is true when the protocol runs its stages one after another.
-    ``infeasible[kernel]`` keeps why a kernel cannot run on some devices (for error messages).
+    ``infeasible[kernel]`` keeps why a kernel cannot run on some devices (for error messages);
+    ``variant_notes[kernel]`` why some implementation variants are not offered (not available
+    on this machine, a one-off setup the run would not pay back), for reports.
     """
 
     tasks: tuple[Task, ...]
@@ -120,6 +124,7 @@ class AssignmentProblem:
     power_cap_w: float | None = None
     name: str = "problem"
     infeasible: dict[str, list[str]] = field(default_factory=dict)
+    variant_notes: dict[str, list[str]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self._task = {t.name: t for t in self.tasks}
