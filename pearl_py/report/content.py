@@ -61,6 +61,56 @@ def assignment_rows(plan: Plan) -> list[list[str]]:
     return rows
 
 
+def _count(n: float) -> str:
+    return f"{n / 1e6:.1f}M" if n >= 1e6 else f"{n / 1e3:.1f}k" if n >= 1e3 else f"{n:.0f}"
+
+
+def variant_sentences(plan: Plan) -> list[str]:
+    """Why each kernel runs a variant other than the reference: per-call times, setup, break-even.
+
+    E.g. "learner_update runs 'compiled' on cpu: 0.771 ms vs 1.63 ms per call for 'reference'
+    (calibrated); its one-off setup of 8.0 s pays back after 9.3k updates (the run makes 25.0k)."
+    """
+    kinds = plan.predicted.get("kinds", {})
+    rates = plan.predicted.get("rates", {})
+    horizon = plan.predicted.get("horizon")
+    out = []
+    for kernel, place in plan.placements.items():
+        if place.variant == "reference":
+            continue
+        mine = _cost(plan, kernel, place.device, place.variant)
+        ref = _cost(plan, kernel, place.device, "reference")
+        if mine is None:
+            continue
+        calls = "updates" if kinds.get(kernel) == "learner_update" else "calls"
+        text = f"{kernel} runs {place.variant!r} on {place.device}: {fmt.seconds(mine['latency_s'])}"
+        if ref is not None:
+            text += f" vs {fmt.seconds(ref['latency_s'])} per call for 'reference'"
+            sources = {mine["source"], ref["source"]}
+            text += f" ({' and '.join(sorted(sources))})"
+        else:
+            text += f" per call ({mine['source']}; the reference is not offered there)"
+        setup = float(mine.get("setup_s", 0.0))
+        if setup <= 0:
+            text += ", with no one-off setup."
+        elif ref is not None and ref["latency_s"] > mine["latency_s"]:
+            needed = setup / (ref["latency_s"] - mine["latency_s"])
+            text += f"; its one-off setup of {setup:.1f} s pays back after {_count(needed)} {calls}"
+            if horizon is not None and horizon != float("inf"):
+                text += f" (the run makes {_count(rates.get(kernel, 0.0) * horizon)})."
+            else:
+                text += " (steady state assumed)."
+        else:
+            text += f"; one-off setup {setup:.1f} s."
+        out.append(text)
+    return out
+
+
+def variant_notes(plan: Plan) -> list[str]:
+    """Why implementation variants were not offered (unavailable here, setup not paid back over the run)."""
+    return [note for notes in plan.predicted.get("variant_notes", {}).values() for note in sorted(set(notes))]
+
+
 def cost_table(plan: Plan) -> tuple[list[str], list[list[str]]]:
     """Kernel x device: latency per call (fastest variant) with its source; '-' where it cannot run."""
     costs = plan.predicted.get("costs", {})
