@@ -117,8 +117,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UserError as exc:
         print(f"pearl: error: {exc}", file=sys.stderr)
         return exc.exit_code
-    except KeyboardInterrupt:
-        print("pearl: interrupted", file=sys.stderr)
+    except KeyboardInterrupt as exc:  # a parallel run's RunInterrupted names its checkpoint
+        print(f"pearl: {exc}" if str(exc) else "pearl: interrupted", file=sys.stderr)
         return 130
 
 
