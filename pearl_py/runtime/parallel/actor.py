@@ -129,6 +129,7 @@ def _collect(spec: ActorSpec, ring: ShmRing, board: ParamBoard, control: Control
             start = time.perf_counter()
             next_obs, rewards, terminated, truncated, infos = envs.step(algo.spec.to_env_action(actions))
             control.add_time(spec.index, "env_step", time.perf_counter() - start)
+            start = time.perf_counter()
             done = terminated | truncated
             next_obs = next_obs.astype(np.float32)
             episode_return, episode_length = np.zeros(n), np.zeros(n, dtype=np.int64)
@@ -139,6 +140,7 @@ def _collect(spec: ActorSpec, ring: ShmRing, board: ParamBoard, control: Control
                      next_obs=true_next_obs(next_obs, done, infos), terminated=terminated,
                      episode_return=episode_return, episode_length=episode_length)
             control.set_produced(spec.index, ring.head)
+            control.add_time(spec.index, "actor_handoff", time.perf_counter() - start)
             obs = next_obs
     finally:
         envs.close()

@@ -22,7 +22,9 @@ import numpy as np
 
 from pearl_py.replay.storage import Layout, Storage
 
-ACTOR_KERNELS = ("env_step", "inference", "param_sync")
+ACTOR_KERNELS = ("env_step", "inference", "param_sync", "actor_handoff")
+"""Timed on the actors; ``actor_handoff`` is the loop's own work after a step (episode
+bookkeeping, writing the transitions into the ring), the actor's side of replay_insert."""
 """Kernels an actor runs and times."""
 
 
