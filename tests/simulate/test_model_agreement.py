@@ -11,7 +11,7 @@ import pytest
 
 from pearl_py.optimize.model import Choice, evaluate
 from pearl_py.simulate import SimSchedule, simulate
-from tests.simulate.conftest import problem_for
+from sim_problems import problem_for
 
 ZOO = dict(train_freq=256, gradient_steps=128, batch_size=64, net_arch=(256, 256))
 LIGHT_LEARNER = dict(train_freq=64, gradient_steps=1, batch_size=64, n_envs=8)
