@@ -5,6 +5,7 @@ kind               device  variant     what it is
 =================  ======  ==========  ====================================================
 learner_update     cpu     reference   ``Learner.update``: eager autograd + ``torch.optim.Adam``
 learner_update     cpu     compiled    whole step (fwd, bwd, clip, Adam) as one ``torch.compile`` graph
+learner_update     cpu     fused       DQN/DDPG whole step as one numba function over BLAS (others: reference)
 learner_update     gpu     reference   ``Learner.update`` on the GPU
 learner_update     gpu     cuda_graph  whole step captured in a CUDA graph (needs CUDA)
 inference          cpu     reference   ``algorithm.act`` under ``no_grad``
@@ -12,8 +13,9 @@ inference          cpu     fused       ``inference_mode``, zero-copy obs, MLPs a
 inference          gpu     reference   ``algorithm.act`` under ``no_grad`` on the GPU
 =================  ======  ==========  ====================================================
 
-Every variant works for any :class:`pearl_py.Algorithm` (it is generic over the
-algorithm's losses and ``act``). Example::
+Every variant but the ``fused`` learner update works for any :class:`pearl_py.Algorithm`
+(it is generic over the algorithm's losses and ``act``); the ``fused`` one implements DQN
+and DDPG by hand and builds the reference, with a warning, for any other algorithm. Example::
 
     >>> import pearl_py.kernels as kernels
     >>> learner = Learner(pearl.DQN("CartPole-v1", batch_size=64))
@@ -22,6 +24,7 @@ algorithm's losses and ``act``). Example::
 """
 from pearl_py.kernels import inference, learner_update
 from pearl_py.kernels.cuda_graph import cuda_available, make_cuda_graph
+from pearl_py.kernels.fused_cpu import make_fused_cpu, numba_available
 from pearl_py.kernels.registry import (
     DEVICE_CLASSES,
     REGISTRY,
@@ -42,6 +45,10 @@ for _variant in (
     Variant("reference", _LEARNER, "cpu", learner_update.make_reference, _EAGER_UPDATE),
     Variant("compiled", _LEARNER, "cpu", learner_update.make_compiled,
             "whole step (forward, backward, clip, Adam) as one torch.compile graph", requires=compile_available),
+    Variant("fused", _LEARNER, "cpu", make_fused_cpu,
+            "DQN/DDPG whole step (target and online forward, loss, backward, clip, Adam, soft target update) "
+            "as one numba function over BLAS, in the learner's memory", requires=numba_available,
+            fallback="reference"),
     Variant("reference", _LEARNER, "gpu", learner_update.make_reference, _EAGER_UPDATE, requires=cuda_available),
     Variant("cuda_graph", _LEARNER, "gpu", make_cuda_graph,
             "whole step captured in a CUDA graph, replayed with one launch", requires=cuda_available),

@@ -70,6 +70,10 @@ class Variant:
     builder: Callable[..., Any]
     description: str
     requires: Callable[[], tuple[bool, str]] = always_available
+    fallback: str | None = None
+    """A variant of the same kind and device class that :func:`build` builds instead when this one's
+    builder refuses the given arguments (raises :class:`KernelUnavailable`: an algorithm it does not
+    implement), with a warning saying why. ``available()`` cannot see the algorithm, the builder can."""
 
     def __post_init__(self) -> None:
         if self.device_class not in DEVICE_CLASSES:
@@ -133,5 +137,18 @@ REGISTRY = Registry()
 
 def build(kind: KernelKind | str, variant: str, *args: Any, device_class: str | None = None,
           registry: Registry = REGISTRY, **kwargs: Any) -> Any:
-    """Build variant ``variant`` of ``kind`` with the builder's arguments (see :class:`Variant`)."""
-    return registry.get(kind, variant, device_class).build(*args, **kwargs)
+    """Build variant ``variant`` of ``kind`` with the builder's arguments (see :class:`Variant`).
+
+    A variant whose builder refuses the arguments (``KernelUnavailable``) and names a
+    ``fallback`` is replaced by the fallback, with a ``RuntimeWarning`` giving the reason.
+    """
+    chosen = registry.get(kind, variant, device_class)
+    try:
+        return chosen.build(*args, **kwargs)
+    except KernelUnavailable as exc:
+        if chosen.fallback is None or not chosen.available()[0]:
+            raise
+        import warnings
+
+        warnings.warn(f"{exc}; running the {chosen.fallback!r} variant instead", RuntimeWarning, stacklevel=2)
+        return registry.get(kind, chosen.fallback, chosen.device_class).build(*args, **kwargs)
