@@ -32,14 +32,17 @@ import torch
 
 import pearl_py as pearl
 from pearl_py.algorithms import Algorithm, Learner, TensorBatch
+from pearl_py.kernels.fused_cpu import make_fused_cpu
 from pearl_py.kernels.learner_update import make_compiled, make_reference
 
 VARIANTS: dict[str, Callable[[Learner], Callable]] = {
     "reference": make_reference,
     "compiled": make_compiled,
     "compiled+autotune": lambda learner: make_compiled(learner, {"max_autotune": True}),
+    "fused": make_fused_cpu,
 }
-"""The registered CPU variants, and the inductor max-autotune setting the choice was measured against."""
+"""The registered CPU variants, and the inductor max-autotune setting the choice was measured against.
+``fused``: the DQN/DDPG step in one numba function (its "compile" is numba's, cached on disk)."""
 
 
 def workloads() -> dict[str, Algorithm]:
@@ -162,9 +165,10 @@ def main() -> None:
               f"FLOP-bound {bound * 1e3:.3f} ms", flush=True)
         eager = timings["reference"].cpu_s if "reference" in timings else float("nan")
         for name, t in timings.items():
-            rss, cold = (float("nan"), None) if args.no_memory else measure_child(label, name, name != "reference")
+            rss, cold = (float("nan"), None) if args.no_memory else measure_child(
+                label, name, name not in ("reference", "fused"))
             first = "-" if t.first_call_s is None else f"{t.first_call_s:.1f}"
-            cold_s = "-" if cold is None or name == "reference" else f"{cold:.1f}"
+            cold_s = "-" if cold is None or name in ("reference", "fused") else f"{cold:.1f}"
             rows.append(f"{label:30s} {name:18s} {t.cpu_s * 1e3:8.3f} {t.wall_s * 1e3:8.3f} "
                         f"{eager / t.cpu_s:7.2f}x {bound * 1e3:8.3f} {t.cpu_s / bound:6.2f}x "
                         f"{first:>10s} {cold_s:>7s} {rss:8.0f}")

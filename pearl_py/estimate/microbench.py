@@ -5,7 +5,8 @@ Each runner builds a kernel from the project's own code (the algorithm's
 envs as the runtime makes them) and returns its workload and a zero-argument callable.
 Variants of a kernel kind (``pearl_py.kernels``) register their own runner under the
 variant's name: ``learner_update/compiled`` (the ``torch.compile`` whole step, compiled
-once per network shape with the batch dimension dynamic) and ``inference/fused``.
+once per network shape with the batch dimension dynamic), ``learner_update/fused`` (the
+numba DQN/DDPG step) and ``inference/fused``.
 A callable with a one-off setup (a compile) carries it as ``call.setup_s`` (seconds).
 
 Example::
@@ -30,8 +31,9 @@ ALGO_ENVS = {"dqn": "CartPole-v1", "ddpg": "Pendulum-v1"}
 
 @dataclass(frozen=True)
 class BenchPoint:
-    """One grid point. Network kinds read algo/width/depth/batch; replay reads capacity/batch/
-    prioritized; env_step reads env_id/batch (= n_envs); param_sync reads nbytes."""
+    """One grid point. Network kinds read algo/width/depth/batch (or ``arch``, hidden widths, when
+    given); replay reads capacity/batch/prioritized; env_step reads env_id/batch (= n_envs);
+    param_sync reads nbytes."""
 
     kind: str
     algo: str = "dqn"
@@ -42,6 +44,12 @@ class BenchPoint:
     prioritized: bool = False
     env_id: str = ""
     nbytes: int = 0
+    arch: tuple[int, ...] = ()
+
+    @property
+    def hidden(self) -> tuple[int, ...]:
+        """The hidden layer widths of a network point."""
+        return self.arch or (self.width,) * self.depth
 
 
 Runner = Callable[[BenchPoint], tuple[Workload, Callable[[], object]]]
@@ -104,7 +112,7 @@ def _algorithm(point: BenchPoint, **extra):
     import pearl_py as pearl
 
     cls = {"dqn": pearl.DQN, "ddpg": pearl.DDPG}[point.algo]
-    return cls(ALGO_ENVS[point.algo], net_arch=[point.width] * point.depth, **extra)
+    return cls(ALGO_ENVS[point.algo], net_arch=list(point.hidden), **extra)
 
 
 def _random_batch(algo, size: int, generator: torch.Generator):
@@ -131,8 +139,8 @@ def learner_update_reference(point: BenchPoint):
     return workload, lambda: learner.update(batch)
 
 
-_COMPILED: dict[tuple[str, int, int], tuple[object, Callable]] = {}
-"""Compiled learners of this process by (algo, width, depth): one compile serves every batch size."""
+_COMPILED: dict[tuple[str, tuple[int, ...]], tuple[object, Callable]] = {}
+"""Compiled learners of this process by (algo, hidden widths): one compile serves every batch size."""
 
 
 def clear_compiled() -> None:
@@ -141,7 +149,7 @@ def clear_compiled() -> None:
 
 
 def learner_update_compiled(point: BenchPoint):
-    """The ``compiled`` variant's whole step: one ``torch.compile`` per (algo, width, depth), batch dim dynamic.
+    """The ``compiled`` variant's whole step: one ``torch.compile`` per (algo, hidden widths), batch dim dynamic.
 
     The first call (the compile, ``setup_s`` wall seconds; ``setup_cold`` unless inductor's
     FX-graph cache served it) happens here. Marking only the
@@ -162,7 +170,7 @@ def learner_update_compiled(point: BenchPoint):
         torch._dynamo.mark_dynamic(tensor, 0)
     from torch._dynamo.utils import counters
 
-    key = (point.algo, point.width, point.depth)
+    key = (point.algo, point.hidden)
     setup_s, cold = 0.0, True
     if key not in _COMPILED:
         learner = Learner(algo, device="cpu")
@@ -178,6 +186,22 @@ def learner_update_compiled(point: BenchPoint):
         _COMPILED[key] = (learner, update)
     _, update = _COMPILED[key]
     return workload, BenchCall(lambda: update(batch), setup_s, cold)
+
+
+def learner_update_fused(point: BenchPoint):
+    """The ``fused`` variant (DQN/DDPG whole step in one numba function); ``setup_s``: building it and
+    the first call (numba loads its on-disk cache, or compiles, ~10-20 s, the first time on a machine)."""
+    from pearl_py.algorithms.learner import Learner
+    from pearl_py.kernels.fused_cpu import make_fused_cpu
+
+    algo = _algorithm(point, batch_size=point.batch)
+    workload = algo.protocol().kernel("learner_update").workload
+    batch = _random_batch(algo, point.batch, torch.Generator().manual_seed(0))
+    start = time.perf_counter()
+    update = make_fused_cpu(Learner(algo, device="cpu"))
+    update(batch)
+    setup_s = time.perf_counter() - start
+    return workload, BenchCall(lambda: update(batch), setup_s, setup_s > 2.0)
 
 
 def _acting(point: BenchPoint):
@@ -273,4 +297,5 @@ for _kind, _runner in {
 }.items():
     register_runner(_kind, "reference", _runner)
 register_runner("learner_update", "compiled", learner_update_compiled)
+register_runner("learner_update", "fused", learner_update_fused)
 register_runner("inference", "fused", inference_fused)
