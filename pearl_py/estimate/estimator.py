@@ -51,6 +51,12 @@ def registered_variants(kind: KernelKind, device_kind: str) -> list[tuple[str, o
     return [(v.name, v) for v in REGISTRY.variants(kind, _DEVICE_CLASS[device_kind])]
 
 
+def _registered_anywhere(name: str) -> bool:
+    from pearl_py.kernels import REGISTRY
+
+    return any(v.name == name for kind in KernelKind for v in REGISTRY.variants(kind))
+
+
 class Estimator:
     """Costs per (kernel, variant, device). ``calibration=None`` reads the machine's cache."""
 
@@ -107,16 +113,21 @@ class Estimator:
             return self._fpga(kernel, device)
         if kernel.kind == KernelKind.ENV_STEP and device.kind != "cpu":
             raise Infeasible(kernel.name, device.name, "device kind", reason="gymnasium environments run on CPUs")
-        if variant != "reference":
-            self.params.variant(variant)  # KeyError for a name estimators/roofline.yaml does not know
-            if variant not in dict(registered_variants(kernel.kind, device.kind)):
-                raise Infeasible(kernel.name, device.name, "variant",
-                                 reason=f"pearl_py.kernels has no {kernel.kind.value} variant {variant!r} "
-                                        f"for {device.kind} devices")
+        if variant != "reference" and variant not in dict(registered_variants(kernel.kind, device.kind)):
+            if variant not in self.params.variants and not _registered_anywhere(variant):
+                raise KeyError(f"unknown kernel variant {variant!r}; estimators/roofline.yaml knows "
+                               f"{sorted(self.params.variants)}")
+            raise Infeasible(kernel.name, device.name, "variant",
+                             reason=f"pearl_py.kernels has no {kernel.kind.value} variant {variant!r} "
+                                    f"for {device.kind} devices")
         if device.kind == "cpu" and device.local:
             calibrated = self._calibrated(kernel, device, variant)
             if calibrated is not None:
                 return calibrated
+        try:
+            self.params.variant(variant, kernel.kind.value)
+        except KeyError as exc:  # a registered variant nobody has modelled yet: not offered where uncalibrated
+            raise Infeasible(kernel.name, device.name, "variant", reason=str(exc.args[0])) from None
         return self._roofline(kernel, device, variant)
 
     def transfer(self, platform: Platform, src: str, dst: str, nbytes: float) -> Cost:
@@ -135,14 +146,14 @@ class Estimator:
         setup = self.calibration.meta.get("setup", {}).get(f"{kernel.kind.value}/{variant}") or {}
         setup_s = setup.get("seconds")
         if setup_s is None:  # no cold setup measured here (a warm cache served every compile): the modelled one
-            setup_s = self.params.setup_s(variant) if variant != "reference" else 0.0
+            setup_s = self.params.setup_s(variant, kernel.kind.value) if variant != "reference" else 0.0
         return Cost(latency, dynamic_energy_j(device.spec, latency, 1 / device.spec.cores),
                     {"cores": 1}, "calibrated", kernel.kind.value, {"model": model.cv_mape}, setup_s)
 
     def _roofline(self, kernel: Kernel, device: Device, variant: str) -> Cost:
         spec, features, p = device.spec, workload_features(kernel.workload), self.params
         if kernel.kind in _NETWORK_KINDS:
-            latency, detail = roofline.network_latency(features, spec, p, variant)
+            latency, detail = roofline.network_latency(features, spec, p, variant, kernel.kind.value)
         elif kernel.kind in REPLAY_KINDS:
             latency, detail = roofline.replay_latency(kernel.kind.value, features, spec, p, variant)
         elif kernel.kind == KernelKind.ENV_STEP:
@@ -154,7 +165,7 @@ class Estimator:
         else:  # a GPU draws dynamic power for the bound (compute or memory) part, not while launching
             share, resources = (latency - detail.get("dispatch", 0.0)) / latency if latency else 0.0, {}
         return Cost(latency, dynamic_energy_j(spec, latency, share), resources, "modelled", kernel.kind.value, detail,
-                    p.setup_s(variant))
+                    p.setup_s(variant, kernel.kind.value))
 
     def _fpga(self, kernel: Kernel, device: Device) -> Cost:
         board, t = device.spec, self.templates

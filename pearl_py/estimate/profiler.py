@@ -52,7 +52,10 @@ def _replay(kind: str, capacities, batches) -> list[BenchPoint]:
     return [BenchPoint(kind, capacity=c, batch=b, prioritized=p) for c, b, p in itertools.product(capacities, batches, flags)]
 
 
-COMPILED_WIDTHS = (32, 256)
+WIDTHS = (32, 64, 128, 256, 400)
+"""Hidden widths of the network grids: up to the DDPG zoo's 400 (actor and critic [400, 300]), so zoo shapes
+are interpolated, not extrapolated."""
+COMPILED_WIDTHS = (32, 400)
 """Widths the ``compiled`` learner update is calibrated at: one compile each per algorithm (4 in all)."""
 
 
@@ -68,9 +71,9 @@ def calibration_grid(kind: str, quick: bool = False, variant: str = "reference")
         return _network(kind, COMPILED_WIDTHS, batches)
     if kind in ("learner_update", "inference"):
         batches = (32, 64, 128, 256) if kind == "learner_update" else (1, 4, 16, 64)
-        widths = (32, 64, 128, 256)
+        widths = WIDTHS
         if quick:
-            batches, widths = batches[::2] + batches[-1:], (32, 128, 256)
+            batches, widths = batches[::2] + batches[-1:], (32, 128, 400)
         return _network(kind, widths, batches)
     if kind in ("replay_insert", "replay_sample", "priority_update"):
         return _replay(kind, (1_000, 100_000) if quick else (1_000, 10_000, 100_000),
@@ -80,6 +83,11 @@ def calibration_grid(kind: str, quick: bool = False, variant: str = "reference")
     if kind == "param_sync":
         return [BenchPoint(kind, nbytes=n) for n in (1_000, 10_000, 100_000, 1_000_000, 4_000_000)]
     raise KeyError(kind)
+
+
+ZOO_POINTS = (BenchPoint("learner_update", algo="dqn", width=256, batch=64),
+              BenchPoint("learner_update", algo="ddpg", batch=256, arch=(400, 300)))
+"""The zoo configurations' learner updates (DQN CartPole batch 64 [256, 256]; DDPG Pendulum batch 256 [400, 300])."""
 
 
 def heldout_grid(kind: str) -> list[BenchPoint]:

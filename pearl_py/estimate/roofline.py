@@ -47,30 +47,40 @@ class RooflineParams:
                 check_keys(doc.data[section], keys, keys, (section,), doc.error)
         return cls(doc.data["variants"], doc.data["cpu"], doc.data["gpu"])
 
-    def variant(self, variant: str) -> dict[str, float]:
-        """``{"dispatch_scale", "fixed_ops", "setup_s"}`` of a variant (a bare number is its dispatch scale)."""
-        try:
-            entry = self.variants[variant]
-        except KeyError:
-            raise KeyError(f"unknown kernel variant {variant!r}; estimators/roofline.yaml knows "
-                           f"{sorted(self.variants)}") from None
+    def variant(self, variant: str, kind: str | None = None) -> dict[str, float]:
+        """``{"dispatch_scale", "fixed_ops", "setup_s"}`` of a variant (a bare number is its dispatch scale).
+
+        An entry ``<kind>/<variant>`` (e.g. ``learner_update/fused``) overrides ``<variant>`` for that kind;
+        a ``<variant>`` entry with ``kinds`` applies to those kinds only (variants of different kinds may
+        share a name). ``KeyError`` when there is no entry for the variant (of that kind).
+        """
+        entry = self.variants.get(f"{kind}/{variant}") if kind else None
+        if entry is None:
+            try:
+                entry = self.variants[variant]
+            except KeyError:
+                raise KeyError(f"unknown kernel variant {variant!r}; estimators/roofline.yaml knows "
+                               f"{sorted(self.variants)}") from None
+            if isinstance(entry, dict) and kind and kind not in entry.get("kinds", [kind]):
+                raise KeyError(f"estimators/roofline.yaml has no modelled cost for {kind} variant {variant!r} "
+                               f"(its {variant!r} entry is for {', '.join(entry['kinds'])})")
         if not isinstance(entry, dict):
             entry = {"dispatch_scale": entry}
         return {"dispatch_scale": float(entry.get("dispatch_scale", 1.0)),
                 "fixed_ops": float(entry.get("fixed_ops", 0.0)), "setup_s": float(entry.get("setup_s", 0.0))}
 
-    def dispatch_scale(self, variant: str) -> float:
-        return self.variant(variant)["dispatch_scale"]
+    def dispatch_scale(self, variant: str, kind: str | None = None) -> float:
+        return self.variant(variant, kind)["dispatch_scale"]
 
-    def setup_s(self, variant: str) -> float:
+    def setup_s(self, variant: str, kind: str | None = None) -> float:
         """One-off seconds a variant pays before its first call (a compile, a graph capture)."""
-        return self.variant(variant)["setup_s"]
+        return self.variant(variant, kind)["setup_s"]
 
 
 def network_latency(features: dict[str, float], spec: CpuSpec | GpuSpec, params: RooflineParams,
-                    variant: str) -> tuple[float, dict[str, float]]:
+                    variant: str, kind: str | None = None) -> tuple[float, dict[str, float]]:
     """Seconds of a dense-network call (inference or learner update) and its terms."""
-    v = params.variant(variant)
+    v = params.variant(variant, kind)
     launches = v["fixed_ops"] + features["ops"] * v["dispatch_scale"]
     if isinstance(spec, CpuSpec):
         dispatch = launches * spec.dispatch_overhead_us * 1e-6
@@ -86,7 +96,7 @@ def network_latency(features: dict[str, float], spec: CpuSpec | GpuSpec, params:
 def replay_latency(kind: str, features: dict[str, float], spec: CpuSpec | GpuSpec,
                    params: RooflineParams, variant: str) -> tuple[float, dict[str, float]]:
     """Seconds of a replay call: per-call dispatches, one DRAM miss per node visited, bytes moved."""
-    scale = params.dispatch_scale(variant)
+    scale = params.dispatch_scale(variant, kind)
     if isinstance(spec, CpuSpec):
         calls = params.cpu["replay_calls"][kind] + 2 * features["levels"]
         dispatch = calls * params.cpu["numpy_call_us"] * 1e-6 * scale

@@ -63,6 +63,7 @@ def test_each_variant_gets_its_own_calibrated_cost_and_setup(graph, cpu):
 
 def test_local_cpu_offers_calibrated_available_variants(graph, cpu):
     est = Estimator(synthetic_calibration())
+    # other registered variants the synthetic calibration lacks are not offered
     assert est.variants(graph.kernel("learner_update"), cpu) == ["reference", "compiled"]
     assert est.variants(graph.kernel("inference"), cpu) == ["reference", "fused"]
     assert est.variants(graph.kernel("replay_sample"), cpu) == ["reference"]
@@ -80,7 +81,7 @@ def test_unavailable_variant_is_not_offered_on_this_machine(graph, cpu, monkeypa
     est = Estimator(synthetic_calibration())
     kernel = graph.kernel("learner_update")
     assert est.variants(kernel, cpu) == ["reference"]
-    assert est.unavailable_variants(kernel, cpu) == {"compiled": "no C++ compiler"}
+    assert est.unavailable_variants(kernel, cpu)["compiled"] == "no C++ compiler"
     assert variant_available("learner_update", "compiled") == (False, "no C++ compiler")
 
 
@@ -88,7 +89,8 @@ def test_uncalibrated_devices_get_a_modelled_cost_per_variant(graph):
     est = Estimator(use_cache=False)
     kernel = graph.kernel("learner_update")
     xeon = Platform.load("pearl-cpu-gpu-fpga").device("cpu")
-    assert est.variants(kernel, xeon) == ["reference", "compiled"]
+    offered = est.variants(kernel, xeon)
+    assert offered[0] == "reference" and "compiled" in offered and "cuda_graph" not in offered
     ref, fast = est.cost(kernel, xeon), est.cost(kernel, xeon, "compiled")
     assert fast.source == "modelled" and fast.latency_s < ref.latency_s
     assert fast.detail["dispatch"] == pytest.approx(0.3 * ref.detail["dispatch"])
@@ -169,3 +171,15 @@ def test_compiled_runner_compiles_once_for_every_batch():
         second()
     finally:
         clear_compiled()
+
+
+def test_roofline_variant_entries_per_kind():
+    from pearl_py.estimate.roofline import RooflineParams
+
+    params = RooflineParams({"reference": 1.0, "fast": {"kinds": ["inference"], "dispatch_scale": 0.5},
+                             "learner_update/fast": {"dispatch_scale": 0.2, "setup_s": 3}}, {}, {})
+    assert params.variant("reference") == {"dispatch_scale": 1.0, "fixed_ops": 0.0, "setup_s": 0.0}
+    assert params.dispatch_scale("fast", "inference") == 0.5
+    assert params.dispatch_scale("fast", "learner_update") == 0.2 and params.setup_s("fast", "learner_update") == 3
+    with pytest.raises(KeyError, match="no modelled cost for replay_sample variant 'fast'"):
+        params.variant("fast", "replay_sample")

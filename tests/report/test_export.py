@@ -42,7 +42,7 @@ def test_markdown_states_limit_sources_and_comparison(ddpg_plan, tmp_path):
     text = ddpg_plan.export(tmp_path)["markdown"].read_text()
     assert text.startswith("# Plan for pearl-cpu-gpu-fpga: power objective")
     assert ddpg_plan.predicted["limit"] in text and ddpg_plan.predicted["comparison"] in text
-    assert re.search(r"\| learner_update \| [\d.,]+ \w+ modelled \|", text)
+    assert re.search(r"\| learner_update \| [\d.,]+ \w+ modelled( \(\w+\))? \|", text)
 
 
 def test_failed_render_leaves_no_partial_report(ddpg_plan, tmp_path, monkeypatch):
