@@ -9,13 +9,14 @@ learner_update     cpu     fused       DQN/DDPG whole step as one numba function
 learner_update     gpu     reference   ``Learner.update`` on the GPU
 learner_update     gpu     cuda_graph  whole step captured in a CUDA graph (needs CUDA)
 inference          cpu     reference   ``algorithm.act`` under ``no_grad``
-inference          cpu     fused       ``inference_mode``, zero-copy obs, MLPs as fused ``addmm`` chains
+inference          cpu     fused       DQN/DDPG act (MLP, argmax/epsilon or tanh+noise) as one numba call
 inference          gpu     reference   ``algorithm.act`` under ``no_grad`` on the GPU
 =================  ======  ==========  ====================================================
 
-Every variant but the ``fused`` learner update works for any :class:`pearl_py.Algorithm`
-(it is generic over the algorithm's losses and ``act``); the ``fused`` one implements DQN
-and DDPG by hand and builds the reference, with a warning, for any other algorithm. Example::
+Every variant but the ``fused`` ones works for any :class:`pearl_py.Algorithm` (it is
+generic over the algorithm's losses and ``act``); the ``fused`` learner update and
+inference implement DQN and DDPG by hand and build the reference, with a warning, for any
+other algorithm. Example::
 
     >>> import pearl_py.kernels as kernels
     >>> learner = Learner(pearl.DQN("CartPole-v1", batch_size=64))
@@ -54,7 +55,9 @@ for _variant in (
             "whole step captured in a CUDA graph, replayed with one launch", requires=cuda_available),
     Variant("reference", _INFERENCE, "cpu", inference.make_reference, _EAGER_ACT),
     Variant("fused", _INFERENCE, "cpu", inference.make_fused,
-            "inference_mode, zero-copy observations, MLPs as fused addmm chains"),
+            "DQN/DDPG act (MLP forward, argmax + epsilon-greedy or tanh + Gaussian noise) as one numba call "
+            "over numpy views of the acting network's parameters; its own seeded random stream",
+            requires=numba_available, fallback="reference"),
     Variant("reference", _INFERENCE, "gpu", inference.make_reference, _EAGER_ACT, requires=cuda_available),
 ):
     REGISTRY.register(_variant)

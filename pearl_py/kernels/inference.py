@@ -1,21 +1,35 @@
 """Inference kernels: a batch of observations (numpy, one row per env) to actions (numpy).
 
-``make_reference`` is what the serial executor does: ``algorithm.act`` under
-``torch.no_grad``. ``make_fused`` is the CPU path for actors: ``torch.inference_mode``
-(no autograd or version-counter bookkeeping), zero-copy ``torch.from_numpy``, and
-every acting network that is a plain MLP (an ``nn.Sequential`` of ``Linear`` and
-ReLU/Tanh layers) run as one module call of ``addmm`` + in-place activations into
-preallocated per-batch-size buffers. The algorithm's own ``act`` still decides the
-actions, so exploration draws the same random numbers as the reference.
+``make_reference`` is what the serial executor does by default: ``algorithm.act`` under
+``torch.no_grad`` — the bit-exact path (same torch random draws as the algorithm's ``act``).
+
+``make_fused`` is the CPU path: DQN's (greedy argmax, epsilon-greedy) and DDPG's (tanh
+actor, Gaussian noise, clip to [-1, 1]) whole act as one ``@njit(nogil=True)`` call over
+float32 numpy arrays, BLAS (scipy's OpenBLAS, through numba's ``np.dot``) for every layer.
+Its weights are numpy views of the torch modules' parameters (same memory): a learner
+step, a ``param_sync`` (``ParamBoard.read_into`` copies in place) or any in-place write is
+seen by the next call; when a parameter's storage is replaced (``param.data = ...``, as
+the ``fused`` learner update does when it adopts the parameters into its flat buffers),
+the next call notices (a ``data_ptr`` check per parameter) and takes new views.
+
+Random numbers come from the kernel's own stream, not torch's: a splitmix64 generator
+(state: one uint64, seeded with ``seed`` or, by default, ``torch.initial_seed()`` — the
+seed the executor or actor passed to ``torch.manual_seed``). Per call and row, DQN draws
+``u = next_uniform()`` and, when ``u < epsilon``, ``a = floor(next_uniform() * n_actions)``;
+DDPG draws one standard normal per action element (Box-Muller on two uniforms, cosine
+branch), ``action = clip(actor(obs) + noise_std * z, -1, 1)``. Uniforms are
+``(next_u64 >> 11) * 2**-53`` (float64). Deterministic for a seed; a different stream
+from the reference's, so explored actions differ from the reference's (greedy ones agree).
 
 Example::
 
-    >>> infer = make_fused(algo, learner.nets)
+    >>> infer = make_fused(algo, learner.nets)           # DQN or DDPG on CPU MLPs
     >>> infer(obs, explore=True, progress=0.3).shape    # obs: (n_envs, obs_dim) float32
     (8,)
 """
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import numpy as np
@@ -24,13 +38,11 @@ from torch import nn
 
 from pearl_py.algorithms.base import Algorithm
 from pearl_py.algorithms.networks import Networks
+from pearl_py.kernels.fused_cpu import _mlp_layers, numba, numba_available, set_blas_threads
+from pearl_py.kernels.registry import KernelUnavailable
 
 Inference = Callable[..., np.ndarray]
 """``infer(obs: np.ndarray, *, explore: bool, progress: float) -> np.ndarray`` of actions."""
-
-ACTIVATIONS: dict[type[nn.Module], Callable[[torch.Tensor], torch.Tensor]] = {
-    nn.ReLU: torch.relu_, nn.Tanh: torch.tanh_}
-"""In-place activations a fused MLP supports, by module type."""
 
 
 def make_reference(algorithm: Algorithm, nets: Networks) -> Inference:
@@ -45,72 +57,156 @@ def make_reference(algorithm: Algorithm, nets: Networks) -> Inference:
     return infer
 
 
-class FusedMLP(nn.Module):
-    """A ``Linear``/activation ``nn.Sequential`` evaluated with ``addmm(out=...)`` into reused buffers.
+# --------------------------------------------------------------------------------------------
+# The numba kernel: an MLP forward (ReLU between layers) into a flat scratch, then the act.
+# --------------------------------------------------------------------------------------------
+if numba is not None:
+    from numba import njit
 
-    Shares the parameters of the wrapped layers (updates to them are seen at once).
-    The output is a fresh tensor; hidden activations live in a buffer per batch size.
-    """
+    _JIT = dict(cache=True, nogil=True, fastmath=False, error_model="numpy")
 
-    def __init__(self, sequential: nn.Sequential) -> None:
-        super().__init__()
-        self.layers = sequential
-        self.plan = _mlp_plan(sequential)
-        if self.plan is None:
-            raise ValueError("not a plain Linear/ReLU/Tanh MLP")
-        self._buffers_by_rows: dict[int, list[torch.Tensor]] = {}
+    @njit(**_JIT)
+    def _next_uniform(state):
+        """splitmix64: advance ``state[0]``, return a float64 uniform in [0, 1)."""
+        s = state[0] + np.uint64(0x9E3779B97F4A7C15)
+        state[0] = s
+        z = s
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        z = z ^ (z >> np.uint64(31))
+        return np.float64(z >> np.uint64(11)) * (1.0 / 9007199254740992.0)
 
-    @staticmethod
-    def fusable(module: nn.Module) -> bool:
-        return isinstance(module, nn.Sequential) and _mlp_plan(module) is not None
+    @njit(**_JIT)
+    def _mlp(x, Ws, bs, S, out_tanh):
+        """The MLP's output (B, n_out), in ``S``: Linear, ReLU, ..., Linear[, tanh]."""
+        B = x.shape[0]
+        h = x
+        off = 0
+        n = len(Ws)
+        for k in range(n):
+            W = Ws[k]
+            b = bs[k]
+            no = W.shape[0]
+            z = S[off:off + B * no].reshape((B, no))
+            off += B * no
+            np.dot(h, W.T, z)
+            last = k == n - 1
+            for i in range(B):
+                for j in range(no):
+                    v = z[i, j] + b[j]
+                    if not last:
+                        v = v if v > 0 else np.float32(0.0)
+                    elif out_tanh:
+                        v = np.tanh(v)
+                    z[i, j] = v
+            h = z
+        return h
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        rows = x.shape[0]
-        buffers = self._buffers_by_rows.get(rows)
-        if buffers is None:
-            buffers = [x.new_empty(rows, linear.out_features) for linear, _ in self.plan[:-1]]
-            self._buffers_by_rows[rows] = buffers
-        for (linear, activation), out in zip(self.plan[:-1], buffers):
-            x = torch.addmm(linear.bias, x, linear.weight.t(), out=out)
-            if activation is not None:
-                activation(x)
-        linear, activation = self.plan[-1]
-        y = torch.addmm(linear.bias, x, linear.weight.t())
-        return y if activation is None else activation(y)
+    @njit(**_JIT)
+    def dqn_act(x, Ws, bs, S, explore, epsilon, state):
+        """Greedy argmax of Q (first maximum, as ``torch.argmax``); epsilon-greedy when ``explore``."""
+        q = _mlp(x, Ws, bs, S, False)
+        B, A = q.shape
+        out = np.empty(B, np.int64)
+        for i in range(B):
+            best = 0
+            for a in range(1, A):
+                if q[i, a] > q[i, best]:
+                    best = a
+            if explore and _next_uniform(state) < epsilon:
+                best = min(int(_next_uniform(state) * A), A - 1)
+            out[i] = best
+        return out
+
+    @njit(**_JIT)
+    def ddpg_act(x, Ws, bs, S, explore, noise_std, state):
+        """tanh actor; with ``explore``, ``clip(action + noise_std * N(0, 1), -1, 1)``."""
+        y = _mlp(x, Ws, bs, S, True)
+        B, D = y.shape
+        out = np.empty((B, D), np.float32)
+        for i in range(B):
+            for j in range(D):
+                v = y[i, j]
+                if explore:
+                    u1 = 1.0 - _next_uniform(state)          # (0, 1]: log is finite
+                    u2 = _next_uniform(state)
+                    z = math.sqrt(-2.0 * math.log(u1)) * math.cos(2.0 * math.pi * u2)
+                    v = v + np.float32(noise_std * z)
+                    v = min(max(v, np.float32(-1.0)), np.float32(1.0))
+                out[i, j] = v
+        return out
 
 
-def _mlp_plan(sequential: nn.Sequential) -> list[tuple[nn.Linear, Callable | None]] | None:
-    """``[(linear, in-place activation or None), ...]`` for a plain MLP, else None."""
-    plan: list[tuple[nn.Linear, Callable | None]] = []
-    for module in sequential:
-        if isinstance(module, nn.Linear) and module.bias is not None:
-            plan.append((module, None))
-        elif type(module) in ACTIVATIONS and plan and plan[-1][1] is None:
-            plan[-1] = (plan[-1][0], ACTIVATIONS[type(module)])
+def supports(algorithm: Algorithm, nets: Networks) -> tuple[bool, str]:
+    """Whether the fused inference can run ``algorithm``'s act on ``nets``, and why not."""
+    from pearl_py.algorithms.ddpg import DDPG
+    from pearl_py.algorithms.dqn import DQN
+
+    ok, why = numba_available()
+    if not ok:
+        return ok, why
+    if type(algorithm) not in (DQN, DDPG):
+        return False, (f"the fused inference implements DQN's and DDPG's act only, not "
+                       f"{type(algorithm).__name__} (use the reference variant)")
+    name, tanh = ("q", False) if type(algorithm) is DQN else ("actor", True)
+    if name not in nets.online:
+        return False, f"{algorithm.name} has no online network {name!r}"
+    layers = _mlp_layers(nets.online[name], out_tanh=tanh)
+    if isinstance(layers, str):
+        return False, f"{name} network: {layers}"
+    if layers[0].in_features != algorithm.spec.obs_dim:
+        return False, "the acting network's input size does not match the env"
+    return True, ""
+
+
+class FusedInference:
+    """DQN's or DDPG's act as one numba call over numpy views of the acting network's parameters."""
+
+    def __init__(self, algorithm: Algorithm, nets: Networks, seed: int | None = None) -> None:
+        ok, why = supports(algorithm, nets)
+        if not ok:
+            raise KernelUnavailable(f"inference variant 'fused' (cpu): {why}")
+        from pearl_py.algorithms.dqn import DQN
+
+        set_blas_threads(torch.get_num_threads())
+        self.algorithm = algorithm
+        self.is_dqn = type(algorithm) is DQN
+        net = nets.online["q" if self.is_dqn else "actor"]
+        self.linears = [m for m in net if type(m) is nn.Linear]
+        self.params = [p for m in self.linears for p in (m.weight, m.bias)]
+        self.kernel = dqn_act if self.is_dqn else ddpg_act
+        self.width = sum(m.out_features for m in self.linears)
+        self._scratch: dict[int, np.ndarray] = {}
+        self.state = np.array([torch.initial_seed() if seed is None else seed], np.uint64)
+        self._views()
+
+    def _views(self) -> None:
+        """Numpy views of the current parameter storages (no copy)."""
+        for p in self.params:
+            if not p.is_contiguous() or p.dtype != torch.float32 or p.device.type != "cpu":
+                raise ValueError("fused inference: parameters must stay contiguous float32 CPU tensors")
+        self.Ws = tuple(m.weight.detach().numpy() for m in self.linears)
+        self.bs = tuple(m.bias.detach().numpy() for m in self.linears)
+        self._ptrs = [p.data_ptr() for p in self.params]
+
+    def __call__(self, obs: np.ndarray, *, explore: bool, progress: float) -> np.ndarray:
+        if [p.data_ptr() for p in self.params] != self._ptrs:
+            self._views()           # a parameter's storage was replaced (e.g. the fused learner adopted it)
+        if obs.dtype != np.float32 or not obs.flags.c_contiguous:
+            obs = np.ascontiguousarray(obs, dtype=np.float32)
+        rows = obs.shape[0]
+        S = self._scratch.get(rows)
+        if S is None:
+            S = self._scratch[rows] = np.empty(rows * self.width, np.float32)
+        if self.is_dqn:
+            rate = self.algorithm.epsilon(progress) if explore else 0.0
         else:
-            return None
-    return plan or None
+            rate = self.algorithm.config.noise_std
+            explore = explore and rate > 0
+        return self.kernel(obs, self.Ws, self.bs, S, explore, rate, self.state)
 
 
-def fused_networks(nets: Networks, names: tuple[str, ...]) -> Networks:
-    """A ``Networks`` sharing ``nets``'s modules, with the fusable ones among ``names`` as :class:`FusedMLP`."""
-    view = Networks({}, ())
-    view.online = nn.ModuleDict({name: FusedMLP(m) if name in names and FusedMLP.fusable(m) else m
-                                 for name, m in nets.online.items()})
-    view.target = nets.target
-    return view
-
-
-def make_fused(algorithm: Algorithm, nets: Networks) -> Inference:
-    """``algorithm.act`` under ``inference_mode`` with its acting MLPs fused (CPU networks only)."""
-    device = next(nets.parameters()).device
-    if device.type != "cpu":
-        raise ValueError(f"the fused inference path runs on the CPU; the networks are on {device}")
-    view = fused_networks(nets, algorithm.acting_networks)
-
-    def infer(obs: np.ndarray, *, explore: bool, progress: float) -> np.ndarray:
-        with torch.inference_mode():
-            obs_t = torch.from_numpy(np.ascontiguousarray(obs, dtype=np.float32))
-            return algorithm.act(view, obs_t, explore=explore, progress=progress).numpy()
-
-    return infer
+def make_fused(algorithm: Algorithm, nets: Networks, seed: int | None = None) -> FusedInference:
+    """The ``fused`` CPU inference of DQN or DDPG (raises :class:`KernelUnavailable` with the reason
+    for any other algorithm or for acting networks that are not plain CPU float32 MLPs)."""
+    return FusedInference(algorithm, nets, seed)

@@ -1,5 +1,8 @@
-"""The fused CPU inference path acts exactly like the reference (same networks, same random draws)."""
+"""The fused CPU inference (one numba call) acts like the reference: greedy actions equal, exploration
+statistics right for a seed, parameter views valid after a sync; anything else is refused with a reason."""
 from __future__ import annotations
+
+import warnings
 
 import numpy as np
 import pytest
@@ -8,48 +11,148 @@ import torch
 import pearl_py as pearl
 from pearl_py import kernels
 from pearl_py.algorithms import Learner
-from pearl_py.kernels.inference import FusedMLP, fused_networks
+from pearl_py.kernels.inference import FusedInference, supports
+from pearl_py.runtime.parallel.params import ParamBoard
+
+DQN = pearl.DQN("CartPole-v1", net_arch=[256, 256])
+DDPG = pearl.DDPG("Pendulum-v1", net_arch=[64, 48])
 
 
-@pytest.mark.parametrize("algo", [pearl.DQN("CartPole-v1", net_arch=[64, 64]), pearl.DDPG("Pendulum-v1")],
-                         ids=["dqn", "ddpg"])
+def _builds(algo, seed=0):
+    torch.manual_seed(seed)
+    nets = Learner(algo).nets
+    return nets, kernels.build("inference", "reference", algo, nets, device_class="cpu"), \
+        kernels.build("inference", "fused", algo, nets, device_class="cpu")
+
+
 @pytest.mark.parametrize("n_envs", [1, 16])
-def test_fused_actions_equal_reference(algo, n_envs):
-    nets = Learner(algo).nets
-    reference = kernels.build("inference", "reference", algo, nets, device_class="cpu")
-    fused = kernels.build("inference", "fused", algo, nets)
-    obs = np.random.default_rng(0).standard_normal((n_envs, algo.spec.obs_dim)).astype(np.float32)
-    for explore, progress in [(True, 0.01), (True, 0.5), (False, 1.0)]:
-        torch.manual_seed(3)
-        expected = reference(obs, explore=explore, progress=progress)
-        torch.manual_seed(3)
-        got = fused(obs, explore=explore, progress=progress)
-        np.testing.assert_allclose(got, expected, atol=1e-6)
+def test_dqn_greedy_actions_equal_reference_exactly(n_envs):
+    rng = np.random.default_rng(0)
+    for seed in range(5):                             # fresh random weights each time
+        _, reference, fused = _builds(DQN, seed)
+        for _ in range(40):
+            obs = (rng.standard_normal((n_envs, 4)) * rng.uniform(0.1, 3)).astype(np.float32)
+            got = fused(obs, explore=False, progress=1.0)
+            assert got.dtype == np.int64 and got.shape == (n_envs,)
+            np.testing.assert_array_equal(got, reference(obs, explore=False, progress=1.0))
 
 
-def test_fused_networks_share_parameters_and_keep_other_modules():
-    algo = pearl.DDPG("Pendulum-v1", net_arch=[8])
-    nets = Learner(algo).nets
-    view = fused_networks(nets, algo.acting_networks)
-    assert isinstance(view.online.actor, FusedMLP)
-    assert view.online.critic is nets.online.critic    # a StateActionValue is not a plain MLP
-    obs = torch.randn(4, algo.spec.obs_dim)
+@pytest.mark.parametrize("n_envs", [1, 16])
+def test_ddpg_greedy_actions_equal_reference(n_envs):
+    """Continuous actions: equal up to float32 summation order (BLAS differs from torch's), < 1e-6."""
+    rng = np.random.default_rng(1)
+    for seed in range(5):
+        _, reference, fused = _builds(DDPG, seed)
+        for _ in range(40):
+            obs = rng.standard_normal((n_envs, 3)).astype(np.float32)
+            got = fused(obs, explore=False, progress=1.0)
+            assert got.dtype == np.float32 and got.shape == (n_envs, 1)
+            np.testing.assert_allclose(got, reference(obs, explore=False, progress=1.0), atol=1e-6, rtol=0)
+
+
+def test_dqn_epsilon_greedy_statistics_and_determinism():
+    nets, _, _ = _builds(DQN)
+    obs = np.zeros((64, 4), np.float32)
+    greedy = FusedInference(DQN, nets, seed=7)(obs, explore=False, progress=1.0)
+    runs = []
+    for _ in range(2):
+        infer = FusedInference(DQN, nets, seed=7)
+        runs.append(np.stack([infer(obs, explore=True, progress=0.05) for _ in range(300)]))
+    np.testing.assert_array_equal(runs[0], runs[1])              # same seed, same stream
+    eps = DQN.epsilon(0.05)
+    random_rate = (runs[0] != greedy).mean()                     # a random action differs half the time (A=2)
+    assert abs(random_rate - eps / 2) < 0.02, (random_rate, eps)
+    other = np.stack([FusedInference(DQN, nets, seed=8)(obs, explore=True, progress=0.05) for _ in range(300)])
+    assert not np.array_equal(other, runs[0])
+
+
+def test_dqn_default_seed_is_torch_initial_seed():
+    nets, _, _ = _builds(DQN)
+    obs = np.zeros((256, 4), np.float32)
+    torch.manual_seed(123)
+    a = kernels.build("inference", "fused", DQN, nets)(obs, explore=True, progress=0.0)
+    b = FusedInference(DQN, nets, seed=123)(obs, explore=True, progress=0.0)
+    np.testing.assert_array_equal(a, b)
+
+
+def test_ddpg_noise_std_and_clip():
+    algo = pearl.DDPG("Pendulum-v1", net_arch=[16], noise_std=0.1)
+    nets, _, _ = _builds(algo)
+    obs = np.random.default_rng(2).standard_normal((4096, 3)).astype(np.float32)
+    infer = FusedInference(algo, nets, seed=3)
+    mean = infer(obs, explore=False, progress=0.5)
+    noisy = infer(obs, explore=True, progress=0.5)
+    inside = np.abs(mean) < 0.6                                  # no clipping within 4 sigma
+    noise = (noisy - mean)[inside]
+    assert abs(noise.mean()) < 0.01 and abs(noise.std() - 0.1) < 0.005
+    wide = FusedInference(pearl.DDPG("Pendulum-v1", net_arch=[16], noise_std=5.0), nets, seed=3)
+    clipped = wide(obs, explore=True, progress=0.5)
+    assert clipped.min() == -1.0 and clipped.max() == 1.0
+    np.testing.assert_array_equal(FusedInference(algo, nets, seed=3)(obs, explore=True, progress=0.5), noisy)
+
+
+@pytest.mark.parametrize("algo", [DQN, DDPG], ids=["dqn", "ddpg"])
+def test_views_see_a_param_sync_and_replaced_storage(algo):
+    name = algo.acting_networks[0]
+    nets, reference, fused = _builds(algo, 0)
+    source = Learner(algo).nets                               # other weights (the learner's newer ones)
     with torch.no_grad():
-        nets.online.actor[0].bias.add_(1.0)           # a param_sync or learner step, seen at once
-        with torch.inference_mode():
-            torch.testing.assert_close(view.online.actor(obs), nets.online.actor(obs))
+        for p in source.online[name].parameters():
+            p.mul_(-1.5).add_(0.01)
+    obs = np.random.default_rng(3).standard_normal((32, algo.spec.obs_dim)).astype(np.float32)
+    before = fused(obs, explore=False, progress=1.0)
+    board = ParamBoard.create(source.acting_state(algo.acting_networks), name=None)
+    try:
+        assert board.read_into(nets.acting_state(algo.acting_networks))   # in place, as actors sync
+    finally:
+        board.close()
+    after = fused(obs, explore=False, progress=1.0)
+    np.testing.assert_allclose(after, reference(obs, explore=False, progress=1.0), atol=1e-6, rtol=0)
+    assert not np.array_equal(after, before)
+    linear = nets.online[name][0]                              # storage replaced (fused learner adopt)
+    linear.weight.data = linear.weight.data.clone() * 2.0
+    np.testing.assert_allclose(fused(obs, explore=False, progress=1.0),
+                               reference(obs, explore=False, progress=1.0), atol=1e-6, rtol=0)
+
+
+def test_fused_inference_follows_the_fused_learner_update():
+    """Built before the fused learner adopts the parameters into its flat buffers: still current after."""
+    from pearl_py.kernels.fused_cpu import make_fused_cpu
+    from tests.kernels.kernel_helpers import batch_stream
+
+    algo = pearl.DQN("CartPole-v1", net_arch=[32, 32], batch_size=16)
+    learner = Learner(algo)
+    fused = kernels.build("inference", "fused", algo, learner.nets)
+    reference = kernels.build("inference", "reference", algo, learner.nets)
+    update = make_fused_cpu(learner)
+    obs = np.random.default_rng(4).standard_normal((64, 4)).astype(np.float32)
+    for batch in batch_stream(algo, 20):
+        update(batch)
+        np.testing.assert_array_equal(fused(obs, explore=False, progress=1.0),
+                                      reference(obs, explore=False, progress=1.0))
 
 
 def test_results_do_not_alias_the_workspace():
-    algo = pearl.DDPG("Pendulum-v1", net_arch=[8])
-    fused = kernels.build("inference", "fused", algo, Learner(algo).nets)
+    nets, _, fused = _builds(DDPG)
     first = fused(np.zeros((2, 3), np.float32), explore=False, progress=1.0)
     kept = first.copy()
     fused(np.ones((2, 3), np.float32), explore=False, progress=1.0)
     np.testing.assert_array_equal(first, kept)
 
 
-def test_only_plain_mlps_fuse():
-    assert FusedMLP.fusable(pearl.mlp(3, (4,), 2, output_activation=torch.nn.Tanh))
-    assert not FusedMLP.fusable(torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.Sigmoid()))
-    assert not FusedMLP.fusable(torch.nn.Sequential(torch.nn.ReLU()))
+def test_unsupported_refused_with_reason_and_reference_built_instead():
+    class MyDQN(pearl.DQN):
+        pass
+
+    algo = MyDQN("CartPole-v1", net_arch=[8])
+    nets = Learner(algo).nets
+    ok, why = supports(algo, nets)
+    assert not ok and "DQN's and DDPG's act only, not MyDQN" in why
+    with pytest.warns(RuntimeWarning, match="running the 'reference' variant instead"):
+        infer = kernels.build("inference", "fused", algo, nets, device_class="cpu")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert infer(np.zeros((3, 4), np.float32), explore=False, progress=1.0).shape == (3,)
+    nets.online["q"] = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.Sigmoid(), torch.nn.Linear(8, 2))
+    ok, why = supports(pearl.DQN("CartPole-v1"), nets)
+    assert not ok and "Linear(bias)/ReLU" in why
