@@ -84,6 +84,7 @@ class SerialExecutor:
         rng = np.random.default_rng(self.seed)
         learner = Learner(algo, self.device)
         update = self._learner_update(learner)
+        infer = self._inference(algo, learner)
         timer = KernelTimer()
         log = RunLog(self.out_dir, total_steps, self.progress)
         envs = make_vector_env(algo.env_id, cfg.n_envs, self.seed)
@@ -102,9 +103,7 @@ class SerialExecutor:
                     if steps < cfg.learning_starts:
                         actions = spec.random_actions(cfg.n_envs, rng)
                     else:
-                        with torch.no_grad():
-                            actions = algo.act(learner.nets, torch.as_tensor(obs, device=self.device),
-                                               explore=True, progress=progress).cpu().numpy()
+                        actions = infer(obs, explore=True, progress=progress)
                 with timer("env_step"):
                     next_obs, rewards, terminated, truncated, infos = envs.step(spec.to_env_action(actions))
                 done = terminated | truncated
@@ -147,6 +146,13 @@ class SerialExecutor:
         placement = self.plan.placements.get("learner_update")
         return kernels.build(kernels.KernelKind.LEARNER_UPDATE, placement.variant if placement else "reference",
                              learner, device_class=kernels.device_class(self.device))
+
+    def _inference(self, algo: Algorithm, learner: Learner) -> kernels.inference.Inference:
+        """The plan's ``inference`` variant from ``pearl_py.kernels`` ("reference": ``algo.act`` under
+        ``no_grad``, what this loop always ran); built after ``torch.manual_seed(seed)``."""
+        placement = self.plan.placements.get("inference")
+        return kernels.build(kernels.KernelKind.INFERENCE, placement.variant if placement else "reference",
+                             algo, learner.nets, device_class=kernels.device_class(self.device))
 
     def _train_round(self, update: Callable[[TensorBatch], UpdateResult], replay, timer: KernelTimer,
                      beta: float) -> dict[str, float]:
