@@ -13,6 +13,11 @@ Run::
 
     python benchmarks/kernels.py                 # ~3-5 minutes on 2 cores
     python benchmarks/kernels.py --no-memory     # skip the /usr/bin/time child processes
+    python benchmarks/kernels.py --inference-only   # only the inference rows (~20 s)
+
+Inference rows: the DQN zoo acting net (CartPole, MLP [256, 256], epsilon-greedy) and the
+DDPG zoo actor (Pendulum, [400, 300], tanh + noise), ``reference`` vs ``fused`` (the numba
+act), microseconds per call at batch 1 and 16 (median wall time, explore=True).
 """
 from __future__ import annotations
 
@@ -113,6 +118,41 @@ def time_variants(algo: Algorithm, names: list[str], repeats: int) -> dict[str, 
     return {n: Timing(statistics.median(cpu[n]), statistics.median(wall[n]), first[n]) for n in names}
 
 
+def inference_rows(repeats: int) -> list[str]:
+    """µs per act call, reference vs fused, batch 1 and 16, interleaved like :func:`time_variants`."""
+    import numpy as np
+
+    from pearl_py.kernels.inference import make_fused
+    from pearl_py.kernels.inference import make_reference as make_act
+
+    rows = []
+    for label, algo in {"DQN CartPole [256,256]": workloads()["DQN CartPole b64 [256,256]"],
+                        "DDPG Pendulum [400,300]": pearl.DDPG("Pendulum-v1")}.items():
+        torch.manual_seed(0)
+        nets = Learner(algo).nets
+        acts = {"reference": make_act(algo, nets), "fused": make_fused(algo, nets)}
+        for batch in (1, 16):
+            obs = np.random.default_rng(0).standard_normal((batch, algo.spec.obs_dim), dtype=np.float32)
+            times: dict[str, list[float]] = {n: [] for n in acts}
+            for _ in range(repeats):
+                for name, act in acts.items():
+                    for _ in range(20):
+                        act(obs, explore=True, progress=0.05)
+                    start = time.perf_counter()
+                    for _ in range(500):
+                        act(obs, explore=True, progress=0.05)
+                    times[name].append((time.perf_counter() - start) / 500)
+            ref, fused = statistics.median(times["reference"]), statistics.median(times["fused"])
+            rows.append(f"{label:26s} {batch:5d} {ref * 1e6:14.1f} {fused * 1e6:10.1f} {ref / fused:9.1f}x")
+    return rows
+
+
+def print_inference(repeats: int) -> None:
+    print(f"\n{'inference':26s} {'batch':>5s} {'reference us':>14s} {'fused us':>10s} {'speed-up':>10s}")
+    print("\n".join(inference_rows(repeats)))
+    print("us: median wall time per act call (explore=True), one torch thread.")
+
+
 def child(workload: str, variant: str, updates: int) -> None:
     """Build one variant and run ``updates`` updates; print the first call's time as JSON."""
     torch.set_num_threads(1)
@@ -145,12 +185,16 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=list(VARIANTS))
     parser.add_argument("--no-memory", action="store_true", help="skip peak-memory child processes")
+    parser.add_argument("--inference-only", action="store_true", help="only the inference rows")
     parser.add_argument("--child", nargs=2, metavar=("WORKLOAD", "VARIANT"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         child(*args.child, updates=200)
         return
     torch.set_num_threads(1)
+    if args.inference_only:
+        print_inference(args.repeats)
+        return
     header = (f"{'workload':30s} {'variant':18s} {'cpu ms':>8s} {'wall ms':>8s} {'vs eager':>8s} "
               f"{'bound ms':>8s} {'/bound':>7s} {'1st call s':>10s} {'cold s':>7s} {'peak MB':>8s}")
     rows = []
@@ -179,6 +223,7 @@ def main() -> None:
           "vs eager and /bound use cpu ms.\n1st call s: first update incl. compile with the inductor cache as "
           "found; cold s: the same in a fresh cache (child process). peak MB: max RSS of a child process "
           "building the variant and running 200 updates (/usr/bin/time -v).")
+    print_inference(args.repeats)
 
 
 if __name__ == "__main__":

@@ -5,7 +5,8 @@ process), then runs 10 greedy evaluation episodes. Backends: ``sb3``; ``serial``
 (pearl_py's reference executor); ``parallel`` (pearl_py's local parallel runtime: an
 actor process collecting while the learner trains, under the plan ``--plan`` names:
 ``auto`` solves one for this machine, ``single`` puts every kernel on the CPU; the
-learner variant is ``--variant`` when given). Printed per seed: training wall time of
+kernel variants are ``--variant`` when given: the learner update's, and the inference's
+where the kernel library has a variant of that name, for ``serial`` and ``parallel``). Printed per seed: training wall time of
 each backend, the ratio SB3 / backend (> 1: pearl_py is faster), eval returns, and the
 peak resident memory of the process tree (this process and its reaped children).
 
@@ -59,8 +60,22 @@ def run_sb3(cfg: pearl.RunConfig, seed: int, args: argparse.Namespace) -> tuple[
 
 
 def run_serial(cfg: pearl.RunConfig, seed: int, args: argparse.Namespace) -> tuple[float, float]:
-    result = pearl.train(cfg.make_algorithm(), total_steps=cfg.settings.total_steps, seed=seed, progress=False)
+    algo = cfg.make_algorithm()
+    plan = with_variant(pearl.Plan.single_device(algo.protocol(serialized=True)), args.variant) \
+        if args.variant else None
+    result = pearl.train(algo, total_steps=cfg.settings.total_steps, seed=seed, plan=plan, progress=False)
     return result.wall_seconds, result.eval_return_mean
+
+
+def with_variant(chosen: pearl.Plan, variant: str) -> pearl.Plan:
+    """``chosen`` with ``variant`` for the learner update, and for inference where it has one so named."""
+    from pearl_py.kernels import REGISTRY
+
+    for kernel in ("learner_update", "inference"):
+        old = chosen.placements[kernel]
+        if kernel == "learner_update" or variant in {v.name for v in REGISTRY.variants(kernel)}:
+            chosen.placements[kernel] = pearl.Placement(old.device, variant, old.replicas)
+    return chosen
 
 
 def parallel_plan(algo: pearl.Algorithm, args: argparse.Namespace) -> pearl.Plan:
@@ -72,10 +87,7 @@ def parallel_plan(algo: pearl.Algorithm, args: argparse.Namespace) -> pearl.Plan
         chosen = plan(algo, Platform.local())
     else:
         chosen = pearl.Plan.single_device(algo.protocol())
-    if args.variant:
-        old = chosen.placements["learner_update"]
-        chosen.placements["learner_update"] = pearl.Placement(old.device, args.variant, old.replicas)
-    return chosen
+    return with_variant(chosen, args.variant) if args.variant else chosen
 
 
 def run_parallel(cfg: pearl.RunConfig, seed: int, args: argparse.Namespace) -> tuple[float, float]:
@@ -118,7 +130,8 @@ def main() -> None:
     parser.add_argument("--backends", nargs="+", choices=sorted(BACKENDS), default=["sb3", "serial", "parallel"])
     parser.add_argument("--plan", choices=["auto", "single"], default="auto",
                         help="plan of the parallel backend (default: solved for this machine)")
-    parser.add_argument("--variant", help="learner_update variant for the parallel backend (default: the plan's)")
+    parser.add_argument("--variant", help="learner_update variant, and inference variant where one has this name, "
+                             "for the serial and parallel backends (default: the plan's)")
     args = parser.parse_args()
     cfg = pearl.load_config(args.config).with_overrides(total_steps=args.steps)
     print(f"{cfg.settings.algorithm} {cfg.settings.env}, {cfg.settings.total_steps} steps, 1 torch thread "

@@ -6,7 +6,7 @@ envs as the runtime makes them) and returns its workload and a zero-argument cal
 Variants of a kernel kind (``pearl_py.kernels``) register their own runner under the
 variant's name: ``learner_update/compiled`` (the ``torch.compile`` whole step, compiled
 once per network shape with the batch dimension dynamic), ``learner_update/fused`` (the
-numba DQN/DDPG step) and ``inference/fused``.
+numba DQN/DDPG step) and ``inference/fused`` (the numba DQN/DDPG act).
 A callable with a one-off setup (a compile) carries it as ``call.setup_s`` (seconds).
 
 Example::
@@ -225,7 +225,8 @@ def inference_reference(point: BenchPoint):
 
 
 def inference_fused(point: BenchPoint):
-    """The ``fused`` variant: ``inference_mode``, zero-copy observations, MLPs as ``addmm`` chains."""
+    """The ``fused`` variant: DQN's/DDPG's act in one numba call (its compile, ~2 s once per machine, is
+    cached on disk by numba; not reported as a setup, as before)."""
     from pearl_py.kernels.inference import make_fused
 
     algo, nets, workload, obs = _acting(point)
