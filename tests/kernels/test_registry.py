@@ -31,10 +31,11 @@ def test_compiled_needs_a_cpp_compiler(monkeypatch):
     from torch._inductor import config
 
     monkeypatch.delenv("CXX", raising=False)
-    monkeypatch.setattr(config.cpp, "cxx", (None, "no-such-cxx"))
     monkeypatch.setattr(shutil, "which", lambda name: None)
-    ok, reason = REGISTRY.get(KernelKind.LEARNER_UPDATE, "compiled", "cpu").available()
+    with config.patch({"cpp.cxx": (None, "no-such-cxx")}):   # not monkeypatch: its undo deletes config entries
+        ok, reason = REGISTRY.get(KernelKind.LEARNER_UPDATE, "compiled", "cpu").available()
     assert not ok and "needs a C++ compiler" in reason
+    assert config.cpp.cxx == (None, "g++") or config.cpp.cxx
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the reason given where CUDA is absent")
