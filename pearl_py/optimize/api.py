@@ -28,14 +28,16 @@ from pearl_py.protocol import KernelKind, ProtocolGraph
 def plan(algo: Any, platform: Any, objective: str = "throughput",
          constraints: Constraints | Mapping[str, Any] | None = None, *, solver: str = "auto",
          estimator: CostModel | None = None, time_limit_s: float = 5.0, pareto_points: int = 7,
-         horizon: float | None = None) -> Plan:
+         horizon: float | None = None, refused_variants: Mapping[str, Mapping[str, str]] | None = None) -> Plan:
     """Solve the assignment of ``algo``'s protocol on ``platform`` (a Platform or a catalogue name/path).
 
     ``objective``: ``throughput`` (samples/s) or ``power`` (samples/J). ``constraints``:
     ``power_cap_w``, ``pin`` ({kernel: device}), ``exclude`` (devices). ``horizon``: env
     steps the run will take; a kernel variant with a one-off setup (the ``compiled``
     learner update's compile) is chosen only when it pays that back within them
-    (``None``: unknown, so it is not; ``float("inf")``: steady state). The plan's
+    (``None``: unknown, so it is not; ``float("inf")``: steady state). ``refused_variants``:
+    ``{kernel: {variant: reason}}`` the algorithm cannot use (the runtime works it out,
+    :func:`pearl_py.runtime.planning.refused_variants`); they are not offered. The plan's
     ``predicted`` holds the model's figures, the cost table with sources, the Pareto
     front, the other objective's plan and the explanation sentences.
     """
@@ -52,7 +54,8 @@ def plan(algo: Any, platform: Any, objective: str = "throughput",
 
         estimator = Estimator()
     protocol = algo if isinstance(algo, ProtocolGraph) else algo.protocol()
-    problem = build_problem(protocol, platform, estimator, constraints, horizon=horizon)
+    problem = build_problem(protocol, platform, estimator, constraints, horizon=horizon,
+                            refused_variants=refused_variants)
     chosen = solve(problem, objective, solver, time_limit_s)
     other_objective = "power" if objective == "throughput" else "throughput"
     other = solve(problem, other_objective, solver, time_limit_s)

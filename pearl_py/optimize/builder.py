@@ -171,7 +171,8 @@ def _routes(platform: Platform, devices: Iterable[str]) -> tuple[dict[str, Link]
 
 def build_problem(protocol: ProtocolGraph, platform: Platform, estimator: CostModel,
                   constraints: Constraints | Mapping[str, Any] | None = None,
-                  variants: Sequence[str] | None = None, horizon: float | None = None) -> AssignmentProblem:
+                  variants: Sequence[str] | None = None, horizon: float | None = None,
+                  refused_variants: Mapping[str, Mapping[str, str]] | None = None) -> AssignmentProblem:
     """The optimizer's view of running ``protocol`` on ``platform`` with ``estimator``'s costs.
 
     ``variants`` restricts the implementation variants considered (default: every variant
@@ -179,7 +180,11 @@ def build_problem(protocol: ProtocolGraph, platform: Platform, estimator: CostMo
     (env steps) of the run; a variant with a one-off setup (``Cost.setup_s``, a compile) is
     offered only where its faster calls pay the setup back within it. ``None``: the run
     length is unknown and such variants are not offered (the reason is kept).
+    ``refused_variants``: ``{kernel: {variant: reason}}``, CPU variants this machine could run
+    but the algorithm's own code cannot use (e.g. ``fused`` for a user-defined algorithm);
+    they are not offered, and the reason is kept.
     """
+    refused_variants = refused_variants or {}
     constraints = Constraints.from_mapping(constraints)
     kernels = list(protocol.kernels())
     for kernel_name, device_name in constraints.pin.items():
@@ -219,9 +224,12 @@ def build_problem(protocol: ProtocolGraph, platform: Platform, estimator: CostMo
             offered = estimator.variants(kernel, device) if per_device else list(variants)
             if per_device and variants is not None:
                 offered = [v for v in offered if v in variants]
-            if per_device and target == device.name:
-                for name, reason in estimator.unavailable_variants(kernel, device).items() if hasattr(
-                        estimator, "unavailable_variants") else ():
+            refused = refused_variants.get(kernel.name, {}) if device.kind == "cpu" else {}
+            offered = [v for v in offered if v not in refused]
+            if target == device.name:
+                unavailable = estimator.unavailable_variants(kernel, device) if per_device and hasattr(
+                    estimator, "unavailable_variants") else {}
+                for name, reason in {**unavailable, **refused}.items():
                     notes[kernel.name].append(f"{kernel.name}: variant {name!r} not offered on {target}: {reason}")
             reference = None
             for variant in offered:

@@ -11,11 +11,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+import torch
+
+from pearl_py import kernels
 from pearl_py.algorithms.base import Algorithm
+from pearl_py.algorithms.learner import Learner
 from pearl_py.errors import PlanningError
 from pearl_py.optimize.api import plan as optimize
 from pearl_py.optimize.plan import Plan
 from pearl_py.platform import Platform
+from pearl_py.protocol import KernelKind
 
 
 def ensure_calibration(log: Callable[[str], None] = print) -> None:
@@ -30,28 +35,56 @@ def ensure_calibration(log: Callable[[str], None] = print) -> None:
     log(f"calibration cached at {path}; later runs reuse it")
 
 
-def local_serial_plan(algorithm: Algorithm) -> Plan:
+def refused_variants(algorithm: Algorithm) -> dict[str, dict[str, str]]:
+    """``{kernel: {variant: reason}}``: CPU variants this machine runs but ``algorithm`` cannot use.
+
+    Each variant's builder is tried on a throwaway learner (building compiles nothing);
+    one that refuses the algorithm (the ``fused`` kernels implement DQN and DDPG only) is
+    kept out of the plan, so a plan never names a variant that would fall back at run time.
+    """
+    with torch.random.fork_rng():
+        probe = Learner(algorithm)
+    arguments = {KernelKind.LEARNER_UPDATE: (probe,), KernelKind.INFERENCE: (algorithm, probe.nets)}
+    refused: dict[str, dict[str, str]] = {}
+    for kind, args in arguments.items():
+        for variant in kernels.REGISTRY.variants(kind, "cpu"):
+            if variant.name == "reference" or not variant.available()[0]:
+                continue
+            try:
+                variant.build(*args)
+            except kernels.KernelUnavailable as exc:
+                refused.setdefault(kind.value, {})[variant.name] = str(exc)
+    return refused
+
+
+def local_serial_plan(algorithm: Algorithm, total_steps: int | None = None) -> Plan:
     """Every kernel on the local CPU, stages one after another: the serial executor's plan, predicted."""
     local = Platform.local()
     cpu = local.by_kind("cpu")[0].name
     protocol = algorithm.protocol(serialized=True)
     pins = {kernel.name: cpu for kernel in protocol.kernels()}
-    return optimize(protocol, local, "throughput", {"pin": pins}, pareto_points=2)
+    return optimize(protocol, local, "throughput", {"pin": pins}, pareto_points=2, horizon=total_steps,
+                    refused_variants=refused_variants(algorithm))
 
 
 def resolve_plan(algorithm: Algorithm, plan: Plan | str | Path | None, objective: str = "throughput",
-                 log: Callable[[str], None] = print) -> Plan:
+                 log: Callable[[str], None] = print, total_steps: int | None = None) -> Plan:
     """``None``/"serial": all on one CPU, unpredicted; "local": the same, predicted; "auto": optimized
-    on :meth:`Platform.local` after calibrating; a path: a saved plan; a :class:`Plan`: itself."""
+    on :meth:`Platform.local` after calibrating; a path: a saved plan; a :class:`Plan`: itself.
+
+    ``total_steps`` (the run's length) lets the optimizer choose variants with a one-off setup
+    (a compile) when they pay it back within the run.
+    """
     if isinstance(plan, Plan):
         return plan
     if plan is None or plan == "serial":
         return Plan.single_device(algorithm.protocol(serialized=True))
     if plan == "local":
-        return local_serial_plan(algorithm)
+        return local_serial_plan(algorithm, total_steps)
     if plan == "auto":
         ensure_calibration(log)
-        return optimize(algorithm, Platform.local(), objective)
+        return optimize(algorithm, Platform.local(), objective, horizon=total_steps,
+                        refused_variants=refused_variants(algorithm))
     path = Path(plan)
     if not path.suffix:
         raise PlanningError(f"plan {plan!r}: expected 'auto', 'local', 'serial', a Plan or a plan.yaml path")

@@ -45,7 +45,7 @@ def train(algorithm: Algorithm, total_steps: int, seed: int = 0, *, plan: Plan |
     """
     if backend not in BACKENDS:
         raise UserError(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
-    resolved = resolve_plan(algorithm, plan, objective, log)
+    resolved = resolve_plan(algorithm, plan, objective, log, total_steps=total_steps)
     out_dir = Path(out) if out is not None else None
     common = dict(out_dir=out_dir, eval_episodes=eval_episodes, eval_freq=eval_freq, progress=progress)
     if backend == "ray":

@@ -72,3 +72,21 @@ def test_cli_plan_flag_with_bad_file_exits_2(write_config, tmp_path, capsys):
 def test_unknown_plan_word_is_refused():
     with pytest.raises(PlanningError, match="expected 'auto', 'local', 'serial'"):
         resolve_plan(pearl.DQN("CartPole-v1", **TINY), "fastest")
+
+
+def test_variants_the_algorithm_cannot_use_are_refused_with_the_reason():
+    from pearl_py.runtime.planning import refused_variants
+
+    assert "fused" not in refused_variants(pearl.DQN("CartPole-v1", **TINY)).get("learner_update", {})
+
+    class Doubled(pearl.DQN):  # a user algorithm: the fused kernels implement DQN and DDPG only
+        name = "doubled-dqn-test"
+
+    refused = refused_variants(Doubled("CartPole-v1", **TINY))
+    assert "implements DQN and DDPG only" in refused["learner_update"]["fused"]
+    plan = resolve_plan(Doubled("CartPole-v1", **TINY), "local", total_steps=1_000_000)
+    assert plan.placements["learner_update"].variant != "fused"
+    notes = plan.predicted["variant_notes"]["learner_update"]
+    assert any(note.startswith("learner_update: variant 'fused' not offered on cpu: learner_update variant "
+                               "'fused' (cpu): the fused learner update implements DQN and DDPG only, not Doubled")
+               for note in notes), notes
