@@ -9,7 +9,7 @@ Example::
 """
 from pearl_py.runtime.parallel.executor import ParallelExecutor
 from pearl_py.runtime.parallel.interrupts import RunInterrupted
-from pearl_py.runtime.parallel.schedule import TrainSchedule
+from pearl_py.protocol.schedule import TrainSchedule
 from pearl_py.runtime.parallel.supervisor import ActorFailed
 
 __all__ = ["ActorFailed", "ParallelExecutor", "RunInterrupted", "TrainSchedule"]

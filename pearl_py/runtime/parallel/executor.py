@@ -44,7 +44,7 @@ from pearl_py.runtime.parallel.learner_loop import LearnerLoop, LoopParts, StopR
 from pearl_py.runtime.parallel.params import ParamBoard
 from pearl_py.runtime.parallel.placement import RuntimeLayout
 from pearl_py.runtime.parallel.ring import ShmRing
-from pearl_py.runtime.parallel.schedule import TrainSchedule
+from pearl_py.protocol.schedule import TrainSchedule
 from pearl_py.runtime.parallel.supervisor import ActorPool
 from pearl_py.runtime.parallel.timings import merge_kernel_times
 from pearl_py.runtime.result import RunResult
@@ -96,7 +96,7 @@ class ParallelExecutor:
     def run(self, total_steps: int) -> RunResult:
         algo = self.algorithm
         layout = RuntimeLayout.from_plan(self.plan)
-        schedule = TrainSchedule.from_config(algo.config, total_steps, self.lookahead_rounds)
+        schedule = TrainSchedule.from_config(algo.config, total_steps, lookahead_rounds=self.lookahead_rounds)
         torch.set_num_threads(1)
         learner = self.learner = Learner(algo, layout.learner_device)
         replay, progress = self._restore(learner, total_steps)

@@ -30,7 +30,7 @@ from pearl_py.runtime.parallel.control import ControlBlock
 from pearl_py.runtime.parallel.feed import RingFeed
 from pearl_py.runtime.parallel.interrupts import StopSignals
 from pearl_py.runtime.parallel.params import ParamBoard
-from pearl_py.runtime.parallel.schedule import TrainSchedule
+from pearl_py.protocol.schedule import TrainSchedule
 from pearl_py.runtime.parallel.supervisor import ActorPool
 from pearl_py.runtime.run_log import RunLog
 from pearl_py.runtime.timing import KernelTimer

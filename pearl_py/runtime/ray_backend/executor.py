@@ -30,7 +30,7 @@ from pearl_py.algorithms.base import Algorithm
 from pearl_py.errors import UserError
 from pearl_py.optimize.plan import Plan
 from pearl_py.runtime.parallel.placement import device_kind, modelled_latency
-from pearl_py.runtime.parallel.schedule import TrainSchedule
+from pearl_py.protocol.schedule import TrainSchedule
 from pearl_py.runtime.ray_backend.require import import_ray
 from pearl_py.runtime.ray_backend.resources import component_resources, needs
 from pearl_py.runtime.result import RunResult
@@ -111,7 +111,7 @@ class RayExecutor:
     def _run(self, ray: ModuleType, total_steps: int) -> RunResult:
         algo = self.algorithm
         n = algo.config.n_envs
-        schedule = TrainSchedule.from_config(algo.config, total_steps, self.lookahead_rounds)
+        schedule = TrainSchedule.from_config(algo.config, total_steps, lookahead_rounds=self.lookahead_rounds)
         replay, learner, actors = self._start(ray, total_steps)
         log = RunLog(self.out_dir, total_steps, self.progress)
         try:

@@ -1,4 +1,6 @@
-"""The rate limiter: which updates the data allows, and how far actors may run ahead.
+"""The training schedule: which updates the data allows, and how far actors may run ahead.
+
+Shared by the parallel runtime's rate limiter, the Ray backend and the simulator.
 
 The serial executor trains ``gradient_steps`` times after every ``train_freq``-th vector
 step once more than ``learning_starts`` transitions are stored. The parallel learner
@@ -22,8 +24,10 @@ Example::
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from pearl_py.algorithms.config import OffPolicyConfig
+if TYPE_CHECKING:
+    from pearl_py.algorithms.config import OffPolicyConfig
 
 
 @dataclass(frozen=True)
@@ -37,10 +41,17 @@ class TrainSchedule:
     total_steps: int
     lookahead_rounds: int = 1
 
+    def __post_init__(self) -> None:
+        for name in ("n_envs", "train_freq", "total_steps", "lookahead_rounds"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"schedule: {name} must be >= 1, got {getattr(self, name)}")
+
     @classmethod
-    def from_config(cls, cfg: OffPolicyConfig, total_steps: int, lookahead_rounds: int = 1) -> TrainSchedule:
-        return cls(cfg.n_envs, cfg.train_freq, cfg.gradient_steps, cfg.learning_starts, total_steps,
-                   lookahead_rounds)
+    def from_config(cls, cfg: OffPolicyConfig, total_steps: int, **overrides: int) -> TrainSchedule:
+        """From an algorithm config (``n_envs``, ``train_freq``, ``gradient_steps``, ``learning_starts``)."""
+        fields = dict(n_envs=cfg.n_envs, train_freq=cfg.train_freq, gradient_steps=cfg.gradient_steps,
+                      learning_starts=cfg.learning_starts)
+        return cls(total_steps=total_steps, **{**fields, **overrides})
 
     @property
     def vector_steps(self) -> int:
