@@ -118,7 +118,7 @@ def test_views_see_a_param_sync_and_replaced_storage(algo):
 def test_fused_inference_follows_the_fused_learner_update():
     """Built before the fused learner adopts the parameters into its flat buffers: still current after."""
     from pearl_py.kernels.fused_cpu import make_fused_cpu
-    from tests.kernels.kernel_helpers import batch_stream
+    from kernel_helpers import batch_stream
 
     algo = pearl.DQN("CartPole-v1", net_arch=[32, 32], batch_size=16)
     learner = Learner(algo)
