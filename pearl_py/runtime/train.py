@@ -62,6 +62,8 @@ def train(algorithm: Algorithm, total_steps: int, seed: int = 0, *, plan: Plan |
 
         executor = ParallelExecutor(algorithm, resolved, seed, resume_from=Path(resume) if resume else None,
                                     **common)
+    if out_dir is not None and resolved.predicted:
+        resolved.export(out_dir)  # the plan is on disk before the run: `--resume` finds it after a stop
     result = executor.run(total_steps)
     if out_dir is not None:
         result.save(out_dir / "result.json")

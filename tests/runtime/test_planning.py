@@ -90,3 +90,27 @@ def test_variants_the_algorithm_cannot_use_are_refused_with_the_reason():
     assert any(note.startswith("learner_update: variant 'fused' not offered on cpu: learner_update variant "
                                "'fused' (cpu): the fused learner update implements DQN and DDPG only, not Doubled")
                for note in notes), notes
+
+
+def test_an_interrupted_parallel_run_leaves_its_plan_for_resume(write_config, tmp_path, monkeypatch, capsys):
+    from pearl_py.runtime.parallel import ParallelExecutor
+
+    config = write_config("algorithm: dqn\nenv: CartPole-v1\ntotal_steps: 300\nhyperparameters:\n  net_arch: [16]\n")
+    algo = pearl.DQN("CartPole-v1", net_arch=[16])
+    plan = pearl.plan(algo, "local")  # overlapped: runs on the parallel executor
+    assert plan.predicted["mode"] == "overlapped"
+    plan.export(tmp_path / "given")
+    seen = {}
+
+    def stop(self, total_steps):
+        seen.update(resume_from=self.resume_from, placements=self.plan.placements)
+        raise KeyboardInterrupt(f"interrupted; checkpoint written to {self.out_dir / 'checkpoint'}")
+
+    monkeypatch.setattr(ParallelExecutor, "run", stop)
+    out = tmp_path / "out"
+    assert main(["run", str(config), "--plan", str(tmp_path / "given" / "plan.yaml"), "--out", str(out)]) == 130
+    assert f"pearl: interrupted; checkpoint written to {out / 'checkpoint'}" in capsys.readouterr().err
+    assert pearl.Plan.load(out / "plan.yaml").placements == plan.placements
+    assert not (out / "result.json").exists()
+    assert main(["run", str(config), "--resume", str(out)]) == 130
+    assert seen["resume_from"] == out and seen["placements"] == plan.placements
