@@ -74,3 +74,20 @@ def test_unknown_backend_is_an_argument_error(write_config, capsys):
         main(["run", str(write_config(TINY)), "--backend", "slurm"])
     assert exit_.value.code == 2
     assert "invalid choice: 'slurm'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("edit, message", [
+    (("net_arch: [16]", "net_arch: [16]\n  adam_eps: 0"), "config.yaml:12: hyperparameters.adam_eps: must be > 0.0, got 0.0"),
+    (("net_arch: [16]", "net_arch: [16]\n  replay_fanout: 1"), "config.yaml:12: hyperparameters.replay_fanout: must be >= 2, got 1"),
+])
+def test_new_hyperparameters_reject_garbage(write_config, tmp_path, capsys, edit, message):
+    assert main(["run", str(write_config(TINY.replace(*edit))), "--out", str(tmp_path / "o")]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_unknown_objective_is_an_argument_error(write_config, capsys):
+    for command in ("run", "plan"):
+        with pytest.raises(SystemExit) as exit_:
+            main([command, str(write_config(TINY)), "--objective", "cheapest"])
+        assert exit_.value.code == 2
+        assert "invalid choice: 'cheapest'" in capsys.readouterr().err
