@@ -75,6 +75,20 @@ if numba is not None:
         return S[off:end].reshape((rows, cols)), end
 
     @njit(**_JIT)
+    def bias_activation(z, b, last, out_tanh):
+        """``z += b`` on every row, then ReLU (hidden layers) or tanh (the last layer, if ``out_tanh``).
+
+        Shared by the fused learner update and the fused inference (``pearl_py.kernels.inference``)."""
+        for i in range(z.shape[0]):
+            for j in range(z.shape[1]):
+                v = z[i, j] + b[j]
+                if not last:
+                    v = v if v > 0 else np.float32(0.0)
+                elif out_tanh:
+                    v = np.tanh(v)
+                z[i, j] = v
+
+    @njit(**_JIT)
     def _forward(P, L, first, n, x, S, off, out_tanh):
         """MLP forward on ``x`` (B, n_in) with ReLU between layers; activations stored in S from ``off``
         (the input first, then every layer's output). Returns the end offset."""
@@ -87,15 +101,7 @@ if numba is not None:
             b = P[bo:bo + no]
             z, off = _carve(S, off, B, no)
             np.dot(h, W.T, z)
-            last = k == n - 1
-            for i in range(B):
-                for j in range(no):
-                    v = z[i, j] + b[j]
-                    if not last:
-                        v = v if v > 0 else np.float32(0.0)
-                    elif out_tanh:
-                        v = np.tanh(v)
-                    z[i, j] = v
+            bias_activation(z, b, k == n - 1, out_tanh)
             h = z
         return off
 

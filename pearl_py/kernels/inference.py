@@ -63,7 +63,7 @@ def make_reference(algorithm: Algorithm, nets: Networks) -> Inference:
 if numba is not None:
     from numba import njit
 
-    _JIT = dict(cache=True, nogil=True, fastmath=False, error_model="numpy")
+    from pearl_py.kernels.fused_cpu import _JIT, bias_activation
 
     @njit(**_JIT)
     def _next_uniform(state):
@@ -90,15 +90,7 @@ if numba is not None:
             z = S[off:off + B * no].reshape((B, no))
             off += B * no
             np.dot(h, W.T, z)
-            last = k == n - 1
-            for i in range(B):
-                for j in range(no):
-                    v = z[i, j] + b[j]
-                    if not last:
-                        v = v if v > 0 else np.float32(0.0)
-                    elif out_tanh:
-                        v = np.tanh(v)
-                    z[i, j] = v
+            bias_activation(z, b, k == n - 1, out_tanh)
             h = z
         return h
 
