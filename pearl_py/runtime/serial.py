@@ -22,6 +22,7 @@ from pearl_py.algorithms.base import Algorithm
 from pearl_py.algorithms.env_spec import make_vector_env
 from pearl_py.algorithms.learner import Learner, TensorBatch, UpdateResult
 from pearl_py.optimize.plan import Plan
+from pearl_py.protocol.schedule import TrainSchedule
 from pearl_py.runtime.evaluation import evaluate
 from pearl_py.runtime.result import RunResult
 from pearl_py.runtime.run_log import RunLog
@@ -90,6 +91,7 @@ class SerialExecutor:
         envs = make_vector_env(algo.env_id, cfg.n_envs, self.seed)
         replay = algo.make_replay(seed=self.seed)
         tracker = EpisodeTracker(cfg.n_envs)
+        schedule = TrainSchedule.from_config(cfg, total_steps)
         eval_history: list[dict[str, float]] = []
         steps = vector_steps = 0
         eval_seconds = 0.0
@@ -117,7 +119,7 @@ class SerialExecutor:
                 steps += cfg.n_envs
                 vector_steps += 1
                 algo.after_env_step(learner.nets, vector_steps)
-                if vector_steps % cfg.train_freq == 0 and steps > cfg.learning_starts:
+                if schedule.is_round(vector_steps):
                     losses = self._train_round(update, replay, timer, algo.beta_at(progress))
                     log.train(steps, losses, steps / (time.perf_counter() - start - eval_seconds))
                 if self.eval_freq and steps % self.eval_freq < cfg.n_envs:
