@@ -34,8 +34,8 @@ class OffPolicyConfig:
         10_000, "Steps between target-network updates (unit set by the algorithm).", low=1)
     net_arch: tuple[int, ...] = param((64, 64), "Hidden layer widths of every network.", low=1)
     n_envs: int = param(1, "Environments stepped together per actor.", low=1, high=4096)
-    adam_eps: float = param(1e-5, "Adam epsilon (SB3 sets 1e-5 for every policy, not torch's 1e-8).",
-                            low=0.0, low_open=True)
+    adam_eps: float = param(1e-8, "Adam epsilon (torch's default, as SB3's DQN and DDPG; only its on-policy "
+                            "policies set 1e-5).", low=0.0, low_open=True)
     max_grad_norm: float | None = param(None, "Clip gradients to this global L2 norm (null: no clip).",
                                         low=0.0, low_open=True)
     prioritized_replay: bool = param(False, "Prioritized experience replay (Schaul et al. 2016).")

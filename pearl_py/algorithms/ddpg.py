@@ -1,11 +1,12 @@
 """DDPG (Lillicrap et al. 2016) with Gaussian action noise and soft target updates.
 
 Defaults equal Stable-Baselines3's DDPG (batch_size 256, tau 0.005, learning_rate 1e-3,
-net_arch [400, 300], train_freq 1); the critic step comes before the actor step, as in SB3.
+net_arch [400, 300], train_freq 1, no action noise: set ``noise_std`` as the zoo does); the
+critic step comes before the actor step, as in SB3.
 
 Example::
 
-    >>> algo = pearl.DDPG("Pendulum-v1", gamma=0.98, learning_starts=10_000)
+    >>> algo = pearl.DDPG("Pendulum-v1", gamma=0.98, learning_starts=10_000, noise_std=0.1)
 """
 from __future__ import annotations
 
@@ -34,8 +35,8 @@ class DDPGConfig(OffPolicyConfig):
     train_freq: int = param(1, "Vector-env steps between training rounds.", low=1)
     target_update_interval: int = param(1, "Gradient steps between soft target updates.", low=1)
     net_arch: tuple[int, ...] = param((400, 300), "Hidden layer widths of actor and critic.", low=1)
-    noise_std: float = param(0.1, "Std of the Gaussian exploration noise, in [-1, 1] action units.",
-                             low=0.0)
+    noise_std: float = param(0.0, "Std of the Gaussian exploration noise, in [-1, 1] action units "
+                             "(0: none, as SB3's action_noise=None; the zoo sets 0.1).", low=0.0)
 
 
 class DDPG(Algorithm):

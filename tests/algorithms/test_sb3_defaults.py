@@ -1,0 +1,60 @@
+"""A hyperparameter a config leaves out takes Stable-Baselines3's default: compared with the installed SB3.
+
+Constructor defaults are read with ``inspect.signature`` from SB3's ``DQN``/``DDPG``; the
+defaults SB3 sets inside its policies (``net_arch``, Adam's ``eps``) and DDPG's TD3 settings
+(``policy_delay``: the target update interval) from a model built on the env.
+"""
+from __future__ import annotations
+
+import dataclasses
+import inspect
+
+import pytest
+
+import pearl_py as pearl
+
+sb3 = pytest.importorskip("stable_baselines3", reason="stable_baselines3 is not installed: "
+                          "no SB3 defaults to compare with (pip install -c constraints.txt '.[bench]')")
+
+SAME_NAME = ("learning_rate", "buffer_size", "learning_starts", "batch_size", "tau", "gamma", "train_freq",
+             "gradient_steps")
+"""Fields that are constructor parameters of SB3's off-policy algorithms under the same name."""
+
+
+def _signature_defaults(cls: type) -> dict[str, object]:
+    return {name: p.default for name, p in inspect.signature(cls.__init__).parameters.items()
+            if p.default is not inspect.Parameter.empty}
+
+
+def _ours(config_cls: type) -> dict[str, object]:
+    return {f.name: f.default for f in dataclasses.fields(config_cls)}
+
+
+def test_dqn_defaults_equal_sb3():
+    sb3_defaults = _signature_defaults(sb3.DQN)
+    ours = _ours(pearl.DQN.Config)
+    names = SAME_NAME + ("target_update_interval", "exploration_fraction", "exploration_initial_eps",
+                         "exploration_final_eps", "max_grad_norm")
+    assert {n: ours[n] for n in names} == {n: sb3_defaults[n] for n in names}
+    model = sb3.DQN("MlpPolicy", "CartPole-v1", device="cpu")
+    assert list(ours["net_arch"]) == model.policy.net_arch
+    assert ours["adam_eps"] == model.policy.optimizer.defaults["eps"]
+    assert not ours["double_q"]          # SB3's DQN has no double-Q
+    assert not ours["prioritized_replay"]  # nor prioritized replay
+
+
+def test_ddpg_defaults_equal_sb3():
+    sb3_defaults = _signature_defaults(sb3.DDPG)
+    ours = _ours(pearl.DDPG.Config)
+    assert {n: ours[n] for n in SAME_NAME} == {n: sb3_defaults[n] for n in SAME_NAME}
+    assert sb3_defaults["action_noise"] is None and ours["noise_std"] == 0.0
+    model = sb3.DDPG("MlpPolicy", "Pendulum-v1", device="cpu")
+    assert list(ours["net_arch"]) == model.policy.net_arch
+    assert ours["adam_eps"] == model.actor.optimizer.defaults["eps"] == model.critic.optimizer.defaults["eps"]
+    assert ours["target_update_interval"] == model.policy_delay       # soft update after every critic step
+    assert ours["max_grad_norm"] is None and not hasattr(model, "max_grad_norm")  # TD3/DDPG never clip
+
+
+def test_our_algorithms_build_optimizers_with_the_config_eps():
+    learner = pearl.algorithms.Learner(pearl.DDPG("Pendulum-v1", net_arch=[8]))
+    assert {opt.defaults["eps"] for opt in learner.optimizers.values()} == {pearl.DDPG.Config().adam_eps}
