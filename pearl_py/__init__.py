@@ -23,7 +23,7 @@ from pearl_py.algorithms import (
 from pearl_py.config import param
 from pearl_py.run_config import RunConfig, load_config
 from pearl_py.errors import ConfigError, UserError
-from pearl_py.optimize.api import plan
+from pearl_py.optimize.api import plan, ranked_plans
 from pearl_py.optimize.plan import Placement, Plan
 from pearl_py.platform import Platform
 from pearl_py.protocol import Kernel, KernelKind, ProtocolGraph
@@ -34,5 +34,5 @@ __version__ = "0.1.0"
 __all__ = [
     "DDPG", "DDPGConfig", "DQN", "DQNConfig", "Algorithm", "ConfigError", "Kernel", "KernelKind", "Loss",
     "Networks", "OffPolicyConfig", "Placement", "Plan", "Platform", "ProtocolGraph", "RunConfig", "RunResult",
-    "UserError", "load_config", "mlp", "param", "plan", "register", "train",
+    "UserError", "load_config", "mlp", "param", "plan", "ranked_plans", "register", "train",
 ]

@@ -8,6 +8,9 @@ Example::
     >>> plan.placements["replay_sample"].device, round(plan.predicted["samples_per_j"])
     ('fpga', 806)
     >>> plan.export("out/plan")          # plan.yaml, plan.json, report.md, report.html
+    >>> top = pearl.ranked_plans(pearl.DQN("CartPole-v1"), pearl.Platform.local(), k=3)  # best first
+    >>> [(p.placements["inference"].variant, p.placements["learner_update"].variant) for p in top]
+    [('fused', 'fused'), ('reference', 'fused'), ('fused', 'reference')]
 """
 from __future__ import annotations
 
@@ -21,7 +24,7 @@ from pearl_py.optimize.pareto import pareto_front
 from pearl_py.optimize.plan import Placement, Plan
 from pearl_py.optimize.problem import AssignmentProblem
 from pearl_py.optimize.solution import Solution
-from pearl_py.optimize.solve import solve
+from pearl_py.optimize.solve import solve, solve_ranked
 from pearl_py.protocol import KernelKind, ProtocolGraph
 
 
@@ -41,6 +44,23 @@ def plan(algo: Any, platform: Any, objective: str = "throughput",
     ``predicted`` holds the model's figures, the cost table with sources, the Pareto
     front, the other objective's plan and the explanation sentences.
     """
+    return ranked_plans(algo, platform, objective, constraints, k=1, solver=solver, estimator=estimator,
+                        time_limit_s=time_limit_s, pareto_points=pareto_points, horizon=horizon,
+                        refused_variants=refused_variants)[0]
+
+
+def ranked_plans(algo: Any, platform: Any, objective: str = "throughput",
+                 constraints: Constraints | Mapping[str, Any] | None = None, *, k: int = 3, solver: str = "auto",
+                 estimator: CostModel | None = None, time_limit_s: float = 5.0, pareto_points: int = 7,
+                 horizon: float | None = None,
+                 refused_variants: Mapping[str, Mapping[str, str]] | None = None) -> list[Plan]:
+    """The ``k`` best distinct plans by ``objective``, best first (fewer when fewer exist).
+
+    Arguments as :func:`plan`, whose plan is the first. The others come from ranking every
+    plan by the model (:func:`pearl_py.optimize.solve.solve_ranked`), so the order is exact.
+    Every plan carries the full ``predicted`` (its own figures; the Pareto front and the
+    other objective's plan are shared). ``pearl run --auto --tune`` measures them (docs/runtime.md).
+    """
     from pearl_py.errors import PlanningError
 
     if objective not in OBJECTIVES:
@@ -56,21 +76,24 @@ def plan(algo: Any, platform: Any, objective: str = "throughput",
     protocol = algo if isinstance(algo, ProtocolGraph) else algo.protocol()
     problem = build_problem(protocol, platform, estimator, constraints, horizon=horizon,
                             refused_variants=refused_variants)
-    chosen = solve(problem, objective, solver, time_limit_s)
+    ranked = solve_ranked(problem, objective, k, solver, time_limit_s)
     other_objective = "power" if objective == "throughput" else "throughput"
     other = solve(problem, other_objective, solver, time_limit_s)
-    fastest, frugal = (chosen, other) if objective == "throughput" else (other, chosen)
-    exact = chosen.optimal and other.optimal and solver != "heuristic"
-    front = pareto_front(problem, fastest, frugal, points=pareto_points, exact=exact)
-    predicted = describe(problem, protocol, chosen)
-    predicted["alternative"] = {"objective": other_objective, **_summary(problem, other)}
-    predicted["comparison"] = compare_sentence(problem, (chosen.assignment, chosen.performance), objective,
-                                               (other.assignment, other.performance))
-    predicted["pareto"] = [p.to_dict() for p in front]
-    predicted["platform"] = platform.to_dict()
-    predicted["horizon"] = horizon
-    return Plan(platform=platform.name, objective=objective, placements=_placements(chosen),
-                predicted=predicted, solver=chosen.solver)
+    fastest, frugal = (ranked[0], other) if objective == "throughput" else (other, ranked[0])
+    exact = ranked[0].optimal and other.optimal and solver != "heuristic"
+    front = [p.to_dict() for p in pareto_front(problem, fastest, frugal, points=pareto_points, exact=exact)]
+    plans = []
+    for chosen in ranked:
+        predicted = describe(problem, protocol, chosen)
+        predicted["alternative"] = {"objective": other_objective, **_summary(problem, other)}
+        predicted["comparison"] = compare_sentence(problem, (chosen.assignment, chosen.performance), objective,
+                                                   (other.assignment, other.performance))
+        predicted["pareto"] = front
+        predicted["platform"] = platform.to_dict()
+        predicted["horizon"] = horizon
+        plans.append(Plan(platform=platform.name, objective=objective, placements=_placements(chosen),
+                          predicted=predicted, solver=chosen.solver))
+    return plans
 
 
 def _placements(sol: Solution) -> dict[str, Placement]:

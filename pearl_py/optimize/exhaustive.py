@@ -11,9 +11,10 @@ from __future__ import annotations
 import itertools
 import math
 import time
+from collections.abc import Iterator
 
 from pearl_py.errors import PlanningError
-from pearl_py.optimize.model import Choice, evaluate
+from pearl_py.optimize.model import Assignment, Choice, Performance, evaluate
 from pearl_py.optimize.problem import AssignmentProblem
 from pearl_py.optimize.solution import Solution
 
@@ -34,21 +35,26 @@ def count_plans(problem: AssignmentProblem) -> int:
     return math.prod(len(choices(problem, t.name)) for t in problem.tasks)
 
 
-def solve_exhaustive(problem: AssignmentProblem, objective: str) -> Solution:
-    """The best feasible plan by ``objective``; ties go to the other objective, then to enumeration order."""
-    started = time.perf_counter()
+def feasible_plans(problem: AssignmentProblem) -> Iterator[tuple[Assignment, Performance]]:
+    """Every feasible plan with its predicted performance, in enumeration order."""
     problem.check_hostable()
     if count_plans(problem) > MAX_PLANS:
         raise ValueError(f"{count_plans(problem)} plans are too many to enumerate (limit {MAX_PLANS})")
-    other = "power" if objective == "throughput" else "throughput"
     names = [t.name for t in problem.tasks]
-    best = None
-    best_key = None
     for combo in itertools.product(*(choices(problem, k) for k in names)):
         assignment = dict(zip(names, combo))
         perf = evaluate(problem, assignment)
-        if not perf.feasible:
-            continue
+        if perf.feasible:
+            yield assignment, perf
+
+
+def solve_exhaustive(problem: AssignmentProblem, objective: str) -> Solution:
+    """The best feasible plan by ``objective``; ties go to the other objective, then to enumeration order."""
+    started = time.perf_counter()
+    other = "power" if objective == "throughput" else "throughput"
+    best = None
+    best_key = None
+    for assignment, perf in feasible_plans(problem):
         key = (perf.objective(objective), perf.objective(other))
         if best_key is None or key[0] < best_key[0] * (1 - 1e-12) or (
                 key[0] <= best_key[0] * (1 + 1e-12) and key[1] < best_key[1]):
