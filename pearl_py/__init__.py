@@ -28,11 +28,12 @@ from pearl_py.optimize.plan import Placement, Plan
 from pearl_py.platform import Platform
 from pearl_py.protocol import Kernel, KernelKind, ProtocolGraph
 from pearl_py.runtime import RunResult, train
+from pearl_py.runtime.tune import TuneOptions
 
 __version__ = "0.1.0"
 
 __all__ = [
     "DDPG", "DDPGConfig", "DQN", "DQNConfig", "Algorithm", "ConfigError", "Kernel", "KernelKind", "Loss",
     "Networks", "OffPolicyConfig", "Placement", "Plan", "Platform", "ProtocolGraph", "RunConfig", "RunResult",
-    "UserError", "load_config", "mlp", "param", "plan", "ranked_plans", "register", "train",
+    "TuneOptions", "UserError", "load_config", "mlp", "param", "plan", "ranked_plans", "register", "train",
 ]

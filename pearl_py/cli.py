@@ -3,6 +3,7 @@
 Usage::
 
     pearl run examples/configs/dqn_cartpole.yaml --steps 20000 --seed 1 --out runs/dqn
+    pearl run examples/configs/dqn_cartpole.yaml --auto --tune --tune-top-k 3 --tune-seconds 5
 
 A user mistake (bad config, unknown env, missing file) prints one line naming the
 file, line and key, and exits with code 2; no traceback.
@@ -10,6 +11,7 @@ file, line and key, and exits with code 2; no traceback.
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -20,6 +22,7 @@ from pearl_py.errors import UserError
 def _run(args: argparse.Namespace) -> int:
     from pearl_py.run_config import load_config
     from pearl_py.runtime.train import train
+    from pearl_py.runtime.tune import TuneOptions
 
     cfg = load_config(args.config).with_overrides(total_steps=args.steps, seed=args.seed)
     s = cfg.settings
@@ -29,9 +32,10 @@ def _run(args: argparse.Namespace) -> int:
     if args.resume:
         out = Path(args.out) if args.out else Path(args.resume)
         plan = args.plan or Path(args.resume) / "plan.yaml"
+    tune = TuneOptions(args.tune_top_k, args.tune_seconds) if args.tune else False
     result = train(algo, total_steps=s.total_steps, seed=s.seed, out=out, eval_episodes=s.eval_episodes,
                    eval_freq=s.eval_freq, plan=plan, objective=args.objective, backend=args.backend,
-                   address=args.address, resume=args.resume)
+                   address=args.address, resume=args.resume, tune=tune)
     print(f"{s.algorithm} on {s.env}: {result.env_steps} env steps in {result.wall_seconds:.1f} s "
           f"({result.samples_per_second:.0f} samples/s, measured); eval return "
           f"{result.eval_return_mean:.1f} ± {result.eval_return_std:.1f} over {len(result.eval_returns)} episodes")
@@ -83,7 +87,12 @@ def build_parser() -> argparse.ArgumentParser:
                      help="local processes (default) or a Ray cluster")
     run.add_argument("--address", help="Ray cluster address (with --backend ray; default: start a local one)")
     run.add_argument("--resume", metavar="DIR", help="continue an interrupted run from its checkpoint in DIR")
-    run.set_defaults(handler=_run)
+    run.add_argument("--tune", action="store_true",
+                     help="with --auto: trial the model's top-k plans for a few seconds each, run the fastest measured")
+    run.add_argument("--tune-top-k", type=int, default=3, metavar="K", help="plans --tune trials (default 3)")
+    run.add_argument("--tune-seconds", type=float, default=5.0, metavar="S",
+                     help="steady-state seconds of each --tune trial (default 5)")
+    run.set_defaults(handler=_run, check=functools.partial(_check_run_flags, run))
 
     plan = sub.add_parser("plan", help="assign kernels to devices; write plan.yaml/json and report.md/html")
     plan.add_argument("config", help="run config YAML")
@@ -109,9 +118,25 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _check_run_flags(run: argparse.ArgumentParser, args: argparse.Namespace, argv: Sequence[str]) -> None:
+    """The --tune flags only make sense together and with --auto: a usage error (exit 2) otherwise."""
+    if args.tune and not args.auto:
+        run.error("--tune needs --auto (it trials the optimizer's top candidate plans)")
+    given = [flag for flag in ("--tune-top-k", "--tune-seconds") if any(a.split("=")[0] == flag for a in argv)]
+    if given and not args.tune:
+        run.error(f"{given[0]} needs --tune")
+    if args.tune_top_k < 1:
+        run.error(f"--tune-top-k must be >= 1, got {args.tune_top_k}")
+    if not args.tune_seconds > 0 or args.tune_seconds == float("inf"):
+        run.error(f"--tune-seconds must be a positive number of seconds, got {args.tune_seconds:g}")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
     args = parser.parse_args(argv)
+    if hasattr(args, "check"):
+        args.check(args, argv)
     try:
         return args.handler(args)
     except UserError as exc:

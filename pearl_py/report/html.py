@@ -13,7 +13,7 @@ from html import escape
 from typing import Any
 
 from pearl_py.optimize.plan import Plan
-from pearl_py.report import content, measured, simulation, svg
+from pearl_py.report import content, measured, simulation, svg, tuning
 
 CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,sans-serif;color:#18181b;max-width:1000px;margin:32px auto;
@@ -66,6 +66,10 @@ def render_html(plan: Plan, run: dict[str, Any] | None = None) -> str:
         parts.append("<ul>" + "".join(f"<li>{escape(sentence)}</li>" for sentence in why) + "</ul>")
     if run is not None:
         parts += _measured_section(plan, run)
+    if tuning.tuning(plan):
+        parts += [f"<h2>{escape(tuning.TITLE)}</h2>",
+                  _table(tuning.HEADER, tuning.trial_rows(plan), row_class=lambda r: "moved" if r[-1] else ""),
+                  *(f"<p class='small'>{escape(sentence)}</p>" for sentence in tuning.sentences(plan))]
     other, rows = content.alternative_rows(plan)
     if rows:
         parts += [f"<h2>Throughput or power: this plan beside the {escape(other)} objective's</h2>",

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from pearl_py.optimize.plan import Plan
-from pearl_py.report import content, fmt, measured, simulation
+from pearl_py.report import content, fmt, measured, simulation, tuning
 
 
 def _table(header: list[str], rows: list[list[str]]) -> list[str]:
@@ -33,6 +33,9 @@ def render_markdown(plan: Plan, run: dict[str, Any] | None = None) -> str:
     why = content.variant_sentences(plan) + content.variant_notes(plan)
     if why:
         lines += [""] + [f"- {sentence}" for sentence in why]
+    if tuning.tuning(plan):
+        lines += ["", f"## {tuning.TITLE}", ""] + _table(tuning.HEADER, tuning.trial_rows(plan))
+        lines += [""] + [f"- {sentence}" for sentence in tuning.sentences(plan)]
     other, rows = content.alternative_rows(plan)
     if rows:
         lines += ["", f"## This plan beside the {other} objective's", ""]

@@ -5,6 +5,8 @@ Example::
     >>> plan = resolve_plan(algo, "auto")          # calibrate if needed, optimize on this machine
     >>> plan = resolve_plan(algo, "local")         # every kernel on the local CPU, serially
     >>> plan = resolve_plan(algo, "out/plan.yaml") # a plan written by `pearl plan`
+    >>> [p.predicted["mode"] for p in candidate_plans(algo, k=3)]   # what `--tune` trials
+    ['overlapped', 'serialized', 'overlapped']
 """
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ from pearl_py.algorithms.base import Algorithm
 from pearl_py.algorithms.learner import Learner
 from pearl_py.errors import PlanningError
 from pearl_py.optimize.api import plan as optimize
+from pearl_py.optimize.api import ranked_plans
 from pearl_py.optimize.plan import Plan
 from pearl_py.platform import Platform
 from pearl_py.protocol import KernelKind
@@ -65,6 +68,24 @@ def local_serial_plan(algorithm: Algorithm, total_steps: int | None = None) -> P
     pins = {kernel.name: cpu for kernel in protocol.kernels()}
     return optimize(protocol, local, "throughput", {"pin": pins}, pareto_points=2, horizon=total_steps,
                     refused_variants=refused_variants(algorithm))
+
+
+def candidate_plans(algorithm: Algorithm, k: int, objective: str = "throughput", total_steps: int | None = None,
+                    log: Callable[[str], None] = print) -> list[Plan]:
+    """The ``k`` best plans for this machine by the model, over both protocol modes, best first.
+
+    Overlapped plans run on the parallel runtime, serialized ones on the serial executor; on
+    one CPU the model predicts both alike (busy times add up either way), while measured they
+    differ, so ``--tune`` trials both. Calibrates first if needed; on ties the overlapped plan
+    (the one ``resolve_plan(algo, "auto")`` runs) comes first.
+    """
+    ensure_calibration(log)
+    local, refused = Platform.local(), refused_variants(algorithm)
+    plans = [plan for serialized in (False, True)
+             for plan in ranked_plans(algorithm.protocol(serialized=serialized), local, objective, k=k,
+                                      horizon=total_steps, refused_variants=refused)]
+    figure = "time_per_sample_s" if objective == "throughput" else "energy_per_sample_j"
+    return sorted(plans, key=lambda plan: float(f"{plan.predicted[figure]:.9g}"))[:k]  # stable: ties as listed
 
 
 def resolve_plan(algorithm: Algorithm, plan: Plan | str | Path | None, objective: str = "throughput",

@@ -6,18 +6,25 @@ Example::
     >>> result = pearl.train(algo, total_steps=50_000, seed=0, plan="auto", out="runs/dqn")
     >>> result.samples_per_second, result.plan["solver"]
     (2412.7, 'milp')
+    >>> result = pearl.train(algo, total_steps=50_000, plan="auto", tune=pearl.TuneOptions(top_k=3, seconds=5))
+    >>> [t["measured_samples_per_s"] for t in result.plan["predicted"]["tuning"]["trials"]]
+    [1204.9, 1391.3, 1010.2]
 """
 from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from pearl_py.algorithms.base import Algorithm
 from pearl_py.errors import UserError
 from pearl_py.optimize.plan import Plan
-from pearl_py.runtime.planning import resolve_plan
+from pearl_py.runtime.planning import candidate_plans, resolve_plan
 from pearl_py.runtime.result import RunResult
 from pearl_py.runtime.serial import SerialExecutor
+
+if TYPE_CHECKING:
+    from pearl_py.runtime.tune import TuneOptions
 
 BACKENDS = ("local", "ray")
 
@@ -27,10 +34,30 @@ def runs_serially(plan: Plan) -> bool:
     return plan.solver == "single-device" or plan.predicted.get("mode") == "serialized"
 
 
+def make_executor(algorithm: Algorithm, plan: Plan, seed: int, *, backend: str = "local",
+                  address: str | None = None, resume: str | Path | None = None, **common: Any):
+    """The executor that runs ``plan``: Ray, the serial executor (serialized plans) or the local parallel runtime.
+
+    ``common``: ``out_dir``, ``eval_episodes``, ``eval_freq``, ``progress``.
+    """
+    if backend == "ray":
+        from pearl_py.runtime.ray_backend import RayExecutor
+
+        return RayExecutor(algorithm, plan, seed, address=address, **common)
+    if runs_serially(plan):
+        if resume is not None:
+            raise UserError("--resume continues a parallel run; this plan runs serially (use --auto or a "
+                            "parallel plan)")
+        return SerialExecutor(algorithm, seed, plan=plan, **common)
+    from pearl_py.runtime.parallel import ParallelExecutor
+
+    return ParallelExecutor(algorithm, plan, seed, resume_from=Path(resume) if resume else None, **common)
+
+
 def train(algorithm: Algorithm, total_steps: int, seed: int = 0, *, plan: Plan | str | Path | None = None,
           out: str | Path | None = None, eval_episodes: int = 10, eval_freq: int = 0,
           progress: bool | None = None, objective: str = "throughput", backend: str = "local",
-          address: str | None = None, resume: str | Path | None = None,
+          address: str | None = None, resume: str | Path | None = None, tune: bool | TuneOptions = False,
           log: Callable[[str], None] = print) -> RunResult:
     """Train ``algorithm`` for ``total_steps`` env steps under ``plan``.
 
@@ -40,28 +67,21 @@ def train(algorithm: Algorithm, total_steps: int, seed: int = 0, *, plan: Plan |
     serial executor, overlapped ones on the local parallel runtime (``backend="local"``) or
     on Ray (``backend="ray"``, ``address`` of a running cluster or None for a local one).
     ``resume``: a folder holding the checkpoint of an interrupted parallel run.
+    ``tune`` (with ``plan="auto"``, ``True`` or a :class:`~pearl_py.runtime.tune.TuneOptions`):
+    trial the model's top-k plans for a few seconds each and run the fastest measured; the
+    trials are recorded in ``plan.predicted["tuning"]`` (docs/runtime.md).
     With ``out``: logs, ``result.json`` and, when the plan has predictions, the plan's report
     with what the run measured beside them (``report.md``, ``report.html``, ``plan.yaml``, ``plan.json``).
     """
     if backend not in BACKENDS:
         raise UserError(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
-    resolved = resolve_plan(algorithm, plan, objective, log, total_steps=total_steps)
-    out_dir = Path(out) if out is not None else None
-    common = dict(out_dir=out_dir, eval_episodes=eval_episodes, eval_freq=eval_freq, progress=progress)
-    if backend == "ray":
-        from pearl_py.runtime.ray_backend import RayExecutor
-
-        executor = RayExecutor(algorithm, resolved, seed, address=address, **common)
-    elif runs_serially(resolved):
-        if resume is not None:
-            raise UserError("--resume continues a parallel run; this plan runs serially (use --auto or a "
-                            "parallel plan)")
-        executor = SerialExecutor(algorithm, seed, plan=resolved, **common)
+    if tune:
+        resolved = _tuned_plan(algorithm, total_steps, seed, plan, objective, backend, resume, tune, log)
     else:
-        from pearl_py.runtime.parallel import ParallelExecutor
-
-        executor = ParallelExecutor(algorithm, resolved, seed, resume_from=Path(resume) if resume else None,
-                                    **common)
+        resolved = resolve_plan(algorithm, plan, objective, log, total_steps=total_steps)
+    out_dir = Path(out) if out is not None else None
+    executor = make_executor(algorithm, resolved, seed, backend=backend, address=address, resume=resume,
+                             out_dir=out_dir, eval_episodes=eval_episodes, eval_freq=eval_freq, progress=progress)
     if out_dir is not None and resolved.predicted:
         resolved.export(out_dir)  # the plan is on disk before the run: `--resume` finds it after a stop
     result = executor.run(total_steps)
@@ -70,3 +90,24 @@ def train(algorithm: Algorithm, total_steps: int, seed: int = 0, *, plan: Plan |
         if resolved.predicted:
             resolved.export(out_dir, run=result.to_dict())
     return result
+
+
+def _tuned_plan(algorithm: Algorithm, total_steps: int, seed: int, plan: Plan | str | Path | None,
+                objective: str, backend: str, resume: str | Path | None, tune: bool | TuneOptions,
+                log: Callable[[str], None]) -> Plan:
+    """The fastest measured of the model's top-k plans (``pearl_py.runtime.tune``)."""
+    from pearl_py.runtime.tune import TrialRunner, TuneOptions, tune_plan
+
+    if tune is not True and not isinstance(tune, TuneOptions):
+        raise UserError(f"tune must be True, False or a TuneOptions, got {tune!r}")
+    options = tune if isinstance(tune, TuneOptions) else TuneOptions()
+    if backend != "local" or resume is not None:
+        raise UserError("tune (--tune) trials plans on this machine's executors: it cannot run on the Ray backend "
+                        "or continue a run (--resume)")
+    if plan != "auto":
+        raise UserError(f"tune (--tune) trials the optimizer's top plans, so it needs plan='auto' (--auto), "
+                        f"got plan={plan!r}")
+    if objective != "throughput":
+        raise UserError(f"tune (--tune) measures samples/s, so it needs the throughput objective, got {objective!r}")
+    candidates = candidate_plans(algorithm, options.top_k, objective, total_steps, log)
+    return tune_plan(candidates, TrialRunner(algorithm, seed, total_steps), options, log)
