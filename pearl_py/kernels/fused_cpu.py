@@ -1,9 +1,11 @@
 """The ``fused`` CPU learner update: DQN's and DDPG's whole gradient step in one numba function.
 
 One ``@njit(nogil=True)`` call per update runs the target forward, the online forward,
-the loss, the backward pass, the gradient-norm clip, Adam (bias corrections in float64,
-as ``torch.optim.Adam``) and, for DDPG, the soft target update, over float32 numpy
-arrays, with BLAS (scipy's OpenBLAS, which numba links) for every GEMM. No Python runs
+the loss, the backward pass, the gradient-norm clip (folded into Adam as a factor),
+Adam (bias corrections in float64, as ``torch.optim.Adam``) and, for DDPG, the soft
+target update, over float32 numpy arrays, with one ``sgemm`` per GEMM on the arrays as
+they are (``pearl_py.kernels.numba_blas.gemm``: torch's MKL for the large ones, scipy's
+OpenBLAS for the small ones; layers in ``pearl_py.kernels.mlp_numba``). No Python runs
 between the pieces, no tensor is dispatched and nothing is allocated but the returned
 loss and ``|TD|`` arrays.
 
@@ -28,8 +30,6 @@ Example::
 """
 from __future__ import annotations
 
-import math
-import os
 import time
 
 import numpy as np
@@ -37,178 +37,55 @@ import torch
 from torch import nn
 
 from pearl_py.algorithms.learner import Learner, TensorBatch, UpdateResult
+from pearl_py.kernels.numba_blas import JIT, numba, numba_available, set_blas_threads
 from pearl_py.kernels.registry import KernelUnavailable
 from pearl_py.kernels.workspace import AdamHyper
 
-try:  # numba is optional: without it the variant is unavailable
-    import numba
-    from numba import njit
-except ImportError:  # pragma: no cover - numba ships with the project's constraints
-    numba = None
-
-
-def numba_available() -> tuple[bool, str]:
-    """Whether numba and the BLAS it calls through (scipy's) can run here."""
-    if numba is None:
-        return False, "numba is not installed"
-    try:
-        import scipy.linalg.cython_blas  # noqa: F401  numba's np.dot calls BLAS through scipy
-    except ImportError:
-        return False, "numba's np.dot needs scipy's BLAS (scipy is not installed)"
-    return True, ""
-
-
 # --------------------------------------------------------------------------------------------
-# The numba kernel. Layer table rows: (weight offset, bias offset, n_in, n_out), offsets into
-# the flat parameter buffers; a network is a run of rows. Scratch ``S`` is carved in a fixed order.
+# The numba kernels: one gradient step each, over the flat buffers (layers: pearl_py.kernels.mlp_numba).
 # --------------------------------------------------------------------------------------------
-_JIT = dict(cache=True, nogil=True, fastmath=False, error_model="numpy")
-"""Exact IEEE float32 arithmetic (no fastmath); ``error_model="numpy"``: a float division is a plain
-division (inf/nan as in torch), not a ZeroDivisionError check, which kept numba from vectorizing Adam."""
-
 if numba is not None:
-    @njit(**_JIT)
-    def _carve(S, off, rows, cols):
-        end = off + rows * cols
-        if end > S.size:
-            raise ValueError("fused learner update: scratch workspace too small")
-        return S[off:end].reshape((rows, cols)), end
+    from numba import njit
 
-    @njit(**_JIT)
-    def bias_activation(z, b, last, out_tanh):
-        """``z += b`` on every row, then ReLU (hidden layers) or tanh (the last layer, if ``out_tanh``).
+    from pearl_py.kernels.mlp_numba import adam, backward, carve, clip_coef, forward, lerp, output
 
-        Shared by the fused learner update and the fused inference (``pearl_py.kernels.inference``)."""
-        for i in range(z.shape[0]):
-            for j in range(z.shape[1]):
-                v = z[i, j] + b[j]
-                if not last:
-                    v = v if v > 0 else np.float32(0.0)
-                elif out_tanh:
-                    v = np.tanh(v)
-                z[i, j] = v
-
-    @njit(**_JIT)
-    def _forward(P, L, first, n, x, S, off, out_tanh):
-        """MLP forward on ``x`` (B, n_in) with ReLU between layers; activations stored in S from ``off``
-        (the input first, then every layer's output). Returns the end offset."""
-        B = x.shape[0]
-        h, off = _carve(S, off, B, x.shape[1])
-        h[:, :] = x
-        for k in range(n):
-            wo, bo, ni, no = L[first + k, 0], L[first + k, 1], L[first + k, 2], L[first + k, 3]
-            W = P[wo:wo + no * ni].reshape((no, ni))
-            b = P[bo:bo + no]
-            z, off = _carve(S, off, B, no)
-            np.dot(h, W.T, z)
-            bias_activation(z, b, k == n - 1, out_tanh)
-            h = z
-        return off
-
-    @njit(**_JIT)
-    def _output(S, L, first, n, B, off):
-        """The last layer's output of a forward stored at ``off``."""
-        o = off + B * L[first, 2]
-        for k in range(n - 1):
-            o += B * L[first + k, 3]
-        return S[o:o + B * L[first + n - 1, 3]].reshape((B, L[first + n - 1, 3]))
-
-    @njit(**_JIT)
-    def _backward(P, G, L, first, n, S, act_off, dz, off, param_grads, input_grad):
-        """Backward of a forward stored at ``act_off``, from ``dz`` (B, n_out) of the last layer's
-        pre-activation. Writes weight/bias gradients into G when ``param_grads``; returns the input
-        gradient (B, n_in) when ``input_grad`` (else ``dz`` of the first layer) and the end offset."""
-        B = dz.shape[0]
-        starts = np.empty(n + 1, np.int64)   # activation k (k = 0: the input) at starts[k]
-        starts[0] = act_off
-        starts[1] = act_off + B * L[first, 2]
-        for k in range(1, n):
-            starts[k + 1] = starts[k] + B * L[first + k - 1, 3]
-        for k in range(n - 1, -1, -1):
-            wo, bo, ni, no = L[first + k, 0], L[first + k, 1], L[first + k, 2], L[first + k, 3]
-            a_prev = S[starts[k]:starts[k] + B * ni].reshape((B, ni))
-            if param_grads:
-                gW = G[wo:wo + no * ni].reshape((no, ni))
-                np.dot(dz.T, a_prev, gW)
-                gb = G[bo:bo + no]
-                gb[:] = 0.0
-                for i in range(B):
-                    for j in range(no):
-                        gb[j] += dz[i, j]
-            if k > 0 or input_grad:
-                W = P[wo:wo + no * ni].reshape((no, ni))
-                da, off = _carve(S, off, B, ni)
-                np.dot(dz, W, da)
-                if k > 0:
-                    for i in range(B):
-                        for j in range(ni):
-                            if not a_prev[i, j] > 0:
-                                da[i, j] = 0.0
-                dz = da
-        return dz, off
-
-    @njit(**_JIT)
-    def _clip(G, start, end, max_norm):
-        """``clip_grad_norm_`` over G[start:end]: the float32 L2 norm (a BLAS dot), then the scale."""
-        g = G[start:end]
-        norm = np.float32(math.sqrt(np.dot(g, g)))
-        coef = np.float32(max_norm) / (norm + np.float32(1e-6))
-        if coef < np.float32(1.0):
-            for i in range(g.size):
-                g[i] = g[i] * coef
-
-    @njit(**_JIT)
-    def _adam(P, G, M, V, steps, s0, s1, start, end, lr, beta1, beta2, eps):
-        """``torch.optim.Adam``'s single-tensor step over P[start:end]; step counters steps[s0:s1]."""
-        step = np.float64(steps[s0]) + 1.0
-        for s in range(s0, s1):
-            steps[s] = np.float32(step)
-        step_size = np.float32(lr / (1.0 - beta1 ** step))
-        bc2_sqrt = np.float32(math.sqrt(1.0 - beta2 ** step))
-        w1 = np.float32(1.0 - beta1)
-        b2 = np.float32(beta2)
-        w2 = np.float32(1.0 - beta2)
-        eps32 = np.float32(eps)
-        p, gr, m_, v_ = P[start:end], G[start:end], M[start:end], V[start:end]
-        for i in range(p.size):
-            g = gr[i]
-            m = m_[i] + w1 * (g - m_[i])
-            v = v_[i] * b2 + w2 * g * g
-            m_[i] = m
-            v_[i] = v
-            p[i] = p[i] - step_size * m / (np.sqrt(v) / bc2_sqrt + eps32)
-
-    @njit(**_JIT)
-    def _lerp(T, P, start, end, tau):
-        """``torch._foreach_lerp_(target, online, tau)`` (tau = 1: copy)."""
-        w = np.float32(tau)
-        t, p = T[start:end], P[start:end]
-        if tau == 1.0:
-            t[:] = p
-        elif tau < 0.5:
-            for i in range(t.size):
-                t[i] = t[i] + w * (p[i] - t[i])
-        else:
-            for i in range(t.size):
-                t[i] = p[i] - (p[i] - t[i]) * (np.float32(1.0) - w)
-
-    @njit(**_JIT)
+    @njit(**JIT)
     def dqn_step(obs, actions, rewards, next_obs, dones, weights, P, T, G, M, V, steps, L, S,
                  hp, double_q, clip, out_td, out_loss):
-        """One DQN gradient step in place. ``hp`` = (gamma, max_norm, lr, beta1, beta2, eps)."""
+        """One DQN gradient step in place; |TD| into ``out_td``, the loss into the 0-d ``out_loss``.
+        ``hp`` = (gamma, max_norm, lr, beta1, beta2, eps).
+
+        Double-Q runs the online network once on ``[obs; next_obs]`` (2B rows: one GEMM per layer
+        instead of two); the backward reads the first B rows (obs) of each activation."""
         B = obs.shape[0]
         n = L.shape[0]
         A = L[n - 1, 3]
         gamma = np.float32(hp[0])
-        # Target: r + gamma * (1 - done) * max_a Q_target(s', a)  (double: at argmax_a Q_online(s', a))
-        off = _forward(T, L, 0, n, next_obs, S, 0, False)
-        next_q = _output(S, L, 0, n, B, 0)
-        target = np.empty(B, np.float32)
-        online_next = next_q
+        # Target network on next_obs.
+        off = forward(T, L, 0, n, next_obs, S, 0, False)
+        next_q = output(S, L, 0, n, B, 0)
+        # Online network: on obs (and next_obs for double-Q), activations kept for the backward.
+        act_off = off
         if double_q:
-            off2 = _forward(P, L, 0, n, next_obs, S, off, False)
-            online_next = _output(S, L, 0, n, B, off)
-            off = off2
+            x, off = carve(S, off, 2 * B, obs.shape[1])
+            x[:B] = obs
+            x[B:] = next_obs
+            act_off = off
+            off = forward(P, L, 0, n, x, S, act_off, False)
+            q_all = output(S, L, 0, n, 2 * B, act_off)
+            q, online_next = q_all[:B], q_all[B:]
+            act_rows = 2 * B
+        else:
+            off = forward(P, L, 0, n, obs, S, act_off, False)
+            q = output(S, L, 0, n, B, act_off)
+            online_next = q
+            act_rows = B
+        # Target r + gamma (1 - done) max_a Q_target(s', a) (double: at argmax_a Q_online(s', a)), Huber
+        # loss (beta 1) and its gradient at the taken actions.
+        dq, off = carve(S, off, B, A)
+        dq[:, :] = 0.0
+        inv_b = np.float32(1.0) / np.float32(B)
+        total = 0.0
         for i in range(B):
             if double_q:
                 best = 0
@@ -221,18 +98,9 @@ if numba is not None:
                 for a in range(1, A):
                     if next_q[i, a] > nv:
                         nv = next_q[i, a]
-            target[i] = rewards[i] + gamma * (np.float32(1.0) - dones[i]) * nv
-        # Online forward, Huber loss (beta 1), its gradient at the taken actions.
-        act_off = off
-        off = _forward(P, L, 0, n, obs, S, act_off, False)
-        q = _output(S, L, 0, n, B, act_off)
-        dq, off = _carve(S, off, B, A)
-        dq[:, :] = 0.0
-        inv_b = np.float32(1.0) / np.float32(B)
-        total = 0.0
-        for i in range(B):
+            target = rewards[i] + gamma * (np.float32(1.0) - dones[i]) * nv
             a = actions[i]
-            d = q[i, a] - target[i]
+            d = q[i, a] - target
             out_td[i] = abs(d)
             g = weights[i] * inv_b
             if d < -1.0:
@@ -244,18 +112,17 @@ if numba is not None:
             else:
                 total += weights[i] * (np.float32(0.5) * d * d)
                 dq[i, a] = d * g
-        out_loss[0] = np.float32(total / B)
-        _backward(P, G, L, 0, n, S, act_off, dq, off, True, False)
+        out_loss[()] = np.float32(total / B)
+        backward(P, G, L, 0, n, S, act_off, act_rows, dq, off, True, False)
         end = L[n - 1, 1] + A
-        if clip:
-            _clip(G, 0, end, hp[1])
-        _adam(P, G, M, V, steps, 0, steps.size, 0, end, hp[2], hp[3], hp[4], hp[5])
+        coef = clip_coef(G, 0, end, hp[1]) if clip else np.float32(1.0)
+        adam(P, G, M, V, steps, 0, steps.size, 0, end, coef, hp[2], hp[3], hp[4], hp[5])
 
-    @njit(**_JIT)
+    @njit(**JIT)
     def ddpg_step(obs, actions, rewards, next_obs, dones, weights, P, T, G, M, V, steps, L, S,
-                  hp, n_actor, clip, soft_update, out_td, out_loss):
+                  hp, n_actor, clip, soft_update, out_td, critic_loss, actor_loss):
         """One DDPG gradient step in place: critic, then actor (on the updated critic), then soft
-        target updates when ``soft_update``. Rows [0, n_actor) of L are the actor, the rest the critic;
+        target updates when ``soft_update``; TD errors into ``out_td``, the losses into the 0-d arrays. Rows [0, n_actor) of L are the actor, the rest the critic;
         parameters: actor first. ``hp`` = (gamma, max_norm, critic lr, b1, b2, eps, actor lr, b1, b2,
         eps, tau). Step counters follow the parameter tensors (2 per layer), actor first."""
         B = obs.shape[0]
@@ -264,24 +131,24 @@ if numba is not None:
         a_end = L[n_actor - 1, 1] + L[n_actor - 1, 3]          # actor params are P[0:a_end]
         c_end = L[L.shape[0] - 1, 1] + 1                       # critic params are P[a_end:c_end]
         gamma = np.float32(hp[0])
-        x, off = _carve(S, 0, B, n_obs + n_act)
+        x, off = carve(S, 0, B, n_obs + n_act)
         # --- critic loss: target r + gamma (1 - done) Q_t(s', pi_t(s')), MSE
         t_act = off
-        off = _forward(T, L, 0, na, next_obs, S, t_act, True)
+        off = forward(T, L, 0, na, next_obs, S, t_act, True)
         x[:, :n_obs] = next_obs
-        x[:, n_obs:] = _output(S, L, 0, na, B, t_act)
+        x[:, n_obs:] = output(S, L, 0, na, B, t_act)
         t_crit = off
-        off = _forward(T, L, na, nc, x, S, t_crit, False)
-        next_v = _output(S, L, na, nc, B, t_crit)
+        off = forward(T, L, na, nc, x, S, t_crit, False)
+        next_v = output(S, L, na, nc, B, t_crit)
         target = np.empty(B, np.float32)
         for i in range(B):
             target[i] = rewards[i] + gamma * (np.float32(1.0) - dones[i]) * next_v[i, 0]
         x[:, :n_obs] = obs
         x[:, n_obs:] = actions
         c_act = off
-        off = _forward(P, L, na, nc, x, S, c_act, False)
-        q = _output(S, L, na, nc, B, c_act)
-        dq, off = _carve(S, off, B, 1)
+        off = forward(P, L, na, nc, x, S, c_act, False)
+        q = output(S, L, na, nc, B, c_act)
+        dq, off = carve(S, off, B, 1)
         inv_b = np.float32(1.0) / np.float32(B)
         total = 0.0
         for i in range(B):
@@ -289,38 +156,35 @@ if numba is not None:
             out_td[i] = d
             total += weights[i] * (d * d)
             dq[i, 0] = np.float32(2.0) * d * (weights[i] * inv_b)
-        out_loss[0] = np.float32(total / B)
-        _backward(P, G, L, na, nc, S, c_act, dq, off, True, False)
-        if clip:
-            _clip(G, a_end, c_end, hp[1])
-        _adam(P, G, M, V, steps, 2 * na, steps.size, a_end, c_end, hp[2], hp[3], hp[4], hp[5])
+        critic_loss[()] = np.float32(total / B)
+        backward(P, G, L, na, nc, S, c_act, B, dq, off, True, False)
+        coef = clip_coef(G, a_end, c_end, hp[1]) if clip else np.float32(1.0)
+        adam(P, G, M, V, steps, 2 * na, steps.size, a_end, c_end, coef, hp[2], hp[3], hp[4], hp[5])
         # --- actor loss: -mean Q(s, pi(s)) on the updated critic; only the actor is stepped
         p_act = off
-        off = _forward(P, L, 0, na, obs, S, p_act, True)
-        pi = _output(S, L, 0, na, B, p_act)
+        off = forward(P, L, 0, na, obs, S, p_act, True)
+        pi = output(S, L, 0, na, B, p_act)
         x[:, n_obs:] = pi
         c2 = off
-        off = _forward(P, L, na, nc, x, S, c2, False)
-        qpi = _output(S, L, na, nc, B, c2)
+        off = forward(P, L, na, nc, x, S, c2, False)
+        qpi = output(S, L, na, nc, B, c2)
         total = 0.0
-        dq2, off = _carve(S, off, B, 1)
+        dq2, off = carve(S, off, B, 1)
         for i in range(B):
             total += qpi[i, 0]
             dq2[i, 0] = -inv_b
-        out_loss[1] = -np.float32(total / B)
-        dx, off = _backward(P, G, L, na, nc, S, c2, dq2, off, False, True)
-        dpi, off = _carve(S, off, B, n_act)
+        actor_loss[()] = -np.float32(total / B)
+        dx, off = backward(P, G, L, na, nc, S, c2, B, dq2, off, False, True)
+        dpi, off = carve(S, off, B, n_act)
         for i in range(B):
             for j in range(n_act):
                 y = pi[i, j]
                 dpi[i, j] = dx[i, n_obs + j] * (np.float32(1.0) - y * y)
-        _backward(P, G, L, 0, na, S, p_act, dpi, off, True, False)
-        if clip:
-            _clip(G, 0, a_end, hp[1])
-        _adam(P, G, M, V, steps, 0, 2 * na, 0, a_end, hp[6], hp[7], hp[8], hp[9])
+        backward(P, G, L, 0, na, S, p_act, B, dpi, off, True, False)
+        coef = clip_coef(G, 0, a_end, hp[1]) if clip else np.float32(1.0)
+        adam(P, G, M, V, steps, 0, 2 * na, 0, a_end, coef, hp[6], hp[7], hp[8], hp[9])
         if soft_update:
-            _lerp(T, P, 0, c_end, hp[10])
-
+            lerp(T, P, 0, c_end, hp[10])
 
 # --------------------------------------------------------------------------------------------
 # What the kernel supports, and the Python side: flat shared buffers, the per-call wrapper.
@@ -401,29 +265,6 @@ def supports(learner: Learner) -> tuple[bool, str]:
     return True, ""
 
 
-def set_blas_threads(n: int) -> bool:
-    """Set the thread count of the BLAS numba calls (scipy's OpenBLAS) to ``n``; False if not found.
-
-    Measured here: with its default (one thread per core) on the shared 2-core machine, a
-    64x256x256 GEMM took 8 ms instead of 0.1 ms (its threads spin against the other process).
-    """
-    import ctypes
-    import glob
-
-    import scipy
-    import scipy.linalg.cython_blas  # noqa: F401  loads the library
-
-    libs = os.path.join(os.path.dirname(os.path.dirname(scipy.__file__)), "scipy.libs")
-    for path in sorted(glob.glob(os.path.join(libs, "*openblas*"))):
-        lib = ctypes.CDLL(path)
-        for symbol in ("scipy_openblas_set_num_threads", "openblas_set_num_threads"):
-            fn = getattr(lib, symbol, None)
-            if fn is not None:
-                fn(int(n))
-                return True
-    return False
-
-
 class FusedCpuUpdate:
     """A learner update that runs :func:`dqn_step` / :func:`ddpg_step` over the learner's memory."""
 
@@ -448,6 +289,7 @@ class FusedCpuUpdate:
         self._adopt()
         cfg = algo.config
         self.clip = cfg.max_grad_norm is not None
+        self.double_q = bool(getattr(cfg, "double_q", False))
         max_norm = cfg.max_grad_norm if self.clip else 0.0
         adam = {loss.name: AdamHyper.of(learner.optimizers[loss.name]) for loss in learner.losses}
         if self.is_ddpg:
@@ -497,9 +339,12 @@ class FusedCpuUpdate:
         self.P, self.T, self.G = P.numpy(), T.numpy(), np.zeros(total, np.float32)
         self.M, self.V, self.steps = M.numpy(), V.numpy(), steps.numpy()
         self._torch_flat = (P, T, M, V, steps)
-        self._watch = [(learner.optimizers[loss.name], learner.nets.online[loss.trains], loss.name)
-                       for loss in learner.losses]
-        self._expected = {name: opt.state[next(iter(net.parameters()))]["exp_avg"] for opt, net, name in self._watch}
+        # What _check_shared compares: per loss, its optimizer, first parameter and that one's exp_avg.
+        self._watch = []
+        for loss in learner.losses:
+            opt, p0 = learner.optimizers[loss.name], next(iter(learner.nets.online[loss.trains].parameters()))
+            self._watch.append((opt, p0, opt.state[p0]["exp_avg"]))
+        self._flat_ptr = P.data_ptr()
         rows, index = [], 0
         for name in self.order:
             for m in self.modules[name]:
@@ -512,13 +357,12 @@ class FusedCpuUpdate:
 
     def _check_shared(self) -> None:
         """Re-adopt if ``Optimizer.load_state_dict`` (or anything else) replaced the shared tensors."""
-        for opt, net, name in self._watch:
-            p0 = next(iter(net.parameters()))
+        for opt, p0, exp_avg in self._watch:
             state = opt.state.get(p0)
-            if state is None or state.get("exp_avg") is not self._expected[name]:
+            if state is None or state.get("exp_avg") is not exp_avg:
                 self._adopt()
                 return
-        if self._params[0].data_ptr() != self._torch_flat[0].data_ptr():
+        if self._params[0].data_ptr() != self._flat_ptr:
             self._adopt()
 
     # -- one update ------------------------------------------------------------------------
@@ -536,17 +380,16 @@ class FusedCpuUpdate:
         B = obs.shape[0]
         S = self._scratch_for(B)
         td = np.empty(B, np.float32)
-        loss = np.empty(2, np.float32)
-        first = not self.first_call_seconds
+        loss = np.empty((), np.float32)
         start = time.perf_counter()
         if self.is_ddpg:
             cfg = learner.algorithm.config
             soft = cfg.target_update_interval >= 1 and step_number % cfg.target_update_interval == 0
+            actor_loss = np.empty((), np.float32)
             ddpg_step(obs, _f32(batch.actions).reshape(B, -1), _f32(batch.rewards), _f32(batch.next_obs),
                       _f32(batch.dones), _f32(batch.weights), self.P, self.T, self.G, self.M, self.V,
-                      self.steps, self.L, S, self.hp, self.n_actor, self.clip, soft, td, loss)
-            t = torch.from_numpy(loss)
-            losses = {"critic": t[0], "actor": t[1]}
+                      self.steps, self.L, S, self.hp, self.n_actor, self.clip, soft, td, loss, actor_loss)
+            losses = {"critic": torch.from_numpy(loss), "actor": torch.from_numpy(actor_loss)}
             td_abs = torch.from_numpy(np.abs(td, out=td))
         else:
             actions = batch.actions.numpy()
@@ -554,10 +397,10 @@ class FusedCpuUpdate:
                 actions = actions.astype(np.int64)
             dqn_step(obs, actions, _f32(batch.rewards), _f32(batch.next_obs), _f32(batch.dones),
                      _f32(batch.weights), self.P, self.T, self.G, self.M, self.V, self.steps, self.L, S,
-                     self.hp, bool(learner.algorithm.config.double_q), self.clip, td, loss)
-            losses = {"q": torch.from_numpy(loss)[0]}
+                     self.hp, self.double_q, self.clip, td, loss)
+            losses = {"q": torch.from_numpy(loss)}
             td_abs = torch.from_numpy(td)
-        if first:
+        if not self.first_call_seconds:
             self.first_call_seconds[tuple(losses)] = time.perf_counter() - start
         learner.gradient_steps = step_number
         if not self.is_ddpg:   # DQN's target copies are counted in env steps (after_env_step): a no-op here
@@ -566,7 +409,8 @@ class FusedCpuUpdate:
 
 
 def _f32(t: torch.Tensor) -> np.ndarray:
-    a = t.detach().numpy()
+    """``t`` as a C-contiguous float32 numpy array (a view when it is one already)."""
+    a = t.detach().numpy() if t.requires_grad else t.numpy()
     return a if a.dtype == np.float32 and a.flags.c_contiguous else np.ascontiguousarray(a, dtype=np.float32)
 
 

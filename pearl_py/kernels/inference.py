@@ -5,7 +5,8 @@
 
 ``make_fused`` is the CPU path: DQN's (greedy argmax, epsilon-greedy) and DDPG's (tanh
 actor, Gaussian noise, clip to [-1, 1]) whole act as one ``@njit(nogil=True)`` call over
-float32 numpy arrays, BLAS (scipy's OpenBLAS, through numba's ``np.dot``) for every layer.
+float32 numpy arrays, one ``sgemm`` per layer (``pearl_py.kernels.mlp_numba.linear``, as the fused
+learner update).
 Its weights are numpy views of the torch modules' parameters (same memory): a learner
 step, a ``param_sync`` (``ParamBoard.read_into`` copies in place) or any in-place write is
 seen by the next call; when a parameter's storage is replaced (``param.data = ...``, as
@@ -38,7 +39,8 @@ from torch import nn
 
 from pearl_py.algorithms.base import Algorithm
 from pearl_py.algorithms.networks import Networks
-from pearl_py.kernels.fused_cpu import _mlp_layers, numba, numba_available, set_blas_threads
+from pearl_py.kernels.fused_cpu import _mlp_layers
+from pearl_py.kernels.numba_blas import JIT, numba, numba_available, set_blas_threads
 from pearl_py.kernels.registry import KernelUnavailable
 
 Inference = Callable[..., np.ndarray]
@@ -63,9 +65,9 @@ def make_reference(algorithm: Algorithm, nets: Networks) -> Inference:
 if numba is not None:
     from numba import njit
 
-    from pearl_py.kernels.fused_cpu import _JIT, bias_activation
+    from pearl_py.kernels.mlp_numba import ACT_NONE, ACT_RELU, ACT_TANH, linear
 
-    @njit(**_JIT)
+    @njit(**JIT)
     def _next_uniform(state):
         """splitmix64: advance ``state[0]``, return a float64 uniform in [0, 1)."""
         s = state[0] + np.uint64(0x9E3779B97F4A7C15)
@@ -76,7 +78,7 @@ if numba is not None:
         z = z ^ (z >> np.uint64(31))
         return np.float64(z >> np.uint64(11)) * (1.0 / 9007199254740992.0)
 
-    @njit(**_JIT)
+    @njit(**JIT)
     def _mlp(x, Ws, bs, S, out_tanh):
         """The MLP's output (B, n_out), in ``S``: Linear, ReLU, ..., Linear[, tanh]."""
         B = x.shape[0]
@@ -89,12 +91,11 @@ if numba is not None:
             no = W.shape[0]
             z = S[off:off + B * no].reshape((B, no))
             off += B * no
-            np.dot(h, W.T, z)
-            bias_activation(z, b, k == n - 1, out_tanh)
+            linear(h, W, b, z, ACT_RELU if k < n - 1 else (ACT_TANH if out_tanh else ACT_NONE))
             h = z
         return h
 
-    @njit(**_JIT)
+    @njit(**JIT)
     def dqn_act(x, Ws, bs, S, explore, epsilon, state):
         """Greedy argmax of Q (first maximum, as ``torch.argmax``); epsilon-greedy when ``explore``."""
         q = _mlp(x, Ws, bs, S, False)
@@ -110,7 +111,7 @@ if numba is not None:
             out[i] = best
         return out
 
-    @njit(**_JIT)
+    @njit(**JIT)
     def ddpg_act(x, Ws, bs, S, explore, noise_std, state):
         """tanh actor; with ``explore``, ``clip(action + noise_std * N(0, 1), -1, 1)``."""
         y = _mlp(x, Ws, bs, S, True)

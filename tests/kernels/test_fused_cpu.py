@@ -1,6 +1,6 @@
 """The ``fused`` CPU learner update (numba over BLAS) equals the reference over 100 updates.
 
-DQN (plain, double-Q, no clip), DDPG; importance weights are non-uniform in the batch
+DQN (plain, double-Q, no clip, three layers, the zoo shapes), DDPG; importance weights are non-uniform in the batch
 stream. The first run compiles the numba kernel (~10-20 s), later runs load it from
 numba's on-disk cache.
 """
@@ -27,10 +27,16 @@ def ddpg(**overrides) -> pearl.DDPG:
     return pearl.DDPG("Pendulum-v1", **(SMALL | overrides))
 
 
+ZOO = {"batch_size": 64, "net_arch": [256, 256]}
+"""The DQN CartPole zoo shapes: the large GEMMs run through torch's sgemm (numba_blas.LARGE), the small ones scipy's."""
+
+
 @pytest.mark.parametrize("make_algo", [dqn, lambda: dqn(double_q=True), lambda: dqn(max_grad_norm=None),
-                                       lambda: dqn(net_arch=[64, 32, 16]), ddpg,
+                                       lambda: dqn(net_arch=[64, 32, 16]), lambda: dqn(**ZOO),
+                                       lambda: dqn(**ZOO, double_q=True), ddpg,
                                        lambda: ddpg(max_grad_norm=0.5, target_update_interval=3)],
-                         ids=["dqn", "double_dqn", "dqn_noclip", "dqn_3layers", "ddpg", "ddpg_clip_interval3"])
+                         ids=["dqn", "double_dqn", "dqn_noclip", "dqn_3layers", "dqn_zoo", "double_dqn_zoo", "ddpg",
+                              "ddpg_clip_interval3"])
 def test_fused_equals_reference(make_algo):
     assert_same_run(make_algo(), lambda learner: kernels.build("learner_update", "fused", learner))
 

@@ -1,0 +1,206 @@
+"""The pieces of the fused CPU kernels: MLP layers forward and backward, clip norm, Adam, Polyak update.
+
+Shared by the ``fused`` learner update (``pearl_py.kernels.fused_cpu``: networks as rows
+of a layer table over flat parameter buffers) and the ``fused`` inference
+(``pearl_py.kernels.inference``: tuples of weight and bias arrays). Activations are
+float32 row-major ``(rows, width)``; weights are torch's ``Linear`` layout ``(out, in)``, so
+every GEMM is one :func:`pearl_py.kernels.numba_blas.gemm` call on the arrays as they are:
+
+* forward ``z = h @ W.T`` (then bias and activation in one pass over ``z``);
+* weight gradient ``gW = dz.T @ h``, input gradient ``dh = dz @ W``; the ReLU mask of the
+  input gradient and the previous layer's bias gradient (its column sums) in one pass.
+
+Layer table rows (``L``): ``(weight offset, bias offset, n_in, n_out)`` into the flat
+buffers; a network is a run of rows. Activations of a forward are stored back to back in
+a scratch buffer ``S`` (the input first, then every layer's output), carved in a fixed order.
+
+Example (inside ``@njit`` code)::
+
+    off = forward(P, L, 0, n, x, S, 0, False)         # activations in S[0:off]
+    q = output(S, L, 0, n, rows, 0)                    # the last layer's (rows, n_out)
+    backward(P, G, L, 0, n, S, 0, rows, dq, off, True, False)  # weight/bias gradients into G
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from pearl_py.kernels.numba_blas import JIT, numba
+
+ACT_NONE, ACT_RELU, ACT_TANH = 0, 1, 2
+_TINY = np.float32(np.finfo(np.float32).tiny)
+
+if numba is not None:
+    from numba import njit
+
+    from pearl_py.kernels.numba_blas import gemm
+
+    @njit(**JIT)
+    def carve(S, off, rows, cols):
+        """``S[off:off + rows * cols]`` as a (rows, cols) array, and the end offset."""
+        end = off + rows * cols
+        if end > S.size:
+            raise ValueError("fused kernel: scratch workspace too small")
+        return S[off:end].reshape((rows, cols)), end
+
+    @njit(**JIT)
+    def bias_act(z, b, act):
+        """``z += b`` on every row, then ``act`` (ACT_NONE, ACT_RELU or ACT_TANH), in place."""
+        for i in range(z.shape[0]):
+            zi = z[i]
+            if act == ACT_RELU:
+                for j in range(zi.size):
+                    v = zi[j] + b[j]
+                    zi[j] = v if v > 0 else np.float32(0.0)
+            elif act == ACT_TANH:
+                for j in range(zi.size):
+                    zi[j] = np.tanh(zi[j] + b[j])
+            else:
+                for j in range(zi.size):
+                    zi[j] = zi[j] + b[j]
+
+    @njit(**JIT)
+    def linear(h, W, b, z, act):
+        """``z = act(h @ W.T + b)`` for ``h`` (rows, n_in), ``W`` (n_out, n_in), ``z`` (rows, n_out)."""
+        gemm(h, False, W, True, z)
+        bias_act(z, b, act)
+
+    @njit(**JIT)
+    def layer(P, L, r):
+        """Weight (n_out, n_in) and bias of layer-table row ``r``, as views of ``P``."""
+        wo, bo, ni, no = L[r, 0], L[r, 1], L[r, 2], L[r, 3]
+        return P[wo:wo + no * ni].reshape((no, ni)), P[bo:bo + no]
+
+    @njit(**JIT)
+    def forward(P, L, first, n, x, S, off, out_tanh):
+        """MLP forward (ReLU between layers, tanh after the last if ``out_tanh``) of the ``n`` layers from
+        row ``first`` on ``x`` (rows, n_in); the input and every output stored in S from ``off``.
+        Returns the end offset."""
+        rows = x.shape[0]
+        h, off = carve(S, off, rows, x.shape[1])
+        h[:, :] = x
+        for k in range(n):
+            W, b = layer(P, L, first + k)
+            z, off = carve(S, off, rows, W.shape[0])
+            act = ACT_RELU if k < n - 1 else (ACT_TANH if out_tanh else ACT_NONE)
+            linear(h, W, b, z, act)
+            h = z
+        return off
+
+    @njit(**JIT)
+    def activation(S, L, first, k, stored, rows, off):
+        """The first ``rows`` rows of activation ``k`` (0: the input, k: layer k-1's output) of a forward
+        of ``stored`` rows stored at ``off``."""
+        o = off
+        width = L[first, 2]
+        for j in range(k):
+            o += stored * width
+            width = L[first + j, 3]
+        return S[o:o + rows * width].reshape((rows, width))
+
+    @njit(**JIT)
+    def output(S, L, first, n, rows, off):
+        """The last layer's output of a forward of ``rows`` rows stored at ``off``."""
+        return activation(S, L, first, n, rows, rows, off)
+
+    @njit(**JIT)
+    def column_sums(dz, gb):
+        """``gb = dz.sum(0)``."""
+        gb[:] = 0.0
+        for i in range(dz.shape[0]):
+            for j in range(gb.size):
+                gb[j] += dz[i, j]
+
+    @njit(**JIT)
+    def relu_mask_sums(da, a, gb, sums):
+        """``da *= (a > 0)`` (ReLU backward: ``a`` is the ReLU's output) and, if ``sums``, ``gb = da.sum(0)``."""
+        if sums:
+            gb[:] = 0.0
+        for i in range(da.shape[0]):
+            di, ai = da[i], a[i]
+            for j in range(di.size):
+                d = di[j] if ai[j] > 0 else np.float32(0.0)
+                di[j] = d
+                if sums:
+                    gb[j] += d
+
+    @njit(**JIT)
+    def backward(P, G, L, first, n, S, act_off, stored, dz, off, param_grads, input_grad):
+        """Backward of the forward of ``stored`` rows at ``act_off`` (``n`` layers from row ``first``) for
+        its first rows, from ``dz`` (rows, n_out) of the last layer's pre-activation. Writes weight and bias gradients into G when
+        ``param_grads``; returns the input gradient (rows, n_in) when ``input_grad`` (else ``dz`` of the
+        first layer) and the end offset of the scratch it used from ``off``."""
+        rows = dz.shape[0]
+        bias_done = False
+        for k in range(n - 1, -1, -1):
+            wo, bo, ni, no = L[first + k, 0], L[first + k, 1], L[first + k, 2], L[first + k, 3]
+            a_prev = activation(S, L, first, k, stored, rows, act_off)
+            if param_grads:
+                gemm(dz, True, a_prev, False, G[wo:wo + no * ni].reshape((no, ni)))
+                if not bias_done:
+                    column_sums(dz, G[bo:bo + no])
+            if k > 0 or input_grad:
+                da, off = carve(S, off, rows, ni)
+                gemm(dz, False, P[wo:wo + no * ni].reshape((no, ni)), False, da)
+                if k > 0:
+                    pbo = L[first + k - 1, 1]
+                    relu_mask_sums(da, a_prev, G[pbo:pbo + ni], param_grads)
+                    bias_done = param_grads
+                dz = da
+        return dz, off
+
+    @njit(**JIT)
+    def clip_coef(G, start, end, max_norm):
+        """``clip_grad_norm_``'s factor for G[start:end]: ``min(max_norm / (norm + 1e-6), 1)``, float32 L2
+        norm by a BLAS dot."""
+        g = G[start:end]
+        norm = np.float32(math.sqrt(np.dot(g, g)))
+        coef = np.float32(max_norm) / (norm + np.float32(1e-6))
+        return min(coef, np.float32(1.0))
+
+    @njit(**JIT)
+    def adam(P, G, M, V, steps, s0, s1, start, end, coef, lr, beta1, beta2, eps):
+        """``torch.optim.Adam``'s single-tensor step over P[start:end] with gradient ``coef * G`` (the clip
+        folded in); step counters steps[s0:s1]. Bias corrections in float64 as torch's Python floats; the
+        second one as a multiplication by its float32 reciprocal (one division less per element).
+
+        ``exp_avg``/``exp_avg_sq`` values below float32's smallest normal number are stored as 0: under
+        torch's ``lerp`` a dead unit's ``exp_avg`` decays into the subnormal range and stays there (its
+        rounding stops at the smallest subnormals), and every later step pays x86's subnormal penalty on
+        it (measured: 30 vs 21 us per step at 67k parameters, 45% of them with zero gradients). The
+        parameter changes it would still make are below ``lr * 1e-30``."""
+        step = np.float64(steps[s0]) + 1.0
+        for s in range(s0, s1):
+            steps[s] = np.float32(step)
+        neg_step_size = np.float32(-lr / (1.0 - beta1 ** step))
+        inv_bc2_sqrt = np.float32(1.0 / math.sqrt(1.0 - beta2 ** step))
+        c = np.float32(coef)
+        w1 = np.float32(1.0 - beta1)
+        b2 = np.float32(beta2)
+        w2 = np.float32(1.0 - beta2)
+        eps32 = np.float32(eps)
+        p, gr, m_, v_ = P[start:end], G[start:end], M[start:end], V[start:end]
+        for i in range(p.size):
+            g = gr[i] * c
+            m = m_[i] + w1 * (g - m_[i])
+            v = v_[i] * b2 + w2 * g * g
+            m = np.float32(0.0) if abs(m) < _TINY else m       # NaN stays NaN
+            v = np.float32(0.0) if v < _TINY else v
+            m_[i] = m
+            v_[i] = v
+            p[i] = p[i] + neg_step_size * (m / (np.sqrt(v) * inv_bc2_sqrt + eps32))
+
+    @njit(**JIT)
+    def lerp(T, P, start, end, tau):
+        """``torch._foreach_lerp_(target, online, tau)`` (tau = 1: copy)."""
+        w = np.float32(tau)
+        t, p = T[start:end], P[start:end]
+        if tau == 1.0:
+            t[:] = p
+        elif tau < 0.5:
+            for i in range(t.size):
+                t[i] = t[i] + w * (p[i] - t[i])
+        else:
+            for i in range(t.size):
+                t[i] = p[i] - (p[i] - t[i]) * (np.float32(1.0) - w)
