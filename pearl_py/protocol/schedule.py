@@ -12,6 +12,15 @@ consumed (plus at most one vector step per other actor that checked at the same 
 they collect the next round while the learner trains. Before the first training step
 they run freely.
 
+``max_policy_lag`` bounds how stale the acting parameters may be. The serial loop
+collects vector step ``j`` after exactly ``updates_until(j - 1)`` updates; with a lag of
+``L`` an actor may collect step ``j`` once the learner has done ``updates_until(j - 1) - L``
+of them (and published its parameters then). ``L = 0`` is the serial order (no overlap
+of collection and training); ``None`` leaves only the window, so the next round is
+collected with parameters up to a whole round (``gradient_steps`` updates) old. The
+fraction of a round actors overlap with training is ``overlap = min(L / gradient_steps, 1)``,
+which the optimizer's model charges (docs/optimizer.md).
+
 Example::
 
     >>> s = TrainSchedule(n_envs=1, train_freq=256, gradient_steps=128, learning_starts=1000,
@@ -20,11 +29,22 @@ Example::
     (50000, 1024, 24576)
     >>> s.window, s.actor_limit(0), s.actor_limit(1024)
     (256, 1024, 1280)
+    >>> lagged = TrainSchedule(n_envs=1, train_freq=256, gradient_steps=128, learning_starts=1000,
+    ...                        total_steps=50_000, max_policy_lag=4)
+    >>> lagged.actor_limit(1024, updates_done=0), lagged.actor_limit(1024, updates_done=124)
+    (1024, 1280)
+    >>> lagged.overlap
+    0.03125
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+DEFAULT_SYNC_EVERY = 4
+"""Updates between two parameter publications to the actors (the plan's K)."""
+DEFAULT_POLICY_LAG = DEFAULT_SYNC_EVERY
+"""Default ``max_policy_lag``: actors act on parameters at most one publication interval old."""
 
 if TYPE_CHECKING:
     from pearl_py.algorithms.config import OffPolicyConfig
@@ -40,11 +60,15 @@ class TrainSchedule:
     learning_starts: int
     total_steps: int
     lookahead_rounds: int = 1
+    max_policy_lag: int | None = None
+    """Updates the acting parameters may trail the serial run's (None: only the window binds)."""
 
     def __post_init__(self) -> None:
         for name in ("n_envs", "train_freq", "total_steps", "lookahead_rounds"):
             if getattr(self, name) < 1:
                 raise ValueError(f"schedule: {name} must be >= 1, got {getattr(self, name)}")
+        if self.max_policy_lag is not None and self.max_policy_lag < 0:
+            raise ValueError(f"schedule: max_policy_lag must be >= 0 or None, got {self.max_policy_lag}")
 
     @classmethod
     def from_config(cls, cfg: OffPolicyConfig, total_steps: int, **overrides: int) -> TrainSchedule:
@@ -73,10 +97,15 @@ class TrainSchedule:
             candidate += self.train_freq
         return min(candidate, self.vector_steps)
 
+    @property
+    def first_round_step(self) -> int:
+        """The first training vector step: a multiple of ``train_freq`` with ``step * n_envs > learning_starts``."""
+        first = self.learning_starts // self.n_envs + 1
+        return -(-first // self.train_freq) * self.train_freq
+
     def updates_until(self, step: int) -> int:
         """Gradient steps the serial loop has taken after vector step ``step``."""
-        first = self.learning_starts // self.n_envs + 1  # first step with step * n_envs > learning_starts
-        first = -(-first // self.train_freq) * self.train_freq
+        first = self.first_round_step
         if step < first:
             return 0
         return ((step - first) // self.train_freq + 1) * self.gradient_steps
@@ -90,14 +119,36 @@ class TrainSchedule:
         """Transitions actors may collect beyond those the learner has consumed."""
         return self.lookahead_rounds * self.train_freq * self.n_envs
 
-    def actor_limit(self, consumed: int) -> int:
-        """Transitions all actors together may have produced once the learner consumed ``consumed``.
+    @property
+    def overlap(self) -> float:
+        """Fraction of a training round during which actors may collect the next one."""
+        if self.max_policy_lag is None or self.gradient_steps <= 0:
+            return 1.0
+        return min(self.max_policy_lag / self.gradient_steps, 1.0)
 
-        ``consumed + window``, but never less than the first training step's transitions:
-        before learning starts nothing waits on the learner, so actors run freely.
+    def lag_steps(self, updates_done: int) -> int:
+        """Vector steps actors may collect once the learner has done ``updates_done`` updates.
+
+        The serial run collects step ``j`` after ``updates_until(j - 1)`` updates; allowed are
+        the steps with ``updates_until(j - 1) <= updates_done + max_policy_lag``: every step up
+        to the round step whose updates would exceed that.
+        """
+        if self.max_policy_lag is None or self.gradient_steps <= 0:
+            return self.vector_steps
+        rounds = (updates_done + self.max_policy_lag) // self.gradient_steps
+        return min(self.first_round_step + rounds * self.train_freq, self.vector_steps)
+
+    def actor_limit(self, consumed: int, updates_done: int = 0) -> int:
+        """Transitions all actors together may have produced once the learner consumed ``consumed``
+        and did ``updates_done`` updates.
+
+        ``consumed + window``, capped by the policy lag (:meth:`lag_steps`), but never less
+        than the first training step's transitions: before learning starts nothing waits on
+        the learner, so actors run freely.
         """
         first = self.next_round(self.learning_starts // self.n_envs)
-        return max(consumed + self.window, first * self.n_envs)
+        ahead = min(consumed + self.window, self.lag_steps(updates_done) * self.n_envs)
+        return max(ahead, first * self.n_envs)
 
     def quotas(self, actors: int, done: int = 0) -> list[int]:
         """Vector steps each of ``actors`` actors still runs once ``done`` vector steps are consumed."""

@@ -44,7 +44,7 @@ from pearl_py.runtime.parallel.learner_loop import LearnerLoop, LoopParts, StopR
 from pearl_py.runtime.parallel.params import ParamBoard
 from pearl_py.runtime.parallel.placement import RuntimeLayout
 from pearl_py.runtime.parallel.ring import ShmRing
-from pearl_py.protocol.schedule import TrainSchedule
+from pearl_py.protocol.schedule import DEFAULT_POLICY_LAG, DEFAULT_SYNC_EVERY, TrainSchedule
 from pearl_py.runtime.parallel.supervisor import ActorPool
 from pearl_py.runtime.parallel.timings import merge_kernel_times
 from pearl_py.runtime.result import RunResult
@@ -67,7 +67,8 @@ class ParallelExecutor:
 
     def __init__(self, algorithm: Algorithm, plan: Plan, seed: int = 0, *, out_dir: Path | None = None,
                  eval_episodes: int = 10, eval_freq: int = 0, progress: bool | None = None,
-                 resume_from: Path | None = None, sync_every: int = 4, lookahead_rounds: int = 1,
+                 resume_from: Path | None = None, sync_every: int = DEFAULT_SYNC_EVERY, lookahead_rounds: int = 1,
+                 max_policy_lag: int | None = DEFAULT_POLICY_LAG,
                  max_restarts: int = 3) -> None:
         self.algorithm = algorithm
         self.plan = plan
@@ -81,6 +82,8 @@ class ParallelExecutor:
         """Publish the acting networks to the actors every this many updates (the plan's K)."""
         self.lookahead_rounds = lookahead_rounds
         """Training rounds of data actors may collect ahead of the learner."""
+        self.max_policy_lag = max_policy_lag
+        """Updates the actors' parameters may trail the serial order (:class:`TrainSchedule`; None: unbounded)."""
         self.max_restarts = max_restarts
         self.restarts: list = []
         """Actor restarts of the last run (:class:`supervisor.Restart`)."""
@@ -96,7 +99,8 @@ class ParallelExecutor:
     def run(self, total_steps: int) -> RunResult:
         algo = self.algorithm
         layout = RuntimeLayout.from_plan(self.plan)
-        schedule = TrainSchedule.from_config(algo.config, total_steps, lookahead_rounds=self.lookahead_rounds)
+        schedule = TrainSchedule.from_config(algo.config, total_steps, lookahead_rounds=self.lookahead_rounds,
+                                             max_policy_lag=self.max_policy_lag)
         torch.set_num_threads(1)
         learner = self.learner = Learner(algo, layout.learner_device)
         replay, progress = self._restore(learner, total_steps)

@@ -4,8 +4,10 @@ It replays the serial executor's order on virtual vector steps: for every step, 
 its transitions and call ``after_env_step``; at a training step run the round's
 ``gradient_steps`` updates (sample, update, priorities), publishing the acting
 networks every ``sync_every`` updates; then evaluate if due. While it trains, actors
-collect the next ``window`` transitions; between updates it restarts failed actors
-and honours stop requests (a :class:`StopRequested` leaves the learner consistent).
+collect the next ``window`` transitions, but only once the learner is within the
+schedule's ``max_policy_lag`` updates of the serial order (it publishes right then, so
+actors never act on parameters older than that); between updates it restarts failed
+actors and honours stop requests (a :class:`StopRequested` leaves the learner consistent).
 
 Example (what :class:`ParallelExecutor` does)::
 
@@ -76,6 +78,8 @@ class LearnerLoop:
         self.progress = progress
         self.sync_every = max(int(sync_every), 1)
         self._acting = parts.learner.nets.acting_state(parts.algorithm.acting_networks)
+        self._published = parts.learner.gradient_steps
+        """Gradient steps of the parameters last published to the actors."""
         self._start = 0.0
         self._eval_seconds = 0.0
         self._last_check = 0.0
@@ -90,7 +94,7 @@ class LearnerLoop:
     def run(self) -> None:
         p, n = self.p, self.p.schedule.n_envs
         self._last_check = time.perf_counter()
-        p.control.limit = p.schedule.actor_limit(self.progress.transitions)
+        p.control.limit = p.schedule.actor_limit(self.progress.transitions, p.learner.gradient_steps)
         step = self.progress.transitions // n
         while True:
             due = p.schedule.updates_until(step)
@@ -116,7 +120,7 @@ class LearnerLoop:
             p.log.episode(inserted + offset + 1, episode_return, length)
         self.progress.episodes += len(episodes)
         self.progress.transitions = inserted + moved
-        p.control.limit = p.schedule.actor_limit(self.progress.transitions)
+        self._raise_limit()
         new_step = self.progress.transitions // n
         for j in range(step + 1, new_step + 1):
             p.algorithm.after_env_step(p.learner.nets, j)
@@ -156,9 +160,24 @@ class LearnerLoop:
             with p.timer("priority_update"):
                 p.feed.replay.update_priorities(sample.indices, out.td_abs.cpu().numpy())
         if p.learner.gradient_steps % self.sync_every == 0:
-            with p.timer("param_sync"):
-                p.board.publish(self._acting)
+            self._publish()
+        self._raise_limit()
         return out
+
+    def _publish(self) -> None:
+        with self.p.timer("param_sync"):
+            self.p.board.publish(self._acting)
+        self._published = self.p.learner.gradient_steps
+
+    def _raise_limit(self) -> None:
+        """Let actors collect as far as the schedule now allows; publish first if the policy lag held them."""
+        p = self.p
+        limit = p.schedule.actor_limit(self.progress.transitions, p.learner.gradient_steps)
+        if limit <= p.control.limit:
+            return
+        if p.schedule.max_policy_lag is not None and self._published != p.learner.gradient_steps:
+            self._publish()
+        p.control.limit = limit
 
     def _maybe_evaluate(self, step: int) -> None:
         p, n = self.p, self.p.schedule.n_envs
