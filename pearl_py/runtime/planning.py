@@ -19,8 +19,7 @@ from pearl_py import kernels
 from pearl_py.algorithms.base import Algorithm
 from pearl_py.algorithms.learner import Learner
 from pearl_py.errors import PlanningError
-from pearl_py.optimize.api import plan as optimize
-from pearl_py.optimize.api import ranked_plans
+from pearl_py.optimize.api import plan as optimize, ranked_plans
 from pearl_py.optimize.plan import Plan
 from pearl_py.platform import Platform
 from pearl_py.protocol import KernelKind
