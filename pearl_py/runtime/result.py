@@ -35,6 +35,9 @@ class RunResult:
     episodes: int = 0
     eval_history: list[dict[str, float]] = field(default_factory=list)
     backend: str = "serial"
+    policy_lag: dict[str, int | None] = field(default_factory=lambda: {"bound": 0, "max_observed": 0})
+    """Updates the acting parameters trailed the serial order: the limiter's ``bound`` (None:
+    unbounded) and the largest lag an actor noted (``max_observed``); 0 and 0 in the serial executor."""
 
     @property
     def eval_return_mean(self) -> float:

@@ -43,6 +43,8 @@ class Progress:
     wall_seconds: float = 0.0
     eval_history: list[dict[str, float]] = field(default_factory=list)
     kernel_times: dict[str, dict[str, float]] = field(default_factory=dict)
+    max_policy_lag: int = 0
+    """The largest policy lag (updates) any actor noted in any session."""
 
 
 @dataclass

@@ -8,10 +8,12 @@ is pickled per sync: one ``memcpy`` on each side.
 Example::
 
     >>> board = ParamBoard.create(net.state_dict(), name="pearl-params")   # learner
-    >>> board.publish(net.state_dict())
+    >>> board.publish(net.state_dict(), tag=128)                            # after 128 updates
     >>> reader = ParamBoard.attach("pearl-params")                          # actor
     >>> reader.read_into(actor_net.state_dict())                           # True: new weights
     True
+    >>> reader.tag                                                          # of the copy just read
+    128
     >>> reader.read_into(actor_net.state_dict())                           # nothing new
     False
 """
@@ -32,15 +34,19 @@ class ParamBoard:
         self._storage = storage
         self._flat = torch.from_numpy(storage["flat"])
         self._version = storage["version"]
+        self._tag = storage["tag"]
         self._seen = 0
+        self.tag = 0
+        """The ``tag`` published with the parameters last read (the learner's gradient steps)."""
 
     @classmethod
-    def create(cls, state: dict[str, torch.Tensor], name: str) -> ParamBoard:
+    def create(cls, state: dict[str, torch.Tensor], name: str, tag: int = 0) -> ParamBoard:
         size = sum(t.numel() for t in state.values())
-        layout = Layout.of({"flat": (np.float32, (max(size, 1),)), "version": (np.int64, (1,))},
+        layout = Layout.of({"flat": (np.float32, (max(size, 1),)), "version": (np.int64, (1,)),
+                            "tag": (np.int64, (1,))},
                            {"names": list(state)})
         board = cls(Storage.create(layout, shared=True, name=name))
-        board.publish(state)
+        board.publish(state, tag)
         return board
 
     @classmethod
@@ -56,9 +62,10 @@ class ParamBoard:
         """Number of completed publications times two (even: stable)."""
         return int(self._version[0])
 
-    def publish(self, state: dict[str, torch.Tensor]) -> None:
-        """Write ``state`` (same names and shapes as at creation): version odd, copy, version even."""
+    def publish(self, state: dict[str, torch.Tensor], tag: int = 0) -> None:
+        """Write ``state`` (same names and shapes as at creation) and ``tag``: version odd, copy, version even."""
         self._version[0] += 1
+        self._tag[0] = tag
         offset = 0
         with torch.no_grad():
             for tensor in state.values():
@@ -76,6 +83,7 @@ class ParamBoard:
             if before % 2:
                 time.sleep(0)
                 continue
+            tag = int(self._tag[0])
             offset = 0
             with torch.no_grad():
                 for tensor in state.values():
@@ -83,7 +91,7 @@ class ParamBoard:
                     tensor.copy_(self._flat[offset:offset + n].view_as(tensor))
                     offset += n
             if self.version == before:
-                self._seen = before
+                self._seen, self.tag = before, tag
                 return True
 
     def close(self) -> None:

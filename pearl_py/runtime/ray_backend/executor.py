@@ -127,7 +127,9 @@ class RayExecutor:
         return RunResult(algorithm=algo.name, env=algo.env_id, seed=self.seed, env_steps=schedule.vector_steps * n,
                          gradient_steps=gradient_steps, wall_seconds=loop.wall_seconds, eval_returns=eval_returns,
                          plan=self.plan.to_dict(), kernel_times=self._kernel_times(timings),
-                         episodes=loop.episodes, eval_history=loop.eval_history, backend="ray")
+                         episodes=loop.episodes, eval_history=loop.eval_history, backend="ray",
+                         # actors collect the next rounds on the parameters of the round before: not measured
+                         policy_lag={"bound": schedule.gradient_steps * self.lookahead_rounds, "max_observed": None})
 
     def _kernel_times(self, timings: list[dict[str, dict[str, float]]]) -> dict[str, dict[str, float]]:
         """Summed over every worker; kernels planned on a simulated FPGA charged their modelled time."""
