@@ -11,8 +11,9 @@ Peers, each timed in this same script on the same inputs:
   checkout; it is imported from there, never copied.
 
 Every buffer is prefilled with ``--prefill`` items, then each op is run ``--repeats``
-times; the table shows the median in microseconds and Tianshou's time divided by
-ours (higher is better). update(B) writes the same B sampled slots each call but cycles
+times, sample and update before insert (so every implementation samples and updates
+at the prefill level, not after its own inserts); the table shows the median in
+microseconds and Tianshou's time divided by ours (higher is better). update(B) writes the same B sampled slots each call but cycles
 through 8 different arrays of TD errors, so every call really changes the priorities
 (pearl_py stops propagating where a node keeps its value; repeating identical
 priorities would flatter it). Peak memory: run under ``/usr/bin/time -v`` with ``--only``.
@@ -155,8 +156,10 @@ def main() -> None:
             print(f"{name}: not measured ({error})")
             continue
         repeats = {"heterorl": max(3, args.repeats // 20), "tianshou": args.repeats}.get(name, args.repeats)
-        results[name] = {op: median_us(fn, repeats if "insert" not in op or "pearl" in name else
-                                       max(3, repeats // 10)) for op, fn in ops.items()}
+        timed = sorted(ops.items(), key=lambda item: "insert" in item[0])     # inserts last: they grow the buffer
+        times = {op: median_us(fn, repeats if "insert" not in op or "pearl" in name else max(3, repeats // 10))
+                 for op, fn in timed}
+        results[name] = {op: times[op] for op in ops}
 
     print(f"\ncapacity {cap}, batch {batch}, prefilled {prefill}; median microseconds per call")
     reference = results.get("tianshou", {})

@@ -30,7 +30,7 @@ import numpy as np
 from pearl_py.protocol.workload import ReplayWorkload
 from pearl_py.replay import checks, kernels
 from pearl_py.replay.sampler import PrioritizedSampler, UniformSampler
-from pearl_py.replay.segment_tree import MinTree, SumTree
+from pearl_py.replay.segment_tree import PriorityTree
 from pearl_py.replay.storage import Layout, Storage
 from pearl_py.replay.writer import RingWriter
 
@@ -117,11 +117,11 @@ class ReplayBuffer:
         self._sampler: UniformSampler | PrioritizedSampler = UniformSampler()
         if meta["prioritized"]:
             capacity, fanout = meta["capacity"], meta["fanout"]
-            sums = SumTree(capacity, fanout, storage["sum_tree"], initialized=not fresh)
-            mins = MinTree(capacity, fanout, storage["min_tree"], initialized=not fresh)
+            buffers = {name: storage[name] for name in PriorityTree.arrays(capacity, fanout)}
+            tree = PriorityTree(capacity, fanout, buffers, initialized=not fresh)
             if fresh:
                 storage["max_seen"][0] = 1.0
-            self._sampler = PrioritizedSampler(sums, mins, storage["max_seen"], meta["alpha"], meta["eps"])
+            self._sampler = PrioritizedSampler(tree, storage["max_seen"], meta["alpha"], meta["eps"])
         self._obs_shape = tuple(meta["obs_shape"])
         self._action_shape = tuple(meta["action_shape"])
         self._action_dtype = np.dtype(meta["action_dtype"])
@@ -178,12 +178,13 @@ class ReplayBuffer:
 
     def _add(self, rows: dict[str, np.ndarray], n: int) -> np.ndarray:
         runs = self._writer.write(n)
+        size = self._writer.size
         done = 0
         for start, stop in runs:
             for name in _TRANSITION:
                 self._storage[name][start:stop] = rows[name][done:done + stop - start]
             if isinstance(self._sampler, PrioritizedSampler):
-                self._sampler.on_write(start, stop)
+                self._sampler.on_write(start, stop, size)
             done += stop - start
         return np.concatenate([np.arange(start, stop, dtype=np.int64) for start, stop in runs])
 
@@ -215,16 +216,16 @@ class ReplayBuffer:
 
     def update_priorities(self, indices: Any, td_errors_abs: Any) -> None:
         """Set the priorities of written slots to ``(|td_error| + eps)^alpha`` (last one wins on duplicates)."""
-        self._check_open()
-        if not isinstance(self._sampler, PrioritizedSampler):
+        sampler = self._sampler
+        if not isinstance(sampler, PrioritizedSampler):          # also what a closed buffer has
+            self._check_open()
             raise ValueError("indices: update_priorities needs a buffer created with prioritized=True")
-        given = indices
-        indices = checks.index_array("indices", indices)
-        td_errors_abs = checks.priority_array("td_errors_abs", td_errors_abs, len(indices))
+        slots = checks.index_array("indices", indices)
+        td_errors_abs = checks.priority_array("td_errors_abs", td_errors_abs, len(slots))
         size = self._writer.size
-        status, position = self._sampler.update(indices, td_errors_abs, size)
+        status, position = sampler.update(slots, td_errors_abs, size)
         if status != kernels.OK:
-            raise checks.refused_update(status, position, given, size)
+            raise checks.refused_update(status, position, indices, size)
 
     # ----------------------------------------------------------------- cost model
 
@@ -247,7 +248,7 @@ class ReplayBuffer:
         for name in _TRANSITION:
             state[name] = self._storage[name][:size].copy()
         if isinstance(self._sampler, PrioritizedSampler):
-            state["priorities"] = self._sampler.sums.leaves[:size].copy()
+            state["priorities"] = self._sampler.tree.leaves[:size].copy()
             state["max_seen"] = float(self._sampler.max_seen[0])
         return state
 
@@ -263,9 +264,9 @@ class ReplayBuffer:
             for name in _TRANSITION:
                 buffer._storage[name][:size] = state[name]
             if meta["prioritized"]:
-                for tree in (buffer._sampler.sums, buffer._sampler.mins):
-                    tree.leaves[:size] = state["priorities"]
-                    tree.rebuild()
+                tree = buffer._sampler.tree
+                tree.leaves[:size] = state["priorities"]
+                tree.rebuild(size)
                 buffer._sampler.max_seen[0] = state["max_seen"]
             buffer._storage["counters"][:] = counters
             buffer._rng.bit_generator.state = state["rng"]

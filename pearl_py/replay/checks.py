@@ -96,8 +96,13 @@ def as_flags(name: str, value: Any) -> np.ndarray:
     return flags
 
 
+_INT64, _FLOAT64 = np.dtype(np.int64), np.dtype(np.float64)
+
+
 def index_array(name: str, value: Any) -> np.ndarray:
     """``value`` as a non-empty 1-D int64 array (whether the slots were written is the kernel's check)."""
+    if type(value) is np.ndarray and value.dtype is _INT64 and value.ndim == 1 and value.size:
+        return value                                        # what sample() returns: nothing to convert
     array = _array(name, value)
     if array.dtype.kind not in "iu":
         raise ValueError(f"{name}: expected integer indices, got dtype {array.dtype}")
@@ -108,6 +113,8 @@ def index_array(name: str, value: Any) -> np.ndarray:
 
 def priority_array(name: str, value: Any, n: int) -> np.ndarray:
     """``value`` as a ``(n,)`` float64 array (finiteness and sign are the kernel's checks)."""
+    if type(value) is np.ndarray and value.dtype is _FLOAT64 and value.shape == (n,):
+        return value
     array = _array(name, value)
     if array.dtype.kind == "b":
         raise ValueError(f"{name}: expected numbers, got dtype bool")

@@ -1,38 +1,50 @@
 """Compiled replay kernels (numba): tree repair, stratified descent, priority update, row gathers.
 
-Every tree kernel works on the flat ``float64`` array of a
-:class:`~pearl_py.replay.segment_tree.SegmentTree` (levels root first) plus ``bounds``,
-the uint64 offsets where each level starts (``len(bounds) == depth + 2``; the last entry
-is the array's length). Node ``k`` of level ``d`` is ``tree[bounds[d] + k]``; its
-children are nodes ``k * fanout ... k * fanout + fanout - 1`` of level ``d + 1``. An
-inner node of a sum tree is always recomputed as the left-to-right sum of its children
-(never adjusted by a delta), so it stays exactly the sum the descent scans.
+The tree kernels work on the three flat ``float64`` arrays of a
+:class:`~pearl_py.replay.segment_tree.PriorityTree` plus ``bounds``, the uint64 offsets
+where each level starts (``len(bounds) == depth + 2``; the last entry is the length of
+``values``). Node ``k`` of level ``d`` is ``values[bounds[d] + k]``; its children are
+nodes ``k * fanout ... k * fanout + fanout - 1`` of level ``d + 1`` (a *group*). The
+leaves (level ``depth``) are the priorities, shared by the sums and the minima:
 
-Tree positions are ``uint64`` inside the kernels: numba then indexes without the
-negative-index wrap-around test, which costs a third of an update's time. Callers
-validate shapes and dtypes; kernels that take user values check those values
-before writing anything and report a status instead of raising. All kernels are
-``nogil`` and cached on disk (``cache=True``): the first call in a fresh environment
-compiles them (see ``docs/replay.md`` for the measured time), later processes load them.
+* ``values``: every node's sum; an inner node is the left-to-right sum of its children;
+* ``prefix`` (same shape): within each group, the running left-to-right sums of its
+  nodes, so the last entry of a group is the value of its parent (``prefix[0]`` is the
+  root); the descent compares a target with a group's 16 running sums at once instead
+  of adding them up one after another;
+* ``mins`` (inner levels only, ``bounds[depth]`` entries): each inner node's minimum
+  over its children; one level above the leaves only leaves below ``size`` (the items
+  written) count, so unwritten slots (priority 0) never become the minimum.
+
+Inner nodes are always recomputed from their children (never adjusted by a delta), so
+they stay exactly what the descent scans. Tree positions are ``uint64`` inside the
+kernels: numba then indexes without the negative-index wrap-around test. Callers
+validate shapes and dtypes; kernels that take user values check those values before
+writing anything and report a status instead of raising. All kernels are ``nogil`` and
+cached on disk (``cache=True``): the first call in a fresh environment compiles them
+(see ``docs/replay.md`` for the measured time), later processes load them.
 
 Example::
 
-    >>> tree = np.zeros(1 + 2 + 4)                     # capacity 4, fanout 2
-    >>> bounds = np.array([0, 1, 3, 7], dtype=np.uint64)
-    >>> set_leaves(tree, bounds, 2, np.array([1, 3]), np.array([2.0, 5.0]), False)
-    >>> tree.tolist()
-    [7.0, 2.0, 5.0, 0.0, 2.0, 0.0, 5.0]
+    >>> bounds = np.array([0, 2, 4, 8], dtype=np.uint64)     # capacity 4, fanout 2 (root padded to 2 slots)
+    >>> values, prefix, mins = np.zeros(8), np.zeros(8), np.array([np.inf] * 4)
+    >>> set_leaves(values, prefix, mins, bounds, 2, np.array([1, 3]), np.array([2.0, 5.0]), 4)
+    >>> values.tolist(), prefix.tolist(), mins.tolist()
+    ([7.0, 0.0, 2.0, 5.0, 0.0, 2.0, 0.0, 5.0], [7.0, 0.0, 2.0, 7.0, 0.0, 2.0, 0.0, 5.0], [0.0, inf, 0.0, 0.0])
 """
 from __future__ import annotations
 
 import numpy as np
 from numba import njit
 
+from pearl_py.replay.fastmath import pow_into
+from pearl_py.replay.simd import count_le16, min16
+
 _OPTIONS = {"cache": True, "nogil": True}
 
 _U = np.uint64
 _NONE = np.uint64(2**64 - 1)
-"""Marks a batch entry whose propagation has stopped (its node kept its value)."""
+"""Marks a batch entry whose propagation has stopped (its node kept its value, or another entry carries it)."""
 
 OK, BAD_INDEX, NOT_FINITE, NEGATIVE = 0, 1, 2, 3
 """Status codes of :func:`update_priorities` (the position of the offending element comes with them)."""
@@ -53,132 +65,149 @@ def _parent(node, fanout, shift):
     return node >> _U(shift) if shift >= 0 else node // fanout
 
 
-@njit(inline="always", **_OPTIONS)
-def _repair(tree, bounds, fanout, level, node, is_min):
-    """Recompute ``node`` of ``level`` as the left-to-right sum (or the minimum) of its children.
+@njit(**_OPTIONS)
+def _propagate(values, prefix, mins, bounds, fanout, nodes, active, size, force):
+    """Repair the ancestors of the leaves ``nodes[:active]`` (uint64 positions whose values were written).
 
-    Returns whether its value changed.
+    Level by level, bottom up, each entry's parent is recomputed from its children:
+    their running sums from the entry's child on (the ones before it are kept: those
+    children did not change), its sum and its minimum (one level above the leaves
+    only over leaves below ``size``, the items). An entry whose parent the previous
+    entry already repaired from an earlier (or the same) child is dropped, so sorted
+    positions (what stratified sampling returns) repair each shared ancestor once; a
+    parent whose changed children are not consecutive is repaired once per run of
+    them, the last time with the final values. Propagation stops where a repaired
+    node keeps its sum and minimum, unless ``force``. ``nodes`` is overwritten.
+
+    The repair is written out here, not in a helper: numba keeps reference-count
+    calls on arrays passed to an inlined helper inside the loop, which costs more
+    than the repair itself.
     """
-    first = bounds[level + 1] + node * fanout
-    if is_min:
-        acc = np.inf
-        for child in range(first, first + fanout):
-            acc = min(acc, tree[child])
-    else:
-        acc = 0.0
-        for child in range(first, first + fanout):
-            acc += tree[child]
-    slot = bounds[level] + node
-    changed = tree[slot] != acc
-    tree[slot] = acc
-    return changed
+    depth = bounds.size - 2
+    f, shift, size = _U(fanout), _log2(fanout), _U(size)
+    for level in range(depth - 1, -1, -1):
+        base, child_base = bounds[level], bounds[level + 1]
+        previous, previous_start, kept = _NONE, _U(0), 0
+        for i in range(active):
+            parent = _parent(nodes[i], f, shift)
+            start = nodes[i] - parent * f
+            if parent == previous and start >= previous_start:
+                continue
+            previous, previous_start = parent, start
+            first = child_base + parent * f
+            total = prefix[first + start - _U(1)] if start > _U(0) else 0.0
+            for child in range(first + start, first + f):
+                total += values[child]
+                prefix[child] = total
+            low = np.inf
+            if level == depth - 1:                       # the children are leaves: only items count
+                written = min(f, size - parent * f) if size > parent * f else _U(0)
+                if written == _U(16):
+                    low = min16(values, first)
+                else:
+                    for child in range(first, first + written):
+                        low = min(low, values[child])
+            elif f == _U(16):
+                low = min16(mins, first)
+            else:
+                for child in range(first, first + f):
+                    low = min(low, mins[child])
+            slot = base + parent
+            changed = values[slot] != total or mins[slot] != low
+            values[slot] = total
+            mins[slot] = low
+            nodes[kept] = parent
+            kept += changed or force
+        active = kept
+        if active == 0:
+            break
+    prefix[0] = values[0]
 
 
 @njit(**_OPTIONS)
-def set_leaves(tree, bounds, fanout, indices, values, is_min):
-    """``leaves[indices] = values`` in order (the last write wins), then repair the ancestors that need it.
+def set_leaves(values, prefix, mins, bounds, fanout, indices, priorities, size):
+    """``leaves[indices] = priorities`` in order (the last write wins), then repair the ancestors that need it.
 
-    Level by level, bottom up, each node that changed has its parent repaired; a
-    parent equal to the previous one in the batch is not repaired twice (sorted
-    indices, what stratified sampling returns, repair each shared ancestor once), and
-    propagation stops where a repaired node keeps its value (usual in a min tree).
+    All leaves are written first, so every repair sees final values; see :func:`_propagate`.
     """
-    depth = bounds.size - 2
-    leaf0 = bounds[depth]
-    f, shift = _U(fanout), _log2(fanout)
+    leaf0 = bounds[bounds.size - 2]
     n = indices.size
     nodes = np.empty(n, dtype=np.uint64)
     for i in range(n):
         nodes[i] = _U(indices[i])
-        tree[leaf0 + nodes[i]] = values[i]
-    for level in range(depth - 1, -1, -1):
-        previous, changed, active = _NONE, False, 0
-        for i in range(n):
-            if nodes[i] == _NONE:
-                continue
-            parent = _parent(nodes[i], f, shift)
-            if parent != previous:
-                changed = _repair(tree, bounds, f, level, parent, is_min)
-                previous = parent
-            nodes[i] = parent if changed else _NONE
-            active += changed
-        if active == 0:
-            return
+        values[leaf0 + nodes[i]] = priorities[i]
+    _propagate(values, prefix, mins, bounds, fanout, nodes, n, size, False)
 
 
 @njit(**_OPTIONS)
-def fill(tree, bounds, fanout, start, stop, value, is_min):
+def fill(values, prefix, mins, bounds, fanout, start, stop, value, size):
     """Set the contiguous leaves ``[start, stop)`` to ``value`` and repair their ancestors."""
+    leaf0 = bounds[bounds.size - 2]
+    values[leaf0 + _U(start):leaf0 + _U(stop)] = value
+    first_of_groups = np.arange(start - start % fanout, stop, fanout).astype(np.uint64)
+    first_of_groups[0] = start
+    _propagate(values, prefix, mins, bounds, fanout, first_of_groups, first_of_groups.size, size, True)
+
+
+@njit(**_OPTIONS)
+def rebuild(values, prefix, mins, bounds, fanout, size):
+    """Recompute every inner node, running sum and minimum from the leaves."""
     depth = bounds.size - 2
-    f = _U(fanout)
-    start, stop = _U(start), _U(stop)
-    tree[bounds[depth] + start:bounds[depth] + stop] = value
-    for level in range(depth - 1, -1, -1):
-        start, stop = start // f, (stop + f - _U(1)) // f
-        for node in range(start, stop):
-            _repair(tree, bounds, f, level, node, is_min)
+    first_of_groups = np.arange(0, np.int64(bounds[depth + 1] - bounds[depth]), fanout).astype(np.uint64)
+    _propagate(values, prefix, mins, bounds, fanout, first_of_groups, first_of_groups.size, size, True)
 
 
 @njit(**_OPTIONS)
-def rebuild(tree, bounds, fanout, is_min):
-    """Recompute every inner node from the leaves."""
-    f = _U(fanout)
-    for level in range(bounds.size - 3, -1, -1):
-        for node in range((bounds[level + 2] - bounds[level + 1]) // f):
-            _repair(tree, bounds, f, level, node, is_min)
-
-
-@njit(**_OPTIONS)
-def _descend(tree, bounds, fanout, targets, leaves):
-    """``leaves[j]``: the leaf ``i`` with ``sum(leaves[:i]) <= targets[j] < sum(leaves[:i+1])``.
+def _descend(prefix, bounds, fanout, u, leaves):
+    """``leaves[j]``: the leaf ``i`` with ``sum(leaves[:i]) <= u[j] < sum(leaves[:i+1])``; ``u`` is consumed.
 
     All targets go down together, one level at a time, so the scans of different
-    targets overlap in the processor instead of waiting on each other. At a node the
-    child is found without branching: the number of children whose running sum is
-    ``<= u``. A target at or above a node's total (rounding, or a caller's target >=
-    the root) is moved just below that total, which selects the node's last positive
-    child: a leaf of value 0 is never returned while the total is positive.
+    targets overlap in the processor instead of waiting on each other. In a group the
+    child is the number of running sums ``<= u`` (a compare-and-count over the group,
+    no loop-carried sum, which the compiler vectorizes), and the running sum before it
+    is subtracted. A target at or above its group's total (rounding, or a caller's
+    target >= the root) is moved just below that total, which selects the group's last
+    positive child: a leaf of value 0 is never returned while the total is positive.
     """
     depth = bounds.size - 2
-    n = targets.size
-    u = targets.copy()
+    n = u.size
     nodes = np.zeros(n, dtype=np.uint64)
     for level in range(1, depth + 1):
         base = bounds[level]
         for j in range(n):
             first = base + nodes[j] * fanout
             uj = u[j]
-            acc, before, k = 0.0, 0.0, _U(0)
-            for child in range(first, first + fanout):
-                acc += tree[child]
-                below = acc <= uj
-                k += _U(below)
-                before = acc if below else before
+            if fanout == _U(16):
+                k = count_le16(prefix, first, uj)
+            else:
+                k = _U(0)
+                for child in range(first, first + fanout):
+                    k += _U(prefix[child] <= uj)
             if k == fanout:
-                k, before = _clamped(tree, first, fanout, acc)
+                k = _clamped(prefix, first, fanout)
             nodes[j] = nodes[j] * fanout + k
-            u[j] = uj - before
+            u[j] = uj - prefix[first + k - _U(1)] if k > _U(0) else uj
     for j in range(n):
         leaves[j] = nodes[j]
 
 
 @njit(**_OPTIONS)
-def _clamped(tree, first, fanout, total):
-    """Child and running sum before it for a target just below ``total`` (the children's sum)."""
-    if total <= 0.0:                            # a node without mass: nothing sensible to pick
-        return _U(0), 0.0
+def _clamped(prefix, first, fanout):
+    """The child a target just below the group's total selects (its last positive child; 0 if none)."""
+    total = prefix[first + fanout - _U(1)]
+    if total <= 0.0:                            # a group without mass: nothing sensible to pick
+        return _U(0)
     u = np.nextafter(total, -np.inf)
-    acc, k = 0.0, _U(0)
-    while acc + tree[first + k] <= u:
-        acc += tree[first + k]
+    k = _U(0)
+    while prefix[first + k] <= u:
         k += _U(1)
-    return k, acc
+    return k
 
 
 @njit(**_OPTIONS)
-def find(tree, bounds, fanout, targets, out):
+def find(prefix, bounds, fanout, targets, out):
     """The leaf of every target (``out[j]`` gets the leaf of ``targets[j]``); see :func:`_descend`."""
-    _descend(tree, bounds, _U(fanout), targets, out)
+    _descend(prefix, bounds, _U(fanout), targets.copy(), out)
 
 
 @njit(**_OPTIONS)
@@ -215,8 +244,8 @@ def sample_uniform(uniforms, size, indices, weights, obs, actions, rewards, next
 
 
 @njit(**_OPTIONS)
-def sample_prioritized(sums, mins, bounds, fanout, uniforms, beta, indices, weights, obs, actions, rewards, next_obs,
-                       dones, out_obs, out_actions, out_rewards, out_next_obs, out_dones):
+def sample_prioritized(values, prefix, mins, bounds, fanout, uniforms, beta, indices, weights, obs, actions, rewards,
+                       next_obs, dones, out_obs, out_actions, out_rewards, out_next_obs, out_dones):
     """Stratified proportional draw, IS weights and the rows of the drawn slots, in one pass.
 
     Target ``j`` of ``B`` is ``(j + u_j) * total / B``. The weight
@@ -225,43 +254,55 @@ def sample_prioritized(sums, mins, bounds, fanout, uniforms, beta, indices, weig
     """
     leaf0 = bounds[bounds.size - 2]
     n = uniforms.size
-    step = sums[0] / n
-    targets = np.empty(n)
+    step = values[0] / n
+    u = np.empty(n)
     for j in range(n):
-        targets[j] = (j + uniforms[j]) * step
-    _descend(sums, bounds, _U(fanout), targets, indices)
+        u[j] = (j + uniforms[j]) * step
+    _descend(prefix, bounds, _U(fanout), u, indices)
     p_min = mins[0]
-    for j in range(n):
-        weights[j] = (p_min / sums[leaf0 + _U(indices[j])]) ** beta
+    for j in range(n):                               # ratios p_min / p_i in (0, 1]
+        u[j] = p_min / values[leaf0 + _U(indices[j])]
+    pow_into(u, beta, weights)
     _gather_all(indices, obs, actions, rewards, next_obs, dones, out_obs, out_actions, out_rewards, out_next_obs,
                 out_dones)
 
 
 @njit(**_OPTIONS)
-def update_priorities(sums, mins, bounds, fanout, max_seen, indices, td_errors_abs, size, alpha, eps):
-    """Check, then store ``(|delta| + eps)^alpha`` in both trees (last write wins) and raise ``max_seen``.
+def update_priorities(values, prefix, mins, bounds, fanout, max_seen, indices, td_errors_abs, size, alpha, eps):
+    """Check, then store ``(|delta| + eps)^alpha`` at ``indices`` (last write wins) and raise ``max_seen``.
 
     Returns ``(status, position)``: :data:`OK`, or the first problem found (an index
     outside ``[0, size)``, then a NaN/infinite or negative value) and where it is; on a
     problem nothing has been written.
     """
     n = indices.size
-    for i in range(n):
-        if indices[i] < 0 or indices[i] >= size:
-            return BAD_INDEX, i
-    for i in range(n):
-        if not np.isfinite(td_errors_abs[i]):
-            return NOT_FINITE, i
-    for i in range(n):
-        if td_errors_abs[i] < 0.0:
-            return NEGATIVE, i
-    priorities = np.empty(n)
+    bad = False
+    for i in range(n):                               # one pass that vectorizes; the exact culprit only if bad
+        bad |= (indices[i] < 0) | (indices[i] >= size) | ~(np.abs(td_errors_abs[i]) < np.inf) \
+            | (td_errors_abs[i] < 0.0)
+    if bad:
+        return _first_problem(indices, td_errors_abs, size)
+    raw, priorities = np.empty(n), np.empty(n)
     largest = max_seen[0]
     for i in range(n):
-        raw = td_errors_abs[i] + eps
-        largest = max(largest, raw)
-        priorities[i] = raw ** alpha
-    set_leaves(sums, bounds, fanout, indices, priorities, False)
-    set_leaves(mins, bounds, fanout, indices, priorities, True)
+        raw[i] = td_errors_abs[i] + eps
+        largest = max(largest, raw[i])
+    pow_into(raw, alpha, priorities)
+    set_leaves(values, prefix, mins, bounds, fanout, indices, priorities, size)
     max_seen[0] = largest
+    return OK, 0
+
+
+@njit(**_OPTIONS)
+def _first_problem(indices, td_errors_abs, size):
+    """``(status, position)`` of the first bad index, else of the first NaN/infinite, else negative value."""
+    for i in range(indices.size):
+        if indices[i] < 0 or indices[i] >= size:
+            return BAD_INDEX, i
+    for i in range(indices.size):
+        if not np.isfinite(td_errors_abs[i]):
+            return NOT_FINITE, i
+    for i in range(indices.size):
+        if td_errors_abs[i] < 0.0:
+            return NEGATIVE, i
     return OK, 0

@@ -17,7 +17,7 @@ Example::
 
     >>> rng = np.random.default_rng(0)
     >>> sampler = PrioritizedSampler.create(capacity=4, alpha=1.0, eps=0.0, fanout=2)
-    >>> sampler.on_write(0, 4)                                  # four new items, priority 1 each
+    >>> sampler.on_write(0, 4, size=4)                          # four new items, priority 1 each
     >>> sampler.update(np.array([0, 1, 2, 3]), np.array([1.0, 1.0, 1.0, 5.0]), size=4)
     (0, 0)
     >>> items = np.arange(4.0)                                  # one stored field: the item number
@@ -31,7 +31,7 @@ from __future__ import annotations
 import numpy as np
 
 from pearl_py.replay import kernels
-from pearl_py.replay.segment_tree import MinTree, SumTree, tree_nodes
+from pearl_py.replay.segment_tree import PriorityTree
 
 Rows = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 """obs, actions, rewards, next_obs, dones: stored arrays (capacity rows) or a batch's (batch rows)."""
@@ -62,35 +62,33 @@ class UniformSampler:
 
 
 class PrioritizedSampler:
-    """Proportional prioritization on a sum tree plus a min tree over the same leaves.
+    """Proportional prioritization on a :class:`PriorityTree` (sums and minima over the same leaves).
 
     ``max_seen`` is a one-element float64 array holding the largest ``|delta| + eps``
-    ever given (initially 1, as in the paper); like the trees it may live in shared memory.
+    ever given (initially 1, as in the paper); like the tree it may live in shared memory.
     """
 
-    def __init__(self, sums: SumTree, mins: MinTree, max_seen: np.ndarray, alpha: float, eps: float) -> None:
-        self.sums = sums
-        self.mins = mins
+    def __init__(self, tree: PriorityTree, max_seen: np.ndarray, alpha: float, eps: float) -> None:
+        self.tree = tree
         self.max_seen = max_seen
         self.alpha = alpha
         self.eps = eps
+        self._tree = (tree.values, tree.prefix, tree.mins, tree.bounds, tree.fanout)
+        """The kernels' leading arguments, gathered once (each attribute lookup costs on the per-call path)."""
 
     @classmethod
     def create(cls, capacity: int, alpha: float, eps: float, fanout: int) -> PrioritizedSampler:
         """A sampler on freshly allocated private arrays."""
-        return cls(SumTree(capacity, fanout), MinTree(capacity, fanout), np.ones(1), alpha, eps)
+        return cls(PriorityTree(capacity, fanout), np.ones(1), alpha, eps)
 
     @staticmethod
     def arrays(capacity: int, fanout: int) -> dict[str, tuple[type, tuple[int, ...]]]:
         """The arrays a sampler of this shape needs, for laying out shared storage."""
-        nodes = tree_nodes(capacity, fanout)
-        return {"sum_tree": (np.float64, (nodes,)), "min_tree": (np.float64, (nodes,)), "max_seen": (np.float64, (1,))}
+        return PriorityTree.arrays(capacity, fanout) | {"max_seen": (np.float64, (1,))}
 
-    def on_write(self, start: int, stop: int) -> None:
-        """Give the new slots ``[start, stop)`` the largest priority seen so far."""
-        value = float(self.max_seen[0]) ** self.alpha
-        self.sums.fill(start, stop, value)
-        self.mins.fill(start, stop, value)
+    def on_write(self, start: int, stop: int, size: int) -> None:
+        """Give the new slots ``[start, stop)`` the largest priority seen so far (``size``: items written now)."""
+        self.tree.fill(start, stop, float(self.max_seen[0]) ** self.alpha, size)
 
     def update(self, indices: np.ndarray, td_errors_abs: np.ndarray, size: int) -> tuple[int, int]:
         """Store ``(|delta| + eps)^alpha`` at ``indices`` (last one wins on duplicates), unless the input is bad.
@@ -99,9 +97,8 @@ class PrioritizedSampler:
         ``(kernels.OK, 0)``, or, changing nothing, the kernel's status for the first
         index outside ``[0, size)`` or NaN/infinite/negative value, and its position.
         """
-        sums = self.sums
-        return kernels.update_priorities(sums.flat, self.mins.flat, sums.bounds, sums.fanout, self.max_seen,
-                                         indices, td_errors_abs, size, self.alpha, self.eps)
+        return kernels.update_priorities(*self._tree, self.max_seen, indices, td_errors_abs, size, self.alpha,
+                                         self.eps)
 
     def sample(self, batch_size: int, size: int, beta: float, rng: np.random.Generator, sources: Rows,
                targets: Rows) -> tuple[np.ndarray, np.ndarray]:
@@ -110,8 +107,6 @@ class PrioritizedSampler:
         Returns the slots and their IS weights and fills ``targets`` with their rows.
         ``size`` (the ``N`` of the weight formula) cancels out of the normalized weights.
         """
-        sums = self.sums
         indices, weights = np.empty(batch_size, dtype=np.int64), np.empty(batch_size, dtype=np.float32)
-        kernels.sample_prioritized(sums.flat, self.mins.flat, sums.bounds, sums.fanout, rng.random(batch_size), beta,
-                                   indices, weights, *sources, *targets)
+        kernels.sample_prioritized(*self._tree, rng.random(batch_size), beta, indices, weights, *sources, *targets)
         return indices, weights

@@ -1,23 +1,24 @@
-"""Array-backed n-ary segment trees: a sum tree for proportional sampling, a min tree for p_min.
+"""The priority tree: an n-ary sum tree and min tree over one shared level of leaves (the priorities).
 
-All levels live root first in one flat ``float64`` array, so a tree can sit in shared
-memory (pass ``buffer``); ``levels`` are numpy views of it. Level ``d`` has ``fanout``
-times as many nodes as level ``d - 1``, padded with the reduction's identity (0 for
-sums, +inf for minima); the leaves are the last level. Updates, fills, rebuilds and
-the proportional descent run in the compiled kernels of :mod:`pearl_py.replay.kernels`.
+Three flat ``float64`` arrays, levels root first, so the tree can sit in shared memory
+(pass ``buffers``): ``values`` (every node's sum; the leaves, its last level, are the
+priorities), ``prefix`` (within each group of ``fanout`` siblings, their running sums:
+what the proportional descent compares a target with) and ``mins`` (each inner node's
+minimum over its children). Level ``d`` has ``fanout`` times as many nodes as level
+``d - 1``, padded to a multiple of ``fanout`` with zero leaves (see :func:`level_bounds`). Only the first ``size``
+leaves are items: the slots written so far, which a ring fills from slot 0; the others
+are 0 and never count for the minimum. Updates, fills, rebuilds and the descent run in
+the compiled kernels of :mod:`pearl_py.replay.kernels`.
 
 Example::
 
-    >>> tree = SumTree(capacity=5, fanout=2)
-    >>> tree.update(np.array([0, 3, 3]), np.array([1.0, 9.0, 2.0]))   # last write wins
-    >>> tree.total
-    3.0
-    >>> tree.find(np.array([0.5, 1.5]))          # prefix sums 0.5 and 1.5
+    >>> tree = PriorityTree(capacity=5, fanout=2)
+    >>> tree.fill(0, 4, 1.0, size=4)                          # four items of priority 1
+    >>> tree.update(np.array([0, 3, 3]), np.array([1.0, 9.0, 2.0]), size=4)   # last write wins
+    >>> tree.total, tree.min
+    (5.0, 1.0)
+    >>> tree.find(np.array([0.5, 4.5]))                       # prefix sums 0.5 and 4.5
     array([0, 3])
-    >>> mins = MinTree(capacity=5, fanout=2)
-    >>> mins.update(np.array([0, 3]), np.array([1.0, 2.0]))
-    >>> mins.total
-    1.0
 """
 from __future__ import annotations
 
@@ -49,71 +50,83 @@ def level_sizes(capacity: int, fanout: int) -> tuple[int, ...]:
             return tuple(reversed(sizes))
 
 
-def tree_nodes(capacity: int, fanout: int) -> int:
-    """Total node count of the flat array a tree of this shape needs."""
-    return sum(level_sizes(capacity, fanout))
+def level_bounds(capacity: int, fanout: int) -> np.ndarray:
+    """Where each level starts in a tree's flat arrays, root first, and (last) their length, as uint64.
+
+    The root's level is padded to ``fanout`` slots, so every group of siblings starts
+    at a multiple of ``fanout``: a group of 16 float64 is then exactly two 64-byte cache
+    lines (in 64-byte-aligned storage) instead of three.
+
+    >>> level_bounds(5, 2).tolist()
+    [0, 2, 4, 8, 14]
+    """
+    sizes = level_sizes(capacity, fanout)
+    return np.cumsum((0, fanout) + sizes[1:]).astype(np.uint64)
 
 
-class SegmentTree:
-    """An n-ary tree whose every inner node is ``reduce`` of its children.
+class PriorityTree:
+    """Sums (with in-group running sums) and minima of the priorities of the first ``size`` leaves.
 
-    Subclasses fix the reduction (``reduce``, ``np.add`` or ``np.minimum``: what the
-    kernels compute, as a numpy ufunc), its ``identity`` and ``is_min``.
-    ``buffer``, when given, is a float64 array of ``tree_nodes(capacity, fanout)``
-    elements the tree uses in place (for shared memory); it is reset unless
-    ``initialized`` says it already holds a valid tree (when attaching to one).
+    ``buffers``, when given, holds the three arrays :meth:`arrays` describes, used in
+    place (for shared memory); they are reset unless ``initialized`` says they already
+    hold a valid tree (when attaching to one).
     """
 
-    reduce: np.ufunc
-    identity: float
-    is_min: bool
-
-    def __init__(self, capacity: int, fanout: int = 2, buffer: np.ndarray | None = None,
+    def __init__(self, capacity: int, fanout: int = 16, buffers: dict[str, np.ndarray] | None = None,
                  initialized: bool = False) -> None:
-        sizes = level_sizes(capacity, fanout)
         self.capacity = capacity
         self.fanout = fanout
-        self.depth = len(sizes) - 1
-        if buffer is None:
-            buffer = np.empty(sum(sizes), dtype=np.float64)
-        elif buffer.shape != (sum(sizes),) or buffer.dtype != np.float64:
-            raise ValueError(f"buffer must be float64 of shape ({sum(sizes)},), got {buffer.dtype} {buffer.shape}")
+        self.depth = len(level_sizes(capacity, fanout)) - 1
+        specs = self.arrays(capacity, fanout)
+        if buffers is None:
+            buffers = {name: np.empty(shape, dtype) for name, (dtype, shape) in specs.items()}
+        for name, (dtype, shape) in specs.items():
+            array = buffers[name]
+            if array.shape != shape or array.dtype != dtype:
+                raise ValueError(f"buffers[{name!r}] must be {np.dtype(dtype)} of shape {shape}, "
+                                 f"got {array.dtype} {array.shape}")
+        self.values, self.prefix, self.mins = buffers["sum_tree"], buffers["prefix"], buffers["min_tree"]
         if not initialized:
-            buffer.fill(self.identity)
-        self.flat = buffer
-        self.bounds = np.cumsum((0,) + sizes).astype(np.uint64)
-        """Where each level starts in ``flat`` (and, last, its length), as the kernels take it."""
-        self.levels = [buffer[lo:hi] for lo, hi in zip(self.bounds[:-1], self.bounds[1:])]
+            self.values.fill(0.0)
+            self.prefix.fill(0.0)
+            self.mins.fill(np.inf)
+        self.bounds = level_bounds(capacity, fanout)
+        """Where each level starts in ``values`` and ``prefix`` (and, last, their length), as the kernels take it."""
+        self.levels = [self.values[lo:hi] for lo, hi in zip(self.bounds[:-1], self.bounds[1:])]
         self.leaves = self.levels[-1]
+
+    @staticmethod
+    def arrays(capacity: int, fanout: int) -> dict[str, tuple[type, tuple[int, ...]]]:
+        """The arrays a tree of this shape needs (name: dtype, shape), for laying out shared storage."""
+        bounds = level_bounds(capacity, fanout)
+        nodes, inner = int(bounds[-1]), int(bounds[-2])
+        return {"sum_tree": (np.float64, (nodes,)), "prefix": (np.float64, (nodes,)), "min_tree": (np.float64, (inner,))}
 
     @property
     def total(self) -> float:
-        """The reduction over all leaves (the root)."""
-        return float(self.flat[0])
+        """The sum of all priorities (the root)."""
+        return float(self.values[0])
 
-    def update(self, indices: np.ndarray, values: np.ndarray) -> None:
+    @property
+    def min(self) -> float:
+        """The smallest priority of an item (+inf before any)."""
+        return float(self.mins[0])
+
+    def update(self, indices: np.ndarray, values: np.ndarray, size: int) -> None:
         """Set ``leaves[indices] = values`` and repair the ancestors; on duplicates the last write wins.
 
-        Indices must already be valid leaf positions (callers validate).
+        Indices must already be valid items (``0 <= i < size``; callers validate).
         """
-        kernels.set_leaves(self.flat, self.bounds, self.fanout, np.asarray(indices, dtype=np.int64),
-                           np.asarray(values, dtype=np.float64), self.is_min)
+        kernels.set_leaves(self.values, self.prefix, self.mins, self.bounds, self.fanout,
+                           np.asarray(indices, dtype=np.int64), np.asarray(values, dtype=np.float64), size)
 
-    def fill(self, start: int, stop: int, value: float) -> None:
-        """Set the contiguous leaves ``[start, stop)`` to ``value`` and repair the ancestors."""
-        kernels.fill(self.flat, self.bounds, self.fanout, start, stop, float(value), self.is_min)
+    def fill(self, start: int, stop: int, value: float, size: int) -> None:
+        """Set the contiguous leaves ``[start, stop)`` (``stop <= size``) to ``value`` and repair the ancestors."""
+        kernels.fill(self.values, self.prefix, self.mins, self.bounds, self.fanout, start, stop, float(value), size)
 
-    def rebuild(self) -> None:
+    def rebuild(self, size: int) -> None:
         """Recompute every inner node from the leaves (after loading leaves in bulk)."""
-        kernels.rebuild(self.flat, self.bounds, self.fanout, self.is_min)
-
-
-class SumTree(SegmentTree):
-    """Segment tree of sums; ``find`` draws leaves proportionally to their values."""
-
-    reduce = np.add
-    identity = 0.0
-    is_min = False
+        kernels.rebuild(self.values, self.prefix, self.mins, self.bounds, self.fanout, size)
 
     def find(self, targets: np.ndarray) -> np.ndarray:
         """Leaf index ``i`` for each target ``u`` with ``sum(leaves[:i]) <= u < sum(leaves[:i+1])``.
@@ -124,13 +137,5 @@ class SumTree(SegmentTree):
         """
         targets = np.asarray(targets, dtype=np.float64)
         out = np.empty(targets.shape, dtype=np.int64)
-        kernels.find(self.flat, self.bounds, self.fanout, targets.ravel(), out.reshape(-1))
+        kernels.find(self.prefix, self.bounds, self.fanout, targets.ravel(), out.reshape(-1))
         return out
-
-
-class MinTree(SegmentTree):
-    """Segment tree of minima; its root is the smallest leaf (unused leaves are +inf)."""
-
-    reduce = np.minimum
-    identity = np.inf
-    is_min = True

@@ -111,8 +111,9 @@ class Storage:
     @classmethod
     def create(cls, layout: Layout, shared: bool = False, name: str | None = None) -> Storage:
         """Allocate zeroed arrays; ``shared`` puts them in a new segment (named ``name`` if given)."""
-        if not shared:
-            return cls(layout, np.zeros(max(layout.nbytes, 1), dtype=np.uint8), 0, None, owner=True)
+        if not shared:                  # 64-byte aligned like a segment (which starts on a page)
+            block = np.zeros(max(layout.nbytes, 1) + _ALIGN, dtype=np.uint8)
+            return cls(layout, block, -block.ctypes.data % _ALIGN, None, owner=True)
         header = layout.to_json()
         data_offset = -(-(_HEADER_LEN_BYTES + len(header)) // _ALIGN) * _ALIGN
         segment = shared_memory.SharedMemory(name=name, create=True, size=data_offset + max(layout.nbytes, 1))

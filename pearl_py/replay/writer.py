@@ -30,12 +30,12 @@ class RingWriter:
     @property
     def cursor(self) -> int:
         """Slot the next item goes to."""
-        return int(self.counters[_CURSOR])
+        return self.counters.item(_CURSOR)
 
     @property
     def size(self) -> int:
         """Number of slots written so far (at most ``capacity``)."""
-        return int(self.counters[_SIZE])
+        return self.counters.item(_SIZE)
 
     def write(self, n: int) -> list[tuple[int, int]]:
         """Claim ``n <= capacity`` slots; returns them as one or two ``[start, stop)`` runs."""

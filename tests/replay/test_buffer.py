@@ -56,14 +56,14 @@ def test_wrap_around_keeps_the_newest_items(prioritized):
 def test_new_items_get_the_running_max_priority():
     with ReplayBuffer(8, (4,), prioritized=True, alpha=0.5, eps=0.01) as buf:
         buf.add(*transitions(3))
-        tree = buf._sampler.sums
+        tree = buf._sampler.tree
         np.testing.assert_allclose(tree.leaves[:3], 1.0)          # nothing seen yet: priority 1
         buf.update_priorities(np.array([0, 1]), np.array([3.0, 0.2]))
         np.testing.assert_allclose(tree.leaves[:2], np.array([3.01, 0.21]) ** 0.5)
         buf.update_priorities(np.array([1]), np.array([0.5]))      # lower values do not reduce the max
         buf.add(*transitions(2, start=3))
         np.testing.assert_allclose(tree.leaves[3:5], 3.01**0.5)
-        assert buf._sampler.mins.total == pytest.approx(0.51**0.5)
+        assert tree.min == pytest.approx(0.51**0.5)
 
 
 def test_sampling_is_deterministic_for_a_seed():

@@ -72,7 +72,7 @@ def test_overwritten_items_leave_the_min_tree():
         buf.add(*transitions(2))
         buf.update_priorities(np.array([0, 1]), np.array([0.001, 2.0]))
         buf.add(*transitions(1, start=2))                 # slot 0 now holds a new item at max priority
-        assert buf._sampler.mins.total == pytest.approx(2.0 + 1e-6)
+        assert buf._sampler.tree.min == pytest.approx(2.0 + 1e-6)
         np.testing.assert_allclose(buf.sample(4, beta=1.0).weights, 1.0)
 
 

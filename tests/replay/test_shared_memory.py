@@ -57,8 +57,8 @@ def test_second_process_attaches_reads_and_writes(name):
         # the child's writes, priorities and counters are visible here
         assert len(buf) == 12
         np.testing.assert_array_equal(buf._storage["actions"][10:12], [70, 71])
-        assert buf._sampler.sums.leaves[3] == pytest.approx((50.0 + 1e-6) ** 0.6)
-        assert buf._sampler.sums.leaves[10] == pytest.approx((50.0 + 1e-6) ** 0.6)   # new items: max priority
+        assert buf._sampler.tree.leaves[3] == pytest.approx((50.0 + 1e-6) ** 0.6)
+        assert buf._sampler.tree.leaves[10] == pytest.approx((50.0 + 1e-6) ** 0.6)   # new items: max priority
         # the child exiting did not unlink the segment the parent owns
         assert segment_exists(name)
     assert not segment_exists(name)
@@ -95,4 +95,4 @@ def test_state_dict_can_be_loaded_into_shared_storage(name):
         with ReplayBuffer.load_state_dict(private.state_dict(), shared_name=name):
             with ReplayBuffer.attach(name) as other:
                 np.testing.assert_array_equal(other._storage["actions"][:7], np.arange(7))
-                assert other._sampler.sums.total == pytest.approx(7.0)
+                assert other._sampler.tree.total == pytest.approx(7.0)
