@@ -1,0 +1,168 @@
+"""Central batched inference: one server process acts for every actor, on the planned device.
+
+Each actor posts its observations to its own request ring and waits for the actions on
+its reply ring (:class:`InferenceClient`). The server works in *rounds*: round ``r``
+batches the ``r``-th request of every actor that has not finished its quota, in actor
+order, runs the plan's inference variant on them in one call with the newest
+parameters (refreshed from the :class:`ParamBoard` before the call) and returns each
+actor its slice. Because a round's membership and order do not depend on timing, the
+server's random stream (torch seeded with ``seed``; the fused kernel's own stream is
+seeded from it) is drawn in the same order in every run with that seed: exploration
+stays deterministic per seed. A round waits for its slowest member, as a synchronous
+batched sampler does.
+
+It runs in its own process, also for a GPU: the learner process's Python thread stays
+free for the learner (the GIL), the server has its own torch generator, and it is
+supervised like the actors. The cost on a GPU is a second CUDA context and parameters
+travelling through host shared memory (one copy per publication); see docs/runtime.md.
+
+Example (an actor's side; :func:`~pearl_py.runtime.parallel.services.start_inference_server`
+creates the rings and starts the server)::
+
+    >>> policy = InferenceClient(ShmRing.attach(spec.requests), ShmRing.attach(spec.replies), control, index=0)
+    >>> policy(obs, steps=4096, progress=0.08)       # blocks for one round of the server
+    array([1, 0, 0, 1])
+"""
+from __future__ import annotations
+
+import contextlib
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from pearl_py import kernels
+from pearl_py.algorithms.base import Algorithm
+from pearl_py.algorithms.networks import Networks
+from pearl_py.protocol.schedule import TrainSchedule
+from pearl_py.runtime.parallel.control import ControlBlock
+from pearl_py.runtime.parallel.params import ParamBoard
+from pearl_py.runtime.parallel.process import child_process, idle
+from pearl_py.runtime.parallel.ring import ShmRing
+from pearl_py.runtime.timing import KernelTimer
+
+
+def request_fields(algorithm: Algorithm) -> dict[str, tuple[type, tuple[int, ...]]]:
+    """One row per env: its observation, the run's global transition count and the actor's progress."""
+    return {"obs": (np.float32, (algorithm.spec.obs_dim,)), "steps": (np.int64, ()), "progress": (np.float64, ())}
+
+
+def reply_fields(algorithm: Algorithm) -> dict[str, tuple[type, tuple[int, ...]]]:
+    return {"actions": (algorithm.spec.action_dtype, algorithm.spec.action_shape)}
+
+
+class InferenceClient:
+    """An actor's side: post ``n_envs`` observations, wait for their actions.
+
+    A restarted actor first waits for the answer to a request its previous generation
+    left behind and drops it, so every reply it reads answers its own observations.
+    """
+
+    def __init__(self, requests: ShmRing, replies: ShmRing, control: ControlBlock, index: int) -> None:
+        self.requests, self.replies, self.control, self.index = requests, replies, control, index
+        polls = 0
+        while self.replies.head < self.requests.head and not control.stopped:
+            polls = idle(polls)
+        self.replies.get(self.replies.pending())
+
+    def __call__(self, obs: np.ndarray, steps: int, progress: float) -> np.ndarray | None:
+        """Actions for ``obs`` from the server; None if the run stopped while waiting."""
+        start = time.perf_counter()
+        n = len(obs)
+        self.requests.put(obs=obs, steps=np.full(n, steps), progress=np.full(n, progress))
+        polls = 0
+        while self.replies.pending() < n:
+            if self.control.stopped:
+                return None
+            polls = idle(polls)
+        actions = self.replies.get(n)["actions"]
+        self.control.add_time(self.index, "inference_request", time.perf_counter() - start)
+        return actions
+
+    def close(self) -> None:
+        self.requests.close()
+        self.replies.close()
+
+
+@dataclass(frozen=True)
+class InferenceServerSpec:
+    """Everything the server process needs (pickled once, at start)."""
+
+    algorithm: Algorithm
+    variant: str
+    device: str
+    seed: int
+    total_steps: int
+    requests: tuple[str, ...]
+    replies: tuple[str, ...]
+    params: str
+    control: str
+    error_file: str
+    threads: int = 1
+
+
+def run_inference_server(spec: InferenceServerSpec) -> None:
+    """Process entry point: build the inference kernel on the device, serve rounds until the run stops."""
+    with child_process(spec.error_file, spec.threads), contextlib.ExitStack() as stack:
+        control = ControlBlock.attach(spec.control)
+        stack.callback(control.close)
+        board = ParamBoard.attach(spec.params)
+        stack.callback(board.close)
+        rings = [ShmRing.attach(name) for name in spec.requests + spec.replies]
+        for ring in rings:
+            stack.callback(ring.close)
+        InferenceServer(spec, rings[:len(spec.requests)], rings[len(spec.requests):], board, control).serve()
+
+
+class InferenceServer:
+    """The server loop (see the module docstring); kernel times go to the control block's inference row."""
+
+    def __init__(self, spec: InferenceServerSpec, requests: list[ShmRing], replies: list[ShmRing],
+                 board: ParamBoard, control: ControlBlock) -> None:
+        algo = spec.algorithm
+        self.requests, self.replies, self.board, self.control = requests, replies, board, control
+        self.n = algo.config.n_envs
+        self.schedule = TrainSchedule.from_config(algo.config, spec.total_steps)
+        device = torch.device(spec.device)
+        torch.manual_seed(spec.seed)
+        nets = Networks(algo.build_networks()).to(device)
+        self.acting = nets.acting_state(algo.acting_networks)
+        self.infer = kernels.build(kernels.KernelKind.INFERENCE, spec.variant, algo, nets,
+                                   device_class=kernels.device_class(device))
+        self.timer = KernelTimer()
+        self.row = control.service_row("inference")
+
+    def serve(self) -> None:
+        polls = 0
+        while not self.control.stopped:
+            members = self._round()
+            if not members:
+                polls = idle(polls)
+                continue
+            polls = 0
+            self._answer(members)
+
+    def _round(self) -> list[int]:
+        """Actors of the next round, once each unfinished actor has posted its request ([] until then)."""
+        members = []
+        for i, ring in enumerate(self.requests):
+            if ring.pending() >= self.n:
+                members.append(i)
+            elif not self.control.finished(i):
+                return []
+        return members
+
+    def _answer(self, members: list[int]) -> None:
+        n, timer = self.n, self.timer
+        rows = [self.requests[i].get(n) for i in members]
+        start = time.perf_counter()
+        if self.board.read_into(self.acting):
+            timer.add("param_sync", time.perf_counter() - start)
+        with timer("inference"):
+            actions = self.infer(np.concatenate([r["obs"] for r in rows]), explore=True,
+                                 progress=float(rows[0]["progress"][0]))
+        for k, (i, r) in enumerate(zip(members, rows)):
+            self.control.note_lag(i, self.schedule.updates_until(int(r["steps"][0]) // n) - self.board.tag)
+            self.replies[i].put(actions=actions[k * n:(k + 1) * n])
+        self.control.store_times(self.row, timer)

@@ -1,0 +1,183 @@
+"""The learner's view of the replay: in its own process (co-located) or behind the replay server.
+
+Both classes give the learner loop the same five operations: ``take`` (account for new
+transitions and the episodes that ended with them), ``sample`` (the next batch of a
+round), ``update_priorities``, ``pause`` (before a checkpoint) and ``state_dict``.
+
+* :class:`LocalReplay`: the learner drains the actors' rings into its own
+  :class:`ReplayBuffer` (:class:`RingFeed`) and samples it.
+* :class:`ServedReplay`: the replay server inserts and samples
+  (:mod:`~pearl_py.runtime.parallel.replay_server`); the learner reads the transitions
+  it inserted from ``control.consumed``, episodes and batches from rings, and sends
+  priorities back on a ring. While it waits, it calls ``wait`` (the loop's health and
+  stop checks).
+
+Example::
+
+    >>> access = LocalReplay(RingFeed(rings, replay, timer, n_envs=1), timer)
+    >>> moved, episodes = access.take(256)
+    >>> batch = access.sample(64, beta=round_beta(algo, schedule, step), step=step)
+"""
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from pearl_py.algorithms.base import Algorithm
+from pearl_py.protocol.schedule import TrainSchedule
+from pearl_py.replay import ReplayBuffer, SampleBatch
+from pearl_py.runtime.parallel.control import ControlBlock
+from pearl_py.runtime.parallel.feed import RingFeed
+from pearl_py.runtime.parallel.process import idle
+from pearl_py.runtime.parallel.ring import ShmRing
+from pearl_py.runtime.timing import KernelTimer
+
+Episodes = list[tuple[int, float, int]]
+"""``(offset in this take, return, length)`` of each episode that ended."""
+
+
+def round_beta(algorithm: Algorithm, schedule: TrainSchedule, step: int) -> float:
+    """Importance-sampling exponent of the training round at vector step ``step`` (as the serial loop's)."""
+    return algorithm.beta_at((step - 1) * schedule.n_envs / schedule.total_steps)
+
+
+@dataclass
+class ServedBatch(SampleBatch):
+    """A batch from the replay server, with what the server knew when it drew it."""
+
+    step: int = 0
+    """Vector step of the training round the batch belongs to."""
+    stored: int = 0
+    """Transitions in the replay when it was drawn."""
+    applied: int = 0
+    """Updates whose priorities (uniform replay: updates done) were in when it was drawn."""
+
+
+class LocalReplay:
+    """The replay in the learner process, fed from the actors' rings."""
+
+    remote = False
+
+    def __init__(self, feed: RingFeed, timer: KernelTimer) -> None:
+        self.feed, self.replay, self.timer = feed, feed.replay, timer
+
+    @property
+    def prioritized(self) -> bool:
+        return self.replay.prioritized
+
+    def take(self, limit: int) -> tuple[int, Episodes]:
+        return self.feed.drain(limit)
+
+    def sample(self, batch_size: int, beta: float, step: int) -> SampleBatch:
+        with self.timer("replay_sample"):
+            return self.replay.sample(batch_size, beta=beta)
+
+    def update_priorities(self, indices: np.ndarray, td_abs: np.ndarray) -> None:
+        with self.timer("priority_update"):
+            self.replay.update_priorities(indices, td_abs)
+
+    def pause(self) -> None:
+        """Nothing runs beside the learner: the replay is consistent between two updates."""
+
+    def outstanding(self) -> int:
+        return 0
+
+    def state_dict(self) -> dict[str, Any]:
+        return self.replay.state_dict()
+
+    def close(self) -> None:
+        self.replay.close()
+
+
+class ServedReplay:
+    """The learner's side of the replay server (rings and counters; see the module docstring)."""
+
+    remote = True
+
+    def __init__(self, *, batches: ShmRing, priorities: ShmRing, episodes: ShmRing, control: ControlBlock,
+                 timer: KernelTimer, replay: str, rng_file: Path, prioritized: bool, inserted: int,
+                 check: Callable[[], None]) -> None:
+        self.batches, self.priorities, self.episodes = batches, priorities, episodes
+        self.control, self.timer = control, timer
+        self.replay_name, self.rng_file = replay, Path(rng_file)
+        self.prioritized = prioritized
+        self.inserted = inserted
+        self.check = check
+        """Raises if the server died (the executor passes its supervisor check)."""
+        self.wait: Callable[[], None] = self._idle
+        """Called on every fruitless poll; the learner loop sets its own (stop and health checks)."""
+        self._backlog: list[tuple[int, float, int]] = []
+        self._polls = 0
+
+    def _idle(self) -> None:
+        self.check()
+        self._polls = idle(self._polls)
+
+    def take(self, limit: int) -> tuple[int, Episodes]:
+        """Transitions the server inserted since the last take (at most ``limit``) and their ended episodes."""
+        consumed = self.control.consumed  # read first: the server writes episodes before it counts them
+        k = self.episodes.pending()
+        if k:
+            got = self.episodes.get(k)
+            self._backlog += zip(got["end"].tolist(), got["ret"].tolist(), got["length"].tolist())
+        moved = max(min(consumed - self.inserted, limit), 0)
+        upto = self.inserted + moved
+        ended = [(end - self.inserted - 1, ret, length) for end, ret, length in self._backlog if end <= upto]
+        self._backlog = [e for e in self._backlog if e[0] > upto]
+        self.inserted = upto
+        return moved, ended
+
+    def sample(self, batch_size: int, beta: float, step: int) -> ServedBatch:
+        """The next batch the server drew (it computed ``beta`` itself); waits for it."""
+        start = time.perf_counter()
+        while not self.batches.pending():
+            self.wait()
+        self.timer.add("replay_wait", time.perf_counter() - start)
+        got = {k: v[0] for k, v in self.batches.get(1).items()}
+        if int(got["step"]) != step or len(got["indices"]) != batch_size:
+            raise RuntimeError(f"replay server sent a batch of {len(got['indices'])} for the round at vector "
+                               f"step {int(got['step'])}; the learner is training the round at step {step} "
+                               f"with batches of {batch_size}")
+        return ServedBatch(got["obs"], got["actions"], got["rewards"], got["next_obs"], got["dones"],
+                           got["indices"], got["weights"], step=int(got["step"]), stored=int(got["stored"]),
+                           applied=int(got["applied"]))
+
+    def update_priorities(self, indices: np.ndarray, td_abs: np.ndarray) -> None:
+        while not self.priorities.free():
+            self.wait()
+        self.priorities.put(indices=indices[None], td=td_abs[None])
+
+    def pause(self) -> None:
+        """Stop the server's sampling and intake; returns once it acknowledged.
+
+        From then on waits only check the server's health (the learner is checkpointing).
+        """
+        self.wait = self._idle
+        self.control.pause = 1
+        while not self.control.paused:
+            self._idle()
+
+    def outstanding(self) -> int:
+        """Batches drawn but not taken yet (after :meth:`pause`, the ones left to train on)."""
+        return self.batches.pending()
+
+    def state_dict(self) -> dict[str, Any]:
+        """The replay as the server holds it (paused, every sent priority applied), with its generator."""
+        while self.prioritized and self.control.applied < self.control.completed:
+            self._idle()
+        view = ReplayBuffer.attach(self.replay_name)
+        try:
+            state = view.state_dict()
+        finally:
+            view.close()
+        state["rng"] = json.loads(self.rng_file.read_text())
+        return state
+
+    def close(self) -> None:
+        """The rings and the replay segment belong to the executor's and the server's clean-up."""
