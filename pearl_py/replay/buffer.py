@@ -117,8 +117,7 @@ class ReplayBuffer:
         self._sampler: UniformSampler | PrioritizedSampler = UniformSampler()
         if meta["prioritized"]:
             capacity, fanout = meta["capacity"], meta["fanout"]
-            buffers = {name: storage[name] for name in PriorityTree.arrays(capacity, fanout)}
-            tree = PriorityTree(capacity, fanout, buffers, initialized=not fresh)
+            tree = PriorityTree(capacity, fanout, storage["tree"], initialized=not fresh)
             if fresh:
                 storage["max_seen"][0] = 1.0
             self._sampler = PrioritizedSampler(tree, storage["max_seen"], meta["alpha"], meta["eps"])

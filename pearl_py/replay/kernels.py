@@ -1,17 +1,20 @@
 """Compiled replay kernels (numba): tree repair, stratified descent, priority update, row gathers.
 
-The tree kernels work on the three flat ``float64`` arrays of a
-:class:`~pearl_py.replay.segment_tree.PriorityTree` plus ``bounds``, the uint64 offsets
-where each level starts (``len(bounds) == depth + 2``; the last entry is the length of
-``values``). Node ``k`` of level ``d`` is ``values[bounds[d] + k]``; its children are
-nodes ``k * fanout ... k * fanout + fanout - 1`` of level ``d + 1`` (a *group*). The
-leaves (level ``depth``) are the priorities, shared by the sums and the minima:
+The tree kernels work on the flat ``float64`` array of a
+:class:`~pearl_py.replay.segment_tree.PriorityTree` (``tree``) plus ``bounds``, the
+uint64 offsets where each level starts (``len(bounds) == depth + 2``; the last entry is
+the number of nodes, ``nodes``). ``tree`` holds three parts, split by :func:`_parts`:
+``values = tree[:nodes]``, ``prefix = tree[nodes:2 * nodes]`` and
+``mins = tree[2 * nodes:]`` (one array: each array argument costs about 50 ns per
+call). Node ``k`` of level ``d`` is ``values[bounds[d] + k]``; its children are nodes
+``k * fanout ... k * fanout + fanout - 1`` of level ``d + 1`` (a *group*). The leaves
+(level ``depth``) are the priorities, shared by the sums and the minima:
 
 * ``values``: every node's sum; an inner node is the left-to-right sum of its children;
-* ``prefix`` (same shape): within each group, the running left-to-right sums of its
-  nodes, so the last entry of a group is the value of its parent (``prefix[0]`` is the
-  root); the descent compares a target with a group's 16 running sums at once instead
-  of adding them up one after another;
+* ``prefix``: within each group, the running left-to-right sums of its nodes, so the
+  last entry of a group is the value of its parent (``prefix[0]`` is the root); the
+  descent compares a target with a group's running sums at once instead of adding
+  them up one after another;
 * ``mins`` (inner levels only, ``bounds[depth]`` entries): each inner node's minimum
   over its children; one level above the leaves only leaves below ``size`` (the items
   written) count, so unwritten slots (priority 0) never become the minimum.
@@ -27,8 +30,9 @@ cached on disk (``cache=True``): the first call in a fresh environment compiles 
 Example::
 
     >>> bounds = np.array([0, 2, 4, 8], dtype=np.uint64)     # capacity 4, fanout 2 (root padded to 2 slots)
-    >>> values, prefix, mins = np.zeros(8), np.zeros(8), np.array([np.inf] * 4)
-    >>> set_leaves(values, prefix, mins, bounds, 2, np.array([1, 3]), np.array([2.0, 5.0]), 4)
+    >>> tree = np.concatenate([np.zeros(8), np.zeros(8), np.full(4, np.inf)])
+    >>> set_leaves(tree, bounds, 2, np.array([1, 3]), np.array([2.0, 5.0]), 4)
+    >>> values, prefix, mins = tree[:8], tree[8:16], tree[16:]
     >>> values.tolist(), prefix.tolist(), mins.tolist()
     ([7.0, 0.0, 2.0, 5.0, 0.0, 2.0, 0.0, 5.0], [7.0, 0.0, 2.0, 7.0, 0.0, 2.0, 0.0, 5.0], [0.0, inf, 0.0, 0.0])
 """
@@ -63,6 +67,13 @@ def _log2(fanout):
 def _parent(node, fanout, shift):
     """Index of ``node``'s parent in the level above."""
     return node >> _U(shift) if shift >= 0 else node // fanout
+
+
+@njit(inline="always", **_OPTIONS)
+def _parts(tree, bounds):
+    """``values``, ``prefix`` and ``mins``: the three views of a tree's flat array."""
+    nodes, inner = bounds[bounds.size - 1], bounds[bounds.size - 2]
+    return tree[:nodes], tree[nodes:nodes + nodes], tree[nodes + nodes:nodes + nodes + inner]
 
 
 @njit(**_OPTIONS)
@@ -125,11 +136,12 @@ def _propagate(values, prefix, mins, bounds, fanout, nodes, active, size, force)
 
 
 @njit(**_OPTIONS)
-def set_leaves(values, prefix, mins, bounds, fanout, indices, priorities, size):
+def set_leaves(tree, bounds, fanout, indices, priorities, size):
     """``leaves[indices] = priorities`` in order (the last write wins), then repair the ancestors that need it.
 
     All leaves are written first, so every repair sees final values; see :func:`_propagate`.
     """
+    values, prefix, mins = _parts(tree, bounds)
     leaf0 = bounds[bounds.size - 2]
     n = indices.size
     nodes = np.empty(n, dtype=np.uint64)
@@ -140,8 +152,9 @@ def set_leaves(values, prefix, mins, bounds, fanout, indices, priorities, size):
 
 
 @njit(**_OPTIONS)
-def fill(values, prefix, mins, bounds, fanout, start, stop, value, size):
+def fill(tree, bounds, fanout, start, stop, value, size):
     """Set the contiguous leaves ``[start, stop)`` to ``value`` and repair their ancestors."""
+    values, prefix, mins = _parts(tree, bounds)
     leaf0 = bounds[bounds.size - 2]
     values[leaf0 + _U(start):leaf0 + _U(stop)] = value
     first_of_groups = np.arange(start - start % fanout, stop, fanout).astype(np.uint64)
@@ -150,8 +163,9 @@ def fill(values, prefix, mins, bounds, fanout, start, stop, value, size):
 
 
 @njit(**_OPTIONS)
-def rebuild(values, prefix, mins, bounds, fanout, size):
+def rebuild(tree, bounds, fanout, size):
     """Recompute every inner node, running sum and minimum from the leaves."""
+    values, prefix, mins = _parts(tree, bounds)
     depth = bounds.size - 2
     first_of_groups = np.arange(0, np.int64(bounds[depth + 1] - bounds[depth]), fanout).astype(np.uint64)
     _propagate(values, prefix, mins, bounds, fanout, first_of_groups, first_of_groups.size, size, True)
@@ -205,9 +219,9 @@ def _clamped(prefix, first, fanout):
 
 
 @njit(**_OPTIONS)
-def find(prefix, bounds, fanout, targets, out):
+def find(tree, bounds, fanout, targets, out):
     """The leaf of every target (``out[j]`` gets the leaf of ``targets[j]``); see :func:`_descend`."""
-    _descend(prefix, bounds, _U(fanout), targets.copy(), out)
+    _descend(_parts(tree, bounds)[1], bounds, _U(fanout), targets.copy(), out)
 
 
 @njit(**_OPTIONS)
@@ -216,6 +230,10 @@ def _gather(indices, source, target):
     row = _U(source.size // source.shape[0])
     src = source.reshape(source.size)
     dst = target.reshape(target.size)
+    if row == _U(1):
+        for j in range(indices.size):
+            dst[j] = src[_U(indices[j])]
+        return
     for j in range(indices.size):
         start, at = _U(indices[j]) * row, _U(j) * row
         for k in range(row):
@@ -244,14 +262,15 @@ def sample_uniform(uniforms, size, indices, weights, obs, actions, rewards, next
 
 
 @njit(**_OPTIONS)
-def sample_prioritized(values, prefix, mins, bounds, fanout, uniforms, beta, indices, weights, obs, actions, rewards,
-                       next_obs, dones, out_obs, out_actions, out_rewards, out_next_obs, out_dones):
+def sample_prioritized(tree, bounds, fanout, uniforms, beta, indices, weights, obs, actions, rewards, next_obs, dones,
+                       out_obs, out_actions, out_rewards, out_next_obs, out_dones):
     """Stratified proportional draw, IS weights and the rows of the drawn slots, in one pass.
 
     Target ``j`` of ``B`` is ``(j + u_j) * total / B``. The weight
     ``(N P(i))^-beta / (N p_min / total)^-beta`` of the paper equals
     ``(p_min / p_i)^beta``: ``N`` and the total cancel.
     """
+    values, prefix, mins = _parts(tree, bounds)
     leaf0 = bounds[bounds.size - 2]
     n = uniforms.size
     step = values[0] / n
@@ -268,7 +287,7 @@ def sample_prioritized(values, prefix, mins, bounds, fanout, uniforms, beta, ind
 
 
 @njit(**_OPTIONS)
-def update_priorities(values, prefix, mins, bounds, fanout, max_seen, indices, td_errors_abs, size, alpha, eps):
+def update_priorities(tree, bounds, fanout, max_seen, indices, td_errors_abs, size, alpha, eps):
     """Check, then store ``(|delta| + eps)^alpha`` at ``indices`` (last write wins) and raise ``max_seen``.
 
     Returns ``(status, position)``: :data:`OK`, or the first problem found (an index
@@ -288,7 +307,7 @@ def update_priorities(values, prefix, mins, bounds, fanout, max_seen, indices, t
         raw[i] = td_errors_abs[i] + eps
         largest = max(largest, raw[i])
     pow_into(raw, alpha, priorities)
-    set_leaves(values, prefix, mins, bounds, fanout, indices, priorities, size)
+    set_leaves(tree, bounds, fanout, indices, priorities, size)
     max_seen[0] = largest
     return OK, 0
 

@@ -31,7 +31,7 @@ from __future__ import annotations
 import numpy as np
 
 from pearl_py.replay import kernels
-from pearl_py.replay.segment_tree import PriorityTree
+from pearl_py.replay.segment_tree import PriorityTree, tree_nodes
 
 Rows = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 """obs, actions, rewards, next_obs, dones: stored arrays (capacity rows) or a batch's (batch rows)."""
@@ -73,7 +73,7 @@ class PrioritizedSampler:
         self.max_seen = max_seen
         self.alpha = alpha
         self.eps = eps
-        self._tree = (tree.values, tree.prefix, tree.mins, tree.bounds, tree.fanout)
+        self._tree = (tree.flat, tree.bounds, tree.fanout)
         """The kernels' leading arguments, gathered once (each attribute lookup costs on the per-call path)."""
 
     @classmethod
@@ -84,7 +84,7 @@ class PrioritizedSampler:
     @staticmethod
     def arrays(capacity: int, fanout: int) -> dict[str, tuple[type, tuple[int, ...]]]:
         """The arrays a sampler of this shape needs, for laying out shared storage."""
-        return PriorityTree.arrays(capacity, fanout) | {"max_seen": (np.float64, (1,))}
+        return {"tree": (np.float64, (tree_nodes(capacity, fanout),)), "max_seen": (np.float64, (1,))}
 
     def on_write(self, start: int, stop: int, size: int) -> None:
         """Give the new slots ``[start, stop)`` the largest priority seen so far (``size``: items written now)."""

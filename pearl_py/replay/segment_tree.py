@@ -1,14 +1,15 @@
 """The priority tree: an n-ary sum tree and min tree over one shared level of leaves (the priorities).
 
-Three flat ``float64`` arrays, levels root first, so the tree can sit in shared memory
-(pass ``buffers``): ``values`` (every node's sum; the leaves, its last level, are the
-priorities), ``prefix`` (within each group of ``fanout`` siblings, their running sums:
-what the proportional descent compares a target with) and ``mins`` (each inner node's
-minimum over its children). Level ``d`` has ``fanout`` times as many nodes as level
-``d - 1``, padded to a multiple of ``fanout`` with zero leaves (see :func:`level_bounds`). Only the first ``size``
-leaves are items: the slots written so far, which a ring fills from slot 0; the others
-are 0 and never count for the minimum. Updates, fills, rebuilds and the descent run in
-the compiled kernels of :mod:`pearl_py.replay.kernels`.
+One flat ``float64`` array, so the tree can sit in shared memory (pass ``buffer``), in
+three parts with levels root first: ``values`` (every node's sum; the leaves, its last
+level, are the priorities), ``prefix`` (within each group of ``fanout`` siblings, their
+running sums: what the proportional descent compares a target with) and ``mins``
+(each inner node's minimum over its children). Level ``d`` has ``fanout`` times as many
+nodes as level ``d - 1``, padded to a multiple of ``fanout`` with zero leaves (see
+:func:`level_bounds`). Only the first ``size`` leaves are items: the slots written so
+far, which a ring fills from slot 0; the others are 0 and never count for the minimum.
+Updates, fills, rebuilds and the descent run in the compiled kernels of
+:mod:`pearl_py.replay.kernels`.
 
 Example::
 
@@ -64,43 +65,46 @@ def level_bounds(capacity: int, fanout: int) -> np.ndarray:
     return np.cumsum((0, fanout) + sizes[1:]).astype(np.uint64)
 
 
+def tree_nodes(capacity: int, fanout: int) -> int:
+    """Length of a tree's flat array: sums and running sums of every node, minima of the inner ones.
+
+    >>> tree_nodes(5, 2)        # 14 nodes (root padded to 2), 8 of them inner
+    36
+    """
+    bounds = level_bounds(capacity, fanout)
+    return int(2 * bounds[-1] + bounds[-2])
+
+
 class PriorityTree:
     """Sums (with in-group running sums) and minima of the priorities of the first ``size`` leaves.
 
-    ``buffers``, when given, holds the three arrays :meth:`arrays` describes, used in
-    place (for shared memory); they are reset unless ``initialized`` says they already
-    hold a valid tree (when attaching to one).
+    ``buffer``, when given, is a float64 array of ``tree_nodes(capacity, fanout)``
+    elements the tree uses in place (for shared memory); it is reset unless
+    ``initialized`` says it already holds a valid tree (when attaching to one).
     """
 
-    def __init__(self, capacity: int, fanout: int = 16, buffers: dict[str, np.ndarray] | None = None,
+    def __init__(self, capacity: int, fanout: int = 16, buffer: np.ndarray | None = None,
                  initialized: bool = False) -> None:
         self.capacity = capacity
         self.fanout = fanout
         self.depth = len(level_sizes(capacity, fanout)) - 1
-        specs = self.arrays(capacity, fanout)
-        if buffers is None:
-            buffers = {name: np.empty(shape, dtype) for name, (dtype, shape) in specs.items()}
-        for name, (dtype, shape) in specs.items():
-            array = buffers[name]
-            if array.shape != shape or array.dtype != dtype:
-                raise ValueError(f"buffers[{name!r}] must be {np.dtype(dtype)} of shape {shape}, "
-                                 f"got {array.dtype} {array.shape}")
-        self.values, self.prefix, self.mins = buffers["sum_tree"], buffers["prefix"], buffers["min_tree"]
+        self.bounds = level_bounds(capacity, fanout)
+        """Where each level starts in ``values`` and ``prefix`` (and, last, their length), as the kernels take it."""
+        length = tree_nodes(capacity, fanout)
+        if buffer is None:
+            buffer = np.empty(length, dtype=np.float64)
+        elif buffer.shape != (length,) or buffer.dtype != np.float64:
+            raise ValueError(f"buffer must be float64 of shape ({length},), got {buffer.dtype} {buffer.shape}")
+        nodes = int(self.bounds[-1])
+        self.flat = buffer
+        """The whole tree, as the kernels take it."""
+        self.values, self.prefix, self.mins = buffer[:nodes], buffer[nodes:2 * nodes], buffer[2 * nodes:]
         if not initialized:
             self.values.fill(0.0)
             self.prefix.fill(0.0)
             self.mins.fill(np.inf)
-        self.bounds = level_bounds(capacity, fanout)
-        """Where each level starts in ``values`` and ``prefix`` (and, last, their length), as the kernels take it."""
         self.levels = [self.values[lo:hi] for lo, hi in zip(self.bounds[:-1], self.bounds[1:])]
         self.leaves = self.levels[-1]
-
-    @staticmethod
-    def arrays(capacity: int, fanout: int) -> dict[str, tuple[type, tuple[int, ...]]]:
-        """The arrays a tree of this shape needs (name: dtype, shape), for laying out shared storage."""
-        bounds = level_bounds(capacity, fanout)
-        nodes, inner = int(bounds[-1]), int(bounds[-2])
-        return {"sum_tree": (np.float64, (nodes,)), "prefix": (np.float64, (nodes,)), "min_tree": (np.float64, (inner,))}
 
     @property
     def total(self) -> float:
@@ -117,16 +121,16 @@ class PriorityTree:
 
         Indices must already be valid items (``0 <= i < size``; callers validate).
         """
-        kernels.set_leaves(self.values, self.prefix, self.mins, self.bounds, self.fanout,
-                           np.asarray(indices, dtype=np.int64), np.asarray(values, dtype=np.float64), size)
+        kernels.set_leaves(self.flat, self.bounds, self.fanout, np.asarray(indices, dtype=np.int64),
+                           np.asarray(values, dtype=np.float64), size)
 
     def fill(self, start: int, stop: int, value: float, size: int) -> None:
         """Set the contiguous leaves ``[start, stop)`` (``stop <= size``) to ``value`` and repair the ancestors."""
-        kernels.fill(self.values, self.prefix, self.mins, self.bounds, self.fanout, start, stop, float(value), size)
+        kernels.fill(self.flat, self.bounds, self.fanout, start, stop, float(value), size)
 
     def rebuild(self, size: int) -> None:
         """Recompute every inner node from the leaves (after loading leaves in bulk)."""
-        kernels.rebuild(self.values, self.prefix, self.mins, self.bounds, self.fanout, size)
+        kernels.rebuild(self.flat, self.bounds, self.fanout, size)
 
     def find(self, targets: np.ndarray) -> np.ndarray:
         """Leaf index ``i`` for each target ``u`` with ``sum(leaves[:i]) <= u < sum(leaves[:i+1])``.
@@ -137,5 +141,5 @@ class PriorityTree:
         """
         targets = np.asarray(targets, dtype=np.float64)
         out = np.empty(targets.shape, dtype=np.int64)
-        kernels.find(self.prefix, self.bounds, self.fanout, targets.ravel(), out.reshape(-1))
+        kernels.find(self.flat, self.bounds, self.fanout, targets.ravel(), out.reshape(-1))
         return out

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 from llvmlite import ir
 from numba import types
-from numba.core import cgutils
 from numba.core.extending import intrinsic
 
 __all__ = ["count_le16", "min16"]
@@ -55,12 +54,19 @@ def count_le16(typingctx, array, start, u):
 
 @intrinsic
 def min16(typingctx, array, start):
-    """The minimum of ``array[start:start + 16]`` (float64 without NaN, ``start`` uint64), as a vector reduction."""
+    """The minimum of ``array[start:start + 16]`` (float64 without NaN, ``start`` uint64): halving steps of
+    ``select(a < b, a, b)`` (``vminpd``; ``llvm.vector.reduce.fmin`` would add NaN handling to every step)."""
     def codegen(context, builder, signature, args):
         group = _load_group(context, builder, signature.args[0], args[0], args[1])
-        reduce = cgutils.get_or_insert_function(builder.module, ir.FunctionType(ir.DoubleType(), [group.type]),
-                                                f"llvm.vector.reduce.fmin.v{_LANES}f64")
-        return builder.call(reduce, [group])
+        lanes = _LANES
+        while lanes > 1:
+            lanes //= 2
+            low = builder.shuffle_vector(group, group, ir.Constant(ir.VectorType(ir.IntType(32), lanes),
+                                                                   list(range(lanes))))
+            high = builder.shuffle_vector(group, group, ir.Constant(ir.VectorType(ir.IntType(32), lanes),
+                                                                    list(range(lanes, 2 * lanes))))
+            group = builder.select(builder.fcmp_ordered("<", low, high), low, high)
+        return builder.extract_element(group, ir.Constant(ir.IntType(32), 0))
     if not (isinstance(array, types.Array) and array.dtype == types.float64 and start == types.uint64):
         return None
     return types.float64(array, start), codegen
