@@ -45,6 +45,15 @@ class CostModel(Protocol):
     def cost(self, kernel: Kernel, device: Any, variant: str = "reference") -> Any: ...
 
 
+def _stage(kind: KernelKind) -> str:
+    """The kernel's stage for the policy-lag chain (:class:`~pearl_py.optimize.problem.Task`)."""
+    if kind in (KernelKind.ENV_STEP, KernelKind.INFERENCE):
+        return "act"
+    if kind == KernelKind.REPLAY_INSERT:
+        return "intake"
+    return "train" if kind == KernelKind.LEARNER_UPDATE else ""
+
+
 def break_even_calls(setup_s: float, latency_s: float, reference_latency_s: float) -> float:
     """Calls after which a variant's one-off setup is paid back by its faster calls (inf if it is not faster)."""
     saving = reference_latency_s - latency_s
@@ -259,10 +268,10 @@ def build_problem(protocol: ProtocolGraph, platform: Platform, estimator: CostMo
                     "replay-storage" if kernel.kind in REPLAY_KINDS else "")
                 options[(kernel.name, target, variant)] = Option(cost.latency_s, cost.energy_j, resources,
                                                                  cost.source, instance, setup_s)
-    tasks = tuple(Task(k.name, k.rate, k.replicable, constraints.pin.get(k.name)) for k in kernels)
+    tasks = tuple(Task(k.name, k.rate, k.replicable, constraints.pin.get(k.name), _stage(k.kind)) for k in kernels)
     edges = tuple(Edge(src, dst, float(nbytes), float(rate)) for src, dst, nbytes, rate in protocol.edges())
     physical = {m for d in devices.values() for m in d.physical}
     links, routes = _routes(platform, physical)
     return AssignmentProblem(tasks, devices, options, edges, links, routes, serialized=protocol.serialized,
-                             power_cap_w=constraints.power_cap_w, name=platform.name, infeasible=dict(infeasible),
+                             overlap=protocol.overlap, power_cap_w=constraints.power_cap_w, name=platform.name, infeasible=dict(infeasible),
                              variant_notes=dict(notes))

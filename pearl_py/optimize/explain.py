@@ -8,7 +8,7 @@ Example::
 """
 from __future__ import annotations
 
-from pearl_py.optimize.model import Assignment, Performance
+from pearl_py.optimize.model import POLICY_LAG, Assignment, Performance
 from pearl_py.optimize.problem import AssignmentProblem
 
 
@@ -33,6 +33,12 @@ def limit_sentence(problem: AssignmentProblem, assignment: Assignment, perf: Per
         return ("Throughput is limited by the serialized protocol: every stage waits for the previous one, so the "
                 f"time per sample is the sum of all busy times ({perf.time_per_sample * 1e6:,.1f} us); "
                 "overlapping the stages (the parallel executor) would lift it to the slowest single device.")
+    if perf.bottleneck == POLICY_LAG:
+        acting = [k for k in assignment if problem.task(k).acting]
+        return (f"Throughput is limited by the policy-lag bound: actors ({', '.join(acting)}) may collect the next "
+                f"round only during the last {problem.overlap:.0%} of a training round, so acting and most of "
+                f"training run one after another ({perf.time_per_sample * 1e6:,.1f} us per sample); a larger "
+                "max_policy_lag (staler acting parameters) would overlap them.")
     loads = {**perf.busy, **perf.link_busy}
     ranked = sorted(loads, key=loads.get, reverse=True)
     top = ranked[0]

@@ -7,6 +7,9 @@ Variables (docs/optimizer.md has the full formulation):
 * ``T`` continuous: seconds per sample. Every device's busy time ``sum r*c/(m*j) * x <= T``;
   cores ``sum j * x <= units``; memory and FPGA resources (shared instances via ``w``).
 * ``y[e,p,q] >= X[src,p] + X[dst,q] - 1`` for edges crossing devices; every link's busy time ``<= T``.
+* Policy lag (``overlap < 1``), for every device ``d`` the training kernel may use and each
+  collection stage (acting, intake): ``stage loads + (1 - overlap) * (other loads on d) - T
+  <= M (1 - X[train, d])``.
 * Power: ``u[d] >= x`` (device in use) and ``s[d] >= T - M(1 - u[d])`` linearise the idle
   energy ``T * idle(d) * u[d]``; energy per sample ``E = sum idle*s + sum r*e*x``;
   a power cap is ``E <= cap * T``. Objective ``min T`` (throughput) or ``min E`` (power).
@@ -28,7 +31,7 @@ from scipy.optimize import Bounds, LinearConstraint, milp
 from scipy.sparse import coo_array
 
 from pearl_py.errors import PlanningError
-from pearl_py.optimize.model import Choice, edge_cost, evaluate, kernel_bound, time_limit
+from pearl_py.optimize.model import COLLECTION, Choice, edge_cost, evaluate, kernel_bound, time_limit
 from pearl_py.optimize.problem import AssignmentProblem
 from pearl_py.optimize.solution import Solution
 
@@ -86,7 +89,8 @@ class _Formulation:
 
 def _formulate(problem: AssignmentProblem, objective: str, scale: tuple[float, float] | None,
                max_time: float | None) -> _Formulation:
-    t_scale, e_scale = scale or (1.0, 1.0)
+    # without a known plan, scale by the kernel bounds: HiGHS's tolerances are absolute
+    t_scale, e_scale = scale or (kernel_bound(problem, "throughput") or 1.0, kernel_bound(problem, "power") or 1.0)
     t_big = time_limit(problem) / t_scale
     b = _Builder()
     t_var = b.var(0.0, t_big if max_time is None else min(t_big, max_time / t_scale))
@@ -98,6 +102,9 @@ def _formulate(problem: AssignmentProblem, objective: str, scale: tuple[float, f
     res_plain: dict[tuple[str, str], dict[int, float]] = defaultdict(dict)
     res_inst: dict[tuple[str, str, str], dict[int, float]] = defaultdict(dict)
     serial: dict[int, float] = {}
+    collecting: dict[str, dict[int, float]] = {s: {} for s in COLLECTION}
+    learner_side: dict[str, dict[int, float]] = defaultdict(dict)
+    trains: dict[str, list[int]] = defaultdict(list)
     energy: dict[int, float] = {}
     touching: dict[tuple[str, str], list[int]] = defaultdict(list)
     for task in problem.tasks:
@@ -111,9 +118,15 @@ def _formulate(problem: AssignmentProblem, objective: str, scale: tuple[float, f
                 xvars[task.name].append((x, device_name, variant, j))
                 load = task.rate * option.latency_s / (m * j) / t_scale
                 serial[x] = load
+                if task.stage in COLLECTION:
+                    collecting[task.stage][x] = load
+                if task.stage == "train":
+                    trains[device_name].append(x)
                 energy[x] = task.rate * option.energy_j / e_scale
                 for d in device.physical:
                     busy[d][x] = load
+                    if task.stage not in COLLECTION:
+                        learner_side[d][x] = (1.0 - problem.overlap) * load
                     touching[(task.name, d)].append(x)
                     if task.replicable:
                         cores[d][x] = j
@@ -170,6 +183,16 @@ def _formulate(problem: AssignmentProblem, objective: str, scale: tuple[float, f
     else:
         for terms in list(busy.values()) + list(link_terms.values()):
             b.row({**terms, t_var: -1.0}, -np.inf, 0.0)
+        if problem.overlap < 1.0:
+            for d, xs in trains.items():  # only binds where the training kernel is placed (big M = T's bound)
+                for stage in COLLECTION:
+                    terms = defaultdict(float, collecting[stage])
+                    for x, load in learner_side[d].items():
+                        terms[x] += load
+                    for x in xs:
+                        terms[x] += t_big
+                    terms[t_var] = -1.0
+                    b.row(dict(terms), -np.inf, t_big)
 
     e_terms = dict(energy)
     if need_power:
@@ -200,16 +223,28 @@ def _formulate(problem: AssignmentProblem, objective: str, scale: tuple[float, f
     return _Formulation(b, c, xvars, t_scale if objective == "throughput" else e_scale)
 
 
+HIGHS_SOLVE_ERROR = 4
+"""scipy's status for HiGHS's "Solve error" (numerical trouble)."""
+
+
 def _run(form: _Formulation, relax: bool, time_limit_s: float | None):
+    """HiGHS without presolve; with it only after a solve error.
+
+    Presolve (scipy 1.17) returned a wrong "optimal" plan on a capped instance
+    (tests/optimize: random_problem(221, power_cap=True)), so it is off; without it HiGHS
+    stopped with a solve error on random_problem(148) (policy-lag rows), which presolve solves.
+    """
     b = form.builder
     integrality = np.zeros(len(b.lower)) if relax else np.array(b.integral)
-    # HiGHS presolve (scipy 1.17) returned a wrong "optimal" plan on a capped instance
-    # (tests/optimize: random_problem(221, power_cap=True)); the models are small, so it stays off.
     options = {"mip_rel_gap": 1e-9, "presolve": False}
     if time_limit_s is not None:
         options["time_limit"] = float(time_limit_s)
-    return milp(form.cost, constraints=b.constraint(), integrality=integrality,
-                bounds=Bounds(b.lower, b.upper), options=options)
+    for presolve in (False, True):
+        res = milp(form.cost, constraints=b.constraint(), integrality=integrality,
+                   bounds=Bounds(b.lower, b.upper), options={**options, "presolve": presolve})
+        if res.status != HIGHS_SOLVE_ERROR:
+            break
+    return res
 
 
 def _infeasible(problem: AssignmentProblem, res, time_limit_s: float | None) -> PlanningError:
@@ -234,8 +269,8 @@ def solve_milp(problem: AssignmentProblem, objective: str, time_limit_s: float |
                scale: tuple[float, float] | None = None, max_time: float | None = None) -> Solution:
     """Solve exactly (or until ``time_limit_s``; then ``bound`` is HiGHS's dual bound).
 
-    ``scale`` = (seconds, joules) per sample of a known plan; variables are expressed
-    relative to it so HiGHS's absolute tolerances act as relative ones. ``max_time``
+    ``scale`` = (seconds, joules) per sample of a known plan (default: the kernel bounds);
+    variables are expressed relative to it so HiGHS's absolute tolerances act as relative ones. ``max_time``
     adds ``T <= max_time`` (the Pareto sweep's epsilon constraint).
     """
     started = time.perf_counter()

@@ -5,7 +5,11 @@ over the kernels on it (a pool member carries ``1/members`` of the calls with
 ``replicas/members`` processes, the same figure); every link carries
 ``rate * (latency + bytes/bandwidth)`` per edge that crosses it. Overlapped
 protocols run at ``T = max(busy)``, serialized ones at ``T = sum`` of every stage and
-transfer. Energy per sample is ``T * idle(devices in use) + sum(rate * dynamic energy)``;
+transfer. A policy-lag bound lets actors overlap only ``overlap`` of a training round, so
+an overlapped plan also needs ``T >= max(acting, intake) + (1 - overlap) * rest``: the
+round's collection (the acting kernels, pipelined with the replay inserts), plus the part
+of the learner device's other work (``stage == "train"``) that the actors must wait for
+(bottleneck ``policy lag``). Energy per sample is ``T * idle(devices in use) + sum(rate * dynamic energy)``;
 a power cap stretches ``T`` until the average power fits. See docs/optimizer.md.
 
 Example::
@@ -24,6 +28,10 @@ from dataclasses import dataclass, field
 from pearl_py.optimize.problem import AssignmentProblem, Edge
 
 OBJECTIVES = ("throughput", "power")
+COLLECTION = ("act", "intake")
+"""Stages that collect a round (pipelined with each other) while the learner waits under a policy-lag bound."""
+POLICY_LAG = "policy lag"
+"""The bottleneck name when actors wait for training (the chain of a policy-lag bound)."""
 
 
 @dataclass(frozen=True)
@@ -150,6 +158,8 @@ def evaluate(problem: AssignmentProblem, assignment: Assignment) -> Performance:
     usage: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
     instances: dict[tuple[str, str], dict[str, float]] = {}
     serial_work = 0.0
+    stage_work: dict[str, float] = defaultdict(float)
+    learner_side: dict[str, float] = defaultdict(float)
     dynamic = 0.0
     for kernel, choice in assignment.items():
         task = problem.task(kernel)
@@ -165,9 +175,12 @@ def evaluate(problem: AssignmentProblem, assignment: Assignment) -> Performance:
             continue
         load = contribution(problem, kernel, choice)
         serial_work += load
+        stage_work[task.stage] += load
         dynamic += task.rate * option.energy_j
         for d in device.physical:
             busy[d] += load
+            if task.stage not in COLLECTION:
+                learner_side[d] += load
             if task.replicable:
                 cores[d] += per_member
             if option.instance:
@@ -206,6 +219,12 @@ def evaluate(problem: AssignmentProblem, assignment: Assignment) -> Performance:
         both = {**busy, **link_busy}
         bottleneck = max(both, key=both.get, default="none")
         t_min = both.get(bottleneck, 0.0)
+        trains = [c.device for k, c in assignment.items() if problem.task(k).stage == "train"]
+        if problem.overlap < 1.0 and trains:
+            collect = max(stage_work[s] for s in COLLECTION)
+            chain = collect + (1.0 - problem.overlap) * learner_side.get(trains[0], 0.0)
+            if chain > t_min * (1 + 1e-12):
+                bottleneck, t_min = POLICY_LAG, chain
     idle = sum(problem.devices[d].idle_w for d in busy)
     t = t_min
     throttled = False

@@ -35,6 +35,14 @@ class Task:
     replicable: bool = False
     pinned: str | None = None
     """Device (or pool) the user requires this kernel to run on."""
+    stage: str = ""
+    """``act`` (env step, inference: the stage a policy-lag bound makes wait for training),
+    ``intake`` (replay insert: pipelined with acting), ``train`` (the learner update, whose
+    device's other work the actors wait for) or empty."""
+
+    @property
+    def acting(self) -> bool:
+        return self.stage == "act"
 
 
 @dataclass(frozen=True)
@@ -109,6 +117,10 @@ class AssignmentProblem:
 
     ``routes[(a, b)]`` lists the link names crossed from physical device ``a`` to ``b``.
     ``serialized`` is true when the protocol runs its stages one after another.
+    ``overlap`` (overlapped protocols): the fraction of a training round the acting stage
+    may run alongside training (:attr:`pearl_py.protocol.schedule.TrainSchedule.overlap`);
+    below 1 the acting stage (or the intake, if slower) and ``1 - overlap`` of the other work
+    on the training kernel's device form a chain.
     ``infeasible[kernel]`` keeps why a kernel cannot run on some devices (for error messages);
     ``variant_notes[kernel]`` why some implementation variants are not offered (not available
     on this machine, a one-off setup the run would not pay back), for reports.
@@ -121,6 +133,7 @@ class AssignmentProblem:
     links: dict[str, Link] = field(default_factory=dict)
     routes: dict[tuple[str, str], tuple[str, ...]] = field(default_factory=dict)
     serialized: bool = False
+    overlap: float = 1.0
     power_cap_w: float | None = None
     name: str = "problem"
     infeasible: dict[str, list[str]] = field(default_factory=dict)

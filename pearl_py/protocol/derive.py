@@ -23,6 +23,7 @@ from torch import nn
 
 from pearl_py.protocol.graph import ProtocolGraph
 from pearl_py.protocol.kernel import Kernel, KernelKind
+from pearl_py.protocol.schedule import DEFAULT_POLICY_LAG, TrainSchedule
 from pearl_py.protocol.workload import (
     FLOAT_BYTES,
     DenseLayer,
@@ -107,7 +108,8 @@ def derive_protocol(algorithm: Algorithm, serialized: bool = False) -> ProtocolG
         return ReplayWorkload(capacity=cfg.buffer_size, batch=batch, item_bytes=layout.item_bytes,
                               prioritized=cfg.prioritized_replay, fanout=cfg.replay_fanout)
 
-    graph = ProtocolGraph(serialized=serialized)
+    lagged = TrainSchedule.from_config(cfg, total_steps=1, max_policy_lag=DEFAULT_POLICY_LAG)
+    graph = ProtocolGraph(serialized=serialized, overlap=lagged.overlap)
     kernels = [
         Kernel("env_step", KernelKind.ENV_STEP,
                EnvWorkload(spec.env_id, spec.obs_dim, spec.action_dim, n_envs, spec.discrete),

@@ -29,10 +29,12 @@ class ProtocolGraph:
     per collected transition).
     """
 
-    def __init__(self, serialized: bool = False) -> None:
+    def __init__(self, serialized: bool = False, overlap: float = 1.0) -> None:
         self.graph = nx.DiGraph()
         self.serialized = serialized
         """True when the protocol runs its stages one after another (serial executor)."""
+        self.overlap = overlap
+        """Fraction of a training round actors may collect alongside training (the policy-lag bound's)."""
 
     def add_kernel(self, kernel: Kernel) -> None:
         if kernel.name in self.graph:
@@ -78,6 +80,7 @@ class ProtocolGraph:
         """Plain data for reports: kernels with kind and rate, edges with bytes."""
         return {
             "serialized": self.serialized,
+            "overlap": self.overlap,
             "kernels": [
                 {"name": k.name, "kind": k.kind.value, "rate": k.rate, "replicable": k.replicable}
                 for k in self.kernels()

@@ -24,16 +24,12 @@ which the optimizer's model charges (docs/optimizer.md).
 Example::
 
     >>> s = TrainSchedule(n_envs=1, train_freq=256, gradient_steps=128, learning_starts=1000,
-    ...                   total_steps=50_000)
+    ...                   total_steps=50_000)                    # max_policy_lag 4 by default
     >>> s.vector_steps, s.next_round(0), s.total_updates
     (50000, 1024, 24576)
-    >>> s.window, s.actor_limit(0), s.actor_limit(1024)
-    (256, 1024, 1280)
-    >>> lagged = TrainSchedule(n_envs=1, train_freq=256, gradient_steps=128, learning_starts=1000,
-    ...                        total_steps=50_000, max_policy_lag=4)
-    >>> lagged.actor_limit(1024, updates_done=0), lagged.actor_limit(1024, updates_done=124)
-    (1024, 1280)
-    >>> lagged.overlap
+    >>> s.window, s.actor_limit(0), s.actor_limit(1024, updates_done=0), s.actor_limit(1024, updates_done=124)
+    (256, 1024, 1024, 1280)
+    >>> s.overlap
     0.03125
 """
 from __future__ import annotations
@@ -60,7 +56,7 @@ class TrainSchedule:
     learning_starts: int
     total_steps: int
     lookahead_rounds: int = 1
-    max_policy_lag: int | None = None
+    max_policy_lag: int | None = DEFAULT_POLICY_LAG
     """Updates the acting parameters may trail the serial run's (None: only the window binds)."""
 
     def __post_init__(self) -> None:

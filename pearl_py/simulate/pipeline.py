@@ -4,7 +4,8 @@ Every kernel call is ``pipeline.call(kernel, device)``: it waits for a free unit
 device, holds it for the kernel's latency and adds the call's dynamic energy. A transfer
 holds each link of its route in turn for ``latency + bytes / bandwidth`` (as the
 performance model charges links). :class:`Limiter` is the update-to-data rate limiter of
-the actors: vector step ``k`` may start once ``k < inserted + window`` (in vector steps).
+the actors: vector step ``k`` may start once ``k < inserted + window`` (in vector steps) and
+the learner is within the schedule's ``max_policy_lag`` updates of the serial order.
 
 Example::
 
@@ -22,15 +23,25 @@ from pearl_py.simulate.topology import Topology
 
 
 class Limiter:
-    """Actors claim vector steps in order; a claim fires when the replay has room for it."""
+    """Actors claim vector steps in order; a claim fires when the schedule admits it.
+
+    The parallel runtime's rule (:meth:`TrainSchedule.actor_limit`): within the window
+    past the inserted steps, and within ``max_policy_lag`` updates of the serial order.
+    """
 
     def __init__(self, engine: Engine, schedule: SimSchedule) -> None:
         self.engine = engine
+        self.schedule = schedule
         self.total = schedule.vector_steps
-        self.window = schedule.lookahead_rounds * schedule.train_freq
         self.claimed = 0
-        self.allowed = self.window
+        self._inserted = 0
+        self._updates = 0
+        self.allowed = self._limit()
         self._waiting: deque[tuple[int, Event]] = deque()
+
+    def _limit(self) -> int:
+        s = self.schedule
+        return s.actor_limit(self._inserted * s.n_envs, self._updates) // s.n_envs
 
     def claim(self) -> Event | None:
         """The event letting the caller run the next vector step, or ``None`` when the run has all it needs."""
@@ -46,7 +57,16 @@ class Limiter:
 
     def inserted(self, steps: int) -> None:
         """``steps`` vector steps are in the replay: admit the claims that now fit."""
-        self.allowed = steps + self.window
+        self._inserted = steps
+        self._admit()
+
+    def updated(self, updates: int) -> None:
+        """The learner has done ``updates`` updates: admit the claims the policy lag now allows."""
+        self._updates = updates
+        self._admit()
+
+    def _admit(self) -> None:
+        self.allowed = self._limit()
         while self._waiting and self._waiting[0][0] < self.allowed:
             self._waiting.popleft()[1].fire()
 

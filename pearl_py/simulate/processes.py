@@ -116,6 +116,7 @@ def _after_update(p: Pipeline, dev: str) -> Process:
     """Count the update, publish parameters when due, mark the end of a round."""
     s, topo = p.schedule, p.topo
     p.updates_done += 1
+    p.limiter.updated(p.updates_done)
     if topo.has("param_sync"):
         sync_dev = topo.device("param_sync")
         p.send(dev, sync_dev, "learner_update", "param_sync")

@@ -3,7 +3,8 @@
 The parallel runtime's schedule (:class:`pearl_py.protocol.schedule.TrainSchedule`): after
 every ``train_freq``-th vector step, once more than ``learning_starts`` transitions are
 stored, the learner runs ``gradient_steps`` updates;
-actors may run ``lookahead_rounds`` rounds of transitions ahead of the replay. From a
+actors may run ``lookahead_rounds`` rounds of transitions ahead of the replay, within
+``max_policy_lag`` updates of the serial order. From a
 config, or from a protocol's rates (calls per transition) when only a plan is known.
 
 Example::
@@ -55,4 +56,5 @@ class SimSchedule(TrainSchedule):
     def to_dict(self) -> dict[str, int]:
         return {"n_envs": self.n_envs, "train_freq": self.train_freq, "gradient_steps": self.gradient_steps,
                 "total_steps": self.total_steps, "learning_starts": self.learning_starts,
-                "lookahead_rounds": self.lookahead_rounds, "syncs_per_round": self.syncs_per_round}
+                "lookahead_rounds": self.lookahead_rounds, "max_policy_lag": self.max_policy_lag,
+                "syncs_per_round": self.syncs_per_round}

@@ -7,11 +7,16 @@ from pearl_py.optimize.problem import AssignmentProblem, Device, Edge, Link, Opt
 
 
 def random_problem(seed: int, power_cap: bool = False) -> AssignmentProblem:
-    """2-4 kernels (one or two replicable), 2-3 devices (a CPU with 1-3 cores), 1-2 variants, links, resources."""
+    """2-4 kernels (one or two replicable), 2-3 devices (a CPU with 1-3 cores), 1-2 variants, links, resources;
+    the first one or two kernels often form the acting stage of a policy-lag bound (``overlap`` < 1)."""
     rng = np.random.default_rng(seed)
+    lag = np.random.default_rng(seed + 10_000)  # its own stream: the other draws stay as they were
     n_tasks = int(rng.integers(2, 5))
+    n_acting = int(lag.integers(0, 3))
     tasks = tuple(Task(f"k{i}", rate=float(rng.choice([1.0, 0.5, 0.25, 0.125])),
-                       replicable=bool(i < 2 and rng.random() < 0.6)) for i in range(n_tasks))
+                       replicable=bool(i < 2 and rng.random() < 0.6),
+                       stage="act" if i < n_acting else "train" if i == n_tasks - 1 else
+                       "intake" if i == n_acting and lag.random() < 0.5 else "") for i in range(n_tasks))
     kinds = ["cpu", "gpu", "fpga"][: int(rng.integers(2, 4))]
     devices = {}
     for kind in kinds:
@@ -44,4 +49,5 @@ def random_problem(seed: int, power_cap: bool = False) -> AssignmentProblem:
     if power_cap:
         cap = float(sum(d.idle_w for d in devices.values()) * rng.uniform(0.6, 1.6))
     return AssignmentProblem(tasks, devices, options, edges, links, routes,
-                             serialized=bool(rng.random() < 0.2), power_cap_w=cap, name=f"random-{seed}")
+                             serialized=bool(rng.random() < 0.2), power_cap_w=cap, name=f"random-{seed}",
+                             overlap=float(lag.choice([1.0, 0.5, 0.1, 0.0])))

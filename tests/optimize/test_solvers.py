@@ -86,3 +86,24 @@ def test_optimizer_never_imports_torch():
     package = Path(__file__).parents[2] / "pearl_py" / "optimize"
     for path in package.glob("*.py"):
         assert not re.search(r"^\s*(import|from)\s+torch", path.read_text(), re.M), path.name
+
+
+def test_policy_lag_chains_the_acting_stage_with_the_rest_of_training():
+    """Actors on a CPU, learner on a GPU: overlapped they run at max(busy); a lag bound adds acting + (1-f) * rest."""
+    from pearl_py.optimize.model import POLICY_LAG, Choice, evaluate
+    from pearl_py.optimize.milp import solve_milp
+    from pearl_py.optimize.problem import AssignmentProblem, Device, Option, Task
+
+    def problem(overlap):
+        return AssignmentProblem(
+            tasks=(Task("act", rate=1.0, stage="act"), Task("learn", rate=0.5, stage="train")),
+            devices={"cpu": Device("cpu", "cpu", units=1, idle_w=10, peak_w=50),
+                     "gpu": Device("gpu", "gpu", units=1, idle_w=10, peak_w=50)},
+            options={("act", "cpu", "reference"): Option(1e-4), ("learn", "gpu", "reference"): Option(1e-3)},
+            overlap=overlap)
+
+    where = {"act": Choice("cpu"), "learn": Choice("gpu")}
+    free, lagged = evaluate(problem(1.0), where), evaluate(problem(0.1), where)
+    assert free.time_per_sample == pytest.approx(5e-4) and free.bottleneck == "gpu"
+    assert lagged.time_per_sample == pytest.approx(1e-4 + 0.9 * 5e-4) and lagged.bottleneck == POLICY_LAG
+    assert solve_milp(problem(0.1), "throughput").bound == pytest.approx(lagged.time_per_sample)

@@ -41,7 +41,7 @@ def test_zero_lag_is_the_serial_order_and_none_is_the_window():
     lagged = TrainSchedule(**kw, max_policy_lag=4)
     assert lagged.actor_limit(1024, updates_done=123) == 1024 and lagged.actor_limit(1024, updates_done=124) == 1280
     assert lagged.overlap == pytest.approx(4 / 128)
-    free = TrainSchedule(**kw)
+    free = TrainSchedule(**kw, max_policy_lag=None)
     assert free.actor_limit(1024, updates_done=0) == 1280 and free.overlap == 1.0
     # one update per step (DDPG's zoo config): a lag of 4 never binds tighter than the one-step window
     ddpg = TrainSchedule(n_envs=1, train_freq=1, gradient_steps=1, learning_starts=100, total_steps=1000,

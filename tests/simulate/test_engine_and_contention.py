@@ -1,6 +1,8 @@
 """The engine's resources queue work; the simulator sees contention the model cannot."""
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from pearl_py.optimize.model import Choice, evaluate
@@ -29,11 +31,13 @@ def test_a_replay_sharing_the_learners_fpga_is_slower_than_the_model_says() -> N
     """Inserts wait behind learner updates on the one FPGA: the replay server falls behind (contention)."""
     algo, problem = problem_for("pearl-cpu-gpu-fpga", train_freq=256, gradient_steps=128, batch_size=64,
                                 net_arch=(256, 256))
+    problem = dataclasses.replace(problem, overlap=1.0)  # no policy-lag bound: contention alone
     assignment = {"env_step": Choice("cpu", replicas=2), "inference": Choice("cpu", replicas=3),
                   "replay_insert": Choice("fpga"), "replay_sample": Choice("gpu"),
                   "learner_update": Choice("fpga"), "param_sync": Choice("gpu")}
     model = evaluate(problem, assignment)
-    sim = simulate(problem, assignment, SimSchedule.from_config(algo.config, 40 * 256, learning_starts=0))
+    sim = simulate(problem, assignment, SimSchedule.from_config(algo.config, 40 * 256, learning_starts=0,
+                                                                max_policy_lag=None))
     assert sim.samples_per_s < 0.95 * model.samples_per_s
     assert model.bottleneck == "fpga" and sim.utilization["fpga"] < 0.95  # the FPGA now idles at times
 

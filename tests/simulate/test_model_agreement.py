@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from pearl_py.optimize.model import Choice, evaluate
+from pearl_py.optimize.model import POLICY_LAG, Choice, evaluate
 from pearl_py.simulate import SimSchedule, simulate
 from sim_problems import problem_for
 
@@ -54,6 +54,7 @@ def test_simulated_rate_matches_the_model(case: str) -> None:
     steps = 40 * algo.config.train_freq * algo.config.n_envs
     result = simulate(problem, assignment, SimSchedule.from_config(algo.config, steps, learning_starts=0))
     assert result.samples_per_s == pytest.approx(perf.samples_per_s, rel=0.05)
-    assert result.bottleneck == perf.bottleneck
-    # the bottleneck is (nearly) always busy, as the model says
-    assert result.utilization[perf.bottleneck] == pytest.approx(1.0, abs=0.05)
+    # under the policy-lag chain the learner's device is the busiest, idle while actors collect
+    busiest = assignment["learner_update"].device if perf.bottleneck == POLICY_LAG else perf.bottleneck
+    assert result.bottleneck == busiest
+    assert result.utilization[busiest] == pytest.approx(perf.utilization[busiest], abs=0.05)

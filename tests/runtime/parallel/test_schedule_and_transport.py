@@ -39,12 +39,14 @@ def test_schedule_reproduces_the_serial_update_count(n_envs, train_freq, gradien
 
 
 def test_quotas_split_the_remaining_vector_steps():
-    s = TrainSchedule(n_envs=2, train_freq=4, gradient_steps=1, learning_starts=0, total_steps=101)
+    s = TrainSchedule(n_envs=2, train_freq=4, gradient_steps=1, learning_starts=0, total_steps=101,
+                      max_policy_lag=None)
     assert s.vector_steps == 51 and s.env_steps == 102
     assert s.quotas(3) == [17, 17, 17] and s.quotas(2, done=10) == [21, 20]
     assert s.window == 8
     assert s.actor_limit(0) == 8 and s.actor_limit(40) == 48  # learning_starts 0: first round at step 4
-    late = TrainSchedule(n_envs=1, train_freq=1, gradient_steps=1, learning_starts=10_000, total_steps=20_000)
+    late = TrainSchedule(n_envs=1, train_freq=1, gradient_steps=1, learning_starts=10_000, total_steps=20_000,
+                         max_policy_lag=None)
     assert late.actor_limit(0) == late.actor_limit(9_000) == 10_001 and late.actor_limit(10_001) == 10_002
 
 
