@@ -107,3 +107,16 @@ def test_policy_lag_chains_the_acting_stage_with_the_rest_of_training():
     assert free.time_per_sample == pytest.approx(5e-4) and free.bottleneck == "gpu"
     assert lagged.time_per_sample == pytest.approx(1e-4 + 0.9 * 5e-4) and lagged.bottleneck == POLICY_LAG
     assert solve_milp(problem(0.1), "throughput").bound == pytest.approx(lagged.time_per_sample)
+
+
+def test_auto_reports_the_milp_when_it_ties_with_the_greedy_plan():
+    """Small problems solve within the time limit: the MILP's plan is reported even when the greedy ties it."""
+    solved = 0
+    for seed in range(60):
+        try:
+            sol = solve(random_problem(seed), "throughput")
+        except PlanningError:
+            continue
+        solved += 1
+        assert sol.solver == "milp" and sol.optimal, (seed, sol.solver)
+    assert solved >= 50
