@@ -35,6 +35,7 @@ from pearl_py.replay.storage import Layout, Storage
 from pearl_py.replay.writer import RingWriter
 
 _TRANSITION = ("obs", "actions", "rewards", "next_obs", "dones")
+_F32 = np.dtype(np.float32)
 
 
 @dataclass
@@ -198,16 +199,17 @@ class ReplayBuffer:
         self._check_open()
         batch_size = checks.positive_int("batch_size", batch_size)
         beta = checks.finite_float("beta", beta, 0.0, 1.0)
-        if self._writer.size == 0:
+        size = self._writer.size
+        if size == 0:
             raise ValueError("batch_size: cannot sample from an empty buffer (add transitions first)")
-        return self._sample(batch_size, beta)
+        return self._sample(batch_size, beta, size)
 
-    def _sample(self, batch_size: int, beta: float) -> SampleBatch:
-        obs = np.empty((batch_size, *self._obs_shape), np.float32)
-        next_obs = np.empty((batch_size, *self._obs_shape), np.float32)
-        actions = np.empty((batch_size, *self._action_shape), self._action_dtype)
-        rewards, dones = np.empty(batch_size, np.float32), np.empty(batch_size, np.float32)
-        indices, weights = self._sampler.sample(batch_size, self._writer.size, beta, self._rng, self._sources,
+    def _sample(self, batch_size: int, beta: float, size: int) -> SampleBatch:
+        rows = (batch_size,)
+        obs, next_obs = np.empty(rows + self._obs_shape, _F32), np.empty(rows + self._obs_shape, _F32)
+        actions = np.empty(rows + self._action_shape, self._action_dtype)
+        rewards, dones = np.empty(batch_size, _F32), np.empty(batch_size, _F32)
+        indices, weights = self._sampler.sample(batch_size, size, beta, self._rng, self._sources,
                                                 (obs, actions, rewards, next_obs, dones))
         return SampleBatch(obs, actions, rewards, next_obs, dones, indices, weights)
 
@@ -219,8 +221,7 @@ class ReplayBuffer:
         if not isinstance(sampler, PrioritizedSampler):          # also what a closed buffer has
             self._check_open()
             raise ValueError("indices: update_priorities needs a buffer created with prioritized=True")
-        slots = checks.index_array("indices", indices)
-        td_errors_abs = checks.priority_array("td_errors_abs", td_errors_abs, len(slots))
+        slots, td_errors_abs = checks.priority_update(indices, td_errors_abs)
         size = self._writer.size
         status, position = sampler.update(slots, td_errors_abs, size)
         if status != kernels.OK:

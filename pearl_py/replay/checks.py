@@ -40,6 +40,8 @@ def positive_int(name: str, value: Any) -> int:
 
 def finite_float(name: str, value: Any, low: float, high: float = np.inf) -> float:
     """``value`` as a finite float in ``[low, high]``."""
+    if type(value) is float and low <= value <= high and value - value == 0.0:     # NaN and inf fail here
+        return value
     if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value) \
             or not low <= value <= high:
         raise ValueError(f"{name}: expected a finite number in [{low}, {high}], got {value!r}")
@@ -99,28 +101,27 @@ def as_flags(name: str, value: Any) -> np.ndarray:
 _INT64, _FLOAT64 = np.dtype(np.int64), np.dtype(np.float64)
 
 
-def index_array(name: str, value: Any) -> np.ndarray:
-    """``value`` as a non-empty 1-D int64 array (whether the slots were written is the kernel's check)."""
-    if type(value) is np.ndarray and value.dtype is _INT64 and value.ndim == 1 and value.size:
-        return value                                        # what sample() returns: nothing to convert
-    array = _array(name, value)
-    if array.dtype.kind not in "iu":
-        raise ValueError(f"{name}: expected integer indices, got dtype {array.dtype}")
-    if array.ndim != 1 or array.size == 0:
-        raise ValueError(f"{name}: expected a non-empty 1-D array, got shape {array.shape}")
-    return array.astype(np.int64, copy=False)
+def priority_update(indices: Any, td_errors_abs: Any) -> tuple[np.ndarray, np.ndarray]:
+    """``indices`` as a non-empty 1-D int64 array and ``td_errors_abs`` as float64 of the same shape.
 
-
-def priority_array(name: str, value: Any, n: int) -> np.ndarray:
-    """``value`` as a ``(n,)`` float64 array (finiteness and sign are the kernel's checks)."""
-    if type(value) is np.ndarray and value.dtype is _FLOAT64 and value.shape == (n,):
-        return value
-    array = _array(name, value)
-    if array.dtype.kind == "b":
-        raise ValueError(f"{name}: expected numbers, got dtype bool")
-    if array.shape != (n,):
-        raise ValueError(f"{name}: expected shape ({n},) to match the indices, got {array.shape}")
-    return array.astype(np.float64, copy=False)
+    Whether the slots were written and the values finite and non-negative are the
+    update kernel's checks (it reports them before writing anything).
+    """
+    if type(indices) is np.ndarray and type(td_errors_abs) is np.ndarray and indices.dtype is _INT64 \
+            and td_errors_abs.dtype is _FLOAT64 and indices.ndim == 1 and indices.size \
+            and td_errors_abs.shape == indices.shape:
+        return indices, td_errors_abs                     # what sample() returns and a TD error array: as they are
+    slots = _array("indices", indices)
+    if slots.dtype.kind not in "iu":
+        raise ValueError(f"indices: expected integer indices, got dtype {slots.dtype}")
+    if slots.ndim != 1 or slots.size == 0:
+        raise ValueError(f"indices: expected a non-empty 1-D array, got shape {slots.shape}")
+    values = _array("td_errors_abs", td_errors_abs)
+    if values.dtype.kind == "b":
+        raise ValueError("td_errors_abs: expected numbers, got dtype bool")
+    if values.shape != slots.shape:
+        raise ValueError(f"td_errors_abs: expected shape {slots.shape} to match the indices, got {values.shape}")
+    return slots.astype(np.int64, copy=False), values.astype(np.float64, copy=False)
 
 
 def refused_update(status: int, position: int, indices: Any, size: int) -> ValueError:

@@ -26,7 +26,7 @@ from llvmlite import ir
 from numba import njit, types
 from numba.core.extending import intrinsic
 
-_OPTIONS = {"cache": True, "nogil": True, "error_model": "numpy"}
+_OPTIONS = {"cache": True, "nogil": True, "error_model": "numpy", "fastmath": {"contract"}}
 
 _LN2_HI, _LN2_LO, _INV_LN2 = 6.93147180369123816490e-01, 1.90821492927058770002e-10, 1.44269504088896338700e+00
 _LG1, _LG2, _LG3, _LG4 = 6.666666666666735130e-01, 3.999999999940941908e-01, 2.857142874366239149e-01, \

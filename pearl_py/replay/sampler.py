@@ -28,10 +28,14 @@ Example::
 """
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 
 from pearl_py.replay import kernels
 from pearl_py.replay.segment_tree import PriorityTree, tree_nodes
+
+_INT64, _FLOAT32 = np.dtype(np.int64), np.dtype(np.float32)
 
 Rows = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 """obs, actions, rewards, next_obs, dones: stored arrays (capacity rows) or a batch's (batch rows)."""
@@ -56,7 +60,7 @@ class UniformSampler:
 
         Fills ``targets`` with the rows of the drawn slots.
         """
-        indices, weights = np.empty(batch_size, dtype=np.int64), np.empty(batch_size, dtype=np.float32)
+        indices, weights = np.empty(batch_size, _INT64), np.empty(batch_size, _FLOAT32)
         kernels.sample_uniform(rng.random(batch_size), size, indices, weights, *sources, *targets)
         return indices, weights
 
@@ -73,8 +77,9 @@ class PrioritizedSampler:
         self.max_seen = max_seen
         self.alpha = alpha
         self.eps = eps
-        self._tree = (tree.flat, tree.bounds, tree.fanout)
-        """The kernels' leading arguments, gathered once (each attribute lookup costs on the per-call path)."""
+        # The kernels with their fixed leading arguments bound once: each attribute lookup costs on the per-call path.
+        self._update = partial(kernels.update_priorities, tree.flat, tree.bounds, tree.fanout, max_seen)
+        self._sample = partial(kernels.sample_prioritized, tree.flat, tree.bounds, tree.fanout)
 
     @classmethod
     def create(cls, capacity: int, alpha: float, eps: float, fanout: int) -> PrioritizedSampler:
@@ -97,8 +102,7 @@ class PrioritizedSampler:
         ``(kernels.OK, 0)``, or, changing nothing, the kernel's status for the first
         index outside ``[0, size)`` or NaN/infinite/negative value, and its position.
         """
-        return kernels.update_priorities(*self._tree, self.max_seen, indices, td_errors_abs, size, self.alpha,
-                                         self.eps)
+        return self._update(indices, td_errors_abs, size, self.alpha, self.eps)
 
     def sample(self, batch_size: int, size: int, beta: float, rng: np.random.Generator, sources: Rows,
                targets: Rows) -> tuple[np.ndarray, np.ndarray]:
@@ -107,6 +111,6 @@ class PrioritizedSampler:
         Returns the slots and their IS weights and fills ``targets`` with their rows.
         ``size`` (the ``N`` of the weight formula) cancels out of the normalized weights.
         """
-        indices, weights = np.empty(batch_size, dtype=np.int64), np.empty(batch_size, dtype=np.float32)
-        kernels.sample_prioritized(*self._tree, rng.random(batch_size), beta, indices, weights, *sources, *targets)
+        indices, weights = np.empty(batch_size, _INT64), np.empty(batch_size, _FLOAT32)
+        self._sample(rng.random(batch_size), beta, indices, weights, *sources, *targets)
         return indices, weights
