@@ -29,6 +29,7 @@ import numpy as np
 
 from pearl_py.protocol.workload import ReplayWorkload
 from pearl_py.replay import checks, kernels
+from pearl_py.replay.pcg64 import Stream
 from pearl_py.replay.sampler import PrioritizedSampler, UniformSampler
 from pearl_py.replay.segment_tree import PriorityTree
 from pearl_py.replay.storage import Layout, Storage
@@ -113,7 +114,7 @@ class ReplayBuffer:
         meta = storage.layout.meta
         self._storage = storage
         self._meta = meta
-        self._rng = np.random.default_rng(seed)
+        self._stream = Stream(seed)
         self._writer = RingWriter(meta["capacity"], storage["counters"])
         self._sampler: UniformSampler | PrioritizedSampler = UniformSampler()
         if meta["prioritized"]:
@@ -209,7 +210,7 @@ class ReplayBuffer:
         obs, next_obs = np.empty(rows + self._obs_shape, _F32), np.empty(rows + self._obs_shape, _F32)
         actions = np.empty(rows + self._action_shape, self._action_dtype)
         rewards, dones = np.empty(batch_size, _F32), np.empty(batch_size, _F32)
-        indices, weights = self._sampler.sample(batch_size, size, beta, self._rng, self._sources,
+        indices, weights = self._sampler.sample(batch_size, size, beta, self._stream.array, self._sources,
                                                 (obs, actions, rewards, next_obs, dones))
         return SampleBatch(obs, actions, rewards, next_obs, dones, indices, weights)
 
@@ -244,7 +245,7 @@ class ReplayBuffer:
         self._check_open()
         size = self._writer.size
         state: dict[str, Any] = {"meta": dict(self._meta), "counters": self._storage["counters"].copy(),
-                                 "rng": self._rng.bit_generator.state}
+                                 "rng": self._stream.state}
         for name in _TRANSITION:
             state[name] = self._storage[name][:size].copy()
         if isinstance(self._sampler, PrioritizedSampler):
@@ -269,7 +270,7 @@ class ReplayBuffer:
                 tree.rebuild(size)
                 buffer._sampler.max_seen[0] = state["max_seen"]
             buffer._storage["counters"][:] = counters
-            buffer._rng.bit_generator.state = state["rng"]
+            buffer._stream.state = state["rng"]
         except (KeyError, TypeError, IndexError) as error:
             raise ValueError(f"state: not a ReplayBuffer state_dict ({error!r})") from None
         return buffer

@@ -42,6 +42,7 @@ import numpy as np
 from numba import njit
 
 from pearl_py.replay.fastmath import pow_into
+from pearl_py.replay.pcg64 import fill_uniforms
 from pearl_py.replay.simd import count_le16, min16
 
 _OPTIONS = {"cache": True, "nogil": True}
@@ -251,9 +252,11 @@ def _gather_all(indices, obs, actions, rewards, next_obs, dones, out_obs, out_ac
 
 
 @njit(**_OPTIONS)
-def sample_uniform(uniforms, size, indices, weights, obs, actions, rewards, next_obs, dones, out_obs, out_actions,
+def sample_uniform(stream, size, indices, weights, obs, actions, rewards, next_obs, dones, out_obs, out_actions,
                    out_rewards, out_next_obs, out_dones):
-    """Slot ``floor(u * size)`` for each ``u`` in ``[0, 1)``, unit weights, and the rows of those slots."""
+    """Slot ``floor(u * size)`` for each of the next uniforms ``u`` of ``stream``, unit weights, and their rows."""
+    uniforms = np.empty(indices.size)
+    fill_uniforms(stream, uniforms)
     for j in range(uniforms.size):
         indices[j] = min(np.int64(uniforms[j] * size), size - 1)
         weights[j] = 1.0
@@ -262,21 +265,22 @@ def sample_uniform(uniforms, size, indices, weights, obs, actions, rewards, next
 
 
 @njit(**_OPTIONS)
-def sample_prioritized(tree, bounds, fanout, uniforms, beta, indices, weights, obs, actions, rewards, next_obs, dones,
+def sample_prioritized(tree, bounds, fanout, stream, beta, indices, weights, obs, actions, rewards, next_obs, dones,
                        out_obs, out_actions, out_rewards, out_next_obs, out_dones):
     """Stratified proportional draw, IS weights and the rows of the drawn slots, in one pass.
 
-    Target ``j`` of ``B`` is ``(j + u_j) * total / B``. The weight
+    Target ``j`` of ``B`` is ``(j + u_j) * total / B``, ``u_j`` the next uniforms of ``stream``. The weight
     ``(N P(i))^-beta / (N p_min / total)^-beta`` of the paper equals
     ``(p_min / p_i)^beta``: ``N`` and the total cancel.
     """
     values, prefix, mins = _parts(tree, bounds)
     leaf0 = bounds[bounds.size - 2]
-    n = uniforms.size
+    n = indices.size
     step = values[0] / n
     u = np.empty(n)
+    fill_uniforms(stream, u)
     for j in range(n):
-        u[j] = (j + uniforms[j]) * step
+        u[j] = (j + u[j]) * step
     _descend(prefix, bounds, _U(fanout), u, indices)
     p_min = mins[0]
     for j in range(n):                               # ratios p_min / p_i in (0, 1]

@@ -15,14 +15,14 @@ the caller's fresh arrays (``targets``) in one compiled kernel call
 
 Example::
 
-    >>> rng = np.random.default_rng(0)
+    >>> stream = Stream(seed=0)                                 # numpy's default_rng(0), drawn inside the kernels
     >>> sampler = PrioritizedSampler.create(capacity=4, alpha=1.0, eps=0.0, fanout=2)
     >>> sampler.on_write(0, 4, size=4)                          # four new items, priority 1 each
     >>> sampler.update(np.array([0, 1, 2, 3]), np.array([1.0, 1.0, 1.0, 5.0]), size=4)
     (0, 0)
     >>> items = np.arange(4.0)                                  # one stored field: the item number
     >>> out = np.empty(4)
-    >>> idx, w = sampler.sample(4, size=4, beta=1.0, rng=rng, sources=(items,) * 5, targets=(out,) * 5)
+    >>> idx, w = sampler.sample(4, size=4, beta=1.0, stream=stream.array, sources=(items,) * 5, targets=(out,) * 5)
     >>> idx.tolist(), [round(float(x), 3) for x in w], out.tolist()   # item 3 holds 5/8 of the mass
     ([1, 2, 3, 3], [1.0, 1.0, 0.2, 0.2], [1.0, 2.0, 3.0, 3.0])
 """
@@ -33,6 +33,7 @@ from functools import partial
 import numpy as np
 
 from pearl_py.replay import kernels
+from pearl_py.replay.pcg64 import Stream
 from pearl_py.replay.segment_tree import PriorityTree, tree_nodes
 
 _INT64, _FLOAT32 = np.dtype(np.int64), np.dtype(np.float32)
@@ -54,14 +55,15 @@ def anneal_beta(beta: float, beta_final: float, progress: float) -> float:
 class UniformSampler:
     """Every written slot equally likely; weights are all ones."""
 
-    def sample(self, batch_size: int, size: int, beta: float, rng: np.random.Generator, sources: Rows,
+    def sample(self, batch_size: int, size: int, beta: float, stream: np.ndarray, sources: Rows,
                targets: Rows) -> tuple[np.ndarray, np.ndarray]:
         """``batch_size`` slots drawn with replacement from ``[0, size)`` (``floor(u * size)``), unit weights.
 
+        ``u`` comes from ``stream`` (a :class:`~pearl_py.replay.pcg64.Stream`'s array, advanced).
         Fills ``targets`` with the rows of the drawn slots.
         """
         indices, weights = np.empty(batch_size, _INT64), np.empty(batch_size, _FLOAT32)
-        kernels.sample_uniform(rng.random(batch_size), size, indices, weights, *sources, *targets)
+        kernels.sample_uniform(stream, size, indices, weights, *sources, *targets)
         return indices, weights
 
 
@@ -104,7 +106,7 @@ class PrioritizedSampler:
         """
         return self._update(indices, td_errors_abs, size, self.alpha, self.eps)
 
-    def sample(self, batch_size: int, size: int, beta: float, rng: np.random.Generator, sources: Rows,
+    def sample(self, batch_size: int, size: int, beta: float, stream: np.ndarray, sources: Rows,
                targets: Rows) -> tuple[np.ndarray, np.ndarray]:
         """Stratified proportional draw: one target uniformly in each of ``batch_size`` equal slices of the mass.
 
@@ -112,5 +114,5 @@ class PrioritizedSampler:
         ``size`` (the ``N`` of the weight formula) cancels out of the normalized weights.
         """
         indices, weights = np.empty(batch_size, _INT64), np.empty(batch_size, _FLOAT32)
-        self._sample(rng.random(batch_size), beta, indices, weights, *sources, *targets)
+        self._sample(stream, beta, indices, weights, *sources, *targets)
         return indices, weights

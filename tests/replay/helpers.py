@@ -16,7 +16,7 @@ def transitions(n: int, start: int = 0, obs_dim: int = 4) -> tuple[np.ndarray, .
 def snapshot(buf: ReplayBuffer) -> dict:
     """Everything a call could change: all storage arrays (trees included) and the generator state."""
     arrays = {f.name: buf._storage[f.name].copy() for f in buf._storage.layout.fields}
-    return {"arrays": arrays, "rng": buf._rng.bit_generator.state}
+    return {"arrays": arrays, "rng": buf._stream.state}
 
 
 def assert_same(before: dict, after: dict) -> None:
