@@ -194,6 +194,8 @@ def _descend(prefix, bounds, fanout, u, leaves):
             uj = u[j]
             if fanout == _U(16):
                 k = count_le16(prefix, first, uj)
+            elif fanout == _U(2):                    # the binary tree: no loop for two children
+                k = _U(prefix[first] <= uj) + _U(prefix[first + _U(1)] <= uj)
             else:
                 k = _U(0)
                 for child in range(first, first + fanout):
