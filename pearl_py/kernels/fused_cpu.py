@@ -37,7 +37,7 @@ import torch
 from torch import nn
 
 from pearl_py.algorithms.learner import Learner, TensorBatch, UpdateResult
-from pearl_py.kernels.numba_blas import JIT, numba, numba_available, set_blas_threads
+from pearl_py.kernels.numba_blas import JIT, LARGE, numba, numba_available, set_blas_threads
 from pearl_py.kernels.registry import KernelUnavailable
 from pearl_py.kernels.workspace import AdamHyper
 
@@ -213,6 +213,12 @@ def _mlp_layers(net: nn.Module, out_tanh: bool) -> list[nn.Linear] | str:
     return linears
 
 
+def linear_scratch(linears: list[nn.Linear]) -> int:
+    """Floats of scratch :func:`pearl_py.kernels.mlp_numba.linear` needs past the activations (a transposed
+    copy of a weight with fewer than ``LARGE`` inputs)."""
+    return max([m.in_features * m.out_features for m in linears if m.in_features < LARGE], default=0)
+
+
 def supports(learner: Learner) -> tuple[bool, str]:
     """Whether the fused update can run ``learner``'s algorithm, and why not."""
     from pearl_py.algorithms.ddpg import DDPG
@@ -302,6 +308,8 @@ class FusedCpuUpdate:
         widths = sum(int(r[2]) + int(r[3]) for r in self.L)
         self._scratch: dict[int, np.ndarray] = {}
         self._scratch_per_row = self.SCRATCH_FACTOR * widths + 16
+        self._scratch_extra = linear_scratch([m for name in self.order for m in self.modules[name]
+                                              if type(m) is nn.Linear])
 
     # -- shared flat buffers ---------------------------------------------------------------
     def _adopt(self) -> None:
@@ -369,7 +377,8 @@ class FusedCpuUpdate:
     def _scratch_for(self, batch_size: int) -> np.ndarray:
         s = self._scratch.get(batch_size)
         if s is None:
-            s = self._scratch[batch_size] = np.empty(batch_size * self._scratch_per_row, np.float32)
+            s = self._scratch[batch_size] = np.empty(batch_size * self._scratch_per_row + self._scratch_extra,
+                                                     np.float32)
         return s
 
     def __call__(self, batch: TensorBatch) -> UpdateResult:

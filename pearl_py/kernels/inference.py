@@ -39,7 +39,7 @@ from torch import nn
 
 from pearl_py.algorithms.base import Algorithm
 from pearl_py.algorithms.networks import Networks
-from pearl_py.kernels.fused_cpu import _mlp_layers
+from pearl_py.kernels.fused_cpu import _mlp_layers, linear_scratch
 from pearl_py.kernels.numba_blas import JIT, numba, numba_available, set_blas_threads
 from pearl_py.kernels.registry import KernelUnavailable
 
@@ -80,18 +80,23 @@ if numba is not None:
 
     @njit(**JIT)
     def _mlp(x, Ws, bs, S, out_tanh):
-        """The MLP's output (B, n_out), in ``S``: Linear, ReLU, ..., Linear[, tanh]."""
+        """The MLP's output (B, n_out), in ``S``: Linear, ReLU, ..., Linear[, tanh]; ``S`` holds every
+        layer's output, then the scratch of ``linear``."""
         B = x.shape[0]
         h = x
         off = 0
         n = len(Ws)
+        end = 0
+        for k in range(n):
+            end += B * Ws[k].shape[0]
+        wt = S[end:]
         for k in range(n):
             W = Ws[k]
             b = bs[k]
             no = W.shape[0]
             z = S[off:off + B * no].reshape((B, no))
             off += B * no
-            linear(h, W, b, z, ACT_RELU if k < n - 1 else (ACT_TANH if out_tanh else ACT_NONE))
+            linear(h, W, b, z, ACT_RELU if k < n - 1 else (ACT_TANH if out_tanh else ACT_NONE), wt)
             h = z
         return h
 
@@ -169,6 +174,7 @@ class FusedInference:
         self.params = [p for m in self.linears for p in (m.weight, m.bias)]
         self.kernel = dqn_act if self.is_dqn else ddpg_act
         self.width = sum(m.out_features for m in self.linears)
+        self.scratch_extra = linear_scratch(self.linears)
         self._scratch: dict[int, np.ndarray] = {}
         self.state = np.array([torch.initial_seed() if seed is None else seed], np.uint64)
         self._views()
@@ -190,7 +196,7 @@ class FusedInference:
         rows = obs.shape[0]
         S = self._scratch.get(rows)
         if S is None:
-            S = self._scratch[rows] = np.empty(rows * self.width, np.float32)
+            S = self._scratch[rows] = np.empty(rows * self.width + self.scratch_extra, np.float32)
         if self.is_dqn:
             rate = self.algorithm.epsilon(progress) if explore else 0.0
         else:

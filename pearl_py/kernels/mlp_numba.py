@@ -34,7 +34,7 @@ _TINY = np.float32(np.finfo(np.float32).tiny)
 if numba is not None:
     from numba import njit
 
-    from pearl_py.kernels.numba_blas import gemm
+    from pearl_py.kernels.numba_blas import LARGE, gemm
 
     @njit(**JIT)
     def carve(S, off, rows, cols):
@@ -61,9 +61,22 @@ if numba is not None:
                     zi[j] = zi[j] + b[j]
 
     @njit(**JIT)
-    def linear(h, W, b, z, act):
-        """``z = act(h @ W.T + b)`` for ``h`` (rows, n_in), ``W`` (n_out, n_in), ``z`` (rows, n_out)."""
-        gemm(h, False, W, True, z)
+    def linear(h, W, b, z, act, wt):
+        """``z = act(h @ W.T + b)`` for ``h`` (rows, n_in), ``W`` (n_out, n_in), ``z`` (rows, n_out).
+
+        A layer with fewer than ``LARGE`` inputs (a first layer on a small observation) multiplies by a
+        transposed copy of W made in ``wt`` (scratch of n_in * n_out floats): OpenBLAS runs ``h @ W^T``
+        stored as ``(n_in, n_out)`` ~2x faster than with the transpose flag (64x4x256: 1.6 vs 3.0 us;
+        256x4x400: 9.8 vs 16.2 us), which outweighs the copy."""
+        no, ni = W.shape
+        if ni < LARGE:
+            w = wt[:ni * no].reshape((ni, no))
+            for j in range(no):
+                for c in range(ni):
+                    w[c, j] = W[j, c]
+            gemm(h, False, w, False, z)
+        else:
+            gemm(h, False, W, True, z)
         bias_act(z, b, act)
 
     @njit(**JIT)
@@ -84,7 +97,8 @@ if numba is not None:
             W, b = layer(P, L, first + k)
             z, off = carve(S, off, rows, W.shape[0])
             act = ACT_RELU if k < n - 1 else (ACT_TANH if out_tanh else ACT_NONE)
-            linear(h, W, b, z, act)
+            wt, _ = carve(S, off, 1, W.size if W.shape[1] < LARGE else 0)   # scratch past the activations
+            linear(h, W, b, z, act, wt[0])
             h = z
         return off
 
