@@ -8,7 +8,11 @@ actor process collecting while the learner trains, under the plan ``--plan`` nam
 kernel variants are ``--variant`` when given: the learner update's, and the inference's
 where the kernel library has a variant of that name, for ``serial`` and ``parallel``). Printed per seed: training wall time of
 each backend, the ratio SB3 / backend (> 1: pearl_py is faster), eval returns, and the
-peak resident memory of the process tree (this process and its reaped children).
+peak resident memory of the process tree (this process and its reaped children). At the
+end, per backend: the median wall-time ratio and how many seeds reached the env's
+"solved" return (the issue's bar: 475 on CartPole-v1, -200 on Pendulum-v1; ``--solved``).
+Final returns of DQN on CartPole are bimodal for every implementation (SB3 included), so
+compare these counts over several seeds, not one seed's return.
 
     pip install -c constraints.txt ".[bench]"
     python benchmarks/vs_sb3.py examples/configs/dqn_cartpole.yaml --seeds 0 1 2
@@ -99,6 +103,8 @@ def run_parallel(cfg: pearl.RunConfig, seed: int, args: argparse.Namespace) -> t
 
 
 BACKENDS = {"sb3": run_sb3, "serial": run_serial, "parallel": run_parallel}
+SOLVED = {"CartPole-v1": 475.0, "Pendulum-v1": -200.0}
+"""Eval return that counts as solved (issue 6's bar), per env."""
 
 
 def _in_child(queue: mp.Queue, backend: str, config: str, steps: int | None, seed: int,
@@ -130,6 +136,7 @@ def main() -> None:
     parser.add_argument("--backends", nargs="+", choices=sorted(BACKENDS), default=["sb3", "serial", "parallel"])
     parser.add_argument("--plan", choices=["auto", "single"], default="auto",
                         help="plan of the parallel backend (default: solved for this machine)")
+    parser.add_argument("--solved", type=float, help="return that counts as solved (default: SOLVED by env)")
     parser.add_argument("--variant", help="learner_update variant, and inference variant where one has this name, "
                              "for the serial and parallel backends (default: the plan's)")
     args = parser.parse_args()
@@ -138,6 +145,7 @@ def main() -> None:
           f"per process, each backend in a fresh process")
     print(f"{'seed':>4} {'backend':>9} {'wall s':>8} {'SB3/this':>8} {'return':>8} {'peak MiB':>9}")
     ratios: dict[str, list[float]] = {b: [] for b in args.backends}
+    returns: dict[str, list[float]] = {b: [] for b in args.backends}
     for seed in args.seeds:
         walls = {}
         for backend in args.backends:
@@ -145,10 +153,15 @@ def main() -> None:
             walls[backend] = wall
             ratio = walls["sb3"] / wall if "sb3" in walls else float("nan")
             ratios[backend].append(ratio)
+            returns[backend].append(ret)
             print(f"{seed:>4} {backend:>9} {wall:8.1f} {ratio:8.2f} {ret:8.1f} {peak:9.0f}", flush=True)
     for backend, values in ratios.items():
         if backend != "sb3" and "sb3" in ratios:
             print(f"median wall-time ratio SB3/{backend}: {np.median(values):.2f} (measured)")
+    solved = args.solved if args.solved is not None else SOLVED.get(cfg.settings.env)
+    for backend, values in returns.items():
+        reached = "" if solved is None else f"; {sum(r >= solved for r in values)}/{len(values)} seeds >= {solved:g}"
+        print(f"{backend}: median final eval return {np.median(values):.1f}{reached} (measured)")
 
 
 if __name__ == "__main__":
