@@ -74,4 +74,6 @@ def summary_rows(plan: Plan, run: dict[str, Any]) -> list[tuple[str, str]]:
              ("training wall time (measured)", fmt.seconds(run["wall_seconds"])),
              ("eval return (measured)", f"{run['eval_return_mean']:.1f} ± {run['eval_return_std']:.1f}"),
              ("backend", run.get("backend", "serial"))]
+    layout = run.get("layout") or {}
+    rows += [(f"runtime: {key}", str(layout[key])) for key in ("actors", "inference", "replay") if key in layout]
     return rows

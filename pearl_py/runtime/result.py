@@ -38,6 +38,8 @@ class RunResult:
     policy_lag: dict[str, int | None] = field(default_factory=lambda: {"bound": 0, "max_observed": 0})
     """Updates the acting parameters trailed the serial order: the limiter's ``bound`` (None:
     unbounded) and the largest lag an actor noted (``max_observed``); 0 and 0 in the serial executor."""
+    layout: dict[str, Any] = field(default_factory=dict)
+    """How the parallel runtime laid the run out (actors, where inference and replay ran); empty elsewhere."""
 
     @property
     def eval_return_mean(self) -> float:

@@ -2,10 +2,17 @@
 
 Each actor owns ``n_envs`` envs seeded ``seed + index`` (``+ 10_007 * generation``
 after a restart), acts with its own copy of the acting networks (refreshed from the
-:class:`ParamBoard` when the learner publishes), and writes transitions, with the
-returns of episodes that ended, into its :class:`ShmRing`. It waits while the rate
+:class:`ParamBoard` when the learner publishes) or, with central inference, through the
+inference server (:class:`~pearl_py.runtime.parallel.inference_server.InferenceClient`),
+and writes transitions, with the returns of episodes that ended, into its :class:`ShmRing`.
+Its clock is its own: it takes uniform random actions for its first ``warmup`` vector
+steps (its share of ``learning_starts``) and gives the policy the progress
+``(steps_before + (k * actors + index) * n_envs) / total_steps`` at its ``k``-th vector
+step, so its exploration does not depend on how fast the other actors run. It waits while the rate
 limiter's ``limit`` or its ring is full and leaves when its quota is done or the run
-stops. Exceptions propagate: the process exits non-zero and the supervisor restarts it.
+stops. Before each inference it notes its policy lag: the updates the serial run would
+have done by this step (global transitions so far; exact with one actor, within one
+vector step per other actor otherwise) minus those of the parameters it holds. Exceptions propagate: the process exits non-zero and the supervisor restarts it.
 
 Example (what :class:`ActorPool` does)::
 
@@ -13,13 +20,9 @@ Example (what :class:`ActorPool` does)::
 """
 from __future__ import annotations
 
-import ctypes
-import signal
-import sys
 import time
-import traceback
+from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import torch
@@ -28,8 +31,11 @@ from pearl_py import kernels
 from pearl_py.algorithms.base import Algorithm
 from pearl_py.algorithms.env_spec import make_vector_env
 from pearl_py.algorithms.networks import Networks
+from pearl_py.protocol.schedule import TrainSchedule
 from pearl_py.runtime.parallel.control import ControlBlock
+from pearl_py.runtime.parallel.inference_server import InferenceClient, InferenceLink
 from pearl_py.runtime.parallel.params import ParamBoard
+from pearl_py.runtime.parallel.process import Doorbell, child_process
 from pearl_py.runtime.parallel.ring import ShmRing
 from pearl_py.runtime.serial import EpisodeTracker, true_next_obs
 
@@ -69,6 +75,13 @@ class ActorSpec:
     inference: str = "reference"
     """Variant of the inference kernel (:mod:`pearl_py.kernels`, CPU)."""
     threads: int = 1
+    warmup: int = 0
+    """Vector steps of uniform random actions this actor takes first (its share of ``learning_starts``)."""
+    actors: int = 1
+    central: InferenceLink | None = None
+    """How to reach the central inference server; None: infer in this process."""
+    replay_bell: Doorbell | None = None
+    """Rung after every write to the ring when a replay server drains it."""
 
     @property
     def env_seed(self) -> int:
@@ -77,37 +90,61 @@ class ActorSpec:
 
 def run_actor(spec: ActorSpec) -> None:
     """Process entry point: attach the shared segments, collect until done or stopped, detach."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the learner process handles Ctrl-C and stops us
-    die_with_parent()
-    torch.set_num_threads(spec.threads)
-    ring, board, control = ShmRing.attach(spec.ring), ParamBoard.attach(spec.params), ControlBlock.attach(spec.control)
-    try:
-        _collect(spec, ring, board, control)
-    except BaseException:
-        Path(spec.error_file).write_text(traceback.format_exc())
-        raise
-    finally:
-        ring.close()
-        board.close()
-        control.close()
+    with child_process(spec.error_file, spec.threads):
+        ring, control = ShmRing.attach(spec.ring), ControlBlock.attach(spec.control)
+        try:
+            _collect(spec, ring, control)
+        finally:
+            ring.close()
+            control.close()
 
 
-def die_with_parent() -> None:
-    """Ask Linux to SIGKILL this process when its parent dies (no orphans after a hard kill)."""
-    if sys.platform.startswith("linux"):
-        PR_SET_PDEATHSIG = 1
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+Policy = Callable[[np.ndarray, int, float], "np.ndarray | None"]
+"""``policy(obs, global_steps, progress)``: actions for ``obs`` (None: the run stopped meanwhile)."""
 
 
-def _collect(spec: ActorSpec, ring: ShmRing, board: ParamBoard, control: ControlBlock) -> None:
+class LocalPolicy:
+    """Inference in the actor: its own acting networks, refreshed from the :class:`ParamBoard`."""
+
+    def __init__(self, spec: ActorSpec, control: ControlBlock) -> None:
+        algo = spec.algorithm
+        self.spec, self.control = spec, control
+        self.board = ParamBoard.attach(spec.params)
+        self.schedule = TrainSchedule.from_config(algo.config, spec.total_steps)
+        nets = Networks(algo.build_networks())
+        self.acting = nets.acting_state(algo.acting_networks)
+        self.board.read_into(self.acting)
+        self.infer = kernels.build(kernels.KernelKind.INFERENCE, spec.inference, algo, nets, device_class="cpu")
+
+    def __call__(self, obs: np.ndarray, steps: int, progress: float) -> np.ndarray:
+        index, control = self.spec.index, self.control
+        start = time.perf_counter()
+        if self.board.read_into(self.acting):
+            control.add_time(index, "param_sync", time.perf_counter() - start)
+            start = time.perf_counter()
+        control.note_lag(index, self.schedule.updates_until(steps // len(obs)) - self.board.tag)
+        actions = self.infer(obs, explore=True, progress=progress)
+        control.add_time(index, "inference", time.perf_counter() - start)
+        return actions
+
+    def finish(self) -> None:
+        self.control.finish(self.spec.index)
+
+    def close(self) -> None:
+        self.board.close()
+
+
+def _policy(spec: ActorSpec, control: ControlBlock) -> LocalPolicy | InferenceClient:
+    if spec.central is None:
+        return LocalPolicy(spec, control)
+    return InferenceClient(spec.central, control, spec.index)
+
+
+def _collect(spec: ActorSpec, ring: ShmRing, control: ControlBlock) -> None:
     algo, n = spec.algorithm, spec.algorithm.config.n_envs
-    learning_starts = algo.config.learning_starts
     torch.manual_seed(spec.env_seed)
     rng = np.random.default_rng(spec.env_seed)
-    nets = Networks(algo.build_networks())
-    acting = nets.acting_state(algo.acting_networks)
-    board.read_into(acting)
-    infer = kernels.build(kernels.KernelKind.INFERENCE, spec.inference, algo, nets, device_class="cpu")
+    policy = _policy(spec, control)
     envs = make_vector_env(algo.env_id, n, spec.env_seed)
     tracker = EpisodeTracker(n)
     try:
@@ -116,16 +153,16 @@ def _collect(spec: ActorSpec, ring: ShmRing, board: ParamBoard, control: Control
         while ring.head // n < spec.quota:
             if not _wait_for_room(spec, ring, control, n):
                 return
-            steps = spec.steps_before + control.produced
-            start = time.perf_counter()
-            if steps < learning_starts:
+            local = ring.head // n
+            if local < spec.warmup:
+                start = time.perf_counter()
                 actions = algo.spec.random_actions(n, rng)
+                control.add_time(spec.index, "inference", time.perf_counter() - start)
             else:
-                if board.read_into(acting):
-                    control.add_time(spec.index, "param_sync", time.perf_counter() - start)
-                    start = time.perf_counter()
-                actions = infer(obs, explore=True, progress=steps / spec.total_steps)
-            control.add_time(spec.index, "inference", time.perf_counter() - start)
+                progress = (spec.steps_before + (local * spec.actors + spec.index) * n) / spec.total_steps
+                actions = policy(obs, spec.steps_before + control.produced, progress)
+                if actions is None:
+                    return
             start = time.perf_counter()
             next_obs, rewards, terminated, truncated, infos = envs.step(algo.spec.to_env_action(actions))
             control.add_time(spec.index, "env_step", time.perf_counter() - start)
@@ -140,10 +177,14 @@ def _collect(spec: ActorSpec, ring: ShmRing, board: ParamBoard, control: Control
                      next_obs=true_next_obs(next_obs, done, infos), terminated=terminated,
                      episode_return=episode_return, episode_length=episode_length)
             control.set_produced(spec.index, ring.head)
+            if spec.replay_bell is not None:
+                spec.replay_bell.ring()
             control.add_time(spec.index, "actor_handoff", time.perf_counter() - start)
             obs = next_obs
+        policy.finish()
     finally:
         envs.close()
+        policy.close()
 
 
 def _wait_for_room(spec: ActorSpec, ring: ShmRing, control: ControlBlock, n: int) -> bool:

@@ -1,8 +1,12 @@
-"""The control block every process of a run shares: stop flag, actor limit, per-actor timings.
+"""The control block every process of a run shares: flags and counters, per-process kernel timings.
 
-One small shared-memory segment. The learner writes ``limit`` (transitions the actors
-together may have produced) and ``stop``; actor ``i`` writes row ``i`` of the timing
-arrays, so kernel times survive an actor's crash and reach the result without pickling.
+One small shared-memory segment. The learner writes ``stop`` and its ``completed``
+updates; whoever owns the replay (the learner, or the replay server) writes ``limit``
+(transitions the actors together may have produced) and ``consumed``; a replay server
+also writes ``applied`` (priority updates applied) and answers ``pause`` with
+``paused``. Actor ``i`` writes row ``i`` of the timing arrays and its ``finished`` flag;
+the servers write the rows after the actors' (:data:`SERVICES`), so kernel times survive
+a crash and reach the result without pickling.
 
 Example::
 
@@ -15,34 +19,75 @@ Example::
     >>> peer.add_time(0, "env_step", 1e-4)
     >>> block.kernel_times()["env_step"]["calls"]
     1
+    >>> block.service_row("replay")                    # the replay server's timing row
+    2
 """
 from __future__ import annotations
 
 import numpy as np
 
 from pearl_py.replay.storage import Layout, Storage
+from pearl_py.runtime.timing import KernelTimer
 
-ACTOR_KERNELS = ("env_step", "inference", "param_sync", "actor_handoff")
-"""Timed on the actors; ``actor_handoff`` is the loop's own work after a step (episode
-bookkeeping, writing the transitions into the ring), the actor's side of replay_insert."""
-"""Kernels an actor runs and times."""
+KERNELS = ("env_step", "inference", "param_sync", "actor_handoff", "inference_request",
+           "replay_insert", "replay_sample", "priority_update")
+"""Kernels timed outside the learner process. ``actor_handoff`` is an actor's own work after
+a step (episode bookkeeping, writing the transitions into its ring), the actor's side of
+replay_insert; ``inference_request`` is an actor's wait for the central inference server
+(posting observations to receiving actions)."""
+
+SERVICES = ("replay", "inference")
+"""Server processes with a timing row each, after the actors' rows."""
+
+_FLAGS = ("limit", "stop", "consumed", "completed", "applied", "pause", "paused")
+
+
+class _Flag:
+    """An int64 slot of the block's ``flags`` array, as an attribute."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.index = _FLAGS.index(name)
+
+    def __get__(self, block: ControlBlock, owner: type) -> int:
+        return int(block._flags[self.index])
+
+    def __set__(self, block: ControlBlock, value: int) -> None:
+        block._flags[self.index] = value
 
 
 class ControlBlock:
     """Shared counters of a run; attribute access reads and writes shared memory."""
 
+    limit = _Flag()
+    """Transitions all actors together may have produced (the rate limiter's actor side)."""
+    consumed = _Flag()
+    """Transitions in the replay (inserted by its owner), over all sessions."""
+    completed = _Flag()
+    """Gradient steps the learner has finished, over all sessions."""
+    applied = _Flag()
+    """Priority updates a replay server has applied, over all sessions."""
+    pause = _Flag()
+    """Set by the learner before a checkpoint: the replay server stops sampling and inserting."""
+    paused = _Flag()
+    """Set by the replay server once paused (its sampling generator is then fixed)."""
+
     def __init__(self, storage: Storage) -> None:
         self._storage = storage
         self._flags = storage["flags"]
         self._produced = storage["produced"]
+        self._finished = storage["finished"]
+        self._lag = storage["lag"]
         self._seconds = storage["seconds"]
         self._calls = storage["calls"]
+        self.actors = int(storage.layout.meta["actors"])
 
     @classmethod
     def create(cls, actors: int, name: str) -> ControlBlock:
-        layout = Layout.of({"flags": (np.int64, (2,)), "produced": (np.int64, (actors,)),
-                            "seconds": (np.float64, (actors, len(ACTOR_KERNELS))),
-                            "calls": (np.int64, (actors, len(ACTOR_KERNELS)))}, {"actors": actors})
+        rows = actors + len(SERVICES)
+        layout = Layout.of({"flags": (np.int64, (len(_FLAGS),)), "produced": (np.int64, (actors,)),
+                            "finished": (np.int64, (actors,)), "lag": (np.int64, (actors,)),
+                            "seconds": (np.float64, (rows, len(KERNELS))),
+                            "calls": (np.int64, (rows, len(KERNELS)))}, {"actors": actors})
         return cls(Storage.create(layout, shared=True, name=name))
 
     @classmethod
@@ -54,20 +99,11 @@ class ControlBlock:
         return self._storage.name
 
     @property
-    def limit(self) -> int:
-        """Transitions all actors together may have produced (the rate limiter's actor side)."""
-        return int(self._flags[0])
-
-    @limit.setter
-    def limit(self, value: int) -> None:
-        self._flags[0] = value
-
-    @property
     def stopped(self) -> bool:
-        return bool(self._flags[1])
+        return bool(self._flags[_FLAGS.index("stop")])
 
     def stop(self) -> None:
-        self._flags[1] = 1
+        self._flags[_FLAGS.index("stop")] = 1
 
     def set_produced(self, actor: int, transitions: int) -> None:
         self._produced[actor] = transitions
@@ -77,15 +113,43 @@ class ControlBlock:
         """Transitions produced by all actors of this session."""
         return int(self._produced.sum())
 
-    def add_time(self, actor: int, kernel: str, seconds: float) -> None:
-        j = ACTOR_KERNELS.index(kernel)
-        self._seconds[actor, j] += seconds
-        self._calls[actor, j] += 1
+    def finish(self, actor: int) -> None:
+        """Actor ``actor`` has run its whole quota (it sends no more inference requests)."""
+        self._finished[actor] = 1
+
+    def finished(self, actor: int) -> bool:
+        return bool(self._finished[actor])
+
+    def note_lag(self, actor: int, updates: int) -> None:
+        """Actor ``actor`` is about to act on parameters ``updates`` behind the serial order (keeps the max)."""
+        if updates > self._lag[actor]:
+            self._lag[actor] = updates
+
+    @property
+    def max_policy_lag(self) -> int:
+        """The largest policy lag (updates) any actor of this session noted."""
+        return int(self._lag.max(initial=0))
+
+    def service_row(self, service: str) -> int:
+        """Timing row of a server process (``"replay"`` or ``"inference"``)."""
+        return self.actors + SERVICES.index(service)
+
+    def add_time(self, row: int, kernel: str, seconds: float, calls: int = 1) -> None:
+        j = KERNELS.index(kernel)
+        self._seconds[row, j] += seconds
+        self._calls[row, j] += calls
+
+    def store_times(self, row: int, timer: KernelTimer) -> None:
+        """Overwrite row ``row`` with a process's own timer totals (a server's periodic flush)."""
+        for kernel, seconds in timer.seconds.items():
+            j = KERNELS.index(kernel)
+            self._seconds[row, j] = seconds
+            self._calls[row, j] = timer.calls[kernel]
 
     def kernel_times(self) -> dict[str, dict[str, float]]:
-        """Per-kernel ``{calls, total_s}`` summed over actors."""
+        """Per-kernel ``{calls, total_s}`` summed over actors and servers."""
         return {k: {"calls": int(self._calls[:, j].sum()), "total_s": float(self._seconds[:, j].sum())}
-                for j, k in enumerate(ACTOR_KERNELS) if self._calls[:, j].sum()}
+                for j, k in enumerate(KERNELS) if self._calls[:, j].sum()}
 
     def close(self) -> None:
         self._storage.close()

@@ -1,9 +1,11 @@
 """``ParallelExecutor``: a plan executed by actor processes and a learner, concurrently.
 
 Actors (``env_step`` replicas of the plan, one process and one torch thread each) step
-their vector envs and batch inference over them; the learner process owns the replay
-and the networks on the planned device, consumes transitions exactly as the serial
-schedule would, and publishes parameters through shared memory. Ctrl-C, SIGTERM or a
+their vector envs and batch inference over them, or send their observations to a
+central inference server; the learner process owns the networks on the planned device
+and the replay, or receives batches from a replay server, consumes transitions exactly
+as the serial schedule would, and publishes parameters through shared memory (which
+mode runs is the plan's, :mod:`placement`, unless ``inference``/``replay`` say). Ctrl-C, SIGTERM or a
 crash write a checkpoint under ``out_dir/checkpoint`` that ``resume_from`` continues;
 every child process and shared-memory segment is gone when ``run`` returns or raises.
 
@@ -16,6 +18,10 @@ Example::
     ('local-parallel', 50000)
     >>> # after Ctrl-C (RunInterrupted): continue where it stopped
     >>> ParallelExecutor(algo, plan, seed=0, out_dir=Path("runs/dqn"), resume_from=Path("runs/dqn")).run(50_000)
+    >>> # a replay server process and central batched inference, whatever the plan says
+    >>> result = ParallelExecutor(algo, plan, seed=0, replay="server", inference="central").run(50_000)
+    >>> result.layout["replay"], result.layout["inference"]
+    ('server process (prefetch 4, strict priority order)', 'central on cpu (one server process, batched over the actors)')
 """
 from __future__ import annotations
 
@@ -43,9 +49,11 @@ from pearl_py.runtime.parallel.interrupts import RunInterrupted, StopSignals
 from pearl_py.runtime.parallel.learner_loop import LearnerLoop, LoopParts, StopRequested
 from pearl_py.runtime.parallel.params import ParamBoard
 from pearl_py.runtime.parallel.placement import RuntimeLayout
+from pearl_py.runtime.parallel.replay_access import LocalReplay, ServedReplay
 from pearl_py.runtime.parallel.ring import ShmRing
 from pearl_py.protocol.schedule import DEFAULT_POLICY_LAG, DEFAULT_SYNC_EVERY, TrainSchedule
-from pearl_py.runtime.parallel.supervisor import ActorPool
+from pearl_py.runtime.parallel.services import start_inference_server, start_replay_server
+from pearl_py.runtime.parallel.supervisor import ActorPool, Service, ServiceFailed, log
 from pearl_py.runtime.parallel.timings import merge_kernel_times
 from pearl_py.runtime.result import RunResult
 from pearl_py.runtime.run_log import RunLog
@@ -69,7 +77,8 @@ class ParallelExecutor:
                  eval_episodes: int = 10, eval_freq: int = 0, progress: bool | None = None,
                  resume_from: Path | None = None, sync_every: int = DEFAULT_SYNC_EVERY, lookahead_rounds: int = 1,
                  max_policy_lag: int | None = DEFAULT_POLICY_LAG,
-                 max_restarts: int = 3) -> None:
+                 max_restarts: int = 3, inference: str | None = None, replay: str | None = None,
+                 replay_prefetch: int = 4, replay_order: str = "strict") -> None:
         self.algorithm = algorithm
         self.plan = plan
         self.seed = seed
@@ -85,25 +94,41 @@ class ParallelExecutor:
         self.max_policy_lag = max_policy_lag
         """Updates the actors' parameters may trail the serial order (:class:`TrainSchedule`; None: unbounded)."""
         self.max_restarts = max_restarts
+        self.inference = inference
+        """``"actor"``, ``"central"`` or None (as the plan places inference; :mod:`placement`)."""
+        self.replay = replay
+        """``"colocated"``, ``"server"`` or None (as the plan places the replay kernels)."""
+        self.replay_prefetch = replay_prefetch
+        """Batches a replay server may draw ahead of the learner."""
+        self.replay_order = replay_order
+        """Prioritized replay behind a server: ``"strict"`` (serial order) or ``"relaxed"`` (see docs/runtime.md)."""
         self.restarts: list = []
         """Actor restarts of the last run (:class:`supervisor.Restart`)."""
         self.learner: Learner | None = None
         """The learner of the current (or last) run; ``learner.gradient_steps`` shows its progress."""
         self._pool: ActorPool | None = None
+        self._services: dict[str, Service] = {}
 
     @property
     def actor_pids(self) -> list[int]:
         """Process ids of the live actors (empty outside ``run``)."""
         return self._pool.pids if self._pool is not None else []
 
+    @property
+    def server_pids(self) -> dict[str, int]:
+        """Process ids of the live servers by name (``"replay server"``, ``"inference server"``)."""
+        return {name: s.pid for name, s in self._services.items() if s.pid is not None}
+
     def run(self, total_steps: int) -> RunResult:
         algo = self.algorithm
-        layout = RuntimeLayout.from_plan(self.plan)
+        layout = RuntimeLayout.from_plan(self.plan, inference=self.inference, replay=self.replay,
+                                         replay_prefetch=self.replay_prefetch, replay_order=self.replay_order)
         schedule = TrainSchedule.from_config(algo.config, total_steps, lookahead_rounds=self.lookahead_rounds,
                                              max_policy_lag=self.max_policy_lag)
         torch.set_num_threads(1)
+        torch.manual_seed(self.seed)  # the learner's initial weights (a resumed run loads its own)
         learner = self.learner = Learner(algo, layout.learner_device)
-        replay, progress = self._restore(learner, total_steps)
+        progress, replay_state = self._restore(learner, total_steps)
         timer = KernelTimer()
         log_dir = self.out_dir
         if self.out_dir is not None and progress.sessions:
@@ -111,19 +136,17 @@ class ParallelExecutor:
         log = RunLog(log_dir, total_steps, self.progress)
         with contextlib.ExitStack() as stack:
             stack.callback(log.close)
-            stack.callback(replay.close)
-            parts = self._start(stack, layout, schedule, learner, replay, progress, timer, log)
+            parts = self._start(stack, layout, schedule, learner, replay_state, progress, timer, log)
             loop = LearnerLoop(parts, progress, self.sync_every)
             try:
                 loop.run()
             except BaseException as exc:
-                progress.wall_seconds = loop.wall_seconds
-                progress.kernel_times = merge_kernel_times(progress.kernel_times, timer, parts.control, {})
-                saved = self._checkpoint(learner, replay, progress, total_steps)
+                saved = self._checkpoint_after(exc, loop, parts, progress, total_steps)
                 if isinstance(exc, StopRequested):
                     raise RunInterrupted(exc.signal_name, saved) from None
                 raise
             progress.wall_seconds = loop.wall_seconds
+            progress.max_policy_lag = max(progress.max_policy_lag, parts.control.max_policy_lag)
             times = merge_kernel_times(progress.kernel_times, timer, parts.control, layout.modelled_s)
         eval_returns = evaluate(algo, learner.nets, learner.device, self.eval_episodes,
                                 self.seed + EVAL_SEED_OFFSET)
@@ -131,30 +154,32 @@ class ParallelExecutor:
                          gradient_steps=learner.gradient_steps, wall_seconds=progress.wall_seconds,
                          eval_returns=eval_returns, plan=self.plan.to_dict(), kernel_times=times,
                          episodes=progress.episodes, eval_history=progress.eval_history,
-                         backend="local-parallel")
+                         backend="local-parallel",
+                         policy_lag={"bound": self.max_policy_lag, "max_observed": progress.max_policy_lag},
+                         layout=layout.describe())
 
-    def _restore(self, learner: Learner, total_steps: int) -> tuple[ReplayBuffer, Progress]:
-        """Fresh state, or the checkpoint's when resuming."""
+    def _restore(self, learner: Learner, total_steps: int) -> tuple[Progress, dict | None]:
+        """Fresh progress, or the checkpoint's with its replay state when resuming."""
         if self.resume_from is None:
-            torch.manual_seed(self.seed)
-            return self.algorithm.make_replay(seed=self.seed), Progress()
+            return Progress(), None
         ckpt = load_checkpoint(self.resume_from)
         ckpt.check_matches(self.algorithm, self.seed, total_steps)
         learner.load_state_dict(ckpt.learner)
         torch.set_rng_state(ckpt.torch_rng)
         progress = ckpt.progress
         progress.sessions += 1
-        return ReplayBuffer.load_state_dict(ckpt.replay), progress
+        return progress, ckpt.replay
 
     def _start(self, stack: contextlib.ExitStack, layout: RuntimeLayout, schedule: TrainSchedule,
-               learner: Learner, replay: ReplayBuffer, progress: Progress, timer: KernelTimer,
+               learner: Learner, replay_state: dict | None, progress: Progress, timer: KernelTimer,
                log: RunLog) -> LoopParts:
         """Create the shared segments and start the actors; ``stack`` undoes it all in reverse."""
         algo, n = self.algorithm, self.algorithm.config.n_envs
         prefix = f"{SHM_PREFIX}-{os.getpid()}-{secrets.token_hex(4)}"
         control = ControlBlock.create(layout.actors, f"{prefix}-ctl")
         stack.callback(control.close)
-        board = ParamBoard.create(learner.nets.acting_state(algo.acting_networks), f"{prefix}-params")
+        board = ParamBoard.create(learner.nets.acting_state(algo.acting_networks), f"{prefix}-params",
+                                 tag=learner.gradient_steps)
         stack.callback(board.close)
         rings = []
         for i in range(layout.actors):
@@ -165,9 +190,31 @@ class ParallelExecutor:
         errors = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="pearl-actors-")))
         base_seed = self.seed + SESSION_SEED_STRIDE * progress.sessions
         done = progress.transitions // n
+        stack.callback(self._services.clear)
+        if layout.replay == "server":
+            replay, self._services["replay server"] = start_replay_server(
+                stack, prefix, algo, control, rings, schedule=schedule, seed=self.seed, errors=errors,
+                resume=self.resume_from if replay_state is not None else None, consumed=progress.transitions,
+                updates=learner.gradient_steps, prefetch=layout.replay_prefetch,
+                strict=layout.replay_order == "strict", timer=timer)
+        else:
+            buffer = (ReplayBuffer.load_state_dict(replay_state) if replay_state is not None
+                      else algo.make_replay(seed=self.seed))
+            stack.callback(buffer.close)
+            replay = LocalReplay(RingFeed(rings, buffer, timer, n), timer)
+        links = [None] * layout.actors
+        if layout.inference == "central":
+            central = start_inference_server(stack, prefix, algo, control, board, actors=layout.actors,
+                                             variant=layout.inference_variant, device=layout.inference_device,
+                                             seed=base_seed + layout.actors, total_steps=schedule.total_steps,
+                                             errors=errors)
+            links, self._services["inference server"] = central.links, central.service
+        warmups = _split(max(-(-algo.config.learning_starts // n) - done, 0), layout.actors)
         specs = [ActorSpec(algo, index=i, seed=base_seed, generation=0, quota=quota, total_steps=schedule.total_steps,
                            steps_before=done * n, ring=rings[i].name, params=board.name, control=control.name,
-                           error_file=str(errors / f"actor{i}.err"), inference=layout.inference_variant)
+                           error_file=str(errors / f"actor{i}.err"), inference=layout.inference_variant,
+                           warmup=warmups[i], actors=layout.actors, central=links[i],
+                           replay_bell=replay.server_bell if replay.remote else None)
                  for i, quota in enumerate(schedule.quotas(layout.actors, done))]
         pool = ActorPool(specs, self.max_restarts)
         self._pool, self.restarts = pool, pool.restarts
@@ -177,18 +224,36 @@ class ParallelExecutor:
         pool.start()
         return LoopParts(algorithm=algo, learner=learner, update=kernels.build(kernels.KernelKind.LEARNER_UPDATE, layout.learner_variant, learner,
                                               device_class=kernels.device_class(learner.device)),
-                         feed=RingFeed(rings, replay, timer, n), board=board, control=control, pool=pool,
+                         replay=replay, board=board, control=control, pool=pool,
                          schedule=schedule, log=log, timer=timer, signals=signals,
                          evaluate=lambda: evaluate(algo, learner.nets, learner.device, self.eval_episodes,
                                                    self.seed + EVAL_SEED_OFFSET),
-                         eval_freq=self.eval_freq)
+                         eval_freq=self.eval_freq, services=list(self._services.values()))
 
-    def _checkpoint(self, learner: Learner, replay: ReplayBuffer, progress: Progress, total_steps: int
-                    ) -> Path | None:
+    def _checkpoint_after(self, exc: BaseException, loop: LearnerLoop, parts: LoopParts, progress: Progress,
+                          total_steps: int) -> Path | None:
+        """Checkpoint a run that ``exc`` ended; None without ``out_dir`` or when a server's state is lost."""
         if self.out_dir is None:
             return None
+        try:
+            loop.settle(finish=isinstance(exc, StopRequested))
+        except ServiceFailed as failure:
+            log.error("no checkpoint written: %s", str(failure).splitlines()[0])
+            return None
+        progress.wall_seconds = loop.wall_seconds
+        progress.max_policy_lag = max(progress.max_policy_lag, parts.control.max_policy_lag)
+        progress.kernel_times = merge_kernel_times(progress.kernel_times, parts.timer, parts.control, {})
+        return self._checkpoint(parts.learner, parts.replay, progress, total_steps)
+
+    def _checkpoint(self, learner: Learner, replay: LocalReplay | ServedReplay, progress: Progress,
+                    total_steps: int) -> Path:
         algo = self.algorithm
         ckpt = Checkpoint(algorithm=algo.name, env=algo.env_id, config=asdict(algo.config), seed=self.seed,
                           total_steps=total_steps, learner=learner.state_dict(), replay=replay.state_dict(),
                           progress=progress, torch_rng=torch.get_rng_state())
         return save_checkpoint(self.out_dir / CHECKPOINT_DIR, ckpt).parent
+
+
+def _split(total: int, parts: int) -> list[int]:
+    """``total`` as ``parts`` near-equal shares, the larger ones first."""
+    return [total // parts + (i < total % parts) for i in range(parts)]

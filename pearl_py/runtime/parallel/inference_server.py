@@ -1,7 +1,8 @@
 """Central batched inference: one server process acts for every actor, on the planned device.
 
 Each actor posts its observations to its own request ring and waits for the actions on
-its reply ring (:class:`InferenceClient`). The server works in *rounds*: round ``r``
+its reply ring (:class:`InferenceClient`); doorbells wake the server when a request (or
+an actor's end) arrives and the actor when its reply does. The server works in *rounds*: round ``r``
 batches the ``r``-th request of every actor that has not finished its quota, in actor
 order, runs the plan's inference variant on them in one call with the newest
 parameters (refreshed from the :class:`ParamBoard` before the call) and returns each
@@ -17,11 +18,12 @@ supervised like the actors. The cost on a GPU is a second CUDA context and param
 travelling through host shared memory (one copy per publication); see docs/runtime.md.
 
 Example (an actor's side; :func:`~pearl_py.runtime.parallel.services.start_inference_server`
-creates the rings and starts the server)::
+creates the rings and doorbells and starts the server)::
 
-    >>> policy = InferenceClient(ShmRing.attach(spec.requests), ShmRing.attach(spec.replies), control, index=0)
+    >>> policy = InferenceClient(spec.central, control, index=0)
     >>> policy(obs, steps=4096, progress=0.08)       # blocks for one round of the server
     array([1, 0, 0, 1])
+    >>> policy.finish()                              # quota done: later rounds go on without this actor
 """
 from __future__ import annotations
 
@@ -38,7 +40,7 @@ from pearl_py.algorithms.networks import Networks
 from pearl_py.protocol.schedule import TrainSchedule
 from pearl_py.runtime.parallel.control import ControlBlock
 from pearl_py.runtime.parallel.params import ParamBoard
-from pearl_py.runtime.parallel.process import child_process, idle
+from pearl_py.runtime.parallel.process import Doorbell, child_process
 from pearl_py.runtime.parallel.ring import ShmRing
 from pearl_py.runtime.timing import KernelTimer
 
@@ -52,6 +54,22 @@ def reply_fields(algorithm: Algorithm) -> dict[str, tuple[type, tuple[int, ...]]
     return {"actions": (algorithm.spec.action_dtype, algorithm.spec.action_shape)}
 
 
+WAIT_S = 0.05
+"""Longest doorbell wait before a waiting side looks at the stop flag again."""
+
+
+@dataclass(frozen=True)
+class InferenceLink:
+    """What actor ``i`` needs to reach the server: its two rings and the two doorbells."""
+
+    requests: str
+    replies: str
+    server: Doorbell
+    """The server's doorbell (one for every actor), rung after a request or at the actor's end."""
+    reply: Doorbell
+    """Rung by the server after this actor's reply."""
+
+
 class InferenceClient:
     """An actor's side: post ``n_envs`` observations, wait for their actions.
 
@@ -59,11 +77,11 @@ class InferenceClient:
     left behind and drops it, so every reply it reads answers its own observations.
     """
 
-    def __init__(self, requests: ShmRing, replies: ShmRing, control: ControlBlock, index: int) -> None:
-        self.requests, self.replies, self.control, self.index = requests, replies, control, index
-        polls = 0
+    def __init__(self, link: InferenceLink, control: ControlBlock, index: int) -> None:
+        self.requests, self.replies = ShmRing.attach(link.requests), ShmRing.attach(link.replies)
+        self.link, self.control, self.index = link, control, index
         while self.replies.head < self.requests.head and not control.stopped:
-            polls = idle(polls)
+            link.reply.wait(WAIT_S)
         self.replies.get(self.replies.pending())
 
     def __call__(self, obs: np.ndarray, steps: int, progress: float) -> np.ndarray | None:
@@ -71,14 +89,19 @@ class InferenceClient:
         start = time.perf_counter()
         n = len(obs)
         self.requests.put(obs=obs, steps=np.full(n, steps), progress=np.full(n, progress))
-        polls = 0
+        self.link.server.ring()
         while self.replies.pending() < n:
             if self.control.stopped:
                 return None
-            polls = idle(polls)
+            self.link.reply.wait(WAIT_S)
         actions = self.replies.get(n)["actions"]
         self.control.add_time(self.index, "inference_request", time.perf_counter() - start)
         return actions
+
+    def finish(self) -> None:
+        """This actor's quota is done: the server's rounds go on without it."""
+        self.control.finish(self.index)
+        self.link.server.ring()
 
     def close(self) -> None:
         self.requests.close()
@@ -94,8 +117,7 @@ class InferenceServerSpec:
     device: str
     seed: int
     total_steps: int
-    requests: tuple[str, ...]
-    replies: tuple[str, ...]
+    links: tuple[InferenceLink, ...]
     params: str
     control: str
     error_file: str
@@ -109,10 +131,11 @@ def run_inference_server(spec: InferenceServerSpec) -> None:
         stack.callback(control.close)
         board = ParamBoard.attach(spec.params)
         stack.callback(board.close)
-        rings = [ShmRing.attach(name) for name in spec.requests + spec.replies]
-        for ring in rings:
+        requests = [ShmRing.attach(link.requests) for link in spec.links]
+        replies = [ShmRing.attach(link.replies) for link in spec.links]
+        for ring in requests + replies:
             stack.callback(ring.close)
-        InferenceServer(spec, rings[:len(spec.requests)], rings[len(spec.requests):], board, control).serve()
+        InferenceServer(spec, requests, replies, board, control).serve()
 
 
 class InferenceServer:
@@ -122,6 +145,7 @@ class InferenceServer:
                  board: ParamBoard, control: ControlBlock) -> None:
         algo = spec.algorithm
         self.requests, self.replies, self.board, self.control = requests, replies, board, control
+        self.links = spec.links
         self.n = algo.config.n_envs
         self.schedule = TrainSchedule.from_config(algo.config, spec.total_steps)
         device = torch.device(spec.device)
@@ -134,14 +158,13 @@ class InferenceServer:
         self.row = control.service_row("inference")
 
     def serve(self) -> None:
-        polls = 0
+        bell = self.links[0].server
         while not self.control.stopped:
             members = self._round()
-            if not members:
-                polls = idle(polls)
-                continue
-            polls = 0
-            self._answer(members)
+            if members:
+                self._answer(members)
+            else:
+                bell.wait(WAIT_S)
 
     def _round(self) -> list[int]:
         """Actors of the next round, once each unfinished actor has posted its request ([] until then)."""
@@ -165,4 +188,5 @@ class InferenceServer:
         for k, (i, r) in enumerate(zip(members, rows)):
             self.control.note_lag(i, self.schedule.updates_until(int(r["steps"][0]) // n) - self.board.tag)
             self.replies[i].put(actions=actions[k * n:(k + 1) * n])
+            self.links[i].reply.ring()
         self.control.store_times(self.row, timer)

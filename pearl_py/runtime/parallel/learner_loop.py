@@ -9,6 +9,11 @@ schedule's ``max_policy_lag`` updates of the serial order (it publishes right th
 actors never act on parameters older than that); between updates it restarts failed
 actors and honours stop requests (a :class:`StopRequested` leaves the learner consistent).
 
+The replay is reached through :mod:`~pearl_py.runtime.parallel.replay_access`: in this
+process (the loop drains the rings itself) or behind the replay server (the loop reads
+what the server inserted and takes the batches it drew). Before a checkpoint,
+:meth:`LearnerLoop.settle` brings a replay server to a stop with the learner caught up.
+
 Example (what :class:`ParallelExecutor` does)::
 
     >>> loop = LearnerLoop(parts, progress, sync_every=1)
@@ -20,7 +25,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import torch
@@ -29,18 +34,16 @@ from pearl_py.algorithms.base import Algorithm
 from pearl_py.algorithms.learner import Learner, TensorBatch, UpdateResult
 from pearl_py.runtime.parallel.checkpoint import Progress
 from pearl_py.runtime.parallel.control import ControlBlock
-from pearl_py.runtime.parallel.feed import RingFeed
 from pearl_py.runtime.parallel.interrupts import StopSignals
 from pearl_py.runtime.parallel.params import ParamBoard
 from pearl_py.protocol.schedule import TrainSchedule
-from pearl_py.runtime.parallel.supervisor import ActorPool
+from pearl_py.runtime.parallel.replay_access import LocalReplay, ServedReplay, round_beta
+from pearl_py.runtime.parallel.supervisor import ActorPool, Service
 from pearl_py.runtime.run_log import RunLog
 from pearl_py.runtime.timing import KernelTimer
 
 CHECK_EVERY_S = 0.05
 """How often the learner looks at the actors' health while it trains."""
-WAIT_S = 0.0002
-"""Sleep while waiting for transitions."""
 
 
 class StopRequested(Exception):
@@ -58,7 +61,7 @@ class LoopParts:
     algorithm: Algorithm
     learner: Learner
     update: Callable[[TensorBatch], UpdateResult]
-    feed: RingFeed
+    replay: LocalReplay | ServedReplay
     board: ParamBoard
     control: ControlBlock
     pool: ActorPool
@@ -68,6 +71,8 @@ class LoopParts:
     signals: StopSignals
     evaluate: Callable[[], list[float]]
     eval_freq: int = 0
+    services: list[Service] = field(default_factory=list)
+    """Server processes whose failure fails the run (replay server, inference server)."""
 
 
 class LearnerLoop:
@@ -83,6 +88,10 @@ class LearnerLoop:
         self._start = 0.0
         self._eval_seconds = 0.0
         self._last_check = 0.0
+        self._session_start = progress.transitions
+        self.step = progress.transitions // parts.schedule.n_envs
+        """The vector step the learner is at (a training round's, while it trains)."""
+        parts.replay.wait = self._wait
 
     @property
     def wall_seconds(self) -> float:
@@ -92,11 +101,11 @@ class LearnerLoop:
         return self.progress.wall_seconds + time.perf_counter() - self._start - self._eval_seconds
 
     def run(self) -> None:
-        p, n = self.p, self.p.schedule.n_envs
+        p = self.p
         self._last_check = time.perf_counter()
         p.control.limit = p.schedule.actor_limit(self.progress.transitions, p.learner.gradient_steps)
-        step = self.progress.transitions // n
         while True:
+            step = self.step
             due = p.schedule.updates_until(step)
             if p.learner.gradient_steps < due:
                 self._train_round(step, due)
@@ -104,18 +113,26 @@ class LearnerLoop:
                 continue
             if step >= p.schedule.vector_steps:
                 return
-            step = self._advance(step)
+            self.step = self._advance(step)
 
     def _advance(self, step: int) -> int:
         """Insert transitions up to the next training step; run the per-step hooks; return the new step."""
         p, n = self.p, self.p.schedule.n_envs
         inserted = self.progress.transitions
-        moved, episodes = p.feed.drain(p.schedule.next_round(step) * n - inserted)
+        moved, episodes = p.replay.take(p.schedule.next_round(step) * n - inserted)
         if not moved:
             self._check(force=True)
-            time.sleep(WAIT_S)
+            p.replay.nap()
             return step
         self._start_clock()
+        new_step = self._absorb(step, moved, episodes)
+        self._check()
+        return new_step
+
+    def _absorb(self, step: int, moved: int, episodes: list[tuple[int, float, int]]) -> int:
+        """Account for ``moved`` new transitions: log episodes, per-step hooks, actor limit; the new step."""
+        p, n = self.p, self.p.schedule.n_envs
+        inserted = self.progress.transitions
         for offset, episode_return, length in episodes:
             p.log.episode(inserted + offset + 1, episode_return, length)
         self.progress.episodes += len(episodes)
@@ -127,7 +144,6 @@ class LearnerLoop:
             if not p.schedule.is_round(j):
                 self._maybe_evaluate(j)
         p.log.tick(self.progress.transitions, self._rate())
-        self._check()
         return new_step
 
     def _start_clock(self) -> None:
@@ -139,26 +155,25 @@ class LearnerLoop:
         p = self.p
         self._start_clock()
         cfg = p.algorithm.config
-        beta = p.algorithm.beta_at((step - 1) * cfg.n_envs / p.schedule.total_steps)
+        beta = round_beta(p.algorithm, p.schedule, step)
         totals: dict[str, torch.Tensor] = {}
         count = 0
         while p.learner.gradient_steps < due:
-            out = self._update(beta)
+            out = self._update(beta, step)
             for name, value in out.losses.items():
                 totals[name] = totals.get(name, 0.0) + value
             count += 1
             self._check()
         p.log.train(step * cfg.n_envs, {k: float(v) / count for k, v in totals.items()}, self._rate())
 
-    def _update(self, beta: float) -> UpdateResult:
+    def _update(self, beta: float, step: int) -> UpdateResult:
         p = self.p
-        with p.timer("replay_sample"):
-            sample = p.feed.replay.sample(p.algorithm.config.batch_size, beta=beta)
+        sample = p.replay.sample(p.algorithm.config.batch_size, beta, step)
         with p.timer("learner_update"):
             out = p.update(TensorBatch.from_numpy(sample, p.learner.device))
-        if p.feed.replay.prioritized:
-            with p.timer("priority_update"):
-                p.feed.replay.update_priorities(sample.indices, out.td_abs.cpu().numpy())
+        if p.replay.prioritized:
+            p.replay.update_priorities(sample.indices, out.td_abs.cpu().numpy())
+        p.replay.finished_update(p.learner.gradient_steps)
         if p.learner.gradient_steps % self.sync_every == 0:
             self._publish()
         self._raise_limit()
@@ -166,7 +181,7 @@ class LearnerLoop:
 
     def _publish(self) -> None:
         with self.p.timer("param_sync"):
-            self.p.board.publish(self._acting)
+            self.p.board.publish(self._acting, tag=self.p.learner.gradient_steps)
         self._published = self.p.learner.gradient_steps
 
     def _raise_limit(self) -> None:
@@ -188,8 +203,31 @@ class LearnerLoop:
         self._eval_seconds += time.perf_counter() - start
         self.progress.eval_history.append({"step": step * n, "return_mean": float(np.mean(returns))})
 
+    def settle(self, finish: bool) -> None:
+        """Before a checkpoint: pause a replay server, train on the batches it drew (``finish``), catch up.
+
+        Afterwards the learner has accounted for every transition in the replay, and with
+        ``finish`` (a stop request) trained on every batch drawn, so a resumed run draws
+        the next batch exactly as this one would have. Without it (a crash) the drawn
+        batches are dropped and drawn again after resume, from the same replay contents.
+        """
+        p = self.p
+        if not p.replay.remote:
+            return
+        p.replay.pause()
+        while finish and p.replay.outstanding():
+            self._update(round_beta(p.algorithm, p.schedule, self.step), self.step)
+        moved, episodes = p.replay.take(p.control.consumed - self.progress.transitions)
+        if moved:
+            self.step = self._absorb(self.step, moved, episodes)
+
+    def _wait(self) -> None:
+        """While the learner waits on the replay server: stop requests, health checks, until it rings."""
+        self._check()
+        self.p.replay.nap()
+
     def _check(self, force: bool = False) -> None:
-        """Honour a stop request; every ``CHECK_EVERY_S`` (or when idle) restart failed actors."""
+        """Honour a stop request; every ``CHECK_EVERY_S`` (or when idle) restart failed actors, check servers."""
         if self.p.signals.requested:
             raise StopRequested(self.p.signals.requested)
         now = time.perf_counter()
@@ -197,9 +235,11 @@ class LearnerLoop:
             return
         self._last_check = now
         self.p.pool.check()
-        if force and self.p.pool.finished and not self.p.feed.pending():
-            raise RuntimeError(f"actors finished but the learner has {self.progress.transitions} of "
-                               f"{self.p.schedule.env_steps} transitions")
+        for service in self.p.services:
+            service.check()
+        produced = self._session_start + self.p.control.produced
+        if force and self.p.pool.finished and produced < self.p.schedule.env_steps:
+            raise RuntimeError(f"actors finished after {produced} of {self.p.schedule.env_steps} transitions")
 
     def _rate(self) -> float:
         return self.progress.transitions / max(self.wall_seconds, 1e-9)

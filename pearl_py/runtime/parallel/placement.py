@@ -1,16 +1,30 @@
 """What a :class:`Plan` means for the local parallel runtime.
 
-``env_step``'s replicas are the actor processes (inference runs batched on each actor,
-with ``inference``'s variant from :mod:`pearl_py.kernels`); ``learner_update``'s device
-and variant pick the learner's torch device and update implementation; ``replay_insert``/``replay_sample`` on the learner's device keep the
-replay in the learner process. Kernels on a simulated FPGA run on the CPU and are
-charged the latency the plan's cost model predicted for them (``plan.predicted``).
+``env_step``'s replicas are the actor processes; ``learner_update``'s device and variant
+pick the learner's torch device and update implementation. Two rules decide where the
+rest runs (an executor option overrides each):
+
+* **inference**: on the same device as ``env_step``: in every actor, batched over its
+  envs (``"actor"``); on another device (a GPU, an FPGA, the learner's device): one
+  central server process batches every actor's requests and runs the variant there
+  (``"central"``).
+* **replay**: ``replay_insert`` and ``replay_sample`` on the learner's device: in the
+  learner process (``"colocated"``); either on another device: a replay server process
+  owns intake and sampling and sends the learner batches (``"server"``).
+
+Devices are compared by name, except that all CPU devices count as one: the runtime
+runs on one machine, where every CPU device of a plan is the same host.
+
+Kernels on a simulated FPGA run on the CPU and are charged the latency the plan's cost
+model predicted for them (``plan.predicted``).
 
 Example::
 
     >>> layout = RuntimeLayout.from_plan(Plan.single_device(algo.protocol()))
-    >>> layout.actors, layout.learner_device, layout.modelled_s
-    (1, device(type='cpu'), {})
+    >>> layout.actors, layout.learner_device, layout.inference, layout.replay
+    (1, device(type='cpu'), 'actor', 'colocated')
+    >>> RuntimeLayout.from_plan(plan, replay="server").describe()["replay"]
+    'server process (prefetch 4, strict priority order)'
 """
 from __future__ import annotations
 
@@ -49,19 +63,38 @@ def modelled_latency(plan: Plan, kernel: str) -> float:
                         "make the plan with pearl plan") from None
 
 
-def torch_device(plan: Plan, device: str) -> torch.device:
-    """The torch device that executes kernels planned on ``device`` (FPGA kernels: the CPU)."""
+INFERENCE_MODES = ("actor", "central")
+REPLAY_MODES = ("colocated", "server")
+REPLAY_ORDERS = ("strict", "relaxed")
+
+
+def torch_device(plan: Plan, device: str, kernel: str = "learner_update") -> torch.device:
+    """The torch device that executes ``kernel`` planned on ``device`` (FPGA kernels: the CPU)."""
     if device_kind(plan, device) != "gpu":
         return torch.device("cpu")
     if not torch.cuda.is_available():
-        raise UserError(f"plan: learner_update is placed on GPU {device!r} but torch sees no CUDA device here")
+        raise UserError(f"plan: {kernel} is placed on GPU {device!r} but torch sees no CUDA device here")
     digits = "".join(c for c in device if c.isdigit())
     return torch.device(f"cuda:{int(digits) if digits else 0}")
 
 
+def _apart(plan: Plan, a: str, b: str) -> bool:
+    """Whether kernels on devices ``a`` and ``b`` run apart: different devices, not both CPUs (one host here)."""
+    return a != b and not device_kind(plan, a) == device_kind(plan, b) == "cpu"
+
+
+def _choose(option: str, value: str | None, allowed: tuple[str, ...], planned: str) -> str:
+    if value is None:
+        return planned
+    if value not in allowed:
+        raise UserError(f"{option} must be one of {', '.join(allowed)} (or None: as the plan places it), "
+                        f"got {value!r}")
+    return value
+
+
 @dataclass(frozen=True)
 class RuntimeLayout:
-    """Process layout of a run: actor count, learner device and variant, modelled kernels."""
+    """Process layout of a run: actors, where inference and replay run, learner device and variant."""
 
     actors: int
     learner_device: torch.device
@@ -69,21 +102,54 @@ class RuntimeLayout:
     inference_variant: str
     modelled_s: dict[str, float] = field(default_factory=dict)
     """Per-call modelled latency of every kernel planned on a (simulated) FPGA."""
+    inference: str = "actor"
+    """``actor``: each actor infers for its envs; ``central``: one server batches every actor's requests."""
+    inference_device: torch.device = torch.device("cpu")
+    """Where the central server runs the inference kernel."""
+    replay: str = "colocated"
+    """``colocated``: the learner owns the replay; ``server``: a replay server process does."""
+    replay_prefetch: int = 4
+    """Batches the replay server may draw ahead of the learner."""
+    replay_order: str = "strict"
+    """Prioritized replay behind a server: ``strict`` (serial order) or ``relaxed`` (up to prefetch - 1 behind)."""
 
     @classmethod
-    def from_plan(cls, plan: Plan) -> RuntimeLayout:
+    def from_plan(cls, plan: Plan, *, inference: str | None = None, replay: str | None = None,
+                  replay_prefetch: int = 4, replay_order: str = "strict") -> RuntimeLayout:
+        """The plan's layout; ``inference``/``replay`` (when not None) override the plan's rules."""
         missing = [k for k in ACTOR_SIDE + ("learner_update", "replay_insert", "replay_sample")
                    if k not in plan.placements]
         if missing:
             raise UserError(f"plan: no placement for kernel(s) {', '.join(missing)}")
-        learner = plan.placements["learner_update"]
-        modelled = {k: modelled_latency(plan, k) for k, p in plan.placements.items()
+        placements = plan.placements
+        learner = placements["learner_update"]
+        modelled = {k: modelled_latency(plan, k) for k, p in placements.items()
                     if device_kind(plan, p.device) == "fpga"}
-        return cls(actors=max(plan.placements["env_step"].replicas, 1),
+        central = _apart(plan, placements["inference"].device, placements["env_step"].device)
+        served = any(_apart(plan, placements[k].device, learner.device) for k in ("replay_insert", "replay_sample"))
+        if isinstance(replay_prefetch, bool) or not isinstance(replay_prefetch, int) or replay_prefetch < 1:
+            raise UserError(f"replay_prefetch must be an integer >= 1, got {replay_prefetch!r}")
+        inference = _choose("inference", inference, INFERENCE_MODES, "central" if central else "actor")
+        inference_device = (torch_device(plan, placements["inference"].device, "inference")
+                            if inference == "central" else torch.device("cpu"))
+        return cls(actors=max(placements["env_step"].replicas, 1),
                    learner_device=torch_device(plan, learner.device), learner_variant=learner.variant,
-                   inference_variant=plan.placements["inference"].variant, modelled_s=modelled)
+                   inference_variant=placements["inference"].variant, modelled_s=modelled,
+                   inference=inference, inference_device=inference_device,
+                   replay=_choose("replay", replay, REPLAY_MODES, "server" if served else "colocated"),
+                   replay_prefetch=replay_prefetch,
+                   replay_order=_choose("replay_order", replay_order, REPLAY_ORDERS, "strict"))
 
     def describe(self) -> dict[str, Any]:
+        """The layout in words and figures (``result.json``'s ``layout``, the report's summary)."""
+        if self.inference == "central":
+            inference = f"central on {self.inference_device} (one server process, batched over the actors)"
+        else:
+            inference = "on each actor (batched over its envs)"
+        if self.replay == "server":
+            replay = f"server process (prefetch {self.replay_prefetch}, {self.replay_order} priority order)"
+        else:
+            replay = "co-located with the learner"
         return {"actors": self.actors, "learner_device": str(self.learner_device),
                 "learner_variant": self.learner_variant, "inference_variant": self.inference_variant,
-                "modelled_kernels": sorted(self.modelled_s)}
+                "inference": inference, "replay": replay, "modelled_kernels": sorted(self.modelled_s)}

@@ -3,7 +3,8 @@
 Actors and servers start with ``spawn``, ignore Ctrl-C (the learner process decides how
 the run ends and stops them), die with their parent (``PR_SET_PDEATHSIG``), run with a
 fixed number of torch threads, and leave their traceback in a file the supervisor reads
-when they fail. :func:`idle` is their shared back-off while they wait on shared memory.
+when they fail. A :class:`Doorbell` wakes a process waiting on shared memory as soon as
+another wrote what it waits for.
 
 Example (the body of an actor or server entry point)::
 
@@ -15,21 +16,15 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import multiprocessing as mp
 import signal
 import sys
-import time
 import traceback
 from collections.abc import Iterator
 from multiprocessing import shared_memory
 from pathlib import Path
 
 import torch
-
-SPIN_POLLS = 64
-"""Polls that only yield the CPU before :func:`idle` starts sleeping."""
-SLEEP_S = 0.0002
-"""Sleep per poll after the spinning polls (Linux adds its timer slack, ~50 us)."""
-
 
 def die_with_parent() -> None:
     """Ask Linux to SIGKILL this process when its parent dies (no orphans after a hard kill)."""
@@ -51,13 +46,34 @@ def child_process(error_file: str, threads: int) -> Iterator[None]:
         raise
 
 
-def idle(polls: int) -> int:
-    """Back off after ``polls`` fruitless polls in a row; returns ``polls + 1`` (reset it to 0 on progress)."""
-    if polls < SPIN_POLLS:
-        time.sleep(0)
-    else:
-        time.sleep(SLEEP_S)
-    return polls + 1
+class Doorbell:
+    """A wake-up hint between processes: the writer rings after writing, the reader waits when idle.
+
+    The shared data stays the truth: a ring only ends a wait early, and stale rings only
+    cost the reader one more look (``wait`` swallows every ring pending when it wakes).
+    A blocked reader is woken by the kernel within microseconds, where polling with
+    sleeps costs a millisecond per round trip on a busy machine. Pass it to child
+    processes in their spec (it pickles only while a process is being spawned).
+
+    Example::
+
+        >>> bell = Doorbell()
+        >>> ring.put(**rows); bell.ring()                 # writer
+        >>> while not ring.pending():                     # reader
+        ...     bell.wait(0.05)
+    """
+
+    def __init__(self) -> None:
+        self._sem = mp.get_context("spawn").Semaphore(0)
+
+    def ring(self) -> None:
+        self._sem.release()
+
+    def wait(self, timeout: float) -> None:
+        """Return after a ring (swallowing any more pending) or after ``timeout`` seconds."""
+        if self._sem.acquire(timeout=timeout):
+            while self._sem.acquire(False):
+                pass
 
 
 def unlink_segment(name: str) -> None:

@@ -1,16 +1,17 @@
 """The learner's view of the replay: in its own process (co-located) or behind the replay server.
 
-Both classes give the learner loop the same five operations: ``take`` (account for new
+Both classes give the learner loop the same operations: ``take`` (account for new
 transitions and the episodes that ended with them), ``sample`` (the next batch of a
-round), ``update_priorities``, ``pause`` (before a checkpoint) and ``state_dict``.
+round), ``update_priorities``, ``finished_update``, ``nap`` (wait a little for news),
+``pause`` (before a checkpoint) and ``state_dict``.
 
 * :class:`LocalReplay`: the learner drains the actors' rings into its own
   :class:`ReplayBuffer` (:class:`RingFeed`) and samples it.
 * :class:`ServedReplay`: the replay server inserts and samples
   (:mod:`~pearl_py.runtime.parallel.replay_server`); the learner reads the transitions
   it inserted from ``control.consumed``, episodes and batches from rings, and sends
-  priorities back on a ring. While it waits, it calls ``wait`` (the loop's health and
-  stop checks).
+  priorities back on a ring; doorbells wake each side. While it waits, it calls
+  ``wait`` (the loop's health and stop checks).
 
 Example::
 
@@ -34,9 +35,14 @@ from pearl_py.protocol.schedule import TrainSchedule
 from pearl_py.replay import ReplayBuffer, SampleBatch
 from pearl_py.runtime.parallel.control import ControlBlock
 from pearl_py.runtime.parallel.feed import RingFeed
-from pearl_py.runtime.parallel.process import idle
+from pearl_py.runtime.parallel.process import Doorbell
 from pearl_py.runtime.parallel.ring import ShmRing
 from pearl_py.runtime.timing import KernelTimer
+
+POLL_S = 0.0002
+"""Co-located: sleep while the actors' rings have nothing for the learner."""
+WAIT_S = 0.05
+"""Behind a server: longest doorbell wait before the learner looks at its stop and health checks."""
 
 Episodes = list[tuple[int, float, int]]
 """``(offset in this take, return, length)`` of each episode that ended."""
@@ -82,6 +88,12 @@ class LocalReplay:
         with self.timer("priority_update"):
             self.replay.update_priorities(indices, td_abs)
 
+    def finished_update(self, gradient_steps: int) -> None:
+        """Nothing waits on the learner's updates here."""
+
+    def nap(self) -> None:
+        time.sleep(POLL_S)
+
     def pause(self) -> None:
         """Nothing runs beside the learner: the replay is consistent between two updates."""
 
@@ -102,8 +114,9 @@ class ServedReplay:
 
     def __init__(self, *, batches: ShmRing, priorities: ShmRing, episodes: ShmRing, control: ControlBlock,
                  timer: KernelTimer, replay: str, rng_file: Path, prioritized: bool, inserted: int,
-                 check: Callable[[], None]) -> None:
+                 check: Callable[[], None], bell: Doorbell, server_bell: Doorbell) -> None:
         self.batches, self.priorities, self.episodes = batches, priorities, episodes
+        self.bell, self.server_bell = bell, server_bell
         self.control, self.timer = control, timer
         self.replay_name, self.rng_file = replay, Path(rng_file)
         self.prioritized = prioritized
@@ -113,11 +126,14 @@ class ServedReplay:
         self.wait: Callable[[], None] = self._idle
         """Called on every fruitless poll; the learner loop sets its own (stop and health checks)."""
         self._backlog: list[tuple[int, float, int]] = []
-        self._polls = 0
 
     def _idle(self) -> None:
         self.check()
-        self._polls = idle(self._polls)
+        self.nap()
+
+    def nap(self) -> None:
+        """Until the server rings (or ``WAIT_S``)."""
+        self.bell.wait(WAIT_S)
 
     def take(self, limit: int) -> tuple[int, Episodes]:
         """Transitions the server inserted since the last take (at most ``limit``) and their ended episodes."""
@@ -140,6 +156,7 @@ class ServedReplay:
             self.wait()
         self.timer.add("replay_wait", time.perf_counter() - start)
         got = {k: v[0] for k, v in self.batches.get(1).items()}
+        self.server_bell.ring()
         if int(got["step"]) != step or len(got["indices"]) != batch_size:
             raise RuntimeError(f"replay server sent a batch of {len(got['indices'])} for the round at vector "
                                f"step {int(got['step'])}; the learner is training the round at step {step} "
@@ -152,6 +169,12 @@ class ServedReplay:
         while not self.priorities.free():
             self.wait()
         self.priorities.put(indices=indices[None], td=td_abs[None])
+        self.server_bell.ring()
+
+    def finished_update(self, gradient_steps: int) -> None:
+        """Tell the server the learner is done with its batch (it may insert once a round is done)."""
+        self.control.completed = gradient_steps
+        self.server_bell.ring()
 
     def pause(self) -> None:
         """Stop the server's sampling and intake; returns once it acknowledged.
@@ -160,6 +183,7 @@ class ServedReplay:
         """
         self.wait = self._idle
         self.control.pause = 1
+        self.server_bell.ring()
         while not self.control.paused:
             self._idle()
 

@@ -42,12 +42,15 @@ from pearl_py.replay import ReplayBuffer
 from pearl_py.runtime.parallel.checkpoint import load_checkpoint
 from pearl_py.runtime.parallel.control import ControlBlock
 from pearl_py.runtime.parallel.feed import RingFeed
-from pearl_py.runtime.parallel.process import child_process, idle
+from pearl_py.runtime.parallel.process import Doorbell, child_process
 from pearl_py.runtime.parallel.replay_access import round_beta
 from pearl_py.runtime.parallel.ring import ShmRing
 from pearl_py.runtime.timing import KernelTimer
 
 Fields = dict[str, tuple[type, tuple[int, ...]]]
+
+WAIT_S = 0.05
+"""Longest doorbell wait before the server looks at the stop flag again."""
 
 
 def batch_fields(algorithm: Algorithm) -> Fields:
@@ -93,6 +96,10 @@ class ReplayServerSpec:
     """The learner's gradient steps at the start."""
     prefetch: int
     strict: bool
+    bell: Doorbell
+    """Wakes the server: rung by actors (new transitions) and the learner (batch taken, update done, priorities, pause)."""
+    learner_bell: Doorbell
+    """Wakes the learner: rung after a batch, an insert, applied priorities, the pause."""
     threads: int = 1
 
 
@@ -129,13 +136,15 @@ class ReplayServer:
         """Batches that may be drawn beyond the updates whose priorities are in (uniform: done)."""
 
     def serve(self) -> None:
-        polls = 0
         while not self.control.stopped:
-            worked = self._pause() if self.control.pause else self._work()
-            polls = 0 if worked else idle(polls)
+            if self._pause() if self.control.pause else self._work():
+                self.spec.learner_bell.ring()
+            else:
+                self.spec.bell.wait(WAIT_S)
 
     def _work(self) -> bool:
-        """One step of the schedule: apply priorities, then sample a batch or insert transitions."""
+        """One step of the schedule: apply priorities, then sample a batch or insert transitions; whether
+        anything the learner waits for changed."""
         worked = self._apply_priorities()
         step = self.consumed // self.n
         if self.sampled < self.schedule.updates_until(step):

@@ -25,10 +25,10 @@ import torch
 from pearl_py.algorithms.base import Algorithm
 from pearl_py.protocol.schedule import TrainSchedule
 from pearl_py.runtime.parallel.control import ControlBlock
-from pearl_py.runtime.parallel.inference_server import (InferenceServerSpec, reply_fields, request_fields,
-                                                        run_inference_server)
+from pearl_py.runtime.parallel.inference_server import (InferenceLink, InferenceServerSpec, reply_fields,
+                                                        request_fields, run_inference_server)
 from pearl_py.runtime.parallel.params import ParamBoard
-from pearl_py.runtime.parallel.process import unlink_segment
+from pearl_py.runtime.parallel.process import Doorbell, unlink_segment
 from pearl_py.runtime.parallel.replay_access import ServedReplay
 from pearl_py.runtime.parallel.replay_server import (EPISODE_FIELDS, ReplayServerSpec, batch_fields, priority_fields,
                                                      run_replay_server)
@@ -64,36 +64,38 @@ def start_replay_server(stack: contextlib.ExitStack, prefix: str, algorithm: Alg
     spec = ReplayServerSpec(algorithm, seed, schedule, f"{prefix}-replay", str(resume) if resume else None,
                             tuple(r.name for r in rings), batches.name, priorities.name, episodes.name,
                             control.name, str(errors / "replay.err"), str(errors / "replay-rng.json"),
-                            consumed, updates, prefetch, strict)
+                            consumed, updates, prefetch, strict, bell=Doorbell(), learner_bell=Doorbell())
     stack.callback(unlink_segment, spec.replay)  # runs after the server is stopped: its leftover, if it crashed
     service = Service("replay server", run_replay_server, spec, spec.error_file)
     stack.callback(service.close, control)
     service.start()
     served = ServedReplay(batches=batches, priorities=priorities, episodes=episodes, control=control,
                           timer=timer or KernelTimer(), replay=spec.replay, rng_file=Path(spec.rng_file),
-                          prioritized=algorithm.config.prioritized_replay, inserted=consumed, check=service.check)
+                          prioritized=algorithm.config.prioritized_replay, inserted=consumed, check=service.check,
+                          bell=spec.learner_bell, server_bell=spec.bell)
     return served, service
 
 
 @dataclass(frozen=True)
 class InferenceEndpoints:
-    """The rings actor ``i`` talks to (``requests[i]``, ``replies[i]``) and the server behind them."""
+    """How actor ``i`` reaches the server (``links[i]``) and the server process behind them."""
 
-    requests: list[str]
-    replies: list[str]
+    links: list[InferenceLink]
     service: Service
 
 
 def start_inference_server(stack: contextlib.ExitStack, prefix: str, algorithm: Algorithm, control: ControlBlock,
                            board: ParamBoard, *, actors: int, variant: str, device: torch.device, seed: int,
                            total_steps: int, errors: Path) -> InferenceEndpoints:
-    """Create one request and one reply ring per actor and start the central inference server."""
-    n = algorithm.config.n_envs
-    requests = [_ring(stack, request_fields(algorithm), 2 * n, f"{prefix}-infer-req{i}").name for i in range(actors)]
-    replies = [_ring(stack, reply_fields(algorithm), 2 * n, f"{prefix}-infer-rep{i}").name for i in range(actors)]
-    spec = InferenceServerSpec(algorithm, variant, str(device), seed, total_steps, tuple(requests), tuple(replies),
-                               board.name, control.name, str(errors / "inference.err"))
+    """Create one request and one reply ring (and doorbell) per actor and start the central inference server."""
+    n, bell = algorithm.config.n_envs, Doorbell()
+    links = [InferenceLink(_ring(stack, request_fields(algorithm), 2 * n, f"{prefix}-infer-req{i}").name,
+                           _ring(stack, reply_fields(algorithm), 2 * n, f"{prefix}-infer-rep{i}").name,
+                           bell, Doorbell())
+             for i in range(actors)]
+    spec = InferenceServerSpec(algorithm, variant, str(device), seed, total_steps, tuple(links), board.name,
+                               control.name, str(errors / "inference.err"))
     service = Service("inference server", run_inference_server, spec, spec.error_file)
     stack.callback(service.close, control)
     service.start()
-    return InferenceEndpoints(requests, replies, service)
+    return InferenceEndpoints(links, service)

@@ -1,11 +1,12 @@
-"""Actor supervision: start actor processes, restart the ones that fail, stop them all.
+"""Supervision of the run's child processes: actors (restarted when they fail) and servers (not).
 
 Processes start with the ``spawn`` method (no inherited locks or CUDA state), ignore
 Ctrl-C (the learner decides how the run ends), and die with their parent
-(``PR_SET_PDEATHSIG``). An actor that exits non-zero before its quota is done is
-restarted with the next generation's seed, up to ``max_restarts`` times, and logged.
-:meth:`ActorPool.close` sets the stop flag, joins, then terminates and kills stragglers,
-so no child outlives the run.
+(``PR_SET_PDEATHSIG``, :mod:`process`). An actor that exits non-zero before its quota is
+done is restarted with the next generation's seed, up to ``max_restarts`` times, and
+logged. A server (the replay server, the central inference server) holds state no
+restart could rebuild, so its failure fails the run with :class:`ServiceFailed`. Closing
+sets the stop flag, joins, then terminates and kills stragglers, so no child outlives the run.
 
 Example::
 
@@ -14,14 +15,19 @@ Example::
     >>> pool.check()            # call often: restarts failed actors, returns what it restarted
     []
     >>> pool.close(control)     # always, in a finally
+    >>> server = Service("replay server", run_replay_server, spec, error_file)
+    >>> server.start(); server.check()    # raises ServiceFailed once the server died
+    >>> server.close(control)
 """
 from __future__ import annotations
 
 import dataclasses
 import logging
 import multiprocessing as mp
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from pearl_py.runtime.parallel.actor import ActorSpec, run_actor
 from pearl_py.runtime.parallel.control import ControlBlock
@@ -30,9 +36,15 @@ log = logging.getLogger("pearl_py.runtime.parallel")
 
 JOIN_TIMEOUT_S = 5.0
 
+_CONTEXT = mp.get_context("spawn")
+
 
 class ActorFailed(RuntimeError):
     """An actor kept failing after ``max_restarts`` restarts."""
+
+
+class ServiceFailed(RuntimeError):
+    """A server process of the run died; the run cannot go on without it."""
 
 
 @dataclass(frozen=True)
@@ -45,6 +57,33 @@ class Restart:
     error: str
 
 
+def _exit_error(proc: mp.process.BaseProcess, error_file: Path) -> str:
+    """The traceback a failed child left (consumed), or the signal that killed it."""
+    if error_file.exists():
+        error = error_file.read_text().strip()
+    else:
+        error = f"killed by signal {-proc.exitcode}" if proc.exitcode < 0 else f"exit code {proc.exitcode}, no traceback"
+    error_file.unlink(missing_ok=True)
+    return error
+
+
+def _stop(procs: list[mp.process.BaseProcess | None], control: ControlBlock) -> None:
+    """Flag stop, join, terminate, kill; reap and close every process of ``procs``."""
+    control.stop()
+    for proc in procs:
+        if proc is not None:
+            proc.join(JOIN_TIMEOUT_S)
+    for proc in procs:
+        if proc is not None and proc.is_alive():
+            proc.terminate()
+            proc.join(JOIN_TIMEOUT_S)
+        if proc is not None and proc.is_alive():
+            proc.kill()
+            proc.join()
+        if proc is not None:
+            proc.close()
+
+
 class ActorPool:
     """The actor processes of a run, by index."""
 
@@ -52,7 +91,6 @@ class ActorPool:
         self.specs = list(specs)
         self.max_restarts = max_restarts
         self.restarts: list[Restart] = []
-        self._ctx = mp.get_context("spawn")
         self._procs: list[mp.process.BaseProcess | None] = [None] * len(specs)
 
     def start(self) -> None:
@@ -60,7 +98,7 @@ class ActorPool:
             self._launch(i)
 
     def _launch(self, i: int) -> None:
-        proc = self._ctx.Process(target=run_actor, args=(self.specs[i],), name=f"pearl-actor-{i}", daemon=True)
+        proc = _CONTEXT.Process(target=run_actor, args=(self.specs[i],), name=f"pearl-actor-{i}", daemon=True)
         proc.start()
         self._procs[i] = proc
 
@@ -76,9 +114,7 @@ class ActorPool:
             if proc is None or proc.exitcode in (None, 0):
                 continue
             spec = self.specs[i]
-            error_file = Path(spec.error_file)
-            error = error_file.read_text().strip() if error_file.exists() else f"killed by signal {-proc.exitcode}"
-            error_file.unlink(missing_ok=True)
+            error = _exit_error(proc, Path(spec.error_file))
             exitcode = proc.exitcode
             proc.close()
             self._procs[i] = None
@@ -99,18 +135,39 @@ class ActorPool:
 
     def close(self, control: ControlBlock) -> None:
         """Stop every actor: flag, join, terminate, kill; reap them all. Idempotent."""
-        control.stop()
-        for proc in self._procs:
-            if proc is not None:
-                proc.join(JOIN_TIMEOUT_S)
-        for proc in self._procs:
-            if proc is not None and proc.is_alive():
-                proc.terminate()
-                proc.join(JOIN_TIMEOUT_S)
-            if proc is not None and proc.is_alive():
-                proc.kill()
-                proc.join()
-        for i, proc in enumerate(self._procs):
-            if proc is not None:
-                proc.close()
-                self._procs[i] = None
+        _stop(self._procs, control)
+        self._procs = [None] * len(self._procs)
+
+
+class Service:
+    """One supervised server process: started once, never restarted; its death fails the run."""
+
+    def __init__(self, name: str, target: Callable[[Any], None], spec: Any, error_file: str) -> None:
+        self.name = name
+        self._target, self._spec, self._error_file = target, spec, Path(error_file)
+        self._proc: mp.process.BaseProcess | None = None
+        self._failure: ServiceFailed | None = None
+
+    def start(self) -> None:
+        self._proc = _CONTEXT.Process(target=self._target, args=(self._spec,), name=f"pearl-{self.name}",
+                                      daemon=True)
+        self._proc.start()
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc is not None and self._proc.is_alive() else None
+
+    def check(self) -> None:
+        """Raise :class:`ServiceFailed` (with the server's last error) if the process has exited."""
+        proc = self._proc
+        if self._failure is None and proc is not None and proc.exitcode is not None:
+            error = _exit_error(proc, self._error_file) if proc.exitcode else "it returned before the run ended"
+            self._failure = ServiceFailed(f"the {self.name} (pid {proc.pid}) exited with code {proc.exitcode}; "
+                                          f"the run cannot continue without it. Its last error:\n{error}")
+        if self._failure is not None:
+            raise self._failure
+
+    def close(self, control: ControlBlock) -> None:
+        """Stop the server: flag, join, terminate, kill; reap it. Idempotent."""
+        _stop([self._proc], control)
+        self._proc = None
