@@ -293,7 +293,7 @@ def sample_prioritized(tree, bounds, fanout, stream, beta, indices, weights, obs
 
 
 @njit(**_OPTIONS)
-def update_priorities(tree, bounds, fanout, max_seen, indices, td_errors_abs, size, alpha, eps):
+def update_priorities(tree, bounds, fanout, max_seen, alpha, eps, indices, td_errors_abs, size):
     """Check, then store ``(|delta| + eps)^alpha`` at ``indices`` (last write wins) and raise ``max_seen``.
 
     Returns ``(status, position)``: :data:`OK`, or the first problem found (an index

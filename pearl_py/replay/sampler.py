@@ -80,7 +80,7 @@ class PrioritizedSampler:
         self.alpha = alpha
         self.eps = eps
         # The kernels with their fixed leading arguments bound once: each attribute lookup costs on the per-call path.
-        self._update = partial(kernels.update_priorities, tree.flat, tree.bounds, tree.fanout, max_seen)
+        self._update = partial(kernels.update_priorities, tree.flat, tree.bounds, tree.fanout, max_seen, alpha, eps)
         self._sample = partial(kernels.sample_prioritized, tree.flat, tree.bounds, tree.fanout)
 
     @classmethod
@@ -104,7 +104,7 @@ class PrioritizedSampler:
         ``(kernels.OK, 0)``, or, changing nothing, the kernel's status for the first
         index outside ``[0, size)`` or NaN/infinite/negative value, and its position.
         """
-        return self._update(indices, td_errors_abs, size, self.alpha, self.eps)
+        return self._update(indices, td_errors_abs, size)
 
     def sample(self, batch_size: int, size: int, beta: float, stream: np.ndarray, sources: Rows,
                targets: Rows) -> tuple[np.ndarray, np.ndarray]:
