@@ -4,7 +4,7 @@ Public methods validate their arguments (``ValueError`` naming the argument, buf
 untouched) and then call a private ``_run``-style method that trusts them. Storage is
 preallocated numpy arrays, optionally in a shared-memory segment another process can
 :meth:`ReplayBuffer.attach` to by name; the ring writer wraps around at capacity; the
-sampler is uniform or proportional-prioritized on an n-ary sum tree.
+sampler is uniform or proportional-prioritized on an n-ary priority tree (sums and minima).
 
 Example::
 

@@ -49,7 +49,7 @@ _OPTIONS = {"cache": True, "nogil": True}
 
 _U = np.uint64
 _NONE = np.uint64(2**64 - 1)
-"""Marks a batch entry whose propagation has stopped (its node kept its value, or another entry carries it)."""
+"""No parent yet (before the first entry of a level)."""
 
 OK, BAD_INDEX, NOT_FINITE, NEGATIVE = 0, 1, 2, 3
 """Status codes of :func:`update_priorities` (the position of the offending element comes with them)."""
@@ -155,6 +155,8 @@ def set_leaves(tree, bounds, fanout, indices, priorities, size):
 @njit(**_OPTIONS)
 def fill(tree, bounds, fanout, start, stop, value, size):
     """Set the contiguous leaves ``[start, stop)`` to ``value`` and repair their ancestors."""
+    if stop <= start:
+        return
     values, prefix, mins = _parts(tree, bounds)
     leaf0 = bounds[bounds.size - 2]
     values[leaf0 + _U(start):leaf0 + _U(stop)] = value
@@ -179,8 +181,9 @@ def _descend(prefix, bounds, fanout, u, leaves):
     All targets go down together, one level at a time, so the scans of different
     targets overlap in the processor instead of waiting on each other. In a group the
     child is the number of running sums ``<= u`` (a compare-and-count over the group,
-    no loop-carried sum, which the compiler vectorizes), and the running sum before it
-    is subtracted. A target at or above its group's total (rounding, or a caller's
+    no loop-carried sum: for fanout 16 one vector compare and a popcount,
+    :func:`~pearl_py.replay.simd.count_le16`), and the running sum before it is
+    subtracted. A target at or above its group's total (rounding, or a caller's
     target >= the root) is moved just below that total, which selects the group's last
     positive child: a leaf of value 0 is never returned while the total is positive.
     """

@@ -76,7 +76,7 @@ def test_random_inserts_and_updates_keep_invariants(fanout, capacity, ops):
 
 
 def test_an_update_touching_a_group_in_separate_runs_ends_exact():
-    """Children of one parent given out of order and repeated: each run repairs the parent, the last with final values."""
+    """Children of one parent out of order and repeated: each run repairs the parent, the last with final values."""
     tree = PriorityTree(64, 4)
     tree.fill(0, 64, 1.0, 64)
     indices = np.array([3, 40, 0, 3, 41, 1, 3])
@@ -132,6 +132,9 @@ def test_the_minimum_counts_written_items_only():
     assert tree.min == 2.0 and tree.total == 6.0
     tree.fill(3, 5, 0.5, 5)
     assert tree.min == 0.5
+    before = tree.flat.copy()
+    tree.fill(5, 5, 9.0, 5)                         # an empty run changes nothing
+    np.testing.assert_array_equal(tree.flat, before)
 
 
 @pytest.mark.parametrize("fanout", FANOUTS)
@@ -153,5 +156,5 @@ def test_depth_matches_the_workload_descriptor(capacity, fanout):
 
 
 def test_ten_million_leaves_cost_only_their_arrays():
-    """Sums and running sums over all levels plus minima over the inner ones: about 8 * C * (2 f + 1) / (f - 1) bytes."""
+    """Sums and running sums of all nodes plus minima of the inner ones: about 8 C (2 f + 1) / (f - 1) bytes."""
     assert 8 * tree_nodes(10_000_000, 16) < 1.01 * 8 * 10_000_000 * 33 / 15
