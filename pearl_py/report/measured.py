@@ -76,4 +76,8 @@ def summary_rows(plan: Plan, run: dict[str, Any]) -> list[tuple[str, str]]:
              ("backend", run.get("backend", "serial"))]
     layout = run.get("layout") or {}
     rows += [(f"runtime: {key}", str(layout[key])) for key in ("actors", "inference", "replay") if key in layout]
+    lag = run.get("policy_lag") or {}
+    if lag.get("max_observed") is not None:
+        bound = "unbounded" if lag.get("bound") is None else f"bound {lag['bound']}"
+        rows.append(("policy lag (measured)", f"{lag['max_observed']} updates behind the serial order at most ({bound})"))
     return rows
