@@ -39,7 +39,7 @@ from torch import nn
 
 from pearl_py.algorithms.base import Algorithm
 from pearl_py.algorithms.networks import Networks
-from pearl_py.kernels.fused_cpu import _mlp_layers, linear_scratch
+from pearl_py.kernels.fused_cpu import _mlp_layers, aligned_zeros, linear_scratch
 from pearl_py.kernels.numba_blas import JIT, numba, numba_available, set_blas_threads
 from pearl_py.kernels.registry import KernelUnavailable
 
@@ -196,7 +196,7 @@ class FusedInference:
         rows = obs.shape[0]
         S = self._scratch.get(rows)
         if S is None:
-            S = self._scratch[rows] = np.empty(rows * self.width + self.scratch_extra, np.float32)
+            S = self._scratch[rows] = aligned_zeros(rows * self.width + self.scratch_extra)
         if self.is_dqn:
             rate = self.algorithm.epsilon(progress) if explore else 0.0
         else:

@@ -6,6 +6,8 @@ numba's on-disk cache.
 """
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 import torch
 
@@ -89,3 +91,20 @@ def test_other_network_shapes_are_refused():
     learner.nets.online["q"][1] = torch.nn.Tanh()
     ok, why = supports(learner)
     assert not ok and "Linear(bias)/ReLU" in why
+
+
+def test_batch_fields_are_checked_and_converted():
+    """The kernel reads the batch tensors' memory: a wrong size is an error naming it; int32 actions, float64
+    rewards and a non-contiguous obs are converted and give the same step."""
+    algo = dqn()
+    a, b = twin_learners(algo)
+    fast_a, fast_b = make_fused_cpu(a), make_fused_cpu(b)
+    batch = batch_stream(algo, n=1)[0]
+    with pytest.raises(ValueError, match=r"a batch field has shape \(31,\) \(31 elements\), expected 32 elements"):
+        fast_a(dataclasses.replace(batch, rewards=batch.rewards[:31]))
+    odd = dataclasses.replace(batch, actions=batch.actions.int(), rewards=batch.rewards.double(),
+                              obs=batch.obs.t().contiguous().t())
+    assert not odd.obs.is_contiguous()
+    expected, got = fast_a(batch), fast_b(odd)
+    torch.testing.assert_close(got.losses["q"], expected.losses["q"], rtol=0, atol=0)
+    torch.testing.assert_close(got.td_abs, expected.td_abs, rtol=0, atol=0)
