@@ -1,4 +1,8 @@
-"""Per-machine calibration: fitted latency models by (kind, variant[, env id]), cached as JSON.
+"""Per-machine calibration: fitted latency models by (kind, variant[, env id][, threads]), cached as JSON.
+
+Models are one-thread unless their key says otherwise (``learner_update/fused@2threads``); a
+cache written before threaded calibration existed loads as it is and simply has no such keys
+(the estimator then offers one thread and says why: docs/cost-models.md §2).
 
 The cache lives in ``$PEARL_CACHE_DIR`` (default ``~/.cache/pearl_py``) as
 ``calibration-<fingerprint>.json``; the fingerprint names the host, CPU model,
@@ -24,6 +28,11 @@ from pathlib import Path
 from pearl_py.estimate.fit import FittedModel
 
 CACHE_ENV = "PEARL_CACHE_DIR"
+THREADED_VARIANTS: dict[str, tuple[str, ...]] = {"learner_update": ("reference", "fused")}
+"""Variants calibrated at more than one thread. ``compiled`` is not: inductor fixes the thread count of its
+fused loops when it compiles, so every count would cost its own compiles (4 more per count)."""
+MAX_THREADS = 2
+"""Most threads a threaded variant is calibrated at (and so may be planned with)."""
 
 
 def machine_fingerprint() -> str:
@@ -46,9 +55,10 @@ def default_path() -> Path:
     return cache_dir() / f"calibration-{machine_fingerprint()}.json"
 
 
-def model_key(kind: str, variant: str, env_id: str | None = None) -> str:
-    """``kind/variant`` or, for env_step, ``env_step/variant/<env id>``."""
-    return f"{kind}/{variant}" + (f"/{env_id}" if env_id else "")
+def model_key(kind: str, variant: str, env_id: str | None = None, threads: int = 1) -> str:
+    """``kind/variant`` or, for env_step, ``env_step/variant/<env id>``; a model at more than one
+    thread (the learner update's) ends in ``@<n>threads``: ``learner_update/fused@2threads``."""
+    return f"{kind}/{variant}" + (f"/{env_id}" if env_id else "") + (f"@{threads}threads" if threads > 1 else "")
 
 
 @dataclass
@@ -59,8 +69,8 @@ class Calibration:
     models: dict[str, FittedModel] = field(default_factory=dict)
     meta: dict = field(default_factory=dict)
 
-    def model(self, kind: str, variant: str, env_id: str | None = None) -> FittedModel | None:
-        return self.models.get(model_key(kind, variant, env_id))
+    def model(self, kind: str, variant: str, env_id: str | None = None, threads: int = 1) -> FittedModel | None:
+        return self.models.get(model_key(kind, variant, env_id, threads))
 
     def to_dict(self) -> dict:
         return {"fingerprint": self.fingerprint, "meta": self.meta,

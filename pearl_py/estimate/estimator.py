@@ -4,6 +4,10 @@
 - other CPUs and GPUs: roofline + per-op dispatch from the catalogue, ``"modelled"``;
 - FPGAs: the HLS-style model of :mod:`pearl_py.estimate.fpga_kernels`, ``"modelled"``.
 
+The learner update on the local calibrated CPU is also costed at more than one thread
+(:meth:`Estimator.thread_counts`, ``cost(..., threads=n)``: its ``@<n>threads`` models);
+everywhere else a call is one thread's.
+
 Implementation variants (``pearl_py.kernels``: ``compiled`` learner update, ``fused``
 inference on CPUs, ``cuda_graph`` on GPUs) are costed like the reference: the local CPU
 from their own calibrated model, other devices from ``estimators/roofline.yaml``.
@@ -28,7 +32,7 @@ Example::
 from __future__ import annotations
 
 from pearl_py.estimate import roofline
-from pearl_py.estimate.calibration import Calibration
+from pearl_py.estimate.calibration import THREADED_VARIANTS, Calibration
 from pearl_py.estimate.cost import Cost, Infeasible
 from pearl_py.estimate.features import workload_features
 from pearl_py.estimate.fpga_kernels import FpgaTemplates, mlp_design, sum_tree_design, sync_design
@@ -103,12 +107,40 @@ class Estimator:
         kind = kernel.kind.value
         return self.calibration.model(kind, "reference") is not None and self.calibration.model(kind, variant) is None
 
-    def cost(self, kernel: Kernel, device: Device, variant: str = "reference") -> Cost:
+    def thread_counts(self, kernel: Kernel, device: Device, variant: str = "reference") -> list[int]:
+        """Thread counts ``variant`` of ``kernel`` is costed at on ``device``: 1, and on this machine's
+        calibrated CPU every count up to its cores that has a model (the learner update's, ``pearl profile``)."""
+        if not (device.kind == "cpu" and device.local and self.calibration is not None):
+            return [1]
+        kind = kernel.kind.value
+        return [1] + [n for n in range(2, device.parallel_units + 1)
+                      if self.calibration.model(kind, variant, threads=n) is not None]
+
+    def thread_note(self, kernel: Kernel, device: Device) -> str | None:
+        """Why ``kernel`` is offered one thread only on this machine's multi-core CPU, when a newer
+        ``pearl profile`` would offer more (a calibration cached before threaded calibration existed)."""
+        kind = kernel.kind.value
+        if not (device.kind == "cpu" and device.local and self.calibration is not None
+                and device.parallel_units > 1 and kind in THREADED_VARIANTS):
+            return None
+        if any(len(self.thread_counts(kernel, device, v)) > 1 for v in THREADED_VARIANTS[kind]):
+            return None
+        return (f"{kernel.name}: one thread only on {device.name}: the cached calibration has no model at 2 or more "
+                "threads (it predates threaded calibration: run `pearl profile`)")
+
+    def cost(self, kernel: Kernel, device: Device, variant: str = "reference", threads: int = 1) -> Cost:
         """Cost of one call of ``kernel`` on ``device``; raises :class:`Infeasible` if it cannot run there.
 
         A variant of another kind or device class (``fused`` inference on a GPU) is
         :class:`Infeasible` (resource ``variant``); a name no estimator knows is a ``KeyError``.
+        ``threads`` > 1: the call at that many threads, known only where calibrated
+        (:meth:`thread_counts`); elsewhere :class:`Infeasible` (resource ``threads``).
         """
+        if threads != 1:
+            if threads not in self.thread_counts(kernel, device, variant):
+                raise Infeasible(kernel.name, device.name, "threads", reason=f"{variant!r} is not calibrated at "
+                                 f"{threads} threads here (only {self.thread_counts(kernel, device, variant)})")
+            return self._calibrated(kernel, device, variant, threads)
         if device.kind == "fpga":
             return self._fpga(kernel, device)
         if kernel.kind == KernelKind.ENV_STEP and device.kind != "cpu":
@@ -134,11 +166,11 @@ class Estimator:
         """Moving ``nbytes`` from device ``src`` to ``dst`` over the platform's links (modelled)."""
         return Cost(platform.transfer_s(src, dst, nbytes), 0.0, source="modelled")
 
-    def _calibrated(self, kernel: Kernel, device: Device, variant: str) -> Cost | None:
+    def _calibrated(self, kernel: Kernel, device: Device, variant: str, threads: int = 1) -> Cost | None:
         if self.calibration is None:
             return None
         env_id = getattr(kernel.workload, "env_id", None) if kernel.kind == KernelKind.ENV_STEP else None
-        model = self.calibration.model(kernel.kind.value, variant, env_id)
+        model = self.calibration.model(kernel.kind.value, variant, env_id, threads)
         if model is None:
             return None
         features = workload_features(kernel.workload)
@@ -147,8 +179,8 @@ class Estimator:
         setup_s = setup.get("seconds")
         if setup_s is None:  # no cold setup measured here (a warm cache served every compile): the modelled one
             setup_s = self.params.setup_s(variant, kernel.kind.value) if variant != "reference" else 0.0
-        return Cost(latency, dynamic_energy_j(device.spec, latency, 1 / device.spec.cores),
-                    {"cores": 1}, "calibrated", kernel.kind.value, {"model": model.cv_mape}, setup_s)
+        return Cost(latency, dynamic_energy_j(device.spec, latency, threads / device.spec.cores),
+                    {"cores": threads}, "calibrated", kernel.kind.value, {"model": model.cv_mape}, setup_s)
 
     def _roofline(self, kernel: Kernel, device: Device, variant: str) -> Cost:
         spec, features, p = device.spec, workload_features(kernel.workload), self.params

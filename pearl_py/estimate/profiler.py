@@ -1,10 +1,13 @@
-"""Calibrate this CPU: run every kernel kind over a grid, fit a model per (kind, variant[, env]).
+"""Calibrate this CPU: run every kernel kind over a grid, fit a model per (kind, variant[, env][, threads]).
 
-Runs single-threaded (``torch.set_num_threads(1)``), as every pearl_py runtime process
-does. ``pearl profile`` calls :func:`profile` and caches the result per machine. Every
-variant with a micro-benchmark is calibrated where ``pearl_py.kernels`` says it can run
-here; a variant with a one-off setup (the ``compiled`` learner update's compile) also
-records that setup in ``calibration.meta["setup"]``.
+Runs single-threaded (``torch.set_num_threads(1)``), as every pearl_py actor and server
+process does. The learner update may run more threads (the optimizer plans its thread
+count): its variants in :data:`THREADED_VARIANTS` are also timed at 2 .. min(cores,
+:data:`MAX_THREADS`) threads, in wall time, on the quick grid, each count with its own model
+(``learner_update/fused@2threads``). ``pearl profile`` calls :func:`profile` and caches the
+result per machine. Every variant with a micro-benchmark is calibrated where
+``pearl_py.kernels`` says it can run here; a variant with a one-off setup (the ``compiled``
+learner update's compile) also records that setup in ``calibration.meta["setup"]``.
 
 Example::
 
@@ -16,12 +19,14 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import os
 import time
 from collections.abc import Callable, Iterator
 
 import torch
 
-from pearl_py.estimate.calibration import Calibration, machine_fingerprint, model_key
+from pearl_py.estimate.calibration import (MAX_THREADS, THREADED_VARIANTS, Calibration, machine_fingerprint,
+                                           model_key)
 from pearl_py.estimate.features import workload_features
 from pearl_py.estimate.fit import FittedModel, select_model
 from pearl_py.estimate.microbench import BenchPoint, build, clear_compiled, time_call, variants
@@ -104,35 +109,67 @@ def heldout_grid(kind: str) -> list[BenchPoint]:
     raise KeyError(kind)
 
 
+THREAD_PASSES = 5
+"""Passes over the grid at more than one thread: wall time, so more chances of an undisturbed one."""
+
+
+def usable_cores() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def thread_counts(kind: str, variant: str) -> list[int]:
+    """Thread counts beyond one that ``variant`` of ``kind`` is calibrated at on this machine."""
+    if variant not in THREADED_VARIANTS.get(kind, ()):
+        return []
+    return list(range(2, min(usable_cores(), MAX_THREADS) + 1))
+
+
 @contextlib.contextmanager
-def single_thread() -> Iterator[None]:
-    """One intra-op thread, as in every pearl_py runtime process; restores the previous setting."""
+def threads(n: int) -> Iterator[None]:
+    """``n`` intra-op threads (torch, and through it MKL; the fused kernels set scipy's OpenBLAS alike when
+    built); restores the previous count, and scipy's OpenBLAS to it."""
     before = torch.get_num_threads()
-    torch.set_num_threads(1)
+    torch.set_num_threads(n)
     try:
         yield
     finally:
         torch.set_num_threads(before)
+        if n != before:
+            _reset_blas_threads(before)
+
+
+def _reset_blas_threads(n: int) -> None:
+    from pearl_py.kernels.numba_blas import numba_available, set_blas_threads
+
+    if numba_available()[0]:
+        set_blas_threads(n)
+
+
+def single_thread() -> contextlib.AbstractContextManager[None]:
+    """One intra-op thread, as in every pearl_py actor and server process; restores the previous setting."""
+    return threads(1)
 
 
 def measure(kind: str, variant: str, points: list[BenchPoint], passes: int = 3,
-            setup: list[tuple[Workload, float, bool]] | None = None) -> list[tuple[Workload, float]]:
-    """Seconds per call of ``kind``/``variant`` at every point (single-threaded).
+            setup: list[tuple[Workload, float, bool]] | None = None, n_threads: int = 1) -> list[tuple[Workload, float]]:
+    """Seconds per call of ``kind``/``variant`` at every point, with ``n_threads`` threads (default one).
 
     The grid is timed ``passes`` times, interleaved, and each point keeps its fastest
     pass: neighbours on a shared machine only ever add time (cache and memory
-    interference), so the minimum is the least disturbed figure. One-off setups paid while
-    building the kernels (compiles: wall seconds, and whether no cache shortened them) are
-    appended to ``setup`` when given.
+    interference), so the minimum is the least disturbed figure. One thread is timed in
+    the process's CPU time; more threads in wall time (CPU time would add the threads up).
+    One-off setups paid while building the kernels (compiles: wall seconds, and whether no
+    cache shortened them) are appended to ``setup`` when given.
     """
-    with single_thread():
+    clock = time.process_time if n_threads == 1 else time.perf_counter
+    with threads(n_threads):
         benches = [build(kind, variant, point) for point in points]
         if setup is not None:
             setup += [(w, call.setup_s, getattr(call, "setup_cold", True)) for w, call in benches
                       if getattr(call, "setup_s", 0.0) > 0]
-        best = [time_call(call) for _, call in benches]
+        best = [time_call(call, clock=clock) for _, call in benches]
         for _ in range(passes - 1):
-            best = [min(b, time_call(call)) for b, (_, call) in zip(best, benches)]
+            best = [min(b, time_call(call, clock=clock)) for b, (_, call) in zip(best, benches)]
     return [(workload, seconds) for (workload, _), seconds in zip(benches, best)]
 
 
@@ -174,7 +211,9 @@ def setup_entry(setup: list[tuple[Workload, float, bool]]) -> dict:
 def profile(quick: bool = False, kinds: tuple[str, ...] = KINDS,
             log: Callable[[str], None] = lambda line: None) -> Calibration:
     """Measure and fit every registered variant of every kind that can run on this CPU."""
-    calibration = Calibration(machine_fingerprint(), meta={"quick": quick, "threads": 1,
+    threaded = {model_key(kind, v): [1, *thread_counts(kind, v)] for kind in kinds for v in variants(kind)
+                if thread_counts(kind, v)}
+    calibration = Calibration(machine_fingerprint(), meta={"quick": quick, "threads": 1, "threaded": threaded,
                                                            "torch": torch.__version__})
     start = time.perf_counter()
     try:
@@ -192,9 +231,13 @@ def profile(quick: bool = False, kinds: tuple[str, ...] = KINDS,
                     calibration.meta.setdefault("setup", {})[model_key(kind, variant)] = entry
                     log(f"{model_key(kind, variant):<32} setup (compile) {sum(s for _, s, _ in setup):.1f}s "
                         f"for {len(setup)} shapes ({len(entry['cold'])} cold)")
-                for env_id, model in fit_measurements(kind, measured).items():
-                    calibration.models[model_key(kind, variant, env_id)] = model
-                    log(f"{model_key(kind, variant, env_id):<32} {model.form:<9} cv error {model.cv_mape:5.1f}%  "
+                fitted = {model_key(kind, variant, env_id): model for env_id, model in fit_measurements(kind, measured).items()}
+                for n in thread_counts(kind, variant):
+                    at_n = measure(kind, variant, calibration_grid(kind, True, variant), THREAD_PASSES, n_threads=n)
+                    fitted[model_key(kind, variant, threads=n)] = fit_measurements(kind, at_n)[None]
+                for key, model in fitted.items():
+                    calibration.models[key] = model
+                    log(f"{key:<32} {model.form:<9} cv error {model.cv_mape:5.1f}%  "
                         f"({model.n_points} points, {time.perf_counter() - t0:.1f}s)")
     finally:
         clear_compiled()

@@ -1,0 +1,83 @@
+"""Calibration at more than one thread (the learner update's) and how the estimator costs it."""
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+import torch
+
+import pearl_py as pearl
+from pearl_py.estimate import Calibration, Estimator, profiler
+from pearl_py.estimate.calibration import model_key
+from pearl_py.estimate.cost import Infeasible
+from pearl_py.estimate.fit import FittedModel
+from pearl_py.estimate.microbench import BenchPoint
+from pearl_py.platform import Platform
+
+NET = ("flops", "bytes", "ops")
+
+
+def test_model_keys_name_the_thread_count():
+    assert model_key("learner_update", "fused") == "learner_update/fused"
+    assert model_key("learner_update", "fused", threads=2) == "learner_update/fused@2threads"
+
+
+def test_thread_counts_follow_the_cores_and_the_threaded_variants(monkeypatch):
+    monkeypatch.setattr(profiler, "usable_cores", lambda: 8)
+    assert profiler.thread_counts("learner_update", "fused") == [2]           # at most MAX_THREADS
+    assert profiler.thread_counts("learner_update", "compiled") == []
+    assert profiler.thread_counts("inference", "fused") == []
+    monkeypatch.setattr(profiler, "usable_cores", lambda: 1)
+    assert profiler.thread_counts("learner_update", "fused") == []
+
+
+def test_profile_fits_a_model_per_thread_count_and_restores_the_threads(monkeypatch):
+    points = [BenchPoint("learner_update", algo="dqn", width=16, batch=8),
+              BenchPoint("learner_update", algo="dqn", width=32, batch=16),
+              BenchPoint("learner_update", algo="ddpg", width=16, batch=8),
+              BenchPoint("learner_update", algo="ddpg", width=32, batch=16),
+              BenchPoint("learner_update", algo="dqn", width=64, batch=32)]
+    monkeypatch.setattr(profiler, "calibration_grid", lambda kind, quick=False, variant="reference": points)
+    monkeypatch.setattr(profiler, "variants", lambda kind: ["reference"])
+    monkeypatch.setattr(profiler, "usable_cores", lambda: 2)
+    monkeypatch.setattr(profiler, "THREAD_PASSES", 1)
+    before = torch.get_num_threads()
+    lines: list[str] = []
+    cal = profiler.profile(kinds=("learner_update",), log=lines.append)
+    assert torch.get_num_threads() == before
+    assert set(cal.models) == {"learner_update/reference", "learner_update/reference@2threads"}
+    assert cal.meta["threaded"] == {"learner_update/reference": [1, 2]}
+    assert any(line.startswith("learner_update/reference@2threads") for line in lines)
+    # the cache round-trips the new keys; a cache without them still loads
+    assert set(Calibration.from_dict(cal.to_dict()).models) == set(cal.models)
+
+
+def calibration(threaded: bool) -> Calibration:
+    models = {model_key("learner_update", "fused"): FittedModel("linear", NET, (2e-3, 1e-11, 0, 0), "flops")}
+    if threaded:
+        models[model_key("learner_update", "fused", threads=2)] = FittedModel("linear", NET, (1e-3, 6e-12, 0, 0),
+                                                                              "flops")
+    return Calibration("test", models)
+
+
+@pytest.fixture(scope="module")
+def cpu():
+    device = Platform.local().device("cpu")
+    return dataclasses.replace(device, spec=dataclasses.replace(device.spec, cores=2))
+
+
+def test_the_estimator_costs_calibrated_thread_counts_only(cpu):
+    kernel = pearl.DDPG("Pendulum-v1").protocol().kernel("learner_update")
+    threaded = Estimator(calibration(threaded=True))
+    assert threaded.thread_counts(kernel, cpu, "fused") == [1, 2]
+    assert threaded.thread_counts(kernel, cpu, "reference") == [1]
+    one, two = threaded.cost(kernel, cpu, "fused"), threaded.cost(kernel, cpu, "fused", threads=2)
+    assert two.latency_s < one.latency_s and two.source == "calibrated" and two.resources["cores"] == 2
+    assert threaded.thread_note(kernel, cpu) is None
+    with pytest.raises(Infeasible, match="threads"):
+        threaded.cost(kernel, cpu, "reference", threads=2)
+    old = Estimator(calibration(threaded=False))
+    assert old.thread_counts(kernel, cpu, "fused") == [1]
+    assert "pearl profile" in old.thread_note(kernel, cpu)
+    catalogue = Platform.load("pearl-cpu-gpu-fpga").device("cpu")
+    assert old.thread_counts(kernel, catalogue, "fused") == [1]
