@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from pearl_py.optimize.builder import Constraints, CostModel, build_problem
-from pearl_py.optimize.explain import compare_sentence, limit_sentence
+from pearl_py.optimize.explain import compare_sentence, limit_sentence, thread_sentences
 from pearl_py.optimize.model import OBJECTIVES
 from pearl_py.optimize.pareto import pareto_front
 from pearl_py.optimize.plan import Placement, Plan
@@ -127,9 +127,12 @@ def describe(problem: AssignmentProblem, protocol: ProtocolGraph, sol: Solution)
     perf = sol.performance
     costs: dict[str, dict[str, dict[str, Any]]] = {}
     for (kernel, device, variant), option in problem.options.items():
-        costs.setdefault(kernel, {}).setdefault(device, {})[variant] = {
+        entry = costs.setdefault(kernel, {}).setdefault(device, {})[variant] = {
             "latency_s": option.latency_s, "energy_j": option.energy_j, "source": option.source,
             "resources": dict(option.resources), "setup_s": option.setup_s}
+        if option.threads:
+            entry["threads"] = [{"threads": n, "latency_s": lat, "energy_j": e}
+                                for n, (lat, e) in enumerate(option.threads, start=2)]
     return {
         **_summary(problem, sol),
         "mode": "serialized" if problem.serialized else "overlapped",
@@ -149,4 +152,5 @@ def describe(problem: AssignmentProblem, protocol: ProtocolGraph, sol: Solution)
                     or any(d.name == dev for (_, dev, _) in problem.options)},
         "power_cap_w": problem.power_cap_w,
         "limit": limit_sentence(problem, sol.assignment, perf),
+        "threads": thread_sentences(problem, sol.assignment, perf, sol.objective),
     }

@@ -10,7 +10,10 @@
 * identical nodes and identical devices in a node are interchangeable, so only as many
   of each as there are kernels are offered (an exact symmetry reduction for the
   catalogue's cluster platforms);
-* memory needs come from the workloads (replay storage, weights, Adam state).
+* memory needs come from the workloads (replay storage, weights, Adam state);
+* a kernel the estimator costs at more than one thread on a CPU (the learner update where
+  calibrated, ``Estimator.thread_counts``) gets those costs in ``Option.threads``: the
+  optimizer picks its thread count like a replica count (docs/optimizer.md).
 
 Example::
 
@@ -39,8 +42,9 @@ ADAM_COPIES = 4
 
 
 class CostModel(Protocol):
-    """What the builder needs from :class:`pearl_py.estimate.Estimator` (``variants(kernel, device)`` and
-    ``unavailable_variants(kernel, device)`` are used when present)."""
+    """What the builder needs from :class:`pearl_py.estimate.Estimator` (``variants(kernel, device)``,
+    ``unavailable_variants(kernel, device)``, ``thread_counts(kernel, device, variant)`` with
+    ``cost(..., threads=n)``, and ``thread_note(kernel, device)`` are used when present)."""
 
     def cost(self, kernel: Kernel, device: Any, variant: str = "reference") -> Any: ...
 
@@ -178,6 +182,15 @@ def _routes(platform: Platform, devices: Iterable[str]) -> tuple[dict[str, Link]
     return links, routes
 
 
+def _threaded(estimator: CostModel, kernel: Kernel, device, variant: str, target: str) -> tuple[tuple[float, float], ...]:
+    """``(latency_s, energy_j)`` at 2, 3, ... threads where the estimator costs more than one thread
+    (a non-replicable kernel on a CPU device, not a pool: the learner update on the calibrated local CPU)."""
+    if kernel.replicable or device.kind != "cpu" or target != device.name or not hasattr(estimator, "thread_counts"):
+        return ()
+    counts = [n for n in estimator.thread_counts(kernel, device, variant) if n > 1]
+    return tuple((c.latency_s, c.energy_j) for c in (estimator.cost(kernel, device, variant, threads=n) for n in counts))
+
+
 def build_problem(protocol: ProtocolGraph, platform: Platform, estimator: CostModel,
                   constraints: Constraints | Mapping[str, Any] | None = None,
                   variants: Sequence[str] | None = None, horizon: float | None = None,
@@ -267,7 +280,12 @@ def build_problem(protocol: ProtocolGraph, platform: Platform, estimator: CostMo
                 instance = cost.instance if device.kind == "fpga" else (
                     "replay-storage" if kernel.kind in REPLAY_KINDS else "")
                 options[(kernel.name, target, variant)] = Option(cost.latency_s, cost.energy_j, resources,
-                                                                 cost.source, instance, setup_s)
+                                                                 cost.source, instance, setup_s,
+                                                                 _threaded(estimator, kernel, device, variant, target))
+            if target == device.name and hasattr(estimator, "thread_note"):
+                note = estimator.thread_note(kernel, device)
+                if note:
+                    notes[kernel.name].append(note)
     tasks = tuple(Task(k.name, k.rate, k.replicable, constraints.pin.get(k.name), _stage(k.kind)) for k in kernels)
     edges = tuple(Edge(src, dst, float(nbytes), float(rate)) for src, dst, nbytes, rate in protocol.edges())
     physical = {m for d in devices.values() for m in d.physical}

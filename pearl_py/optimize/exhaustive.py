@@ -1,4 +1,4 @@
-"""Exhaustive enumeration: every device, variant and replica count for every kernel (exact, small).
+"""Exhaustive enumeration: every device, variant and replica (or thread) count for every kernel (exact, small).
 
 Example::
 
@@ -14,7 +14,7 @@ import time
 from collections.abc import Iterator
 
 from pearl_py.errors import PlanningError
-from pearl_py.optimize.model import Assignment, Choice, Performance, evaluate
+from pearl_py.optimize.model import Assignment, Performance, evaluate, placements
 from pearl_py.optimize.problem import AssignmentProblem
 from pearl_py.optimize.solution import Solution
 
@@ -22,17 +22,8 @@ MAX_PLANS = 200_000
 """Refuse instances with more plans than this; use the MILP."""
 
 
-def choices(problem: AssignmentProblem, kernel: str) -> list[Choice]:
-    """Every (device, variant, replicas) the kernel may take."""
-    out = []
-    for device, variant in problem.candidates(kernel):
-        members = len(problem.devices[device].physical)
-        out += [Choice(device, variant, n * members) for n in problem.replica_choices(kernel, device)]
-    return out
-
-
 def count_plans(problem: AssignmentProblem) -> int:
-    return math.prod(len(choices(problem, t.name)) for t in problem.tasks)
+    return math.prod(len(placements(problem, t.name)) for t in problem.tasks)
 
 
 def feasible_plans(problem: AssignmentProblem) -> Iterator[tuple[Assignment, Performance]]:
@@ -41,7 +32,7 @@ def feasible_plans(problem: AssignmentProblem) -> Iterator[tuple[Assignment, Per
     if count_plans(problem) > MAX_PLANS:
         raise ValueError(f"{count_plans(problem)} plans are too many to enumerate (limit {MAX_PLANS})")
     names = [t.name for t in problem.tasks]
-    for combo in itertools.product(*(choices(problem, k) for k in names)):
+    for combo in itertools.product(*(placements(problem, k) for k in names)):
         assignment = dict(zip(names, combo))
         perf = evaluate(problem, assignment)
         if perf.feasible:

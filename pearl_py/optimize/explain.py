@@ -1,4 +1,5 @@
-"""Plain sentences about a plan: what limits its throughput, what would lift it, why objectives differ.
+"""Plain sentences about a plan: what limits its throughput, what would lift it, why objectives differ,
+how many threads a threaded kernel got and why.
 
 Example::
 
@@ -8,7 +9,7 @@ Example::
 """
 from __future__ import annotations
 
-from pearl_py.optimize.model import POLICY_LAG, Assignment, Performance
+from pearl_py.optimize.model import POLICY_LAG, Assignment, Choice, Performance, evaluate
 from pearl_py.optimize.problem import AssignmentProblem
 
 
@@ -57,6 +58,47 @@ def limit_sentence(problem: AssignmentProblem, assignment: Assignment, perf: Per
         text += (f", up to {1 / loads[nxt]:,.0f} samples/s, where {_describe(problem, assignment, nxt)} "
                  "limits next")
     return text + "."
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1e3:.3g} ms"
+
+
+def thread_sentences(problem: AssignmentProblem, assignment: Assignment, perf: Performance,
+                     objective: str) -> list[str]:
+    """Per kernel that may run several threads where it is placed: how many it got, and why.
+
+    E.g. "learner_update runs 2 threads on cpu: 4.2 ms per call vs 6.9 ms at 1 thread (calibrated); its
+    extra thread takes a core the 1 actor process(es) leave free (2 cores)."
+    """
+    out = []
+    for kernel, choice in assignment.items():
+        if not problem.threaded(kernel, choice.device, choice.variant):
+            continue
+        option = problem.option(kernel, choice.device, choice.variant)
+        units = problem.devices[choice.device].units
+        actors = max((c.replicas for k, c in assignment.items()
+                      if problem.task(k).replicable and choice.device in problem.devices[c.device].physical), default=0)
+        n = choice.replicas
+        head = f"{kernel} runs {n} thread{'s' if n > 1 else ''} on {choice.device}"
+        if n > 1:
+            out.append(f"{head}: {_ms(option.at(n)[0])} per call vs {_ms(option.latency_s)} at 1 thread "
+                       f"({option.source}); its extra thread{'s take cores' if n > 2 else ' takes a core'} the "
+                       f"{actors} actor process(es) leave free ({units} cores).")
+            continue
+        reasons = []
+        for m in problem.replica_choices(kernel, choice.device, choice.variant)[1:]:
+            trial = evaluate(problem, {**assignment, kernel: Choice(choice.device, choice.variant, m)})
+            at_m = f"{m} threads would take {_ms(option.at(m)[0])} per call (vs {_ms(option.latency_s)})"
+            if option.at(m)[0] >= option.latency_s:
+                reasons.append(f"{at_m}: no faster")
+            elif not trial.feasible:
+                reasons.append(f"{at_m}, but the {actors} actor process(es) hold {actors} of the {units} cores")
+            elif trial.objective(objective) >= perf.objective(objective):
+                reasons.append(f"{at_m}, but would not lower the plan's {'time' if objective == 'throughput' else 'energy'}"
+                               " per sample")
+        out.append(f"{head}: " + "; ".join(reasons) + ".")
+    return out
 
 
 def compare_sentence(problem: AssignmentProblem, chosen: tuple[Assignment, Performance], objective: str,

@@ -2,7 +2,7 @@
 
 Kernels are placed one at a time in decreasing order of their cheapest work per sample
 (HEFT's rank, Topcuoglu et al. 2002), each where the partial plan's objective is best;
-then single-kernel moves (device, variant, replicas) are applied while one improves it.
+then single-kernel moves (device, variant, replicas or threads) are applied while one improves it.
 
 Example::
 
@@ -34,13 +34,14 @@ def _free_units(problem: AssignmentProblem, assignment: Assignment, kernel: str,
 
 
 def moves(problem: AssignmentProblem, assignment: Assignment, kernel: str) -> list[Choice]:
-    """Choices tried for ``kernel``: every device and variant; replicas all free units, half, one."""
+    """Choices tried for ``kernel``: every device and variant; replicas all free units, half, one;
+    every thread count of a threaded option."""
     out = []
     replicable = problem.task(kernel).replicable
     for device, variant in problem.candidates(kernel):
         m = len(problem.devices[device].physical)
         if not replicable:
-            out.append(Choice(device, variant, 1))
+            out += [Choice(device, variant, n) for n in problem.replica_choices(kernel, device, variant)]
             continue
         free = _free_units(problem, assignment, kernel, device)
         for per_member in sorted({free, max(1, free // 2), 1}):

@@ -3,9 +3,11 @@
 Variables (docs/optimizer.md has the full formulation):
 
 * ``x[k,p,v,j]`` binary: kernel ``k`` on device or pool ``p`` as variant ``v`` with ``j``
-  replicas per member (``j = 1`` unless ``k`` replicates); ``sum = 1`` per kernel.
-* ``T`` continuous: seconds per sample. Every device's busy time ``sum r*c/(m*j) * x <= T``;
-  cores ``sum j * x <= units``; memory and FPGA resources (shared instances via ``w``).
+  replicas per member, or ``j`` threads for a threaded option (``j = 1`` otherwise); ``sum = 1`` per kernel.
+* ``T`` continuous: seconds per sample. Every device's busy time ``sum r*c/(m*j) * x <= T``
+  (a threaded kernel: ``j`` threads, ``sum r*c(j) * x``); cores ``sum j * x <= units``; a threaded
+  kernel's extra threads beside each replicated kernel's replicas ``j_k x + sum (j - 1) x <= units``;
+  memory and FPGA resources (shared instances via ``w``).
 * ``y[e,p,q] >= X[src,p] + X[dst,q] - 1`` for edges crossing devices; every link's busy time ``<= T``.
 * Policy lag (``overlap < 1``), for every device ``d`` the training kernel may use and each
   collection stage (acting, intake): ``stage loads + (1 - overlap) * (other loads on d) - T
@@ -31,7 +33,8 @@ from scipy.optimize import Bounds, LinearConstraint, milp
 from scipy.sparse import coo_array
 
 from pearl_py.errors import PlanningError
-from pearl_py.optimize.model import COLLECTION, Choice, edge_cost, evaluate, kernel_bound, time_limit
+from pearl_py.optimize.model import (COLLECTION, Choice, call_cost, contribution, edge_cost, evaluate, kernel_bound,
+                                     time_limit)
 from pearl_py.optimize.problem import AssignmentProblem
 from pearl_py.optimize.solution import Solution
 
@@ -72,7 +75,7 @@ class _Builder:
 
 def milp_size(problem: AssignmentProblem) -> int:
     """Binary placement variables plus crossing-edge pairs: a proxy for how hard the MILP is."""
-    xs = sum(len(problem.replica_choices(t.name, d)) for t in problem.tasks for d, _ in problem.candidates(t.name))
+    xs = sum(len(problem.replica_choices(t.name, d, v)) for t in problem.tasks for d, v in problem.candidates(t.name))
     places = {t.name: {d for d, _ in problem.candidates(t.name)} for t in problem.tasks}
     pairs = sum(len(places[e.src]) * len(places[e.dst]) for e in problem.edges)
     return xs + pairs
@@ -99,6 +102,8 @@ def _formulate(problem: AssignmentProblem, objective: str, scale: tuple[float, f
     xvars: dict[str, list[tuple[int, str, str, int]]] = {}
     busy: dict[str, dict[int, float]] = defaultdict(dict)
     cores: dict[str, dict[int, float]] = defaultdict(dict)
+    actor_cores: dict[tuple[str, str], dict[int, float]] = defaultdict(dict)
+    extra_threads: dict[str, dict[int, float]] = defaultdict(dict)
     res_plain: dict[tuple[str, str], dict[int, float]] = defaultdict(dict)
     res_inst: dict[tuple[str, str, str], dict[int, float]] = defaultdict(dict)
     serial: dict[int, float] = {}
@@ -113,16 +118,17 @@ def _formulate(problem: AssignmentProblem, objective: str, scale: tuple[float, f
             device = problem.devices[device_name]
             option = problem.option(task.name, device_name, variant)
             m = len(device.physical)
-            for j in problem.replica_choices(task.name, device_name):
+            for j in problem.replica_choices(task.name, device_name, variant):
                 x = b.var(integer=True)
                 xvars[task.name].append((x, device_name, variant, j))
-                load = task.rate * option.latency_s / (m * j) / t_scale
+                choice = Choice(device_name, variant, j * m)
+                load = contribution(problem, task.name, choice) / t_scale
                 serial[x] = load
                 if task.stage in COLLECTION:
                     collecting[task.stage][x] = load
                 if task.stage == "train":
                     trains[device_name].append(x)
-                energy[x] = task.rate * option.energy_j / e_scale
+                energy[x] = task.rate * call_cost(problem, task.name, choice)[1] / e_scale
                 for d in device.physical:
                     busy[d][x] = load
                     if task.stage not in COLLECTION:
@@ -130,6 +136,9 @@ def _formulate(problem: AssignmentProblem, objective: str, scale: tuple[float, f
                     touching[(task.name, d)].append(x)
                     if task.replicable:
                         cores[d][x] = j
+                        actor_cores[(task.name, d)][x] = j
+                    elif j > 1:
+                        extra_threads[d][x] = j - 1
                     for r, amount in option.resources.items():
                         if option.instance:
                             res_inst[(d, option.instance, r)][x] = amount
@@ -141,6 +150,12 @@ def _formulate(problem: AssignmentProblem, objective: str, scale: tuple[float, f
         units = problem.devices[d].units
         if sum(terms.values()) > units:
             b.row(terms, -np.inf, units)
+    # a threaded kernel's threads beyond its first need cores no actor process holds: for every replicated
+    # kernel k on d, its replicas plus the extra threads fit the units (so does the most replicated one's)
+    for d, extra in extra_threads.items():
+        units = problem.devices[d].units
+        for terms in [terms for (_, dev), terms in actor_cores.items() if dev == d] or [{}]:
+            b.row({**terms, **extra}, -np.inf, units)
     # a shared instance occupies the largest need of any of its kernels placed there: q >= need * x
     shared: dict[tuple[str, str], dict[int, float]] = defaultdict(dict)
     for (d, _, r), needs in res_inst.items():

@@ -117,15 +117,36 @@ def edge_cost(problem: AssignmentProblem, edge: Edge, src: str, dst: str) -> tup
     return hit
 
 
+def call_cost(problem: AssignmentProblem, kernel: str, choice: Choice) -> tuple[float, float]:
+    """``(seconds, dynamic joules)`` of one call as placed: a threaded kernel's at its thread count
+    (``choice.replicas``), any other kernel's one-thread call."""
+    option = problem.option(kernel, choice.device, choice.variant)
+    if problem.task(kernel).replicable:
+        return option.latency_s, option.energy_j
+    return option.at(choice.replicas)
+
+
 def contribution(problem: AssignmentProblem, kernel: str, choice: Choice) -> float:
-    """Busy seconds per sample the kernel adds to each member device of its placement."""
-    return problem.task(kernel).rate * problem.option(kernel, choice.device, choice.variant).latency_s / choice.replicas
+    """Busy seconds per sample the kernel adds to each member device of its placement: calls per sample
+    times the call's latency, spread over the replicas of a replicable kernel (a threaded kernel's
+    latency is already the one at its thread count)."""
+    spread = choice.replicas if problem.task(kernel).replicable else 1
+    return problem.task(kernel).rate * call_cost(problem, kernel, choice)[0] / spread
+
+
+def placements(problem: AssignmentProblem, kernel: str) -> list[Choice]:
+    """Every (device, variant, replicas or threads) the kernel may take."""
+    out = []
+    for device, variant in problem.candidates(kernel):
+        members = len(problem.devices[device].physical)
+        out += [Choice(device, variant, n * members) for n in problem.replica_choices(kernel, device, variant)]
+    return out
 
 
 def slowest_time(problem: AssignmentProblem) -> float:
     """Upper bound on any plan's time per sample before a power cap stretches it (all work and transfers in series)."""
-    work = sum(max((problem.task(k).rate * problem.option(k, d, v).latency_s for d, v in problem.candidates(k)),
-                   default=0.0) for k in (t.name for t in problem.tasks))
+    work = sum(max((problem.task(t.name).rate * call_cost(problem, t.name, c)[0] for c in placements(problem, t.name)),
+                   default=0.0) for t in problem.tasks)
     hops = max((len(r) for r in problem.routes.values()), default=0)
     slowest_link = lambda n: max((link.transfer_s(n) for link in problem.links.values()), default=0.0)  # noqa: E731
     comm = sum(e.rate * hops * slowest_link(e.bytes) for e in problem.edges)
@@ -136,10 +157,8 @@ def kernel_bound(problem: AssignmentProblem, objective: str) -> float:
     """Bound ignoring interactions: no plan beats any kernel's fastest (or most frugal) placement alone,
     nor idles below the least idle device for that long."""
     if objective == "throughput":
-        return max(min(t.rate * problem.option(t.name, d, v).latency_s / (
-            problem.devices[d].units * len(problem.devices[d].physical) if t.replicable else 1)
-            for d, v in problem.candidates(t.name)) for t in problem.tasks)
-    dynamic = sum(min(t.rate * problem.option(t.name, d, v).energy_j for d, v in problem.candidates(t.name))
+        return max(min(contribution(problem, t.name, c) for c in placements(problem, t.name)) for t in problem.tasks)
+    dynamic = sum(min(t.rate * call_cost(problem, t.name, c)[1] for c in placements(problem, t.name))
                   for t in problem.tasks)
     idle = min(d.idle_w for d in problem.physical_devices())
     return dynamic + idle * kernel_bound(problem, "throughput")
@@ -155,6 +174,8 @@ def evaluate(problem: AssignmentProblem, assignment: Assignment) -> Performance:
     violations: list[str] = []
     busy: dict[str, float] = defaultdict(float)
     cores: dict[str, int] = defaultdict(int)
+    actors: dict[str, int] = defaultdict(int)
+    extra_threads: dict[str, int] = defaultdict(int)
     usage: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
     instances: dict[tuple[str, str], dict[str, float]] = {}
     serial_work = 0.0
@@ -170,19 +191,24 @@ def evaluate(problem: AssignmentProblem, assignment: Assignment) -> Performance:
         option = problem.option(kernel, choice.device, choice.variant)
         members = len(device.physical)
         per_member, rest = divmod(choice.replicas, members)
-        if rest or per_member < 1 or (not task.replicable and choice.replicas != 1):
-            violations.append(f"kernel {kernel!r}: {choice.replicas} replicas on {choice.device!r}")
+        if rest or per_member not in problem.replica_choices(kernel, choice.device, choice.variant):
+            what = "replicas" if task.replicable or not problem.threaded(kernel, choice.device, choice.variant) \
+                else "threads"
+            violations.append(f"kernel {kernel!r}: {choice.replicas} {what} on {choice.device!r}")
             continue
         load = contribution(problem, kernel, choice)
         serial_work += load
         stage_work[task.stage] += load
-        dynamic += task.rate * option.energy_j
+        dynamic += task.rate * call_cost(problem, kernel, choice)[1]
         for d in device.physical:
             busy[d] += load
             if task.stage not in COLLECTION:
                 learner_side[d] += load
             if task.replicable:
                 cores[d] += per_member
+                actors[d] = max(actors[d], per_member)
+            else:
+                extra_threads[d] += choice.replicas - 1
             if option.instance:
                 mine = instances.setdefault((d, option.instance), {})
                 for r, amount in option.resources.items():
@@ -196,6 +222,10 @@ def evaluate(problem: AssignmentProblem, assignment: Assignment) -> Performance:
     for d, n in cores.items():
         if n > problem.devices[d].units:
             violations.append(f"device {d!r}: {n} replicas on {problem.devices[d].units} units")
+    for d, n in extra_threads.items():
+        if n and actors[d] + n > problem.devices[d].units:
+            violations.append(f"device {d!r}: {n} extra thread(s) beside {actors[d]} actor process(es) on "
+                              f"{problem.devices[d].units} units")
     for d, res in usage.items():
         capacity = problem.devices[d].capacity
         for r, amount in res.items():

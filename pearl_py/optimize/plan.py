@@ -21,7 +21,12 @@ from pearl_py.protocol import ProtocolGraph
 
 @dataclass(frozen=True)
 class Placement:
-    """Where one kernel runs: a device of the platform, an implementation variant, replicas."""
+    """Where one kernel runs: a device of the platform, an implementation variant, replicas.
+
+    ``replicas`` of a replicable kernel (``env_step``, ``inference``) are its processes; of
+    ``learner_update`` they are the learner's threads (torch intra-op threads of the learner
+    process; the optimizer plans them where the estimator costs more than one, docs/optimizer.md).
+    """
 
     device: str
     variant: str = "reference"
@@ -47,6 +52,12 @@ class Plan:
         """Every kernel on one device with its reference implementation (the serial executor's plan)."""
         return cls(platform=platform, objective="none",
                    placements={k.name: Placement(device) for k in protocol.kernels()}, solver="single-device")
+
+    @property
+    def learner_threads(self) -> int:
+        """Torch threads of the learner: ``learner_update``'s replicas (1 when the plan has none)."""
+        learner = self.placements.get("learner_update")
+        return learner.replicas if learner is not None else 1
 
     def to_dict(self) -> dict[str, Any]:
         return {

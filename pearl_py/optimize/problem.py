@@ -88,6 +88,21 @@ class Option:
     instance: str = ""
     setup_s: float = 0.0
     """One-off seconds before the first call (a variant's compile); reported, not in the per-sample model."""
+    threads: tuple[tuple[float, float], ...] = ()
+    """``(latency_s, energy_j)`` per call at 2, 3, ... threads, for a kernel that may run multi-threaded on a
+    CPU (the learner update, where calibrated); ``latency_s``/``energy_j`` are the one-thread call."""
+
+    @property
+    def max_threads(self) -> int:
+        return 1 + len(self.threads)
+
+    def at(self, threads: int) -> tuple[float, float]:
+        """``(latency_s, energy_j)`` of one call at ``threads`` threads (1 .. :attr:`max_threads`)."""
+        if threads == 1:
+            return self.latency_s, self.energy_j
+        if not 2 <= threads <= self.max_threads:
+            raise ValueError(f"option has no cost at {threads} threads (1..{self.max_threads})")
+        return self.threads[threads - 2]
 
 
 @dataclass(frozen=True)
@@ -150,6 +165,8 @@ class AssignmentProblem:
             if d not in self.devices:
                 raise ValueError(f"option for kernel {k!r} on unknown device {d!r}")
             task = self._task[k]
+            if task.replicable and self.options[(k, d, v)].threads:
+                raise ValueError(f"option ({k}, {d}, {v}): a replicable kernel cannot also be threaded")
             if self.devices[d].is_pool and not task.replicable:
                 continue  # only replicable kernels spread over a pool
             if task.pinned is not None and d != task.pinned:
@@ -170,9 +187,18 @@ class AssignmentProblem:
     def option(self, kernel: str, device: str, variant: str) -> Option:
         return self.options[(kernel, device, variant)]
 
-    def replica_choices(self, kernel: str, device: str) -> range:
-        """Replicas per member device: 1..units for a replicable kernel, else just 1."""
-        return range(1, self.devices[device].units + 1) if self._task[kernel].replicable else range(1, 2)
+    def replica_choices(self, kernel: str, device: str, variant: str = "reference") -> range:
+        """Replicas per member device (1..units) for a replicable kernel; threads (1..the option's
+        calibrated counts, at most the device's units) for a threaded option; else just 1."""
+        units = self.devices[device].units
+        if self._task[kernel].replicable:
+            return range(1, units + 1)
+        option = self.options.get((kernel, device, variant))
+        return range(1, min(option.max_threads, units) + 1) if option is not None else range(1, 2)
+
+    def threaded(self, kernel: str, device: str, variant: str) -> bool:
+        """Whether the kernel may run more than one thread on ``device`` as ``variant``."""
+        return len(self.replica_choices(kernel, device, variant)) > 1 and not self._task[kernel].replicable
 
     def physical_devices(self) -> list[Device]:
         return [d for d in self.devices.values() if not d.is_pool]

@@ -56,8 +56,12 @@ def assignment_rows(plan: Plan) -> list[list[str]]:
     rows = []
     for kernel, place in plan.placements.items():
         cost = _cost(plan, kernel, place.device, place.variant) or {}
-        rows.append([kernel, place.device, place.variant, str(place.replicas), f"{rates.get(kernel, 0):g}",
-                     fmt.seconds(cost.get("latency_s")), cost.get("source", "-")])
+        latency, count = cost.get("latency_s"), str(place.replicas)
+        if cost.get("threads"):  # a threaded kernel: its replicas are threads, its latency the one at that count
+            count = f"{place.replicas} thread{'s' if place.replicas > 1 else ''}"
+            latency = next((t["latency_s"] for t in cost["threads"] if t["threads"] == place.replicas), latency)
+        rows.append([kernel, place.device, place.variant, count, f"{rates.get(kernel, 0):g}",
+                     fmt.seconds(latency), cost.get("source", "-")])
     return rows
 
 
@@ -109,6 +113,12 @@ def variant_sentences(plan: Plan) -> list[str]:
 def variant_notes(plan: Plan) -> list[str]:
     """Why implementation variants were not offered (unavailable here, setup not paid back over the run)."""
     return [note for notes in plan.predicted.get("variant_notes", {}).values() for note in sorted(set(notes))]
+
+
+def choice_sentences(plan: Plan) -> list[str]:
+    """The sentences under the assignment table: variants chosen, threads of a threaded kernel
+    (``predicted["threads"]``: how many and why), variants not offered."""
+    return variant_sentences(plan) + list(plan.predicted.get("threads", [])) + variant_notes(plan)
 
 
 def cost_table(plan: Plan) -> tuple[list[str], list[list[str]]]:

@@ -61,7 +61,7 @@ def render_html(plan: Plan, run: dict[str, Any] | None = None) -> str:
              f"<p class='lead'>{escape(p.get('limit', ''))}</p>",
              f"<div class='cards'>{cards}</div>", details,
              "<h2>Assignment</h2>", _table(content.ASSIGNMENT_HEADER, content.assignment_rows(plan))]
-    why = content.variant_sentences(plan) + content.variant_notes(plan)
+    why = content.choice_sentences(plan)
     if why:
         parts.append("<ul>" + "".join(f"<li>{escape(sentence)}</li>" for sentence in why) + "</ul>")
     if run is not None:

@@ -30,7 +30,7 @@ def render_markdown(plan: Plan, run: dict[str, Any] | None = None) -> str:
         lines += [""] + _table(measured.KERNEL_HEADER, measured.kernel_rows(plan, run)) + [""]
     lines += _table(["figure", "value"], [list(r) for r in content.summary_rows(plan)])
     lines += ["", "## Assignment", ""] + _table(content.ASSIGNMENT_HEADER, content.assignment_rows(plan))
-    why = content.variant_sentences(plan) + content.variant_notes(plan)
+    why = content.choice_sentences(plan)
     if why:
         lines += [""] + [f"- {sentence}" for sentence in why]
     if tuning.tuning(plan):

@@ -65,7 +65,7 @@ class SerialExecutor:
 
     def __init__(self, algorithm: Algorithm, seed: int = 0, *, device: str = "cpu",
                  out_dir: Path | None = None, eval_episodes: int = 10, eval_freq: int = 0,
-                 progress: bool | None = None, plan: Plan | None = None, threads: int | None = 1) -> None:
+                 progress: bool | None = None, plan: Plan | None = None, threads: int | None = None) -> None:
         self.algorithm = algorithm
         self.seed = seed
         self.device = torch.device(device)
@@ -74,13 +74,13 @@ class SerialExecutor:
         self.eval_freq = eval_freq
         self.progress = progress
         self.plan = plan or Plan.single_device(algorithm.protocol(serialized=True))
-        self.threads = threads
-        """Torch intra-op threads (1: one core per process, as the cost models are calibrated)."""
+        self.threads = threads if threads is not None else self.plan.learner_threads
+        """Torch intra-op threads of this process (default: the plan's learner threads, ``Plan.learner_threads``;
+        1 in the default plan, one core per process as the cost models are calibrated)."""
 
     def run(self, total_steps: int) -> RunResult:
         algo, cfg, spec = self.algorithm, self.algorithm.config, self.algorithm.spec
-        if self.threads is not None:
-            torch.set_num_threads(self.threads)
+        torch.set_num_threads(self.threads)
         torch.manual_seed(self.seed)
         rng = np.random.default_rng(self.seed)
         learner = Learner(algo, self.device)

@@ -3,7 +3,7 @@
 A process is a generator that yields :class:`Event` objects and resumes when they fire.
 A :class:`Resource` has ``units`` identical servers (CPU cores, one GPU, one link) and a
 FIFO queue; ``resource.use(seconds, label)`` is an event that fires when the work is done,
-after waiting for a free unit. Busy time is accumulated per resource, and segments
+after waiting for a free unit (``units=n``: for ``n`` free units at once, a multi-threaded call). Busy time is accumulated per resource, and segments
 ``(unit, start, end, label)`` are kept while a :class:`Recorder` window is open.
 
 Why not SimPy: the simulator needs only timeouts, FIFO multi-unit resources and wake-up
@@ -119,38 +119,46 @@ class Resource:
         self.units = units
         self.recorder = recorder
         self.busy_s = 0.0
+        """Busy unit-seconds (a call holding two units for a second adds two)."""
         self.calls = 0
         self.peak = 0
         """Most units ever busy at once (the cores a device's processes actually use)."""
         self._free = list(range(units - 1, -1, -1))
         self._queue: deque[tuple[float, str, Event]] = deque()
 
-    def use(self, seconds: float, label: str) -> Event:
-        """An event firing when ``seconds`` of work labelled ``label`` has run on one unit."""
+    def use(self, seconds: float, label: str, units: int = 1) -> Event:
+        """An event firing when ``seconds`` of work labelled ``label`` has run on ``units`` units at once
+        (a multi-threaded call holds that many cores); the queue is FIFO, so a call waiting for several
+        units also holds back the calls behind it."""
+        if not 1 <= units <= self.units:
+            raise ValueError(f"{self.name}: a call needs {units} units, the resource has {self.units}")
         done = Event(self.engine)
-        if self._free:
-            self._start(self._free.pop(), seconds, label, done)
-            self.peak = max(self.peak, self.units - len(self._free))
-        else:
-            self._queue.append((seconds, label, done))
+        self._queue.append((seconds, label, done, units))
+        self._dispatch()
         return done
 
     @property
     def queued(self) -> int:
         return len(self._queue)
 
-    def _start(self, unit: int, seconds: float, label: str, done: Event) -> None:
+    def _dispatch(self) -> None:
+        """Start queued calls in order while the first one's units are free."""
+        while self._queue and len(self._free) >= self._queue[0][3]:
+            seconds, label, done, units = self._queue.popleft()
+            self._start([self._free.pop() for _ in range(units)], seconds, label, done)
+            self.peak = max(self.peak, self.units - len(self._free))
+
+    def _start(self, held: list[int], seconds: float, label: str, done: Event) -> None:
         start = self.engine.now
-        self.busy_s += seconds
+        self.busy_s += seconds * len(held)
         self.calls += 1
 
         def finish() -> None:
             if self.recorder is not None:
-                self.recorder.add(self.name, unit, start, self.engine.now, label)
-            if self._queue:
-                self._start(unit, *self._queue.popleft())
-            else:
-                self._free.append(unit)
+                for unit in held:
+                    self.recorder.add(self.name, unit, start, self.engine.now, label)
+            self._free.extend(reversed(held))
+            self._dispatch()
             done.fire()
 
         self.engine.schedule(seconds, finish)

@@ -38,8 +38,10 @@ def measured_problem(algorithm: Any, plan: Plan, kernel_times: dict[str, dict[st
         per_call = timing["total_s"] / max(publications, 1) if kernel.name == "param_sync" else timing["mean_s"]
         if kernel.name == "env_step" and "actor_handoff" in kernel_times:
             per_call += kernel_times["actor_handoff"]["mean_s"]  # the actor loop's untimed remainder
-        options[(kernel.name, plan.placements[kernel.name].device, plan.placements[kernel.name].variant)] = \
-            Option(per_call, source="measured")
+        place = plan.placements[kernel.name]
+        # a multi-threaded kernel (the learner update) was measured at its thread count: that call at every count
+        threads = () if kernel.replicable else ((per_call, 0.0),) * (place.replicas - 1)
+        options[(kernel.name, place.device, place.variant)] = Option(per_call, source="measured", threads=threads)
     tasks = tuple(Task(k.name, k.rate, k.replicable) for k in protocol.kernels() if k.name in kernel_times)
     return AssignmentProblem(tasks, devices, options, name="measured")
 

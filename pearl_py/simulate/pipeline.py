@@ -1,7 +1,8 @@
 """The shared state of a simulated run: resources, counters, the rate limiter, transfers.
 
 Every kernel call is ``pipeline.call(kernel, device)``: it waits for a free unit of the
-device, holds it for the kernel's latency and adds the call's dynamic energy. A transfer
+device (as many as a threaded kernel's threads), holds it for the kernel's latency and adds
+the call's dynamic energy. A transfer
 holds each link of its route in turn for ``latency + bytes / bandwidth`` (as the
 performance model charges links). :class:`Limiter` is the update-to-data rate limiter of
 the actors: vector step ``k`` may start once ``k < inserted + window`` (in vector steps) and
@@ -111,7 +112,7 @@ class Pipeline:
     def call(self, kernel: str, device: str) -> Event:
         cost = self.topo.costs[kernel]
         self.dynamic_j += cost.energy_j
-        return self.resource(device).use(cost.latency_s, kernel)
+        return self.resource(device).use(cost.latency_s, kernel, self.topo.threads[kernel])
 
     def transfer(self, a: str, b: str, src: str, dst: str) -> Iterator[Event]:
         """Yield the hops of the ``src -> dst`` edge's data from device ``a`` to ``b`` (a process body)."""

@@ -4,7 +4,8 @@ A placement on a pool (``pool:epyc-7742x64``) spreads its replicas evenly over t
 members; actor replica ``i`` runs on member ``i mod members``. Inference placed with
 ``env_step`` runs on the actor's own device; placed elsewhere (a GPU), replica ``i``
 uses member ``i mod members`` of that placement. Transfers cross the problem's routes
-hop by hop (store and forward, as :meth:`Platform.transfer_s`).
+hop by hop (store and forward, as :meth:`Platform.transfer_s`). A threaded kernel (the learner
+update at ``n`` threads) costs its ``n``-thread call and holds ``n`` cores of its device.
 
 Example::
 
@@ -19,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pearl_py.errors import PlanningError
-from pearl_py.optimize.model import Assignment
+from pearl_py.optimize.model import Assignment, call_cost
 from pearl_py.optimize.problem import AssignmentProblem
 
 REQUIRED = ("env_step", "inference", "replay_insert", "replay_sample", "learner_update")
@@ -44,11 +45,17 @@ class Topology:
         self.problem = problem
         self.assignment = assignment
         self.costs: dict[str, Cost] = {}
+        self.threads: dict[str, int] = {}
+        """Units one call holds: a threaded kernel's thread count, else 1."""
         for kernel, choice in assignment.items():
             if (kernel, choice.device, choice.variant) not in problem.options:
                 raise PlanningError(f"simulate: no cost for {kernel} on {choice.device!r} as {choice.variant!r}")
             option = problem.option(kernel, choice.device, choice.variant)
-            self.costs[kernel] = Cost(option.latency_s, option.energy_j, option.source)
+            threaded = problem.threaded(kernel, choice.device, choice.variant)
+            if threaded and choice.replicas not in problem.replica_choices(kernel, choice.device, choice.variant):
+                raise PlanningError(f"simulate: {kernel} has no cost at {choice.replicas} threads on {choice.device!r}")
+            self.threads[kernel] = choice.replicas if threaded else 1
+            self.costs[kernel] = Cost(*call_cost(problem, kernel, choice), option.source)
         self.actors = max(assignment["env_step"].replicas, 1)
         self._edges = {(e.src, e.dst): e.bytes for e in problem.edges}
 

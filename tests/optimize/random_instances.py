@@ -1,14 +1,19 @@
 """Random small assignment problems for property tests (all figures drawn from a seeded RNG)."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from pearl_py.optimize.problem import AssignmentProblem, Device, Edge, Link, Option, Task
 
 
-def random_problem(seed: int, power_cap: bool = False) -> AssignmentProblem:
+def random_problem(seed: int, power_cap: bool = False, threaded: bool = False) -> AssignmentProblem:
     """2-4 kernels (one or two replicable), 2-3 devices (a CPU with 1-3 cores), 1-2 variants, links, resources;
-    the first one or two kernels often form the acting stage of a policy-lag bound (``overlap`` < 1)."""
+    the first one or two kernels often form the acting stage of a policy-lag bound (``overlap`` < 1).
+
+    ``threaded``: every non-replicable kernel's CPU options also cost 2 and 3 threads (latency 0.3-1.3x,
+    energy 0.8-2.5x the one-thread call's, from their own stream: the other draws stay as they were)."""
     rng = np.random.default_rng(seed)
     lag = np.random.default_rng(seed + 10_000)  # its own stream: the other draws stay as they were
     n_tasks = int(rng.integers(2, 5))
@@ -36,6 +41,13 @@ def random_problem(seed: int, power_cap: bool = False) -> AssignmentProblem:
                                                        energy_j=float(rng.uniform(1e-5, 1e-2)),
                                                        resources=resources,
                                                        instance="tree" if kind == "fpga" and rng.random() < 0.3 else "")
+    if threaded:
+        draw = np.random.default_rng(seed + 20_000)
+        for (name, kind, v), option in sorted(options.items()):
+            if kind == "cpu" and not next(t for t in tasks if t.name == name).replicable:
+                options[(name, kind, v)] = replace(option, threads=tuple(
+                    (option.latency_s * float(draw.uniform(0.3, 1.3)), option.energy_j * float(draw.uniform(0.8, 2.5)))
+                    for _ in range(2)))
     edges = tuple(Edge(f"k{i}", f"k{i + 1}", bytes=float(rng.integers(64, 200_000)), rate=tasks[i].rate)
                   for i in range(n_tasks - 1))
     links = {f"pcie-{k}": Link(float(rng.uniform(1e-6, 2e-5)), float(rng.uniform(5e9, 30e9)))

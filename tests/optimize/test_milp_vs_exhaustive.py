@@ -19,10 +19,11 @@ def _best(solver, problem, objective, **kwargs):
 
 
 @pytest.mark.parametrize("objective", ["throughput", "power"])
-def test_milp_matches_exhaustive(objective):
-    compared = 0
+@pytest.mark.parametrize("threaded", [False, True])
+def test_milp_matches_exhaustive(objective, threaded):
+    compared = multi_threaded = 0
     for seed in SEEDS:
-        problem = random_problem(seed, power_cap=seed % 3 == 0)
+        problem = random_problem(seed, power_cap=seed % 3 == 0, threaded=threaded)
         exact = _best(solve_exhaustive, problem, objective)
         milp = _best(solve_milp, problem, objective)
         assert (exact is None) == (milp is None), f"seed {seed}: feasibility differs"
@@ -31,4 +32,7 @@ def test_milp_matches_exhaustive(objective):
         compared += 1
         assert abs(milp.value - exact.value) <= 1e-6 * exact.value, (seed, exact.assignment, milp.assignment)
         assert milp.optimal and milp.gap <= 1e-6
+        multi_threaded += any(c.replicas > 1 and not problem.task(k).replicable for k, c in exact.assignment.items())
     assert compared >= 280
+    # the threaded instances exercise the thread choices (and the thread-versus-actor cores rows)
+    assert (multi_threaded >= 30) if threaded else multi_threaded == 0

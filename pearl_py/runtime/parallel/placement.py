@@ -1,7 +1,7 @@
 """What a :class:`Plan` means for the local parallel runtime.
 
-``env_step``'s replicas are the actor processes; ``learner_update``'s device and variant
-pick the learner's torch device and update implementation. Two rules decide where the
+``env_step``'s replicas are the actor processes; ``learner_update``'s device, variant and
+replicas pick the learner's torch device, update implementation and thread count. Two rules decide where the
 rest runs (an executor option overrides each):
 
 * **inference**: on the same device as ``env_step``: in every actor, batched over its
@@ -112,6 +112,8 @@ class RuntimeLayout:
     """Batches the replay server may draw ahead of the learner."""
     replay_order: str = "strict"
     """Prioritized replay behind a server: ``strict`` (serial order) or ``relaxed`` (up to prefetch - 1 behind)."""
+    learner_threads: int = 1
+    """Torch threads of the learner process (``Plan.learner_threads``); actors and servers run one."""
 
     @classmethod
     def from_plan(cls, plan: Plan, *, inference: str | None = None, replay: str | None = None,
@@ -138,7 +140,8 @@ class RuntimeLayout:
                    inference=inference, inference_device=inference_device,
                    replay=_choose("replay", replay, REPLAY_MODES, "server" if served else "colocated"),
                    replay_prefetch=replay_prefetch,
-                   replay_order=_choose("replay_order", replay_order, REPLAY_ORDERS, "strict"))
+                   replay_order=_choose("replay_order", replay_order, REPLAY_ORDERS, "strict"),
+                   learner_threads=plan.learner_threads)
 
     def describe(self) -> dict[str, Any]:
         """The layout in words and figures (``result.json``'s ``layout``, the report's summary)."""
@@ -151,5 +154,6 @@ class RuntimeLayout:
         else:
             replay = "co-located with the learner"
         return {"actors": self.actors, "learner_device": str(self.learner_device),
-                "learner_variant": self.learner_variant, "inference_variant": self.inference_variant,
+                "learner_variant": self.learner_variant, "learner_threads": self.learner_threads,
+                "inference_variant": self.inference_variant,
                 "inference": inference, "replay": replay, "modelled_kernels": sorted(self.modelled_s)}

@@ -1,0 +1,144 @@
+"""Threads as a planned resource of the learner update: the optimizer gives the learner a second thread
+where its calibrated latency pays and a core is free of actors, the plan records it, the report says why."""
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+import pearl_py as pearl
+from pearl_py.estimate import Calibration, Estimator
+from pearl_py.estimate.calibration import model_key
+from pearl_py.estimate.fit import FittedModel
+from pearl_py.optimize.api import plan
+from pearl_py.optimize.exhaustive import solve_exhaustive
+from pearl_py.optimize.milp import solve_milp
+from pearl_py.optimize.model import Choice, evaluate
+from pearl_py.optimize.plan import Plan
+from pearl_py.optimize.problem import AssignmentProblem, Device, Option, Task
+from pearl_py.optimize.solve import solve
+from pearl_py.platform import Platform
+from pearl_py.report import content
+from pearl_py.runtime.parallel.placement import RuntimeLayout
+from pearl_py.simulate import SimSchedule, simulate
+
+NET = ("flops", "bytes", "ops")
+
+
+def two_stage(act_s: float, one_thread_s: float, two_threads_s: float) -> AssignmentProblem:
+    """An actor kernel (replicable) and a learner (threaded) on one 2-core CPU."""
+    return AssignmentProblem(
+        tasks=(Task("act", rate=1.0, replicable=True, stage="act"), Task("learn", rate=1.0, stage="train")),
+        devices={"cpu": Device("cpu", "cpu", units=2, idle_w=10.0, peak_w=50.0)},
+        options={("act", "cpu", "reference"): Option(act_s, 1e-3),
+                 ("learn", "cpu", "reference"): Option(one_thread_s, 1e-2, threads=((two_threads_s, 1.5e-2),))})
+
+
+def chosen(problem: AssignmentProblem) -> list[dict[str, Choice]]:
+    """The plan of every solver (auto, exhaustive, MILP)."""
+    return [dict(s.assignment) for s in (solve(problem), solve_exhaustive(problem, "throughput"),
+                                         solve_milp(problem, "throughput"))]
+
+
+def test_two_threads_when_they_pay_and_the_actor_needs_little():
+    for assignment in chosen(two_stage(act_s=30e-6, one_thread_s=6.8e-3, two_threads_s=4.2e-3)):
+        assert assignment == {"act": Choice("cpu", "reference", 1), "learn": Choice("cpu", "reference", 2)}
+
+
+def test_one_thread_when_the_actors_need_the_core():
+    # 2 actor processes halve 20 ms of acting; the learner's second thread would save only 2.6 ms
+    for assignment in chosen(two_stage(act_s=20e-3, one_thread_s=6.8e-3, two_threads_s=4.2e-3)):
+        assert assignment == {"act": Choice("cpu", "reference", 2), "learn": Choice("cpu", "reference", 1)}
+
+
+def test_one_thread_when_two_are_no_faster():
+    for assignment in chosen(two_stage(act_s=30e-6, one_thread_s=6.8e-3, two_threads_s=7.5e-3)):
+        assert assignment["learn"] == Choice("cpu", "reference", 1)
+
+
+def test_threads_are_charged_at_their_latency_and_take_free_cores():
+    problem = two_stage(act_s=30e-6, one_thread_s=6.8e-3, two_threads_s=4.2e-3)
+    two = evaluate(problem, {"act": Choice("cpu"), "learn": Choice("cpu", replicas=2)})
+    assert two.feasible and two.time_per_sample == pytest.approx(30e-6 + 4.2e-3)
+    assert two.dynamic_j == pytest.approx(1e-3 + 1.5e-2)
+    crowded = evaluate(problem, {"act": Choice("cpu", replicas=2), "learn": Choice("cpu", replicas=2)})
+    assert crowded.violations == ["device 'cpu': 1 extra thread(s) beside 2 actor process(es) on 2 units"]
+    assert "3 threads" in evaluate(problem, {"act": Choice("cpu"), "learn": Choice("cpu", replicas=3)}).violations[0]
+
+
+def test_a_replicable_kernel_cannot_be_threaded():
+    with pytest.raises(ValueError, match="replicable kernel cannot also be threaded"):
+        AssignmentProblem(tasks=(Task("act", 1.0, replicable=True),), devices={"cpu": Device("cpu", "cpu", 2, 1, 2)},
+                          options={("act", "cpu", "reference"): Option(1e-3, threads=((5e-4, 0.0),))})
+
+
+# -- through the estimator, on this machine's CPU with two cores --------------------------------------
+
+
+def calibration(threaded: bool) -> Calibration:
+    """The learner's fused update 2 ms + 10 ns/FLOP at one thread, 1.5 ms + 6 ns/FLOP at two; actors cheap."""
+    models = {model_key("learner_update", "reference"): FittedModel("linear", NET, (3e-3, 1.2e-11, 0, 0), "flops"),
+              model_key("learner_update", "fused"): FittedModel("linear", NET, (2e-3, 1e-11, 0, 0), "flops"),
+              model_key("inference", "reference"): FittedModel("linear", NET, (20e-6, 0, 0, 0), "flops"),
+              model_key("env_step", "reference", "Pendulum-v1"): FittedModel("linear", ("n_envs",), (20e-6, 0), "n_envs")}
+    if threaded:
+        models[model_key("learner_update", "fused", threads=2)] = FittedModel("linear", NET, (1.5e-3, 6e-12, 0, 0),
+                                                                              "flops")
+    return Calibration("test", models)
+
+
+@pytest.fixture(scope="module")
+def two_cores() -> Platform:
+    local = Platform.local()
+    cpu = local.device("cpu")
+    return dataclasses.replace(local, devices={**local.devices, "cpu": dataclasses.replace(
+        cpu, spec=dataclasses.replace(cpu.spec, cores=2))})
+
+
+def ddpg_plan(platform: Platform, threaded: bool) -> Plan:
+    return plan(pearl.DDPG("Pendulum-v1"), platform, estimator=Estimator(calibration(threaded)))
+
+
+def test_the_plan_gives_the_learner_two_threads_and_says_why(two_cores, tmp_path):
+    p = ddpg_plan(two_cores, threaded=True)
+    learner = p.placements["learner_update"]
+    assert (learner.variant, learner.replicas, p.learner_threads) == ("fused", 2, 2)
+    assert p.placements["env_step"].replicas == 1
+    (sentence,) = p.predicted["threads"]
+    assert sentence.startswith("learner_update runs 2 threads on cpu: ") and "at 1 thread (calibrated)" in sentence
+    row = next(r for r in content.assignment_rows(p) if r[0] == "learner_update")
+    assert row[3] == "2 threads"
+    assert sentence in content.choice_sentences(p)
+    # the plan file keeps it, and the runtime reads it
+    p.export(tmp_path)
+    for loaded in (Plan.load(tmp_path / "plan.yaml"), Plan.from_dict(p.to_dict())):
+        assert loaded.placements == p.placements and loaded.learner_threads == 2
+        assert RuntimeLayout.from_plan(loaded).learner_threads == 2
+        assert RuntimeLayout.from_plan(loaded).describe()["learner_threads"] == 2
+
+
+def test_a_calibration_without_threaded_models_plans_one_thread_and_says_so(two_cores):
+    p = ddpg_plan(two_cores, threaded=False)
+    assert p.placements["learner_update"].replicas == 1 and p.predicted["threads"] == []
+    assert any("one thread only on cpu" in note and "pearl profile" in note
+               for note in content.variant_notes(p))
+
+
+def test_old_plan_files_run_one_learner_thread():
+    old = {"platform": "local", "objective": "throughput", "placements": {
+        k: {"device": "cpu", "variant": "reference", "replicas": 1}
+        for k in ("env_step", "inference", "replay_insert", "replay_sample", "learner_update", "param_sync")}}
+    assert Plan.from_dict(old).learner_threads == 1
+    assert RuntimeLayout.from_plan(Plan.from_dict(old)).learner_threads == 1
+
+
+def test_the_simulator_holds_both_cores_for_a_two_thread_update(two_cores):
+    from pearl_py.optimize.builder import build_problem
+
+    algo = pearl.DDPG("Pendulum-v1")
+    problem = build_problem(algo.protocol(), two_cores, Estimator(calibration(threaded=True)))
+    solution = solve(problem)
+    assert solution.assignment["learner_update"].replicas == 2
+    sim = simulate(problem, solution.assignment, SimSchedule.from_config(algo.config, 3000), trace=False)
+    # acting and the two-thread update cannot overlap (it holds both cores): the model's sum is the rate
+    assert sim.samples_per_s == pytest.approx(solution.performance.samples_per_s, rel=0.05)
