@@ -125,7 +125,7 @@ class ParallelExecutor:
                                          replay_prefetch=self.replay_prefetch, replay_order=self.replay_order)
         schedule = TrainSchedule.from_config(algo.config, total_steps, lookahead_rounds=self.lookahead_rounds,
                                              max_policy_lag=self.max_policy_lag)
-        torch.set_num_threads(1)
+        torch.set_num_threads(layout.learner_threads)  # the plan's; actors and servers set their own (one)
         torch.manual_seed(self.seed)  # the learner's initial weights (a resumed run loads its own)
         learner = self.learner = Learner(algo, layout.learner_device)
         progress, replay_state = self._restore(learner, total_steps)
