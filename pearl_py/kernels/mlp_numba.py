@@ -14,6 +14,10 @@ Layer table rows (``L``): ``(weight offset, bias offset, n_in, n_out)`` into the
 buffers; a network is a run of rows. Activations of a forward are stored back to back in
 a scratch buffer ``S`` (the input first, then every layer's output), carved in a fixed order.
 
+numba's disk cache does not see edits here from the kernels that call these functions
+(``fused_cpu``, ``inference``): after changing this file, delete
+``pearl_py/kernels/__pycache__/*.nb[ic]``.
+
 Example (inside ``@njit`` code)::
 
     off = forward(P, L, 0, n, x, S, 0, False)         # activations in S[0:off]
