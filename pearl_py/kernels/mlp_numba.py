@@ -146,9 +146,10 @@ if numba is not None:
     @njit(**JIT)
     def backward(P, G, L, first, n, S, act_off, stored, dz, off, param_grads, input_grad):
         """Backward of the forward of ``stored`` rows at ``act_off`` (``n`` layers from row ``first``) for
-        its first rows, from ``dz`` (rows, n_out) of the last layer's pre-activation. Writes weight and bias gradients into G when
-        ``param_grads``; returns the input gradient (rows, n_in) when ``input_grad`` (else ``dz`` of the
-        first layer) and the end offset of the scratch it used from ``off``."""
+        its first rows, from ``dz`` (rows, n_out) of the last layer's pre-activation. Writes weight and
+        bias gradients into G when ``param_grads``; returns the input gradient (rows, n_in) when
+        ``input_grad`` (else ``dz`` of the first layer) and the end offset of the scratch it used from
+        ``off``."""
         rows = dz.shape[0]
         bias_done = False
         for k in range(n - 1, -1, -1):
