@@ -205,8 +205,9 @@ def _descend(prefix, bounds, fanout, u, leaves):
                     k += _U(prefix[child] <= uj)
             if k == fanout:
                 k = _clamped(prefix, first, fanout)
+            before = prefix[first + k - _U(k > _U(0))]     # loaded for k == 0 too: a select, not a branch
             nodes[j] = nodes[j] * fanout + k
-            u[j] = uj - prefix[first + k - _U(1)] if k > _U(0) else uj
+            u[j] = uj - (before if k > _U(0) else 0.0)
     for j in range(n):
         leaves[j] = nodes[j]
 
