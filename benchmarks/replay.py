@@ -12,8 +12,10 @@ Peers, each timed in this same script on the same inputs:
 
 Every buffer is prefilled with ``--prefill`` items, then each op is run ``--repeats``
 times, sample and update before insert (so every implementation samples and updates
-at the prefill level, not after its own inserts); the table shows the median in
-microseconds and Tianshou's time divided by ours (higher is better). update(B) writes the same B sampled slots each call but cycles
+at the prefill level, not after its own inserts) and after as many untimed calls (the
+steady state of training: the first few hundred samples of a fresh buffer miss the
+caches and take up to twice as long); the table shows the median in microseconds and
+Tianshou's time divided by ours (higher is better). update(B) writes the same B sampled slots each call but cycles
 through 8 different arrays of TD errors, so every call really changes the priorities
 (pearl_py stops propagating where a node keeps its value; repeating identical
 priorities would flatter it). Peak memory: run under ``/usr/bin/time -v`` with ``--only``.
@@ -43,8 +45,10 @@ TD_ROUNDS = 8
 Ops = dict[str, Callable[[], object]]
 
 
-def median_us(fn: Callable[[], object], repeats: int) -> float:
-    fn()
+def median_us(fn: Callable[[], object], repeats: int, warmup: int = 1) -> float:
+    """Median wall time of ``repeats`` calls after ``warmup`` untimed ones, in microseconds."""
+    for _ in range(warmup):
+        fn()
     times = []
     for _ in range(repeats):
         start = time.perf_counter()
@@ -157,8 +161,8 @@ def main() -> None:
             continue
         repeats = {"heterorl": max(3, args.repeats // 20), "tianshou": args.repeats}.get(name, args.repeats)
         timed = sorted(ops.items(), key=lambda item: "insert" in item[0])     # inserts last: they grow the buffer
-        times = {op: median_us(fn, repeats if "insert" not in op or "pearl" in name else max(3, repeats // 10))
-                 for op, fn in timed}
+        times = {op: median_us(fn, repeats, warmup=repeats) if "insert" not in op else
+                 median_us(fn, repeats if "pearl" in name else max(3, repeats // 10)) for op, fn in timed}
         results[name] = {op: times[op] for op in ops}
 
     print(f"\ncapacity {cap}, batch {batch}, prefilled {prefill}; median microseconds per call")
