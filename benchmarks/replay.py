@@ -15,10 +15,10 @@ times, sample and update before insert (so every implementation samples and upda
 at the prefill level, not after its own inserts) and after as many untimed calls (the
 steady state of training: the first few hundred samples of a fresh buffer miss the
 caches and take up to twice as long); the table shows the median in microseconds and
-Tianshou's time divided by ours (higher is better). update(B) writes the same B sampled slots each call but cycles
-through 8 different arrays of TD errors, so every call really changes the priorities
-(pearl_py stops propagating where a node keeps its value; repeating identical
-priorities would flatter it). Peak memory: run under ``/usr/bin/time -v`` with ``--only``.
+Tianshou's time divided by ours (higher is better). update(B) writes the same B
+sampled slots each call but cycles through 8 different arrays of TD errors, so every
+call really changes the priorities (pearl_py stops propagating where a node keeps its
+value; repeating identical priorities would flatter it). Peak memory: run under ``/usr/bin/time -v`` with ``--only``.
 
 Usage::
 
