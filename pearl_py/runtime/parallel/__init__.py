@@ -1,4 +1,5 @@
-"""The local parallel runtime: actor processes, a learner, shared-memory transport, a rate limiter.
+"""The local parallel runtime: actor processes, a learner, optional replay and inference servers,
+shared-memory transport, a rate limiter.
 
 Example::
 
@@ -10,6 +11,6 @@ Example::
 from pearl_py.runtime.parallel.executor import ParallelExecutor
 from pearl_py.runtime.parallel.interrupts import RunInterrupted
 from pearl_py.protocol.schedule import TrainSchedule
-from pearl_py.runtime.parallel.supervisor import ActorFailed
+from pearl_py.runtime.parallel.supervisor import ActorFailed, ServiceFailed
 
-__all__ = ["ActorFailed", "ParallelExecutor", "RunInterrupted", "TrainSchedule"]
+__all__ = ["ActorFailed", "ParallelExecutor", "RunInterrupted", "ServiceFailed", "TrainSchedule"]

@@ -8,9 +8,9 @@ and writes transitions, with the returns of episodes that ended, into its :class
 Its clock is its own: it takes uniform random actions for its first ``warmup`` vector
 steps (its share of ``learning_starts``) and gives the policy the progress
 ``(steps_before + (k * actors + index) * n_envs) / total_steps`` at its ``k``-th vector
-step, so its exploration does not depend on how fast the other actors run. It waits while the rate
-limiter's ``limit`` or its ring is full and leaves when its quota is done or the run
-stops. Before each inference it notes its policy lag: the updates the serial run would
+step, so its exploration does not depend on how fast the other actors run. It waits
+while the rate limiter's ``limit`` or its ring is full and leaves when its quota is done
+or the run stops. Before each inference it notes its policy lag: the updates the serial run would
 have done by this step (global transitions so far; exact with one actor, within one
 vector step per other actor otherwise) minus those of the parameters it holds. Exceptions propagate: the process exits non-zero and the supervisor restarts it.
 

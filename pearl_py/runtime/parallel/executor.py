@@ -20,8 +20,10 @@ Example::
     >>> ParallelExecutor(algo, plan, seed=0, out_dir=Path("runs/dqn"), resume_from=Path("runs/dqn")).run(50_000)
     >>> # a replay server process and central batched inference, whatever the plan says
     >>> result = ParallelExecutor(algo, plan, seed=0, replay="server", inference="central").run(50_000)
-    >>> result.layout["replay"], result.layout["inference"]
-    ('server process (prefetch 4, strict priority order)', 'central on cpu (one server process, batched over the actors)')
+    >>> result.layout["replay"]
+    'server process (prefetch 4, strict priority order)'
+    >>> result.layout["inference"]
+    'central on cpu (one server process, batched over the actors)'
 """
 from __future__ import annotations
 

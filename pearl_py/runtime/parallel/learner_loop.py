@@ -112,39 +112,37 @@ class LearnerLoop:
                 self._maybe_evaluate(step)
                 continue
             if step >= p.schedule.vector_steps:
+                p.replay.finish()
                 return
-            self.step = self._advance(step)
+            self._advance()
 
-    def _advance(self, step: int) -> int:
-        """Insert transitions up to the next training step; run the per-step hooks; return the new step."""
+    def _advance(self) -> None:
+        """Insert transitions up to the next training step and run the per-step hooks."""
         p, n = self.p, self.p.schedule.n_envs
-        inserted = self.progress.transitions
-        moved, episodes = p.replay.take(p.schedule.next_round(step) * n - inserted)
+        moved, episodes = p.replay.take(p.schedule.next_round(self.step) * n - self.progress.transitions)
         if not moved:
             self._check(force=True)
             p.replay.nap()
-            return step
+            return
         self._start_clock()
-        new_step = self._absorb(step, moved, episodes)
+        self._absorb(moved, episodes)
         self._check()
-        return new_step
 
-    def _absorb(self, step: int, moved: int, episodes: list[tuple[int, float, int]]) -> int:
-        """Account for ``moved`` new transitions: log episodes, per-step hooks, actor limit; the new step."""
+    def _absorb(self, moved: int, episodes: list[tuple[int, float, int]]) -> None:
+        """Account for ``moved`` new transitions: log episodes, per-step hooks, actor limit, ``self.step``."""
         p, n = self.p, self.p.schedule.n_envs
-        inserted = self.progress.transitions
+        step, inserted = self.step, self.progress.transitions
         for offset, episode_return, length in episodes:
             p.log.episode(inserted + offset + 1, episode_return, length)
         self.progress.episodes += len(episodes)
         self.progress.transitions = inserted + moved
         self._raise_limit()
-        new_step = self.progress.transitions // n
-        for j in range(step + 1, new_step + 1):
+        self.step = self.progress.transitions // n
+        for j in range(step + 1, self.step + 1):
             p.algorithm.after_env_step(p.learner.nets, j)
             if not p.schedule.is_round(j):
                 self._maybe_evaluate(j)
         p.log.tick(self.progress.transitions, self._rate())
-        return new_step
 
     def _start_clock(self) -> None:
         """Training time starts with the first transition or update of the session (actor start-up excluded)."""
@@ -219,7 +217,7 @@ class LearnerLoop:
             self._update(round_beta(p.algorithm, p.schedule, self.step), self.step)
         moved, episodes = p.replay.take(p.control.consumed - self.progress.transitions)
         if moved:
-            self.step = self._absorb(self.step, moved, episodes)
+            self._absorb(moved, episodes)
 
     def _wait(self) -> None:
         """While the learner waits on the replay server: stop requests, health checks, until it rings."""

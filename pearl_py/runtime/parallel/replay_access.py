@@ -3,7 +3,7 @@
 Both classes give the learner loop the same operations: ``take`` (account for new
 transitions and the episodes that ended with them), ``sample`` (the next batch of a
 round), ``update_priorities``, ``finished_update``, ``nap`` (wait a little for news),
-``pause`` (before a checkpoint) and ``state_dict``.
+``finish`` (the run's end), ``pause`` (before a checkpoint) and ``state_dict``.
 
 * :class:`LocalReplay`: the learner drains the actors' rings into its own
   :class:`ReplayBuffer` (:class:`RingFeed`) and samples it.
@@ -100,6 +100,9 @@ class LocalReplay:
     def outstanding(self) -> int:
         return 0
 
+    def finish(self) -> None:
+        """At the end of a run: nothing is in flight."""
+
     def state_dict(self) -> dict[str, Any]:
         return self.replay.state_dict()
 
@@ -191,10 +194,14 @@ class ServedReplay:
         """Batches drawn but not taken yet (after :meth:`pause`, the ones left to train on)."""
         return self.batches.pending()
 
-    def state_dict(self) -> dict[str, Any]:
-        """The replay as the server holds it (paused, every sent priority applied), with its generator."""
+    def finish(self) -> None:
+        """At the end of a run: wait until the server applied every priority sent (its times then count them)."""
         while self.prioritized and self.control.applied < self.control.completed:
             self._idle()
+
+    def state_dict(self) -> dict[str, Any]:
+        """The replay as the server holds it (paused, every sent priority applied), with its generator."""
+        self.finish()
         view = ReplayBuffer.attach(self.replay_name)
         try:
             state = view.state_dict()

@@ -97,7 +97,8 @@ class ReplayServerSpec:
     prefetch: int
     strict: bool
     bell: Doorbell
-    """Wakes the server: rung by actors (new transitions) and the learner (batch taken, update done, priorities, pause)."""
+    """Wakes the server: rung by actors (new transitions) and by the learner (batch taken, update
+    done, priorities sent, pause)."""
     learner_bell: Doorbell
     """Wakes the learner: rung after a batch, an insert, applied priorities, the pause."""
     threads: int = 1
@@ -164,12 +165,12 @@ class ReplayServer:
         with self.timer("replay_sample"):
             batch = self.replay.sample(self.spec.algorithm.config.batch_size,
                                        beta=round_beta(self.spec.algorithm, self.schedule, step))
+        self.control.store_times(self.row, self.timer)  # times first: once the learner sees it, they count it
         self.batches.put(obs=batch.obs[None], actions=batch.actions[None], rewards=batch.rewards[None],
                          next_obs=batch.next_obs[None], dones=batch.dones[None], indices=batch.indices[None],
                          weights=batch.weights[None], step=[step], stored=[len(self.replay)],
                          applied=[self._settled()])
         self.sampled += 1
-        self.control.store_times(self.row, self.timer)
 
     def _insert(self, step: int) -> bool:
         """Drain the rings up to the next training step (at most one ended episode per free episode slot)."""
@@ -181,8 +182,8 @@ class ReplayServer:
             offsets, returns, lengths = zip(*ended)
             self.episodes.put(end=self.consumed + np.asarray(offsets) + 1, ret=returns, length=lengths)
         self.consumed += moved
-        self.control.consumed = self.consumed
         self.control.store_times(self.row, self.timer)
+        self.control.consumed = self.consumed
         return True
 
     def _apply_priorities(self) -> bool:
@@ -194,8 +195,8 @@ class ReplayServer:
             with self.timer("priority_update"):
                 self.replay.update_priorities(indices, td)
         self.applied += k
-        self.control.applied = self.applied
         self.control.store_times(self.row, self.timer)
+        self.control.applied = self.applied
         return True
 
     def _pause(self) -> bool:

@@ -62,7 +62,8 @@ def _exit_error(proc: mp.process.BaseProcess, error_file: Path) -> str:
     if error_file.exists():
         error = error_file.read_text().strip()
     else:
-        error = f"killed by signal {-proc.exitcode}" if proc.exitcode < 0 else f"exit code {proc.exitcode}, no traceback"
+        error = (f"killed by signal {-proc.exitcode}" if proc.exitcode < 0
+                 else f"exit code {proc.exitcode}, no traceback")
     error_file.unlink(missing_ok=True)
     return error
 
