@@ -40,7 +40,8 @@ def sb3_model(cfg: pearl.RunConfig, seed: int):
     h, env = cfg.hyperparameters, cfg.settings.env
     common = dict(learning_rate=h.learning_rate, batch_size=h.batch_size, buffer_size=h.buffer_size,
                   learning_starts=h.learning_starts, gamma=h.gamma, tau=h.tau, train_freq=h.train_freq,
-                  gradient_steps=h.gradient_steps, policy_kwargs=dict(net_arch=list(h.net_arch)), seed=seed)
+                  gradient_steps=h.gradient_steps, seed=seed,
+                  policy_kwargs=dict(net_arch=list(h.net_arch), optimizer_kwargs=dict(eps=h.adam_eps)))
     if cfg.settings.algorithm == "dqn":
         return DQN("MlpPolicy", env, target_update_interval=h.target_update_interval,
                    exploration_fraction=h.exploration_fraction, exploration_final_eps=h.exploration_final_eps,
