@@ -2,10 +2,10 @@
 
 numba compiles ``x ** y`` to one call of the C library's ``pow`` per element (about
 10 ns here; without Intel's SVML there is no vector ``pow``). :func:`pow_into` computes
-``exp(y * log(x))`` with the branch-free polynomial ``log`` and ``exp`` of fdlibm
-(Sun Microsystems, as in musl's ``src/math/log.c`` and ``src/math/exp.c``: the same
-argument reductions and minimax coefficients), written as plain arithmetic and bit
-operations so that LLVM runs eight elements per AVX-512 instruction. Both pieces are
+``exp(y * log(x))`` with the polynomial ``log`` and ``exp`` of fdlibm (Sun Microsystems,
+1993: ``e_log.c`` and ``e_exp.c``, also in FreeBSD's msun; the same argument reductions
+and minimax coefficients), written branch-free as plain arithmetic and bit operations
+so that LLVM runs eight elements per AVX-512 instruction. Both pieces are
 accurate to about one ulp, so the power's relative error is about
 ``2**-52 * (|y * ln x| + 2)`` (checked against numpy's ``**`` in the tests). Elements
 outside the fast path's range (``x`` zero, subnormal, infinite or NaN, or
