@@ -75,9 +75,11 @@ class DQN(Algorithm):
 
     def act(self, nets: Networks, obs: torch.Tensor, *, explore: bool, progress: float) -> torch.Tensor:
         greedy = nets.online.q(obs).argmax(dim=1)
-        if not explore:
-            return greedy
-        n = obs.shape[0]
-        take_random = torch.rand(n, device=obs.device) < self.epsilon(progress)
-        random_actions = torch.randint(0, self.spec.action_dim, (n,), device=obs.device)
+        return self.epsilon_greedy(greedy, progress) if explore else greedy
+
+    def epsilon_greedy(self, greedy: torch.Tensor, progress: float) -> torch.Tensor:
+        """``greedy`` actions, each replaced by a uniform random one with probability ``epsilon(progress)``."""
+        n = greedy.shape[0]
+        take_random = torch.rand(n, device=greedy.device) < self.epsilon(progress)
+        random_actions = torch.randint(0, self.spec.action_dim, (n,), device=greedy.device)
         return torch.where(take_random, random_actions, greedy)

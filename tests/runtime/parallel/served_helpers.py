@@ -34,12 +34,7 @@ class FixedPolicyDQN(pearl.DQN):
 
     def act(self, nets, obs, *, explore, progress):
         greedy = rule(obs)
-        if not explore:
-            return greedy
-        n = obs.shape[0]
-        take_random = torch.rand(n, device=obs.device) < self.epsilon(progress)
-        random_actions = torch.randint(0, self.spec.action_dim, (n,), device=obs.device)
-        return torch.where(take_random, random_actions, greedy)
+        return self.epsilon_greedy(greedy, progress) if explore else greedy
 
     def losses(self):
         (loss,) = super().losses()
