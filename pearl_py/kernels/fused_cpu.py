@@ -50,23 +50,19 @@ if numba is not None:
 
     from pearl_py.kernels.mlp_numba import adam, backward, carve, clip_coef, forward, lerp, output
 
-    @intrinsic
-    def _f32_at(typingctx, address):
-        """``float32*`` at an integer address (a torch tensor's ``data_ptr()``)."""
-        ptr = types.CPointer(types.float32)
+    def _pointer_at(element):
+        """An intrinsic: ``element*`` at an integer address (a torch tensor's ``data_ptr()``)."""
+        ptr = types.CPointer(element)
 
-        def codegen(context, builder, sig, args):
-            return builder.inttoptr(args[0], context.get_value_type(ptr))
-        return ptr(address), codegen
+        @intrinsic
+        def at(typingctx, address):
+            def codegen(context, builder, sig, args):
+                return builder.inttoptr(args[0], context.get_value_type(ptr))
+            return ptr(address), codegen
+        return at
 
-    @intrinsic
-    def _i64_at(typingctx, address):
-        """``int64*`` at an integer address."""
-        ptr = types.CPointer(types.int64)
-
-        def codegen(context, builder, sig, args):
-            return builder.inttoptr(args[0], context.get_value_type(ptr))
-        return ptr(address), codegen
+    _f32_at = _pointer_at(types.float32)
+    _i64_at = _pointer_at(types.int64)
 
     @njit(**JIT)
     def _batch(B, n_obs, fields):
