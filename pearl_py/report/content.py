@@ -51,17 +51,27 @@ def _cost(plan: Plan, kernel: str, device: str, variant: str) -> dict[str, Any] 
     return plan.predicted.get("costs", {}).get(kernel, {}).get(device, {}).get(variant)
 
 
+def placed_cost(plan: Plan, kernel: str) -> dict[str, Any] | None:
+    """The predicted cost of one call of ``kernel`` as placed: a threaded kernel's (its cost entry lists
+    ``threads``) at the placement's thread count (``replicas``), any other kernel's as costed."""
+    place = plan.placements[kernel]
+    cost = _cost(plan, kernel, place.device, place.variant)
+    if not cost or place.replicas == 1:
+        return cost
+    at = next((t for t in cost.get("threads", []) if t["threads"] == place.replicas), None)
+    return cost if at is None else {**cost, "latency_s": at["latency_s"], "energy_j": at["energy_j"]}
+
+
 def assignment_rows(plan: Plan) -> list[list[str]]:
     rates = plan.predicted.get("rates", {})
     rows = []
     for kernel, place in plan.placements.items():
-        cost = _cost(plan, kernel, place.device, place.variant) or {}
-        latency, count = cost.get("latency_s"), str(place.replicas)
-        if cost.get("threads"):  # a threaded kernel: its replicas are threads, its latency the one at that count
+        cost = placed_cost(plan, kernel) or {}
+        count = str(place.replicas)
+        if cost.get("threads"):  # a threaded kernel: its replicas are threads
             count = f"{place.replicas} thread{'s' if place.replicas > 1 else ''}"
-            latency = next((t["latency_s"] for t in cost["threads"] if t["threads"] == place.replicas), latency)
         rows.append([kernel, place.device, place.variant, count, f"{rates.get(kernel, 0):g}",
-                     fmt.seconds(latency), cost.get("source", "-")])
+                     fmt.seconds(cost.get("latency_s")), cost.get("source", "-")])
     return rows
 
 

@@ -13,16 +13,14 @@ from __future__ import annotations
 from typing import Any
 
 from pearl_py.optimize.plan import Plan
-from pearl_py.report import fmt
+from pearl_py.report import content, fmt
 
 KERNEL_HEADER = ["kernel", "device / variant", "predicted per call", "measured per call", "calls measured",
                  "predicted per sample", "measured per sample", "measured / predicted"]
 
 
 def _predicted_latency(plan: Plan, kernel: str) -> tuple[float | None, str]:
-    placement = plan.placements[kernel]
-    cost = (plan.predicted.get("costs", {}).get(kernel, {}).get(placement.device, {})
-            .get(placement.variant))
+    cost = content.placed_cost(plan, kernel)
     if not cost:
         return None, "none"
     return cost["latency_s"], cost["source"]
@@ -75,7 +73,8 @@ def summary_rows(plan: Plan, run: dict[str, Any]) -> list[tuple[str, str]]:
              ("eval return (measured)", f"{run['eval_return_mean']:.1f} ± {run['eval_return_std']:.1f}"),
              ("backend", run.get("backend", "serial"))]
     layout = run.get("layout") or {}
-    rows += [(f"runtime: {key}", str(layout[key])) for key in ("actors", "inference", "replay") if key in layout]
+    rows += [(f"runtime: {key}", str(layout[key])) for key in ("actors", "learner_threads", "inference", "replay")
+             if key in layout]
     lag = run.get("policy_lag") or {}
     if lag.get("max_observed") is not None:
         bound = "unbounded" if lag.get("bound") is None else f"bound {lag['bound']}"
