@@ -3,8 +3,8 @@
 Runs single-threaded (``torch.set_num_threads(1)``), as every pearl_py actor and server
 process does. The learner update may run more threads (the optimizer plans its thread
 count): its variants in :data:`THREADED_VARIANTS` are also timed at 2 .. min(cores,
-:data:`MAX_THREADS`) threads, in wall time, on the quick grid, each count with its own model
-(``learner_update/fused@2threads``). ``pearl profile`` calls :func:`profile` and caches the
+:data:`MAX_THREADS`) threads, in wall time beside an actor-like process, on the quick grid, each
+count with its own model (``learner_update/fused@2threads``). ``pearl profile`` calls :func:`profile` and caches the
 result per machine. Every variant with a micro-benchmark is calibrated where
 ``pearl_py.kernels`` says it can run here; a variant with a one-off setup (the ``compiled``
 learner update's compile) also records that setup in ``calibration.meta["setup"]``.
@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import os
+import statistics
 import time
 from collections.abc import Callable, Iterator
 
@@ -30,6 +31,7 @@ from pearl_py.estimate.calibration import (MAX_THREADS, THREADED_VARIANTS, Calib
 from pearl_py.estimate.features import workload_features
 from pearl_py.estimate.fit import FittedModel, select_model
 from pearl_py.estimate.microbench import BenchPoint, build, clear_compiled, time_call, variants
+from pearl_py.estimate.neighbour import neighbour
 from pearl_py.protocol import Workload
 
 KINDS = ("learner_update", "inference", "replay_insert", "replay_sample", "priority_update", "env_step",
@@ -110,7 +112,7 @@ def heldout_grid(kind: str) -> list[BenchPoint]:
 
 
 THREAD_PASSES = 5
-"""Passes over the grid at more than one thread: wall time, so more chances of an undisturbed one."""
+"""Passes over the grid at more than one thread (wall time: each point keeps the median)."""
 
 
 def usable_cores() -> int:
@@ -154,23 +156,28 @@ def measure(kind: str, variant: str, points: list[BenchPoint], passes: int = 3,
             setup: list[tuple[Workload, float, bool]] | None = None, n_threads: int = 1) -> list[tuple[Workload, float]]:
     """Seconds per call of ``kind``/``variant`` at every point, with ``n_threads`` threads (default one).
 
-    The grid is timed ``passes`` times, interleaved, and each point keeps its fastest
-    pass: neighbours on a shared machine only ever add time (cache and memory
-    interference), so the minimum is the least disturbed figure. One thread is timed in
-    the process's CPU time; more threads in wall time (CPU time would add the threads up).
+    The grid is timed ``passes`` times, interleaved. One thread: the process's CPU time, and
+    each point keeps its fastest pass (neighbours on a shared machine only ever add time, so
+    the minimum is the least disturbed figure). More threads: wall time (CPU time would add
+    the threads up), with an actor-like process running beside (:mod:`neighbour`: what the
+    learner shares the machine with in a parallel run), and each point keeps its *median*
+    pass: on this VM a 2-thread update switched between two speeds for seconds at a time
+    (docs/kernels.md), and the fastest pass would plan with the better one only.
     One-off setups paid while building the kernels (compiles: wall seconds, and whether no
     cache shortened them) are appended to ``setup`` when given.
     """
-    clock = time.process_time if n_threads == 1 else time.perf_counter
-    with threads(n_threads):
+    clock, keep = (time.process_time, min) if n_threads == 1 else (time.perf_counter, statistics.median)
+    beside = neighbour("actor") if n_threads > 1 else contextlib.nullcontext()
+    with threads(n_threads), beside:
         benches = [build(kind, variant, point) for point in points]
         if setup is not None:
             setup += [(w, call.setup_s, getattr(call, "setup_cold", True)) for w, call in benches
                       if getattr(call, "setup_s", 0.0) > 0]
-        best = [time_call(call, clock=clock) for _, call in benches]
-        for _ in range(passes - 1):
-            best = [min(b, time_call(call, clock=clock)) for b, (_, call) in zip(best, benches)]
-    return [(workload, seconds) for (workload, _), seconds in zip(benches, best)]
+        samples: list[list[float]] = [[] for _ in benches]
+        for _ in range(passes):
+            for times, (_, call) in zip(samples, benches):
+                times.append(time_call(call, clock=clock))
+    return [(workload, keep(times)) for (workload, _), times in zip(benches, samples)]
 
 
 def fit_measurements(kind: str, measured: list[tuple[Workload, float]]) -> dict[str | None, FittedModel]:
@@ -231,14 +238,17 @@ def profile(quick: bool = False, kinds: tuple[str, ...] = KINDS,
                     calibration.meta.setdefault("setup", {})[model_key(kind, variant)] = entry
                     log(f"{model_key(kind, variant):<32} setup (compile) {sum(s for _, s, _ in setup):.1f}s "
                         f"for {len(setup)} shapes ({len(entry['cold'])} cold)")
-                fitted = {model_key(kind, variant, env_id): model for env_id, model in fit_measurements(kind, measured).items()}
+                fitted = {model_key(kind, variant, env_id): (model, time.perf_counter() - t0)
+                          for env_id, model in fit_measurements(kind, measured).items()}
                 for n in thread_counts(kind, variant):
+                    t0 = time.perf_counter()
                     at_n = measure(kind, variant, calibration_grid(kind, True, variant), THREAD_PASSES, n_threads=n)
-                    fitted[model_key(kind, variant, threads=n)] = fit_measurements(kind, at_n)[None]
-                for key, model in fitted.items():
+                    fitted[model_key(kind, variant, threads=n)] = (fit_measurements(kind, at_n)[None],
+                                                                   time.perf_counter() - t0)
+                for key, (model, seconds) in fitted.items():
                     calibration.models[key] = model
-                    log(f"{key:<32} {model.form:<9} cv error {model.cv_mape:5.1f}%  "
-                        f"({model.n_points} points, {time.perf_counter() - t0:.1f}s)")
+                    log(f"{key:<33} {model.form:<9} cv error {model.cv_mape:5.1f}%  "
+                        f"({model.n_points} points, {seconds:.1f}s)")
     finally:
         clear_compiled()
     calibration.meta["seconds"] = round(time.perf_counter() - start, 1)

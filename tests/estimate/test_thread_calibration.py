@@ -81,3 +81,17 @@ def test_the_estimator_costs_calibrated_thread_counts_only(cpu):
     assert "pearl profile" in old.thread_note(kernel, cpu)
     catalogue = Platform.load("pearl-cpu-gpu-fpga").device("cpu")
     assert old.thread_counts(kernel, catalogue, "fused") == [1]
+
+
+def test_the_neighbour_process_runs_meanwhile_and_stops():
+    import multiprocessing as mp
+
+    from pearl_py.estimate.neighbour import neighbour
+
+    with neighbour("actor"):
+        (child,) = mp.active_children()
+        assert child.is_alive()
+    assert not child.is_alive() and child.exitcode == 0
+    with pytest.raises(ValueError, match="neighbour kind"):
+        with neighbour("busy"):
+            pass
