@@ -1,7 +1,9 @@
 """pearl_py vs Stable-Baselines3 on the same zoo config, side by side in one script.
 
 Each backend trains the config's algorithm for its total_steps (one torch thread per
-process), then runs 10 greedy evaluation episodes. Backends: ``sb3``; ``serial``
+process, except pearl_py's learner, which runs the plan's threads: 2 where the optimizer finds
+the calibrated 2-thread update faster, docs/optimizer.md; ``--sb3-threads`` gives SB3 more),
+then runs 10 greedy evaluation episodes. Backends: ``sb3``; ``serial``
 (pearl_py's reference executor); ``parallel`` (pearl_py's local parallel runtime: an
 actor process collecting while the learner trains, under the plan ``--plan`` names:
 ``auto`` solves one for this machine, ``single`` puts every kernel on the CPU; the
@@ -100,6 +102,8 @@ def run_parallel(cfg: pearl.RunConfig, seed: int, args: argparse.Namespace) -> t
 
     algo = cfg.make_algorithm()
     result = ParallelExecutor(algo, parallel_plan(algo, args), seed, progress=False).run(cfg.settings.total_steps)
+    print(f"     parallel: learner {result.layout['learner_variant']} at {result.layout['learner_threads']} "
+          f"thread(s), {result.layout['actors']} actor(s)", flush=True)
     return result.wall_seconds, result.eval_return_mean
 
 
@@ -110,7 +114,7 @@ SOLVED = {"CartPole-v1": 475.0, "Pendulum-v1": -200.0}
 
 def _in_child(queue: mp.Queue, backend: str, config: str, steps: int | None, seed: int,
               args: argparse.Namespace) -> None:
-    torch.set_num_threads(1)
+    torch.set_num_threads(args.sb3_threads if backend == "sb3" else 1)
     cfg = pearl.load_config(config).with_overrides(total_steps=steps)
     wall, ret = BACKENDS[backend](cfg, seed, args)
     peak_kb = max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
@@ -138,12 +142,13 @@ def main() -> None:
     parser.add_argument("--plan", choices=["auto", "single"], default="auto",
                         help="plan of the parallel backend (default: solved for this machine)")
     parser.add_argument("--solved", type=float, help="return that counts as solved (default: SOLVED by env)")
+    parser.add_argument("--sb3-threads", type=int, default=1, help="torch threads of the SB3 process (default 1)")
     parser.add_argument("--variant", help="learner_update variant, and inference variant where one has this name, "
                              "for the serial and parallel backends (default: the plan's)")
     args = parser.parse_args()
     cfg = pearl.load_config(args.config).with_overrides(total_steps=args.steps)
-    print(f"{cfg.settings.algorithm} {cfg.settings.env}, {cfg.settings.total_steps} steps, 1 torch thread "
-          f"per process, each backend in a fresh process")
+    print(f"{cfg.settings.algorithm} {cfg.settings.env}, {cfg.settings.total_steps} steps, {args.sb3_threads} torch "
+          f"thread(s) for SB3, 1 per pearl_py process but the learner's (the plan's), each backend in a fresh process")
     print(f"{'seed':>4} {'backend':>9} {'wall s':>8} {'SB3/this':>8} {'return':>8} {'peak MiB':>9}")
     ratios: dict[str, list[float]] = {b: [] for b in args.backends}
     returns: dict[str, list[float]] = {b: [] for b in args.backends}
