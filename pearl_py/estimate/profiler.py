@@ -20,7 +20,6 @@ from __future__ import annotations
 import contextlib
 import itertools
 import os
-import statistics
 import time
 from collections.abc import Callable, Iterator
 
@@ -112,7 +111,7 @@ def heldout_grid(kind: str) -> list[BenchPoint]:
 
 
 THREAD_PASSES = 5
-"""Passes over the grid at more than one thread (wall time: each point keeps the median)."""
+"""Passes over the grid at more than one thread (wall time: each point keeps the slowest)."""
 
 
 def usable_cores() -> int:
@@ -160,13 +159,14 @@ def measure(kind: str, variant: str, points: list[BenchPoint], passes: int = 3,
     each point keeps its fastest pass (neighbours on a shared machine only ever add time, so
     the minimum is the least disturbed figure). More threads: wall time (CPU time would add
     the threads up), with an actor-like process running beside (:mod:`neighbour`: what the
-    learner shares the machine with in a parallel run), and each point keeps its *median*
+    learner shares the machine with in a parallel run), and each point keeps its *slowest*
     pass: on this VM a 2-thread update switched between two speeds for seconds at a time
-    (docs/kernels.md), and the fastest pass would plan with the better one only.
+    and lost much more to other processes than one thread (docs/kernels.md), so a second
+    thread is planned only where it pays in every pass.
     One-off setups paid while building the kernels (compiles: wall seconds, and whether no
     cache shortened them) are appended to ``setup`` when given.
     """
-    clock, keep = (time.process_time, min) if n_threads == 1 else (time.perf_counter, statistics.median)
+    clock, keep = (time.process_time, min) if n_threads == 1 else (time.perf_counter, max)
     beside = neighbour("actor") if n_threads > 1 else contextlib.nullcontext()
     with threads(n_threads), beside:
         benches = [build(kind, variant, point) for point in points]
