@@ -25,6 +25,7 @@ from pearl_py.optimize.plan import Placement, Plan
 from pearl_py.optimize.problem import AssignmentProblem
 from pearl_py.optimize.solution import Solution
 from pearl_py.optimize.solve import solve, solve_ranked
+from pearl_py.optimize.whole_run import whole_run
 from pearl_py.protocol import KernelKind, ProtocolGraph
 
 
@@ -91,6 +92,7 @@ def ranked_plans(algo: Any, platform: Any, objective: str = "throughput",
         predicted["pareto"] = front
         predicted["platform"] = platform.to_dict()
         predicted["horizon"] = horizon
+        predicted["run"] = whole_run(problem, protocol, chosen.assignment, chosen.performance, horizon)
         plans.append(Plan(platform=platform.name, objective=objective, placements=_placements(chosen),
                           predicted=predicted, solver=chosen.solver))
     return plans

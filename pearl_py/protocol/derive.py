@@ -109,7 +109,7 @@ def derive_protocol(algorithm: Algorithm, serialized: bool = False) -> ProtocolG
                               prioritized=cfg.prioritized_replay, fanout=cfg.replay_fanout)
 
     lagged = TrainSchedule.from_config(cfg, total_steps=1, max_policy_lag=DEFAULT_POLICY_LAG)
-    graph = ProtocolGraph(serialized=serialized, overlap=lagged.overlap)
+    graph = ProtocolGraph(serialized=serialized, overlap=lagged.overlap, warmup_steps=cfg.learning_starts)
     kernels = [
         Kernel("env_step", KernelKind.ENV_STEP,
                EnvWorkload(spec.env_id, spec.obs_dim, spec.action_dim, n_envs, spec.discrete),

@@ -29,12 +29,15 @@ class ProtocolGraph:
     per collected transition).
     """
 
-    def __init__(self, serialized: bool = False, overlap: float = 1.0) -> None:
+    def __init__(self, serialized: bool = False, overlap: float = 1.0, warmup_steps: int = 0) -> None:
         self.graph = nx.DiGraph()
         self.serialized = serialized
         """True when the protocol runs its stages one after another (serial executor)."""
         self.overlap = overlap
         """Fraction of a training round actors may collect alongside training (the policy-lag bound's)."""
+        self.warmup_steps = warmup_steps
+        """Transitions collected with random actions before learning starts (``learning_starts``): only
+        the env step and the replay insert run then (:mod:`pearl_py.optimize.whole_run`)."""
 
     def add_kernel(self, kernel: Kernel) -> None:
         if kernel.name in self.graph:
@@ -81,6 +84,7 @@ class ProtocolGraph:
         return {
             "serialized": self.serialized,
             "overlap": self.overlap,
+            "warmup_steps": self.warmup_steps,
             "kernels": [
                 {"name": k.name, "kind": k.kind.value, "rate": k.rate, "replicable": k.replicable}
                 for k in self.kernels()

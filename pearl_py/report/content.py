@@ -44,7 +44,19 @@ def summary_rows(plan: Plan) -> list[tuple[str, str]]:
     ]
     if p.get("power_cap_w"):
         rows.insert(3, ("Power cap", f"{p['power_cap_w']:,.0f} W"))
+    if p.get("run"):
+        rows.insert(1, whole_run_row(p["run"]))
     return rows
+
+
+def whole_run_row(run: dict[str, Any]) -> tuple[str, str]:
+    """The modelled whole run, e.g. ("Samples per second, whole run of 20,000 steps", "291 (68.7 s: ...)")."""
+    parts = [f"{run['warmup_steps']:,} warm-up steps {fmt.seconds(run['warmup_s'])}",
+             f"{run['env_steps'] - run['warmup_steps']:,} learning steps {fmt.seconds(run['learning_s'])}"]
+    if run.get("setup_s"):
+        parts.append(f"one-off setup {fmt.seconds(run['setup_s'])}")
+    return (f"Samples per second, whole run of {run['env_steps']:,} steps",
+            f"{fmt.rate(run['samples_per_s'])} ({fmt.seconds(run['seconds'])}: {', '.join(parts)}; modelled)")
 
 
 def _cost(plan: Plan, kernel: str, device: str, variant: str) -> dict[str, Any] | None:

@@ -61,13 +61,29 @@ def kernel_bars(plan: Plan, run: dict[str, Any]) -> list[tuple[str, float, float
     return items
 
 
+def predicted_run_rate(plan: Plan, env_steps: int) -> tuple[float | None, str]:
+    """The predicted samples/s to set beside a run's measured one, and what it covers.
+
+    The whole-run figure (warm-up, learning, one-off setups: :mod:`pearl_py.optimize.whole_run`)
+    when the plan was made for a run of this length; else the steady state of the learning phase.
+    """
+    whole = plan.predicted.get("run")
+    if whole and whole["env_steps"] == env_steps:
+        return whole["samples_per_s"], (f"whole run: {whole['warmup_steps']:,} warm-up + "
+                                         f"{env_steps - whole['warmup_steps']:,} learning steps")
+    return plan.predicted.get("samples_per_s"), "steady state of the learning phase"
+
+
 def summary_rows(plan: Plan, run: dict[str, Any]) -> list[tuple[str, str]]:
-    predicted = plan.predicted.get("samples_per_s")
+    predicted, covers = predicted_run_rate(plan, run["env_steps"])
     measured = run["samples_per_second"]
-    rows = [("samples/s measured", fmt.rate(measured)),
-            ("samples/s predicted", fmt.rate(predicted) if predicted else "–")]
+    rows = [("samples/s measured (whole run)", fmt.rate(measured)),
+            (f"samples/s predicted ({covers})", fmt.rate(predicted) if predicted else "–")]
     if predicted:
         rows.append(("measured / predicted", f"{measured / predicted:.2f}"))
+    steady = plan.predicted.get("samples_per_s")
+    if steady and predicted != steady:
+        rows.append(("samples/s predicted (steady state of the learning phase)", fmt.rate(steady)))
     rows += [("env steps (measured)", str(run["env_steps"])),
              ("training wall time (measured)", fmt.seconds(run["wall_seconds"])),
              ("eval return (measured)", f"{run['eval_return_mean']:.1f} ± {run['eval_return_std']:.1f}"),

@@ -1,0 +1,51 @@
+"""The model's figure for a whole run: the warm-up that fills replay, then the learning phase.
+
+An off-policy run first collects ``learning_starts`` transitions with uniform random
+actions: only the env step and the replay insert run (no inference, no update). The steady
+state the optimizer ranks plans by (:func:`pearl_py.optimize.model.evaluate`) describes
+the learning phase only; for a run of ``horizon`` env steps this adds the warm-up at the
+rate the same model gives the warm-up kernels alone, plus the chosen variants' one-off
+setups::
+
+    seconds = W · T(warm-up kernels) + (H − W) · T(all kernels) + Σ setup_s,   W = min(warmup, H)
+
+so the whole run's samples/s (``H / seconds``) is comparable with what a run measures
+(``RunResult.samples_per_second``: env steps over training time). docs/optimizer.md §"Whole run".
+
+Example::
+
+    >>> run = whole_run(problem, protocol, solution.assignment, solution.performance, horizon=20_000)
+    >>> run["warmup_steps"], round(run["samples_per_s"])
+    (10000, 291)
+"""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from pearl_py.optimize.model import Assignment, Performance, evaluate
+from pearl_py.optimize.problem import AssignmentProblem
+from pearl_py.protocol import KernelKind, ProtocolGraph
+
+WARMUP_KINDS = (KernelKind.ENV_STEP, KernelKind.REPLAY_INSERT)
+"""The kernels a warm-up step runs: random actions need no inference, and nothing trains yet."""
+
+
+def whole_run(problem: AssignmentProblem, protocol: ProtocolGraph, assignment: Assignment,
+              steady: Performance, horizon: float | None) -> dict[str, Any] | None:
+    """The modelled time of a run of ``horizon`` env steps (None when the length is unknown or infinite)."""
+    if horizon is None or not math.isfinite(horizon) or horizon <= 0:
+        return None
+    warm_kernels = {k.name for kind in WARMUP_KINDS for k in protocol.by_kind(kind)}
+    warm = evaluate(problem, {k: c for k, c in assignment.items() if k in warm_kernels})
+    warmup_steps = min(protocol.warmup_steps, horizon)
+    setup_s = sum(problem.option(k, c.device, c.variant).setup_s for k, c in assignment.items())
+    warmup_s = warmup_steps * warm.time_per_sample
+    learning_s = (horizon - warmup_steps) * steady.time_per_sample
+    seconds = warmup_s + learning_s + setup_s
+    return {
+        "env_steps": int(horizon), "warmup_steps": int(warmup_steps),
+        "warmup_s": warmup_s, "learning_s": learning_s, "setup_s": setup_s, "seconds": seconds,
+        "warmup_samples_per_s": 1.0 / warm.time_per_sample if warm.time_per_sample > 0 else math.inf,
+        "samples_per_s": horizon / seconds if seconds > 0 else math.inf, "source": "modelled",
+    }

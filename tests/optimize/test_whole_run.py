@@ -1,0 +1,83 @@
+"""The whole-run prediction: warm-up steps at the env-step-and-insert rate, learning steps at the plan's
+steady state, plus one-off setups; shown in the plan's report and set beside a run's measured samples/s."""
+from __future__ import annotations
+
+import pytest
+
+import pearl_py as pearl
+from pearl_py.estimate import Estimator
+from pearl_py.optimize.api import plan
+from pearl_py.optimize.builder import build_problem
+from pearl_py.optimize.model import Choice, evaluate
+from pearl_py.optimize.whole_run import whole_run
+from pearl_py.report import content, measured
+from tests.optimize.test_variant_choice import estimator, synthetic_calibration
+
+
+@pytest.fixture(scope="module")
+def ddpg():
+    return pearl.DDPG("Pendulum-v1", learning_starts=10_000, net_arch=[64, 64])
+
+
+def test_warmup_runs_at_the_rate_of_env_step_and_insert_alone(ddpg):
+    p = plan(ddpg, "pearl-cpu-gpu-fpga", estimator=Estimator(use_cache=False), horizon=20_000, pareto_points=2)
+    run = p.predicted["run"]
+    protocol = ddpg.protocol()
+    problem = build_problem(protocol, pearl.Platform.load("pearl-cpu-gpu-fpga"), Estimator(use_cache=False),
+                            horizon=20_000)
+    choices = {k: Choice(pl.device, pl.variant, pl.replicas) for k, pl in p.placements.items()}
+    warm = evaluate(problem, {k: choices[k] for k in ("env_step", "replay_insert")})
+    assert run["warmup_steps"] == 10_000 and run["env_steps"] == 20_000
+    assert run["warmup_s"] == pytest.approx(10_000 * warm.time_per_sample)
+    assert run["learning_s"] == pytest.approx(10_000 * p.predicted["time_per_sample_s"])
+    assert run["seconds"] == pytest.approx(run["warmup_s"] + run["learning_s"] + run["setup_s"])
+    assert run["samples_per_s"] == pytest.approx(20_000 / run["seconds"])
+    # random actions skip inference and training, so warming up is faster than learning
+    assert warm.time_per_sample < p.predicted["time_per_sample_s"]
+    assert run["samples_per_s"] > p.predicted["samples_per_s"]
+
+
+def test_warmup_longer_than_the_run_is_cut_to_the_run(ddpg):
+    p = plan(ddpg, "pearl-cpu-gpu-fpga", estimator=Estimator(use_cache=False), horizon=4_000, pareto_points=2)
+    run = p.predicted["run"]
+    assert run["warmup_steps"] == 4_000 and run["learning_s"] == 0.0
+
+
+def test_unknown_or_endless_runs_have_no_whole_run_figure(ddpg):
+    for horizon in (None, float("inf")):
+        p = plan(ddpg, "pearl-cpu-gpu-fpga", estimator=Estimator(use_cache=False), horizon=horizon,
+                 pareto_points=2)
+        assert p.predicted["run"] is None
+        assert not any(label.startswith("Samples per second, whole run") for label, _ in content.summary_rows(p))
+
+
+def test_one_off_setups_are_charged_once():
+    algo = pearl.DQN("CartPole-v1", batch_size=64, net_arch=[256, 256])
+    p = plan(algo, pearl.Platform.local(), estimator=estimator(), horizon=1e6, pareto_points=2)
+    assert p.placements["learner_update"].variant == "compiled"
+    setup = synthetic_calibration().meta["setup"]["learner_update/compiled"]["seconds"]
+    assert p.predicted["run"]["setup_s"] == pytest.approx(setup)
+    label, text = content.whole_run_row(p.predicted["run"])
+    assert label == "Samples per second, whole run of 1,000,000 steps"
+    assert "one-off setup 9.0 s" in text and text.endswith("modelled)")
+
+
+def test_a_run_is_compared_with_the_whole_run_prediction_of_its_length(ddpg):
+    p = plan(ddpg, "pearl-cpu-gpu-fpga", estimator=Estimator(use_cache=False), horizon=20_000, pareto_points=2)
+    whole = p.predicted["run"]["samples_per_s"]
+    run = {"env_steps": 20_000, "samples_per_second": 0.9 * whole, "wall_seconds": 1.0, "eval_return_mean": 0.0,
+           "eval_return_std": 0.0}
+    rows = dict(measured.summary_rows(p, run))
+    assert rows["measured / predicted"] == "0.90"
+    assert "samples/s predicted (whole run: 10,000 warm-up + 10,000 learning steps)" in rows
+    assert "samples/s predicted (steady state of the learning phase)" in rows
+    # a run of another length (a resumed or shortened one) is compared with the steady state
+    rows = dict(measured.summary_rows(p, {**run, "env_steps": 5_000}))
+    assert "samples/s predicted (steady state of the learning phase)" in rows
+    assert rows["measured / predicted"] == f"{0.9 * whole / p.predicted['samples_per_s']:.2f}"
+
+
+def test_whole_run_needs_a_horizon(ddpg):
+    protocol = ddpg.protocol()
+    problem = build_problem(protocol, pearl.Platform.load("pearl-cpu-gpu-fpga"), Estimator(use_cache=False))
+    assert whole_run(problem, protocol, {}, evaluate(problem, {}), horizon=0) is None
