@@ -9,11 +9,13 @@ time per update, median over repeats. Each of three neighbours runs once:
 
 * ``none``: nothing else of ours runs;
 * ``spin``: a child process busy-loops (a worst case: the second core is never free);
-* ``actor``: a child process that wakes every 0.5 ms (the parallel actor's wait,
-  ``pearl_py.runtime.parallel.actor.WAIT_S``) and works ~30 us per 6.8 ms (Pendulum's
-  step plus the fused act per learner update at the DDPG zoo's one update per step): the
-  neighbour ``pearl profile`` times the threaded learner update beside
-  (``pearl_py.estimate.neighbour``).
+* ``actor``: a child process that wakes once per 6.8 ms, as the parallel actor does on its
+  doorbell, and works ~30 us (Pendulum's step plus the fused act per learner update at the
+  DDPG zoo's one update per step): the neighbour ``pearl profile`` times the threaded
+  learner update beside (``pearl_py.estimate.neighbour``).
+
+Two threads are timed unpinned and pinned to two cores (``pearl_py.kernels.affinity``, as the
+executors and ``pearl profile`` run them).
 
 The load average (``os.getloadavg``) is printed with every row: other jobs share the machine.
 
@@ -36,6 +38,7 @@ import torch
 import pearl_py as pearl
 from pearl_py.algorithms import Algorithm, Learner, TensorBatch
 from pearl_py.estimate.neighbour import KINDS, neighbour
+from pearl_py.kernels.affinity import pinned_threads
 from pearl_py.kernels.fused_cpu import make_fused_cpu
 from pearl_py.kernels.learner_update import make_reference
 from pearl_py.kernels.numba_blas import set_blas_threads
@@ -67,26 +70,31 @@ def random_batches(algo: Algorithm, n: int) -> list[TensorBatch]:
     return out
 
 
-def time_pairs(algo: Algorithm, threads: list[int], repeats: int, calls: int) -> dict[tuple[str, int], float]:
-    """Median wall seconds per update of every (variant, threads) pair, interleaved over repeats."""
+CONFIGS = ((1, False), (2, False), (2, True))
+"""(threads, pinned) timed for every variant: one thread, two unpinned, two pinned as the executors run them."""
+
+
+def time_pairs(algo: Algorithm, repeats: int, calls: int) -> dict[tuple[str, int, bool], float]:
+    """Median wall seconds per update of every (variant, threads, pinned), interleaved over repeats."""
     batches = random_batches(algo, 16)
     updates = {}
     for name, make in VARIANTS.items():
         torch.manual_seed(0)
         updates[name] = make(Learner(algo))
-    times: dict[tuple[str, int], list[float]] = {(n, t): [] for n in updates for t in threads}
+    times: dict[tuple[str, int, bool], list[float]] = {(n, t, p): [] for n in updates for t, p in CONFIGS}
     for _ in range(repeats):
-        for (name, t), samples in times.items():
+        for (name, t, pin), samples in times.items():
             set_threads(t)
             update = updates[name]
-            for b in batches[:3]:
-                update(b)
-            start = time.perf_counter()
-            for i in range(calls):
-                update(batches[i % len(batches)])
-            samples.append((time.perf_counter() - start) / calls)
+            with pinned_threads(t) if pin else contextlib.nullcontext():
+                for b in batches[:3]:
+                    update(b)
+                start = time.perf_counter()
+                for i in range(calls):
+                    update(batches[i % len(batches)])
+                samples.append((time.perf_counter() - start) / calls)
     set_threads(1)
-    return {pair: statistics.median(samples) for pair, samples in times.items()}
+    return {key: statistics.median(samples) for key, samples in times.items()}
 
 
 def main() -> None:
@@ -97,19 +105,19 @@ def main() -> None:
     parser.add_argument("--neighbours", nargs="+", choices=["none", *KINDS], default=["none", *KINDS])
     args = parser.parse_args()
     algo = WORKLOADS[args.workload]()
-    threads = [1, 2]
     print(f"{args.workload} learner update, wall ms per update, median of {args.repeats} interleaved repeats "
           f"of {args.calls} calls")
-    print(f"{'neighbour':>9} {'variant':>9} {'1 thr ms':>9} {'2 thr ms':>9} {'1/2':>6}  load 1-min (before, after)")
+    print(f"{'neighbour':>9} {'variant':>9} {'1 thr ms':>9} {'2 thr ms':>9} {'pinned':>9} {'1/2':>6} {'1/pinned':>8}"
+          "  load 1-min (before, after)")
     for kind in args.neighbours:
         with neighbour(kind) if kind != "none" else contextlib.nullcontext():
             before = os.getloadavg()[0]
-            medians = time_pairs(algo, threads, args.repeats, args.calls)
+            medians = time_pairs(algo, args.repeats, args.calls)
             after = os.getloadavg()[0]
         for name in VARIANTS:
-            one, two = medians[(name, 1)], medians[(name, 2)]
-            print(f"{kind:>9} {name:>9} {one * 1e3:9.3f} {two * 1e3:9.3f} {one / two:5.2f}x  ({before:.2f}, {after:.2f})",
-                  flush=True)
+            one, two, pinned = (medians[(name, t, p)] for t, p in CONFIGS)
+            print(f"{kind:>9} {name:>9} {one * 1e3:9.3f} {two * 1e3:9.3f} {pinned * 1e3:9.3f} {one / two:5.2f}x "
+                  f"{one / pinned:7.2f}x  ({before:.2f}, {after:.2f})", flush=True)
 
 
 if __name__ == "__main__":

@@ -31,6 +31,7 @@ from pearl_py.estimate.features import workload_features
 from pearl_py.estimate.fit import FittedModel, select_model
 from pearl_py.estimate.microbench import BenchPoint, build, clear_compiled, time_call, variants
 from pearl_py.estimate.neighbour import neighbour
+from pearl_py.kernels.affinity import pinned_threads
 from pearl_py.protocol import Workload
 
 KINDS = ("learner_update", "inference", "replay_insert", "replay_sample", "priority_update", "env_step",
@@ -174,9 +175,10 @@ def measure(kind: str, variant: str, points: list[BenchPoint], passes: int = 3,
             setup += [(w, call.setup_s, getattr(call, "setup_cold", True)) for w, call in benches
                       if getattr(call, "setup_s", 0.0) > 0]
         samples: list[list[float]] = [[] for _ in benches]
-        for _ in range(passes):
-            for times, (_, call) in zip(samples, benches):
-                times.append(time_call(call, clock=clock))
+        with pinned_threads(n_threads):  # as the executors run a threaded learner
+            for _ in range(passes):
+                for times, (_, call) in zip(samples, benches):
+                    times.append(time_call(call, clock=clock))
     return [(workload, keep(times)) for (workload, _), times in zip(benches, samples)]
 
 

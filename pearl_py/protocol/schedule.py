@@ -88,9 +88,8 @@ class TrainSchedule:
 
     def next_round(self, step: int) -> int:
         """The first training vector step after ``step``, or ``vector_steps`` when none is left."""
-        candidate = (step // self.train_freq + 1) * self.train_freq
-        while candidate <= self.vector_steps and not self.is_round(candidate):
-            candidate += self.train_freq
+        # rounds are the multiples of train_freq from first_round_step on (O(1): the learner asks every step)
+        candidate = max((step // self.train_freq + 1) * self.train_freq, self.first_round_step)
         return min(candidate, self.vector_steps)
 
     @property

@@ -10,6 +10,7 @@ Example::
 """
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -21,6 +22,7 @@ from pearl_py import kernels
 from pearl_py.algorithms.base import Algorithm
 from pearl_py.algorithms.env_spec import make_vector_env
 from pearl_py.algorithms.learner import Learner, TensorBatch, UpdateResult
+from pearl_py.kernels.affinity import pinned_threads
 from pearl_py.optimize.plan import Plan
 from pearl_py.protocol.schedule import TrainSchedule
 from pearl_py.runtime.evaluation import evaluate
@@ -95,7 +97,10 @@ class SerialExecutor:
         eval_history: list[dict[str, float]] = []
         steps = vector_steps = 0
         eval_seconds = 0.0
-        try:
+        with contextlib.ExitStack() as stack:
+            for close in (log.close, replay.close, envs.close):  # closed in the reverse order
+                stack.callback(close)
+            stack.enter_context(pinned_threads(self.threads))
             obs, _ = envs.reset(seed=self.seed)
             obs = obs.astype(np.float32)
             start = time.perf_counter()
@@ -131,10 +136,6 @@ class SerialExecutor:
                                          "return_std": float(np.std(returns))})
                 log.tick(steps, steps / max(time.perf_counter() - start - eval_seconds, 1e-9))
             wall = time.perf_counter() - start - eval_seconds
-        finally:
-            envs.close()
-            replay.close()
-            log.close()
         eval_returns = evaluate(algo, learner.nets, self.device, self.eval_episodes,
                                 self.seed + EVAL_SEED_OFFSET)
         self.learner = learner

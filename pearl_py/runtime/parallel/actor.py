@@ -42,8 +42,13 @@ from pearl_py.runtime.serial import EpisodeTracker, true_next_obs
 RESTART_SEED_STRIDE = 10_007
 """Seed offset per restart, so a restarted actor does not replay its first episodes."""
 
-WAIT_S = 0.0005
-"""Sleep while the rate limiter holds the actor back."""
+WAIT_S = 0.05
+"""Longest doorbell wait while the rate limiter holds the actor back, before it looks at the stop flag again.
+
+The learner rings the actor's ``room_bell`` whenever it raises the limit, so a held-back actor
+sleeps until there is room instead of waking every few hundred microseconds: on two cores each
+of those wake-ups took a core from a two-thread learner update, whose other thread then waited
+for it at the next GEMM (docs/kernels.md, "Two learner threads")."""
 
 
 def ring_fields(algorithm: Algorithm) -> dict[str, tuple[type, tuple[int, ...]]]:
@@ -82,6 +87,8 @@ class ActorSpec:
     """How to reach the central inference server; None: infer in this process."""
     replay_bell: Doorbell | None = None
     """Rung after every write to the ring when a replay server drains it."""
+    room_bell: Doorbell | None = None
+    """Rung by the learner when the limit rises (:meth:`ActorPool.wake`); None: poll every ``WAIT_S``."""
 
     @property
     def env_seed(self) -> int:
@@ -192,5 +199,8 @@ def _wait_for_room(spec: ActorSpec, ring: ShmRing, control: ControlBlock, n: int
     while spec.steps_before + control.produced + n > control.limit or ring.free() < n:
         if control.stopped:
             return False
-        time.sleep(WAIT_S)
+        if spec.room_bell is not None:
+            spec.room_bell.wait(WAIT_S)
+        else:
+            time.sleep(WAIT_S)
     return not control.stopped

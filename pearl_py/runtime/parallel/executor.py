@@ -39,6 +39,7 @@ import torch
 from pearl_py import kernels
 from pearl_py.algorithms.base import Algorithm
 from pearl_py.algorithms.learner import Learner
+from pearl_py.kernels.affinity import pinned_threads
 from pearl_py.optimize.plan import Plan
 from pearl_py.replay import ReplayBuffer
 from pearl_py.runtime.evaluation import evaluate
@@ -51,6 +52,7 @@ from pearl_py.runtime.parallel.interrupts import RunInterrupted, StopSignals
 from pearl_py.runtime.parallel.learner_loop import LearnerLoop, LoopParts, StopRequested
 from pearl_py.runtime.parallel.params import ParamBoard
 from pearl_py.runtime.parallel.placement import RuntimeLayout
+from pearl_py.runtime.parallel.process import Doorbell
 from pearl_py.runtime.parallel.replay_access import LocalReplay, ServedReplay
 from pearl_py.runtime.parallel.ring import ShmRing
 from pearl_py.protocol.schedule import DEFAULT_POLICY_LAG, DEFAULT_SYNC_EVERY, TrainSchedule
@@ -139,6 +141,7 @@ class ParallelExecutor:
         with contextlib.ExitStack() as stack:
             stack.callback(log.close)
             parts = self._start(stack, layout, schedule, learner, replay_state, progress, timer, log)
+            stack.enter_context(pinned_threads(layout.learner_threads))  # after the actors started: they stay free
             loop = LearnerLoop(parts, progress, self.sync_every)
             try:
                 loop.run()
@@ -216,7 +219,7 @@ class ParallelExecutor:
                            steps_before=done * n, ring=rings[i].name, params=board.name, control=control.name,
                            error_file=str(errors / f"actor{i}.err"), inference=layout.inference_variant,
                            warmup=warmups[i], actors=layout.actors, central=links[i],
-                           replay_bell=replay.server_bell if replay.remote else None)
+                           replay_bell=replay.server_bell if replay.remote else None, room_bell=Doorbell())
                  for i, quota in enumerate(schedule.quotas(layout.actors, done))]
         pool = ActorPool(specs, self.max_restarts)
         self._pool, self.restarts = pool, pool.restarts

@@ -104,6 +104,7 @@ class LearnerLoop:
         p = self.p
         self._last_check = time.perf_counter()
         p.control.limit = p.schedule.actor_limit(self.progress.transitions, p.learner.gradient_steps)
+        p.pool.wake()
         while True:
             step = self.step
             due = p.schedule.updates_until(step)
@@ -137,6 +138,7 @@ class LearnerLoop:
         self.progress.episodes += len(episodes)
         self.progress.transitions = inserted + moved
         self._raise_limit()
+        p.pool.wake()  # the rings have room again, and the limit may have risen
         self.step = self.progress.transitions // n
         for j in range(step + 1, self.step + 1):
             p.algorithm.after_env_step(p.learner.nets, j)
@@ -174,7 +176,8 @@ class LearnerLoop:
         p.replay.finished_update(p.learner.gradient_steps)
         if p.learner.gradient_steps % self.sync_every == 0:
             self._publish()
-        self._raise_limit()
+        if self._raise_limit():
+            p.pool.wake()
         return out
 
     def _publish(self) -> None:
@@ -182,15 +185,17 @@ class LearnerLoop:
             self.p.board.publish(self._acting, tag=self.p.learner.gradient_steps)
         self._published = self.p.learner.gradient_steps
 
-    def _raise_limit(self) -> None:
-        """Let actors collect as far as the schedule now allows; publish first if the policy lag held them."""
+    def _raise_limit(self) -> bool:
+        """Let actors collect as far as the schedule now allows; publish first if the policy lag held them.
+        Whether the limit rose (the caller wakes the actors: :meth:`ActorPool.wake`)."""
         p = self.p
         limit = p.schedule.actor_limit(self.progress.transitions, p.learner.gradient_steps)
         if limit <= p.control.limit:
-            return
+            return False
         if p.schedule.max_policy_lag is not None and self._published != p.learner.gradient_steps:
             self._publish()
         p.control.limit = limit
+        return True
 
     def _maybe_evaluate(self, step: int) -> None:
         p, n = self.p, self.p.schedule.n_envs

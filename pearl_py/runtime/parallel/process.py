@@ -26,6 +26,8 @@ from pathlib import Path
 
 import torch
 
+from pearl_py.kernels.affinity import release_child
+
 def die_with_parent() -> None:
     """Ask Linux to SIGKILL this process when its parent dies (no orphans after a hard kill)."""
     if sys.platform.startswith("linux"):
@@ -38,6 +40,7 @@ def child_process(error_file: str, threads: int) -> Iterator[None]:
     """Set up a child process of the run; on an exception write its traceback to ``error_file`` and re-raise."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     die_with_parent()
+    release_child()
     torch.set_num_threads(threads)
     try:
         yield

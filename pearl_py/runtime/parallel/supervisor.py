@@ -103,6 +103,12 @@ class ActorPool:
         proc.start()
         self._procs[i] = proc
 
+    def wake(self) -> None:
+        """Ring every actor's ``room_bell``: the limit rose, a held-back actor may collect again."""
+        for spec in self.specs:
+            if spec.room_bell is not None:
+                spec.room_bell.ring()
+
     @property
     def pids(self) -> list[int]:
         """Process ids of the actors currently alive."""

@@ -1,8 +1,9 @@
 """The executors run the learner update with the plan's thread count (``learner_update``'s replicas),
-and the actors with one thread."""
+pinned to that many cores where the machine allows it, and the actors with one thread."""
 from __future__ import annotations
 
 import dataclasses
+import os
 
 import pytest
 import torch
@@ -10,11 +11,15 @@ from parallel_helpers import TINY_DQN
 
 import pearl_py as pearl
 from pearl_py.kernels import REGISTRY, KernelKind
+from pearl_py.kernels.affinity import can_pin, usable_cpus
 from pearl_py.optimize.plan import Placement, Plan
 from pearl_py.runtime.parallel import ParallelExecutor
 from pearl_py.runtime.serial import SerialExecutor
 
 PROBE = (KernelKind.LEARNER_UPDATE, "cpu", "probe")
+AFFINITY: list[frozenset[int]] = []
+"""The cores the learner's thread may use at every probe call."""
+PINNABLE = can_pin() and len(usable_cpus()) >= 2
 
 
 @pytest.fixture
@@ -26,12 +31,14 @@ def seen(monkeypatch) -> list[int]:
     def build(learner):
         def update(batch):
             calls.append(torch.get_num_threads())
+            AFFINITY.append(frozenset(os.sched_getaffinity(0)))
             return learner.update(batch)
         return update
 
     reference = REGISTRY.get("learner_update", "reference", "cpu")
     monkeypatch.setitem(REGISTRY._variants, PROBE, dataclasses.replace(reference, name="probe", builder=build))
     before = torch.get_num_threads()
+    AFFINITY.clear()
     yield calls
     torch.set_num_threads(before)
 
@@ -57,3 +64,23 @@ def test_serial_executor_runs_the_planned_threads(seen):
     assert seen and set(seen) == {2}
     SerialExecutor(algo, seed=0, eval_episodes=1, plan=threaded_plan(algo, 2, serialized=True), threads=1).run(600)
     assert seen[-1] == 1
+
+
+@pytest.mark.skipif(not PINNABLE, reason="needs sched_setaffinity and 2 usable cores")
+@pytest.mark.parametrize("serialized", [False, True])
+def test_a_threaded_learner_is_pinned_during_the_run_and_released_after(seen, serialized):
+    algo = pearl.DQN("CartPole-v1", **TINY_DQN)
+    before = os.sched_getaffinity(0)
+    plan = threaded_plan(algo, 2, serialized=serialized)
+    executor = (SerialExecutor(algo, seed=0, eval_episodes=1, plan=plan) if serialized
+                else ParallelExecutor(algo, plan, seed=0, eval_episodes=1))
+    executor.run(600)
+    assert seen and set(AFFINITY) == {frozenset({usable_cpus()[0]})}
+    assert os.sched_getaffinity(0) == before and "PEARL_CPUS" not in os.environ
+
+
+def test_a_one_thread_learner_is_not_pinned(seen):
+    algo = pearl.DQN("CartPole-v1", **TINY_DQN)
+    before = frozenset(os.sched_getaffinity(0))
+    ParallelExecutor(algo, threaded_plan(algo, 1), seed=0, eval_episodes=1).run(600)
+    assert seen and set(AFFINITY) == {before}

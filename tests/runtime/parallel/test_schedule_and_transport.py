@@ -32,6 +32,8 @@ def test_schedule_reproduces_the_serial_update_count(n_envs, train_freq, gradien
     assert [s.updates_until(k) for k in range(1, s.vector_steps + 1)] == expected
     assert s.total_updates == expected[-1]
     rounds = [k for k in range(1, s.vector_steps + 1) if s.is_round(k)] + [s.vector_steps]
+    for step in range(s.vector_steps + 1):  # from any step: the first training step after it
+        assert s.next_round(step) == min(next(r for r in rounds if r > step or r == s.vector_steps), s.vector_steps)
     k = 0
     while k < s.vector_steps:  # next_round walks exactly the training steps
         k = s.next_round(k)

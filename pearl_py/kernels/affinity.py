@@ -1,0 +1,100 @@
+"""Pin a multi-threaded learner update's threads to cores of their own (Linux).
+
+A 2-thread update splits every GEMM between two threads that meet at its end. Unpinned, the
+scheduler may put both on one core when another process wakes on the other (an actor taking
+its step), and they stay there until the next load balancing: measured on the 2-core
+development VM, the fused DDPG update went from 4.1 ms alone to 7.0 ms beside an actor that
+works 30 us per update, no better than one thread; pinned, 4.45 ms (docs/kernels.md, "Two
+learner threads"). So while a learner runs ``n > 1`` threads, the calling thread (the one
+that runs the update: it is the OpenMP master) is pinned to the first usable core and every
+other thread of the process (torch's OpenMP workers, OpenBLAS's) to the next ``n - 1``.
+The other processes of the run stay free to run on any core: they may take the learner's
+cores briefly, but never move its threads onto one core.
+
+Children started while pinned inherit the caller's single core; :func:`release_child`
+(called by every pearl_py child process at start) gives them every usable core again.
+
+Example::
+
+    >>> torch.set_num_threads(2)
+    >>> with pinned_threads(2) as pinned:      # True where the platform allows pinning
+    ...     for batch in batches:
+    ...         update(batch)
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+from collections.abc import Iterator
+
+import torch
+
+CPUS_ENV = "PEARL_CPUS"
+"""Usable cores before a learner pinned itself, for the children it starts meanwhile (comma separated)."""
+
+
+def can_pin() -> bool:
+    return hasattr(os, "sched_setaffinity") and os.path.isdir("/proc/self/task")
+
+
+def usable_cpus() -> list[int]:
+    """Cores this process may use: those recorded by a pinned parent, else its own affinity."""
+    recorded = os.environ.get(CPUS_ENV)
+    if recorded:
+        return [int(c) for c in recorded.split(",")]
+    return sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else list(range(os.cpu_count() or 1))
+
+
+def _threads() -> list[int]:
+    return [int(tid) for tid in os.listdir("/proc/self/task")]
+
+
+def _set(tid: int, cpus: set[int]) -> None:
+    try:
+        os.sched_setaffinity(tid, cpus)
+    except (ProcessLookupError, PermissionError):
+        pass  # the thread ended meanwhile, or the system forbids it: it stays as it was
+
+
+def _start_workers(n: int) -> None:
+    """Make torch's OpenMP team exist (it is started lazily, by the first parallel op)."""
+    a = torch.ones(256, 256)
+    with torch.no_grad():
+        a @ a
+
+
+@contextlib.contextmanager
+def pinned_threads(n: int) -> Iterator[bool]:
+    """Pin the calling thread and the process's other threads to ``n`` cores meanwhile (yields whether it did).
+
+    Nothing happens (yields False) for one thread, where pinning is not supported, or with
+    fewer than ``n`` usable cores. Every thread's affinity is restored on exit.
+    """
+    cpus = usable_cpus() if can_pin() else []
+    if n <= 1 or len(cpus) < n:
+        yield False
+        return
+    _start_workers(n)
+    me = threading.get_native_id()
+    before = {tid: os.sched_getaffinity(tid) for tid in _threads()}
+    recorded = os.environ.get(CPUS_ENV)
+    os.environ[CPUS_ENV] = ",".join(map(str, cpus))
+    for tid in before:
+        _set(tid, {cpus[0]} if tid == me else set(cpus[1:n]))
+    try:
+        yield True
+    finally:
+        for tid in _threads():
+            _set(tid, before.get(tid, set(cpus)))
+        if recorded is None:
+            os.environ.pop(CPUS_ENV, None)
+        else:
+            os.environ[CPUS_ENV] = recorded
+
+
+def release_child() -> None:
+    """In a child process: every usable core again (a pinned parent's single core is inherited)."""
+    if can_pin() and os.environ.get(CPUS_ENV):
+        for tid in _threads():  # OpenBLAS started its threads at import, on the inherited core
+            _set(tid, set(usable_cpus()))

@@ -1,0 +1,61 @@
+"""pinned_threads: the caller on the first usable core, the process's other threads on the next ones,
+everything restored on exit; a child started meanwhile gets every usable core back (release_child)."""
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import threading
+
+import pytest
+
+from pearl_py.kernels.affinity import CPUS_ENV, can_pin, pinned_threads, release_child, usable_cpus
+
+pytestmark = pytest.mark.skipif(not (can_pin() and len(usable_cpus()) >= 2),
+                                reason="needs sched_setaffinity and 2 usable cores")
+
+
+def affinities() -> dict[int, set[int]]:
+    return {int(t): os.sched_getaffinity(int(t)) for t in os.listdir("/proc/self/task")}
+
+
+def test_pins_the_caller_and_the_other_threads_to_cores_of_their_own_and_restores_them():
+    stop = threading.Event()
+    helper = threading.Thread(target=stop.wait, daemon=True)
+    helper.start()
+    cpus, before = usable_cpus(), affinities()
+    try:
+        with pinned_threads(2) as pinned:
+            now = affinities()
+            assert pinned
+            assert now[threading.get_native_id()] == {cpus[0]}
+            assert now[helper.native_id] == {cpus[1]}
+            assert all(cores == {cpus[1]} for tid, cores in now.items() if tid != threading.get_native_id())
+            assert os.environ[CPUS_ENV] == ",".join(map(str, cpus))
+        assert {t: c for t, c in affinities().items() if t in before} == before
+        assert CPUS_ENV not in os.environ
+    finally:
+        stop.set()
+        helper.join()
+
+
+def test_one_thread_or_more_threads_than_cores_pins_nothing():
+    before = affinities()
+    with pinned_threads(1) as one, pinned_threads(len(usable_cpus()) + 1) as too_many:
+        assert not one and not too_many
+        assert affinities() == before
+
+
+def _child_cores(queue) -> None:
+    release_child()
+    queue.put(sorted(os.sched_getaffinity(0)))
+
+
+def test_a_child_started_while_pinned_gets_every_usable_core_back():
+    ctx = mp.get_context("spawn")
+    queue = ctx.Queue()
+    with pinned_threads(2):
+        child = ctx.Process(target=_child_cores, args=(queue,))
+        child.start()
+        cores = queue.get(timeout=60)
+        child.join()
+    assert cores == usable_cpus()
