@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from pearl_py.optimize.plan import Plan
+from pearl_py.optimize.whole_run import WARMUP_KINDS
 from pearl_py.report import content, fmt
 
 KERNEL_HEADER = ["kernel", "device / variant", "predicted per call", "measured per call", "calls measured",
@@ -26,17 +27,33 @@ def _predicted_latency(plan: Plan, kernel: str) -> tuple[float | None, str]:
     return cost["latency_s"], cost["source"]
 
 
+def predicted_calls_per_sample(plan: Plan, kernel: str, env_steps: int) -> float | None:
+    """Calls of ``kernel`` per env step of the whole run, as predicted.
+
+    The plan's rates are per sample of the learning phase; over a run whose whole-run
+    prediction has a warm-up (:mod:`pearl_py.optimize.whole_run`), only the warm-up kernels
+    (env step, replay insert) run in it, so the others' rate is scaled by the learning share.
+    """
+    rate = plan.predicted.get("rates", {}).get(kernel)
+    whole = plan.predicted.get("run")
+    if rate is None or not whole or whole["env_steps"] != env_steps:
+        return rate
+    if plan.predicted.get("kinds", {}).get(kernel) in {k.value for k in WARMUP_KINDS}:
+        return rate
+    return rate * (env_steps - whole["warmup_steps"]) / env_steps
+
+
 def kernel_rows(plan: Plan, run: dict[str, Any]) -> list[list[str]]:
-    """One row per kernel, the slowest per sample first (measured)."""
+    """One row per kernel, the slowest per sample first (measured); per sample is per env step of the run."""
     steps = max(run["env_steps"], 1)
-    rates = plan.predicted.get("rates", {})
     rows = []
     for kernel, placement in plan.placements.items():
         latency, source = _predicted_latency(plan, kernel)
         timing = run["kernel_times"].get(kernel)
         measured_call = timing["mean_s"] if timing else None
         measured_sample = timing["total_s"] / steps if timing else 0.0
-        predicted_sample = latency * rates[kernel] if latency is not None and kernel in rates else None
+        calls = predicted_calls_per_sample(plan, kernel, run["env_steps"])
+        predicted_sample = latency * calls if latency is not None and calls is not None else None
         ratio = (f"{measured_sample / predicted_sample:.2f}×" if predicted_sample and timing else "–")
         rows.append((measured_sample, [
             kernel, f"{placement.device} / {placement.variant}",
@@ -51,12 +68,12 @@ def kernel_rows(plan: Plan, run: dict[str, Any]) -> list[list[str]]:
 def kernel_bars(plan: Plan, run: dict[str, Any]) -> list[tuple[str, float, float]]:
     """``(kernel, predicted s per sample, measured s per sample)`` for the paired bar chart."""
     steps = max(run["env_steps"], 1)
-    rates = plan.predicted.get("rates", {})
     items = []
     for kernel in plan.placements:
         latency, _ = _predicted_latency(plan, kernel)
         timing = run["kernel_times"].get(kernel)
-        predicted = latency * rates.get(kernel, 0.0) if latency is not None else 0.0
+        predicted = latency * (predicted_calls_per_sample(plan, kernel, run["env_steps"]) or 0.0) \
+            if latency is not None else 0.0
         items.append((kernel, predicted, timing["total_s"] / steps if timing else 0.0))
     return items
 

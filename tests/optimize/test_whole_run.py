@@ -81,3 +81,18 @@ def test_whole_run_needs_a_horizon(ddpg):
     protocol = ddpg.protocol()
     problem = build_problem(protocol, pearl.Platform.load("pearl-cpu-gpu-fpga"), Estimator(use_cache=False))
     assert whole_run(problem, protocol, {}, evaluate(problem, {}), horizon=0) is None
+
+
+def test_kernel_rows_spread_learning_kernels_over_the_learning_steps_only(ddpg):
+    p = plan(ddpg, "pearl-cpu-gpu-fpga", estimator=Estimator(use_cache=False), horizon=20_000, pareto_points=2)
+    rates = p.predicted["rates"]
+    assert measured.predicted_calls_per_sample(p, "learner_update", 20_000) == pytest.approx(
+        rates["learner_update"] / 2)  # 10,000 of the 20,000 steps learn
+    assert measured.predicted_calls_per_sample(p, "env_step", 20_000) == rates["env_step"]  # also in the warm-up
+    assert measured.predicted_calls_per_sample(p, "learner_update", 5_000) == rates["learner_update"]
+    latency = content.placed_cost(p, "learner_update")["latency_s"]
+    # a run whose updates took exactly the predicted time per call measures 1.00x per sample
+    run = {"env_steps": 20_000, "kernel_times": {"learner_update": {
+        "mean_s": latency, "calls": 10_000, "total_s": latency * 10_000 * rates["learner_update"]}}}
+    row = next(r for r in measured.kernel_rows(p, run) if r[0] == "learner_update")
+    assert row[-1] == "1.00×"
