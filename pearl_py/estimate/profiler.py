@@ -203,18 +203,33 @@ def variant_available(kind: str, variant: str) -> tuple[bool, str]:
         return (True, "") if variant == "reference" else (False, f"no {kind} variant {variant!r} on cpu")
 
 
-def setup_entry(setup: list[tuple[Workload, float, bool]]) -> dict:
-    """``calibration.meta["setup"]`` entry: the median cold one-off setup (compile wall seconds).
+def setup_cached(kind: str, variant: str) -> bool:
+    """Whether ``variant``'s compile is cached for every shape (:attr:`Variant.setup_cached`)."""
+    from pearl_py.kernels import REGISTRY
 
-    Cold compiles on this VM took 7-17 s for DQN and DDPG alike (36 and 93 dispatched ops):
-    a compile's cost is mostly fixed (inductor start, C++ build), so one figure per variant.
-    Compiles a cache shortened are kept as ``warm`` but not used (``seconds`` None then: the
-    estimator falls back to ``estimators/roofline.yaml``): a run compiling a static graph at
-    a new shape misses the cache whatever the calibration hit.
+    try:
+        return REGISTRY.get(kind, variant, "cpu").setup_cached
+    except (KeyError, ValueError):
+        return False
+
+
+def setup_entry(setup: list[tuple[Workload, float, bool]], cached: bool = False) -> dict:
+    """``calibration.meta["setup"]`` entry: the one-off setup (compile wall seconds) a run pays.
+
+    ``cached`` (:attr:`pearl_py.kernels.registry.Variant.setup_cached`: numba's disk cache serves
+    every shape): the median warm setup — the profile itself filled the cache, so a run pays
+    that (the median cold one when no build was warm). Otherwise the median cold one: cold
+    compiles on this VM took 7-17 s for DQN and DDPG alike (36 and 93 dispatched ops), a
+    compile's cost is mostly fixed (inductor start, C++ build), so one figure per variant;
+    compiles a cache shortened are kept as ``warm`` but not used (``seconds`` None then: the
+    estimator falls back to ``estimators/roofline.yaml``), since a run compiling a static graph
+    at a new shape misses the cache whatever the calibration hit.
     """
     cold = sorted(s for _, s, is_cold in setup if is_cold)
-    return {"seconds": round(cold[len(cold) // 2], 2) if cold else None,
-            "cold": [round(s, 2) for s in cold], "warm": [round(s, 2) for _, s, is_cold in setup if not is_cold]}
+    warm = [round(s, 2) for _, s, is_cold in setup if not is_cold]
+    pick = sorted(warm) if cached and warm else cold
+    return {"seconds": round(pick[len(pick) // 2], 2) if pick else None,
+            "cold": [round(s, 2) for s in cold], "warm": warm}
 
 
 def profile(quick: bool = False, kinds: tuple[str, ...] = KINDS,
@@ -236,7 +251,7 @@ def profile(quick: bool = False, kinds: tuple[str, ...] = KINDS,
                 setup: list[tuple[Workload, float, bool]] = []
                 measured = measure(kind, variant, calibration_grid(kind, quick, variant), setup=setup)
                 if setup:
-                    entry = setup_entry(setup)
+                    entry = setup_entry(setup, cached=setup_cached(kind, variant))
                     calibration.meta.setdefault("setup", {})[model_key(kind, variant)] = entry
                     log(f"{model_key(kind, variant):<32} setup (compile) {sum(s for _, s, _ in setup):.1f}s "
                         f"for {len(setup)} shapes ({len(entry['cold'])} cold)")

@@ -49,7 +49,7 @@ for _variant in (
     Variant("fused", _LEARNER, "cpu", make_fused_cpu,
             "DQN/DDPG whole step (target and online forward, loss, backward, clip, Adam, soft target update) "
             "as one numba function over BLAS, in the learner's memory", requires=numba_available,
-            fallback="reference"),
+            fallback="reference", setup_cached=True),
     Variant("reference", _LEARNER, "gpu", learner_update.make_reference, _EAGER_UPDATE, requires=cuda_available),
     Variant("cuda_graph", _LEARNER, "gpu", make_cuda_graph,
             "whole step captured in a CUDA graph, replayed with one launch", requires=cuda_available),
@@ -57,7 +57,7 @@ for _variant in (
     Variant("fused", _INFERENCE, "cpu", inference.make_fused,
             "DQN/DDPG act (MLP forward, argmax + epsilon-greedy or tanh + Gaussian noise) as one numba call "
             "over numpy views of the acting network's parameters; its own seeded random stream",
-            requires=numba_available, fallback="reference"),
+            requires=numba_available, fallback="reference", setup_cached=True),
     Variant("reference", _INFERENCE, "gpu", inference.make_reference, _EAGER_ACT, requires=cuda_available),
 ):
     REGISTRY.register(_variant)

@@ -74,6 +74,10 @@ class Variant:
     """A variant of the same kind and device class that :func:`build` builds instead when this one's
     builder refuses the given arguments (raises :class:`KernelUnavailable`: an algorithm it does not
     implement), with a warning saying why. ``available()`` cannot see the algorithm, the builder can."""
+    setup_cached: bool = False
+    """Its one-off setup (a compile) is cached on disk for every shape (numba compiles per argument
+    type, not shape), so once ``pearl profile`` has built it a run pays only the warm setup;
+    False for a compile per static shape (inductor), which a run at a new shape pays cold."""
 
     def __post_init__(self) -> None:
         if self.device_class not in DEVICE_CLASSES:

@@ -11,7 +11,7 @@ from pearl_py.estimate.calibration import model_key
 from pearl_py.estimate.features import workload_features
 from pearl_py.estimate.fit import FittedModel
 from pearl_py.estimate.microbench import BenchCall, BenchPoint, build
-from pearl_py.estimate.profiler import calibration_grid, measure, setup_entry, variant_available
+from pearl_py.estimate.profiler import calibration_grid, measure, setup_cached, setup_entry, variant_available
 from pearl_py.kernels import REGISTRY
 from pearl_py.platform import Platform
 from pearl_py.protocol import KernelKind
@@ -144,6 +144,12 @@ def test_setup_entry_keeps_the_median_cold_compile(graph, cpu):
     workload = graph.kernel("learner_update").workload
     entry = setup_entry([(workload, 10.0, True), (workload, 30.0, True), (workload, 20.0, True), (workload, 1.0, False)])
     assert entry == {"seconds": 20.0, "cold": [10.0, 20.0, 30.0], "warm": [1.0]}
+    # numba's cache serves every shape: a run after the profile pays the median warm setup
+    assert setup_entry([(workload, 10.0, True), (workload, 0.02, False), (workload, 0.01, False),
+                        (workload, 0.03, False)], cached=True)["seconds"] == 0.02
+    assert setup_entry([(workload, 10.0, True)], cached=True)["seconds"] == 10.0
+    assert setup_cached("learner_update", "fused") and setup_cached("inference", "fused")
+    assert not setup_cached("learner_update", "compiled") and not setup_cached("learner_update", "nosuch")
     warm_only = setup_entry([(workload, 1.0, False)])
     assert warm_only["seconds"] is None
     cal = synthetic_calibration()
