@@ -45,6 +45,8 @@ class EpisodeTracker:
     def step(self, rewards: np.ndarray, done: np.ndarray) -> list[tuple[float, int]]:
         self.returns += rewards
         self.lengths += 1
+        if not done.any():  # most steps: nothing ends
+            return []
         ended = [(float(self.returns[i]), int(self.lengths[i])) for i in np.flatnonzero(done)]
         self.returns[done] = 0.0
         self.lengths[done] = 0

@@ -154,6 +154,7 @@ def _collect(spec: ActorSpec, ring: ShmRing, control: ControlBlock) -> None:
     policy = _policy(spec, control)
     envs = make_vector_env(algo.env_id, n, spec.env_seed)
     tracker = EpisodeTracker(n)
+    no_return, no_length = np.zeros(n), np.zeros(n, dtype=np.int64)
     try:
         obs, _ = envs.reset(seed=spec.env_seed)
         obs = obs.astype(np.float32)
@@ -176,10 +177,12 @@ def _collect(spec: ActorSpec, ring: ShmRing, control: ControlBlock) -> None:
             start = time.perf_counter()
             done = terminated | truncated
             next_obs = next_obs.astype(np.float32)
-            episode_return, episode_length = np.zeros(n), np.zeros(n, dtype=np.int64)
-            ended = np.flatnonzero(done)
-            for i, (ret, length) in zip(ended, tracker.step(rewards, done)):
-                episode_return[i], episode_length[i] = ret, length
+            episode_return, episode_length = no_return, no_length  # read-only: the ring copies them
+            ended = tracker.step(rewards, done)
+            if ended:
+                episode_return, episode_length = np.zeros(n), np.zeros(n, dtype=np.int64)
+                for i, (ret, length) in zip(np.flatnonzero(done), ended):
+                    episode_return[i], episode_length[i] = ret, length
             ring.put(obs=obs, actions=actions, rewards=rewards.astype(np.float32),
                      next_obs=true_next_obs(next_obs, done, infos), terminated=terminated,
                      episode_return=episode_return, episode_length=episode_length)

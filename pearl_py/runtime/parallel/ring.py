@@ -31,6 +31,7 @@ class ShmRing:
         self.fields = tuple(f.name for f in storage.layout.fields if f.name != "cursor")
         self.capacity = int(storage.layout.meta["capacity"])
         self._cursor = storage["cursor"]
+        self._arrays = {name: storage[name] for name in self.fields}
 
     @classmethod
     def create(cls, fields: dict[str, tuple[Any, tuple[int, ...]]], capacity: int, name: str) -> ShmRing:
@@ -69,15 +70,20 @@ class ShmRing:
         if n > self.free():
             raise ValueError(f"ring {self.name}: {n} records do not fit in {self.free()} free slots")
         head = self.head
-        for name in self.fields:
-            self._copy_in(self._storage[name], head, np.asarray(rows[name]))
+        first = head % self.capacity
+        if first + n <= self.capacity:  # no wrap: one slice per field (the actor's every step)
+            for name, array in self._arrays.items():
+                array[first:first + n] = rows[name]
+        else:
+            for name, array in self._arrays.items():
+                self._copy_in(array, head, np.asarray(rows[name]))
         self._cursor[0] = head + n
 
     def get(self, n: int) -> dict[str, np.ndarray]:
         """Remove and return (copies of) the oldest ``min(n, pending())`` records."""
         tail = self.tail
         n = min(n, self.head - tail)
-        out = {name: self._copy_out(self._storage[name], tail, n) for name in self.fields}
+        out = {name: self._copy_out(array, tail, n) for name, array in self._arrays.items()}
         self._cursor[1] = tail + n
         return out
 
@@ -95,4 +101,5 @@ class ShmRing:
 
     def close(self) -> None:
         """Unmap; the creating process also unlinks the segment. Idempotent."""
+        self._arrays = {}
         self._storage.close()
