@@ -11,7 +11,7 @@ from pearl_py.optimize.builder import build_problem
 from pearl_py.optimize.model import Choice, evaluate
 from pearl_py.optimize.whole_run import whole_run
 from pearl_py.report import content, measured
-from tests.optimize.test_variant_choice import estimator, synthetic_calibration
+from variant_helpers import estimator, synthetic_calibration
 
 
 @pytest.fixture(scope="module")
