@@ -7,7 +7,7 @@ development VM, the fused DDPG update went from 4.1 ms alone to 7.0 ms beside an
 works 30 us per update, no better than one thread; pinned, 4.45 ms (docs/kernels.md, "Two
 learner threads"). So while a learner runs ``n > 1`` threads, the calling thread (the one
 that runs the update: it is the OpenMP master) is pinned to the first usable core and every
-other thread of the process (torch's OpenMP workers, OpenBLAS's) to the next ``n - 1``.
+other thread of the process (torch's OpenMP workers, OpenBLAS's) to the other usable cores.
 The other processes of the run stay free to run on any core: they may take the learner's
 cores briefly, but never move its threads onto one core.
 
@@ -53,11 +53,18 @@ def _threads() -> list[int]:
 def _set(tid: int, cpus: set[int]) -> None:
     try:
         os.sched_setaffinity(tid, cpus)
-    except (ProcessLookupError, PermissionError):
-        pass  # the thread ended meanwhile, or the system forbids it: it stays as it was
+    except OSError:
+        pass  # the thread ended meanwhile, or the system forbids these cores: it stays as it was
 
 
-def _start_workers(n: int) -> None:
+def _get(tid: int) -> set[int] | None:
+    try:
+        return os.sched_getaffinity(tid)
+    except OSError:
+        return None  # the thread ended meanwhile
+
+
+def _start_workers() -> None:
     """Make torch's OpenMP team exist (it is started lazily, by the first parallel op)."""
     a = torch.ones(256, 256)
     with torch.no_grad():
@@ -66,23 +73,26 @@ def _start_workers(n: int) -> None:
 
 @contextlib.contextmanager
 def pinned_threads(n: int) -> Iterator[bool]:
-    """Pin the calling thread and the process's other threads to ``n`` cores meanwhile (yields whether it did).
+    """Pin the calling thread to the first usable core and the process's other threads to the others
+    meanwhile (yields whether it did).
 
     Nothing happens (yields False) for one thread, where pinning is not supported, or with
-    fewer than ``n`` usable cores. Every thread's affinity is restored on exit.
+    fewer than ``n`` usable cores. Every thread's affinity is restored on exit, also when the
+    body (or the pinning itself) raises; a core the system refuses leaves a thread as it was.
     """
     cpus = usable_cpus() if can_pin() else []
     if n <= 1 or len(cpus) < n:
         yield False
         return
-    _start_workers(n)
+    _start_workers()
     me = threading.get_native_id()
-    before = {tid: os.sched_getaffinity(tid) for tid in _threads()}
     recorded = os.environ.get(CPUS_ENV)
-    os.environ[CPUS_ENV] = ",".join(map(str, cpus))
-    for tid in before:
-        _set(tid, {cpus[0]} if tid == me else set(cpus[1:n]))
+    before: dict[int, set[int]] = {}
     try:
+        before = {tid: cores for tid in _threads() if (cores := _get(tid)) is not None}
+        os.environ[CPUS_ENV] = ",".join(map(str, cpus))
+        for tid in before:
+            _set(tid, {cpus[0]} if tid == me else set(cpus[1:]))
         yield True
     finally:
         for tid in _threads():

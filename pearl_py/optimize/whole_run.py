@@ -9,7 +9,8 @@ setups::
 
     seconds = W · T(warm-up kernels) + (H − W) · T(all kernels) + Σ setup_s,   W = min(warmup, H)
 
-so the whole run's samples/s (``H / seconds``) is comparable with what a run measures
+with ``H`` and ``W`` rounded up to whole vector steps of ``n_envs`` envs, as the executors run
+and count them, so the whole run's samples/s (``H / seconds``) is comparable with what a run measures
 (``RunResult.samples_per_second``: env steps over training time). docs/optimizer.md §"Whole run".
 
 Example::
@@ -31,6 +32,11 @@ WARMUP_KINDS = (KernelKind.ENV_STEP, KernelKind.REPLAY_INSERT)
 """The kernels a warm-up step runs: random actions need no inference, and nothing trains yet."""
 
 
+def whole_vector_steps(env_steps: float, n_envs: int) -> int:
+    """``env_steps`` rounded up to whole steps of ``n_envs`` envs (what the executors run and count)."""
+    return -(-int(math.ceil(env_steps)) // n_envs) * n_envs
+
+
 def whole_run(problem: AssignmentProblem, protocol: ProtocolGraph, assignment: Assignment,
               steady: Performance, horizon: float | None) -> dict[str, Any] | None:
     """The modelled time of a run of ``horizon`` env steps (None when the length is unknown or infinite)."""
@@ -38,7 +44,10 @@ def whole_run(problem: AssignmentProblem, protocol: ProtocolGraph, assignment: A
         return None
     warm_kernels = {k.name for kind in WARMUP_KINDS for k in protocol.by_kind(kind)}
     warm = evaluate(problem, {k: c for k, c in assignment.items() if k in warm_kernels})
-    warmup_steps = min(protocol.warmup_steps, horizon)
+    envs = protocol.by_kind(KernelKind.ENV_STEP)
+    n = envs[0].workload.n_envs if envs else 1
+    horizon = whole_vector_steps(horizon, n)  # the executors step all n envs: the last vector step may overshoot
+    warmup_steps = min(whole_vector_steps(protocol.warmup_steps, n), horizon)
     setup_s = sum(problem.option(k, c.device, c.variant).setup_s for k, c in assignment.items())
     warmup_s = warmup_steps * warm.time_per_sample
     learning_s = (horizon - warmup_steps) * steady.time_per_sample

@@ -1,4 +1,4 @@
-"""pinned_threads: the caller on the first usable core, the process's other threads on the next ones,
+"""pinned_threads: the caller on the first usable core, the process's other threads on the others,
 everything restored on exit; a child started meanwhile gets every usable core back (release_child)."""
 from __future__ import annotations
 
@@ -28,8 +28,8 @@ def test_pins_the_caller_and_the_other_threads_to_cores_of_their_own_and_restore
             now = affinities()
             assert pinned
             assert now[threading.get_native_id()] == {cpus[0]}
-            assert now[helper.native_id] == {cpus[1]}
-            assert all(cores == {cpus[1]} for tid, cores in now.items() if tid != threading.get_native_id())
+            assert now[helper.native_id] == set(cpus[1:])
+            assert all(cores == set(cpus[1:]) for tid, cores in now.items() if tid != threading.get_native_id())
             assert os.environ[CPUS_ENV] == ",".join(map(str, cpus))
         assert {t: c for t, c in affinities().items() if t in before} == before
         assert CPUS_ENV not in os.environ
@@ -59,3 +59,19 @@ def test_a_child_started_while_pinned_gets_every_usable_core_back():
         cores = queue.get(timeout=60)
         child.join()
     assert cores == usable_cpus()
+
+
+def test_a_core_the_system_refuses_leaves_the_threads_as_they_were_and_the_environment_clean(monkeypatch):
+    monkeypatch.setenv(CPUS_ENV, f"{os.cpu_count() + 7},{os.cpu_count() + 8}")  # cores this machine lacks
+    before = affinities()
+    with pinned_threads(2) as pinned:
+        assert pinned and affinities() == before
+    assert os.environ[CPUS_ENV] == f"{os.cpu_count() + 7},{os.cpu_count() + 8}"  # the recorded value is put back
+
+
+def test_the_pinning_is_undone_when_the_body_raises():
+    before = affinities()
+    with pytest.raises(RuntimeError, match="boom"):
+        with pinned_threads(2):
+            raise RuntimeError("boom")
+    assert {t: c for t, c in affinities().items() if t in before} == before and CPUS_ENV not in os.environ

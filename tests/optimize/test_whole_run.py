@@ -9,7 +9,7 @@ from pearl_py.estimate import Estimator
 from pearl_py.optimize.api import plan
 from pearl_py.optimize.builder import build_problem
 from pearl_py.optimize.model import Choice, evaluate
-from pearl_py.optimize.whole_run import whole_run
+from pearl_py.optimize.whole_run import whole_run, whole_vector_steps
 from pearl_py.report import content, measured
 from variant_helpers import estimator, synthetic_calibration
 
@@ -71,7 +71,7 @@ def test_a_run_is_compared_with_the_whole_run_prediction_of_its_length(ddpg):
     assert rows["measured / predicted"] == "0.90"
     assert "samples/s predicted (whole run: 10,000 warm-up + 10,000 learning steps)" in rows
     assert "samples/s predicted (steady state of the learning phase)" in rows
-    # a run of another length (a resumed or shortened one) is compared with the steady state
+    # a run of another length than the plan was made for is compared with the steady state
     rows = dict(measured.summary_rows(p, {**run, "env_steps": 5_000}))
     assert "samples/s predicted (steady state of the learning phase)" in rows
     assert rows["measured / predicted"] == f"{0.9 * whole / p.predicted['samples_per_s']:.2f}"
@@ -96,3 +96,11 @@ def test_kernel_rows_spread_learning_kernels_over_the_learning_steps_only(ddpg):
         "mean_s": latency, "calls": 10_000, "total_s": latency * 10_000 * rates["learner_update"]}}}
     row = next(r for r in measured.kernel_rows(p, run) if r[0] == "learner_update")
     assert row[-1] == "1.00×"
+
+
+def test_steps_are_whole_vector_steps_as_the_executors_count_them():
+    algo = pearl.DDPG("Pendulum-v1", learning_starts=1_001, n_envs=4, net_arch=[64, 64])
+    p = plan(algo, "pearl-cpu-gpu-fpga", estimator=Estimator(use_cache=False), horizon=10_002, pareto_points=2)
+    run = p.predicted["run"]
+    assert run["env_steps"] == 10_004 and run["warmup_steps"] == 1_004  # ceil to multiples of 4
+    assert whole_vector_steps(10_000, 4) == 10_000 and whole_vector_steps(1, 4) == 4

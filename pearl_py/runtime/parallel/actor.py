@@ -50,6 +50,9 @@ sleeps until there is room instead of waking every few hundred microseconds: on 
 of those wake-ups took a core from a two-thread learner update, whose other thread then waited
 for it at the next GEMM (docs/kernels.md, "Two learner threads")."""
 
+POLL_S = 0.0005
+"""Sleep between looks at the limit of an actor without a doorbell (``ActorSpec.room_bell`` None)."""
+
 
 def ring_fields(algorithm: Algorithm) -> dict[str, tuple[type, tuple[int, ...]]]:
     """Record layout of a transition ring: a transition plus the episode that ended with it."""
@@ -88,7 +91,7 @@ class ActorSpec:
     replay_bell: Doorbell | None = None
     """Rung after every write to the ring when a replay server drains it."""
     room_bell: Doorbell | None = None
-    """Rung by the learner when the limit rises (:meth:`ActorPool.wake`); None: poll every ``WAIT_S``."""
+    """Rung by the learner when the limit may have risen (:meth:`ActorPool.wake`); None: poll every ``POLL_S``."""
 
     @property
     def env_seed(self) -> int:
@@ -205,5 +208,5 @@ def _wait_for_room(spec: ActorSpec, ring: ShmRing, control: ControlBlock, n: int
         if spec.room_bell is not None:
             spec.room_bell.wait(WAIT_S)
         else:
-            time.sleep(WAIT_S)
+            time.sleep(POLL_S)
     return not control.stopped

@@ -70,6 +70,12 @@ class Doorbell:
         self._sem = mp.get_context("spawn").Semaphore(0)
 
     def ring(self) -> None:
+        """Wake the reader; a ring already pending is enough (rings do not pile up while nobody waits)."""
+        try:
+            if self._sem.get_value() > 0:
+                return
+        except NotImplementedError:  # macOS has no sem_getvalue: a pile of rings costs the reader one drain
+            pass
         self._sem.release()
 
     def wait(self, timeout: float) -> None:

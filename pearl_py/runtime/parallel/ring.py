@@ -32,6 +32,7 @@ class ShmRing:
         self.capacity = int(storage.layout.meta["capacity"])
         self._cursor = storage["cursor"]
         self._arrays = {name: storage[name] for name in self.fields}
+        self._name = storage.name
 
     @classmethod
     def create(cls, fields: dict[str, tuple[Any, tuple[int, ...]]], capacity: int, name: str) -> ShmRing:
@@ -46,7 +47,7 @@ class ShmRing:
 
     @property
     def name(self) -> str:
-        return self._storage.name
+        return self._name
 
     @property
     def head(self) -> int:
@@ -66,6 +67,7 @@ class ShmRing:
 
     def put(self, **rows: np.ndarray) -> None:
         """Append ``n`` records (every field given, leading dimension ``n <= free()``)."""
+        self._check_open()
         n = len(rows[self.fields[0]])
         if n > self.free():
             raise ValueError(f"ring {self.name}: {n} records do not fit in {self.free()} free slots")
@@ -81,11 +83,16 @@ class ShmRing:
 
     def get(self, n: int) -> dict[str, np.ndarray]:
         """Remove and return (copies of) the oldest ``min(n, pending())`` records."""
+        self._check_open()
         tail = self.tail
         n = min(n, self.head - tail)
         out = {name: self._copy_out(array, tail, n) for name, array in self._arrays.items()}
         self._cursor[1] = tail + n
         return out
+
+    def _check_open(self) -> None:
+        if not self._arrays:
+            raise ValueError(f"ring {self.name} is closed")
 
     def _copy_in(self, array: np.ndarray, start: int, data: np.ndarray) -> None:
         first = start % self.capacity

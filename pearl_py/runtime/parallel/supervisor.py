@@ -141,7 +141,9 @@ class ActorPool:
         return all(p is not None and p.exitcode == 0 for p in self._procs)
 
     def close(self, control: ControlBlock) -> None:
-        """Stop every actor: flag, join, terminate, kill; reap them all. Idempotent."""
+        """Stop every actor: flag, wake, join, terminate, kill; reap them all. Idempotent."""
+        control.stop()
+        self.wake()  # a held-back actor sees the stop now, not after its doorbell wait times out
         _stop(self._procs, control)
         self._procs = [None] * len(self._procs)
 

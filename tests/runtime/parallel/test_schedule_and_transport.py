@@ -1,6 +1,8 @@
 """Rate limiter arithmetic against the serial loop, and the shared-memory transport pieces."""
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 import torch
@@ -67,6 +69,16 @@ def test_ring_wraps_around_and_keeps_order():
         peer.close()
     finally:
         ring.close()
+
+
+def test_a_closed_ring_refuses_puts_and_gets():
+    ring = ShmRing.create({"x": (np.float32, (2,))}, capacity=4, name=f"pearl-test-closed-{os.getpid()}")
+    name = ring.name
+    ring.close()
+    with pytest.raises(ValueError, match=f"ring {name} is closed"):
+        ring.put(x=np.ones((1, 2)))
+    with pytest.raises(ValueError, match="is closed"):
+        ring.get(1)
 
 
 def test_param_board_moves_weights_and_reports_nothing_new():
