@@ -8,7 +8,8 @@ then runs 10 greedy evaluation episodes. Backends: ``sb3``; ``serial``
 actor process collecting while the learner trains, under the plan ``--plan`` names:
 ``auto`` solves one for this machine, ``single`` puts every kernel on the CPU; the
 kernel variants are ``--variant`` when given: the learner update's, and the inference's
-where the kernel library has a variant of that name, for ``serial`` and ``parallel``). Printed per seed: training wall time of
+where the kernel library has a variant of that name, for ``serial`` and ``parallel``; its learner's
+threads are ``--learner-threads`` when given). Printed per seed: training wall time of
 each backend, the ratio SB3 / backend (> 1: pearl_py is faster), eval returns, and the
 peak resident memory of the process tree (this process and its reaped children). At the
 end, per backend: the median wall-time ratio and how many seeds reached the env's
@@ -94,6 +95,9 @@ def parallel_plan(algo: pearl.Algorithm, args: argparse.Namespace) -> pearl.Plan
         chosen = plan(algo, Platform.local())
     else:
         chosen = pearl.Plan.single_device(algo.protocol())
+    if args.learner_threads:
+        old = chosen.placements["learner_update"]
+        chosen.placements["learner_update"] = pearl.Placement(old.device, old.variant, args.learner_threads)
     return with_variant(chosen, args.variant) if args.variant else chosen
 
 
@@ -145,6 +149,8 @@ def main() -> None:
     parser.add_argument("--sb3-threads", type=int, default=1, help="torch threads of the SB3 process (default 1)")
     parser.add_argument("--variant", help="learner_update variant, and inference variant where one has this name, "
                              "for the serial and parallel backends (default: the plan's)")
+    parser.add_argument("--learner-threads", type=int, choices=[1, 2],
+                        help="the parallel backend's learner threads (default: the plan's), pinned as the runtime pins them")
     args = parser.parse_args()
     cfg = pearl.load_config(args.config).with_overrides(total_steps=args.steps)
     print(f"{cfg.settings.algorithm} {cfg.settings.env}, {cfg.settings.total_steps} steps, {args.sb3_threads} torch "

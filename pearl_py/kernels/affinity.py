@@ -30,6 +30,8 @@ from collections.abc import Iterator
 
 import torch
 
+from pearl_py.errors import UserError
+
 CPUS_ENV = "PEARL_CPUS"
 """Usable cores before a learner pinned itself, for the children it starts meanwhile (comma separated)."""
 
@@ -42,7 +44,12 @@ def usable_cpus() -> list[int]:
     """Cores this process may use: those recorded by a pinned parent, else its own affinity."""
     recorded = os.environ.get(CPUS_ENV)
     if recorded:
-        return [int(c) for c in recorded.split(",")]
+        try:
+            return [int(c) for c in recorded.split(",")]
+        except ValueError:
+            raise UserError(f"environment variable {CPUS_ENV}={recorded!r}: expected comma-separated core numbers "
+                            "such as '0,1' (pearl_py sets it for the processes a pinned learner starts; unset it)") \
+                from None
     return sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else list(range(os.cpu_count() or 1))
 
 

@@ -8,6 +8,7 @@ import threading
 
 import pytest
 
+from pearl_py.errors import UserError
 from pearl_py.kernels.affinity import CPUS_ENV, can_pin, pinned_threads, release_child, usable_cpus
 
 pytestmark = pytest.mark.skipif(not (can_pin() and len(usable_cpus()) >= 2),
@@ -75,3 +76,9 @@ def test_the_pinning_is_undone_when_the_body_raises():
         with pinned_threads(2):
             raise RuntimeError("boom")
     assert {t: c for t, c in affinities().items() if t in before} == before and CPUS_ENV not in os.environ
+
+
+def test_a_garbled_cpu_list_in_the_environment_is_named_in_the_error(monkeypatch):
+    monkeypatch.setenv(CPUS_ENV, "0,one")
+    with pytest.raises(UserError, match=r"environment variable PEARL_CPUS='0,one': expected comma-separated core numbers"):
+        usable_cpus()
