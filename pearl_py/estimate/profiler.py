@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-import os
 import time
 from collections.abc import Callable, Iterator
 
@@ -31,7 +30,7 @@ from pearl_py.estimate.features import workload_features
 from pearl_py.estimate.fit import FittedModel, select_model
 from pearl_py.estimate.microbench import BenchPoint, build, clear_compiled, time_call, variants
 from pearl_py.estimate.neighbour import neighbour
-from pearl_py.kernels.affinity import pinned_threads
+from pearl_py.kernels.affinity import pinned_threads, usable_cpus
 from pearl_py.protocol import Workload
 
 KINDS = ("learner_update", "inference", "replay_insert", "replay_sample", "priority_update", "env_step",
@@ -116,7 +115,7 @@ THREAD_PASSES = 5
 
 
 def usable_cores() -> int:
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return len(usable_cpus())
 
 
 def thread_counts(kind: str, variant: str) -> list[int]:

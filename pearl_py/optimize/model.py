@@ -165,8 +165,11 @@ def kernel_bound(problem: AssignmentProblem, objective: str) -> float:
 
 
 def time_limit(problem: AssignmentProblem) -> float:
-    """Plans slower than this are rejected: 4x the all-in-series bound (only a power cap can reach it)."""
-    return 4.0 * slowest_time(problem)
+    """Plans slower than this are rejected: 4x the all-in-series bound (only a power cap can reach it).
+    A constant of the problem, so it is worked out once (``problem.cache``): capped plans ask on every evaluation."""
+    if "time_limit" not in problem.cache:
+        problem.cache["time_limit"] = 4.0 * slowest_time(problem)
+    return problem.cache["time_limit"]
 
 
 def evaluate(problem: AssignmentProblem, assignment: Assignment) -> Performance:
@@ -196,10 +199,11 @@ def evaluate(problem: AssignmentProblem, assignment: Assignment) -> Performance:
                 else "threads"
             violations.append(f"kernel {kernel!r}: {choice.replicas} {what} on {choice.device!r}")
             continue
-        load = contribution(problem, kernel, choice)
+        latency, energy = call_cost(problem, kernel, choice)
+        load = task.rate * latency / (choice.replicas if task.replicable else 1)  # contribution(), costed once
         serial_work += load
         stage_work[task.stage] += load
-        dynamic += task.rate * call_cost(problem, kernel, choice)[1]
+        dynamic += task.rate * energy
         for d in device.physical:
             busy[d] += load
             if task.stage not in COLLECTION:

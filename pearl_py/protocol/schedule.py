@@ -105,6 +105,10 @@ class TrainSchedule:
             return 0
         return ((step - first) // self.train_freq + 1) * self.gradient_steps
 
+    def policy_lag(self, env_steps: int, updates_held: int) -> int:
+        """Updates the parameters ``updates_held`` trail the serial run's when acting after ``env_steps`` transitions."""
+        return self.updates_until(env_steps // self.n_envs) - updates_held
+
     @property
     def total_updates(self) -> int:
         return self.updates_until(self.vector_steps)

@@ -132,7 +132,7 @@ class LocalPolicy:
         if self.board.read_into(self.acting):
             control.add_time(index, "param_sync", time.perf_counter() - start)
             start = time.perf_counter()
-        control.note_lag(index, self.schedule.updates_until(steps // len(obs)) - self.board.tag)
+        control.note_lag(index, self.schedule.policy_lag(steps, self.board.tag))
         actions = self.infer(obs, explore=True, progress=progress)
         control.add_time(index, "inference", time.perf_counter() - start)
         return actions

@@ -187,6 +187,6 @@ class InferenceServer:
                                  progress=float(rows[0]["progress"][0]))
         self.control.store_times(self.row, timer)  # times first: once an actor has its reply, they count it
         for k, (i, r) in enumerate(zip(members, rows)):
-            self.control.note_lag(i, self.schedule.updates_until(int(r["steps"][0]) // n) - self.board.tag)
+            self.control.note_lag(i, self.schedule.policy_lag(int(r["steps"][0]), self.board.tag))
             self.replies[i].put(actions=actions[k * n:(k + 1) * n])
             self.links[i].reply.ring()
