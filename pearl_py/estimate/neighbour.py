@@ -20,16 +20,13 @@ import time
 from collections.abc import Iterator
 
 KINDS = ("actor", "spin")
-READY_TIMEOUT_S = 60.0
-"""Longest wait for the neighbour to start before the measurement goes on anyway."""
 WORK_EVERY_S = 6.8e-3
 """An actor-like neighbour works once per this long: one DDPG zoo update (fused, one thread, this VM)."""
 WORK_S = 30e-6
 """...for this long: one Pendulum step and one fused act."""
 
 
-def _run(kind: str, stop, ready) -> None:
-    ready.set()
+def _run(kind: str, stop) -> None:
     if kind == "spin":
         while not stop.is_set():
             pass
@@ -47,10 +44,9 @@ def neighbour(kind: str = "actor") -> Iterator[None]:
     if kind not in KINDS:
         raise ValueError(f"neighbour kind must be one of {KINDS}, got {kind!r}")
     ctx = mp.get_context("spawn")
-    stop, ready = ctx.Event(), ctx.Event()
-    proc = ctx.Process(target=_run, args=(kind, stop, ready), daemon=True)
+    stop = ctx.Event()
+    proc = ctx.Process(target=_run, args=(kind, stop), daemon=True)
     proc.start()
-    ready.wait(READY_TIMEOUT_S)  # its start-up (importing this package) must not land in a timed pass
     try:
         yield
     finally:
