@@ -12,10 +12,12 @@ from pearl_py.algorithms import (
     DDPG,
     DQN,
     Algorithm,
+    BaseAlgorithm,
     DDPGConfig,
     DQNConfig,
     Loss,
     Networks,
+    OffPolicyAlgorithm,
     OffPolicyConfig,
     mlp,
     register,
@@ -34,7 +36,8 @@ from pearl_py.pipeline.tune import TuneOptions
 __version__ = "0.1.0"
 
 __all__ = [
-    "DDPG", "DDPGConfig", "DQN", "DQNConfig", "Algorithm", "ConfigError", "Kernel", "KernelKind", "Loss",
-    "Networks", "OffPolicyConfig", "Placement", "Plan", "Platform", "ProtocolGraph", "RunConfig", "RunResult",
-    "TuneOptions", "UserError", "load_config", "mlp", "param", "plan", "ranked_plans", "register", "train",
+    "Algorithm", "BaseAlgorithm", "ConfigError", "DDPG", "DDPGConfig", "DQN", "DQNConfig", "Kernel", "KernelKind",
+    "load_config", "Loss", "mlp", "Networks", "OffPolicyAlgorithm", "OffPolicyConfig", "param", "Placement", "Plan",
+    "plan", "Platform", "ProtocolGraph", "ranked_plans", "register", "RunConfig", "RunResult", "train", "TuneOptions",
+    "UserError",
 ]

@@ -18,10 +18,14 @@ reference ``Learner.update`` keep reading and writing the same memory, and the
 reference and fused steps can alternate. ``Optimizer.load_state_dict`` replaces the
 state tensors: the update notices (identity check, one per loss) and adopts them again.
 
-It is algorithm-specific by nature: exactly :class:`pearl_py.DQN` (double-Q,
-importance weights, ``max_grad_norm``) and :class:`pearl_py.DDPG` (critic step, then
-actor step on the updated critic, MSE, tanh actor, soft target updates), on
-pearl_py's MLPs. :func:`supports` says why anything else is refused.
+It implements two declared loss forms by hand (``FORMS``): ``("dqn_td",)`` — DQN's step
+(Huber TD on the target network's max or double-Q value, importance weights,
+``max_grad_norm``; network ``q``, config ``gamma``, ``double_q``) — and ``("ddpg_critic",
+"dpg_actor")`` — DDPG's (MSE critic step, then the actor step on the updated critic, tanh
+actor, soft target updates every ``target_update_interval``; networks ``actor`` and a
+:class:`~pearl_py.algorithms.networks.StateActionValue` ``critic``), on pearl_py's MLPs. Any
+algorithm that declares those forms gets it (a DQN subclass included); :func:`supports` says
+why a learner is refused (forms, networks, optimizers).
 
 Example::
 
@@ -247,26 +251,31 @@ def linear_scratch(linears: list[nn.Linear]) -> int:
     return max([m.in_features * m.out_features for m in linears if m.in_features < LARGE], default=0)
 
 
+DQN_FORMS = ("dqn_td",)
+DDPG_FORMS = ("ddpg_critic", "dpg_actor")
+FORMS = (DQN_FORMS, DDPG_FORMS)
+"""The loss forms (``Loss.form`` of every loss, in order) this kernel implements."""
+_LOSSES = {DQN_FORMS: [("q", "q")], DDPG_FORMS: [("critic", "critic"), ("actor", "actor")]}
+"""Each form's losses as ``(name, network it trains)``: the names the kernel's buffers follow."""
+
+
 def supports(learner: Learner) -> tuple[bool, str]:
     """Whether the fused update can run ``learner``'s algorithm, and why not."""
-    from pearl_py.algorithms.ddpg import DDPG
-    from pearl_py.algorithms.dqn import DQN
     from pearl_py.algorithms.networks import StateActionValue
 
     ok, why = numba_available()
     if not ok:
         return ok, why
     algo = learner.algorithm
-    if type(algo) not in (DQN, DDPG):
-        return False, (f"the fused learner update implements DQN and DDPG only, not "
-                       f"{type(algo).__name__} (use the reference or compiled variant)")
+    forms = algo.loss_forms()
+    if forms not in FORMS:
+        return False, (f"the fused learner update implements the loss forms {' | '.join('+'.join(f) for f in FORMS)}, "
+                       f"not {type(algo).__name__}'s {'+'.join(forms)} (use the reference or compiled variant)")
     if learner.device.type != "cpu":
         return False, "the fused learner update runs on the CPU"
-    expected = {DQN: [("q", "q", DQN._q_loss)],
-                DDPG: [("critic", "critic", DDPG._critic_loss), ("actor", "actor", DDPG._actor_loss)]}[type(algo)]
-    got = [(loss.name, loss.trains, getattr(loss.fn, "__func__", None)) for loss in learner.losses]
-    if got != expected or any(loss.every != 1 for loss in learner.losses):
-        return False, f"{algo.name}'s losses were changed ({[g[:2] for g in got]})"
+    got = [(loss.name, loss.trains) for loss in learner.losses]
+    if got != _LOSSES[forms] or any(loss.every != 1 for loss in learner.losses):
+        return False, f"{algo.name}'s losses {got} are not the {'+'.join(forms)} form's {_LOSSES[forms]}"
     for loss in learner.losses:
         try:
             AdamHyper.of(learner.optimizers[loss.name])
@@ -276,7 +285,7 @@ def supports(learner: Learner) -> tuple[bool, str]:
         if params != list(learner.nets.online[loss.trains].parameters()):
             return False, f"optimizer {loss.name!r} does not hold exactly network {loss.trains!r}'s parameters"
     nets = learner.nets.online
-    if type(algo) is DQN:
+    if forms == DQN_FORMS:
         layers = _mlp_layers(nets["q"], out_tanh=False)
         if isinstance(layers, str):
             return False, f"q network: {layers}"
@@ -309,12 +318,10 @@ class FusedCpuUpdate:
         ok, why = supports(learner)
         if not ok:
             raise KernelUnavailable(f"learner_update variant 'fused' (cpu): {why}")
-        from pearl_py.algorithms.ddpg import DDPG
-
         set_blas_threads(torch.get_num_threads())
         self.learner = learner
         algo = learner.algorithm
-        self.is_ddpg = type(algo) is DDPG
+        self.is_ddpg = algo.loss_forms() == DDPG_FORMS
         # Network order in the flat buffers: DDPG actor then critic (the kernel's layout).
         self.order = ["actor", "critic"] if self.is_ddpg else ["q"]
         self.modules = {name: (learner.nets.online[name].net if name == "critic" else learner.nets.online[name])

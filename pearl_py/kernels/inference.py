@@ -135,18 +135,24 @@ if numba is not None:
         return out
 
 
+EPSILON_GREEDY = "epsilon_greedy_q"
+"""Argmax of network ``q``, a uniform random action with probability ``algorithm.epsilon(progress)``."""
+ACTOR_NOISE = "deterministic_actor_noise"
+"""Network ``actor`` (tanh output) plus Gaussian noise of std ``config.noise_std``, clipped to [-1, 1]."""
+FORMS = ((EPSILON_GREEDY,), (ACTOR_NOISE,))
+"""The acting forms (``acting_form``) this kernel implements."""
+
+
 def supports(algorithm: Algorithm, nets: Networks) -> tuple[bool, str]:
     """Whether the fused inference can run ``algorithm``'s act on ``nets``, and why not."""
-    from pearl_py.algorithms.ddpg import DDPG
-    from pearl_py.algorithms.dqn import DQN
-
     ok, why = numba_available()
     if not ok:
         return ok, why
-    if type(algorithm) not in (DQN, DDPG):
-        return False, (f"the fused inference implements DQN's and DDPG's act only, not "
-                       f"{type(algorithm).__name__} (use the reference variant)")
-    name, tanh = ("q", False) if type(algorithm) is DQN else ("actor", True)
+    form = algorithm.declared_acting_form()
+    if (form,) not in FORMS:
+        return False, (f"the fused inference implements the acting forms {EPSILON_GREEDY} and {ACTOR_NOISE}, not "
+                       f"{type(algorithm).__name__}'s {form} (use the reference variant)")
+    name, tanh = ("q", False) if form == EPSILON_GREEDY else ("actor", True)
     if name not in nets.online:
         return False, f"{algorithm.name} has no online network {name!r}"
     layers = _mlp_layers(nets.online[name], out_tanh=tanh)
@@ -164,11 +170,9 @@ class FusedInference:
         ok, why = supports(algorithm, nets)
         if not ok:
             raise KernelUnavailable(f"inference variant 'fused' (cpu): {why}")
-        from pearl_py.algorithms.dqn import DQN
-
         set_blas_threads(torch.get_num_threads())
         self.algorithm = algorithm
-        self.is_dqn = type(algorithm) is DQN
+        self.is_dqn = algorithm.declared_acting_form() == EPSILON_GREEDY
         net = nets.online["q" if self.is_dqn else "actor"]
         self.linears = [m for m in net if type(m) is nn.Linear]
         self.params = [p for m in self.linears for p in (m.weight, m.bias)]

@@ -141,18 +141,25 @@ def test_results_do_not_alias_the_workspace():
 
 
 def test_unsupported_refused_with_reason_and_reference_built_instead():
-    class MyDQN(pearl.DQN):
-        pass
+    class MyDQN(pearl.DQN):  # its own act, no form declared: DQN's declaration no longer holds ("custom")
+        def act(self, nets, obs, *, explore, progress):
+            return nets.online.q(obs).argmin(dim=1)
 
     algo = MyDQN("CartPole-v1", net_arch=[8])
     nets = Learner(algo).nets
     ok, why = supports(algo, nets)
-    assert not ok and "DQN's and DDPG's act only, not MyDQN" in why
+    assert not ok and "implements the acting forms epsilon_greedy_q and deterministic_actor_noise, not MyDQN's " \
+                      "custom" in why
     with pytest.warns(RuntimeWarning, match="running the 'reference' variant instead"):
         infer = kernels.build("inference", "fused", algo, nets, device_class="cpu")
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert infer(np.zeros((3, 4), np.float32), explore=False, progress=1.0).shape == (3,)
+
+    class RenamedDQN(pearl.DQN):  # DQN's act kept: the fused kernel runs it
+        pass
+
+    assert supports(RenamedDQN("CartPole-v1", net_arch=[8]), nets) == (True, "")
     nets.online["q"] = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.Sigmoid(), torch.nn.Linear(8, 2))
     ok, why = supports(pearl.DQN("CartPole-v1"), nets)
     assert not ok and "Linear(bias)/ReLU" in why

@@ -74,22 +74,24 @@ def test_unknown_plan_word_is_refused():
         resolve_plan(pearl.DQN("CartPole-v1", **TINY), "fastest")
 
 
-def test_variants_the_algorithm_cannot_use_are_refused_with_the_reason():
-    from pearl_py.pipeline.planning import refused_variants
+def test_variants_follow_the_declared_loss_forms_not_the_class():
+    class Renamed(pearl.DQN):  # a subclass that keeps DQN's losses: the fused kernels implement them
+        name = "renamed-dqn-test"
 
-    assert "fused" not in refused_variants(pearl.DQN("CartPole-v1", **TINY)).get("learner_update", {})
+    class OwnLoss(pearl.DQN):  # DQN's loss overridden: DQN's declared form no longer holds ("custom")
+        name = "own-loss-dqn-test"
 
-    class Doubled(pearl.DQN):  # a user algorithm: the fused kernels implement DQN and DDPG only
-        name = "doubled-dqn-test"
+        def _q_loss(self, nets, batch):
+            loss, td = super()._q_loss(nets, batch)
+            return 2 * loss, td
 
-    refused = refused_variants(Doubled("CartPole-v1", **TINY))
-    assert "implements DQN and DDPG only" in refused["learner_update"]["fused"]
-    plan = resolve_plan(Doubled("CartPole-v1", **TINY), "local", total_steps=1_000_000)
+    kept = resolve_plan(Renamed("CartPole-v1", **TINY), "local", total_steps=1_000_000)
+    assert "fused" not in str(kept.predicted["variant_notes"].get("learner_update", []))
+    plan = resolve_plan(OwnLoss("CartPole-v1", **TINY), "local", total_steps=1_000_000)
     assert plan.placements["learner_update"].variant != "fused"
     notes = plan.predicted["variant_notes"]["learner_update"]
-    assert any(note.startswith("learner_update: variant 'fused' not offered on cpu: learner_update variant "
-                               "'fused' (cpu): the fused learner update implements DQN and DDPG only, not Doubled")
-               for note in notes), notes
+    assert "learner_update: variant 'fused' not offered on cpu: implements the forms dqn_td | " \
+           "ddpg_critic+dpg_actor; this kernel computes custom (use the reference variant)" in notes, notes
 
 
 def test_an_interrupted_parallel_run_leaves_its_plan_for_resume(write_config, tmp_path, monkeypatch, capsys):
