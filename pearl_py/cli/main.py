@@ -14,7 +14,6 @@ import argparse
 import functools
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 
 from pearl_py.errors import UserError
 

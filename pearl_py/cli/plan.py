@@ -12,7 +12,7 @@ from pathlib import Path
 
 
 def plan_main(config_path: str, platform: str, objective: str, out: str | None) -> int:
-    """Plan the config's algorithm on ``platform``, export the four files to ``out`` (default ``plan-out``).
+    """Plan the config's algorithm on ``platform``, export the plan's files to ``out`` (default ``plan-out``).
 
     User mistakes raise :class:`pearl_py.errors.UserError` (the CLI prints one line, exits 2).
     """
@@ -26,8 +26,8 @@ def plan_main(config_path: str, platform: str, objective: str, out: str | None) 
     directory = Path(out or "plan-out")
     paths = result.export(directory)
     print(f"wrote {directory}/" + ", ".join(p.name for p in paths.values()))
-    p = result.predicted
-    print(f"{p['samples_per_s']:,.0f} samples/s, {p['samples_per_j']:,.1f} samples/J, {p['power_w']:,.0f} W "
-          f"({result.solver})")
-    print(p["limit"])
+    f, solver = result.prediction.figures, result.prediction.solver
+    print(f"{f.samples_per_s:,.0f} samples/s, {f.samples_per_j:,.1f} samples/J, {f.power_w:,.0f} W "
+          f"({result.solver}{'' if solver.optimal else f', not proven optimal: {100 * solver.gap:.2f}% gap to the bound'})")
+    print(result.prediction.limit)
     return 0

@@ -5,7 +5,7 @@ Example::
     >>> plan = resolve_plan(algo, "auto")          # calibrate if needed, optimize on this machine
     >>> plan = resolve_plan(algo, "local")         # every kernel on the local CPU, serially
     >>> plan = resolve_plan(algo, "out/plan.yaml") # a plan written by `pearl plan`
-    >>> [p.predicted["mode"] for p in candidate_plans(algo, k=3)]   # what `--tune` trials
+    >>> [p.mode for p in candidate_plans(algo, k=3)]   # what `--tune` trials
     ['overlapped', 'serialized', 'overlapped']
 """
 from __future__ import annotations
@@ -13,16 +13,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-import torch
 
-from pearl_py import kernels
 from pearl_py.algorithms.off_policy.base import Algorithm
-from pearl_py.algorithms.off_policy.learner import Learner
 from pearl_py.errors import PlanningError
 from pearl_py.optimize.api import plan as optimize, ranked_plans
 from pearl_py.plan import Plan
 from pearl_py.platform import Platform
-from pearl_py.protocol import KernelKind
 
 
 def ensure_calibration(log: Callable[[str], None] = print) -> None:
@@ -61,7 +57,7 @@ def candidate_plans(algorithm: Algorithm, k: int, objective: str = "throughput",
              for plan in ranked_plans(algorithm.protocol(serialized=serialized), local, objective, k=k,
                                       horizon=total_steps)]
     figure = "time_per_sample_s" if objective == "throughput" else "energy_per_sample_j"
-    return sorted(plans, key=lambda plan: float(f"{plan.predicted[figure]:.9g}"))[:k]  # stable: ties as listed
+    return sorted(plans, key=lambda plan: float(f"{getattr(plan.prediction.figures, figure):.9g}"))[:k]  # ties as listed
 
 
 def resolve_plan(algorithm: Algorithm, plan: Plan | str | Path | None, objective: str = "throughput",

@@ -7,7 +7,7 @@ Example::
     >>> result.samples_per_second, result.plan["solver"]
     (2412.7, 'milp')
     >>> result = pearl.train(algo, total_steps=50_000, plan="auto", tune=pearl.TuneOptions(top_k=3, seconds=5))
-    >>> [t["measured_samples_per_s"] for t in result.plan["predicted"]["tuning"]["trials"]]
+    >>> [t["measured_samples_per_s"] for t in result.plan["prediction"]["tuning"]["trials"]]
     [1204.9, 1391.3, 1010.2]
 """
 from __future__ import annotations
@@ -31,7 +31,7 @@ BACKENDS = ("local", "ray")
 
 def runs_serially(plan: Plan) -> bool:
     """True for plans whose stages run one after another: the serial executor's kind."""
-    return plan.solver == "single-device" or plan.predicted.get("mode") == "serialized"
+    return plan.serialized
 
 
 def make_executor(algorithm: Algorithm, plan: Plan, seed: int, *, backend: str = "local",
@@ -69,7 +69,7 @@ def train(algorithm: Algorithm, total_steps: int, seed: int = 0, *, plan: Plan |
     ``resume``: a folder holding the checkpoint of an interrupted parallel run.
     ``tune`` (with ``plan="auto"``, ``True`` or a :class:`~pearl_py.pipeline.tune.TuneOptions`):
     trial the model's top-k plans for a few seconds each and run the fastest measured; the
-    trials are recorded in ``plan.predicted["tuning"]`` (docs/runtime.md).
+    trials are recorded in ``plan.prediction.tuning`` (docs/runtime.md).
     With ``out``: logs, ``result.json`` and, when the plan has predictions, the plan's report
     with what the run measured beside them (``report.md``, ``report.html``, ``plan.yaml``, ``plan.json``).
     """
@@ -82,12 +82,12 @@ def train(algorithm: Algorithm, total_steps: int, seed: int = 0, *, plan: Plan |
     out_dir = Path(out) if out is not None else None
     executor = make_executor(algorithm, resolved, seed, backend=backend, address=address, resume=resume,
                              out_dir=out_dir, eval_episodes=eval_episodes, eval_freq=eval_freq, progress=progress)
-    if out_dir is not None and resolved.predicted:
+    if out_dir is not None and resolved.prediction is not None:
         resolved.export(out_dir)  # the plan is on disk before the run: `--resume` finds it after a stop
     result = executor.run(total_steps)
     if out_dir is not None:
         result.save(out_dir / "result.json")
-        if resolved.predicted:
+        if resolved.prediction is not None:
             resolved.export(out_dir, run=result.to_dict())
     return result
 

@@ -74,11 +74,11 @@ def test_bad_solver_and_objective():
         solve(_actors_problem(), "latency")
 
 
-def test_plan_main_writes_the_four_files(write_config, tmp_path, capsys):
+def test_plan_main_writes_the_plan_its_prediction_and_the_reports(write_config, tmp_path, capsys):
     config = write_config("algorithm: dqn\nenv: CartPole-v1\nhyperparameters:\n  batch_size: 64\n")
     assert plan_main(str(config), "pearl-cpu-gpu-fpga", "power", str(tmp_path / "out")) == 0
-    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["plan.json", "plan.yaml", "report.html",
-                                                                   "report.md"]
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["plan.json", "plan.yaml", "prediction.json",
+                                                                   "report.html", "report.md"]
     assert "Throughput is limited by" in capsys.readouterr().out
 
 

@@ -30,8 +30,8 @@ def test_run_under_local_plan_writes_result_and_predicted_vs_measured_report(tmp
     html = (tmp_path / "report.html").read_text()
     assert "Time per collected sample, by kernel" in html and "<svg" in html
     data = json.loads((tmp_path / "result.json").read_text())
-    assert data["plan"]["predicted"]["samples_per_s"] == pytest.approx(
-        json.loads((tmp_path / "plan.json").read_text())["predicted"]["samples_per_s"])
+    assert data["plan"]["prediction"]["figures"]["samples_per_s"] == pytest.approx(
+        json.loads((tmp_path / "prediction.json").read_text())["figures"]["samples_per_s"])
 
 
 def test_saved_plan_round_trips_and_runs(tmp_path):

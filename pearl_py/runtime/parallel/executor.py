@@ -58,11 +58,10 @@ from pearl_py.runtime.parallel.ring import ShmRing
 from pearl_py.protocol.schedule import DEFAULT_POLICY_LAG, DEFAULT_SYNC_EVERY, TrainSchedule
 from pearl_py.runtime.parallel.services import start_inference_server, start_replay_server
 from pearl_py.runtime.parallel.supervisor import ActorPool, Service, ServiceFailed, log
-from pearl_py.runtime.parallel.timings import merge_kernel_times
 from pearl_py.runtime.result import RunResult
 from pearl_py.runtime.run_log import RunLog
 from pearl_py.runtime.serial import EVAL_SEED_OFFSET
-from pearl_py.runtime.timing import KernelTimer
+from pearl_py.runtime.timing import KernelTimer, merge_kernel_times
 
 SESSION_SEED_STRIDE = 1_000_003
 """Actor seed offset per resumed session (a resumed run does not replay the first session's episodes)."""
@@ -152,7 +151,8 @@ class ParallelExecutor:
                 raise
             progress.wall_seconds = loop.wall_seconds
             progress.max_policy_lag = max(progress.max_policy_lag, parts.control.max_policy_lag)
-            times = merge_kernel_times(progress.kernel_times, timer, parts.control, layout.modelled_s)
+            times = merge_kernel_times([progress.kernel_times, timer.summary(), parts.control.kernel_times()],
+                                       layout.modelled_s)
         eval_returns = evaluate(algo, learner.nets, learner.device, self.eval_episodes,
                                 self.seed + EVAL_SEED_OFFSET)
         return RunResult(algorithm=algo.name, env=algo.env_id, seed=self.seed, env_steps=progress.transitions,
@@ -247,7 +247,8 @@ class ParallelExecutor:
             return None
         progress.wall_seconds = loop.wall_seconds
         progress.max_policy_lag = max(progress.max_policy_lag, parts.control.max_policy_lag)
-        progress.kernel_times = merge_kernel_times(progress.kernel_times, parts.timer, parts.control, {})
+        progress.kernel_times = merge_kernel_times(
+            [progress.kernel_times, parts.timer.summary(), parts.control.kernel_times()], {})
         return self._checkpoint(parts.learner, parts.replay, progress, total_steps)
 
     def _checkpoint(self, learner: Learner, replay: LocalReplay | ServedReplay, progress: Progress,

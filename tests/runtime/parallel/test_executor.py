@@ -5,6 +5,7 @@ shared-memory segment may outlive the run, whatever way it ended.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import signal
@@ -22,8 +23,7 @@ from pearl_py.runtime.parallel.checkpoint import load_checkpoint
 
 def plan_for(algo, actors: int = 1) -> Plan:
     plan = Plan.single_device(algo.protocol())
-    plan.placements["env_step"] = Placement("cpu0", replicas=actors)
-    return plan
+    return dataclasses.replace(plan, placements={**plan.placements, "env_step": Placement("cpu", replicas=actors)})
 
 
 def when(predicate, then, timeout: float = 120.0) -> threading.Thread:

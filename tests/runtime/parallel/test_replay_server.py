@@ -14,7 +14,8 @@ import time
 
 import numpy as np
 import pytest
-from served_helpers import SEEN, SMALL_DQN, FixedPolicyDQN, plan_with, reset_records, transitions
+from served_helpers import (SEEN, SMALL_DQN, FixedPolicyDQN, plan_with, reset_records, transitions,
+                            with_modelled_costs)
 
 import pearl_py as pearl
 from pearl_py.protocol.schedule import TrainSchedule
@@ -154,16 +155,14 @@ def test_uniform_server_run_is_update_for_update_the_colocated_run():
 
 def test_plan_with_replay_on_another_device_runs_a_server_that_reports_its_kernels(tmp_path):
     algo = pearl.DQN("CartPole-v1", **SMALL_DQN, prioritized_replay=True)
-    plan = plan_with(algo, actors=2, replay_insert="fpga0", replay_sample="fpga0")
-    plan.predicted = {"devices": {"fpga0": {"kind": "fpga"}},
-                      "costs": {k: {"fpga0": {"reference": {"latency_s": 1e-6}}}
-                                for k in ("replay_insert", "replay_sample")}}
+    plan = with_modelled_costs(plan_with(algo, actors=2, replay_insert="fpga0", replay_sample="fpga0"),
+                               {"replay_insert": 1e-6, "replay_sample": 1e-6})
     result = ParallelExecutor(algo, plan, seed=0, out_dir=tmp_path, eval_episodes=1, progress=False,
                               replay_order="relaxed").run(500)
     assert result.layout["replay"] == "server process (prefetch 4, relaxed priority order)"
     assert result.env_steps == 500 and result.gradient_steps == (500 - 100) // 25 * 5
     times = result.kernel_times
-    assert times["replay_insert"]["calls"] == 500 and times["replay_insert"]["modelled"] == 1.0
+    assert times["replay_insert"]["calls"] == 500 and times["replay_insert"]["source"] == "modelled"
     assert times["replay_sample"]["calls"] == times["priority_update"]["calls"] == result.gradient_steps
     assert times["replay_wait"]["calls"] == result.gradient_steps
     episodes = (tmp_path / "episodes.csv").read_text().splitlines()
