@@ -33,11 +33,8 @@ from pathlib import Path
 from typing import Any
 
 from pearl_py.errors import PlanningError
+from pearl_py.plan_file import FORMAT, MODES, load_plan
 from pearl_py.protocol.kernel import KernelKind
-
-MODES = ("serialized", "overlapped")
-FORMAT = 2
-"""plan.yaml's format: 2 keeps the prediction beside the plan (1, the first, held it under ``predicted``)."""
 
 
 @dataclass(frozen=True)
@@ -397,8 +394,6 @@ class Plan:
     def load(cls, path: str | Path) -> Plan:
         """Read a ``plan.yaml`` or ``plan.json`` written by :meth:`export` (a ``prediction.json`` beside a
         plan.yaml is read with it); a mistake raises a ConfigError naming ``file:line: key``."""
-        from pearl_py.plan_file import load_plan
-
         return load_plan(cls, Path(path))
 
 

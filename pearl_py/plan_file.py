@@ -22,6 +22,10 @@ from pearl_py.errors import ConfigError
 if TYPE_CHECKING:
     from pearl_py.plan import Plan
 
+MODES = ("serialized", "overlapped")
+"""A plan's protocol modes: stages one after another (the serial executor) or collection beside training."""
+FORMAT = 2
+"""plan.yaml's format: 2 keeps the prediction beside the plan (1, the first, held it under ``predicted``)."""
 PREDICTION_FILE = "prediction.json"
 TOP_KEYS = ("format", "platform", "objective", "solver", "mode", "devices", "placements", "prediction", "predicted")
 PLACEMENT_KEYS = ("device", "variant", "replicas")
@@ -29,8 +33,6 @@ PLACEMENT_KEYS = ("device", "variant", "replicas")
 
 def load_plan(cls: type[Plan], path: Path) -> Plan:
     """Validate and read the plan file at ``path``; see the module docstring."""
-    from pearl_py.plan import FORMAT, MODES
-
     doc = YamlDocument.load(path)  # JSON is YAML too
     data = doc.data
     if not isinstance(data, dict):

@@ -14,13 +14,12 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from pearl_py.fileio import atomic_write_json, atomic_write_text
+from pearl_py.plan_file import PREDICTION_FILE
 from pearl_py.report.html import render_html
 from pearl_py.report.markdown import render_markdown
 
 if TYPE_CHECKING:
     from pearl_py.plan import Plan
-
-PREDICTION_FILE = "prediction.json"
 
 
 def export_plan(plan: Plan, directory: Path, run: dict[str, Any] | None = None) -> dict[str, Path]:

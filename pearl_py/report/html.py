@@ -12,7 +12,15 @@ from __future__ import annotations
 from html import escape
 from typing import TYPE_CHECKING, Any
 
-from pearl_py.report.sections import Block, Bullets, Cards, Figure, Paragraph, Table, sections
+from pearl_py.report.sections import (
+    Block,
+    Bullets,
+    Cards,
+    Figure,
+    Paragraph,
+    Table,
+    sections,
+)
 
 if TYPE_CHECKING:
     from pearl_py.plan import Plan

@@ -26,7 +26,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from pearl_py.protocol.kernel import ENV_STEP, INFERENCE, PARAM_SYNC, PRIORITY_UPDATE, REPLAY_INSERT, REPLAY_SAMPLE
+from pearl_py.protocol.kernel import (
+    ENV_STEP,
+    INFERENCE,
+    PARAM_SYNC,
+    PRIORITY_UPDATE,
+    REPLAY_INSERT,
+    REPLAY_SAMPLE,
+)
 from pearl_py.replay.storage import Layout, Storage
 from pearl_py.runtime.timing import KernelTimer
 

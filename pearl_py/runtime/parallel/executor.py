@@ -41,11 +41,21 @@ from pearl_py.algorithms.off_policy.base import Algorithm
 from pearl_py.algorithms.off_policy.learner import Learner
 from pearl_py.kernels.affinity import pinned_threads
 from pearl_py.plan import Plan
+from pearl_py.protocol.schedule import (
+    DEFAULT_POLICY_LAG,
+    DEFAULT_SYNC_EVERY,
+    TrainSchedule,
+)
 from pearl_py.replay import ReplayBuffer
-from pearl_py.runtime.evaluation import evaluate
+from pearl_py.runtime.evaluation import EVAL_SEED_OFFSET, evaluate
 from pearl_py.runtime.parallel.actor import ActorSpec, ring_fields
-from pearl_py.runtime.parallel.checkpoint import (CHECKPOINT_DIR, Checkpoint, Progress, load_checkpoint,
-                                                  save_checkpoint)
+from pearl_py.runtime.parallel.checkpoint import (
+    CHECKPOINT_DIR,
+    Checkpoint,
+    Progress,
+    load_checkpoint,
+    save_checkpoint,
+)
 from pearl_py.runtime.parallel.control import ControlBlock
 from pearl_py.runtime.parallel.feed import RingFeed
 from pearl_py.runtime.parallel.interrupts import RunInterrupted, StopSignals
@@ -55,12 +65,13 @@ from pearl_py.runtime.parallel.placement import RuntimeLayout
 from pearl_py.runtime.parallel.process import Doorbell
 from pearl_py.runtime.parallel.replay_access import LocalReplay, ServedReplay
 from pearl_py.runtime.parallel.ring import ShmRing
-from pearl_py.protocol.schedule import DEFAULT_POLICY_LAG, DEFAULT_SYNC_EVERY, TrainSchedule
-from pearl_py.runtime.parallel.services import start_inference_server, start_replay_server
+from pearl_py.runtime.parallel.services import (
+    start_inference_server,
+    start_replay_server,
+)
 from pearl_py.runtime.parallel.supervisor import ActorPool, Service, ServiceFailed, log
 from pearl_py.runtime.result import RunResult
 from pearl_py.runtime.run_log import RunLog
-from pearl_py.runtime.serial import EVAL_SEED_OFFSET
 from pearl_py.runtime.timing import KernelTimer, merge_kernel_times
 
 SESSION_SEED_STRIDE = 1_000_003

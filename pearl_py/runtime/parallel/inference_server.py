@@ -85,9 +85,11 @@ class InferenceClient:
             link.reply.wait(WAIT_S)
         self.replies.get(self.replies.pending())
 
+    kernel = "inference_request"
+    """What the actor's collector records a request as (the server records the ``inference`` itself)."""
+
     def __call__(self, obs: np.ndarray, steps: int, progress: float) -> np.ndarray | None:
         """Actions for ``obs`` from the server; None if the run stopped while waiting."""
-        start = time.perf_counter()
         n = len(obs)
         self.requests.put(obs=obs, steps=np.full(n, steps), progress=np.full(n, progress))
         self.link.server.ring()
@@ -95,9 +97,7 @@ class InferenceClient:
             if self.control.stopped:
                 return None
             self.link.reply.wait(WAIT_S)
-        actions = self.replies.get(n)["actions"]
-        self.control.add_time(self.index, "inference_request", time.perf_counter() - start)
-        return actions
+        return self.replies.get(n)["actions"]
 
     def finish(self) -> None:
         """This actor's quota is done: the server's rounds go on without it."""

@@ -31,13 +31,13 @@ from pearl_py.errors import UserError
 from pearl_py.plan import Plan
 from pearl_py.protocol.kernel import ENV_STEP, INFERENCE, LEARNER_UPDATE
 from pearl_py.protocol.schedule import TrainSchedule
+from pearl_py.runtime.evaluation import EVAL_SEED_OFFSET
 from pearl_py.runtime.parallel.placement import modelled_latency, runtime_of
 from pearl_py.runtime.ray_backend.require import import_ray
 from pearl_py.runtime.ray_backend.resources import component_resources, needs
 from pearl_py.runtime.result import RunResult
 from pearl_py.runtime.run_log import RunLog
 from pearl_py.runtime.timing import merge_kernel_times
-from pearl_py.runtime.serial import EVAL_SEED_OFFSET
 
 
 class RayExecutor:

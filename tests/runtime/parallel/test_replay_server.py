@@ -83,7 +83,8 @@ def learn(served, control, schedule, algo, hold: int = 0) -> list:
         if not schedule.is_round(step):
             continue
         for _ in range(schedule.gradient_steps):
-            batch = served.sample(algo.config.batch_size, beta=0.0, step=step)
+            served.round_step = step
+            batch = served.sample(algo.config.batch_size, beta=0.0)
             batches.append(batch)
             held.append(batch)
             if len(batches) > hold or len(held) == hold:
