@@ -96,11 +96,16 @@ class TorchReplayBuffer:
         self._obs_shape = tuple(meta["obs_shape"])
         self._action_shape = tuple(meta["action_shape"])
         self._writer = RingWriter(capacity, np.zeros(2, dtype=np.int64))
-        rows = {"obs": (torch.float32, self._obs_shape), "actions": (_torch_dtype(self._action_dtype),
-                self._action_shape), "rewards": (torch.float32, ()), "next_obs": (torch.float32, self._obs_shape),
-                "dones": (torch.float32, ())}
+        rows = {
+            "obs": (torch.float32, self._obs_shape),
+            "actions": (_torch_dtype(self._action_dtype), self._action_shape),
+            "rewards": (torch.float32, ()),
+            "next_obs": (torch.float32, self._obs_shape),
+            "dones": (torch.float32, ()),
+        }
         self._fields = {name: torch.zeros((capacity, *shape), dtype=dtype, device=self._device)
                         for name, (dtype, shape) in rows.items()}
+        """The stored fields, ``capacity`` rows each (the slots the ring writer hands out)."""
         self._tree: TorchPriorityTree | None = None
         self._max_seen = torch.ones((), dtype=torch.float64, device=self._device)
         """The largest ``|td| + eps`` ever given (1 before any update, as in the paper)."""
