@@ -9,14 +9,20 @@ Example::
     print(result.eval_return_mean, result.samples_per_second)
 """
 from pearl_py.algorithms import (
+    A2C,
     DDPG,
     DQN,
+    PPO,
+    A2CConfig,
     Algorithm,
     DDPGConfig,
     DQNConfig,
     Loss,
     Networks,
     OffPolicyConfig,
+    OnPolicyAlgorithm,
+    OnPolicyConfig,
+    PPOConfig,
     mlp,
     register,
 )
@@ -33,7 +39,8 @@ from pearl_py.runtime.tune import TuneOptions
 __version__ = "0.1.0"
 
 __all__ = [
-    "DDPG", "DDPGConfig", "DQN", "DQNConfig", "Algorithm", "ConfigError", "Kernel", "KernelKind", "Loss",
-    "Networks", "OffPolicyConfig", "Placement", "Plan", "Platform", "ProtocolGraph", "RunConfig", "RunResult",
-    "TuneOptions", "UserError", "load_config", "mlp", "param", "plan", "ranked_plans", "register", "train",
+    "A2C", "A2CConfig", "DDPG", "DDPGConfig", "DQN", "DQNConfig", "PPO", "PPOConfig", "Algorithm", "ConfigError",
+    "Kernel", "KernelKind", "Loss", "Networks", "OffPolicyConfig", "OnPolicyAlgorithm", "OnPolicyConfig",
+    "Placement", "Plan", "Platform", "ProtocolGraph", "RunConfig", "RunResult", "TuneOptions", "UserError",
+    "load_config", "mlp", "param", "plan", "ranked_plans", "register", "train",
 ]

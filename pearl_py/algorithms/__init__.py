@@ -1,4 +1,6 @@
-"""Algorithms: the :class:`Algorithm` base, DQN, DDPG, and the registry of names used in configs."""
+"""Algorithms: the :class:`Algorithm` base, DQN, DDPG, the on-policy PPO and A2C, and the registry of names
+used in configs."""
+from pearl_py.algorithms.a2c import A2C, A2CConfig
 from pearl_py.algorithms.base import Algorithm, Loss
 from pearl_py.algorithms.config import OffPolicyConfig
 from pearl_py.algorithms.ddpg import DDPG, DDPGConfig
@@ -6,18 +8,22 @@ from pearl_py.algorithms.dqn import DQN, DQNConfig
 from pearl_py.algorithms.env_spec import EnvSpec
 from pearl_py.algorithms.learner import Learner, TensorBatch, UpdateResult
 from pearl_py.algorithms.networks import Networks, StateActionValue, mlp
+from pearl_py.algorithms.on_policy import OnPolicyAlgorithm, OnPolicyConfig
+from pearl_py.algorithms.ppo import PPO, PPOConfig
 
-REGISTRY: dict[str, type[Algorithm]] = {DQN.name: DQN, DDPG.name: DDPG}
+REGISTRY: dict[str, type[Algorithm] | type[OnPolicyAlgorithm]] = {DQN.name: DQN, DDPG.name: DDPG, PPO.name: PPO,
+                                                                  A2C.name: A2C}
 """Algorithm classes by the name a config's ``algorithm:`` key uses."""
 
 
-def register(cls: type[Algorithm]) -> type[Algorithm]:
+def register(cls: type[Algorithm] | type[OnPolicyAlgorithm]) -> type[Algorithm] | type[OnPolicyAlgorithm]:
     """Make a user-defined algorithm loadable from configs by its ``name``; usable as a decorator."""
     REGISTRY[cls.name] = cls
     return cls
 
 
 __all__ = [
-    "Algorithm", "DDPG", "DDPGConfig", "DQN", "DQNConfig", "EnvSpec", "Learner", "Loss", "Networks",
-    "OffPolicyConfig", "REGISTRY", "StateActionValue", "TensorBatch", "UpdateResult", "mlp", "register",
+    "A2C", "A2CConfig", "Algorithm", "DDPG", "DDPGConfig", "DQN", "DQNConfig", "EnvSpec", "Learner", "Loss",
+    "Networks", "OffPolicyConfig", "OnPolicyAlgorithm", "OnPolicyConfig", "PPO", "PPOConfig", "REGISTRY",
+    "StateActionValue", "TensorBatch", "UpdateResult", "mlp", "register",
 ]
