@@ -50,7 +50,7 @@ class RunConfig:
     raw: dict[str, Any] = field(default_factory=dict, compare=False)
 
     @property
-    def algorithm_class(self) -> type[Algorithm] | type[OnPolicyAlgorithm]:
+    def algorithm_class(self) -> type[Algorithm | OnPolicyAlgorithm]:
         return REGISTRY[self.settings.algorithm]
 
     def make_algorithm(self) -> Algorithm | OnPolicyAlgorithm:

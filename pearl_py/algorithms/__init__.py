@@ -11,12 +11,12 @@ from pearl_py.algorithms.networks import Networks, StateActionValue, mlp
 from pearl_py.algorithms.on_policy import OnPolicyAlgorithm, OnPolicyConfig
 from pearl_py.algorithms.ppo import PPO, PPOConfig
 
-REGISTRY: dict[str, type[Algorithm] | type[OnPolicyAlgorithm]] = {DQN.name: DQN, DDPG.name: DDPG, PPO.name: PPO,
-                                                                  A2C.name: A2C}
+REGISTRY: dict[str, type[Algorithm | OnPolicyAlgorithm]] = {DQN.name: DQN, DDPG.name: DDPG, PPO.name: PPO,
+                                                            A2C.name: A2C}
 """Algorithm classes by the name a config's ``algorithm:`` key uses."""
 
 
-def register(cls: type[Algorithm] | type[OnPolicyAlgorithm]) -> type[Algorithm] | type[OnPolicyAlgorithm]:
+def register(cls: type[Algorithm | OnPolicyAlgorithm]) -> type[Algorithm | OnPolicyAlgorithm]:
     """Make a user-defined algorithm loadable from configs by its ``name``; usable as a decorator."""
     REGISTRY[cls.name] = cls
     return cls

@@ -33,7 +33,7 @@ RMSPROP_ALPHA = 0.99
 class A2CConfig(OnPolicyConfig):
     """A2C hyperparameters (SB3 names and defaults)."""
 
-    learning_rate: Schedule = param(Schedule(7e-4), "Optimizer step size: a number or lin_<number> (linear to 0).",
+    learning_rate: Schedule = param(Schedule(7e-4), "Optimizer step size: a number or `lin_<number>` (linear to 0).",
                                     low=0.0, low_open=True)
     n_steps: int = param(5, "Steps collected with each env per rollout (one gradient step each).", low=1)
     gae_lambda: float = param(1.0, "GAE(lambda) bias-variance trade-off (1: Monte-Carlo returns).",

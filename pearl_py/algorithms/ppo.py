@@ -33,7 +33,7 @@ class PPOConfig(OnPolicyConfig):
 
     batch_size: int = param(64, "Transitions per minibatch (the last of an epoch holds the remainder).", low=1)
     n_epochs: int = param(10, "Passes over each rollout.", low=1)
-    clip_range: Schedule = param(Schedule(0.2), "Clip of the probability ratio: a number or lin_<number>.",
+    clip_range: Schedule = param(Schedule(0.2), "Clip of the probability ratio: a number or `lin_<number>`.",
                                  low=0.0, low_open=True)
     clip_range_vf: Schedule | None = param(None, "Clip of the value change around the rollout's values "
                                            "(null: no clip; depends on the reward scale).", low=0.0, low_open=True)

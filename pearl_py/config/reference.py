@@ -26,7 +26,7 @@ def table(cls: type) -> str:
 
 
 def render() -> str:
-    from pearl_py.algorithms import DDPGConfig, DQNConfig
+    from pearl_py.algorithms import A2CConfig, DDPGConfig, DQNConfig, PPOConfig
     from pearl_py.run_config import RunSettings
 
     return "\n".join([
@@ -58,6 +58,18 @@ def render() -> str:
         "## `hyperparameters` for `algorithm: ddpg`",
         "",
         table(DDPGConfig),
+        "",
+        "## `hyperparameters` for `algorithm: ppo`",
+        "",
+        "On-policy: every rollout is `n_steps` steps of each of `n_envs` envs. A schedule value is a number",
+        "or rl-baselines3-zoo's `lin_<number>`, which decays linearly to 0 over training (SB3 evaluates it",
+        "once per rollout at `progress_remaining = 1 - env_steps / total_steps`).",
+        "",
+        table(PPOConfig),
+        "",
+        "## `hyperparameters` for `algorithm: a2c`",
+        "",
+        table(A2CConfig),
         "",
     ])
 

@@ -119,7 +119,7 @@ class OnPolicySerialExecutor:
                 log.train(steps, stats.as_log(), steps / max(time.perf_counter() - start - eval_seconds, 1e-9))
             wall = time.perf_counter() - start - eval_seconds
         eval_returns = evaluate(algo, learner.nets, self.device, self.eval_episodes, self.seed + EVAL_SEED_OFFSET)
-        self.learner = learner
+        self.learner, self.rollout = learner, rollout  # the trained networks and the last rollout, for inspection
         return RunResult(algorithm=algo.name, env=algo.env_id, seed=self.seed, env_steps=steps,
                          gradient_steps=learner.gradient_steps, wall_seconds=wall, eval_returns=eval_returns,
                          plan=serial_plan(self.device.type).to_dict(), kernel_times=timer.summary(),

@@ -56,8 +56,8 @@ def make_executor(algorithm: Algorithm, plan: Plan, seed: int, *, backend: str =
 
 
 def train(algorithm: Algorithm | OnPolicyAlgorithm, total_steps: int, seed: int = 0, *,
-          plan: Plan | str | Path | None = None, out: str | Path | None = None, eval_episodes: int = 10, eval_freq: int = 0,
-          progress: bool | None = None, objective: str = "throughput", backend: str = "local",
+          plan: Plan | str | Path | None = None, out: str | Path | None = None, eval_episodes: int = 10,
+          eval_freq: int = 0, progress: bool | None = None, objective: str = "throughput", backend: str = "local",
           address: str | None = None, resume: str | Path | None = None, tune: bool | TuneOptions = False,
           log: Callable[[str], None] = print) -> RunResult:
     """Train ``algorithm`` for ``total_steps`` env steps under ``plan``.

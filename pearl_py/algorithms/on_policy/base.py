@@ -47,6 +47,7 @@ from pearl_py.algorithms.env_spec import EnvError, EnvSpec
 from pearl_py.algorithms.networks import Networks
 from pearl_py.algorithms.on_policy.config import OnPolicyConfig
 from pearl_py.config.fields import rebuild
+from pearl_py.errors import UserError
 
 if TYPE_CHECKING:
     from pearl_py.algorithms.on_policy.learner import RolloutBatch
@@ -81,6 +82,14 @@ class LossTerms:
     entropy: torch.Tensor
     log_probs: torch.Tensor
     clip_fraction: torch.Tensor | None = None
+
+
+class OnPolicyNotPlanned(UserError):
+    """A command that needs the performance model (plan, simulate) was given an on-policy algorithm."""
+
+    def __init__(self, algorithm: OnPolicyAlgorithm, command: str) -> None:
+        super().__init__(f"{algorithm.name} is on-policy: `{command}` does not model on-policy kernels yet "
+                         "(`pearl run` trains it on the serial executor)")
 
 
 class OnPolicyAlgorithm(abc.ABC):

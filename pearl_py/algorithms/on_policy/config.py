@@ -27,7 +27,7 @@ class OnPolicyConfig:
 
     policy: str = param("MlpPolicy", "Policy class, as the zoo names it (MlpPolicy: separate pi and vf MLPs).",
                         choices=("MlpPolicy",))
-    learning_rate: Schedule = param(Schedule(3e-4), "Optimizer step size: a number or lin_<number> (linear to 0).",
+    learning_rate: Schedule = param(Schedule(3e-4), "Optimizer step size: a number or `lin_<number>` (linear to 0).",
                                     low=0.0, low_open=True)
     n_steps: int = param(2048, "Steps collected with each env per rollout.", low=1)
     gamma: float = param(0.99, "Discount factor.", low=0.0, high=1.0)

@@ -30,7 +30,7 @@ class Schedule:
     initial: float
     linear: bool = False
 
-    config_type_name: ClassVar[str] = "number or lin_<number>"
+    config_type_name: ClassVar[str] = "number or schedule"
 
     def __call__(self, progress_remaining: float) -> float:
         return self.initial * progress_remaining if self.linear else self.initial
