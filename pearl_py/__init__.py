@@ -9,8 +9,11 @@ Example::
     print(result.eval_return_mean, result.samples_per_second)
 """
 from pearl_py.algorithms import (
+    A2C,
     DDPG,
     DQN,
+    PPO,
+    A2CConfig,
     Algorithm,
     BaseAlgorithm,
     DDPGConfig,
@@ -19,25 +22,28 @@ from pearl_py.algorithms import (
     Networks,
     OffPolicyAlgorithm,
     OffPolicyConfig,
+    OnPolicyAlgorithm,
+    OnPolicyConfig,
+    PPOConfig,
     mlp,
     register,
 )
 from pearl_py.config import param
-from pearl_py.run_config import RunConfig, load_config
 from pearl_py.errors import ConfigError, UserError
 from pearl_py.optimize.api import plan, ranked_plans
+from pearl_py.pipeline import train
+from pearl_py.pipeline.tune import TuneOptions
 from pearl_py.plan import Placement, Plan
 from pearl_py.platform import Platform
 from pearl_py.protocol import Kernel, KernelKind, ProtocolGraph
-from pearl_py.pipeline import train
+from pearl_py.run_config import RunConfig, load_config
 from pearl_py.runtime import RunResult
-from pearl_py.pipeline.tune import TuneOptions
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "Algorithm", "BaseAlgorithm", "ConfigError", "DDPG", "DDPGConfig", "DQN", "DQNConfig", "Kernel", "KernelKind",
-    "load_config", "Loss", "mlp", "Networks", "OffPolicyAlgorithm", "OffPolicyConfig", "param", "Placement", "Plan",
-    "plan", "Platform", "ProtocolGraph", "ranked_plans", "register", "RunConfig", "RunResult", "train", "TuneOptions",
-    "UserError",
+    "A2C", "A2CConfig", "Algorithm", "BaseAlgorithm", "ConfigError", "DDPG", "DDPGConfig", "DQN", "DQNConfig",
+    "Kernel", "KernelKind", "load_config", "Loss", "mlp", "Networks", "OffPolicyAlgorithm", "OffPolicyConfig",
+    "OnPolicyAlgorithm", "OnPolicyConfig", "param", "Placement", "Plan", "plan", "Platform", "PPO", "PPOConfig",
+    "ProtocolGraph", "ranked_plans", "register", "RunConfig", "RunResult", "train", "TuneOptions", "UserError",
 ]

@@ -1,14 +1,18 @@
-"""Algorithms: the family bases, DQN, DDPG, and the registry of names used in configs."""
+"""Algorithms: the family bases, DQN and DDPG (off-policy), PPO and A2C (on-policy), and the registry of
+names used in configs."""
+from pearl_py.algorithms.a2c import A2C, A2CConfig
 from pearl_py.algorithms.core import BaseAlgorithm
-from pearl_py.algorithms.off_policy.base import Algorithm, Loss, OffPolicyAlgorithm
-from pearl_py.algorithms.off_policy.config import OffPolicyConfig
 from pearl_py.algorithms.ddpg import DDPG, DDPGConfig
 from pearl_py.algorithms.dqn import DQN, DQNConfig
 from pearl_py.algorithms.env_spec import EnvSpec
-from pearl_py.algorithms.off_policy.learner import Learner, TensorBatch, UpdateResult
 from pearl_py.algorithms.networks import Networks, StateActionValue, mlp
+from pearl_py.algorithms.off_policy.base import Algorithm, Loss, OffPolicyAlgorithm
+from pearl_py.algorithms.off_policy.config import OffPolicyConfig
+from pearl_py.algorithms.off_policy.learner import Learner, TensorBatch, UpdateResult
+from pearl_py.algorithms.on_policy import OnPolicyAlgorithm, OnPolicyConfig
+from pearl_py.algorithms.ppo import PPO, PPOConfig
 
-REGISTRY: dict[str, type[BaseAlgorithm]] = {DQN.name: DQN, DDPG.name: DDPG}
+REGISTRY: dict[str, type[BaseAlgorithm]] = {DQN.name: DQN, DDPG.name: DDPG, PPO.name: PPO, A2C.name: A2C}
 """Algorithm classes by the name a config's ``algorithm:`` key uses."""
 
 
@@ -19,7 +23,7 @@ def register(cls: type[BaseAlgorithm]) -> type[BaseAlgorithm]:
 
 
 __all__ = [
-    "Algorithm", "BaseAlgorithm", "DDPG", "DDPGConfig", "DQN", "DQNConfig", "EnvSpec", "Learner", "Loss",
-    "Networks", "OffPolicyAlgorithm", "OffPolicyConfig", "REGISTRY", "StateActionValue", "TensorBatch",
-    "UpdateResult", "mlp", "register",
+    "A2C", "A2CConfig", "Algorithm", "BaseAlgorithm", "DDPG", "DDPGConfig", "DQN", "DQNConfig", "EnvSpec",
+    "Learner", "Loss", "Networks", "OffPolicyAlgorithm", "OffPolicyConfig", "OnPolicyAlgorithm", "OnPolicyConfig",
+    "PPO", "PPOConfig", "REGISTRY", "StateActionValue", "TensorBatch", "UpdateResult", "mlp", "register",
 ]

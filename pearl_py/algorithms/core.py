@@ -16,11 +16,10 @@ Example::
 from __future__ import annotations
 
 import abc
-from dataclasses import fields
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from pearl_py.algorithms.env_spec import EnvError, EnvSpec
-from pearl_py.config.fields import build
+from pearl_py.config.fields import rebuild
 
 if TYPE_CHECKING:
     from pearl_py.protocol import ProtocolGraph
@@ -43,11 +42,8 @@ class BaseAlgorithm(abc.ABC):
     def __init__(self, env: str, config: Any = None, **hyperparameters: Any) -> None:
         if config is not None and not isinstance(config, self.Config):
             raise TypeError(f"{type(self).__name__} takes a {self.Config.__name__}, got {type(config).__name__}")
-        if config is None or hyperparameters:
-            given = {f.name: getattr(config, f.name) for f in fields(config)} if config else {}
-            config = build(self.Config, given | hyperparameters)
         self.env_id = env
-        self.config = config
+        self.config = rebuild(self.Config, config, hyperparameters)
         self.spec = EnvSpec.from_env_id(env)
         if self.discrete_actions is not None and self.spec.discrete != self.discrete_actions:
             kind = "discrete" if self.discrete_actions else "continuous"

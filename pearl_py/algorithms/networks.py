@@ -16,13 +16,13 @@ import torch
 from torch import nn
 
 
-def mlp(n_in: int, hidden: Sequence[int], n_out: int, output_activation: type[nn.Module] | None = None
-        ) -> nn.Sequential:
-    """A ReLU multilayer perceptron ``n_in -> hidden... -> n_out``."""
+def mlp(n_in: int, hidden: Sequence[int], n_out: int, output_activation: type[nn.Module] | None = None,
+        activation: type[nn.Module] = nn.ReLU) -> nn.Sequential:
+    """A multilayer perceptron ``n_in -> hidden... -> n_out`` (ReLU hidden layers unless ``activation``)."""
     layers: list[nn.Module] = []
     width = n_in
     for h in hidden:
-        layers += [nn.Linear(width, h), nn.ReLU()]
+        layers += [nn.Linear(width, h), activation()]
         width = h
     layers.append(nn.Linear(width, n_out))
     if output_activation is not None:

@@ -13,9 +13,9 @@ from pathlib import Path
 
 def run_main(args: argparse.Namespace) -> int:
     """Train the config's algorithm under the flags' plan; print the measured figures and where the files went."""
-    from pearl_py.run_config import load_config
     from pearl_py.pipeline.train import train
     from pearl_py.pipeline.tune import TuneOptions
+    from pearl_py.run_config import load_config
 
     cfg = load_config(args.config).with_overrides(total_steps=args.steps, seed=args.seed)
     s = cfg.settings

@@ -46,13 +46,23 @@ from pearl_py.estimate import roofline
 from pearl_py.estimate.calibration import THREADED_VARIANTS, Calibration
 from pearl_py.estimate.cost import Cost, Infeasible
 from pearl_py.estimate.features import workload_features
-from pearl_py.estimate.fpga_kernels import FpgaTemplates, mlp_design, sum_tree_design, sync_design
+from pearl_py.estimate.fpga_kernels import (
+    FpgaTemplates,
+    mlp_design,
+    sum_tree_design,
+    sync_design,
+)
 from pearl_py.estimate.power import dynamic_energy_j
 from pearl_py.estimate.roofline import RooflineParams
 from pearl_py.platform import Device, Platform
 from pearl_py.platform.kinds import device_kind
 from pearl_py.protocol import Kernel, KernelKind
-from pearl_py.protocol.workload import EnvWorkload, NetworkWorkload, ReplayWorkload, SyncWorkload
+from pearl_py.protocol.workload import (
+    EnvWorkload,
+    NetworkWorkload,
+    ReplayWorkload,
+    SyncWorkload,
+)
 
 RooflineModel = Callable[[Kernel, Any, RooflineParams, str, str], tuple[float, dict[str, float]]]
 """``model(kernel, spec, params, variant, machine) -> (seconds, terms)``; ``machine``: the device kind's

@@ -18,11 +18,23 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pearl_py.estimate.cost import Infeasible
-from pearl_py.estimate.fpga_hls import DenseOp, Resources, dataflow_cycles, pipelined_cycles, rec_mii
+from pearl_py.estimate.fpga_hls import (
+    DenseOp,
+    Resources,
+    dataflow_cycles,
+    pipelined_cycles,
+    rec_mii,
+)
 from pearl_py.platform.spec import FpgaSpec, check_keys
 from pearl_py.platform.yamlsrc import CatalogueYaml
 from pearl_py.protocol import NetworkWorkload, ReplayWorkload, SyncWorkload
-from pearl_py.protocol.kernel import INFERENCE, LEARNER_UPDATE, PARAM_SYNC, REPLAY_INSERT, REPLAY_SAMPLE
+from pearl_py.protocol.kernel import (
+    INFERENCE,
+    LEARNER_UPDATE,
+    PARAM_SYNC,
+    REPLAY_INSERT,
+    REPLAY_SAMPLE,
+)
 from pearl_py.resources import estimators_dir
 
 _SHARE_KEYS = ("dsp", "lut", "ram")

@@ -24,10 +24,22 @@ from collections.abc import Callable, Iterator
 
 import torch
 
-from pearl_py.estimate.calibration import MAX_THREADS, THREADED_VARIANTS, Calibration, machine_fingerprint, model_key
+from pearl_py.estimate.calibration import (
+    MAX_THREADS,
+    THREADED_VARIANTS,
+    Calibration,
+    machine_fingerprint,
+    model_key,
+)
 from pearl_py.estimate.features import workload_features
 from pearl_py.estimate.fit import FittedModel, select_model
-from pearl_py.estimate.microbench import BenchPoint, build, clear_compiled, time_call, variants
+from pearl_py.estimate.microbench import (
+    BenchPoint,
+    build,
+    clear_compiled,
+    time_call,
+    variants,
+)
 from pearl_py.estimate.neighbour import neighbour
 from pearl_py.kernels.affinity import pinned_threads, usable_cpus
 from pearl_py.protocol import Workload

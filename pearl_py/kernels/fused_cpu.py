@@ -41,7 +41,13 @@ import torch
 from torch import nn
 
 from pearl_py.algorithms.off_policy.learner import Learner, TensorBatch, UpdateResult
-from pearl_py.kernels.numba_blas import JIT, LARGE, numba, numba_available, set_blas_threads
+from pearl_py.kernels.numba_blas import (
+    JIT,
+    LARGE,
+    numba,
+    numba_available,
+    set_blas_threads,
+)
 from pearl_py.kernels.registry import KernelUnavailable
 from pearl_py.kernels.workspace import AdamHyper
 
@@ -52,7 +58,15 @@ if numba is not None:
     from numba import carray, njit, types
     from numba.extending import intrinsic
 
-    from pearl_py.kernels.mlp_numba import adam, backward, carve, clip_coef, forward, lerp, output
+    from pearl_py.kernels.mlp_numba import (
+        adam,
+        backward,
+        carve,
+        clip_coef,
+        forward,
+        lerp,
+        output,
+    )
 
     def _pointer_at(element):
         """An intrinsic: ``element*`` at an integer address (a torch tensor's ``data_ptr()``)."""

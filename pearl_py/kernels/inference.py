@@ -37,8 +37,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from pearl_py.algorithms.off_policy.base import Algorithm
 from pearl_py.algorithms.networks import Networks
+from pearl_py.algorithms.off_policy.base import Algorithm
 from pearl_py.kernels.fused_cpu import _mlp_layers, aligned_zeros, linear_scratch
 from pearl_py.kernels.numba_blas import JIT, numba, numba_available, set_blas_threads
 from pearl_py.kernels.registry import KernelUnavailable

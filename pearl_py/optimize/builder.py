@@ -35,7 +35,14 @@ from typing import Any, Protocol
 import networkx as nx
 
 from pearl_py.errors import PlanningError, UserError
-from pearl_py.optimize.problem import AssignmentProblem, Device, Edge, Link, Option, Task
+from pearl_py.optimize.problem import (
+    AssignmentProblem,
+    Device,
+    Edge,
+    Link,
+    Option,
+    Task,
+)
 from pearl_py.platform import Platform
 from pearl_py.platform.kinds import device_kind
 from pearl_py.protocol import Kernel, ProtocolGraph

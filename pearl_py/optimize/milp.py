@@ -33,8 +33,16 @@ from scipy.optimize import Bounds, LinearConstraint, milp
 from scipy.sparse import coo_array
 
 from pearl_py.errors import PlanningError
-from pearl_py.optimize.model import (COLLECTION, Choice, call_cost, contribution, edge_cost, evaluate, kernel_bound,
-                                     time_limit)
+from pearl_py.optimize.model import (
+    COLLECTION,
+    Choice,
+    call_cost,
+    contribution,
+    edge_cost,
+    evaluate,
+    kernel_bound,
+    time_limit,
+)
 from pearl_py.optimize.problem import AssignmentProblem
 from pearl_py.optimize.solution import Solution
 

@@ -22,6 +22,7 @@ Example::
 from __future__ import annotations
 
 import math
+
 from pearl_py.optimize.model import Assignment, Performance, evaluate
 from pearl_py.optimize.problem import AssignmentProblem
 from pearl_py.plan import WholeRun

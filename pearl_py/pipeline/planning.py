@@ -13,10 +13,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-
 from pearl_py.algorithms.off_policy.base import Algorithm
 from pearl_py.errors import PlanningError
-from pearl_py.optimize.api import plan as optimize, ranked_plans
+from pearl_py.optimize.api import plan as optimize
+from pearl_py.optimize.api import ranked_plans
 from pearl_py.plan import Plan
 from pearl_py.platform import Platform
 

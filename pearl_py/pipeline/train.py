@@ -17,9 +17,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pearl_py.algorithms.off_policy.base import Algorithm
+from pearl_py.algorithms.on_policy import OnPolicyAlgorithm
 from pearl_py.errors import UserError
-from pearl_py.plan import Plan
 from pearl_py.pipeline.planning import candidate_plans, resolve_plan
+from pearl_py.plan import Plan
 from pearl_py.runtime.result import RunResult
 from pearl_py.runtime.serial import SerialExecutor
 
@@ -54,9 +55,9 @@ def make_executor(algorithm: Algorithm, plan: Plan, seed: int, *, backend: str =
     return ParallelExecutor(algorithm, plan, seed, resume_from=Path(resume) if resume else None, **common)
 
 
-def train(algorithm: Algorithm, total_steps: int, seed: int = 0, *, plan: Plan | str | Path | None = None,
-          out: str | Path | None = None, eval_episodes: int = 10, eval_freq: int = 0,
-          progress: bool | None = None, objective: str = "throughput", backend: str = "local",
+def train(algorithm: Algorithm | OnPolicyAlgorithm, total_steps: int, seed: int = 0, *,
+          plan: Plan | str | Path | None = None, out: str | Path | None = None, eval_episodes: int = 10,
+          eval_freq: int = 0, progress: bool | None = None, objective: str = "throughput", backend: str = "local",
           address: str | None = None, resume: str | Path | None = None, tune: bool | TuneOptions = False,
           log: Callable[[str], None] = print) -> RunResult:
     """Train ``algorithm`` for ``total_steps`` env steps under ``plan``.
@@ -72,9 +73,15 @@ def train(algorithm: Algorithm, total_steps: int, seed: int = 0, *, plan: Plan |
     trials are recorded in ``plan.prediction.tuning`` (docs/runtime.md).
     With ``out``: logs, ``result.json`` and, when the plan has predictions, the plan's report
     with what the run measured beside them (``report.md``, ``report.html``, ``plan.yaml``, ``plan.json``).
+    An on-policy algorithm (PPO, A2C) runs on the on-policy serial executor, unpredicted, for ``plan``
+    None, "serial" or "local"; other plans are a UserError for now.
     """
     if backend not in BACKENDS:
         raise UserError(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
+    if isinstance(algorithm, OnPolicyAlgorithm):
+        return _train_on_policy(algorithm, total_steps, seed, plan=plan, out=out, eval_episodes=eval_episodes,
+                                eval_freq=eval_freq, progress=progress, backend=backend, resume=resume, tune=tune,
+                                log=log)
     if tune:
         resolved = _tuned_plan(algorithm, total_steps, seed, plan, objective, backend, resume, tune, log)
     else:
@@ -89,6 +96,28 @@ def train(algorithm: Algorithm, total_steps: int, seed: int = 0, *, plan: Plan |
         result.save(out_dir / "result.json")
         if resolved.prediction is not None:
             resolved.export(out_dir, run=result.to_dict())
+    return result
+
+
+def _train_on_policy(algorithm: OnPolicyAlgorithm, total_steps: int, seed: int, *, plan: Plan | str | Path | None,
+                     out: str | Path | None, eval_episodes: int, eval_freq: int, progress: bool | None, backend: str,
+                     resume: str | Path | None, tune: bool | TuneOptions, log: Callable[[str], None]) -> RunResult:
+    """On-policy algorithms run on their serial executor, unpredicted: the optimizer and the parallel runtimes
+    do not know their kernels (rollout_insert, advantage) yet. ``plan="local"`` (`pearl run` without plan
+    flags) runs the same, saying so."""
+    from pearl_py.runtime.on_policy_serial import OnPolicySerialExecutor
+
+    if plan not in (None, "serial", "local") or backend != "local" or resume is not None or tune:
+        raise UserError(f"{algorithm.name} is on-policy: it runs on the serial executor only for now (plan None, "
+                        "'serial' or 'local'; no --auto, --plan, --tune, --resume or the Ray backend)")
+    if plan == "local":
+        log(f"{algorithm.name} is on-policy: running the serial reference executor without predictions "
+            "(the performance model does not cover on-policy kernels yet)")
+    out_dir = Path(out) if out is not None else None
+    result = OnPolicySerialExecutor(algorithm, seed, out_dir=out_dir, eval_episodes=eval_episodes,
+                                    eval_freq=eval_freq, progress=progress).run(total_steps)
+    if out_dir is not None:
+        result.save(out_dir / "result.json")
     return result
 
 

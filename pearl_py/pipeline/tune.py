@@ -36,9 +36,9 @@ import torch
 from pearl_py.algorithms.off_policy.base import Algorithm
 from pearl_py.algorithms.off_policy.config import OffPolicyConfig
 from pearl_py.errors import UserError
+from pearl_py.pipeline.train import make_executor, runs_serially
 from pearl_py.plan import Plan, Trial, Tuning
 from pearl_py.protocol.schedule import TrainSchedule
-from pearl_py.pipeline.train import make_executor, runs_serially
 
 MIN_ROUNDS = 2
 """Training rounds a trial measures at least (after the first, which carries one-off setup)."""

@@ -11,6 +11,7 @@ Built from an algorithm (its family's derivation), never by hand::
 from __future__ import annotations
 
 from collections.abc import Iterator
+
 import networkx as nx
 
 from pearl_py.protocol.kernel import Kernel, KernelKind

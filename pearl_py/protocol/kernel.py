@@ -165,6 +165,12 @@ PARAM_SYNC = KernelKind.declare(
 yaml.SafeDumper.add_representer(KernelKind, lambda dumper, kind: dumper.represent_str(str(kind)))
 """plan.yaml and reports write a kind as its plain name."""
 
+ROLLOUT_INSERT = KernelKind.declare(
+    "rollout_insert", "a vector step's transitions into the on-policy rollout storage", stage="intake",
+    storage="rollout", sim_role="intake")
+ADVANTAGE = KernelKind.declare(
+    "advantage", "GAE(lambda) over the rollout, bootstrapped where a time limit cut an episode")
+
 for _kind in tuple(KernelKind):  # enum-style access: KernelKind.ENV_STEP
     setattr(KernelKind, _kind.upper(), _kind)
 

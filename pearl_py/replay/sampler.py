@@ -35,7 +35,6 @@ from functools import partial
 import numpy as np
 
 from pearl_py.replay import kernels
-from pearl_py.replay.pcg64 import Stream
 from pearl_py.replay.segment_tree import PriorityTree, tree_nodes
 
 _INT64, _FLOAT32 = np.dtype(np.int64), np.dtype(np.float32)

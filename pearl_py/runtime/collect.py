@@ -1,11 +1,12 @@
-"""The off-policy training loop's two halves, written once for every executor.
+"""The training loop's pieces, written once for every executor.
 
-:class:`Collector` is the acting half: one vector-env step (uniform random actions during the
-warm-up, the policy after), the episode bookkeeping and the true next observations of episodes
-that ended; :func:`gradient_step` is the learning half's step (sample, update, priorities in the
-serial order) and :class:`LossMeans` a round's average losses. The serial executor, the parallel
-runtime's actors and learner, and the Ray workers all drive these; each only says where
-transitions go, where batches come from and how time is recorded.
+:class:`Collector` is the acting half of every family: one vector-env step (uniform random
+actions during an off-policy warm-up, the policy after), the episode bookkeeping and the true
+next observations of episodes that ended. :func:`gradient_step` is the off-policy learning
+half's step (sample, update, priorities in the serial order) and :class:`LossMeans` a round's
+average losses. The serial executors, the parallel runtime's actors and learner, and the Ray
+workers drive these; each only says where transitions go, where batches come from and how
+time is recorded.
 
 Example (the serial executor's loop, condensed)::
 
@@ -40,7 +41,7 @@ from pearl_py.protocol.kernel import (
 )
 
 if TYPE_CHECKING:
-    from pearl_py.algorithms.off_policy.base import OffPolicyAlgorithm
+    from pearl_py.algorithms.core import BaseAlgorithm
     from pearl_py.replay import ReplayBuffer, SampleBatch
     from pearl_py.runtime.timing import KernelTimer
 
@@ -83,7 +84,8 @@ class Collected:
     """One vector step: ``n_envs`` transitions and the episodes that ended with them.
 
     ``next_obs`` holds the true next observations (an ended episode's final one); the envs
-    continue from :attr:`Collector.obs`. ``ended``: ``(env index, return, length)`` per episode.
+    continue from :attr:`Collector.obs`. ``truncated``: episodes a time limit cut (not terminated);
+    ``ended``: ``(env index, return, length)`` per episode that ended.
     """
 
     obs: np.ndarray
@@ -91,7 +93,12 @@ class Collected:
     rewards: np.ndarray
     next_obs: np.ndarray
     terminated: np.ndarray
+    truncated: np.ndarray
     ended: tuple[tuple[int, float, int], ...]
+
+    @property
+    def done(self) -> np.ndarray:
+        return self.terminated | self.truncated
 
 
 class Collector:
@@ -103,7 +110,7 @@ class Collector:
     Call :meth:`close` (or use it as a context manager) to close the envs.
     """
 
-    def __init__(self, algorithm: OffPolicyAlgorithm, seed: int, record: Record, policy_kernel: str = INFERENCE) -> None:
+    def __init__(self, algorithm: BaseAlgorithm, seed: int, record: Record, policy_kernel: str = INFERENCE) -> None:
         self.spec = algorithm.spec
         self.n_envs = algorithm.config.n_envs
         self.rng = np.random.default_rng(seed)
@@ -128,7 +135,7 @@ class Collector:
         next_obs = next_obs.astype(np.float32)
         ended = self.tracker.step(rewards, done)
         step = Collected(self.obs, actions, rewards.astype(np.float32), true_next_obs(next_obs, done, infos),
-                         terminated, tuple((int(i), r, n) for i, (r, n) in zip(np.flatnonzero(done), ended)))
+                         terminated, truncated, tuple((int(i), r, n) for i, (r, n) in zip(np.flatnonzero(done), ended)))
         self.obs = next_obs
         return step
 

@@ -22,7 +22,13 @@ from dataclasses import dataclass
 from pearl_py.errors import PlanningError
 from pearl_py.optimize.model import Assignment, call_cost
 from pearl_py.optimize.problem import AssignmentProblem
-from pearl_py.protocol.kernel import ENV_STEP, INFERENCE, LEARNER_UPDATE, REPLAY_INSERT, REPLAY_SAMPLE
+from pearl_py.protocol.kernel import (
+    ENV_STEP,
+    INFERENCE,
+    LEARNER_UPDATE,
+    REPLAY_INSERT,
+    REPLAY_SAMPLE,
+)
 
 REQUIRED = (ENV_STEP, INFERENCE, REPLAY_INSERT, REPLAY_SAMPLE, LEARNER_UPDATE)
 

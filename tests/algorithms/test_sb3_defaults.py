@@ -2,7 +2,8 @@
 
 Constructor defaults are read with ``inspect.signature`` from SB3's ``DQN``/``DDPG``; the
 defaults SB3 sets inside its policies (``net_arch``, Adam's ``eps``) and DDPG's TD3 settings
-(``policy_delay``: the target update interval) from a model built on the env.
+(``policy_delay``: the target update interval) from a model built on the env. PPO and A2C:
+every key of their configs, from the constructors, ``ActorCriticPolicy``'s keywords and a built model.
 """
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import dataclasses
 import inspect
 
 import pytest
+import torch
 
 import pearl_py as pearl
 
@@ -58,3 +60,60 @@ def test_ddpg_defaults_equal_sb3():
 def test_our_algorithms_build_optimizers_with_the_config_eps():
     learner = pearl.algorithms.Learner(pearl.DDPG("Pendulum-v1", net_arch=[8]))
     assert {opt.defaults["eps"] for opt in learner.optimizers.values()} == {pearl.DDPG.Config().adam_eps}
+
+
+# -- on-policy: every field of PPOConfig / A2CConfig against SB3 ---------------------------------
+def _sb3_on_policy_defaults(sb3_cls: type, env_id: str) -> tuple[dict[str, object], object]:
+    """SB3's defaults by our key: constructor parameters, ``ActorCriticPolicy`` keyword defaults, and
+    what a model built on ``env_id`` holds (network widths, optimizer, number of envs)."""
+    from stable_baselines3.common.policies import ActorCriticPolicy
+
+    defaults = _signature_defaults(sb3_cls)
+    policy_defaults = _signature_defaults(ActorCriticPolicy)
+    model = sb3_cls("MlpPolicy", env_id, device="cpu")
+    assert model.policy.net_arch == {"pi": [64, 64], "vf": [64, 64]}   # separate networks of the same widths
+    by_key = {name: defaults[name] for name in defaults if name in _ours(pearl.PPO.Config) | _ours(pearl.A2C.Config)}
+    by_key.update(
+        policy="MlpPolicy",
+        net_arch=tuple(model.policy.net_arch["pi"]),
+        activation_fn=policy_defaults["activation_fn"].__name__.lower(),
+        ortho_init=policy_defaults["ortho_init"],
+        log_std_init=policy_defaults["log_std_init"],
+        n_envs=model.n_envs,
+    )
+    return by_key, model
+
+
+def _ours_as_sb3(config_cls: type) -> dict[str, object]:
+    """Our defaults with schedules read at the start of training, as SB3 holds them (floats)."""
+    return {name: value(1.0) if isinstance(value, pearl.algorithms.on_policy.Schedule) else value
+            for name, value in _ours(config_cls).items()}
+
+
+def test_ppo_defaults_equal_sb3():
+    sb3_defaults, model = _sb3_on_policy_defaults(sb3.PPO, "CartPole-v1")
+    ours = _ours_as_sb3(pearl.PPO.Config)
+    sb3_defaults["adam_eps"] = model.policy.optimizer.defaults["eps"]
+    assert isinstance(model.policy.optimizer, torch.optim.Adam)
+    assert set(ours) == set(sb3_defaults), "every PPO key is compared with SB3"
+    assert ours == sb3_defaults
+
+
+def test_a2c_defaults_equal_sb3():
+    sb3_defaults, model = _sb3_on_policy_defaults(sb3.A2C, "CartPole-v1")
+    ours = _ours_as_sb3(pearl.A2C.Config)
+    assert isinstance(model.policy.optimizer, torch.optim.RMSprop)
+    assert model.policy.optimizer.defaults["alpha"] == pearl.algorithms.a2c.RMSPROP_ALPHA
+    adam = sb3.A2C("MlpPolicy", "CartPole-v1", use_rms_prop=False, device="cpu").policy.optimizer
+    sb3_defaults["adam_eps"] = adam.defaults["eps"]   # the eps of A2C's Adam (use_rms_prop: false)
+    assert set(ours) == set(sb3_defaults), "every A2C key is compared with SB3"
+    assert ours == sb3_defaults
+
+
+@pytest.mark.parametrize("env_id", ["CartPole-v1", "Pendulum-v1"])
+def test_actor_critic_has_sb3_parameter_shapes(env_id):
+    from pearl_py.algorithms.on_policy import OnPolicyLearner
+
+    ours = OnPolicyLearner(pearl.PPO(env_id)).nets.online.policy
+    theirs = sb3.PPO("MlpPolicy", env_id, device="cpu").policy
+    assert sorted(p.shape for p in ours.parameters()) == sorted(p.shape for p in theirs.parameters())

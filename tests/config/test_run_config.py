@@ -63,8 +63,8 @@ def test_bad_values_name_file_line_and_key(write_config, text, line, message):
 def test_unknown_env_and_algorithm(write_config):
     with pytest.raises(ConfigError, match=r"config.yaml:2: env: unknown gymnasium env id 'CartPol-v9'"):
         pearl.load_config(write_config("algorithm: dqn\nenv: CartPol-v9\n"))
-    with pytest.raises(ConfigError, match=r"config.yaml:1: algorithm: unknown algorithm 'ppo'; known: ddpg, dqn"):
-        pearl.load_config(write_config("algorithm: ppo\nenv: CartPole-v1\n"))
+    with pytest.raises(ConfigError, match=r"config.yaml:1: algorithm: unknown algorithm 'trpo'; known: a2c, ddpg, dqn, ppo"):
+        pearl.load_config(write_config("algorithm: trpo\nenv: CartPole-v1\n"))
 
 
 def test_wrong_action_space_for_the_algorithm(write_config):
