@@ -11,12 +11,16 @@ Example::
 from pearl_py.algorithms import (
     DDPG,
     DQN,
+    SAC,
+    TD3,
     Algorithm,
     DDPGConfig,
     DQNConfig,
     Loss,
     Networks,
     OffPolicyConfig,
+    SACConfig,
+    TD3Config,
     mlp,
     register,
 )
@@ -35,5 +39,5 @@ __version__ = "0.1.0"
 __all__ = [
     "DDPG", "DDPGConfig", "DQN", "DQNConfig", "Algorithm", "ConfigError", "Kernel", "KernelKind", "Loss",
     "Networks", "OffPolicyConfig", "Placement", "Plan", "Platform", "ProtocolGraph", "RunConfig", "RunResult",
-    "TuneOptions", "UserError", "load_config", "mlp", "param", "plan", "ranked_plans", "register", "train",
+    "SAC", "SACConfig", "TD3", "TD3Config", "TuneOptions", "UserError", "load_config", "mlp", "param", "plan", "ranked_plans", "register", "train",
 ]

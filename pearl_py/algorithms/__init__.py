@@ -1,13 +1,15 @@
-"""Algorithms: the :class:`Algorithm` base, DQN, DDPG, and the registry of names used in configs."""
+"""Algorithms: the :class:`Algorithm` base, DQN, DDPG, TD3, SAC, and the registry of names used in configs."""
 from pearl_py.algorithms.base import Algorithm, Loss
 from pearl_py.algorithms.config import OffPolicyConfig
 from pearl_py.algorithms.ddpg import DDPG, DDPGConfig
 from pearl_py.algorithms.dqn import DQN, DQNConfig
 from pearl_py.algorithms.env_spec import EnvSpec
 from pearl_py.algorithms.learner import Learner, TensorBatch, UpdateResult
-from pearl_py.algorithms.networks import Networks, StateActionValue, mlp
+from pearl_py.algorithms.networks import Networks, StateActionValue, TwinStateActionValue, mlp
+from pearl_py.algorithms.sac import SAC, SACConfig
+from pearl_py.algorithms.td3 import TD3, TD3Config
 
-REGISTRY: dict[str, type[Algorithm]] = {DQN.name: DQN, DDPG.name: DDPG}
+REGISTRY: dict[str, type[Algorithm]] = {DQN.name: DQN, DDPG.name: DDPG, TD3.name: TD3, SAC.name: SAC}
 """Algorithm classes by the name a config's ``algorithm:`` key uses."""
 
 
@@ -19,5 +21,6 @@ def register(cls: type[Algorithm]) -> type[Algorithm]:
 
 __all__ = [
     "Algorithm", "DDPG", "DDPGConfig", "DQN", "DQNConfig", "EnvSpec", "Learner", "Loss", "Networks",
-    "OffPolicyConfig", "REGISTRY", "StateActionValue", "TensorBatch", "UpdateResult", "mlp", "register",
+    "OffPolicyConfig", "REGISTRY", "SAC", "SACConfig", "StateActionValue", "TD3", "TD3Config", "TensorBatch",
+    "TwinStateActionValue", "UpdateResult", "mlp", "register",
 ]

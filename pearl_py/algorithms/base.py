@@ -63,13 +63,17 @@ class Loss:
 
     ``fn(nets, batch) -> (loss, td_error or None)``; the TD error, when given,
     becomes the new replay priorities. ``every``: minimise it only on every
-    ``every``-th gradient step (TD3's delayed policy update).
+    ``every``-th gradient step (TD3's delayed policy update). ``form`` names the math ``fn``
+    computes ("dqn_td", "ddpg_critic", "dpg_actor", "td3_critic", "td3_actor", "sac_critic",
+    "sac_actor", "sac_entropy"; "custom" for anything else): fast kernel variants declare which
+    forms they implement, so a loss a user writes is never run by a kernel written for another.
     """
 
     name: str
     trains: str
     fn: LossFn
     every: int = 1
+    form: str = "custom"
 
 
 class Algorithm(abc.ABC):
@@ -82,6 +86,9 @@ class Algorithm(abc.ABC):
     acting_networks: ClassVar[tuple[str, ...]]
     target_update_unit: ClassVar[str] = "gradient_steps"
     """Unit of ``target_update_interval``: "gradient_steps" or "env_steps" (vector steps, as SB3's DQN)."""
+    acting_form: ClassVar[str] = "custom"
+    """The math of ``act`` ("epsilon_greedy_q", "deterministic_actor_noise", "squashed_gaussian"; "custom"
+    for anything else), declared for the fast inference variants as :attr:`Loss.form` is for the learner's."""
 
     def __init__(self, env: str, config: OffPolicyConfig | None = None, **hyperparameters: Any) -> None:
         if config is not None and not isinstance(config, self.Config):
@@ -114,9 +121,13 @@ class Algorithm(abc.ABC):
         """
 
     # -- what every algorithm gets ----------------------------------------------------------
+    def targets_due(self, gradient_steps: int) -> bool:
+        """Whether the soft target update follows gradient step number ``gradient_steps`` (counted from 1)."""
+        return self.target_update_unit == "gradient_steps" and gradient_steps % self.config.target_update_interval == 0
+
     def after_gradient_step(self, nets: Networks, gradient_steps: int) -> None:
         """Target update counted in gradient steps (DDPG-style soft updates)."""
-        if self.target_update_unit == "gradient_steps" and gradient_steps % self.config.target_update_interval == 0:
+        if self.targets_due(gradient_steps):
             nets.update_targets(self.config.tau)
 
     def after_env_step(self, nets: Networks, vector_steps: int) -> None:

@@ -48,12 +48,13 @@ class DQN(Algorithm):
     target_networks = ("q",)
     acting_networks = ("q",)
     target_update_unit = "env_steps"
+    acting_form = "epsilon_greedy_q"
 
     def build_networks(self) -> dict[str, torch.nn.Module]:
         return {"q": mlp(self.spec.obs_dim, self.config.net_arch, self.spec.action_dim)}
 
     def losses(self) -> Sequence[Loss]:
-        return [Loss("q", trains="q", fn=self._q_loss)]
+        return [Loss("q", trains="q", fn=self._q_loss, form="dqn_td")]
 
     def _q_loss(self, nets: Networks, batch: TensorBatch) -> tuple[torch.Tensor, torch.Tensor]:
         with torch.no_grad():

@@ -26,7 +26,7 @@ def table(cls: type) -> str:
 
 
 def render() -> str:
-    from pearl_py.algorithms import DDPGConfig, DQNConfig
+    from pearl_py.algorithms import DDPGConfig, DQNConfig, SACConfig, TD3Config
     from pearl_py.run_config import RunSettings
 
     return "\n".join([
@@ -58,6 +58,14 @@ def render() -> str:
         "## `hyperparameters` for `algorithm: ddpg`",
         "",
         table(DDPGConfig),
+        "",
+        "## `hyperparameters` for `algorithm: td3`",
+        "",
+        table(TD3Config),
+        "",
+        "## `hyperparameters` for `algorithm: sac`",
+        "",
+        table(SACConfig),
         "",
     ])
 

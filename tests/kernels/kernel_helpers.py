@@ -1,9 +1,6 @@
 """Shared pieces of the kernel tests: a deterministic batch stream and state comparison."""
 from __future__ import annotations
 
-import importlib.util
-import sys
-
 import torch
 
 from pearl_py.algorithms import Algorithm, Learner, TensorBatch
@@ -42,7 +39,7 @@ def assert_same_run(algo: Algorithm, make_fast, device: str = "cpu", atol: float
     ref, fast_learner = twin_learners(algo, device)
     fast = make_fast(fast_learner)
     for i, batch in enumerate(batch_stream(algo, device=device)):
-        torch.manual_seed(i)     # losses may draw random numbers (TD3's target smoothing)
+        torch.manual_seed(i)     # losses may draw random numbers (TD3's target smoothing, SAC's actions)
         expected = ref.update(batch)
         torch.manual_seed(i)
         got = fast(batch)
@@ -61,19 +58,3 @@ def assert_same_run(algo: Algorithm, make_fast, device: str = "cpu", atol: float
         for i, state in opt.state_dict()["state"].items():
             assert float(got_state[i]["step"]) == float(state["step"])
             torch.testing.assert_close(got_state[i]["exp_avg_sq"], state["exp_avg_sq"], atol=1e-6, rtol=1e-3)
-
-
-def td3_class() -> type[Algorithm]:
-    """TD3 from examples/custom_algorithm.py: a user-defined algorithm with a delayed loss and random noise.
-
-    Imported as a real module (``torch.compile`` resolves functions through their module).
-    """
-    from pearl_py.algorithms import REGISTRY
-
-    if "custom_algorithm" not in sys.modules:
-        spec = importlib.util.spec_from_file_location("custom_algorithm", "examples/custom_algorithm.py")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules["custom_algorithm"] = module
-        spec.loader.exec_module(module)
-        REGISTRY.pop("td3", None)
-    return sys.modules["custom_algorithm"].TD3

@@ -15,7 +15,7 @@ import pearl_py as pearl
 from pearl_py import kernels
 from pearl_py.kernels.fused_cpu import make_fused_cpu, numba_available, supports
 
-from kernel_helpers import assert_same_run, batch_stream, td3_class, twin_learners
+from kernel_helpers import assert_same_run, batch_stream, twin_learners
 
 pytestmark = pytest.mark.skipif(not numba_available()[0], reason=numba_available()[1])
 SMALL = {"batch_size": 32, "net_arch": [32, 32]}
@@ -76,7 +76,7 @@ def test_dqn_hard_target_copy_reaches_the_fused_target():
 
 
 def test_other_algorithms_are_refused_with_a_reason_and_build_falls_back():
-    learner = twin_learners(td3_class()("Pendulum-v1", **SMALL))[0]
+    learner = twin_learners(pearl.TD3("Pendulum-v1", **SMALL))[0]
     ok, why = supports(learner)
     assert not ok and "DQN and DDPG only" in why
     with pytest.raises(kernels.KernelUnavailable, match="DQN and DDPG only"):
