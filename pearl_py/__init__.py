@@ -28,11 +28,12 @@ from pearl_py.config import param
 from pearl_py.run_config import RunConfig, load_config
 from pearl_py.errors import ConfigError, UserError
 from pearl_py.optimize.api import plan, ranked_plans
-from pearl_py.optimize.plan import Placement, Plan
+from pearl_py.plan import Placement, Plan
 from pearl_py.platform import Platform
 from pearl_py.protocol import Kernel, KernelKind, ProtocolGraph
-from pearl_py.runtime import RunResult, train
-from pearl_py.runtime.tune import TuneOptions
+from pearl_py.pipeline import train
+from pearl_py.runtime import RunResult
+from pearl_py.pipeline.tune import TuneOptions
 
 __version__ = "0.1.0"
 

@@ -1,10 +1,10 @@
 """Algorithms: the :class:`Algorithm` base, DQN, DDPG, TD3, SAC, and the registry of names used in configs."""
-from pearl_py.algorithms.base import Algorithm, Loss
-from pearl_py.algorithms.config import OffPolicyConfig
+from pearl_py.algorithms.off_policy.base import Algorithm, Loss
+from pearl_py.algorithms.off_policy.config import OffPolicyConfig
 from pearl_py.algorithms.ddpg import DDPG, DDPGConfig
 from pearl_py.algorithms.dqn import DQN, DQNConfig
 from pearl_py.algorithms.env_spec import EnvSpec
-from pearl_py.algorithms.learner import Learner, TensorBatch, UpdateResult
+from pearl_py.algorithms.off_policy.learner import Learner, TensorBatch, UpdateResult
 from pearl_py.algorithms.networks import Networks, StateActionValue, TwinStateActionValue, mlp
 from pearl_py.algorithms.sac import SAC, SACConfig
 from pearl_py.algorithms.td3 import TD3, TD3Config

@@ -37,9 +37,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from pearl_py.algorithms.base import Algorithm, Loss
-from pearl_py.algorithms.config import OffPolicyConfig
-from pearl_py.algorithms.learner import TensorBatch
+from pearl_py.algorithms.off_policy.base import Algorithm, Loss
+from pearl_py.algorithms.off_policy.config import OffPolicyConfig
+from pearl_py.algorithms.off_policy.learner import TensorBatch
 from pearl_py.algorithms.losses import td_target, weighted_mean
 from pearl_py.algorithms.networks import Networks, TwinStateActionValue, mlp
 from pearl_py.config.fields import param

@@ -21,9 +21,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from pearl_py.algorithms.base import Loss
+from pearl_py.algorithms.off_policy.base import Loss
 from pearl_py.algorithms.ddpg import DDPG, DDPGConfig
-from pearl_py.algorithms.learner import TensorBatch
+from pearl_py.algorithms.off_policy.learner import TensorBatch
 from pearl_py.algorithms.losses import td_target, weighted_mean
 from pearl_py.algorithms.networks import Networks, TwinStateActionValue, mlp
 from pearl_py.config.fields import param

@@ -116,7 +116,7 @@ def _algorithm(point: BenchPoint, **extra):
 
 
 def _random_batch(algo, size: int, generator: torch.Generator):
-    from pearl_py.algorithms.learner import TensorBatch
+    from pearl_py.algorithms.off_policy.learner import TensorBatch
 
     spec = algo.spec
     obs = torch.randn(size, spec.obs_dim, generator=generator)
@@ -130,7 +130,7 @@ def _random_batch(algo, size: int, generator: torch.Generator):
 
 def learner_update_reference(point: BenchPoint):
     """The algorithm's own gradient step (eager torch, Adam) on a random batch."""
-    from pearl_py.algorithms.learner import Learner
+    from pearl_py.algorithms.off_policy.learner import Learner
 
     algo = _algorithm(point, batch_size=point.batch)
     workload = algo.protocol().kernel("learner_update").workload
@@ -159,7 +159,7 @@ def learner_update_compiled(point: BenchPoint):
     """
     import torch._dynamo
 
-    from pearl_py.algorithms.learner import Learner
+    from pearl_py.algorithms.off_policy.learner import Learner
     from pearl_py.kernels.functional_step import batch_tensors
     from pearl_py.kernels.learner_update import COMPILE_OPTIONS, FusedUpdate
 
@@ -191,7 +191,7 @@ def learner_update_compiled(point: BenchPoint):
 def learner_update_fused(point: BenchPoint):
     """The ``fused`` variant (DQN/DDPG whole step in one numba function); ``setup_s``: building it and
     the first call (numba loads its on-disk cache, or compiles, ~10-20 s, the first time on a machine)."""
-    from pearl_py.algorithms.learner import Learner
+    from pearl_py.algorithms.off_policy.learner import Learner
     from pearl_py.kernels.fused_cpu import make_fused_cpu
 
     algo = _algorithm(point, batch_size=point.batch)
@@ -205,7 +205,7 @@ def learner_update_fused(point: BenchPoint):
 
 
 def _acting(point: BenchPoint):
-    from pearl_py.algorithms.learner import Learner
+    from pearl_py.algorithms.off_policy.learner import Learner
 
     algo = _algorithm(point, n_envs=point.batch)
     workload = algo.protocol().kernel("inference").workload

@@ -36,7 +36,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from pearl_py.algorithms.learner import Learner, TensorBatch, UpdateResult
+from pearl_py.algorithms.off_policy.learner import Learner, TensorBatch, UpdateResult
 from pearl_py.kernels.numba_blas import JIT, LARGE, numba, numba_available, set_blas_threads
 from pearl_py.kernels.registry import KernelUnavailable
 from pearl_py.kernels.workspace import AdamHyper

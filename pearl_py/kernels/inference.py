@@ -37,7 +37,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from pearl_py.algorithms.base import Algorithm
+from pearl_py.algorithms.off_policy.base import Algorithm
 from pearl_py.algorithms.networks import Networks
 from pearl_py.kernels.fused_cpu import _mlp_layers, aligned_zeros, linear_scratch
 from pearl_py.kernels.numba_blas import JIT, numba, numba_available, set_blas_threads

@@ -21,7 +21,7 @@ from pearl_py.optimize.builder import Constraints, CostModel, build_problem
 from pearl_py.optimize.explain import compare_sentence, limit_sentence, thread_sentences
 from pearl_py.optimize.model import OBJECTIVES
 from pearl_py.optimize.pareto import pareto_front
-from pearl_py.optimize.plan import Placement, Plan
+from pearl_py.plan import Placement, Plan
 from pearl_py.optimize.problem import AssignmentProblem
 from pearl_py.optimize.solution import Solution
 from pearl_py.optimize.solve import solve, solve_ranked
@@ -41,7 +41,7 @@ def plan(algo: Any, platform: Any, objective: str = "throughput",
     learner update's compile) is chosen only when it pays that back within them
     (``None``: unknown, so it is not; ``float("inf")``: steady state). ``refused_variants``:
     ``{kernel: {variant: reason}}`` the algorithm cannot use (the runtime works it out,
-    :func:`pearl_py.runtime.planning.refused_variants`); they are not offered. The plan's
+    :func:`pearl_py.pipeline.planning.refused_variants`); they are not offered. The plan's
     ``predicted`` holds the model's figures, the cost table with sources, the Pareto
     front, the other objective's plan and the explanation sentences.
     """

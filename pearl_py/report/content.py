@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pearl_py.optimize.plan import Plan
+from pearl_py.plan import Plan
 from pearl_py.report import fmt
 
 ASSIGNMENT_HEADER = ["kernel", "device", "variant", "replicas", "calls / sample", "latency / call", "source"]

@@ -14,7 +14,7 @@ from typing import Any
 import yaml
 
 from pearl_py.fileio import atomic_write_json, atomic_write_text
-from pearl_py.optimize.plan import Plan
+from pearl_py.plan import Plan
 from pearl_py.report.html import render_html
 from pearl_py.report.markdown import render_markdown
 

@@ -12,7 +12,7 @@ from html import escape
 
 from typing import Any
 
-from pearl_py.optimize.plan import Plan
+from pearl_py.plan import Plan
 from pearl_py.report import content, measured, simulation, svg, tuning
 
 CSS = """

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pearl_py.optimize.plan import Plan
+from pearl_py.plan import Plan
 from pearl_py.report import content, fmt, measured, simulation, tuning
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pearl_py.optimize.plan import Plan
+from pearl_py.plan import Plan
 from pearl_py.report import fmt
 from pearl_py.report.gantt import gantt
 

@@ -1,6 +1,6 @@
 """The "Tuning" section of a run's report, from ``plan.predicted["tuning"]``.
 
-Written by :func:`pearl_py.runtime.tune.tune_plan` (``pearl run --auto --tune``): every
+Written by :func:`pearl_py.pipeline.tune.tune_plan` (``pearl run --auto --tune``): every
 candidate plan it trialled, predicted (modelled from calibrated or modelled costs) beside
 measured (a few seconds of real training), and the one kept.
 
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pearl_py.optimize.plan import Plan
+from pearl_py.plan import Plan
 from pearl_py.report import fmt
 
 TITLE = "Tuning (the model's top plans, each trialled briefly)"

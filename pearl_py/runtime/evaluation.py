@@ -12,7 +12,7 @@ import gymnasium as gym
 import numpy as np
 import torch
 
-from pearl_py.algorithms.base import Algorithm
+from pearl_py.algorithms.off_policy.base import Algorithm
 from pearl_py.algorithms.networks import Networks
 
 

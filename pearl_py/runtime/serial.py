@@ -19,11 +19,11 @@ import numpy as np
 import torch
 
 from pearl_py import kernels
-from pearl_py.algorithms.base import Algorithm
+from pearl_py.algorithms.off_policy.base import Algorithm
 from pearl_py.algorithms.env_spec import make_vector_env
-from pearl_py.algorithms.learner import Learner, TensorBatch, UpdateResult
+from pearl_py.algorithms.off_policy.learner import Learner, TensorBatch, UpdateResult
 from pearl_py.kernels.affinity import pinned_threads
-from pearl_py.optimize.plan import Plan
+from pearl_py.plan import Plan
 from pearl_py.protocol.schedule import TrainSchedule
 from pearl_py.runtime.evaluation import evaluate
 from pearl_py.runtime.result import RunResult

@@ -19,7 +19,7 @@ from typing import Any
 from pearl_py.errors import PlanningError
 from pearl_py.optimize.builder import CostModel, build_problem
 from pearl_py.optimize.model import Choice
-from pearl_py.optimize.plan import Plan
+from pearl_py.plan import Plan
 from pearl_py.optimize.problem import AssignmentProblem
 from pearl_py.simulate.result import SimResult
 from pearl_py.simulate.schedule import SimSchedule

@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from pearl_py.optimize.model import Choice
-from pearl_py.optimize.plan import Plan
+from pearl_py.plan import Plan
 from pearl_py.optimize.problem import AssignmentProblem, Device, Option, Task
 from pearl_py.simulate.result import SimResult
 from pearl_py.simulate.schedule import SimSchedule

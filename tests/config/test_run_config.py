@@ -142,6 +142,6 @@ def test_python_api_validates_keywords():
 def test_config_reference_in_docs_matches_the_code():
     from pathlib import Path
 
-    from pearl_py.config.reference import render
+    from pearl_py.cli.reference import render
 
-    assert Path("docs/config.md").read_text() == render(), "regenerate: python -m pearl_py.config.reference > docs/config.md"
+    assert Path("docs/config.md").read_text() == render(), "regenerate: python -m pearl_py.cli.reference > docs/config.md"

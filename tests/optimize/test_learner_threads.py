@@ -14,7 +14,7 @@ from pearl_py.optimize.api import plan
 from pearl_py.optimize.exhaustive import solve_exhaustive
 from pearl_py.optimize.milp import solve_milp
 from pearl_py.optimize.model import Choice, evaluate
-from pearl_py.optimize.plan import Plan
+from pearl_py.plan import Plan
 from pearl_py.optimize.problem import AssignmentProblem, Device, Option, Task
 from pearl_py.optimize.solve import solve
 from pearl_py.platform import Platform

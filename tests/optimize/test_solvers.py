@@ -8,7 +8,7 @@ import pytest
 from random_instances import random_problem
 
 from pearl_py.errors import PlanningError
-from pearl_py.optimize.commands import plan_main
+from pearl_py.cli.plan import plan_main
 from pearl_py.optimize.model import Choice, evaluate
 from pearl_py.optimize.problem import AssignmentProblem, Device, Edge, Link, Option, Task
 from pearl_py.optimize.solve import solve

@@ -10,7 +10,7 @@ import yaml
 import pearl_py as pearl
 from pearl_py.estimate import Estimator
 from pearl_py.optimize.api import plan
-from pearl_py.optimize.plan import Plan
+from pearl_py.plan import Plan
 from pearl_py.report import export as export_module
 
 

@@ -8,7 +8,7 @@ import pytest
 import pearl_py as pearl
 from pearl_py.cli import main
 from pearl_py.errors import PlanningError, UserError
-from pearl_py.runtime.planning import resolve_plan
+from pearl_py.pipeline.planning import resolve_plan
 
 TINY = dict(net_arch=[16], batch_size=16, learning_starts=100, train_freq=50, gradient_steps=5, buffer_size=2_000)
 
@@ -75,7 +75,7 @@ def test_unknown_plan_word_is_refused():
 
 
 def test_variants_the_algorithm_cannot_use_are_refused_with_the_reason():
-    from pearl_py.runtime.planning import refused_variants
+    from pearl_py.pipeline.planning import refused_variants
 
     assert "fused" not in refused_variants(pearl.DQN("CartPole-v1", **TINY)).get("learner_update", {})
 

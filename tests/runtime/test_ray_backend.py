@@ -8,7 +8,7 @@ import pytest
 
 import pearl_py as pearl
 from pearl_py.errors import UserError
-from pearl_py.optimize.plan import Placement, Plan
+from pearl_py.plan import Placement, Plan
 from pearl_py.runtime.ray_backend import RayExecutor
 from pearl_py.runtime.ray_backend.resources import component_resources, needs
 

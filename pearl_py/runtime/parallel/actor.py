@@ -28,7 +28,7 @@ import numpy as np
 import torch
 
 from pearl_py import kernels
-from pearl_py.algorithms.base import Algorithm
+from pearl_py.algorithms.off_policy.base import Algorithm
 from pearl_py.algorithms.env_spec import make_vector_env
 from pearl_py.algorithms.networks import Networks
 from pearl_py.protocol.schedule import TrainSchedule

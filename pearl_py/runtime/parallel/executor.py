@@ -37,10 +37,10 @@ from pathlib import Path
 import torch
 
 from pearl_py import kernels
-from pearl_py.algorithms.base import Algorithm
-from pearl_py.algorithms.learner import Learner
+from pearl_py.algorithms.off_policy.base import Algorithm
+from pearl_py.algorithms.off_policy.learner import Learner
 from pearl_py.kernels.affinity import pinned_threads
-from pearl_py.optimize.plan import Plan
+from pearl_py.plan import Plan
 from pearl_py.replay import ReplayBuffer
 from pearl_py.runtime.evaluation import evaluate
 from pearl_py.runtime.parallel.actor import ActorSpec, ring_fields

@@ -35,7 +35,7 @@ import numpy as np
 import torch
 
 from pearl_py import kernels
-from pearl_py.algorithms.base import Algorithm
+from pearl_py.algorithms.off_policy.base import Algorithm
 from pearl_py.algorithms.networks import Networks
 from pearl_py.protocol.schedule import TrainSchedule
 from pearl_py.runtime.parallel.control import ControlBlock

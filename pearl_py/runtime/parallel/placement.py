@@ -34,7 +34,7 @@ from typing import Any
 import torch
 
 from pearl_py.errors import UserError
-from pearl_py.optimize.plan import Plan
+from pearl_py.plan import Plan
 
 ACTOR_SIDE = ("env_step", "inference")
 LEARNER_SIDE = ("replay_insert", "replay_sample", "priority_update", "learner_update", "param_sync")

@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from pearl_py.algorithms.base import Algorithm
+from pearl_py.algorithms.off_policy.base import Algorithm
 from pearl_py.protocol.schedule import TrainSchedule
 from pearl_py.replay import ReplayBuffer, SampleBatch
 from pearl_py.runtime.parallel.control import ControlBlock

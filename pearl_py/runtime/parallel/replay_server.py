@@ -35,7 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
-from pearl_py.algorithms.base import Algorithm
+from pearl_py.algorithms.off_policy.base import Algorithm
 from pearl_py.fileio import atomic_write_json
 from pearl_py.protocol.schedule import TrainSchedule
 from pearl_py.replay import ReplayBuffer

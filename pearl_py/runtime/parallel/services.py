@@ -22,7 +22,7 @@ from pathlib import Path
 
 import torch
 
-from pearl_py.algorithms.base import Algorithm
+from pearl_py.algorithms.off_policy.base import Algorithm
 from pearl_py.protocol.schedule import TrainSchedule
 from pearl_py.runtime.parallel.control import ControlBlock
 from pearl_py.runtime.parallel.inference_server import (InferenceLink, InferenceServerSpec, reply_fields,

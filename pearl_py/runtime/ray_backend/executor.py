@@ -26,9 +26,9 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from pearl_py.algorithms.base import Algorithm
+from pearl_py.algorithms.off_policy.base import Algorithm
 from pearl_py.errors import UserError
-from pearl_py.optimize.plan import Plan
+from pearl_py.plan import Plan
 from pearl_py.runtime.parallel.placement import device_kind, modelled_latency
 from pearl_py.protocol.schedule import TrainSchedule
 from pearl_py.runtime.ray_backend.require import import_ray

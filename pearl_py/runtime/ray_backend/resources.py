@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from pearl_py.optimize.plan import Plan
+from pearl_py.plan import Plan
 from pearl_py.runtime.parallel.placement import device_kind
 
 RAY_NAME = {"cpu": "CPU", "gpu": "GPU", "fpga": "FPGA"}

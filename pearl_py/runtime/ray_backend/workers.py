@@ -25,9 +25,9 @@ import ray
 import torch
 
 from pearl_py import kernels
-from pearl_py.algorithms.base import Algorithm
+from pearl_py.algorithms.off_policy.base import Algorithm
 from pearl_py.algorithms.env_spec import make_vector_env
-from pearl_py.algorithms.learner import Learner, TensorBatch
+from pearl_py.algorithms.off_policy.learner import Learner, TensorBatch
 from pearl_py.algorithms.networks import Networks
 from pearl_py.replay.buffer import SampleBatch
 from pearl_py.runtime.evaluation import evaluate

@@ -13,7 +13,7 @@ import numpy as np
 import torch
 
 import pearl_py as pearl
-from pearl_py.optimize.plan import Placement, Plan
+from pearl_py.plan import Placement, Plan
 
 SEEN: list[tuple[float, float, float]] = []
 """Fingerprint (sums of obs, actions, rewards) of every batch the learner trained on."""

@@ -15,7 +15,7 @@ import pytest
 from parallel_helpers import FLAKY_MARKER, TINY_DQN, FlakyDQN
 
 import pearl_py as pearl
-from pearl_py.optimize.plan import Placement, Plan
+from pearl_py.plan import Placement, Plan
 from pearl_py.runtime.parallel import ParallelExecutor, RunInterrupted
 from pearl_py.runtime.parallel.checkpoint import load_checkpoint
 

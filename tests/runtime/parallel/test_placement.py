@@ -5,7 +5,7 @@ import pytest
 import torch
 
 import pearl_py as pearl
-from pearl_py.optimize.plan import Placement, Plan
+from pearl_py.plan import Placement, Plan
 from pearl_py.runtime.parallel.control import ControlBlock
 from pearl_py.runtime.parallel.placement import RuntimeLayout
 from pearl_py.runtime.parallel.timings import merge_kernel_times

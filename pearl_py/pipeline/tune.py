@@ -8,7 +8,7 @@ memory are gone when it returns (the executors guarantee it).
 
 Example::
 
-    >>> candidates = candidate_plans(algo, k=3, total_steps=50_000)        # pearl_py.runtime.planning
+    >>> candidates = candidate_plans(algo, k=3, total_steps=50_000)        # pearl_py.pipeline.planning
     >>> plan = tune_plan(candidates, TrialRunner(algo, seed=0, total_steps=50_000), TuneOptions(seconds=5))
     >>> [(t["rank"], round(t["measured_samples_per_s"])) for t in plan.predicted["tuning"]["trials"]]
     [(1, 1205), (2, 1391), (3, 1010)]
@@ -34,12 +34,12 @@ from typing import Any
 import numpy as np
 import torch
 
-from pearl_py.algorithms.base import Algorithm
-from pearl_py.algorithms.config import OffPolicyConfig
+from pearl_py.algorithms.off_policy.base import Algorithm
+from pearl_py.algorithms.off_policy.config import OffPolicyConfig
 from pearl_py.errors import UserError
-from pearl_py.optimize.plan import Plan
+from pearl_py.plan import Plan
 from pearl_py.protocol.schedule import TrainSchedule
-from pearl_py.runtime.train import make_executor, runs_serially
+from pearl_py.pipeline.train import make_executor, runs_serially
 
 MIN_ROUNDS = 2
 """Training rounds a trial measures at least (after the first, which carries one-off setup)."""

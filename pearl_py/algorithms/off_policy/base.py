@@ -44,13 +44,13 @@ import numpy as np
 import torch
 from torch import nn
 
-from pearl_py.algorithms.config import OffPolicyConfig
+from pearl_py.algorithms.off_policy.config import OffPolicyConfig
 from pearl_py.algorithms.env_spec import EnvError, EnvSpec
 from pearl_py.algorithms.networks import Networks
 from pearl_py.config.fields import build
 
 if TYPE_CHECKING:
-    from pearl_py.algorithms.learner import TensorBatch
+    from pearl_py.algorithms.off_policy.learner import TensorBatch
     from pearl_py.protocol import ProtocolGraph
     from pearl_py.replay import ReplayBuffer
 
@@ -154,7 +154,7 @@ class Algorithm(abc.ABC):
 
     def protocol(self, serialized: bool = False) -> ProtocolGraph:
         """The kernels of this algorithm with their workloads, rates and data edges."""
-        from pearl_py.protocol.derive import derive_protocol
+        from pearl_py.algorithms.off_policy.derive import derive_protocol
 
         return derive_protocol(self, serialized=serialized)
 

@@ -16,11 +16,11 @@ from pathlib import Path
 import torch
 
 from pearl_py import kernels
-from pearl_py.algorithms.base import Algorithm
-from pearl_py.algorithms.learner import Learner
+from pearl_py.algorithms.off_policy.base import Algorithm
+from pearl_py.algorithms.off_policy.learner import Learner
 from pearl_py.errors import PlanningError
 from pearl_py.optimize.api import plan as optimize, ranked_plans
-from pearl_py.optimize.plan import Plan
+from pearl_py.plan import Plan
 from pearl_py.platform import Platform
 from pearl_py.protocol import KernelKind
 

@@ -26,7 +26,7 @@ def simulate_main(config_path: str, platform: str, plan_path: str | None, out: s
     """
     from pearl_py.errors import UserError
     from pearl_py.optimize.api import plan as make_plan
-    from pearl_py.optimize.plan import Plan
+    from pearl_py.plan import Plan
     from pearl_py.platform import Platform
     from pearl_py.run_config import load_config
     from pearl_py.simulate.inputs import simulate_plan

@@ -16,15 +16,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pearl_py.algorithms.base import Algorithm
+from pearl_py.algorithms.off_policy.base import Algorithm
 from pearl_py.errors import UserError
-from pearl_py.optimize.plan import Plan
-from pearl_py.runtime.planning import candidate_plans, resolve_plan
+from pearl_py.plan import Plan
+from pearl_py.pipeline.planning import candidate_plans, resolve_plan
 from pearl_py.runtime.result import RunResult
 from pearl_py.runtime.serial import SerialExecutor
 
 if TYPE_CHECKING:
-    from pearl_py.runtime.tune import TuneOptions
+    from pearl_py.pipeline.tune import TuneOptions
 
 BACKENDS = ("local", "ray")
 
@@ -67,7 +67,7 @@ def train(algorithm: Algorithm, total_steps: int, seed: int = 0, *, plan: Plan |
     serial executor, overlapped ones on the local parallel runtime (``backend="local"``) or
     on Ray (``backend="ray"``, ``address`` of a running cluster or None for a local one).
     ``resume``: a folder holding the checkpoint of an interrupted parallel run.
-    ``tune`` (with ``plan="auto"``, ``True`` or a :class:`~pearl_py.runtime.tune.TuneOptions`):
+    ``tune`` (with ``plan="auto"``, ``True`` or a :class:`~pearl_py.pipeline.tune.TuneOptions`):
     trial the model's top-k plans for a few seconds each and run the fastest measured; the
     trials are recorded in ``plan.predicted["tuning"]`` (docs/runtime.md).
     With ``out``: logs, ``result.json`` and, when the plan has predictions, the plan's report
@@ -95,8 +95,8 @@ def train(algorithm: Algorithm, total_steps: int, seed: int = 0, *, plan: Plan |
 def _tuned_plan(algorithm: Algorithm, total_steps: int, seed: int, plan: Plan | str | Path | None,
                 objective: str, backend: str, resume: str | Path | None, tune: bool | TuneOptions,
                 log: Callable[[str], None]) -> Plan:
-    """The fastest measured of the model's top-k plans (``pearl_py.runtime.tune``)."""
-    from pearl_py.runtime.tune import TrialRunner, TuneOptions, tune_plan
+    """The fastest measured of the model's top-k plans (``pearl_py.pipeline.tune``)."""
+    from pearl_py.pipeline.tune import TrialRunner, TuneOptions, tune_plan
 
     if tune is not True and not isinstance(tune, TuneOptions):
         raise UserError(f"tune must be True, False or a TuneOptions, got {tune!r}")

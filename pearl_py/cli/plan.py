@@ -20,7 +20,7 @@ def plan_main(config_path: str, platform: str, objective: str, out: str | None) 
     from pearl_py.platform import Platform
     from pearl_py.run_config import load_config
 
-    from pearl_py.runtime.planning import refused_variants
+    from pearl_py.pipeline.planning import refused_variants
 
     config = load_config(config_path)
     algo = config.make_algorithm()

@@ -35,8 +35,8 @@ from pearl_py.protocol.workload import (
 )
 
 if TYPE_CHECKING:
-    from pearl_py.algorithms.base import Algorithm
-    from pearl_py.algorithms.learner import Learner
+    from pearl_py.algorithms.off_policy.base import Algorithm
+    from pearl_py.algorithms.off_policy.learner import Learner
 
 PRIORITY_ITEM_BYTES = 8 + 4
 """An index (int64) and a priority (float32) per priority update."""
@@ -60,7 +60,7 @@ def record_dense_layers(module: nn.Module, run: Callable[[], object]) -> tuple[D
 
 
 def _probe_learner(algorithm: Algorithm) -> Learner:
-    from pearl_py.algorithms.learner import Learner
+    from pearl_py.algorithms.off_policy.learner import Learner
 
     with torch.random.fork_rng():
         torch.manual_seed(0)
@@ -68,7 +68,7 @@ def _probe_learner(algorithm: Algorithm) -> Learner:
 
 
 def _random_batch(algorithm: Algorithm, size: int):
-    from pearl_py.algorithms.learner import TensorBatch
+    from pearl_py.algorithms.off_policy.learner import TensorBatch
 
     spec = algorithm.spec
     g = torch.Generator().manual_seed(0)
