@@ -32,6 +32,11 @@ def always_available() -> tuple[bool, str]:
     return True, ""
 
 
+def supports_any(algorithm: Any) -> str | None:
+    """Every algorithm: the generic variants run whatever losses and ``act`` an algorithm defines."""
+    return None
+
+
 def compile_available() -> tuple[bool, str]:
     """Whether ``torch.compile`` with its CPU backend (inductor, which builds C++) can run here."""
     import os
@@ -78,6 +83,10 @@ class Variant:
     """Its one-off setup (a compile) is cached on disk for every shape (numba compiles per argument
     type, not shape), so once ``pearl profile`` has built it a run pays only the warm setup;
     False for a compile per static shape (inductor), which a run at a new shape pays cold."""
+    supports: Callable[[Any], str | None] = supports_any
+    """``supports(algorithm)``: None when the variant implements the algorithm (a hand-written kernel checks
+    the loss and acting forms the algorithm declares and its networks' structure, never its class), else
+    the reason. The planner asks it, so a plan never names a variant that would fall back at run time."""
 
     def __post_init__(self) -> None:
         if self.device_class not in DEVICE_CLASSES:

@@ -13,11 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-import torch
-
 from pearl_py import kernels
 from pearl_py.algorithms.off_policy.base import Algorithm
-from pearl_py.algorithms.off_policy.learner import Learner
 from pearl_py.errors import PlanningError
 from pearl_py.optimize.api import plan as optimize, ranked_plans
 from pearl_py.plan import Plan
@@ -40,22 +37,19 @@ def ensure_calibration(log: Callable[[str], None] = print) -> None:
 def refused_variants(algorithm: Algorithm) -> dict[str, dict[str, str]]:
     """``{kernel: {variant: reason}}``: CPU variants this machine runs but ``algorithm`` cannot use.
 
-    Each variant's builder is tried on a throwaway learner (building compiles nothing);
-    one that refuses the algorithm (the ``fused`` kernels implement DQN and DDPG only) is
-    kept out of the plan, so a plan never names a variant that would fall back at run time.
+    Each variant says so itself (``Variant.supports``: the ``fused`` kernels check the loss and
+    acting forms the algorithm declares and its networks' structure); a refused one is kept out
+    of the plan, so a plan never names a variant that would fall back at run time.
     """
-    with torch.random.fork_rng():
-        probe = Learner(algorithm)
-    arguments = {KernelKind.LEARNER_UPDATE: (probe,), KernelKind.INFERENCE: (algorithm, probe.nets)}
     refused: dict[str, dict[str, str]] = {}
-    for kind, args in arguments.items():
+    for kind in (KernelKind.LEARNER_UPDATE, KernelKind.INFERENCE):
         for variant in kernels.REGISTRY.variants(kind, "cpu"):
             if variant.name == "reference" or not variant.available()[0]:
                 continue
-            try:
-                variant.build(*args)
-            except kernels.KernelUnavailable as exc:
-                refused.setdefault(kind.value, {})[variant.name] = str(exc)
+            why = variant.supports(algorithm)
+            if why is not None:
+                refused.setdefault(kind.value, {})[variant.name] = \
+                    f"{kind.value} variant {variant.name!r} ({variant.device_class}): {why}"
     return refused
 
 

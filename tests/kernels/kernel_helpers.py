@@ -34,11 +34,14 @@ def twin_learners(algo: Algorithm, device: str = "cpu") -> tuple[Learner, Learne
     return a, Learner(algo, device)
 
 
-def assert_same_run(algo: Algorithm, make_fast, device: str = "cpu", atol: float = 1e-4) -> None:
-    """Reference and ``make_fast(learner)`` agree on every step's losses and |TD|, and on the final state."""
+def assert_same_run(algo: Algorithm, make_fast, device: str = "cpu", atol: float = 1e-4, updates: int = UPDATES,
+                    same_batch: bool = False) -> None:
+    """Reference and ``make_fast(learner)`` agree on every step's losses and |TD|, and on the final state, over
+    ``updates`` steps on the batch stream (or on its first batch every time, ``same_batch``)."""
     ref, fast_learner = twin_learners(algo, device)
     fast = make_fast(fast_learner)
-    for i, batch in enumerate(batch_stream(algo, device=device)):
+    stream = batch_stream(algo, n=1 if same_batch else updates, device=device)
+    for i, batch in enumerate(stream * updates if same_batch else stream):
         torch.manual_seed(i)     # losses may draw random numbers (TD3's target smoothing, SAC's actions)
         expected = ref.update(batch)
         torch.manual_seed(i)
@@ -50,7 +53,7 @@ def assert_same_run(algo: Algorithm, make_fast, device: str = "cpu", atol: float
             assert got.td_abs is None
         else:
             torch.testing.assert_close(got.td_abs, expected.td_abs, atol=atol, rtol=1e-4)
-    assert fast_learner.gradient_steps == ref.gradient_steps == UPDATES
+    assert fast_learner.gradient_steps == ref.gradient_steps == updates
     for (name, got), expected in zip(fast_learner.nets.state_dict().items(), ref.nets.state_dict().values()):
         torch.testing.assert_close(got, expected, atol=atol, rtol=1e-3, msg=name)
     for name, opt in ref.optimizers.items():

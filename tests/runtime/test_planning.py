@@ -79,17 +79,24 @@ def test_variants_the_algorithm_cannot_use_are_refused_with_the_reason():
 
     assert "fused" not in refused_variants(pearl.DQN("CartPole-v1", **TINY)).get("learner_update", {})
 
-    class Doubled(pearl.DQN):  # a user algorithm: the fused kernels implement DQN and DDPG only
+    class Doubled(pearl.DQN):  # a user algorithm with its own loss: the fused kernels implement declared forms
         name = "doubled-dqn-test"
 
+        def losses(self):
+            (loss,) = super().losses()
+            return [pearl.Loss("q", trains="q", fn=lambda nets, batch: tuple(2 * x for x in loss.fn(nets, batch)))]
+
     refused = refused_variants(Doubled("CartPole-v1", **TINY))
-    assert "implements DQN and DDPG only" in refused["learner_update"]["fused"]
+    assert "doubled-dqn-test declares q: form 'custom'" in refused["learner_update"]["fused"]
+    assert "inference" not in refused          # it acts as DQN does (acting form epsilon_greedy_q)
     plan = resolve_plan(Doubled("CartPole-v1", **TINY), "local", total_steps=1_000_000)
     assert plan.placements["learner_update"].variant != "fused"
     notes = plan.predicted["variant_notes"]["learner_update"]
     assert any(note.startswith("learner_update: variant 'fused' not offered on cpu: learner_update variant "
-                               "'fused' (cpu): the fused learner update implements DQN and DDPG only, not Doubled")
+                               "'fused' (cpu): the fused learner update implements the loss forms dqn_td | ")
                for note in notes), notes
+    assert not any(refused_variants(algo) for algo in (pearl.TD3("Pendulum-v1", **TINY),
+                                                       pearl.SAC("Pendulum-v1", **TINY)))
 
 
 def test_an_interrupted_parallel_run_leaves_its_plan_for_resume(write_config, tmp_path, monkeypatch, capsys):
