@@ -14,10 +14,12 @@ from pearl_py.algorithms import (
     SAC,
     TD3,
     Algorithm,
+    BaseAlgorithm,
     DDPGConfig,
     DQNConfig,
     Loss,
     Networks,
+    OffPolicyAlgorithm,
     OffPolicyConfig,
     SACConfig,
     TD3Config,
@@ -38,7 +40,8 @@ from pearl_py.pipeline.tune import TuneOptions
 __version__ = "0.1.0"
 
 __all__ = [
-    "DDPG", "DDPGConfig", "DQN", "DQNConfig", "Algorithm", "ConfigError", "Kernel", "KernelKind", "Loss",
-    "Networks", "OffPolicyConfig", "Placement", "Plan", "Platform", "ProtocolGraph", "RunConfig", "RunResult",
-    "SAC", "SACConfig", "TD3", "TD3Config", "TuneOptions", "UserError", "load_config", "mlp", "param", "plan", "ranked_plans", "register", "train",
+    "Algorithm", "BaseAlgorithm", "ConfigError", "DDPG", "DDPGConfig", "DQN", "DQNConfig", "Kernel", "KernelKind",
+    "load_config", "Loss", "mlp", "Networks", "OffPolicyAlgorithm", "OffPolicyConfig", "param", "Placement", "Plan",
+    "plan", "Platform", "ProtocolGraph", "ranked_plans", "register", "RunConfig", "RunResult", "SAC", "SACConfig",
+    "TD3", "TD3Config", "train", "TuneOptions", "UserError",
 ]

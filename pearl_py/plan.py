@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from pearl_py.protocol import ProtocolGraph
+from pearl_py.protocol.kernel import LEARNER_UPDATE
 
 
 @dataclass(frozen=True)
@@ -56,7 +57,7 @@ class Plan:
     @property
     def learner_threads(self) -> int:
         """Torch threads of the learner: ``learner_update``'s replicas (1 when the plan has none)."""
-        learner = self.placements.get("learner_update")
+        learner = self.placements.get(LEARNER_UPDATE)
         return learner.replicas if learner is not None else 1
 
     def to_dict(self) -> dict[str, Any]:

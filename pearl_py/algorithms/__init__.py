@@ -1,5 +1,6 @@
-"""Algorithms: the :class:`Algorithm` base, DQN, DDPG, TD3, SAC, and the registry of names used in configs."""
-from pearl_py.algorithms.off_policy.base import Algorithm, Loss
+"""Algorithms: the family bases, DQN, DDPG, TD3, SAC, and the registry of names used in configs."""
+from pearl_py.algorithms.core import BaseAlgorithm
+from pearl_py.algorithms.off_policy.base import Algorithm, Loss, OffPolicyAlgorithm
 from pearl_py.algorithms.off_policy.config import OffPolicyConfig
 from pearl_py.algorithms.ddpg import DDPG, DDPGConfig
 from pearl_py.algorithms.dqn import DQN, DQNConfig
@@ -9,18 +10,18 @@ from pearl_py.algorithms.networks import Networks, StateActionValue, TwinStateAc
 from pearl_py.algorithms.sac import SAC, SACConfig
 from pearl_py.algorithms.td3 import TD3, TD3Config
 
-REGISTRY: dict[str, type[Algorithm]] = {DQN.name: DQN, DDPG.name: DDPG, TD3.name: TD3, SAC.name: SAC}
+REGISTRY: dict[str, type[BaseAlgorithm]] = {DQN.name: DQN, DDPG.name: DDPG, TD3.name: TD3, SAC.name: SAC}
 """Algorithm classes by the name a config's ``algorithm:`` key uses."""
 
 
-def register(cls: type[Algorithm]) -> type[Algorithm]:
+def register(cls: type[BaseAlgorithm]) -> type[BaseAlgorithm]:
     """Make a user-defined algorithm loadable from configs by its ``name``; usable as a decorator."""
     REGISTRY[cls.name] = cls
     return cls
 
 
 __all__ = [
-    "Algorithm", "DDPG", "DDPGConfig", "DQN", "DQNConfig", "EnvSpec", "Learner", "Loss", "Networks",
-    "OffPolicyConfig", "REGISTRY", "SAC", "SACConfig", "StateActionValue", "TD3", "TD3Config", "TensorBatch",
-    "TwinStateActionValue", "UpdateResult", "mlp", "register",
+    "Algorithm", "BaseAlgorithm", "DDPG", "DDPGConfig", "DQN", "DQNConfig", "EnvSpec", "Learner", "Loss",
+    "Networks", "OffPolicyAlgorithm", "OffPolicyConfig", "REGISTRY", "SAC", "SACConfig", "StateActionValue", "TD3",
+    "TD3Config", "TensorBatch", "TwinStateActionValue", "UpdateResult", "mlp", "register",
 ]

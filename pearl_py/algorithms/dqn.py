@@ -47,6 +47,7 @@ class DQN(Algorithm):
     discrete_actions = True
     target_networks = ("q",)
     acting_networks = ("q",)
+    acting_form = "epsilon_greedy_q"
     target_update_unit = "env_steps"
     acting_form = "epsilon_greedy_q"
 

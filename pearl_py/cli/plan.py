@@ -20,12 +20,9 @@ def plan_main(config_path: str, platform: str, objective: str, out: str | None) 
     from pearl_py.platform import Platform
     from pearl_py.run_config import load_config
 
-    from pearl_py.pipeline.planning import refused_variants
-
     config = load_config(config_path)
     algo = config.make_algorithm()
-    result = plan(algo, Platform.load(platform), objective=objective, horizon=config.settings.total_steps,
-                  refused_variants=refused_variants(algo))
+    result = plan(algo, Platform.load(platform), objective=objective, horizon=config.settings.total_steps)
     directory = Path(out or "plan-out")
     paths = result.export(directory)
     print(f"wrote {directory}/" + ", ".join(p.name for p in paths.values()))

@@ -25,6 +25,15 @@ import numpy as np
 import torch
 
 from pearl_py.protocol import SyncWorkload, Workload
+from pearl_py.protocol.kernel import (
+    ENV_STEP,
+    INFERENCE,
+    LEARNER_UPDATE,
+    PARAM_SYNC,
+    PRIORITY_UPDATE,
+    REPLAY_INSERT,
+    REPLAY_SAMPLE,
+)
 
 ALGO_ENVS = {"dqn": "CartPole-v1", "ddpg": "Pendulum-v1", "td3": "Pendulum-v1", "sac": "Pendulum-v1"}
 """The env of each algorithm's network points (its zoo env)."""
@@ -133,7 +142,7 @@ def learner_update_reference(point: BenchPoint):
     from pearl_py.algorithms.off_policy.learner import Learner
 
     algo = _algorithm(point, batch_size=point.batch)
-    workload = algo.protocol().kernel("learner_update").workload
+    workload = algo.protocol().kernel(LEARNER_UPDATE).workload
     learner = Learner(algo, device="cpu")
     batch = _random_batch(algo, point.batch, torch.Generator().manual_seed(0))
     return workload, lambda: learner.update(batch)
@@ -164,7 +173,7 @@ def learner_update_compiled(point: BenchPoint):
     from pearl_py.kernels.learner_update import COMPILE_OPTIONS, FusedUpdate
 
     algo = _algorithm(point, batch_size=point.batch)
-    workload = algo.protocol().kernel("learner_update").workload
+    workload = algo.protocol().kernel(LEARNER_UPDATE).workload
     batch = _random_batch(algo, point.batch, torch.Generator().manual_seed(0))
     for tensor in batch_tensors(batch):
         torch._dynamo.mark_dynamic(tensor, 0)
@@ -195,7 +204,7 @@ def learner_update_fused(point: BenchPoint):
     from pearl_py.kernels.fused_cpu import make_fused_cpu
 
     algo = _algorithm(point, batch_size=point.batch)
-    workload = algo.protocol().kernel("learner_update").workload
+    workload = algo.protocol().kernel(LEARNER_UPDATE).workload
     batch = _random_batch(algo, point.batch, torch.Generator().manual_seed(0))
     start = time.perf_counter()
     update = make_fused_cpu(Learner(algo, device="cpu"))
@@ -208,7 +217,7 @@ def _acting(point: BenchPoint):
     from pearl_py.algorithms.off_policy.learner import Learner
 
     algo = _algorithm(point, n_envs=point.batch)
-    workload = algo.protocol().kernel("inference").workload
+    workload = algo.protocol().kernel(INFERENCE).workload
     nets = Learner(algo, device="cpu").nets
     obs = np.random.default_rng(0).standard_normal((point.batch, algo.spec.obs_dim), dtype=np.float32)
     return algo, nets, workload, obs
@@ -291,12 +300,12 @@ def param_sync_reference(point: BenchPoint):
 
 
 for _kind, _runner in {
-    "learner_update": learner_update_reference, "inference": inference_reference,
-    "replay_insert": replay_insert_reference, "replay_sample": replay_sample_reference,
-    "priority_update": priority_update_reference, "env_step": env_step_reference,
-    "param_sync": param_sync_reference,
+    LEARNER_UPDATE: learner_update_reference, INFERENCE: inference_reference,
+    REPLAY_INSERT: replay_insert_reference, REPLAY_SAMPLE: replay_sample_reference,
+    PRIORITY_UPDATE: priority_update_reference, ENV_STEP: env_step_reference,
+    PARAM_SYNC: param_sync_reference,
 }.items():
     register_runner(_kind, "reference", _runner)
-register_runner("learner_update", "compiled", learner_update_compiled)
-register_runner("learner_update", "fused", learner_update_fused)
-register_runner("inference", "fused", inference_fused)
+register_runner(LEARNER_UPDATE, "compiled", learner_update_compiled)
+register_runner(LEARNER_UPDATE, "fused", learner_update_fused)
+register_runner(INFERENCE, "fused", inference_fused)

@@ -19,11 +19,15 @@ reference ``Learner.update`` keep reading and writing the same memory, and the
 reference and fused steps can alternate. ``Optimizer.load_state_dict`` replaces the
 state tensors: the update notices (identity check, one per loss) and adopts them again.
 
-It is algorithm-specific by nature: one step per :class:`~pearl_py.kernels.fused_support.LearnerRecipe`,
-chosen by the loss forms an algorithm declares (never by its class): DQN (``dqn_step``:
-double-Q, importance weights, ``max_grad_norm``), DDPG (``ddpg_step``: critic, then actor
-on the updated critic), TD3 and SAC (``pearl_py.kernels.fused_twin``), on pearl_py's MLPs.
-:func:`supports` says why anything else is refused.
+It implements declared loss forms by hand (``FORMS``: the recipes of
+``pearl_py.kernels.fused_support``), any algorithm that declares them getting it (a subclass
+included, never chosen by class): ``("dqn_td",)`` — DQN's step (``dqn_step``: Huber TD on the
+target network's max or double-Q value, importance weights, ``max_grad_norm``);
+``("ddpg_critic", "dpg_actor")`` — DDPG's (``ddpg_step``: MSE critic step, then the actor
+step on the updated critic, tanh actor, soft target updates); ``("td3_critic", "td3_actor")``
+and ``("sac_critic", "sac_actor"[, "sac_entropy"])`` — TD3's and SAC's
+(``pearl_py.kernels.fused_twin``), on pearl_py's MLPs. :func:`supports` says why a learner is
+refused (forms, networks, optimizers).
 
 Example::
 
@@ -39,7 +43,7 @@ import torch
 from torch import nn
 
 from pearl_py.algorithms.off_policy.learner import Learner, TensorBatch, UpdateResult
-from pearl_py.kernels.fused_support import learner_support, networks_problem, recipe_of
+from pearl_py.kernels.fused_support import UPDATE_FORMS, learner_problem, recipe_of
 from pearl_py.kernels.numba_blas import JIT, LARGE, numba, numba_available, set_blas_threads
 from pearl_py.kernels.registry import KernelUnavailable
 from pearl_py.kernels.workspace import AdamHyper
@@ -205,24 +209,21 @@ def linear_scratch(linears: list[nn.Linear]) -> int:
     return max([m.in_features * m.out_features for m in linears if m.in_features < LARGE], default=0)
 
 
-def supports_algorithm(algorithm) -> str | None:
-    """None if the fused update implements ``algorithm`` (the planner's question: declared loss forms and
-    network structures, :func:`pearl_py.kernels.fused_support.learner_support`); else why not."""
-    ok, why = numba_available()
-    return why if not ok else learner_support(algorithm)
+FORMS = UPDATE_FORMS
+"""The loss forms (``Loss.form`` of every loss, in order) this kernel implements."""
 
 
 def supports(learner: Learner) -> tuple[bool, str]:
-    """Whether the fused update can run ``learner`` (its algorithm, device and optimizers), and why not."""
-    why = supports_algorithm(learner.algorithm)
+    """Whether the fused update can run ``learner`` (its algorithm's declared forms and networks, its device
+    and optimizers), and why not."""
+    ok, why = numba_available()
+    if not ok:
+        return ok, why
+    why = learner_problem(learner.algorithm, dict(learner.nets.online), tuple(learner.nets.target))
     if why is not None:
         return False, why
     if learner.device.type != "cpu":
         return False, "the fused learner update runs on the CPU"
-    recipe = recipe_of(learner.algorithm)
-    problem = networks_problem(learner.algorithm, dict(learner.nets.online), recipe.networks)
-    if problem is not None:
-        return False, problem
     for loss in learner.losses:
         try:
             AdamHyper.of(learner.optimizers[loss.name])

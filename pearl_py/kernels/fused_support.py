@@ -2,26 +2,25 @@
 
 A fused kernel is the math of one algorithm family written by hand (``fused_cpu``,
 ``fused_twin``, ``inference``). It may run an algorithm only when the algorithm declares
-exactly that math (:attr:`Loss.form`, :attr:`Algorithm.acting_form`) on networks the
-kernel can read: pearl_py's MLPs (``Linear``/``ReLU`` alternations, optionally a final
-``Tanh``), ``StateActionValue``/``TwinStateActionValue`` over such an MLP, and SAC's
+exactly that math (:meth:`OffPolicyAlgorithm.loss_forms`, ``declared_acting_form``) on
+networks the kernel can read: pearl_py's MLPs (``Linear``/``ReLU`` alternations, optionally
+a final ``Tanh``), ``StateActionValue``/``TwinStateActionValue`` over such an MLP, and SAC's
 ``EntropyCoefficient``. Nothing here looks at an algorithm's class: a user's algorithm
 that declares ``"ddpg_critic"``/``"dpg_actor"`` on those networks gets the fused DDPG
 step, and a subclass of DQN with its own loss (form ``"custom"``) does not.
 
 A :class:`LearnerRecipe` is one fused learner step: the forms of the losses in order,
-what each loss trains, which networks exist and which have targets. The planner asks
-:func:`learner_support` / :func:`inference_support` (``None``: supported; else the reason)
-through ``Variant.supports``; the builders ask again and add what only a built learner
-shows (device, optimizers).
+what each loss trains, which networks exist and which have targets. The variants declare
+:data:`UPDATE_FORMS` / :data:`ACT_FORMS` (``Variant.forms``: what the planner checks against
+a kernel's recorded workload); the builders check the rest on the built learner
+(:func:`learner_problem`, :func:`acting_problem`) and fall back to the reference with the
+reason.
 
 Example::
 
-    >>> learner_support(pearl.SAC("Pendulum-v1"))          # None: the fused step runs it
     >>> recipe_of(pearl.TD3("Pendulum-v1")).name
     'td3'
-    >>> learner_support(my_averaged_dqn)
-    "the fused learner update implements the loss forms dqn_td | ddpg_critic, dpg_actor | ...; q: form 'custom'"
+    >>> learner_problem(algo, dict(learner.nets.online), tuple(learner.nets.target))   # None: supported
 """
 from __future__ import annotations
 
@@ -40,8 +39,7 @@ class LearnerRecipe:
     """One fused learner step: loss forms in order (with what each trains), networks and targets.
 
     ``delayed`` names the forms that may run every k-th step (``Loss.every``); all others run
-    every step. ``outputs``: the last layer's width of each MLP network, in action dims (``A``),
-    ``2A`` or ``1``.
+    every step. ``networks``: (name, structure) in the kernels' buffer order.
     """
 
     name: str
@@ -78,41 +76,44 @@ ACTING = {"epsilon_greedy_q": ("q", MLP), "deterministic_actor_noise": ("actor",
 """Acting forms the ``fused`` inference implements, with the acting network and its structure."""
 
 
+UPDATE_FORMS = tuple(dict.fromkeys(recipe.forms for recipe in RECIPES))
+"""Every loss-form tuple the ``fused`` learner update implements (``Variant.forms``)."""
+ACT_FORMS = tuple((form,) for form in ACTING)
+"""Every acting form the ``fused`` inference implements (``Variant.forms``)."""
+
+
 def recipe_of(algorithm) -> LearnerRecipe | None:
     """The recipe whose loss forms and trained networks ``algorithm`` declares, if any."""
-    declared = tuple((loss.form, loss.trains) for loss in algorithm.losses())
+    declared = tuple(zip(algorithm.loss_forms(), (loss.trains for loss in algorithm.losses())))
     return next((r for r in RECIPES if r.losses == declared), None)
 
 
-def _probe_networks(algorithm) -> dict[str, nn.Module]:
-    with torch.random.fork_rng():
-        return algorithm.build_networks()
-
-
-def learner_support(algorithm) -> str | None:
-    """None if the ``fused`` learner update implements ``algorithm``; else why not."""
-    losses = list(algorithm.losses())
+def learner_problem(algorithm, nets: dict[str, nn.Module], targets: tuple[str, ...]) -> str | None:
+    """None if the ``fused`` learner update implements ``algorithm`` on its online ``nets`` (and target
+    network names ``targets``); else why not."""
     recipe = recipe_of(algorithm)
     if recipe is None:
-        known = " | ".join(", ".join(r.forms) for r in RECIPES)
-        declared = "; ".join(f"{loss.name}: form {loss.form!r} trains {loss.trains!r}" for loss in losses)
-        return f"the fused learner update implements the loss forms {known}; {algorithm.name} declares {declared}"
-    for loss in losses:
+        known = " | ".join("+".join(forms) for forms in UPDATE_FORMS)
+        declared = ", ".join(f"{loss.name} ({form}, trains {loss.trains})"
+                             for loss, form in zip(algorithm.losses(), algorithm.loss_forms()))
+        return (f"the fused learner update implements the loss forms {known}; {algorithm.name} declares {declared} "
+                "(use the reference or compiled variant)")
+    for loss in algorithm.losses():
         if loss.every != 1 and loss.form not in recipe.delayed:
-            return f"loss {loss.name!r} (form {loss.form!r}) runs every {loss.every} steps; the fused step runs it every step"
-    if tuple(sorted(algorithm.target_networks)) != tuple(sorted(recipe.targets)):
+            return f"loss {loss.name!r} ({loss.form}) runs every {loss.every} steps; the fused step runs it every step"
+    if sorted(targets) != sorted(recipe.targets):
         return (f"{recipe.name}'s fused step keeps targets of {', '.join(recipe.targets)}; {algorithm.name} has "
-                f"targets of {', '.join(algorithm.target_networks) or 'none'}")
-    return networks_problem(algorithm, _probe_networks(algorithm), recipe.networks)
+                f"targets of {', '.join(targets) or 'none'}")
+    return networks_problem(algorithm, nets, recipe.networks)
 
 
-def inference_support(algorithm) -> str | None:
-    """None if the ``fused`` inference implements ``algorithm``'s act; else why not."""
-    form = algorithm.acting_form
+def acting_problem(algorithm, nets: dict[str, nn.Module]) -> str | None:
+    """None if the ``fused`` inference implements ``algorithm``'s declared act on ``nets``; else why not."""
+    form = algorithm.declared_acting_form()
     if form not in ACTING:
-        return (f"the fused inference implements the acting forms {', '.join(ACTING)}; {algorithm.name} "
-                f"declares {form!r}")
-    return networks_problem(algorithm, _probe_networks(algorithm), (ACTING[form],), exact=False)
+        return (f"the fused inference implements the acting forms {', '.join(ACTING)}, not {algorithm.name}'s "
+                f"{form} (use the reference variant)")
+    return networks_problem(algorithm, nets, (ACTING[form],), exact=False)
 
 
 def networks_problem(algorithm, nets: dict[str, nn.Module], wanted: tuple[tuple[str, str], ...],
@@ -124,11 +125,10 @@ def networks_problem(algorithm, nets: dict[str, nn.Module], wanted: tuple[tuple[
         return f"the fused step needs exactly the networks {', '.join(sorted(names))}, {algorithm.name} has " \
                f"{', '.join(sorted(nets))}"
     spec = algorithm.spec
-    outputs = {"q": spec.action_dim, "actor": spec.action_dim}
     for name, structure in wanted:
         if name not in nets:
             return f"{algorithm.name} has no network {name!r}"
-        out = 2 * spec.action_dim if (name == "actor" and structure == MLP) else outputs.get(name, 1)
+        out = 2 * spec.action_dim if (name == "actor" and structure == MLP) else spec.action_dim
         problem = structure_problem(nets[name], structure, spec.obs_dim, spec.action_dim, out)
         if problem is not None:
             return f"{name}: {problem}"

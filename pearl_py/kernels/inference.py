@@ -44,7 +44,7 @@ from torch import nn
 from pearl_py.algorithms.off_policy.base import Algorithm
 from pearl_py.algorithms.networks import Networks
 from pearl_py.kernels.fused_cpu import aligned_zeros, linear_scratch
-from pearl_py.kernels.fused_support import ACTING, inference_support, mlp_layers
+from pearl_py.kernels.fused_support import ACT_FORMS, ACTING, acting_problem
 from pearl_py.kernels.numba_blas import JIT, numba, numba_available, set_blas_threads
 from pearl_py.kernels.registry import KernelUnavailable
 
@@ -163,27 +163,20 @@ if numba is not None:
     """The numba act of each acting form the fused inference implements (the keys of ``fused_support.ACTING``)."""
 
 
-def supports_algorithm(algorithm: Algorithm) -> str | None:
-    """None if the fused inference implements ``algorithm``'s declared acting form on its networks (the
-    planner's question, :func:`pearl_py.kernels.fused_support.inference_support`); else why not."""
-    ok, why = numba_available()
-    return why if not ok else inference_support(algorithm)
+FORMS = ACT_FORMS
+"""The acting forms (``acting_form``) this kernel implements: ``epsilon_greedy_q`` (argmax of network ``q``,
+a uniform random action with probability ``algorithm.epsilon(progress)``), ``deterministic_actor_noise``
+(network ``actor``, tanh output, plus Gaussian noise of std ``config.noise_std``, clipped to [-1, 1]) and
+``squashed_gaussian`` (network ``actor``'s two output halves: ``tanh(mean + exp(clamp(log_std)) N(0, 1))``)."""
 
 
 def supports(algorithm: Algorithm, nets: Networks) -> tuple[bool, str]:
     """Whether the fused inference can run ``algorithm``'s act on ``nets``, and why not."""
-    why = supports_algorithm(algorithm)
-    if why is not None:
-        return False, why
-    name, structure = ACTING[algorithm.acting_form]
-    if name not in nets.online:
-        return False, f"{algorithm.name} has no online network {name!r}"
-    layers = mlp_layers(nets.online[name], out_tanh=structure == "tanh_mlp")
-    if isinstance(layers, str):
-        return False, f"{name} network: {layers}"
-    if layers[0].in_features != algorithm.spec.obs_dim:
-        return False, "the acting network's input size does not match the env"
-    return True, ""
+    ok, why = numba_available()
+    if not ok:
+        return ok, why
+    why = acting_problem(algorithm, dict(nets.online))       # the declared form, the acting network's structure
+    return (False, why) if why is not None else (True, "")
 
 
 class FusedInference:
@@ -195,7 +188,7 @@ class FusedInference:
             raise KernelUnavailable(f"inference variant 'fused' (cpu): {why}")
         set_blas_threads(torch.get_num_threads())
         self.algorithm = algorithm
-        self.form = algorithm.acting_form
+        self.form = algorithm.declared_acting_form()
         net = nets.online[ACTING[self.form][0]]
         self.linears = [m for m in net if type(m) is nn.Linear]
         self.params = [p for m in self.linears for p in (m.weight, m.bias)]

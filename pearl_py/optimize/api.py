@@ -40,8 +40,8 @@ def plan(algo: Any, platform: Any, objective: str = "throughput",
     steps the run will take; a kernel variant with a one-off setup (the ``compiled``
     learner update's compile) is chosen only when it pays that back within them
     (``None``: unknown, so it is not; ``float("inf")``: steady state). ``refused_variants``:
-    ``{kernel: {variant: reason}}`` the algorithm cannot use (the runtime works it out,
-    :func:`pearl_py.pipeline.planning.refused_variants`); they are not offered. The plan's
+    ``{kernel: {variant: reason}}`` the caller keeps out (variants an algorithm cannot use are
+    not offered anyway: each variant declares the forms it supports, ``Variant.supports``). The plan's
     ``predicted`` holds the model's figures, the cost table with sources, the Pareto
     front, the other objective's plan and the explanation sentences.
     """

@@ -26,10 +26,7 @@ from typing import Any
 
 from pearl_py.optimize.model import Assignment, Performance, evaluate
 from pearl_py.optimize.problem import AssignmentProblem
-from pearl_py.protocol import KernelKind, ProtocolGraph
-
-WARMUP_KINDS = (KernelKind.ENV_STEP, KernelKind.REPLAY_INSERT)
-"""The kernels a warm-up step runs: random actions need no inference, and nothing trains yet."""
+from pearl_py.protocol import ENV_STEP, ProtocolGraph
 
 
 def whole_vector_steps(env_steps: float, n_envs: int) -> int:
@@ -42,9 +39,11 @@ def whole_run(problem: AssignmentProblem, protocol: ProtocolGraph, assignment: A
     """The modelled time of a run of ``horizon`` env steps (None when the length is unknown or infinite)."""
     if horizon is None or not math.isfinite(horizon) or horizon <= 0:
         return None
-    warm_kernels = {k.name for kind in WARMUP_KINDS for k in protocol.by_kind(kind)}
+    # a warm-up step runs the kinds declared warmup (the env step and the replay insert: random actions need no
+    # inference, and nothing trains yet)
+    warm_kernels = {k.name for k in protocol.kernels() if k.kind.warmup}
     warm = evaluate(problem, {k: c for k, c in assignment.items() if k in warm_kernels})
-    envs = protocol.by_kind(KernelKind.ENV_STEP)
+    envs = protocol.by_kind(ENV_STEP)
     n = envs[0].workload.n_envs if envs else 1
     horizon = whole_vector_steps(horizon, n)  # the executors step all n envs: the last vector step may overshoot
     warmup_steps = min(whole_vector_steps(protocol.warmup_steps, n), horizon)

@@ -202,4 +202,4 @@ class FpgaSpec(_Spec):
 
 
 DeviceSpec = CpuSpec | GpuSpec | FpgaSpec
-SPEC_BY_SECTION: dict[str, type] = {"cpus": CpuSpec, "gpus": GpuSpec, "fpgas": FpgaSpec, "links": LinkSpec}
+"""The built-in kinds' specs; a registered kind (pearl_py.platform.kinds) may bring its own."""

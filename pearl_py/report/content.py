@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from pearl_py.plan import Plan
+from pearl_py.protocol.kernel import LEARNER_UPDATE
 from pearl_py.report import fmt
 
 ASSIGNMENT_HEADER = ["kernel", "device", "variant", "replicas", "calls / sample", "latency / call", "source"]
@@ -108,7 +109,7 @@ def variant_sentences(plan: Plan) -> list[str]:
         ref = _cost(plan, kernel, place.device, "reference")
         if mine is None:
             continue
-        calls = "updates" if kinds.get(kernel) == "learner_update" else "calls"
+        calls = "updates" if kinds.get(kernel) == LEARNER_UPDATE else "calls"
         text = f"{kernel} runs {place.variant!r} on {place.device}: {fmt.seconds(mine['latency_s'])}"
         if ref is not None:
             text += f" vs {fmt.seconds(ref['latency_s'])} per call for 'reference'"

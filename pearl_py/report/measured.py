@@ -12,8 +12,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from pearl_py.protocol.kernel import KernelKind
 from pearl_py.plan import Plan
-from pearl_py.optimize.whole_run import WARMUP_KINDS
+from pearl_py.protocol.kernel import INFERENCE
 from pearl_py.report import content, fmt
 
 KERNEL_HEADER = ["kernel", "device / variant", "predicted per call", "measured per call", "calls measured",
@@ -38,7 +39,7 @@ def predicted_calls_per_sample(plan: Plan, kernel: str, env_steps: int) -> float
     whole = plan.predicted.get("run")
     if rate is None or not whole or whole["env_steps"] != env_steps:
         return rate
-    if plan.predicted.get("kinds", {}).get(kernel) in {k.value for k in WARMUP_KINDS}:
+    if KernelKind(plan.predicted.get("kinds", {}).get(kernel, kernel)).warmup:
         return rate
     return rate * (env_steps - whole["warmup_steps"]) / env_steps
 
@@ -106,7 +107,7 @@ def summary_rows(plan: Plan, run: dict[str, Any]) -> list[tuple[str, str]]:
              ("eval return (measured)", f"{run['eval_return_mean']:.1f} ± {run['eval_return_std']:.1f}"),
              ("backend", run.get("backend", "serial"))]
     layout = run.get("layout") or {}
-    rows += [(f"runtime: {key}", str(layout[key])) for key in ("actors", "learner_threads", "inference", "replay")
+    rows += [(f"runtime: {key}", str(layout[key])) for key in ("actors", "learner_threads", INFERENCE, "replay")
              if key in layout]
     lag = run.get("policy_lag") or {}
     if lag.get("max_observed") is not None:

@@ -19,11 +19,12 @@ import numpy as np
 import torch
 
 from pearl_py import kernels
-from pearl_py.algorithms.off_policy.base import Algorithm
 from pearl_py.algorithms.env_spec import make_vector_env
+from pearl_py.algorithms.off_policy.base import Algorithm
 from pearl_py.algorithms.off_policy.learner import Learner, TensorBatch, UpdateResult
 from pearl_py.kernels.affinity import pinned_threads
 from pearl_py.plan import Plan
+from pearl_py.protocol.kernel import ENV_STEP, INFERENCE, LEARNER_UPDATE, PRIORITY_UPDATE, REPLAY_INSERT, REPLAY_SAMPLE
 from pearl_py.protocol.schedule import TrainSchedule
 from pearl_py.runtime.evaluation import evaluate
 from pearl_py.runtime.result import RunResult
@@ -108,16 +109,16 @@ class SerialExecutor:
             start = time.perf_counter()
             while steps < total_steps:
                 progress = steps / total_steps
-                with timer("inference"):
+                with timer(INFERENCE):
                     if steps < cfg.learning_starts:
                         actions = spec.random_actions(cfg.n_envs, rng)
                     else:
                         actions = infer(obs, explore=True, progress=progress)
-                with timer("env_step"):
+                with timer(ENV_STEP):
                     next_obs, rewards, terminated, truncated, infos = envs.step(spec.to_env_action(actions))
                 done = terminated | truncated
                 next_obs = next_obs.astype(np.float32)
-                with timer("replay_insert"):
+                with timer(REPLAY_INSERT):
                     replay.add(obs, actions, rewards.astype(np.float32), true_next_obs(next_obs, done, infos),
                                terminated)
                 for episode_return, length in tracker.step(rewards, done):
@@ -148,14 +149,14 @@ class SerialExecutor:
 
     def _learner_update(self, learner: Learner) -> Callable[[TensorBatch], UpdateResult]:
         """The plan's ``learner_update`` variant from ``pearl_py.kernels`` ("reference": ``learner.update``)."""
-        placement = self.plan.placements.get("learner_update")
+        placement = self.plan.placements.get(LEARNER_UPDATE)
         return kernels.build(kernels.KernelKind.LEARNER_UPDATE, placement.variant if placement else "reference",
                              learner, device_class=kernels.device_class(self.device))
 
     def _inference(self, algo: Algorithm, learner: Learner) -> kernels.inference.Inference:
         """The plan's ``inference`` variant from ``pearl_py.kernels`` ("reference": ``algo.act`` under
         ``no_grad``, what this loop always ran); built after ``torch.manual_seed(seed)``."""
-        placement = self.plan.placements.get("inference")
+        placement = self.plan.placements.get(INFERENCE)
         return kernels.build(kernels.KernelKind.INFERENCE, placement.variant if placement else "reference",
                              algo, learner.nets, device_class=kernels.device_class(self.device))
 
@@ -164,12 +165,12 @@ class SerialExecutor:
         cfg = self.algorithm.config
         totals: dict[str, torch.Tensor] = {}
         for _ in range(cfg.gradient_steps):
-            with timer("replay_sample"):
+            with timer(REPLAY_SAMPLE):
                 sample = replay.sample(cfg.batch_size, beta=beta)
-            with timer("learner_update"):
+            with timer(LEARNER_UPDATE):
                 out = update(TensorBatch.from_numpy(sample, self.device))
             if replay.prioritized:
-                with timer("priority_update"):
+                with timer(PRIORITY_UPDATE):
                     replay.update_priorities(sample.indices, out.td_abs.cpu().numpy())
             for name, value in out.losses.items():
                 totals[name] = totals.get(name, 0.0) + value

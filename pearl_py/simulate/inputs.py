@@ -19,8 +19,9 @@ from typing import Any
 from pearl_py.errors import PlanningError
 from pearl_py.optimize.builder import CostModel, build_problem
 from pearl_py.optimize.model import Choice
-from pearl_py.plan import Plan
 from pearl_py.optimize.problem import AssignmentProblem
+from pearl_py.plan import Plan
+from pearl_py.protocol.kernel import ENV_STEP
 from pearl_py.simulate.result import SimResult
 from pearl_py.simulate.schedule import SimSchedule
 from pearl_py.simulate.simulator import simulate
@@ -69,7 +70,7 @@ def simulate_plan(plan: Plan, algorithm: Any, platform: Any, *, total_steps: int
                   estimator: CostModel | None = None, attach: bool = True) -> SimResult:
     """Simulate ``plan``; with ``attach`` the result goes into ``plan.predicted["simulation"]`` for its report."""
     problem, assignment = plan_inputs(plan, algorithm, platform, estimator)
-    steps = total_steps or default_steps(algorithm, assignment["env_step"].replicas)
+    steps = total_steps or default_steps(algorithm, assignment[ENV_STEP].replicas)
     schedule = SimSchedule.from_config(algorithm.config, steps, learning_starts=0)
     result = simulate(problem, assignment, schedule)
     if attach:

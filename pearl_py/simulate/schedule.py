@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from pearl_py.protocol.kernel import ENV_STEP, LEARNER_UPDATE, PARAM_SYNC
 from pearl_py.protocol.schedule import TrainSchedule
 
 
@@ -37,10 +38,10 @@ class SimSchedule(TrainSchedule):
     @classmethod
     def from_rates(cls, rates: Mapping[str, float], total_steps: int, **overrides: int) -> SimSchedule:
         """From calls per transition: ``env_step`` = 1/n_envs, ``param_sync`` = one per round."""
-        n_envs = max(round(1.0 / rates["env_step"]), 1)
-        per_round = rates.get("param_sync") or rates["learner_update"]
+        n_envs = max(round(1.0 / rates[ENV_STEP]), 1)
+        per_round = rates.get(PARAM_SYNC) or rates[LEARNER_UPDATE]
         train_freq = max(round(1.0 / (per_round * n_envs)), 1)
-        gradient_steps = round(rates["learner_update"] / per_round)
+        gradient_steps = round(rates[LEARNER_UPDATE] / per_round)
         fields = dict(n_envs=n_envs, train_freq=train_freq, gradient_steps=gradient_steps, learning_starts=0)
         return cls(total_steps=total_steps, **{**fields, **overrides})
 

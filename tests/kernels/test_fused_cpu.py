@@ -113,10 +113,11 @@ def test_other_algorithms_are_refused_with_a_reason_and_build_falls_back():
     learner = twin_learners(CustomCritic("Pendulum-v1", **SMALL))[0]
     ok, why = supports(learner)
     assert not ok and why == (
-        "the fused learner update implements the loss forms dqn_td | ddpg_critic, dpg_actor | td3_critic, td3_actor | "
-        "sac_critic, sac_actor, sac_entropy | sac_critic, sac_actor; custom-critic-test declares critic: form "
-        "'custom' trains 'critic'; actor: form 'td3_actor' trains 'actor'")
-    assert kernels.REGISTRY.get("learner_update", "fused", "cpu").supports(learner.algorithm) == why
+        "the fused learner update implements the loss forms dqn_td | ddpg_critic+dpg_actor | td3_critic+td3_actor | "
+        "sac_critic+sac_actor+sac_entropy | sac_critic+sac_actor; custom-critic-test declares critic (custom, trains "
+        "critic), actor (td3_actor, trains actor) (use the reference or compiled variant)")
+    kernel = learner.algorithm.protocol().kernel("learner_update")
+    assert kernels.REGISTRY.get("learner_update", "fused", "cpu").supports(kernel).startswith("implements the forms")
     with pytest.raises(kernels.KernelUnavailable, match="implements the loss forms"):
         make_fused_cpu(learner)
     with pytest.warns(RuntimeWarning, match="running the 'reference' variant"):
@@ -153,23 +154,20 @@ class OneCriticTD3(pearl.TD3):
 
 
 def test_declared_forms_on_other_network_structures_are_refused():
-    from pearl_py.kernels.fused_cpu import supports_algorithm
-
-    assert supports_algorithm(TanhSAC("Pendulum-v1", **SMALL)) == \
-        "actor: only Linear(bias)/ReLU alternations (pearl_py's mlp) are supported"
-    assert supports_algorithm(OneCriticTD3("Pendulum-v1", **SMALL)) == "critic: StateActionValue is not a " \
-        "TwinStateActionValue"
+    assert supports(twin_learners(TanhSAC("Pendulum-v1", **SMALL))[0]) == (
+        False, "actor: only Linear(bias)/ReLU alternations (pearl_py's mlp) are supported")
+    assert supports(twin_learners(OneCriticTD3("Pendulum-v1", **SMALL))[0]) == (
+        False, "critic: StateActionValue is not a TwinStateActionValue")
 
 
 def test_a_user_algorithm_declaring_a_recipe_gets_the_fused_step_whatever_its_class():
     """Supported by its declared forms and networks: a subclass that keeps DDPG's math (and a renamed SAC)."""
-    from pearl_py.kernels.fused_cpu import supports_algorithm
-
     class Renamed(pearl.DDPG):
         name = "renamed-ddpg-test"
 
-    assert supports_algorithm(Renamed("Pendulum-v1", **SMALL)) is None
-    assert supports_algorithm(type("RenamedSAC", (pearl.SAC,), {"name": "renamed-sac-test"})("Pendulum-v1")) is None
+    renamed_sac = type("RenamedSAC", (pearl.SAC,), {"name": "renamed-sac-test"})
+    assert supports(twin_learners(Renamed("Pendulum-v1", **SMALL))[0]) == (True, "")
+    assert supports(twin_learners(renamed_sac("Pendulum-v1", **SMALL))[0]) == (True, "")
     assert_same_run(Renamed("Pendulum-v1", **SMALL), make_fused_cpu, updates=5)
 
 

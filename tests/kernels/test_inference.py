@@ -171,9 +171,7 @@ def test_results_do_not_alias_the_workspace():
 
 
 def test_unsupported_refused_with_reason_and_reference_built_instead():
-    class MyDQN(pearl.DQN):
-        acting_form = "custom"          # acts its own way: the fused inference must not run it
-
+    class MyDQN(pearl.DQN):  # its own act, no form declared: DQN's declaration no longer holds ("custom")
         def act(self, nets, obs, *, explore, progress):
             return nets.online.q(obs).argmin(dim=1)
 
@@ -181,13 +179,18 @@ def test_unsupported_refused_with_reason_and_reference_built_instead():
     nets = Learner(algo).nets
     ok, why = supports(algo, nets)
     assert not ok and why == ("the fused inference implements the acting forms epsilon_greedy_q, "
-                              "deterministic_actor_noise, squashed_gaussian; dqn declares 'custom'")
-    assert kernels.REGISTRY.get("inference", "fused", "cpu").supports(algo) == why
+                              "deterministic_actor_noise, squashed_gaussian, not dqn's custom (use the reference "
+                              "variant)")
     with pytest.warns(RuntimeWarning, match="running the 'reference' variant instead"):
         infer = kernels.build("inference", "fused", algo, nets, device_class="cpu")
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert infer(np.zeros((3, 4), np.float32), explore=False, progress=1.0).shape == (3,)
+
+    class RenamedDQN(pearl.DQN):  # DQN's act kept: the fused kernel runs it
+        pass
+
+    assert supports(RenamedDQN("CartPole-v1", net_arch=[8]), nets) == (True, "")
     nets.online["q"] = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.Sigmoid(), torch.nn.Linear(8, 2))
     ok, why = supports(pearl.DQN("CartPole-v1"), nets)
     assert not ok and "Linear(bias)/ReLU" in why
@@ -198,4 +201,6 @@ def test_a_subclass_that_keeps_the_math_keeps_the_fused_inference():
     class Renamed(pearl.SAC):
         name = "renamed-sac"
 
-    assert kernels.REGISTRY.get("inference", "fused", "cpu").supports(Renamed("Pendulum-v1")) is None
+    kernel = Renamed("Pendulum-v1", net_arch=[8]).protocol().kernel("inference")
+    assert kernel.workload.forms == ("squashed_gaussian",)
+    assert kernels.REGISTRY.get("inference", "fused", "cpu").supports(kernel) is None

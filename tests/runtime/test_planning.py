@@ -74,29 +74,32 @@ def test_unknown_plan_word_is_refused():
         resolve_plan(pearl.DQN("CartPole-v1", **TINY), "fastest")
 
 
-def test_variants_the_algorithm_cannot_use_are_refused_with_the_reason():
-    from pearl_py.pipeline.planning import refused_variants
+def test_variants_follow_the_declared_loss_forms_not_the_class():
+    class Renamed(pearl.DQN):  # a subclass that keeps DQN's losses: the fused kernels implement them
+        name = "renamed-dqn-test"
 
-    assert "fused" not in refused_variants(pearl.DQN("CartPole-v1", **TINY)).get("learner_update", {})
+    class OwnLoss(pearl.DQN):  # DQN's loss overridden: DQN's declared form no longer holds ("custom")
+        name = "own-loss-dqn-test"
 
-    class Doubled(pearl.DQN):  # a user algorithm with its own loss: the fused kernels implement declared forms
-        name = "doubled-dqn-test"
+        def _q_loss(self, nets, batch):
+            loss, td = super()._q_loss(nets, batch)
+            return 2 * loss, td
 
-        def losses(self):
-            (loss,) = super().losses()
-            return [pearl.Loss("q", trains="q", fn=lambda nets, batch: tuple(2 * x for x in loss.fn(nets, batch)))]
-
-    refused = refused_variants(Doubled("CartPole-v1", **TINY))
-    assert "doubled-dqn-test declares q: form 'custom'" in refused["learner_update"]["fused"]
-    assert "inference" not in refused          # it acts as DQN does (acting form epsilon_greedy_q)
-    plan = resolve_plan(Doubled("CartPole-v1", **TINY), "local", total_steps=1_000_000)
+    kept = resolve_plan(Renamed("CartPole-v1", **TINY), "local", total_steps=1_000_000)
+    assert "fused" not in str(kept.predicted["variant_notes"].get("learner_update", []))
+    plan = resolve_plan(OwnLoss("CartPole-v1", **TINY), "local", total_steps=1_000_000)
     assert plan.placements["learner_update"].variant != "fused"
     notes = plan.predicted["variant_notes"]["learner_update"]
-    assert any(note.startswith("learner_update: variant 'fused' not offered on cpu: learner_update variant "
-                               "'fused' (cpu): the fused learner update implements the loss forms dqn_td | ")
-               for note in notes), notes
-    assert not any(refused_variants(algo) for algo in (pearl.TD3("Pendulum-v1", **TINY),
-                                                       pearl.SAC("Pendulum-v1", **TINY)))
+    assert "learner_update: variant 'fused' not offered on cpu: implements the forms dqn_td | " \
+           "ddpg_critic+dpg_actor | td3_critic+td3_actor | sac_critic+sac_actor+sac_entropy | sac_critic+sac_actor; " \
+           "this kernel computes custom (use the reference variant)" in notes, notes
+
+
+@pytest.mark.parametrize("make_algo", [lambda: pearl.TD3("Pendulum-v1", **TINY), lambda: pearl.SAC("Pendulum-v1", **TINY),
+                                       lambda: pearl.SAC("Pendulum-v1", ent_coef=0.1, **TINY)])
+def test_td3_and_sac_are_offered_the_fused_variants(make_algo):
+    plan = resolve_plan(make_algo(), "local", total_steps=1_000_000)
+    assert "fused" not in str(plan.predicted["variant_notes"])
 
 
 def test_an_interrupted_parallel_run_leaves_its_plan_for_resume(write_config, tmp_path, monkeypatch, capsys):

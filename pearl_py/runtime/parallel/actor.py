@@ -28,9 +28,10 @@ import numpy as np
 import torch
 
 from pearl_py import kernels
-from pearl_py.algorithms.off_policy.base import Algorithm
 from pearl_py.algorithms.env_spec import make_vector_env
 from pearl_py.algorithms.networks import Networks
+from pearl_py.algorithms.off_policy.base import Algorithm
+from pearl_py.protocol.kernel import ENV_STEP, INFERENCE, PARAM_SYNC
 from pearl_py.protocol.schedule import TrainSchedule
 from pearl_py.runtime.parallel.control import ControlBlock
 from pearl_py.runtime.parallel.inference_server import InferenceClient, InferenceLink
@@ -130,11 +131,11 @@ class LocalPolicy:
         index, control = self.spec.index, self.control
         start = time.perf_counter()
         if self.board.read_into(self.acting):
-            control.add_time(index, "param_sync", time.perf_counter() - start)
+            control.add_time(index, PARAM_SYNC, time.perf_counter() - start)
             start = time.perf_counter()
         control.note_lag(index, self.schedule.policy_lag(steps, self.board.tag))
         actions = self.infer(obs, explore=True, progress=progress)
-        control.add_time(index, "inference", time.perf_counter() - start)
+        control.add_time(index, INFERENCE, time.perf_counter() - start)
         return actions
 
     def finish(self) -> None:
@@ -168,7 +169,7 @@ def _collect(spec: ActorSpec, ring: ShmRing, control: ControlBlock) -> None:
             if local < spec.warmup:
                 start = time.perf_counter()
                 actions = algo.spec.random_actions(n, rng)
-                control.add_time(spec.index, "inference", time.perf_counter() - start)
+                control.add_time(spec.index, INFERENCE, time.perf_counter() - start)
             else:
                 progress = (spec.steps_before + (local * spec.actors + spec.index) * n) / spec.total_steps
                 actions = policy(obs, spec.steps_before + control.produced, progress)
@@ -176,7 +177,7 @@ def _collect(spec: ActorSpec, ring: ShmRing, control: ControlBlock) -> None:
                     return
             start = time.perf_counter()
             next_obs, rewards, terminated, truncated, infos = envs.step(algo.spec.to_env_action(actions))
-            control.add_time(spec.index, "env_step", time.perf_counter() - start)
+            control.add_time(spec.index, ENV_STEP, time.perf_counter() - start)
             start = time.perf_counter()
             done = terminated | truncated
             next_obs = next_obs.astype(np.float32)

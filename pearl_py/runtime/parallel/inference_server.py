@@ -35,8 +35,9 @@ import numpy as np
 import torch
 
 from pearl_py import kernels
-from pearl_py.algorithms.off_policy.base import Algorithm
 from pearl_py.algorithms.networks import Networks
+from pearl_py.algorithms.off_policy.base import Algorithm
+from pearl_py.protocol.kernel import INFERENCE, PARAM_SYNC
 from pearl_py.protocol.schedule import TrainSchedule
 from pearl_py.runtime.parallel.control import ControlBlock
 from pearl_py.runtime.parallel.params import ParamBoard
@@ -155,7 +156,7 @@ class InferenceServer:
         self.infer = kernels.build(kernels.KernelKind.INFERENCE, spec.variant, algo, nets,
                                    device_class=kernels.device_class(device))
         self.timer = KernelTimer()
-        self.row = control.service_row("inference")
+        self.row = control.service_row(INFERENCE)
 
     def serve(self) -> None:
         bell = self.links[0].server
@@ -181,8 +182,8 @@ class InferenceServer:
         rows = [self.requests[i].get(n) for i in members]
         start = time.perf_counter()
         if self.board.read_into(self.acting):
-            timer.add("param_sync", time.perf_counter() - start)
-        with timer("inference"):
+            timer.add(PARAM_SYNC, time.perf_counter() - start)
+        with timer(INFERENCE):
             actions = self.infer(np.concatenate([r["obs"] for r in rows]), explore=True,
                                  progress=float(rows[0]["progress"][0]))
         self.control.store_times(self.row, timer)  # times first: once an actor has its reply, they count it

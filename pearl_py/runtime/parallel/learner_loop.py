@@ -32,11 +32,12 @@ import torch
 
 from pearl_py.algorithms.off_policy.base import Algorithm
 from pearl_py.algorithms.off_policy.learner import Learner, TensorBatch, UpdateResult
+from pearl_py.protocol.kernel import LEARNER_UPDATE, PARAM_SYNC
+from pearl_py.protocol.schedule import TrainSchedule
 from pearl_py.runtime.parallel.checkpoint import Progress
 from pearl_py.runtime.parallel.control import ControlBlock
 from pearl_py.runtime.parallel.interrupts import StopSignals
 from pearl_py.runtime.parallel.params import ParamBoard
-from pearl_py.protocol.schedule import TrainSchedule
 from pearl_py.runtime.parallel.replay_access import LocalReplay, ServedReplay, round_beta
 from pearl_py.runtime.parallel.supervisor import ActorPool, Service
 from pearl_py.runtime.run_log import RunLog
@@ -169,7 +170,7 @@ class LearnerLoop:
     def _update(self, beta: float, step: int) -> UpdateResult:
         p = self.p
         sample = p.replay.sample(p.algorithm.config.batch_size, beta, step)
-        with p.timer("learner_update"):
+        with p.timer(LEARNER_UPDATE):
             out = p.update(TensorBatch.from_numpy(sample, p.learner.device))
         if p.replay.prioritized:
             p.replay.update_priorities(sample.indices, out.td_abs.cpu().numpy())
@@ -181,7 +182,7 @@ class LearnerLoop:
         return out
 
     def _publish(self) -> None:
-        with self.p.timer("param_sync"):
+        with self.p.timer(PARAM_SYNC):
             self.p.board.publish(self._acting, tag=self.p.learner.gradient_steps)
         self._published = self.p.learner.gradient_steps
 

@@ -35,9 +35,18 @@ import torch
 
 from pearl_py.errors import UserError
 from pearl_py.plan import Plan
+from pearl_py.protocol.kernel import (
+    ENV_STEP,
+    INFERENCE,
+    LEARNER_UPDATE,
+    PARAM_SYNC,
+    PRIORITY_UPDATE,
+    REPLAY_INSERT,
+    REPLAY_SAMPLE,
+)
 
-ACTOR_SIDE = ("env_step", "inference")
-LEARNER_SIDE = ("replay_insert", "replay_sample", "priority_update", "learner_update", "param_sync")
+ACTOR_SIDE = (ENV_STEP, INFERENCE)
+LEARNER_SIDE = (REPLAY_INSERT, REPLAY_SAMPLE, PRIORITY_UPDATE, LEARNER_UPDATE, PARAM_SYNC)
 
 
 def device_kind(plan: Plan, device: str) -> str:
@@ -68,7 +77,7 @@ REPLAY_MODES = ("colocated", "server")
 REPLAY_ORDERS = ("strict", "relaxed")
 
 
-def torch_device(plan: Plan, device: str, kernel: str = "learner_update") -> torch.device:
+def torch_device(plan: Plan, device: str, kernel: str = LEARNER_UPDATE) -> torch.device:
     """The torch device that executes ``kernel`` planned on ``device`` (FPGA kernels: the CPU)."""
     if device_kind(plan, device) != "gpu":
         return torch.device("cpu")
@@ -119,24 +128,24 @@ class RuntimeLayout:
     def from_plan(cls, plan: Plan, *, inference: str | None = None, replay: str | None = None,
                   replay_prefetch: int = 4, replay_order: str = "strict") -> RuntimeLayout:
         """The plan's layout; ``inference``/``replay`` (when not None) override the plan's rules."""
-        missing = [k for k in ACTOR_SIDE + ("learner_update", "replay_insert", "replay_sample")
+        missing = [k for k in ACTOR_SIDE + (LEARNER_UPDATE, REPLAY_INSERT, REPLAY_SAMPLE)
                    if k not in plan.placements]
         if missing:
             raise UserError(f"plan: no placement for kernel(s) {', '.join(missing)}")
         placements = plan.placements
-        learner = placements["learner_update"]
+        learner = placements[LEARNER_UPDATE]
         modelled = {k: modelled_latency(plan, k) for k, p in placements.items()
                     if device_kind(plan, p.device) == "fpga"}
-        central = _apart(plan, placements["inference"].device, placements["env_step"].device)
-        served = any(_apart(plan, placements[k].device, learner.device) for k in ("replay_insert", "replay_sample"))
+        central = _apart(plan, placements[INFERENCE].device, placements[ENV_STEP].device)
+        served = any(_apart(plan, placements[k].device, learner.device) for k in (REPLAY_INSERT, REPLAY_SAMPLE))
         if isinstance(replay_prefetch, bool) or not isinstance(replay_prefetch, int) or replay_prefetch < 1:
             raise UserError(f"replay_prefetch must be an integer >= 1, got {replay_prefetch!r}")
-        inference = _choose("inference", inference, INFERENCE_MODES, "central" if central else "actor")
-        inference_device = (torch_device(plan, placements["inference"].device, "inference")
+        inference = _choose(INFERENCE, inference, INFERENCE_MODES, "central" if central else "actor")
+        inference_device = (torch_device(plan, placements[INFERENCE].device, INFERENCE)
                             if inference == "central" else torch.device("cpu"))
-        return cls(actors=max(placements["env_step"].replicas, 1),
+        return cls(actors=max(placements[ENV_STEP].replicas, 1),
                    learner_device=torch_device(plan, learner.device), learner_variant=learner.variant,
-                   inference_variant=placements["inference"].variant, modelled_s=modelled,
+                   inference_variant=placements[INFERENCE].variant, modelled_s=modelled,
                    inference=inference, inference_device=inference_device,
                    replay=_choose("replay", replay, REPLAY_MODES, "server" if served else "colocated"),
                    replay_prefetch=replay_prefetch,
@@ -156,4 +165,4 @@ class RuntimeLayout:
         return {"actors": self.actors, "learner_device": str(self.learner_device),
                 "learner_variant": self.learner_variant, "learner_threads": self.learner_threads,
                 "inference_variant": self.inference_variant,
-                "inference": inference, "replay": replay, "modelled_kernels": sorted(self.modelled_s)}
+                INFERENCE: inference, "replay": replay, "modelled_kernels": sorted(self.modelled_s)}

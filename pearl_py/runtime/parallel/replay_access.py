@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from pearl_py.algorithms.off_policy.base import Algorithm
+from pearl_py.protocol.kernel import PRIORITY_UPDATE, REPLAY_SAMPLE
 from pearl_py.protocol.schedule import TrainSchedule
 from pearl_py.replay import ReplayBuffer, SampleBatch
 from pearl_py.runtime.parallel.control import ControlBlock
@@ -81,11 +82,11 @@ class LocalReplay:
         return self.feed.drain(limit)
 
     def sample(self, batch_size: int, beta: float, step: int) -> SampleBatch:
-        with self.timer("replay_sample"):
+        with self.timer(REPLAY_SAMPLE):
             return self.replay.sample(batch_size, beta=beta)
 
     def update_priorities(self, indices: np.ndarray, td_abs: np.ndarray) -> None:
-        with self.timer("priority_update"):
+        with self.timer(PRIORITY_UPDATE):
             self.replay.update_priorities(indices, td_abs)
 
     def finished_update(self, gradient_steps: int) -> None:

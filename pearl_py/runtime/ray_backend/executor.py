@@ -29,8 +29,9 @@ from typing import Any
 from pearl_py.algorithms.off_policy.base import Algorithm
 from pearl_py.errors import UserError
 from pearl_py.plan import Plan
-from pearl_py.runtime.parallel.placement import device_kind, modelled_latency
+from pearl_py.protocol.kernel import ENV_STEP, INFERENCE, LEARNER_UPDATE
 from pearl_py.protocol.schedule import TrainSchedule
+from pearl_py.runtime.parallel.placement import device_kind, modelled_latency
 from pearl_py.runtime.ray_backend.require import import_ray
 from pearl_py.runtime.ray_backend.resources import component_resources, needs
 from pearl_py.runtime.result import RunResult
@@ -54,7 +55,7 @@ class RayExecutor:
         self.progress = progress
         self.lookahead_rounds = lookahead_rounds
         self.resources = component_resources(plan)
-        self.actors = max(plan.placements["env_step"].replicas, 1)
+        self.actors = max(plan.placements[ENV_STEP].replicas, 1)
         self.components: dict[str, Any] = {}
         """After ``run``: each component's process id, Ray actor id and resources."""
 
@@ -93,12 +94,12 @@ class RayExecutor:
         from pearl_py.runtime.ray_backend import workers
 
         algo, places, res = self.algorithm, self.plan.placements, self.resources
-        learner_kind = device_kind(self.plan, places["learner_update"].device)
+        learner_kind = device_kind(self.plan, places[LEARNER_UPDATE].device)
         replay = ray.remote(workers.ReplayServer).options(**res["replay"]).remote(algo, self.seed)
         learner = ray.remote(workers.LearnerWorker).options(**res["learner"]).remote(
-            algo, self.seed, "cuda" if learner_kind == "gpu" else "cpu", places["learner_update"].variant, replay)
+            algo, self.seed, "cuda" if learner_kind == "gpu" else "cpu", places[LEARNER_UPDATE].variant, replay)
         actor_cls = ray.remote(workers.ActorWorker).options(**res["actor"])
-        actors = [actor_cls.remote(algo, i, self.seed, total_steps, places["inference"].variant)
+        actors = [actor_cls.remote(algo, i, self.seed, total_steps, places[INFERENCE].variant)
                   for i in range(self.actors)]
         pids = ray.get([replay.pid.remote(), learner.pid.remote()] + [a.pid.remote() for a in actors])
         self.components = {

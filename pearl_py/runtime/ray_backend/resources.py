@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 from pearl_py.plan import Plan
+from pearl_py.protocol.kernel import ENV_STEP, INFERENCE, LEARNER_UPDATE, REPLAY_INSERT
 from pearl_py.runtime.parallel.placement import device_kind
 
 RAY_NAME = {"cpu": "CPU", "gpu": "GPU", "fpga": "FPGA"}
@@ -35,13 +36,13 @@ def _options(kind: str, share: float) -> dict[str, object]:
 def component_resources(plan: Plan) -> dict[str, dict[str, object]]:
     """``{"actor" | "replay" | "learner": Ray actor options}`` (``num_cpus``, ``num_gpus``, ``resources``)."""
     places = plan.placements
-    actors = max(places["env_step"].replicas, 1)
+    actors = max(places[ENV_STEP].replicas, 1)
     actor = {"num_cpus": 1.0}
-    inference = places["inference"]
-    if inference.device != places["env_step"].device and device_kind(plan, inference.device) != "cpu":
+    inference = places[INFERENCE]
+    if inference.device != places[ENV_STEP].device and device_kind(plan, inference.device) != "cpu":
         extra = _options(device_kind(plan, inference.device), 1.0 / actors)
         actor.update({k: v for k, v in extra.items() if k != "num_cpus"})
-    replay_dev, learner_dev = places["replay_insert"].device, places["learner_update"].device
+    replay_dev, learner_dev = places[REPLAY_INSERT].device, places[LEARNER_UPDATE].device
     share = 0.5 if replay_dev == learner_dev else 1.0
     return {"actor": actor, "replay": _options(device_kind(plan, replay_dev), share),
             "learner": _options(device_kind(plan, learner_dev), share)}

@@ -25,10 +25,19 @@ import ray
 import torch
 
 from pearl_py import kernels
-from pearl_py.algorithms.off_policy.base import Algorithm
 from pearl_py.algorithms.env_spec import make_vector_env
-from pearl_py.algorithms.off_policy.learner import Learner, TensorBatch
 from pearl_py.algorithms.networks import Networks
+from pearl_py.algorithms.off_policy.base import Algorithm
+from pearl_py.algorithms.off_policy.learner import Learner, TensorBatch
+from pearl_py.protocol.kernel import (
+    ENV_STEP,
+    INFERENCE,
+    LEARNER_UPDATE,
+    PARAM_SYNC,
+    PRIORITY_UPDATE,
+    REPLAY_INSERT,
+    REPLAY_SAMPLE,
+)
 from pearl_py.replay.buffer import SampleBatch
 from pearl_py.runtime.evaluation import evaluate
 from pearl_py.runtime.serial import EpisodeTracker, true_next_obs
@@ -69,7 +78,7 @@ class ActorWorker(_Timed):
         self.timer = KernelTimer()
 
     def load_params(self, state: dict[str, np.ndarray]) -> None:
-        with self.timer("param_sync"):
+        with self.timer(PARAM_SYNC):
             for name, value in state.items():
                 self.acting[name].copy_(torch.from_numpy(np.array(value)))  # object-store arrays are read-only
 
@@ -80,12 +89,12 @@ class ActorWorker(_Timed):
         episodes: list[tuple[int, float, int]] = []
         for i in range(vector_steps):
             steps = steps_before + i * n
-            with self.timer("inference"):
+            with self.timer(INFERENCE):
                 if steps < algo.config.learning_starts:
                     actions = algo.spec.random_actions(n, self.rng)
                 else:
                     actions = self.infer(self.obs, explore=True, progress=steps / self.total_steps)
-            with self.timer("env_step"):
+            with self.timer(ENV_STEP):
                 next_obs, rewards, terminated, truncated, infos = self.envs.step(algo.spec.to_env_action(actions))
             done = terminated | truncated
             next_obs = next_obs.astype(np.float32)
@@ -107,17 +116,17 @@ class ReplayServer(_Timed):
         self.timer = KernelTimer()
 
     def add(self, rows: Rows) -> int:
-        with self.timer("replay_insert"):
+        with self.timer(REPLAY_INSERT):
             self.replay.add(rows["obs"], rows["actions"], rows["rewards"], rows["next_obs"], rows["terminated"])
-        self.timer.calls["replay_insert"] += len(rows["rewards"]) // self.n_envs - 1  # one call per vector step
+        self.timer.calls[REPLAY_INSERT] += len(rows["rewards"]) // self.n_envs - 1  # one call per vector step
         return len(self.replay)
 
     def sample(self, batch_size: int, beta: float) -> SampleBatch:
-        with self.timer("replay_sample"):
+        with self.timer(REPLAY_SAMPLE):
             return self.replay.sample(batch_size, beta=beta)
 
     def update_priorities(self, indices: np.ndarray, td_abs: np.ndarray) -> None:
-        with self.timer("priority_update"):
+        with self.timer(PRIORITY_UPDATE):
             self.replay.update_priorities(indices, td_abs)
 
 
@@ -143,7 +152,7 @@ class LearnerWorker(_Timed):
             sample = ray.get(next_batch)
             if i + 1 < updates:
                 next_batch = self.replay.sample.remote(batch_size, beta)
-            with self.timer("learner_update"):
+            with self.timer(LEARNER_UPDATE):
                 out = self.update(TensorBatch.from_numpy(sample, self.learner.device))
             if self.algo.config.prioritized_replay:
                 self.replay.update_priorities.remote(sample.indices, out.td_abs.cpu().numpy())
@@ -157,7 +166,7 @@ class LearnerWorker(_Timed):
             self.algo.after_env_step(self.learner.nets, step)
 
     def acting_params(self) -> dict[str, np.ndarray]:
-        with self.timer("param_sync"):
+        with self.timer(PARAM_SYNC):
             return {k: v.detach().cpu().numpy().copy() for k, v in self.acting.items()}
 
     def gradient_steps(self) -> int:
