@@ -118,7 +118,8 @@ def test_sac_explores_with_the_squashed_gaussian_of_the_actor():
 
 def test_td3_acts_with_the_ddpg_kernel_through_its_declared_form():
     nets, _, fused = _builds(TD3)
-    assert TD3.acting_form == "deterministic_actor_noise" and fused.kernel is FusedInference(DDPG, _builds(DDPG)[0]).kernel
+    ddpg_kernel = FusedInference(DDPG, _builds(DDPG)[0]).kernel
+    assert TD3.declared_acting_form() == "deterministic_actor_noise" and fused.kernel is ddpg_kernel
 
 
 @pytest.mark.parametrize("algo", [DQN, DDPG, SAC], ids=["dqn", "ddpg", "sac"])

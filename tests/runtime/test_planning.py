@@ -95,7 +95,8 @@ def test_variants_follow_the_declared_loss_forms_not_the_class():
            "this kernel computes custom (use the reference variant)" in notes, notes
 
 
-@pytest.mark.parametrize("make_algo", [lambda: pearl.TD3("Pendulum-v1", **TINY), lambda: pearl.SAC("Pendulum-v1", **TINY),
+@pytest.mark.parametrize("make_algo", [lambda: pearl.TD3("Pendulum-v1", **TINY),
+                                       lambda: pearl.SAC("Pendulum-v1", **TINY),
                                        lambda: pearl.SAC("Pendulum-v1", ent_coef=0.1, **TINY)])
 def test_td3_and_sac_are_offered_the_fused_variants(make_algo):
     plan = resolve_plan(make_algo(), "local", total_steps=1_000_000)
