@@ -98,9 +98,9 @@ def learner_problem(algorithm, nets: dict[str, nn.Module], targets: tuple[str, .
                              for loss, form in zip(algorithm.losses(), algorithm.loss_forms()))
         return (f"the fused learner update implements the loss forms {known}; {algorithm.name} declares {declared} "
                 "(use the reference or compiled variant)")
-    for loss in algorithm.losses():
-        if loss.every != 1 and loss.form not in recipe.delayed:
-            return f"loss {loss.name!r} ({loss.form}) runs every {loss.every} steps; the fused step runs it every step"
+    for loss, form in zip(algorithm.losses(), recipe.forms):
+        if loss.every != 1 and form not in recipe.delayed:
+            return f"loss {loss.name!r} ({form}) runs every {loss.every} steps; the fused step runs it every step"
     if sorted(targets) != sorted(recipe.targets):
         return (f"{recipe.name}'s fused step keeps targets of {', '.join(recipe.targets)}; {algorithm.name} has "
                 f"targets of {', '.join(targets) or 'none'}")

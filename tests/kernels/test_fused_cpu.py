@@ -186,3 +186,15 @@ def test_batch_fields_are_checked_and_converted():
     expected, got = fast_a(batch), fast_b(odd)
     torch.testing.assert_close(got.losses["q"], expected.losses["q"], rtol=0, atol=0)
     torch.testing.assert_close(got.td_abs, expected.td_abs, rtol=0, atol=0)
+
+
+def test_a_delay_the_recipe_does_not_declare_is_refused():
+    class DelayedCritic(pearl.TD3):
+        name = "delayed-critic-test"
+
+        def losses(self):
+            critic, actor = super().losses()
+            return [dataclasses.replace(critic, every=2), actor]
+
+    assert supports(twin_learners(DelayedCritic("Pendulum-v1", **SMALL))[0]) == (
+        False, "loss 'critic' (td3_critic) runs every 2 steps; the fused step runs it every step")
