@@ -42,6 +42,8 @@ from pearl_py.protocol.kernel import (
 
 if TYPE_CHECKING:
     from pearl_py.algorithms.core import BaseAlgorithm
+    from pearl_py.algorithms.off_policy.base import OffPolicyAlgorithm
+    from pearl_py.protocol.schedule import TrainSchedule
     from pearl_py.replay import ReplayBuffer, SampleBatch
     from pearl_py.runtime.timing import KernelTimer
 
@@ -194,6 +196,12 @@ def gradient_step(replay: ReplayAccess, update: Callable[[TensorBatch], UpdateRe
     if replay.prioritized:
         replay.update_priorities(sample.indices, out.td_abs.cpu().numpy())
     return out
+
+
+def round_beta(algorithm: OffPolicyAlgorithm, schedule: TrainSchedule, step: int) -> float:
+    """Importance-sampling exponent of the training round at vector step ``step``: the serial loop's, which
+    anneals it by the progress before that step's transitions."""
+    return algorithm.beta_at((step - 1) * schedule.n_envs / schedule.total_steps)
 
 
 class LossMeans:

@@ -3,9 +3,9 @@
 Example::
 
     >>> timer = KernelTimer()
-    >>> with timer("env_step"):
+    >>> with timer(ENV_STEP):
     ...     envs.step(actions)
-    >>> timer.summary()["env_step"]["calls"]
+    >>> timer.summary()[ENV_STEP]["calls"]
     1
 """
 from __future__ import annotations

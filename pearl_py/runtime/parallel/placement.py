@@ -42,14 +42,11 @@ from pearl_py.protocol.kernel import (
     ENV_STEP,
     INFERENCE,
     LEARNER_UPDATE,
-    PARAM_SYNC,
-    PRIORITY_UPDATE,
     REPLAY_INSERT,
     REPLAY_SAMPLE,
 )
 
 ACTOR_SIDE = (ENV_STEP, INFERENCE)
-LEARNER_SIDE = (REPLAY_INSERT, REPLAY_SAMPLE, PRIORITY_UPDATE, LEARNER_UPDATE, PARAM_SYNC)
 
 
 def runtime_of(plan: Plan, device: str) -> DeviceKind:
