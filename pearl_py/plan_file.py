@@ -22,8 +22,10 @@ from pearl_py.errors import ConfigError
 if TYPE_CHECKING:
     from pearl_py.plan import Plan
 
-MODES = ("serialized", "overlapped")
-"""A plan's protocol modes: stages one after another (the serial executor) or collection beside training."""
+MODES = ("serialized", "overlapped", "synchronous")
+"""A plan's protocol modes: stages one after another (the serial executor), collection beside training (the
+off-policy parallel runtime), or collection over actors then learning, alternating (the on-policy parallel
+runtime)."""
 FORMAT = 2
 """plan.yaml's format: 2 keeps the prediction beside the plan (1, the first, held it under ``predicted``)."""
 PREDICTION_FILE = "prediction.json"

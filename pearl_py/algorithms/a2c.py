@@ -48,6 +48,7 @@ class A2C(ActorCriticAlgorithm):
 
     name = "a2c"
     Config = A2CConfig
+    loss_form = "a2c_pg"
 
     def loss(self, nets: Networks, batch: RolloutBatch, *, progress_remaining: float) -> LossTerms:
         values, log_probs, entropy = nets.online.policy.evaluate(batch.obs, batch.actions)

@@ -60,6 +60,7 @@ class PPO(ActorCriticAlgorithm):
 
     name = "ppo"
     Config = PPOConfig
+    loss_form = "ppo_clip"
 
     def loss(self, nets: Networks, batch: RolloutBatch, *, progress_remaining: float) -> LossTerms:
         cfg = self.config

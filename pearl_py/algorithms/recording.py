@@ -55,3 +55,22 @@ def record_layers(module: nn.Module, run: Callable[[], object]) -> tuple[Layer, 
         for h in handles:
             h.remove()
     return tuple(calls)
+
+
+def count_dispatched(run: Callable[[], object]) -> int:
+    """Operators ``run()`` dispatches to torch's kernels (forward, backward and optimizer alike): the
+    per-operator launch term of the cost models, observed rather than estimated."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class _Count(TorchDispatchMode):
+        def __init__(self) -> None:
+            super().__init__()
+            self.calls = 0
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            self.calls += 1
+            return func(*args, **(kwargs or {}))
+
+    with _Count() as counter:
+        run()
+    return counter.calls

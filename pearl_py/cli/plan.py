@@ -16,15 +16,12 @@ def plan_main(config_path: str, platform: str, objective: str, out: str | None) 
 
     User mistakes raise :class:`pearl_py.errors.UserError` (the CLI prints one line, exits 2).
     """
-    from pearl_py.algorithms.on_policy.base import OnPolicyAlgorithm, OnPolicyNotPlanned
     from pearl_py.optimize.api import plan
     from pearl_py.platform import Platform
     from pearl_py.run_config import load_config
 
     config = load_config(config_path)
     algo = config.make_algorithm()
-    if isinstance(algo, OnPolicyAlgorithm):
-        raise OnPolicyNotPlanned(algo, "pearl plan")
     result = plan(algo, Platform.load(platform), objective=objective, horizon=config.settings.total_steps)
     directory = Path(out or "plan-out")
     paths = result.export(directory)

@@ -24,7 +24,6 @@ def simulate_main(config_path: str, platform: str, plan_path: str | None, out: s
 
     User mistakes raise :class:`pearl_py.errors.UserError` (the CLI prints one line, exits 2).
     """
-    from pearl_py.algorithms.on_policy.base import OnPolicyAlgorithm, OnPolicyNotPlanned
     from pearl_py.errors import UserError
     from pearl_py.optimize.api import plan as make_plan
     from pearl_py.plan import Plan
@@ -33,8 +32,6 @@ def simulate_main(config_path: str, platform: str, plan_path: str | None, out: s
     from pearl_py.simulate.inputs import simulate_plan, with_simulation
 
     algo = load_config(config_path).make_algorithm()
-    if isinstance(algo, OnPolicyAlgorithm):
-        raise OnPolicyNotPlanned(algo, "pearl simulate")
     target = Platform.load(platform)
     if plan_path is None:
         chosen = make_plan(algo, target, objective="throughput")

@@ -56,10 +56,14 @@ def default_path() -> Path:
     return cache_dir() / f"calibration-{machine_fingerprint()}.json"
 
 
-def model_key(kind: str, variant: str, env_id: str | None = None, threads: int = 1) -> str:
+def model_key(kind: str, variant: str, env_id: str | None = None, threads: int = 1, family: str | None = None) -> str:
     """``kind/variant`` or, for env_step, ``env_step/variant/<env id>``; a model at more than one
-    thread (the learner update's) ends in ``@<n>threads``: ``learner_update/fused@2threads``."""
-    return f"{kind}/{variant}" + (f"/{env_id}" if env_id else "") + (f"@{threads}threads" if threads > 1 else "")
+    thread (the learner update's) ends in ``@<n>threads``: ``learner_update/fused@2threads``. A network
+    kernel of another algorithm family than the off-policy one (different code) starts with the family:
+    ``on_policy/learner_update/fused``."""
+    prefix = f"{family}/" if family not in (None, "off_policy") else ""
+    return prefix + f"{kind}/{variant}" + (f"/{env_id}" if env_id else "") + \
+        (f"@{threads}threads" if threads > 1 else "")
 
 
 @dataclass
@@ -70,8 +74,9 @@ class Calibration:
     models: dict[str, FittedModel] = field(default_factory=dict)
     meta: dict = field(default_factory=dict)
 
-    def model(self, kind: str, variant: str, env_id: str | None = None, threads: int = 1) -> FittedModel | None:
-        return self.models.get(model_key(kind, variant, env_id, threads))
+    def model(self, kind: str, variant: str, env_id: str | None = None, threads: int = 1,
+              family: str | None = None) -> FittedModel | None:
+        return self.models.get(model_key(kind, variant, env_id, threads, family))
 
     def to_dict(self) -> dict:
         return {"fingerprint": self.fingerprint, "meta": self.meta,

@@ -43,7 +43,7 @@ from collections.abc import Callable
 from typing import Any
 
 from pearl_py.estimate import roofline
-from pearl_py.estimate.calibration import THREADED_VARIANTS, Calibration
+from pearl_py.estimate.calibration import THREADED_VARIANTS, Calibration, model_key
 from pearl_py.estimate.cost import Cost, Infeasible
 from pearl_py.estimate.features import workload_features
 from pearl_py.estimate.fpga_kernels import (
@@ -52,15 +52,18 @@ from pearl_py.estimate.fpga_kernels import (
     sum_tree_design,
     sync_design,
 )
+from pearl_py.estimate.fpga_on_policy import advantage_design, minibatch_learner_design
 from pearl_py.estimate.power import dynamic_energy_j
 from pearl_py.estimate.roofline import RooflineParams
 from pearl_py.platform import Device, Platform
 from pearl_py.platform.kinds import device_kind
 from pearl_py.protocol import Kernel, KernelKind
 from pearl_py.protocol.workload import (
+    AdvantageWorkload,
     EnvWorkload,
     NetworkWorkload,
     ReplayWorkload,
+    RolloutWorkload,
     SyncWorkload,
 )
 
@@ -85,32 +88,54 @@ def _copy(kernel: Kernel, spec: Any, params: RooflineParams, variant: str, machi
     return roofline.copy_latency(workload_features(kernel.workload)["bytes"], spec, machine)
 
 
+def _scan(kernel: Kernel, spec: Any, params: RooflineParams, variant: str, machine: str):
+    return roofline.scan_latency(workload_features(kernel.workload), spec, params, machine)
+
+
 ROOFLINE: dict[type, RooflineModel] = {NetworkWorkload: _network, ReplayWorkload: _replay, EnvWorkload: _env,
-                                        SyncWorkload: _copy}
-"""The roofline model of each workload type (docs/cost-models.md, Roofline)."""
+                                        SyncWorkload: _copy, RolloutWorkload: _replay, AdvantageWorkload: _scan}
+"""The roofline model of each workload type (docs/cost-models.md, Roofline; a rollout insert is a replay insert
+without a tree)."""
+
+
+def _network_design(kernel: Kernel, board: Any, templates: FpgaTemplates):
+    """The MLP design; an on-policy learner (its rollout resident on the device) adds the rollout and the gather."""
+    if kernel.workload.resident_bytes:
+        return minibatch_learner_design(kernel.workload, board, templates)
+    return mlp_design(kernel.workload, kernel.kind, board, templates)
+
 
 FPGA_DESIGNS: dict[type, Callable[..., Any]] = {
-    NetworkWorkload: lambda kernel, board, t: mlp_design(kernel.workload, kernel.kind, board, t),
+    NetworkWorkload: _network_design,
     ReplayWorkload: lambda kernel, board, t: sum_tree_design(kernel.workload, kernel.kind, board, t),
     SyncWorkload: lambda kernel, board, t: sync_design(kernel.workload, board, t),
+    AdvantageWorkload: lambda kernel, board, t: advantage_design(kernel.workload, board),
 }
 """The HLS-style design of each workload type (docs/cost-models.md, FPGA)."""
 
 
-def registered_variants(kind: KernelKind, device_kind_name: str) -> list[tuple[str, Any]]:
-    """``[(name, Variant)]`` that ``pearl_py.kernels`` registers for ``kind`` on the device kind's class."""
+def family_of(kernel: Kernel) -> str:
+    """The algorithm family whose implementation of ``kernel`` runs (a network workload says; else off-policy's,
+    whose registry holds the kinds both families share)."""
+    return getattr(kernel.workload, "family", "off_policy")
+
+
+def registered_variants(kind: KernelKind, device_kind_name: str, family: str = "off_policy") -> list[tuple[str, Any]]:
+    """``[(name, Variant)]`` that ``pearl_py.kernels`` registers for ``kind`` on the device kind's class, for
+    algorithm family ``family``."""
     variant_class = device_kind(device_kind_name).variant_class
     if variant_class is None:
         return []
-    from pearl_py.kernels import REGISTRY
+    from pearl_py.kernels import registry_of
 
-    return [(v.name, v) for v in REGISTRY.variants(kind, variant_class)]
+    return [(v.name, v) for v in registry_of(family).variants(kind, variant_class)]
 
 
 def _registered_anywhere(name: str) -> bool:
-    from pearl_py.kernels import REGISTRY
+    from pearl_py.kernels import FAMILY_REGISTRIES
 
-    return any(v.name == name for kind in KernelKind for v in REGISTRY.variants(kind))
+    return any(v.name == name for registry in FAMILY_REGISTRIES.values() for kind in KernelKind
+               for v in registry.variants(kind))
 
 
 class Estimator:
@@ -147,7 +172,7 @@ class Estimator:
 
     def _variant_status(self, kernel: Kernel, device: Device) -> dict[str, str | None]:
         status: dict[str, str | None] = {}
-        for name, variant in registered_variants(kernel.kind, device.kind):
+        for name, variant in registered_variants(kernel.kind, device.kind, family_of(kernel)):
             reason = variant.supports(kernel)
             if reason is None and device.local:
                 ok, why = variant.available()
@@ -164,8 +189,9 @@ class Estimator:
     def _calibration_lacks(self, kernel: Kernel, device: Device, variant: str) -> bool:
         if not self._calibrated_here(device):
             return False
-        return self.calibration.model(kernel.kind, "reference") is not None and \
-            self.calibration.model(kernel.kind, variant) is None
+        family = family_of(kernel)
+        return self.calibration.model(kernel.kind, "reference", family=family) is not None and \
+            self.calibration.model(kernel.kind, variant, family=family) is None
 
     def thread_counts(self, kernel: Kernel, device: Device, variant: str = "reference") -> list[int]:
         """Thread counts ``variant`` of ``kernel`` is costed at on ``device``: 1, and on this machine's
@@ -173,7 +199,7 @@ class Estimator:
         if not (kernel.kind.threaded and self._calibrated_here(device)):
             return [1]
         return [1] + [n for n in range(2, device.parallel_units + 1)
-                      if self.calibration.model(kernel.kind, variant, threads=n) is not None]
+                      if self.calibration.model(kernel.kind, variant, threads=n, family=family_of(kernel)) is not None]
 
     def thread_note(self, kernel: Kernel, device: Device) -> str | None:
         """Why ``kernel`` is offered one thread only on this machine's multi-core CPU, when a newer
@@ -181,7 +207,8 @@ class Estimator:
         kind = kernel.kind
         if not (self._calibrated_here(device) and device.parallel_units > 1 and kind in THREADED_VARIANTS):
             return None
-        if any(len(self.thread_counts(kernel, device, v)) > 1 for v in THREADED_VARIANTS[kind]):
+        if family_of(kernel) != "off_policy" or \
+                any(len(self.thread_counts(kernel, device, v)) > 1 for v in THREADED_VARIANTS[kind]):
             return None
         return (f"{kernel.name}: one thread only on {device.name}: the cached calibration has no model at 2 or more "
                 "threads (it predates threaded calibration: run `pearl profile`)")
@@ -204,7 +231,8 @@ class Estimator:
         costing = device_kind(device.kind).costing
         if costing == "hls":
             return self._fpga(kernel, device)
-        if variant != "reference" and variant not in dict(registered_variants(kernel.kind, device.kind)):
+        if variant != "reference" and variant not in dict(registered_variants(kernel.kind, device.kind,
+                                                                                family_of(kernel))):
             if variant not in self.params.variants and not _registered_anywhere(variant):
                 raise KeyError(f"unknown kernel variant {variant!r}; estimators/roofline.yaml knows "
                                f"{sorted(self.params.variants)}")
@@ -229,12 +257,13 @@ class Estimator:
         if self.calibration is None:
             return None
         env_id = kernel.workload.env_id if isinstance(kernel.workload, EnvWorkload) else None
-        model = self.calibration.model(kernel.kind, variant, env_id, threads)
+        model = self.calibration.model(kernel.kind, variant, env_id, threads, family_of(kernel))
         if model is None:
             return None
         features = workload_features(kernel.workload)
         latency = max(model.predict(features), 0.0)
-        setup = self.calibration.meta.get("setup", {}).get(f"{kernel.kind}/{variant}") or {}
+        setup = self.calibration.meta.get("setup", {}).get(model_key(kernel.kind, variant,
+                                                                      family=family_of(kernel))) or {}
         setup_s = setup.get("seconds")
         if setup_s is None:  # no cold setup measured here (a warm cache served every compile): the modelled one
             setup_s = self.params.setup_s(variant, kernel.kind) if variant != "reference" else 0.0

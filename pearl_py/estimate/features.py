@@ -12,9 +12,11 @@ Example::
 from __future__ import annotations
 
 from pearl_py.protocol import (
+    AdvantageWorkload,
     EnvWorkload,
     NetworkWorkload,
     ReplayWorkload,
+    RolloutWorkload,
     SyncWorkload,
     Workload,
 )
@@ -47,4 +49,9 @@ def workload_features(workload: Workload) -> dict[str, float]:
         return {"n_envs": float(workload.n_envs), "obs_bytes": float(workload.obs_bytes)}
     if isinstance(workload, SyncWorkload):
         return {"bytes": float(workload.param_bytes)}
+    if isinstance(workload, RolloutWorkload):   # a replay insert without a tree (the replay roofline reads these)
+        return {"batch": float(workload.batch), "bytes": float(workload.bytes_moved), "levels": 0.0, "tree_work": 0.0}
+    if isinstance(workload, AdvantageWorkload):
+        return {"steps": float(workload.n_steps), "elements": float(workload.elements),
+                "flops": float(workload.flops), "bytes": float(workload.bytes_moved)}
     raise TypeError(f"no cost features for workload type {type(workload).__name__}")

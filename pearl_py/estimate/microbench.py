@@ -35,15 +35,17 @@ from pearl_py.protocol.kernel import (
     REPLAY_SAMPLE,
 )
 
-ALGO_ENVS = {"dqn": "CartPole-v1", "ddpg": "Pendulum-v1", "td3": "Pendulum-v1", "sac": "Pendulum-v1"}
-"""The env of each algorithm's network points (its zoo env)."""
+ALGO_ENVS = {"dqn": "CartPole-v1", "ddpg": "Pendulum-v1", "td3": "Pendulum-v1", "sac": "Pendulum-v1",
+             "ppo": "CartPole-v1", "a2c": "CartPole-v1"}
+"""The env of each algorithm's network points (its zoo env) unless the point names one (``env_id``)."""
 
 
 @dataclass(frozen=True)
 class BenchPoint:
     """One grid point. Network kinds read algo/width/depth/batch (or ``arch``, hidden widths, when
-    given); replay reads capacity/batch/prioritized; env_step reads env_id/batch (= n_envs);
-    param_sync reads nbytes."""
+    given; ``env_id`` when not the algorithm's zoo env); replay reads capacity/batch/prioritized;
+    env_step reads env_id/batch (= n_envs); param_sync reads nbytes; rollout_insert reads batch (envs) and
+    capacity (steps); advantage reads capacity (steps) and batch (envs)."""
 
     kind: str
     algo: str = "dqn"
@@ -63,24 +65,31 @@ class BenchPoint:
 
 
 Runner = Callable[[BenchPoint], tuple[Workload, Callable[[], object]]]
-_RUNNERS: dict[tuple[str, str], Runner] = {}
+_RUNNERS: dict[tuple[str, str, str], Runner] = {}
+OFF_POLICY = "off_policy"
 
 
-def register_runner(kind: str, variant: str, runner: Runner) -> None:
-    """Make ``pearl profile`` calibrate ``variant`` of ``kind`` with ``runner``."""
-    _RUNNERS[(kind, variant)] = runner
+def register_runner(kind: str, variant: str, runner: Runner, family: str = OFF_POLICY) -> None:
+    """Make ``pearl profile`` calibrate ``variant`` of ``kind`` with ``runner`` (the implementation of algorithm
+    family ``family``: :mod:`pearl_py.estimate.microbench_on_policy` registers the on-policy family's)."""
+    _RUNNERS[(kind, variant, family)] = runner
 
 
-def variants(kind: str) -> list[str]:
-    return sorted(v for k, v in _RUNNERS if k == kind)
+def variants(kind: str, family: str = OFF_POLICY) -> list[str]:
+    return sorted(v for k, v, f in _RUNNERS if k == kind and f == family)
 
 
-def build(kind: str, variant: str, point: BenchPoint) -> tuple[Workload, Callable[[], object]]:
+def families(kind: str) -> list[str]:
+    """Algorithm families with a micro-benchmark of ``kind``, the off-policy family first."""
+    return sorted({f for k, _, f in _RUNNERS if k == kind}, key=lambda f: (f != OFF_POLICY, f))
+
+
+def build(kind: str, variant: str, point: BenchPoint, family: str = OFF_POLICY) -> tuple[Workload, Callable[[], object]]:
     """The workload of ``point`` and a callable running one call of the kernel."""
     try:
-        runner = _RUNNERS[(kind, variant)]
+        runner = _RUNNERS[(kind, variant, family)]
     except KeyError:
-        raise KeyError(f"no micro-benchmark for {kind}/{variant}; registered: {sorted(_RUNNERS)}") from None
+        raise KeyError(f"no micro-benchmark for {family} {kind}/{variant}; registered: {sorted(_RUNNERS)}") from None
     return runner(point)
 
 
@@ -121,7 +130,7 @@ def time_call(call: Callable[[], object], target_s: float = 0.03, samples: int =
 def _algorithm(point: BenchPoint, **extra):
     from pearl_py.algorithms import REGISTRY
 
-    return REGISTRY[point.algo](ALGO_ENVS[point.algo], net_arch=list(point.hidden), **extra)
+    return REGISTRY[point.algo](point.env_id or ALGO_ENVS[point.algo], net_arch=list(point.hidden), **extra)
 
 
 def _random_batch(algo, size: int, generator: torch.Generator):

@@ -33,10 +33,13 @@ from pearl_py.estimate.calibration import (
 )
 from pearl_py.estimate.features import workload_features
 from pearl_py.estimate.fit import FittedModel, select_model
+from pearl_py.estimate import microbench_on_policy  # noqa: F401  registers the on-policy kernels' runners
 from pearl_py.estimate.microbench import (
+    OFF_POLICY,
     BenchPoint,
     build,
     clear_compiled,
+    families,
     time_call,
     variants,
 )
@@ -44,6 +47,7 @@ from pearl_py.estimate.neighbour import neighbour
 from pearl_py.kernels.affinity import pinned_threads, usable_cpus
 from pearl_py.protocol import Workload
 from pearl_py.protocol.kernel import (
+    ADVANTAGE,
     ENV_STEP,
     INFERENCE,
     LEARNER_UPDATE,
@@ -51,10 +55,13 @@ from pearl_py.protocol.kernel import (
     PRIORITY_UPDATE,
     REPLAY_INSERT,
     REPLAY_SAMPLE,
+    ROLLOUT_INSERT,
 )
 
 KINDS = (LEARNER_UPDATE, INFERENCE, REPLAY_INSERT, REPLAY_SAMPLE, PRIORITY_UPDATE, ENV_STEP,
-         PARAM_SYNC)
+         PARAM_SYNC, ROLLOUT_INSERT, ADVANTAGE)
+ON_POLICY_KINDS = (LEARNER_UPDATE, INFERENCE, ROLLOUT_INSERT, ADVANTAGE)
+"""The kinds an on-policy plan needs calibrated beyond the shared ones (env step, parameter sync)."""
 CALIBRATED_ENVS = ("CartPole-v1", "Pendulum-v1")
 
 KIND_FEATURES: dict[str, tuple[str, list[str]]] = {
@@ -65,6 +72,8 @@ KIND_FEATURES: dict[str, tuple[str, list[str]]] = {
     PRIORITY_UPDATE: ("batch", ["batch", "levels", "tree_work"]),
     ENV_STEP: ("n_envs", ["n_envs"]),
     PARAM_SYNC: ("bytes", ["bytes"]),
+    ROLLOUT_INSERT: ("batch", ["batch", "bytes"]),
+    ADVANTAGE: ("elements", ["steps", "elements"]),
 }
 """Primary size (power-law and piecewise forms) and linear features of each kind's model."""
 
@@ -73,7 +82,11 @@ CALIBRATED_ALGORITHMS = ("dqn", "ddpg")
 """Algorithms of the calibration grids of the network kinds; a model is fitted on their workload features
 (FLOPs, bytes, ops) and predicts any algorithm's (TD3 and SAC are held out: :func:`heldout_grid`)."""
 HELDOUT_ALGORITHMS = ("dqn", "ddpg", "td3", "sac")
-
+ON_POLICY_ALGORITHMS = ("ppo", "a2c")
+"""The on-policy family's network grids (their categorical CartPole policies); held out: PPO's Gaussian policy on
+Pendulum-v1 besides them."""
+ON_POLICY_WIDTHS = (32, 64, 128, 256)
+"""Hidden widths of the on-policy grids (SB3's default 64 and the zoo's largest actor-critic, 256)."""
 
 def _network(kind: str, widths, batches, algos=CALIBRATED_ALGORITHMS) -> list[BenchPoint]:
     return [BenchPoint(kind, algo=a, width=w, batch=b) for a, w, b in itertools.product(algos, widths, batches)]
@@ -91,13 +104,32 @@ COMPILED_WIDTHS = (32, 400)
 """Widths the ``compiled`` learner update is calibrated at: one compile each per algorithm (4 in all)."""
 
 
-def calibration_grid(kind: str, quick: bool = False, variant: str = "reference") -> list[BenchPoint]:
+def _on_policy_network(kind: str, widths, batches, points: list[tuple[str, str]] | None = None) -> list[BenchPoint]:
+    """Points of the on-policy network grids: ``(algorithm, env id or "" for its zoo env)`` x widths x batches."""
+    points = points if points is not None else [(a, "") for a in ON_POLICY_ALGORITHMS]
+    return [BenchPoint(kind, algo=a, env_id=e, width=w, batch=b)
+            for (a, e), w, b in itertools.product(points, widths, batches)]
+
+
+def calibration_grid(kind: str, quick: bool = False, variant: str = "reference",
+                     family: str = OFF_POLICY) -> list[BenchPoint]:
     """Points ``pearl profile`` measures; ``quick`` keeps the corners and the middle.
 
     The ``compiled`` learner update compiles once per network shape (~10-30 s cold on a busy
     2-core VM) and not per batch size (the batch dimension is dynamic), so its grid is the
     smallest and largest width at every batch size.
     """
+    if family != OFF_POLICY:
+        batches = (16, 64, 256, 512) if kind == LEARNER_UPDATE else (1, 4, 8, 16, 32)
+        widths = ON_POLICY_WIDTHS
+        if quick:
+            batches, widths = batches[::2] + batches[-1:], (32, 64, 256)
+        return _on_policy_network(kind, widths, batches)
+    if kind == ROLLOUT_INSERT:
+        return [BenchPoint(kind, capacity=s, batch=n) for s, n in itertools.product((32, 512), (1, 4, 16, 64))]
+    if kind == ADVANTAGE:
+        steps = (5, 32, 256, 2048) if not quick else (5, 256, 2048)
+        return [BenchPoint(kind, capacity=s, batch=n) for s, n in itertools.product(steps, (1, 8, 32))]
     if kind == LEARNER_UPDATE and variant == "compiled":
         batches = (32, 128, 256) if quick else (32, 64, 128, 256)
         return _network(kind, COMPILED_WIDTHS, batches)
@@ -125,8 +157,17 @@ ZOO_POINTS = (BenchPoint(LEARNER_UPDATE, algo="dqn", width=256, batch=64),
 [400, 300]; SAC Pendulum batch 256 [256, 256])."""
 
 
-def heldout_grid(kind: str) -> list[BenchPoint]:
-    """Points never used in calibration (other batch sizes, widths, capacities, sizes)."""
+def heldout_grid(kind: str, family: str = OFF_POLICY) -> list[BenchPoint]:
+    """Points never used in calibration (other batch sizes, widths, capacities, sizes; on-policy: also PPO's
+    Gaussian policy)."""
+    if family != OFF_POLICY:
+        batches = (40, 128, 384) if kind == LEARNER_UPDATE else (2, 6, 12)
+        points = [(a, "") for a in ON_POLICY_ALGORITHMS] + [("ppo", "Pendulum-v1")]
+        return _on_policy_network(kind, (48, 96, 192), batches, points)
+    if kind == ROLLOUT_INSERT:
+        return [BenchPoint(kind, capacity=s, batch=n) for s, n in itertools.product((128,), (2, 8, 32))]
+    if kind == ADVANTAGE:
+        return [BenchPoint(kind, capacity=s, batch=n) for s, n in itertools.product((16, 128, 1024), (4, 16))]
     if kind in (LEARNER_UPDATE, INFERENCE):
         batches = (48, 96, 192) if kind == LEARNER_UPDATE else (2, 8, 32)
         return _network(kind, (48, 96, 192), batches, HELDOUT_ALGORITHMS)
@@ -147,9 +188,10 @@ def usable_cores() -> int:
     return len(usable_cpus())
 
 
-def thread_counts(kind: str, variant: str) -> list[int]:
-    """Thread counts beyond one that ``variant`` of ``kind`` is calibrated at on this machine."""
-    if variant not in THREADED_VARIANTS.get(kind, ()):
+def thread_counts(kind: str, variant: str, family: str = OFF_POLICY) -> list[int]:
+    """Thread counts beyond one that ``variant`` of ``kind`` is calibrated at on this machine (the off-policy
+    learner's threaded variants only: an on-policy learner runs while its actors wait, one thread as calibrated)."""
+    if family != OFF_POLICY or variant not in THREADED_VARIANTS.get(kind, ()):
         return []
     return list(range(2, min(usable_cores(), MAX_THREADS) + 1))
 
@@ -181,8 +223,10 @@ def single_thread() -> contextlib.AbstractContextManager[None]:
 
 
 def measure(kind: str, variant: str, points: list[BenchPoint], passes: int = 3,
-            setup: list[tuple[Workload, float, bool]] | None = None, n_threads: int = 1) -> list[tuple[Workload, float]]:
-    """Seconds per call of ``kind``/``variant`` at every point, with ``n_threads`` threads (default one).
+            setup: list[tuple[Workload, float, bool]] | None = None, n_threads: int = 1,
+            family: str = OFF_POLICY) -> list[tuple[Workload, float]]:
+    """Seconds per call of ``kind``/``variant`` (of algorithm family ``family``) at every point, with
+    ``n_threads`` threads (default one).
 
     The grid is timed ``passes`` times, interleaved. One thread: the process's CPU time, and
     each point keeps its fastest pass (neighbours on a shared machine only ever add time, so
@@ -198,7 +242,7 @@ def measure(kind: str, variant: str, points: list[BenchPoint], passes: int = 3,
     clock, keep = (time.process_time, min) if n_threads == 1 else (time.perf_counter, max)
     beside = neighbour("actor") if n_threads > 1 else contextlib.nullcontext()
     with threads(n_threads), beside:
-        benches = [build(kind, variant, point) for point in points]
+        benches = [build(kind, variant, point, family) for point in points]
         if setup is not None:
             setup += [(w, call.setup_s, getattr(call, "setup_cold", True)) for w, call in benches
                       if getattr(call, "setup_s", 0.0) > 0]
@@ -221,22 +265,22 @@ def fit_measurements(kind: str, measured: list[tuple[Workload, float]]) -> dict[
             for key, rows in groups.items()}
 
 
-def variant_available(kind: str, variant: str) -> tuple[bool, str]:
+def variant_available(kind: str, variant: str, family: str = OFF_POLICY) -> tuple[bool, str]:
     """Whether ``pearl_py.kernels`` can run ``variant`` of ``kind`` on this CPU (kinds it does not list: yes)."""
-    from pearl_py.kernels import REGISTRY
+    from pearl_py.kernels import registry_of
 
     try:
-        return REGISTRY.get(kind, variant, "cpu").available()
+        return registry_of(family).get(kind, variant, "cpu").available()
     except (KeyError, ValueError):
         return (True, "") if variant == "reference" else (False, f"no {kind} variant {variant!r} on cpu")
 
 
-def setup_cached(kind: str, variant: str) -> bool:
+def setup_cached(kind: str, variant: str, family: str = OFF_POLICY) -> bool:
     """Whether ``variant``'s compile is cached for every shape (:attr:`Variant.setup_cached`)."""
-    from pearl_py.kernels import REGISTRY
+    from pearl_py.kernels import registry_of
 
     try:
-        return REGISTRY.get(kind, variant, "cpu").setup_cached
+        return registry_of(family).get(kind, variant, "cpu").setup_cached
     except (KeyError, ValueError):
         return False
 
@@ -261,31 +305,41 @@ def setup_entry(setup: list[tuple[Workload, float, bool]], cached: bool = False)
 
 
 def profile(quick: bool = False, kinds: tuple[str, ...] = KINDS,
-            log: Callable[[str], None] = lambda line: None) -> Calibration:
-    """Measure and fit every registered variant of every kind that can run on this CPU."""
+            log: Callable[[str], None] = lambda line: None, families_of: tuple[str, ...] | None = None,
+            into: Calibration | None = None) -> Calibration:
+    """Measure and fit every registered variant of every kind that can run on this CPU.
+
+    ``families_of``: calibrate only the implementations of these algorithm families (default: all);
+    ``into``: add the models to this calibration (a cache missing some kinds) instead of a new one.
+    """
+    def selected(kind: str) -> list[str]:
+        return [f for f in families(kind) if families_of is None or f in families_of]
+
     threaded = {model_key(kind, v): [1, *thread_counts(kind, v)] for kind in kinds for v in variants(kind)
                 if thread_counts(kind, v)}
-    calibration = Calibration(machine_fingerprint(), meta={"quick": quick, "threads": 1, "threaded": threaded,
-                                                           "torch": torch.__version__})
+    calibration = into if into is not None else Calibration(
+        machine_fingerprint(), meta={"quick": quick, "threads": 1, "threaded": threaded, "torch": torch.__version__})
     start = time.perf_counter()
     try:
         for kind in kinds:
-            for variant in variants(kind):
-                ok, reason = variant_available(kind, variant)
+            for family, variant in ((f, v) for f in selected(kind) for v in variants(kind, f)):
+                key = model_key(kind, variant, family=family)
+                ok, reason = variant_available(kind, variant, family)
                 if not ok:
-                    log(f"{model_key(kind, variant):<32} skipped: {reason}")
+                    log(f"{key:<32} skipped: {reason}")
                     continue
                 t0 = time.perf_counter()
                 setup: list[tuple[Workload, float, bool]] = []
-                measured = measure(kind, variant, calibration_grid(kind, quick, variant), setup=setup)
+                measured = measure(kind, variant, calibration_grid(kind, quick, variant, family), setup=setup,
+                                   family=family)
                 if setup:
-                    entry = setup_entry(setup, cached=setup_cached(kind, variant))
-                    calibration.meta.setdefault("setup", {})[model_key(kind, variant)] = entry
-                    log(f"{model_key(kind, variant):<32} setup (compile) {sum(s for _, s, _ in setup):.1f}s "
+                    entry = setup_entry(setup, cached=setup_cached(kind, variant, family))
+                    calibration.meta.setdefault("setup", {})[key] = entry
+                    log(f"{key:<32} setup (compile) {sum(s for _, s, _ in setup):.1f}s "
                         f"for {len(setup)} shapes ({len(entry['cold'])} cold)")
-                fitted = {model_key(kind, variant, env_id): (model, time.perf_counter() - t0)
+                fitted = {model_key(kind, variant, env_id, family=family): (model, time.perf_counter() - t0)
                           for env_id, model in fit_measurements(kind, measured).items()}
-                for n in thread_counts(kind, variant):
+                for n in thread_counts(kind, variant, family):
                     t0 = time.perf_counter()
                     at_n = measure(kind, variant, calibration_grid(kind, True, variant), THREAD_PASSES, n_threads=n)
                     fitted[model_key(kind, variant, threads=n)] = (fit_measurements(kind, at_n)[None],
@@ -296,5 +350,6 @@ def profile(quick: bool = False, kinds: tuple[str, ...] = KINDS,
                         f"({model.n_points} points, {seconds:.1f}s)")
     finally:
         clear_compiled()
-    calibration.meta["seconds"] = round(time.perf_counter() - start, 1)
+    before = calibration.meta.get("seconds", 0.0) if into is not None else 0.0
+    calibration.meta["seconds"] = round(before + time.perf_counter() - start, 1)
     return calibration

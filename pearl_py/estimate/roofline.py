@@ -25,8 +25,8 @@ from pearl_py.resources import estimators_dir
 _SCHEMA = {
     "variants": None,
     "cpu": ["gemm_efficiency", "numpy_call_us", "replay_calls", "env_step_us", "env_step_default_us",
-            "env_reference_ghz", "vector_env_us"],
-    "gpu": ["gemm_efficiency", "tree_kernels_per_level"],
+            "env_reference_ghz", "vector_env_us", "scan_calls"],
+    "gpu": ["gemm_efficiency", "tree_kernels_per_level", "scan_step_ns"],
 }
 
 
@@ -121,6 +121,22 @@ def env_latency(env_id: str, n_envs: int, spec: CpuSpec, params: RooflineParams)
     per_env = per_env_us * 1e-6 * params.cpu["env_reference_ghz"] / spec.base_ghz
     overhead = params.cpu["vector_env_us"] * 1e-6
     return overhead + n_envs * per_env, {"env": n_envs * per_env, "dispatch": overhead}
+
+
+def scan_latency(features: dict[str, float], spec: CpuSpec | GpuSpec, params: RooflineParams,
+                 machine: str = "core") -> tuple[float, dict[str, float]]:
+    """Seconds of the advantage scan (GAE(lambda) over a rollout): dispatches, the bound of its element work, and
+    on an accelerator one dependent step per rollout step (each env's carried advantage runs through the steps in
+    order; the envs run in parallel)."""
+    if machine == "core":
+        dispatch = params.cpu["scan_calls"] * params.cpu["numpy_call_us"] * 1e-6
+        compute = features["flops"] / (spec.core_peak_flops * params.cpu["gemm_efficiency"])
+        memory = features["bytes"] / spec.core_bandwidth_bytes
+        return dispatch + max(compute, memory), {"dispatch": dispatch, "compute": compute, "memory": memory}
+    dispatch = spec.launch_overhead_us * 1e-6
+    chain = features["steps"] * params.gpu["scan_step_ns"] * 1e-9
+    memory = features["bytes"] / (spec.mem_bandwidth_gbs * 1e9)
+    return dispatch + max(chain, memory), {"dispatch": dispatch, "chain": chain, "memory": memory}
 
 
 def copy_latency(nbytes: float, spec: CpuSpec | GpuSpec, machine: str = "core") -> tuple[float, dict[str, float]]:

@@ -13,6 +13,10 @@ inference          cpu     fused       DQN/DDPG/TD3/SAC act (MLP; argmax/epsilon
 inference          gpu     reference   ``algorithm.act`` under ``no_grad`` on the GPU
 =================  ======  ==========  ====================================================
 
+These are the off-policy family's; the on-policy family's (PPO, A2C: ``reference`` and ``fused``
+inference and learner update) are in their own registry, ``pearl_py.kernels.on_policy``
+(``registry_of(family)``).
+
 Every variant but the ``fused`` ones works for any algorithm (it is generic over the
 algorithm's losses and ``act``); the ``fused`` learner update and inference implement the
 declared forms of DQN, DDPG, TD3 and SAC by hand (``forms`` below: what :meth:`Variant.supports`
@@ -32,6 +36,7 @@ from pearl_py.kernels.fused_cpu import make_fused_cpu, numba_available
 from pearl_py.kernels.inference import FORMS as FUSED_ACT_FORMS
 from pearl_py.kernels.registry import (
     DEVICE_CLASSES,
+    FAMILY_REGISTRIES,
     REGISTRY,
     KernelUnavailable,
     Registry,
@@ -39,6 +44,7 @@ from pearl_py.kernels.registry import (
     build,
     compile_available,
     device_class,
+    registry_of,
 )
 from pearl_py.protocol.kernel import INFERENCE as _INFERENCE
 from pearl_py.protocol.kernel import LEARNER_UPDATE as _LEARNER
@@ -70,5 +76,7 @@ for _variant in (
 ):
     REGISTRY.register(_variant)
 
-__all__ = ["DEVICE_CLASSES", "REGISTRY", "KernelKind", "KernelUnavailable", "Registry", "Variant", "build",
-           "device_class"]
+from pearl_py.kernels import on_policy as _on_policy  # noqa: E402  registers the on-policy family's variants
+
+__all__ = ["DEVICE_CLASSES", "FAMILY_REGISTRIES", "REGISTRY", "KernelKind", "KernelUnavailable", "Registry", "Variant",
+           "build", "device_class", "registry_of"]

@@ -1,4 +1,4 @@
-"""The pieces of the fused CPU kernels: MLP layers forward and backward, clip norm, Adam, Polyak update.
+"""The pieces of the fused CPU kernels: MLP layers forward and backward, clip norm, Adam, RMSprop, Polyak update.
 
 Shared by the ``fused`` learner update (``pearl_py.kernels.fused_cpu``: networks as rows
 of a layer table over flat parameter buffers) and the ``fused`` inference
@@ -7,8 +7,10 @@ float32 row-major ``(rows, width)``; weights are torch's ``Linear`` layout ``(ou
 every GEMM is one :func:`pearl_py.kernels.numba_blas.gemm` call on the arrays as they are:
 
 * forward ``z = h @ W.T`` (then bias and activation in one pass over ``z``);
-* weight gradient ``gW = dz.T @ h``, input gradient ``dh = dz @ W``; the ReLU mask of the
-  input gradient and the previous layer's bias gradient (its column sums) in one pass.
+* weight gradient ``gW = dz.T @ h``, input gradient ``dh = dz @ W``; the hidden activation's
+  backward (ReLU mask, or tanh's ``1 - a^2`` for the on-policy MLPs: ``forward_hidden``,
+  ``backward_hidden``) on the input gradient and the previous layer's bias gradient (its column
+  sums) in one pass.
 
 Layer table rows (``L``): ``(weight offset, bias offset, n_in, n_out)`` into the flat
 buffers; a network is a run of rows. Activations of a forward are stored back to back in
@@ -90,21 +92,26 @@ if numba is not None:
         return P[wo:wo + no * ni].reshape((no, ni)), P[bo:bo + no]
 
     @njit(**JIT)
-    def forward(P, L, first, n, x, S, off, out_tanh):
-        """MLP forward (ReLU between layers, tanh after the last if ``out_tanh``) of the ``n`` layers from
-        row ``first`` on ``x`` (rows, n_in); the input and every output stored in S from ``off``.
-        Returns the end offset."""
+    def forward_hidden(P, L, first, n, x, S, off, out_tanh, hidden):
+        """MLP forward (``hidden`` between layers: ACT_RELU or ACT_TANH; tanh after the last if ``out_tanh``) of
+        the ``n`` layers from row ``first`` on ``x`` (rows, n_in); the input and every output stored in S from
+        ``off``. Returns the end offset."""
         rows = x.shape[0]
         h, off = carve(S, off, rows, x.shape[1])
         h[:, :] = x
         for k in range(n):
             W, b = layer(P, L, first + k)
             z, off = carve(S, off, rows, W.shape[0])
-            act = ACT_RELU if k < n - 1 else (ACT_TANH if out_tanh else ACT_NONE)
+            act = hidden if k < n - 1 else (ACT_TANH if out_tanh else ACT_NONE)
             wt, _ = carve(S, off, 1, W.size if W.shape[1] < LARGE else 0)   # scratch past the activations
             linear(h, W, b, z, act, wt[0])
             h = z
         return off
+
+    @njit(**JIT)
+    def forward(P, L, first, n, x, S, off, out_tanh):
+        """:func:`forward_hidden` with ReLU between layers (pearl_py's off-policy MLPs)."""
+        return forward_hidden(P, L, first, n, x, S, off, out_tanh, ACT_RELU)
 
     @njit(**JIT)
     def activation(S, L, first, k, stored, rows, off):
@@ -144,10 +151,32 @@ if numba is not None:
                     gb[j] += d
 
     @njit(**JIT)
+    def act_mask_sums(da, a, gb, sums, hidden):
+        """The hidden activation's backward on ``da`` given its output ``a`` (ReLU: ``a > 0``; tanh: ``1 - a^2``)
+        and, if ``sums``, ``gb = da.sum(0)``."""
+        if hidden == ACT_RELU:
+            relu_mask_sums(da, a, gb, sums)
+            return
+        if sums:
+            gb[:] = 0.0
+        for i in range(da.shape[0]):
+            di, ai = da[i], a[i]
+            for j in range(di.size):
+                d = di[j] * (np.float32(1.0) - ai[j] * ai[j])
+                di[j] = d
+                if sums:
+                    gb[j] += d
+
+    @njit(**JIT)
     def backward(P, G, L, first, n, S, act_off, stored, dz, off, param_grads, input_grad):
-        """Backward of the forward of ``stored`` rows at ``act_off`` (``n`` layers from row ``first``) for
-        its first rows, from ``dz`` (rows, n_out) of the last layer's pre-activation. Writes weight and
-        bias gradients into G when ``param_grads``; returns the input gradient (rows, n_in) when
+        """:func:`backward_hidden` of a forward with ReLU between layers."""
+        return backward_hidden(P, G, L, first, n, S, act_off, stored, dz, off, param_grads, input_grad, ACT_RELU)
+
+    @njit(**JIT)
+    def backward_hidden(P, G, L, first, n, S, act_off, stored, dz, off, param_grads, input_grad, hidden):
+        """Backward of the forward of ``stored`` rows at ``act_off`` (``n`` layers from row ``first``, ``hidden``
+        between them) for its first rows, from ``dz`` (rows, n_out) of the last layer's pre-activation. Writes
+        weight and bias gradients into G when ``param_grads``; returns the input gradient (rows, n_in) when
         ``input_grad`` (else ``dz`` of the first layer) and the end offset of the scratch it used from
         ``off``."""
         rows = dz.shape[0]
@@ -164,7 +193,7 @@ if numba is not None:
                 gemm(dz, False, P[wo:wo + no * ni].reshape((no, ni)), False, da)
                 if k > 0:
                     pbo = L[first + k - 1, 1]
-                    relu_mask_sums(da, a_prev, G[pbo:pbo + ni], param_grads)
+                    act_mask_sums(da, a_prev, G[pbo:pbo + ni], param_grads, hidden)
                     bias_done = param_grads
                 dz = da
         return dz, off
@@ -209,6 +238,26 @@ if numba is not None:
             m_[i] = m
             v_[i] = v
             p[i] = p[i] + neg_step_size * (m / (np.sqrt(v) * inv_bc2_sqrt + eps32))
+
+    @njit(**JIT)
+    def rmsprop(P, G, SQ, steps, s0, s1, start, end, coef, lr, alpha, eps):
+        """``torch.optim.RMSprop``'s single-tensor step (no momentum, not centered, no weight decay) over
+        P[start:end] with gradient ``coef * G``: ``sq = alpha sq + (1 - alpha) g^2``, ``p -= lr g / (sqrt(sq) + eps)``;
+        step counters steps[s0:s1]."""
+        step = np.float64(steps[s0]) + 1.0
+        for s in range(s0, s1):
+            steps[s] = np.float32(step)
+        c = np.float32(coef)
+        a = np.float32(alpha)
+        w = np.float32(1.0 - alpha)
+        eps32 = np.float32(eps)
+        neg_lr = np.float32(-lr)
+        p, gr, sq = P[start:end], G[start:end], SQ[start:end]
+        for i in range(p.size):
+            g = gr[i] * c
+            v = sq[i] * a + w * g * g
+            sq[i] = v
+            p[i] = p[i] + neg_lr * (g / (np.sqrt(v) + eps32))
 
     @njit(**JIT)
     def lerp(T, P, start, end, tau):

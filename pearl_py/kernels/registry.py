@@ -163,7 +163,20 @@ def device_class(device: torch.device | str) -> str:
 
 
 REGISTRY = Registry()
-"""The variants pearl_py ships (``pearl_py.kernels`` registers them on import)."""
+"""The variants pearl_py ships for the off-policy family (``pearl_py.kernels`` registers them on import)."""
+
+FAMILY_REGISTRIES: dict[str, Registry] = {"off_policy": REGISTRY}
+"""Each algorithm family's variants: their builders take that family's learner and networks
+(``pearl_py.kernels.on_policy`` registers the on-policy family's)."""
+
+
+def registry_of(family: str) -> Registry:
+    """The variants of algorithm family ``family`` (KeyError naming the known families)."""
+    try:
+        return FAMILY_REGISTRIES[family]
+    except KeyError:
+        raise KeyError(f"no kernel variants for algorithm family {family!r}; known: {sorted(FAMILY_REGISTRIES)}") \
+            from None
 
 
 def build(kind: KernelKind | str, variant: str, *args: Any, device_class: str | None = None,

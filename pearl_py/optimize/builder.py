@@ -15,7 +15,10 @@
   (:mod:`pearl_py.platform.kinds`);
 * a kernel the estimator costs at more than one thread on a CPU (the learner update where
   calibrated, ``Estimator.thread_counts``) gets those costs in ``Option.threads``: the
-  optimizer picks its thread count like a replica count (docs/optimizer.md).
+  optimizer picks its thread count like a replica count (docs/optimizer.md);
+* in a synchronous protocol (on-policy) a replicable kernel's replicas split its call's envs:
+  ``Option.shares`` holds the cost of one replica's call on the largest share at every replica
+  count up to the envs and the target's cores (``pearl_py.protocol.share.env_share``).
 
 Example::
 
@@ -26,6 +29,7 @@ Example::
 """
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
@@ -203,6 +207,19 @@ def _threaded(estimator: CostModel, kernel: Kernel, device, variant: str, target
     return tuple((c.latency_s, c.energy_j) for c in (estimator.cost(kernel, device, variant, threads=n) for n in counts))
 
 
+def _shares(estimator: CostModel, kernel: Kernel, device, variant: str, units: int) -> tuple[tuple[float, float], ...]:
+    """``(latency_s, energy_j)`` of one replica's call when the kernel's envs are split 2, 3, ... ways (at most
+    the envs, and ``units`` replicas): the estimator's cost of the largest share's workload."""
+    from pearl_py.protocol.share import env_count, env_share
+
+    out = []
+    for replicas in range(2, min(env_count(kernel.workload), units) + 1):
+        cost = estimator.cost(dataclasses.replace(kernel, workload=env_share(kernel.workload, replicas)), device,
+                              variant)
+        out.append((cost.latency_s, cost.energy_j))
+    return tuple(out)
+
+
 def build_problem(protocol: ProtocolGraph, platform: Platform, estimator: CostModel,
                   constraints: Constraints | Mapping[str, Any] | None = None,
                   variants: Sequence[str] | None = None, horizon: float | None = None,
@@ -286,9 +303,12 @@ def build_problem(protocol: ProtocolGraph, platform: Platform, estimator: CostMo
                 # an HLS design's instance is hardware kernels share (the FPGA sum tree); elsewhere kernels of
                 # one storage share its memory (the replay's insert, sample and priority update)
                 instance = cost.instance if device_kind(device.kind).costing == "hls" else kernel.kind.storage
-                options[(kernel.name, target, variant)] = Option(cost.latency_s, cost.energy_j, resources,
-                                                                 cost.source, instance, setup_s,
-                                                                 _threaded(estimator, kernel, device, variant, target))
+                split = protocol.synchronous and not protocol.serialized and kernel.replicable
+                units = devices[target].units * len(devices[target].physical)
+                options[(kernel.name, target, variant)] = Option(
+                    cost.latency_s, cost.energy_j, resources, cost.source, instance, setup_s,
+                    _threaded(estimator, kernel, device, variant, target),
+                    _shares(estimator, kernel, device, variant, units) if split else ())
             if target == device.name:
                 note = estimator.thread_note(kernel, device)
                 if note:
@@ -298,5 +318,6 @@ def build_problem(protocol: ProtocolGraph, platform: Platform, estimator: CostMo
     physical = {m for d in devices.values() for m in d.physical}
     links, routes = _routes(platform, physical)
     return AssignmentProblem(tasks, devices, options, edges, links, routes, serialized=protocol.serialized,
-                             overlap=protocol.overlap, power_cap_w=constraints.power_cap_w, name=platform.name,
+                             synchronous=protocol.synchronous and not protocol.serialized, overlap=protocol.overlap,
+                             power_cap_w=constraints.power_cap_w, name=platform.name,
                              infeasible=dict(infeasible), variant_notes=dict(notes))

@@ -10,10 +10,13 @@ Example::
 from __future__ import annotations
 
 from pearl_py.optimize.model import (
+    COLLECTION_PHASE,
     POLICY_LAG,
     Assignment,
     Choice,
     Performance,
+    collecting,
+    contribution,
     evaluate,
 )
 from pearl_py.optimize.problem import AssignmentProblem
@@ -36,6 +39,8 @@ def limit_sentence(problem: AssignmentProblem, assignment: Assignment, perf: Per
         return (f"Throughput is limited by the power cap of {problem.power_cap_w:g} W: the plan is slowed to "
                 f"{perf.samples_per_s:,.0f} samples/s to stay under it; a higher cap (or a device with lower "
                 f"idle power) would lift it.")
+    if problem.synchronous and not problem.serialized:
+        return synchronous_sentence(problem, assignment, perf)
     if problem.serialized:
         return ("Throughput is limited by the serialized protocol: every stage waits for the previous one, so the "
                 f"time per sample is the sum of all busy times ({perf.time_per_sample * 1e6:,.1f} us); "
@@ -64,6 +69,26 @@ def limit_sentence(problem: AssignmentProblem, assignment: Assignment, perf: Per
         text += (f", up to {1 / loads[nxt]:,.0f} samples/s, where {_describe(problem, assignment, nxt)} "
                  "limits next")
     return text + "."
+
+
+def synchronous_sentence(problem: AssignmentProblem, assignment: Assignment, perf: Performance) -> str:
+    """A synchronous plan: how long each phase takes per sample, which one bounds the plan, what would lift it."""
+    c, learn = perf.collect_s, perf.learn_s
+    actors = max((ch.replicas for k, ch in assignment.items() if problem.task(k).replicable), default=1)
+    learning = sorted((k for k in assignment if not collecting(problem, k)),
+                      key=lambda k: -contribution(problem, k, assignment[k]))
+    where = perf.bottleneck.partition("(")[2].rstrip(")")
+    head = (f"Collection and learning alternate (synchronous protocol): collecting takes {c * 1e6:,.1f} us per "
+            f"sample ({actors} actor(s) splitting the envs), learning {learn * 1e6:,.1f} us "
+            f"({', '.join(f'{k} on {assignment[k].device}' for k in learning)})")
+    if perf.bottleneck.startswith(COLLECTION_PHASE):
+        ceiling = f"{1 / learn:,.0f} samples/s" if learn else "no limit"
+        return (head + f"; collection on {where} bounds the plan ({c / (c + learn):.0%} of its time): more actors "
+                f"(cores) or faster env steps and inference would lift it, up to {ceiling} where learning limits.")
+    ceiling = f"{1 / c:,.0f} samples/s" if c else "no limit"
+    return (head + f"; learning on {where} bounds the plan ({learn / (c + learn):.0%} of its time): a faster "
+            f"variant or device for {learning[0]} would lift it (collection alone allows {ceiling}); more actors "
+            "would not.")
 
 
 def _ms(seconds: float) -> str:

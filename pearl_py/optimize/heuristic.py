@@ -34,14 +34,17 @@ def _free_units(problem: AssignmentProblem, assignment: Assignment, kernel: str,
 
 
 def moves(problem: AssignmentProblem, assignment: Assignment, kernel: str) -> list[Choice]:
-    """Choices tried for ``kernel``: every device and variant; replicas all free units, half, one;
-    every thread count of a threaded option."""
+    """Choices tried for ``kernel``: every device and variant; replicas all free units, half, one (a split
+    kernel of a synchronous protocol: every count up to its envs); every thread count of a threaded option."""
     out = []
     replicable = problem.task(kernel).replicable
     for device, variant in problem.candidates(kernel):
         m = len(problem.devices[device].physical)
         if not replicable:
             out += [Choice(device, variant, n) for n in problem.replica_choices(kernel, device, variant)]
+            continue
+        if problem.split(kernel):   # a synchronous protocol's actors: every count (at most the envs) is cheap to try
+            out += [Choice(device, variant, n * m) for n in problem.replica_choices(kernel, device, variant)]
             continue
         free = _free_units(problem, assignment, kernel, device)
         for per_member in sorted({free, max(1, free // 2), 1}):

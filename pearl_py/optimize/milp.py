@@ -12,6 +12,11 @@ Variables (docs/optimizer.md has the full formulation):
 * Policy lag (``overlap < 1``), for every device ``d`` the training kernel may use and each
   collection stage (acting, intake): ``stage loads + (1 - overlap) * (other loads on d) - T
   <= M (1 - X[train, d])``.
+* Synchronous protocols (on-policy): a second time variable pair, collection ``C`` and learning
+  ``L``: every device's and link's collection busy time ``<= C``, the learning kernels' and edges'
+  times in series ``<= L``, ``C + L <= T`` (:func:`_synchronous_rows`); replicable kernels on one
+  target run in the same actors, so their replica counts agree (:func:`_same_actor_rows`); the
+  learner runs while the actors wait, so its threads need no cores of their own.
 * Power: ``u[d] >= x`` (device in use) and ``s[d] >= T - M(1 - u[d])`` linearise the idle
   energy ``T * idle(d) * u[d]``; energy per sample ``E = sum idle*s + sum r*e*x``;
   a power cap is ``E <= cap * T``. Objective ``min T`` (throughput) or ``min E`` (power).
@@ -36,8 +41,9 @@ from pearl_py.errors import PlanningError
 from pearl_py.optimize.model import (
     COLLECTION,
     Choice,
-    call_cost,
+    collection_edge,
     contribution,
+    dynamic_energy,
     edge_cost,
     evaluate,
     kernel_bound,
@@ -136,7 +142,7 @@ def _formulate(problem: AssignmentProblem, objective: str, scale: tuple[float, f
                     collecting[task.stage][x] = load
                 if task.stage == "train":
                     trains[device_name].append(x)
-                energy[x] = task.rate * call_cost(problem, task.name, choice)[1] / e_scale
+                energy[x] = dynamic_energy(problem, task.name, choice) / e_scale
                 for d in device.physical:
                     busy[d][x] = load
                     if task.stage not in COLLECTION:
@@ -154,13 +160,16 @@ def _formulate(problem: AssignmentProblem, objective: str, scale: tuple[float, f
                             res_plain[(d, r)][x] = amount
         b.row({x: 1.0 for x, *_ in xvars[task.name]}, 1.0, 1.0)
 
-    for d, terms in cores.items():
+    for d, terms in ({} if problem.synchronous else cores).items():   # synchronous: each kernel's j <= units
         units = problem.devices[d].units
         if sum(terms.values()) > units:
             b.row(terms, -np.inf, units)
+    if problem.synchronous:
+        _same_actor_rows(b, problem, xvars)
     # a threaded kernel's threads beyond its first need cores no actor process holds: for every replicated
-    # kernel k on d, its replicas plus the extra threads fit the units (so does the most replicated one's)
-    for d, extra in extra_threads.items():
+    # kernel k on d, its replicas plus the extra threads fit the units (so does the most replicated one's);
+    # not in a synchronous protocol, whose learner runs while the actors wait
+    for d, extra in ({} if problem.synchronous else extra_threads).items():
         units = problem.devices[d].units
         for terms in [terms for (_, dev), terms in actor_cores.items() if dev == d] or [{}]:
             b.row({**terms, **extra}, -np.inf, units)
@@ -185,6 +194,7 @@ def _formulate(problem: AssignmentProblem, objective: str, scale: tuple[float, f
 
     link_terms: dict[str, dict[int, float]] = defaultdict(dict)
     comm: dict[int, float] = {}
+    crossings: list[tuple[int, bool, dict[str, float], float]] = []   # (y, collection edge, link loads, total)
     placed = {k: defaultdict(list) for k in xvars}
     for k, entries in xvars.items():
         for x, device_name, _, _ in entries:
@@ -200,9 +210,12 @@ def _formulate(problem: AssignmentProblem, objective: str, scale: tuple[float, f
                 comm[y] = total / t_scale
                 for link_name, t in loads.items():
                     link_terms[link_name][y] = t / t_scale
+                crossings.append((y, collection_edge(problem, edge), loads, total))
 
     if problem.serialized:
         b.row({**serial, **comm, t_var: -1.0}, -np.inf, 0.0)
+    elif problem.synchronous:
+        _synchronous_rows(b, problem, xvars, crossings, t_var, t_big, t_scale)
     else:
         for terms in list(busy.values()) + list(link_terms.values()):
             b.row({**terms, t_var: -1.0}, -np.inf, 0.0)
@@ -244,6 +257,56 @@ def _formulate(problem: AssignmentProblem, objective: str, scale: tuple[float, f
         for i, v in e_terms.items():
             c[i] += v
     return _Formulation(b, c, xvars, t_scale if objective == "throughput" else e_scale)
+
+
+def _same_actor_rows(b: _Builder, problem: AssignmentProblem, xvars: dict[str, list[tuple[int, str, str, int]]]
+                     ) -> None:
+    """Synchronous: replicable kernels on one target run in the same actor processes, so their replica counts
+    agree. For every pair (k, l), target p and count j: ``X[k,p,j] + sum_{j' != j} X[l,p,j'] <= 1``."""
+    def by_target(kernel: str) -> dict[str, dict[int, list[int]]]:
+        out: dict[str, dict[int, list[int]]] = defaultdict(lambda: defaultdict(list))
+        for x, p, _, j in xvars[kernel]:
+            out[p][j].append(x)
+        return out
+
+    replicable = [t.name for t in problem.tasks if t.replicable]
+    for i, k in enumerate(replicable):
+        for l in replicable[i + 1:]:
+            mine, theirs = by_target(k), by_target(l)
+            for p in set(mine) & set(theirs):
+                for j, xs in mine[p].items():
+                    other = [x for jj, ys in theirs[p].items() if jj != j for x in ys]
+                    if other:
+                        b.row({**{x: 1.0 for x in xs}, **{x: 1.0 for x in other}}, -np.inf, 1.0)
+
+
+def _synchronous_rows(b: _Builder, problem: AssignmentProblem, xvars: dict[str, list[tuple[int, str, str, int]]],
+                      crossings: list[tuple[int, bool, dict[str, float], float]], t_var: int, t_big: float,
+                      t_scale: float) -> None:
+    """Synchronous: ``C >=`` every device's and link's collection busy time, ``L >=`` the learning kernels' and
+    edges' times in series, ``T >= C + L`` (model.synchronous_phases)."""
+    collect_var, learn_var = b.var(0.0, t_big), b.var(0.0, t_big)
+    collect: dict[str, dict[int, float]] = defaultdict(dict)
+    learn: dict[int, float] = {}
+    for task in problem.tasks:
+        for x, device_name, variant, j in xvars[task.name]:
+            members = problem.devices[device_name].physical
+            load = contribution(problem, task.name, Choice(device_name, variant, j * len(members))) / t_scale
+            if task.stage in COLLECTION:
+                for d in members:
+                    collect[d][x] = load
+            else:
+                learn[x] = load
+    for y, in_collection, loads, total in crossings:
+        if in_collection:
+            for link_name, t in loads.items():
+                collect[link_name][y] = t / t_scale
+        else:
+            learn[y] = total / t_scale
+    for terms in collect.values():
+        b.row({**terms, collect_var: -1.0}, -np.inf, 0.0)
+    b.row({**learn, learn_var: -1.0}, -np.inf, 0.0)
+    b.row({collect_var: 1.0, learn_var: 1.0, t_var: -1.0}, -np.inf, 0.0)
 
 
 HIGHS_SOLVE_ERROR = 4

@@ -9,7 +9,12 @@ transfer. A policy-lag bound lets actors overlap only ``overlap`` of a training 
 an overlapped plan also needs ``T >= max(acting, intake) + (1 - overlap) * rest``: the
 round's collection (the acting kernels, pipelined with the replay inserts), plus the part
 of the learner device's other work (``stage == "train"``) that the actors must wait for
-(bottleneck ``policy lag``). Energy per sample is ``T * idle(devices in use) + sum(rate * dynamic energy)``;
+(bottleneck ``policy lag``). A synchronous protocol (on-policy: collect a rollout, then learn on it)
+runs at ``T = C + L``: ``C`` the collection phase, the largest busy time of any device or link over
+the ``act`` and ``intake`` kernels (whose replicas split the envs: each runs one call on its share,
+``Option.shares``) and the edges between them; ``L`` the learning phase, every other kernel's and
+edge's time in series (bottleneck ``collection`` or ``learning``, with the device that bounds it).
+Energy per sample is ``T * idle(devices in use) + sum(rate * dynamic energy)``;
 a power cap stretches ``T`` until the average power fits. See docs/optimizer.md.
 
 Example::
@@ -32,6 +37,8 @@ COLLECTION = ("act", "intake")
 """Stages that collect a round (pipelined with each other) while the learner waits under a policy-lag bound."""
 POLICY_LAG = "policy lag"
 """The bottleneck name when actors wait for training (the chain of a policy-lag bound)."""
+COLLECTION_PHASE, LEARNING_PHASE = "collection", "learning"
+"""The phases of a synchronous protocol; its bottleneck reads ``collection (cpu)`` or ``learning (cpu)``."""
 
 
 @dataclass(frozen=True)
@@ -59,6 +66,10 @@ class Performance:
     violations: list[str] = field(default_factory=list)
     idle_w: float = 0.0
     dynamic_j: float = 0.0
+    collect_s: float = 0.0
+    """Synchronous protocols: seconds per sample of the collection phase (0 otherwise)."""
+    learn_s: float = 0.0
+    """Synchronous protocols: seconds per sample of the learning phase (0 otherwise)."""
 
     @property
     def feasible(self) -> bool:
@@ -119,8 +130,11 @@ def edge_cost(problem: AssignmentProblem, edge: Edge, src: str, dst: str) -> tup
 
 def call_cost(problem: AssignmentProblem, kernel: str, choice: Choice) -> tuple[float, float]:
     """``(seconds, dynamic joules)`` of one call as placed: a threaded kernel's at its thread count
-    (``choice.replicas``), any other kernel's one-thread call."""
+    (``choice.replicas``), a split kernel's one replica's call on its share of the envs, any other
+    kernel's one-thread call."""
     option = problem.option(kernel, choice.device, choice.variant)
+    if problem.split(kernel):
+        return option.share(choice.replicas)
     if problem.task(kernel).replicable:
         return option.latency_s, option.energy_j
     return option.at(choice.replicas)
@@ -129,9 +143,17 @@ def call_cost(problem: AssignmentProblem, kernel: str, choice: Choice) -> tuple[
 def contribution(problem: AssignmentProblem, kernel: str, choice: Choice) -> float:
     """Busy seconds per sample the kernel adds to each member device of its placement: calls per sample
     times the call's latency, spread over the replicas of a replicable kernel (a threaded kernel's
-    latency is already the one at its thread count)."""
-    spread = choice.replicas if problem.task(kernel).replicable else 1
+    latency is already the one at its thread count; the replicas of a split kernel run their calls on their
+    shares side by side, each on its own core)."""
+    spread = choice.replicas if problem.task(kernel).replicable and not problem.split(kernel) else 1
     return problem.task(kernel).rate * call_cost(problem, kernel, choice)[0] / spread
+
+
+def dynamic_energy(problem: AssignmentProblem, kernel: str, choice: Choice) -> float:
+    """Dynamic joules per sample of the kernel: calls per sample times one call's energy (a split kernel's
+    replicas each run a call on their share)."""
+    calls = choice.replicas if problem.split(kernel) else 1
+    return problem.task(kernel).rate * call_cost(problem, kernel, choice)[1] * calls
 
 
 def placements(problem: AssignmentProblem, kernel: str) -> list[Choice]:
@@ -145,8 +167,9 @@ def placements(problem: AssignmentProblem, kernel: str) -> list[Choice]:
 
 def slowest_time(problem: AssignmentProblem) -> float:
     """Upper bound on any plan's time per sample before a power cap stretches it (all work and transfers in series)."""
-    work = sum(max((problem.task(t.name).rate * call_cost(problem, t.name, c)[0] for c in placements(problem, t.name)),
-                   default=0.0) for t in problem.tasks)
+    work = sum(max((contribution(problem, t.name, c) * (c.replicas if problem.task(t.name).replicable
+                                                         and not problem.split(t.name) else 1)
+                    for c in placements(problem, t.name)), default=0.0) for t in problem.tasks)
     hops = max((len(r) for r in problem.routes.values()), default=0)
     slowest_link = lambda n: max((link.transfer_s(n) for link in problem.links.values()), default=0.0)  # noqa: E731
     comm = sum(e.rate * hops * slowest_link(e.bytes) for e in problem.edges)
@@ -158,7 +181,7 @@ def kernel_bound(problem: AssignmentProblem, objective: str) -> float:
     nor idles below the least idle device for that long."""
     if objective == "throughput":
         return max(min(contribution(problem, t.name, c) for c in placements(problem, t.name)) for t in problem.tasks)
-    dynamic = sum(min(t.rate * call_cost(problem, t.name, c)[1] for c in placements(problem, t.name))
+    dynamic = sum(min(dynamic_energy(problem, t.name, c) for c in placements(problem, t.name))
                   for t in problem.tasks)
     idle = min(d.idle_w for d in problem.physical_devices())
     return dynamic + idle * kernel_bound(problem, "throughput")
@@ -182,6 +205,7 @@ def evaluate(problem: AssignmentProblem, assignment: Assignment) -> Performance:
     usage: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
     instances: dict[tuple[str, str], dict[str, float]] = {}
     serial_work = 0.0
+    placed: dict[str, Choice] = {}
     stage_work: dict[str, float] = defaultdict(float)
     learner_side: dict[str, float] = defaultdict(float)
     dynamic = 0.0
@@ -199,11 +223,11 @@ def evaluate(problem: AssignmentProblem, assignment: Assignment) -> Performance:
                 else "threads"
             violations.append(f"kernel {kernel!r}: {choice.replicas} {what} on {choice.device!r}")
             continue
-        latency, energy = call_cost(problem, kernel, choice)
-        load = task.rate * latency / (choice.replicas if task.replicable else 1)  # contribution(), costed once
+        placed[kernel] = choice
+        load = contribution(problem, kernel, choice)
         serial_work += load
         stage_work[task.stage] += load
-        dynamic += task.rate * energy
+        dynamic += dynamic_energy(problem, kernel, choice)
         for d in device.physical:
             busy[d] += load
             if task.stage not in COLLECTION:
@@ -223,11 +247,15 @@ def evaluate(problem: AssignmentProblem, assignment: Assignment) -> Performance:
     for (d, _), res in instances.items():
         for r, amount in res.items():
             usage[d][r] += amount
-    for d, n in cores.items():
+    # a synchronous protocol's actors run every collection kernel in the same processes, one after another
+    # (so they take the cores of the most replicated kernel), and its learner runs while they wait
+    for d, n in (actors if problem.synchronous else cores).items():
         if n > problem.devices[d].units:
             violations.append(f"device {d!r}: {n} replicas on {problem.devices[d].units} units")
+    if problem.synchronous:
+        violations += unequal_actors(problem, assignment)
     for d, n in extra_threads.items():
-        if n and actors[d] + n > problem.devices[d].units:
+        if n and not problem.synchronous and actors[d] + n > problem.devices[d].units:
             violations.append(f"device {d!r}: {n} extra thread(s) beside {actors[d]} actor process(es) on "
                               f"{problem.devices[d].units} units")
     for d, res in usage.items():
@@ -246,9 +274,13 @@ def evaluate(problem: AssignmentProblem, assignment: Assignment) -> Performance:
         for link_name, t in loads.items():
             link_busy[link_name] += t
 
+    collect_s = learn_s = 0.0
     if problem.serialized:
         t_min = serial_work + comm
         bottleneck = max(busy, key=busy.get, default="none")
+    elif problem.synchronous:
+        collect_s, learn_s, bottleneck = synchronous_phases(problem, placed)
+        t_min = collect_s + learn_s
     else:
         both = {**busy, **link_busy}
         bottleneck = max(both, key=both.get, default="none")
@@ -272,4 +304,64 @@ def evaluate(problem: AssignmentProblem, assignment: Assignment) -> Performance:
             violations.append("the power cap slows the plan below the model's time limit")
     return Performance(time_per_sample=t, energy_per_sample_j=idle * t + dynamic, busy=dict(busy),
                        link_busy=dict(link_busy), bottleneck=bottleneck, throttled=throttled,
-                       violations=violations, idle_w=idle, dynamic_j=dynamic)
+                       violations=violations, idle_w=idle, dynamic_j=dynamic, collect_s=collect_s, learn_s=learn_s)
+
+
+def collecting(problem: AssignmentProblem, kernel: str) -> bool:
+    """Whether the kernel runs in a synchronous protocol's collection phase (an ``act`` or ``intake`` stage)."""
+    return problem.task(kernel).stage in COLLECTION
+
+
+def collection_edge(problem: AssignmentProblem, edge: Edge) -> bool:
+    """Whether data crosses the edge during collection (both ends collect); other edges run while learning."""
+    return collecting(problem, edge.src) and collecting(problem, edge.dst)
+
+
+def synchronous_phases(problem: AssignmentProblem, assignment: Assignment) -> tuple[float, float, str]:
+    """``(collection s, learning s, bottleneck)`` per sample of a synchronous protocol.
+
+    Collection: the busiest device or link over the collection kernels (every actor on its own core with its
+    share of the envs) and the edges between them. Learning: every other kernel's time and every other edge's
+    transfer time, in series (the advantage scan, the updates, the publication follow each other).
+    """
+    collect: dict[str, float] = defaultdict(float)
+    learn = 0.0
+    for kernel, choice in assignment.items():
+        load = contribution(problem, kernel, choice)
+        if collecting(problem, kernel):
+            for d in problem.devices[choice.device].physical:
+                collect[d] += load
+        else:
+            learn += load
+    for edge in problem.edges:
+        if edge.src not in assignment or edge.dst not in assignment:
+            continue
+        loads, total = edge_cost(problem, edge, assignment[edge.src].device, assignment[edge.dst].device)
+        if collection_edge(problem, edge):
+            for link_name, t in loads.items():
+                collect[link_name] += t
+        else:
+            learn += total
+    top = max(collect, key=collect.get, default="none")
+    collect_s = collect.get(top, 0.0)
+    if collect_s >= learn:
+        return collect_s, learn, f"{COLLECTION_PHASE} ({top})"
+    learners = [c.device for k, c in assignment.items() if not collecting(problem, k)]
+    heaviest = max(learners, key=lambda d: sum(contribution(problem, k, c) for k, c in assignment.items()
+                                               if c.device == d and not collecting(problem, k)), default="none")
+    return collect_s, learn, f"{LEARNING_PHASE} ({heaviest})"
+
+
+def unequal_actors(problem: AssignmentProblem, assignment: Assignment) -> list[str]:
+    """A synchronous protocol runs its replicable kernels placed together in the same actor processes: their
+    replica counts must agree."""
+    seen: dict[str, tuple[str, int]] = {}
+    out = []
+    for kernel, choice in assignment.items():
+        if not problem.task(kernel).replicable:
+            continue
+        first = seen.setdefault(choice.device, (kernel, choice.replicas))
+        if first[1] != choice.replicas:
+            out.append(f"kernels {first[0]!r} and {kernel!r} share the actors on {choice.device!r} but have "
+                       f"{first[1]} and {choice.replicas} replicas")
+    return out

@@ -91,10 +91,27 @@ class Option:
     threads: tuple[tuple[float, float], ...] = ()
     """``(latency_s, energy_j)`` per call at 2, 3, ... threads, for a kernel that may run multi-threaded on a
     CPU (the learner update, where calibrated); ``latency_s``/``energy_j`` are the one-thread call."""
+    shares: tuple[tuple[float, float], ...] = ()
+    """``(latency_s, energy_j)`` of one replica's call when the call's envs are split over 2, 3, ... replicas:
+    a synchronous protocol's actor-side kernels (each actor steps, infers for and stores its share of the envs,
+    the largest share setting the pace). Empty: the call cannot be split (one replica at most there)."""
 
     @property
     def max_threads(self) -> int:
         return 1 + len(self.threads)
+
+    @property
+    def max_split(self) -> int:
+        """Replicas a synchronous protocol may split the call over (1 + the shares costed)."""
+        return 1 + len(self.shares)
+
+    def share(self, replicas: int) -> tuple[float, float]:
+        """``(latency_s, energy_j)`` of one replica's call when the envs are split over ``replicas`` replicas."""
+        if replicas == 1:
+            return self.latency_s, self.energy_j
+        if not 2 <= replicas <= self.max_split:
+            raise ValueError(f"option has no cost split over {replicas} replicas (1..{self.max_split})")
+        return self.shares[replicas - 2]
 
     def at(self, threads: int) -> tuple[float, float]:
         """``(latency_s, energy_j)`` of one call at ``threads`` threads (1 .. :attr:`max_threads`)."""
@@ -131,7 +148,9 @@ class AssignmentProblem:
     """Kernels, devices, the cost table ``options[(kernel, device, variant)]``, edges, links, routes.
 
     ``routes[(a, b)]`` lists the link names crossed from physical device ``a`` to ``b``.
-    ``serialized`` is true when the protocol runs its stages one after another.
+    ``serialized`` is true when the protocol runs its stages one after another; ``synchronous`` when
+    collection (the ``act`` and ``intake`` stages, replicated over actors that split the envs) and learning
+    (everything else) alternate, as an on-policy run does (docs/optimizer.md, "Synchronous protocols").
     ``overlap`` (overlapped protocols): the fraction of a training round the acting stage
     may run alongside training (:attr:`pearl_py.protocol.schedule.TrainSchedule.overlap`);
     below 1 the acting stage (or the intake, if slower) and ``1 - overlap`` of the other work
@@ -148,6 +167,7 @@ class AssignmentProblem:
     links: dict[str, Link] = field(default_factory=dict)
     routes: dict[tuple[str, str], tuple[str, ...]] = field(default_factory=dict)
     serialized: bool = False
+    synchronous: bool = False
     overlap: float = 1.0
     power_cap_w: float | None = None
     name: str = "problem"
@@ -167,10 +187,15 @@ class AssignmentProblem:
             task = self._task[k]
             if task.replicable and self.options[(k, d, v)].threads:
                 raise ValueError(f"option ({k}, {d}, {v}): a replicable kernel cannot also be threaded")
+            if self.options[(k, d, v)].shares and not (task.replicable and self.synchronous):
+                raise ValueError(f"option ({k}, {d}, {v}): split costs belong to a replicable kernel of a "
+                                 "synchronous protocol")
             if self.devices[d].is_pool and not task.replicable:
                 continue  # only replicable kernels spread over a pool
             if task.pinned is not None and d != task.pinned:
                 continue
+            if self.split(k) and not self.replica_choices(k, d, v):
+                continue  # a pool with more members than the call has envs to split among them
             self._cands[k].append((d, v))
         for edge in self.edges:
             for end in (edge.src, edge.dst):
@@ -179,6 +204,16 @@ class AssignmentProblem:
 
     def task(self, name: str) -> Task:
         return self._task[name]
+
+    @property
+    def mode(self) -> str:
+        """``serialized``, ``synchronous`` or ``overlapped`` (a plan's ``mode``)."""
+        return "serialized" if self.serialized else "synchronous" if self.synchronous else "overlapped"
+
+    def split(self, kernel: str) -> bool:
+        """Whether the kernel's replicas split its calls' envs (a replicable kernel of a synchronous protocol)
+        rather than share its calls."""
+        return self.synchronous and not self.serialized and self._task[kernel].replicable
 
     def candidates(self, kernel: str) -> list[tuple[str, str]]:
         """``(device, variant)`` pairs the kernel may be placed on (pins and pools applied)."""
@@ -191,6 +226,10 @@ class AssignmentProblem:
         """Replicas per member device (1..units) for a replicable kernel; threads (1..the option's
         calibrated counts, at most the device's units) for a threaded option; else just 1."""
         units = self.devices[device].units
+        if self.split(kernel):   # every replica takes a share of the envs: at most max_split in all
+            option = self.options.get((kernel, device, variant))
+            limit = option.max_split // len(self.devices[device].physical) if option is not None else 1
+            return range(1, min(units, limit) + 1)
         if self._task[kernel].replicable:
             return range(1, units + 1)
         option = self.options.get((kernel, device, variant))

@@ -9,7 +9,8 @@ setups::
 
     seconds = W · T(warm-up kernels) + (H − W) · T(all kernels) + Σ setup_s,   W = min(warmup, H)
 
-with ``H`` and ``W`` rounded up to whole vector steps of ``n_envs`` envs, as the executors run
+with ``H`` and ``W`` rounded up to whole vector steps of ``n_envs`` envs (an on-policy protocol's to whole
+rollouts, ``ProtocolGraph.rollout_size``: it has no warm-up), as the executors run
 and count them, so the whole run's samples/s (``H / seconds``) is comparable with what a run measures
 (``RunResult.samples_per_second``: env steps over training time). docs/optimizer.md §"Whole run".
 
@@ -44,8 +45,8 @@ def whole_run(problem: AssignmentProblem, protocol: ProtocolGraph, assignment: A
     warm_kernels = {k.name for k in protocol.kernels() if k.kind.warmup}
     warm = evaluate(problem, {k: c for k, c in assignment.items() if k in warm_kernels})
     envs = protocol.by_kind(ENV_STEP)
-    n = envs[0].workload.n_envs if envs else 1
-    horizon = whole_vector_steps(horizon, n)  # the executors step all n envs: the last vector step may overshoot
+    n = protocol.rollout_size or (envs[0].workload.n_envs if envs else 1)
+    horizon = whole_vector_steps(horizon, n)  # the executors step all n envs (collect whole rollouts): may overshoot
     warmup_steps = min(whole_vector_steps(protocol.warmup_steps, n), horizon)
     setup_s = sum(problem.option(k, c.device, c.variant).setup_s for k, c in assignment.items())
     warmup_s = warmup_steps * warm.time_per_sample

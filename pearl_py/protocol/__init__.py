@@ -5,6 +5,7 @@ Nothing here imports torch or an algorithm; each algorithm family derives its gr
 """
 from pearl_py.protocol.graph import ProtocolGraph
 from pearl_py.protocol.kernel import (
+    ADVANTAGE,
     ENV_STEP,
     INFERENCE,
     LEARNER_UPDATE,
@@ -13,21 +14,24 @@ from pearl_py.protocol.kernel import (
     REPLAY_INSERT,
     REPLAY_KINDS,
     REPLAY_SAMPLE,
+    ROLLOUT_INSERT,
     Kernel,
     KernelKind,
 )
 from pearl_py.protocol.workload import (
+    AdvantageWorkload,
     DenseLayer,
     EnvWorkload,
     NetworkWorkload,
     ReplayWorkload,
+    RolloutWorkload,
     SyncWorkload,
     TransitionLayout,
     Workload,
 )
 
 __all__ = [
-    "DenseLayer", "ENV_STEP", "EnvWorkload", "INFERENCE", "Kernel", "KernelKind", "LEARNER_UPDATE",
+    "ADVANTAGE", "AdvantageWorkload", "ROLLOUT_INSERT", "RolloutWorkload", "DenseLayer", "ENV_STEP", "EnvWorkload", "INFERENCE", "Kernel", "KernelKind", "LEARNER_UPDATE",
     "NetworkWorkload", "PARAM_SYNC", "PRIORITY_UPDATE", "ProtocolGraph", "REPLAY_INSERT", "REPLAY_KINDS",
     "REPLAY_SAMPLE", "ReplayWorkload", "SyncWorkload", "TransitionLayout", "Workload",
 ]

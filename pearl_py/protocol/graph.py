@@ -25,10 +25,16 @@ class ProtocolGraph:
     per collected transition).
     """
 
-    def __init__(self, serialized: bool = False, overlap: float = 1.0, warmup_steps: int = 0) -> None:
+    def __init__(self, serialized: bool = False, overlap: float = 1.0, warmup_steps: int = 0,
+                 synchronous: bool = False, rollout_size: int = 0) -> None:
         self.graph = nx.DiGraph()
         self.serialized = serialized
         """True when the protocol runs its stages one after another (serial executor)."""
+        self.synchronous = synchronous
+        """True when collection and learning alternate, collection spread over actors (an on-policy run:
+        every actor collects its share of a rollout, then the learner learns on it; docs/optimizer.md)."""
+        self.rollout_size = rollout_size
+        """Transitions per rollout of an on-policy protocol (runs collect whole rollouts); 0 otherwise."""
         self.overlap = overlap
         """Fraction of a training round actors may collect alongside training (the policy-lag bound's)."""
         self.warmup_steps = warmup_steps
@@ -47,6 +53,11 @@ class ProtocolGraph:
                 raise KeyError(f"unknown kernel {name!r} in protocol edge {src} -> {dst}")
         rate = self.kernel(src).rate
         self.graph.add_edge(src, dst, bytes=int(bytes_per_call), rate=rate)
+
+    @property
+    def mode(self) -> str:
+        """``serialized`` (stages in series), ``synchronous`` (collection, then learning) or ``overlapped``."""
+        return "serialized" if self.serialized else "synchronous" if self.synchronous else "overlapped"
 
     def kernel(self, name: str) -> Kernel:
         try:
@@ -79,6 +90,8 @@ class ProtocolGraph:
         """Plain data for reports: kernels with kind and rate, edges with bytes."""
         return {
             "serialized": self.serialized,
+            "mode": self.mode,
+            "rollout_size": self.rollout_size,
             "overlap": self.overlap,
             "warmup_steps": self.warmup_steps,
             "kernels": [

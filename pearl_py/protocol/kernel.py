@@ -29,9 +29,11 @@ import yaml
 
 from pearl_py.protocol.workload import (
     ADAM_COPIES,
+    AdvantageWorkload,
     EnvWorkload,
     NetworkWorkload,
     ReplayWorkload,
+    RolloutWorkload,
     SyncWorkload,
     Workload,
 )
@@ -40,10 +42,11 @@ STAGES = ("act", "intake", "train", "")
 """Stages of the optimizer's policy-lag chain (docs/optimizer.md): acting, replay intake, the learner
 update, and everything else."""
 
-SIM_ROLES = ("actor", "intake", "sample", "update", "priority", "sync", "none")
-"""How the discrete-event simulator plays a kind (pearl_py/simulate/processes.py): in every actor per
-vector step, as the replay intake, before each update, as the update, after it, per publication;
-``none``: not simulated (its busy time still counts in the performance model)."""
+SIM_ROLES = ("actor", "intake", "sample", "update", "priority", "sync", "scan", "none")
+"""How the discrete-event simulator plays a kind (pearl_py/simulate/processes.py, on_policy.py): in every actor
+per vector step, as the replay intake, before each update, as the update, after it, per publication, once
+per rollout before its updates (the advantage scan); ``none``: not simulated (its busy time still counts in
+the performance model)."""
 
 
 def _no_memory(workload: Workload) -> float:
@@ -133,11 +136,15 @@ def _replay_bytes(workload: ReplayWorkload) -> float:
 
 
 def _learner_bytes(workload: NetworkWorkload) -> float:
-    return float(ADAM_COPIES * workload.weight_bytes)
+    return float(ADAM_COPIES * workload.weight_bytes + workload.resident_bytes)
 
 
 def _acting_bytes(workload: NetworkWorkload) -> float:
     return float(workload.weight_bytes)
+
+
+def _rollout_bytes(workload: RolloutWorkload) -> float:
+    return float(workload.capacity_bytes)
 
 
 ENV_STEP = KernelKind.declare(
@@ -167,9 +174,12 @@ yaml.SafeDumper.add_representer(KernelKind, lambda dumper, kind: dumper.represen
 
 ROLLOUT_INSERT = KernelKind.declare(
     "rollout_insert", "a vector step's transitions into the on-policy rollout storage", stage="intake",
-    storage="rollout", sim_role="intake")
+    replicable=True, storage="rollout", hosts={"cpu"},
+    hosts_reason="actors write their share of the rollout into host shared memory", memory=_rollout_bytes,
+    sim_role="actor", workload_type=RolloutWorkload)
 ADVANTAGE = KernelKind.declare(
-    "advantage", "GAE(lambda) over the rollout, bootstrapped where a time limit cut an episode")
+    "advantage", "GAE(lambda) over the rollout, bootstrapped where a time limit cut an episode",
+    sim_role="scan", call_unit="rollouts", workload_type=AdvantageWorkload)
 
 for _kind in tuple(KernelKind):  # enum-style access: KernelKind.ENV_STEP
     setattr(KernelKind, _kind.upper(), _kind)

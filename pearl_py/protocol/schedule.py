@@ -1,6 +1,8 @@
-"""The training schedule: which updates the data allows, and how far actors may run ahead.
+"""The training schedules: which updates the data allows, and how far actors may run ahead.
 
 Shared by the parallel runtime's rate limiter, the Ray backend and the simulator.
+:class:`TrainSchedule` is the off-policy family's; :class:`RolloutSchedule` the on-policy
+family's synchronous one (at the end of this module).
 
 The serial executor trains ``gradient_steps`` times after every ``train_freq``-th vector
 step once more than ``learning_starts`` transitions are stored. The parallel learner
@@ -44,6 +46,7 @@ DEFAULT_POLICY_LAG = DEFAULT_SYNC_EVERY
 
 if TYPE_CHECKING:
     from pearl_py.algorithms.off_policy.config import OffPolicyConfig
+    from pearl_py.algorithms.on_policy.config import OnPolicyConfig
 
 
 @dataclass(frozen=True)
@@ -153,3 +156,85 @@ class TrainSchedule:
         """Vector steps each of ``actors`` actors still runs once ``done`` vector steps are consumed."""
         left = self.vector_steps - done
         return [left // actors + (i < left % actors) for i in range(actors)]
+
+
+@dataclass(frozen=True)
+class RolloutSchedule:
+    """The synchronous on-policy schedule, shared by the serial and parallel executors, the simulator and the
+    whole-run model (docs/runtime.md, "On-policy").
+
+    A run is whole rollouts: every rollout is ``n_steps`` vector steps of all ``n_envs`` envs (collected
+    while fewer than ``total_steps`` env steps are done, as Stable-Baselines3 does, so the last rollout may
+    pass ``total_steps``), then the learner runs ``epochs`` passes of ``minibatches`` minibatch updates over
+    it, then the acting parameters go out. Collection and learning do not overlap. With several actors
+    the envs are split among them (:meth:`env_split`): actor ``i`` steps the envs of its range, which keep
+    their global indices (seeds, noise streams and rollout columns), so the rollout is the serial run's.
+
+    Example::
+
+        >>> s = RolloutSchedule(n_steps=32, n_envs=8, total_steps=100_000, epochs=20, minibatches=1)
+        >>> s.rollout_size, s.rollouts, s.env_steps, s.total_updates
+        (256, 391, 100096, 7820)
+        >>> s.env_split(3), s.progress_remaining(391)
+        ((range(0, 3), range(3, 6), range(6, 8)), 0.0)
+    """
+
+    n_steps: int
+    n_envs: int
+    total_steps: int
+    epochs: int = 1
+    minibatches: int = 1
+    """Minibatch updates per epoch."""
+
+    def __post_init__(self) -> None:
+        for name in ("n_steps", "n_envs", "total_steps", "epochs", "minibatches"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"schedule: {name} must be >= 1, got {getattr(self, name)}")
+
+    @classmethod
+    def from_config(cls, cfg: OnPolicyConfig, total_steps: int) -> RolloutSchedule:
+        """From an on-policy config (``n_steps``, ``n_envs``, its epochs and minibatches per rollout)."""
+        return cls(n_steps=cfg.n_steps, n_envs=cfg.n_envs, total_steps=total_steps, epochs=cfg.epochs_per_rollout,
+                   minibatches=cfg.minibatches_per_epoch)
+
+    @property
+    def rollout_size(self) -> int:
+        return self.n_steps * self.n_envs
+
+    @property
+    def rollouts(self) -> int:
+        """Rollouts of the run: collected while fewer than ``total_steps`` env steps are done."""
+        return -(-self.total_steps // self.rollout_size)
+
+    @property
+    def env_steps(self) -> int:
+        return self.rollouts * self.rollout_size
+
+    @property
+    def vector_steps(self) -> int:
+        return self.rollouts * self.n_steps
+
+    @property
+    def updates_per_rollout(self) -> int:
+        """Minibatch updates per rollout (fewer when an algorithm stops a rollout's epochs early: PPO's target_kl)."""
+        return self.epochs * self.minibatches
+
+    @property
+    def total_updates(self) -> int:
+        return self.rollouts * self.updates_per_rollout
+
+    def progress_remaining(self, rollouts_done: int) -> float:
+        """The schedules' ``progress_remaining`` when learning on rollout number ``rollouts_done`` (1-based):
+        ``1 - env_steps / total_steps`` after collecting it, held at 0 past the end."""
+        return max(1.0 - rollouts_done * self.rollout_size / self.total_steps, 0.0)
+
+    def env_split(self, actors: int) -> tuple[range, ...]:
+        """The envs of each of ``actors`` actors: contiguous ranges of global env indices, larger shares first."""
+        if not 1 <= actors <= self.n_envs:
+            raise ValueError(f"schedule: {actors} actors cannot split {self.n_envs} envs (1..{self.n_envs} actors)")
+        out, start = [], 0
+        for i in range(actors):
+            size = self.n_envs // actors + (i < self.n_envs % actors)
+            out.append(range(start, start + size))
+            start += size
+        return tuple(out)

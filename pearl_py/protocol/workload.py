@@ -79,7 +79,12 @@ class NetworkWorkload:
     many parameters the optimizer updates over those calls (zero for inference).
     Every FLOP figure is per call, averaged over the period. ``forms`` names the math
     the call computes as the algorithm declares it (its losses' forms, or its acting
-    form): kernel variants that implement some forms by hand run only those.
+    form): kernel variants that implement some forms by hand run only those. ``family``: the
+    algorithm family whose implementation runs the call (``off_policy`` or ``on_policy``: their
+    kernels are different code, calibrated apart). ``dispatched_ops``: operators one call
+    dispatched when its derivation observed it (None: estimated from the layers, :attr:`n_ops`).
+    ``resident_bytes``: training data the kernel keeps on its device across calls (an on-policy
+    learner's rollout, reread every epoch; 0 for a learner fed sampled batches).
     """
 
     layers: tuple[Layer, ...]
@@ -88,6 +93,9 @@ class NetworkWorkload:
     optimizer: str = "adam"
     period: int = 1
     forms: tuple[str, ...] = ()
+    family: str = "off_policy"
+    dispatched_ops: float | None = None
+    resident_bytes: int = 0
 
     @property
     def forward_flops(self) -> float:
@@ -117,7 +125,10 @@ class NetworkWorkload:
 
     @property
     def n_ops(self) -> float:
-        """Rough count of separately dispatched operations per call (launch-overhead term of the cost models)."""
+        """Separately dispatched operations per call (launch-overhead term of the cost models): as observed,
+        or a rough count from the layers."""
+        if self.dispatched_ops is not None:
+            return self.dispatched_ops
         per_layer = sum(3 if layer.backward else 1 for layer in self.layers)
         optimizer_ops = 4 * len(self.layers) if self.trained_params else 0
         return (per_layer + optimizer_ops) / self.period
@@ -167,7 +178,58 @@ class SyncWorkload:
     param_bytes: int
 
 
-Workload = NetworkWorkload | ReplayWorkload | EnvWorkload | SyncWorkload
+@dataclass(frozen=True)
+class RolloutWorkload:
+    """One ``rollout_insert`` call: ``batch`` transitions (one vector step of that many envs) into a rollout of
+    ``n_steps x n_envs`` slots of ``item_bytes`` each (obs, action, reward, episode start, value, log-prob)."""
+
+    n_steps: int
+    n_envs: int
+    item_bytes: int
+    batch: int
+
+    @property
+    def bytes_moved(self) -> int:
+        return self.batch * self.item_bytes
+
+    @property
+    def capacity_bytes(self) -> int:
+        """The rollout's storage: every slot, plus advantages and returns (two floats each)."""
+        return self.n_steps * self.n_envs * (self.item_bytes + 2 * FLOAT_BYTES)
+
+
+@dataclass(frozen=True)
+class AdvantageWorkload:
+    """One ``advantage`` call: GAE(lambda) as a backward scan over ``n_steps`` steps of ``n_envs`` envs.
+
+    Each step reads reward, value, episode start and the next step's value and advantage, and writes an
+    advantage and a return: ``SCAN_FLOPS`` operations and ``SCAN_WORDS`` float32 words per element.
+    """
+
+    n_steps: int
+    n_envs: int
+
+    @property
+    def elements(self) -> int:
+        return self.n_steps * self.n_envs
+
+    @property
+    def flops(self) -> int:
+        return SCAN_FLOPS * self.elements
+
+    @property
+    def bytes_moved(self) -> int:
+        return SCAN_WORDS * FLOAT_BYTES * self.elements
+
+
+SCAN_FLOPS = 8
+"""GAE per element: ``delta = r + g*live*V' - V`` (4) and ``A = delta + g*l*live*A'`` (3), ``live = 1 - start`` (1)."""
+SCAN_WORDS = 5
+"""GAE per element: reads reward, value and episode start; writes advantage and return (the carried values stay
+in registers)."""
+
+
+Workload = NetworkWorkload | ReplayWorkload | EnvWorkload | SyncWorkload | RolloutWorkload | AdvantageWorkload
 
 
 @dataclass(frozen=True)

@@ -88,6 +88,16 @@ class RolloutBuffer:
         self.log_probs[t] = log_probs
         self.pos = t + 1
 
+    def fill(self, obs: np.ndarray, actions: np.ndarray, rewards: np.ndarray, episode_starts: np.ndarray,
+             values: np.ndarray, log_probs: np.ndarray) -> None:
+        """A whole rollout at once: ``(n_steps, n_envs, ...)`` arrays, as ``n_steps`` calls of :meth:`add` would store
+        them (a parallel run's learner copying the rollout its actors wrote)."""
+        self.reset()
+        for mine, theirs in zip((self.obs, self.actions, self.rewards, self.episode_starts, self.values,
+                                 self.log_probs), (obs, actions, rewards, episode_starts, values, log_probs)):
+            mine[...] = theirs
+        self.pos = self.n_steps
+
     def compute_advantages(self, last_values: np.ndarray, last_dones: np.ndarray, gamma: float,
                            gae_lambda: float) -> None:
         """GAE(lambda) advantages and TD(lambda) returns of the full rollout (:func:`~.gae.gae`).

@@ -106,20 +106,25 @@ class Collected:
 class Collector:
     """A vector of ``n_envs`` envs seeded ``seed``, stepped one vector step at a time.
 
+    ``envs``: the global indices of the envs this collector steps (default all ``n_envs`` of the
+    config); env ``i`` resets with seed ``seed + i`` wherever it runs, so actors that split a
+    vector between them (an on-policy run) step the envs the serial executor steps.
     Random actions of the warm-up come from its own generator (``default_rng(seed)``) and are
     recorded as ``inference``; the policy's call is recorded as ``policy_kernel`` (``inference``,
     or an actor's ``inference_request`` when a server infers), the env step as ``env_step``.
     Call :meth:`close` (or use it as a context manager) to close the envs.
     """
 
-    def __init__(self, algorithm: BaseAlgorithm, seed: int, record: Record, policy_kernel: str = INFERENCE) -> None:
+    def __init__(self, algorithm: BaseAlgorithm, seed: int, record: Record, policy_kernel: str = INFERENCE,
+                 envs: range | None = None) -> None:
+        envs = envs if envs is not None else range(algorithm.config.n_envs)
         self.spec = algorithm.spec
-        self.n_envs = algorithm.config.n_envs
+        self.n_envs = len(envs)
         self.rng = np.random.default_rng(seed)
-        self.envs = make_vector_env(algorithm.env_id, self.n_envs, seed)
+        self.envs = make_vector_env(algorithm.env_id, self.n_envs, seed + envs.start)
         self.tracker = EpisodeTracker(self.n_envs)
         self.record, self.policy_kernel = record, policy_kernel
-        obs, _ = self.envs.reset(seed=seed)
+        obs, _ = self.envs.reset(seed=[seed + i for i in envs])
         self.obs = obs.astype(np.float32)
 
     def step(self, policy: Callable[[np.ndarray], np.ndarray | None] | None) -> Collected | None:

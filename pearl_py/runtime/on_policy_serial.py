@@ -5,7 +5,14 @@ Stable-Baselines3's ``OnPolicyAlgorithm.learn``: rollouts of ``n_steps`` vector 
 collected while fewer than ``total_steps`` env steps are done (so the last rollout may pass
 ``total_steps``), the episodes ended by a time limit get ``gamma * V(final obs)`` added to
 their last reward, and the schedules read ``progress_remaining = 1 - env_steps / total_steps``
-after each rollout (held at 0 past the end, where SB3 lets it go negative).
+after each rollout (held at 0 past the end, where SB3 lets it go negative): the
+:class:`~pearl_py.protocol.schedule.RolloutSchedule` the parallel runtime shares. Env ``i``
+resets with seed ``seed + i`` and samples its actions from its own uniforms
+(:class:`~pearl_py.runtime.on_policy_collect.RolloutCollector`), so a parallel run that splits
+the envs among actors collects the same rollouts.
+
+The plan's ``inference`` and ``learner_update`` variants run (``pearl_py.kernels.on_policy``:
+``reference`` or ``fused``), the learner at the plan's threads.
 
 Kernels timed (``RunResult.kernel_times``): ``inference`` (the policy on every env's
 observation; also V of final observations of truncated episodes and of the rollout's last
@@ -31,6 +38,7 @@ import torch
 from pearl_py.algorithms.on_policy.base import OnPolicyAlgorithm
 from pearl_py.algorithms.on_policy.learner import OnPolicyLearner
 from pearl_py.kernels.affinity import pinned_threads
+from pearl_py.kernels.on_policy import build_acting, install_update, warm_up
 from pearl_py.plan import Placement, Plan
 from pearl_py.protocol.kernel import (
     ADVANTAGE,
@@ -39,12 +47,13 @@ from pearl_py.protocol.kernel import (
     LEARNER_UPDATE,
     ROLLOUT_INSERT,
 )
-from pearl_py.replay.gae import bootstrap_truncated
-from pearl_py.runtime.collect import Collected, Collector
+from pearl_py.protocol.schedule import RolloutSchedule
 from pearl_py.runtime.evaluation import EVAL_SEED_OFFSET, evaluate
+from pearl_py.runtime.on_policy_collect import RolloutCollector
+from pearl_py.runtime.on_policy_layout import OnPolicyLayout
 from pearl_py.runtime.result import RunResult
 from pearl_py.runtime.run_log import RunLog
-from pearl_py.runtime.timing import KernelTimer
+from pearl_py.runtime.timing import KernelTimer, merge_kernel_times
 
 ON_POLICY_KERNELS = (ENV_STEP, INFERENCE, ROLLOUT_INSERT, ADVANTAGE, LEARNER_UPDATE)
 """The kernels of the serial on-policy loop, in the order one rollout runs them."""
@@ -56,93 +65,89 @@ def serial_plan(device: str = "cpu") -> Plan:
                 mode="serialized", devices={device: "cpu"}, solver="single-device")
 
 
+def evaluation_points(eval_freq: int, n_envs: int, before: int, after: int) -> list[int]:
+    """The env-step counts after the vector steps from ``before`` (excluded) to ``after`` at which a run evaluates
+    every ``eval_freq`` steps: those with ``steps % eval_freq < n_envs`` (the vector step that reaches a multiple).
+    The parallel runtime evaluates at the end of a rollout's collection for every such step: the networks do not
+    change while a rollout is collected, so the returns are the serial run's."""
+    if not eval_freq:
+        return []
+    return [s for s in range(before + n_envs, after + 1, n_envs) if s % eval_freq < n_envs]
+
+
 class OnPolicySerialExecutor:
     """Runs collection and learning alternately in this process, timing every kernel."""
 
-    def __init__(self, algorithm: OnPolicyAlgorithm, seed: int = 0, *, device: str = "cpu",
+    def __init__(self, algorithm: OnPolicyAlgorithm, seed: int = 0, *, plan: Plan | None = None,
                  out_dir: Path | None = None, eval_episodes: int = 10, eval_freq: int = 0,
-                 progress: bool | None = None, threads: int = 1) -> None:
+                 progress: bool | None = None, threads: int | None = None) -> None:
         self.algorithm = algorithm
         self.seed = seed
-        self.device = torch.device(device)
+        self.plan = plan or serial_plan()
+        self.layout = OnPolicyLayout.from_plan(self.plan, algorithm)
+        self.device = self.layout.learner_device
         self.out_dir = out_dir
         self.eval_episodes = eval_episodes
         self.eval_freq = eval_freq
         self.progress = progress
-        self.threads = threads
-        """Torch intra-op threads of this process (1: one core, as the cost models are calibrated)."""
+        self.threads = threads if threads is not None else self.layout.learner_threads
+        """Torch intra-op threads of this process (default: the plan's learner threads; 1 in the default plan,
+        one core per process as the cost models are calibrated)."""
 
     def run(self, total_steps: int) -> RunResult:
         algo, cfg = self.algorithm, self.algorithm.config
+        schedule = RolloutSchedule.from_config(cfg, total_steps)
         torch.set_num_threads(self.threads)
         torch.manual_seed(self.seed)
         learner = OnPolicyLearner(algo, self.device)
+        install_update(self.layout.learner_variant, learner)
+        acting = build_acting(self.layout.inference_variant, algo, learner.nets)
+        warm_up(algo, self.layout.learner_variant, acting)   # compiled variants load their code before the clock
         timer = KernelTimer()
         log = RunLog(self.out_dir, total_steps, self.progress)
-        collector = Collector(algo, self.seed, timer.add)
+        collector = RolloutCollector(algo, self.seed, acting, timer.add)
         rollout = algo.make_rollout(seed=self.seed)
         eval_history: list[dict[str, float]] = []
         steps = 0
         eval_seconds = 0.0
+
+        def rate() -> float:
+            return steps / max(time.perf_counter() - start - eval_seconds, 1e-9)
+
         with contextlib.ExitStack() as stack:
             for close in (log.close, collector.close):  # closed in the reverse order
                 stack.callback(close)
             stack.enter_context(pinned_threads(self.threads))
-            episode_starts = np.ones(cfg.n_envs, dtype=np.float32)  # every env starts an episode
             start = time.perf_counter()
-            while steps < total_steps:
+            for k in range(schedule.rollouts):
                 rollout.reset()
-                for _ in range(cfg.n_steps):
-                    acted: list[tuple[np.ndarray, np.ndarray]] = []
-                    step = collector.step(lambda obs: self._act(learner, obs, acted))  # noqa: B023 (called at once)
-                    (values, log_probs), = acted
-                    learned = self._bootstrap_truncated(learner, timer, step)
+                for t in range(cfg.n_steps):
+                    step = collector.step(k * cfg.n_steps + t)
                     with timer(ROLLOUT_INSERT):
-                        rollout.add(step.obs, step.actions, learned, episode_starts, values, log_probs)
-                    steps += cfg.n_envs
-                    for _, episode_return, length in step.ended:
+                        rollout.add(step.obs, step.actions, step.rewards, step.episode_starts, step.values,
+                                    step.log_probs)
+                    before, steps = steps, steps + cfg.n_envs
+                    for _, episode_return, length in step.step.ended:
                         log.episode(steps, episode_return, length)
-                    episode_starts = step.done.astype(np.float32)
-                    if self.eval_freq and steps % self.eval_freq < cfg.n_envs:
+                    for at in evaluation_points(self.eval_freq, cfg.n_envs, before, steps):
                         t0 = time.perf_counter()
-                        returns = evaluate(algo, learner.nets, self.device, self.eval_episodes,
-                                           self.seed + EVAL_SEED_OFFSET)
+                        eval_history.append(self._evaluate(learner, at))
                         eval_seconds += time.perf_counter() - t0
-                        eval_history.append({"step": steps, "return_mean": float(np.mean(returns)),
-                                             "return_std": float(np.std(returns))})
-                    log.tick(steps, steps / max(time.perf_counter() - start - eval_seconds, 1e-9))
-                with timer(INFERENCE):
-                    last_values = self._values(learner, collector.obs)
+                    log.tick(steps, rate())
+                last_values, last_dones = collector.last_values()
                 with timer(ADVANTAGE):
-                    rollout.compute_advantages(last_values, episode_starts, cfg.gamma, cfg.gae_lambda)
-                stats = learner.learn(rollout, max(1.0 - steps / total_steps, 0.0), timer)
-                log.train(steps, stats.as_log(), steps / max(time.perf_counter() - start - eval_seconds, 1e-9))
+                    rollout.compute_advantages(last_values, last_dones, cfg.gamma, cfg.gae_lambda)
+                stats = learner.learn(rollout, schedule.progress_remaining(k + 1), timer)
+                log.train(steps, stats.as_log(), rate())
             wall = time.perf_counter() - start - eval_seconds
         eval_returns = evaluate(algo, learner.nets, self.device, self.eval_episodes, self.seed + EVAL_SEED_OFFSET)
         self.learner, self.rollout = learner, rollout  # the trained networks and the last rollout, for inspection
         return RunResult(algorithm=algo.name, env=algo.env_id, seed=self.seed, env_steps=steps,
                          gradient_steps=learner.gradient_steps, wall_seconds=wall, eval_returns=eval_returns,
-                         plan=serial_plan(self.device.type).to_dict(), kernel_times=timer.summary(),
+                         plan=self.plan.to_dict(),
+                         kernel_times=merge_kernel_times([timer.summary()], self.layout.modelled_s),
                          episodes=collector.episodes, eval_history=eval_history, backend="serial")
 
-    def _act(self, learner: OnPolicyLearner, obs: np.ndarray, acted: list[tuple[np.ndarray, np.ndarray]]
-             ) -> np.ndarray:
-        """The ``inference`` kernel: sampled actions, as numpy; V(obs) and the log-probabilities go to ``acted``."""
-        with torch.no_grad():
-            step = self.algorithm.act(learner.nets, torch.as_tensor(obs, device=self.device), explore=True)
-        acted.append((step.values.cpu().numpy(), step.log_probs.cpu().numpy()))
-        return step.actions.cpu().numpy()
-
-    def _values(self, learner: OnPolicyLearner, obs: np.ndarray) -> np.ndarray:
-        with torch.no_grad():
-            return self.algorithm.value(learner.nets, torch.as_tensor(obs, device=self.device)).cpu().numpy()
-
-    def _bootstrap_truncated(self, learner: OnPolicyLearner, timer: KernelTimer, step: Collected) -> np.ndarray:
-        """Rewards plus ``gamma * V(final obs)`` for episodes a time limit cut (none on most steps)."""
-        cut = step.truncated & ~step.terminated
-        final_values = np.zeros(len(step.rewards), dtype=np.float32)
-        if cut.any():
-            with timer(INFERENCE):
-                final_values[cut] = self._values(learner, step.next_obs[cut])
-        return bootstrap_truncated(step.rewards, step.terminated, step.truncated, final_values,
-                                   self.algorithm.config.gamma)
+    def _evaluate(self, learner: OnPolicyLearner, at: int) -> dict[str, float]:
+        returns = evaluate(self.algorithm, learner.nets, self.device, self.eval_episodes, self.seed + EVAL_SEED_OFFSET)
+        return {"step": at, "return_mean": float(np.mean(returns)), "return_std": float(np.std(returns))}

@@ -15,12 +15,17 @@ from pearl_py.optimize.problem import (
 )
 
 
-def random_problem(seed: int, power_cap: bool = False, threaded: bool = False) -> AssignmentProblem:
+def random_problem(seed: int, power_cap: bool = False, threaded: bool = False,
+                   synchronous: bool = False) -> AssignmentProblem:
     """2-4 kernels (one or two replicable), 2-3 devices (a CPU with 1-3 cores), 1-2 variants, links, resources;
     the first one or two kernels often form the acting stage of a policy-lag bound (``overlap`` < 1).
 
     ``threaded``: every non-replicable kernel's CPU options also cost 2 and 3 threads (latency 0.3-1.3x,
-    energy 0.8-2.5x the one-thread call's, from their own stream: the other draws stay as they were)."""
+    energy 0.8-2.5x the one-thread call's, from their own stream: the other draws stay as they were).
+    ``synchronous``: an on-policy-like protocol (never serialized): the replicable kernels collect (``act``,
+    the second one ``intake`` half the time), the others learn; every replicable option can split its call
+    over up to 1-4 replicas, one replica's share costing ``f + (1 - f) / J`` of the whole call (f in 0.1-0.9, a
+    fixed overhead), from a stream of their own."""
     rng = np.random.default_rng(seed)
     lag = np.random.default_rng(seed + 10_000)  # its own stream: the other draws stay as they were
     n_tasks = int(rng.integers(2, 5))
@@ -67,6 +72,18 @@ def random_problem(seed: int, power_cap: bool = False, threaded: bool = False) -
     cap = None
     if power_cap:
         cap = float(sum(d.idle_w for d in devices.values()) * rng.uniform(0.6, 1.6))
-    return AssignmentProblem(tasks, devices, options, edges, links, routes,
-                             serialized=bool(rng.random() < 0.2), power_cap_w=cap, name=f"random-{seed}",
-                             overlap=float(lag.choice([1.0, 0.5, 0.1, 0.0])))
+    serialized = bool(rng.random() < 0.2)
+    overlap = float(lag.choice([1.0, 0.5, 0.1, 0.0]))
+    if synchronous:
+        split = np.random.default_rng(seed + 30_000)
+        tasks = tuple(replace(t, stage=("intake" if i == 1 and split.random() < 0.5 else "act") if t.replicable
+                              else "train" if i == len(tasks) - 1 else "") for i, t in enumerate(tasks))
+        for (name, kind, v), option in sorted(options.items()):
+            if next(t for t in tasks if t.name == name).replicable:
+                fixed, most = float(split.uniform(0.1, 0.9)), int(split.integers(1, 5))
+                options[(name, kind, v)] = replace(option, shares=tuple(
+                    (option.latency_s * (fixed + (1 - fixed) / j), option.energy_j * (fixed + (1 - fixed) / j))
+                    for j in range(2, most + 1)))
+        serialized, overlap = False, 1.0
+    return AssignmentProblem(tasks, devices, options, edges, links, routes, serialized=serialized,
+                             synchronous=synchronous, power_cap_w=cap, name=f"random-{seed}", overlap=overlap)

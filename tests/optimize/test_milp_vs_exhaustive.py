@@ -36,3 +36,24 @@ def test_milp_matches_exhaustive(objective, threaded):
     assert compared >= 280
     # the threaded instances exercise the thread choices (and the thread-versus-actor cores rows)
     assert (multi_threaded >= 30) if threaded else multi_threaded == 0
+
+
+@pytest.mark.parametrize("objective", ["throughput", "power"])
+def test_milp_matches_exhaustive_on_synchronous_protocols(objective):
+    """Synchronous (on-policy) instances: collection and learning phases, split replicas, shared actors."""
+    compared = split = 0
+    for seed in SEEDS:
+        problem = random_problem(seed, power_cap=seed % 3 == 0, synchronous=True)
+        exact = _best(solve_exhaustive, problem, objective)
+        milp = _best(solve_milp, problem, objective)
+        assert (exact is None) == (milp is None), f"seed {seed}: feasibility differs"
+        if exact is None:
+            continue
+        compared += 1
+        assert abs(milp.value - exact.value) <= 1e-6 * exact.value, (seed, exact.assignment, milp.assignment)
+        assert milp.optimal and milp.gap <= 1e-6
+        assert exact.performance.collect_s + exact.performance.learn_s == pytest.approx(
+            exact.performance.time_per_sample) or exact.performance.throttled
+        split += any(c.replicas > 1 and problem.task(k).replicable for k, c in exact.assignment.items())
+    assert compared >= 280
+    assert split >= 30          # the instances exercise split actors

@@ -23,16 +23,18 @@ class ActorCriticAlgorithm(OnPolicyAlgorithm, abc.ABC):
     """Acts with SB3's ``MlpPolicy`` (categorical or diagonal Gaussian); subclasses define ``loss``."""
 
     acting_networks = ("policy",)
+    acting_form = "actor_critic"
 
     def build_networks(self) -> dict[str, nn.Module]:
         cfg, spec = self.config, self.spec
         return {"policy": ActorCritic(spec.obs_dim, spec.action_dim, spec.discrete, cfg.net_arch,
                                       cfg.activation_fn, cfg.ortho_init, cfg.log_std_init)}
 
-    def act(self, nets: Networks, obs: torch.Tensor, *, explore: bool) -> PolicyStep:
+    def act(self, nets: Networks, obs: torch.Tensor, *, explore: bool, noise: torch.Tensor | None = None
+            ) -> PolicyStep:
         policy = nets.online.policy
         dist = policy.distribution(obs)
-        actions = dist.sample() if explore else dist.mode()
+        actions = dist.sample(noise) if explore else dist.mode()
         return PolicyStep(actions, policy.value(obs), dist.log_prob(actions))
 
     def value(self, nets: Networks, obs: torch.Tensor) -> torch.Tensor:

@@ -11,8 +11,9 @@ executors own devices, optimizers, schedules and loops. A new algorithm needs::
         def build_networks(self):                # shapes from self.spec, widths from self.config
             return {"pi": ..., "v": ...}
 
-        def act(self, nets, obs, *, explore):    # a sampled (explore) or deterministic action,
-            return PolicyStep(actions, values, log_probs)    # with V(obs) and its log-probability
+        def act(self, nets, obs, *, explore, noise=None):   # a sampled (explore) or deterministic action,
+            return PolicyStep(actions, values, log_probs)      # with V(obs) and its log-probability; sampled
+                                                               # from noise (per-row uniforms) when given
 
         def loss(self, nets, batch, *, progress_remaining):
             return LossTerms(policy_loss, value_loss, entropy, log_probs)
@@ -22,7 +23,7 @@ The training loop these run in (any executor)::
     obs = envs.reset()
     while steps < total_steps:
         for n_steps:
-            step = act(nets, obs, explore=True)                 # inference
+            step = act(nets, obs, explore=True, noise=u)        # inference (u: every env's own uniforms)
             next_obs, rewards, ... = envs.step(step.actions)    # env_step
             rewards += gamma * V(final obs) where truncated
             rollout.add(obs, step.actions, rewards, ...)        # rollout_insert
@@ -31,6 +32,12 @@ The training loop these run in (any executor)::
             terms = loss(nets, batch); minimise terms.policy_loss + vf_coef * terms.value_loss
                                                   - ent_coef * terms.entropy, clipped to max_grad_norm
         actors get the new weights                              # param_sync
+
+``loss_form`` and ``acting_form`` name the math ``loss`` and ``act`` compute (PPO's
+``"ppo_clip"``, A2C's ``"a2c_pg"``; ``"actor_critic"``: the MLP actor-critic of
+:mod:`.actor_critic`) for kernel variants that implement them by hand, as the off-policy
+family's ``Loss.form`` and ``acting_form`` do; a subclass that overrides ``loss`` or ``act``
+below the declaring class declares ``"custom"``, which only the generic variants run.
 """
 from __future__ import annotations
 
@@ -46,7 +53,6 @@ from torch import nn
 from pearl_py.algorithms.core import BaseAlgorithm
 from pearl_py.algorithms.networks import Networks
 from pearl_py.algorithms.on_policy.config import OnPolicyConfig
-from pearl_py.errors import UserError
 
 if TYPE_CHECKING:
     from pearl_py.algorithms.on_policy.learner import RolloutBatch
@@ -84,14 +90,6 @@ class LossTerms:
     clip_fraction: torch.Tensor | None = None
 
 
-class OnPolicyNotPlanned(UserError):
-    """A command that needs the performance model (plan, simulate) was given an on-policy algorithm."""
-
-    def __init__(self, algorithm: OnPolicyAlgorithm, command: str) -> None:
-        super().__init__(f"{algorithm.name} is on-policy: `{command}` does not model on-policy kernels yet "
-                         "(`pearl run` trains it on the serial executor)")
-
-
 class OnPolicyAlgorithm(BaseAlgorithm):
     """Base of every on-policy algorithm. Subclasses define networks, ``loss`` and ``act``.
 
@@ -102,6 +100,8 @@ class OnPolicyAlgorithm(BaseAlgorithm):
     family = "on_policy"
     Config: ClassVar[type[OnPolicyConfig]] = OnPolicyConfig
     acting_networks: ClassVar[tuple[str, ...]]
+    loss_form: ClassVar[str] = "custom"
+    acting_form: ClassVar[str] = "custom"
 
     # -- what a subclass defines ------------------------------------------------------------
     @abc.abstractmethod
@@ -109,8 +109,14 @@ class OnPolicyAlgorithm(BaseAlgorithm):
         """Fresh networks by name, shaped by ``self.spec`` and ``self.config``."""
 
     @abc.abstractmethod
-    def act(self, nets: Networks, obs: torch.Tensor, *, explore: bool) -> PolicyStep:
-        """Actions for a batch of observations, sampled (``explore``) or deterministic, with values and log-probs."""
+    def act(self, nets: Networks, obs: torch.Tensor, *, explore: bool, noise: torch.Tensor | None = None
+            ) -> PolicyStep:
+        """Actions for a batch of observations, sampled (``explore``) or deterministic, with values and log-probs.
+
+        ``noise``: ``(rows, noise_width)`` uniforms in (0, 1); a sampled action must be a function of its row's
+        (the executors pass every env's own stream, so a run is the same however its envs are split over
+        actors). None: sample from torch's generator.
+        """
 
     @abc.abstractmethod
     def loss(self, nets: Networks, batch: RolloutBatch, *, progress_remaining: float) -> LossTerms:
@@ -133,6 +139,20 @@ class OnPolicyAlgorithm(BaseAlgorithm):
         return False
 
     # -- what every algorithm gets ----------------------------------------------------------
+    @property
+    def noise_width(self) -> int:
+        """Uniforms one row of ``act`` takes to sample (1 for a categorical policy, 2 per action element for a
+        Gaussian one: Box-Muller)."""
+        return 1 if self.spec.discrete else 2 * self.spec.action_dim
+
+    def declared_loss_form(self) -> str:
+        """``loss_form``, or ``"custom"`` when ``loss`` was overridden below the class that declared it."""
+        return _declared(type(self), "loss_form", "loss")
+
+    def declared_acting_form(self) -> str:
+        """``acting_form``, or ``"custom"`` when ``act`` was overridden below the class that declared it."""
+        return _declared(type(self), "acting_form", "act")
+
     def make_rollout(self, seed: int) -> RolloutBuffer:
         from pearl_py.replay.rollout import RolloutBuffer
 
@@ -147,5 +167,17 @@ class OnPolicyAlgorithm(BaseAlgorithm):
             return self.act(nets, t, explore=False).actions.cpu().numpy()
 
     def protocol(self, serialized: bool = False) -> ProtocolGraph:
-        """The on-policy kernels are not derived yet: planning commands refuse this family with the reason."""
-        raise OnPolicyNotPlanned(self, "planning")
+        """The kernels of this algorithm with their workloads, rates and data edges (synchronous unless
+        ``serialized``: :func:`pearl_py.algorithms.on_policy.derive.derive_protocol`)."""
+        from pearl_py.algorithms.on_policy.derive import derive_protocol
+
+        return derive_protocol(self, serialized=serialized)
+
+
+def _declared(cls: type, form: str, method: str) -> str:
+    """``cls``'s ``form`` attribute, or ``"custom"`` when ``method`` is defined below the class declaring it."""
+    def defining(attribute: str) -> type | None:
+        return next((c for c in cls.__mro__ if attribute in c.__dict__), None)
+
+    declared, defined = defining(form), defining(method)
+    return "custom" if defined is not declared and issubclass(defined, declared) else getattr(cls, form)

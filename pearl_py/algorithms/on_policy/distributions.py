@@ -1,8 +1,13 @@
 """Action distributions of stochastic policies: categorical (Discrete) and diagonal Gaussian (Box).
 
 Each gives ``sample``, ``mode`` (the deterministic action), ``log_prob`` of actions and
-``entropy``, all batched over the leading dimension. Sampling draws from torch's global
-generator, so a seeded run samples the same actions.
+``entropy``, all batched over the leading dimension. ``sample(noise)`` turns given uniforms in
+(0, 1) into actions, row by row (the executors pass each env's own stream,
+:mod:`~pearl_py.algorithms.on_policy.noise`, so a row's action depends on nothing else):
+categorical by the inverse CDF of one uniform (the first action whose cumulative probability
+exceeds it), Gaussian by Box-Muller on two uniforms per action element,
+``z = sqrt(-2 ln u1) cos(2 pi u2)``. Without noise, sampling draws from torch's global generator.
+``noise_width(action_dim)``: the uniforms one row takes.
 
 Example::
 
@@ -27,8 +32,16 @@ class Categorical:
     def __init__(self, logits: torch.Tensor) -> None:
         self.log_probs = logits - logits.logsumexp(dim=-1, keepdim=True)  # normalized: sums to 1 in probability
 
-    def sample(self) -> torch.Tensor:
-        return torch.multinomial(self.log_probs.exp(), 1).squeeze(-1)
+    @staticmethod
+    def noise_width(action_dim: int) -> int:
+        return 1
+
+    def sample(self, noise: torch.Tensor | None = None) -> torch.Tensor:
+        """An action per row: from ``noise`` (``(rows, 1)`` uniforms) by the inverse CDF, else torch's generator."""
+        if noise is None:
+            return torch.multinomial(self.log_probs.exp(), 1).squeeze(-1)
+        below = self.log_probs.exp().cumsum(dim=-1) < noise[:, :1]
+        return below.sum(dim=-1).clamp_(max=self.log_probs.shape[-1] - 1)   # rounding may leave the sum below 1
 
     def mode(self) -> torch.Tensor:
         return self.log_probs.argmax(dim=-1)
@@ -49,8 +62,16 @@ class DiagGaussian:
         self.mean = mean
         self.log_std = log_std.expand_as(mean)
 
-    def sample(self) -> torch.Tensor:
-        return self.mean + self.log_std.exp() * torch.randn_like(self.mean)
+    @staticmethod
+    def noise_width(action_dim: int) -> int:
+        return 2 * action_dim
+
+    def sample(self, noise: torch.Tensor | None = None) -> torch.Tensor:
+        """``mean + std * z``: ``z`` by Box-Muller from ``noise`` (``(rows, 2 * action_dim)`` uniforms: the first
+        half ``u1``, the second ``u2``), else from torch's generator."""
+        if noise is None:
+            return self.mean + self.log_std.exp() * torch.randn_like(self.mean)
+        return self.mean + self.log_std.exp() * box_muller(noise, self.mean.shape[-1])
 
     def mode(self) -> torch.Tensor:
         return self.mean
@@ -64,5 +85,13 @@ class DiagGaussian:
         """``sum_i [1/2 + log(2 pi)/2 + log sigma_i]``, one value per batch row."""
         return (0.5 + _HALF_LOG_2PI + self.log_std).sum(dim=-1)
 
+
+def box_muller(noise: torch.Tensor, dim: int) -> torch.Tensor:
+    """Standard normals ``sqrt(-2 ln u1) cos(2 pi u2)`` from ``(rows, 2 * dim)`` uniforms (u1 first, then u2)."""
+    u1, u2 = noise[:, :dim], noise[:, dim:2 * dim]
+    return torch.sqrt(-2.0 * torch.log(u1)) * torch.cos(_TWO_PI * u2)
+
+
+_TWO_PI = 2.0 * math.pi
 
 Distribution = Categorical | DiagGaussian

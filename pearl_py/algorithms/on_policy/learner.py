@@ -21,8 +21,9 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -98,6 +99,10 @@ class LearnStats:
         return out
 
 
+MinibatchUpdate = Callable[["RolloutSample", float], StepResult]
+"""``update(sample, progress_remaining) -> StepResult``: one ``learner_update`` call on a minibatch (numpy)."""
+
+
 class OnPolicyLearner:
     """Owns the algorithm's networks and its optimizer; learns from full rollouts."""
 
@@ -108,6 +113,12 @@ class OnPolicyLearner:
         self.parameters = [p for p in self.nets.online.parameters() if p.requires_grad]
         self.optimizer = algorithm.make_optimizer(self.parameters, algorithm.config.learning_rate(1.0))
         self.gradient_steps = 0
+        self.update: MinibatchUpdate = self.reference_update
+        """The ``learner_update`` kernel :meth:`learn` calls (an executor may install a variant)."""
+
+    def reference_update(self, sample: RolloutSample, progress_remaining: float) -> StepResult:
+        """The reference ``learner_update``: :meth:`step` on the minibatch as tensors on the learner's device."""
+        return self.step(RolloutBatch.from_numpy(sample, self.device), progress_remaining)
 
     def learn(self, rollout: RolloutBuffer, progress_remaining: float, timer: KernelTimer | None = None
               ) -> LearnStats:
@@ -120,8 +131,7 @@ class OnPolicyLearner:
         for _ in range(cfg.epochs_per_rollout):
             for indices in rollout.minibatch_indices(cfg.minibatch_size):
                 with timer(LEARNER_UPDATE) if timer is not None else contextlib.nullcontext():
-                    result = self.step(RolloutBatch.from_numpy(rollout.sample(indices), self.device),
-                                       progress_remaining)
+                    result = self.update(rollout.sample(indices), progress_remaining)
                 results.append(result)
                 if result.stopped:
                     break
@@ -147,6 +157,17 @@ class OnPolicyLearner:
         self.optimizer.step()
         self.gradient_steps += 1
         return StepResult(terms, approx_kl, stopped=False)
+
+    def state_dict(self) -> dict[str, Any]:
+        """Networks, optimizer state and the gradient-step count (a checkpoint's learner part)."""
+        return {"nets": self.nets.state_dict(), "optimizer": self.optimizer.state_dict(),
+                "gradient_steps": self.gradient_steps}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore :meth:`state_dict`'s data (an installed kernel variant notices the new optimizer state)."""
+        self.nets.load_state_dict(state["nets"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.gradient_steps = int(state["gradient_steps"])
 
     @staticmethod
     def _stats(results: list[StepResult], learning_rate: float) -> LearnStats:

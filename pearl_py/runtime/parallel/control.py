@@ -33,16 +33,18 @@ from pearl_py.protocol.kernel import (
     PRIORITY_UPDATE,
     REPLAY_INSERT,
     REPLAY_SAMPLE,
+    ROLLOUT_INSERT,
 )
 from pearl_py.replay.storage import Layout, Storage
 from pearl_py.runtime.timing import KernelTimer
 
 KERNELS = (ENV_STEP, INFERENCE, PARAM_SYNC, "actor_handoff", "inference_request",
-           REPLAY_INSERT, REPLAY_SAMPLE, PRIORITY_UPDATE)
+           REPLAY_INSERT, REPLAY_SAMPLE, PRIORITY_UPDATE, ROLLOUT_INSERT)
 """Kernels timed outside the learner process. ``actor_handoff`` is an actor's own work after
 a step (episode bookkeeping, writing the transitions into its ring), the actor's side of
 replay_insert; ``inference_request`` is an actor's wait for the central inference server
-(posting observations to receiving actions)."""
+(posting observations to receiving actions); ``rollout_insert``: an on-policy actor writing a step
+into the shared rollout."""
 
 SERVICES = ("replay", INFERENCE)
 """Server processes with a timing row each, after the actors' rows."""
@@ -85,6 +87,7 @@ class ControlBlock:
         self._produced = storage["produced"]
         self._finished = storage["finished"]
         self._lag = storage["lag"]
+        self._ready = storage["ready"]
         self._seconds = storage["seconds"]
         self._calls = storage["calls"]
         self.actors = int(storage.layout.meta["actors"])
@@ -94,6 +97,7 @@ class ControlBlock:
         rows = actors + len(SERVICES)
         layout = Layout.of({"flags": (np.int64, (len(_FLAGS),)), "produced": (np.int64, (actors,)),
                             "finished": (np.int64, (actors,)), "lag": (np.int64, (actors,)),
+                            "ready": (np.int64, (actors,)),
                             "seconds": (np.float64, (rows, len(KERNELS))),
                             "calls": (np.int64, (rows, len(KERNELS)))}, {"actors": actors})
         return cls(Storage.create(layout, shared=True, name=name))
@@ -120,6 +124,23 @@ class ControlBlock:
     def produced(self) -> int:
         """Transitions produced by all actors of this session."""
         return int(self._produced.sum())
+
+    def produced_by(self, actor: int) -> int:
+        """What actor ``actor`` last reported with :meth:`set_produced` (an on-policy actor: rollouts collected)."""
+        return int(self._produced[actor])
+
+    @property
+    def least_produced(self) -> int:
+        """The smallest count any actor reported (an on-policy run: the rollouts every actor has collected)."""
+        return int(self._produced.min()) if self.actors else 0
+
+    def set_ready(self, actor: int) -> None:
+        """Actor ``actor`` has built its envs and kernels and waits for work."""
+        self._ready[actor] = 1
+
+    @property
+    def all_ready(self) -> bool:
+        return bool(self._ready.all())
 
     def finish(self, actor: int) -> None:
         """Actor ``actor`` has run its whole quota (it sends no more inference requests)."""

@@ -86,11 +86,14 @@ def _stop(procs: list[mp.process.BaseProcess | None], control: ControlBlock) -> 
 
 
 class ActorPool:
-    """The actor processes of a run, by index."""
+    """The actor processes of a run, by index. ``target(spec)`` is the actor's entry point (the off-policy
+    actor's by default; a spec has ``generation``, ``error_file`` and ``room_bell``)."""
 
-    def __init__(self, specs: list[ActorSpec], max_restarts: int = 3) -> None:
+    def __init__(self, specs: list[ActorSpec], max_restarts: int = 3, target: Callable[[Any], None] = run_actor
+                 ) -> None:
         self.specs = list(specs)
         self.max_restarts = max_restarts
+        self.target = target
         self.restarts: list[Restart] = []
         self._procs: list[mp.process.BaseProcess | None] = [None] * len(specs)
 
@@ -99,7 +102,7 @@ class ActorPool:
             self._launch(i)
 
     def _launch(self, i: int) -> None:
-        proc = _CONTEXT.Process(target=run_actor, args=(self.specs[i],), name=f"pearl-actor-{i}", daemon=True)
+        proc = _CONTEXT.Process(target=self.target, args=(self.specs[i],), name=f"pearl-actor-{i}", daemon=True)
         proc.start()
         self._procs[i] = proc
 

@@ -1,0 +1,202 @@
+"""``OnPolicyParallelExecutor``: a synchronous on-policy run with actor processes and a learner.
+
+The plan's ``env_step`` replicas are the actors (one process and one torch thread each); the run's
+``n_envs`` envs are split among them (``RolloutSchedule.env_split``), each env keeping its global
+index, seed and noise stream. Every rollout: all actors collect their share into one shared-memory
+rollout (:mod:`~pearl_py.runtime.parallel.shared_rollout`), the learner (this process, on the plan's
+device, variant and threads) scans the advantages, runs the epochs of minibatches and publishes the
+acting parameters through the :class:`ParamBoard`; then the next rollout (:mod:`.on_policy_loop`).
+Collection and learning alternate, as the performance model and the simulator assume
+(docs/runtime.md, "On-policy").
+
+A seeded run performs the serial executor's updates on the same rollouts: the same envs with the
+same seeds, the same per-env uniforms, the rollout in the same order, the same minibatch
+permutations; with the ``fused`` (row-invariant) inference its parameters equal the serial run's
+bit for bit, with the ``reference`` inference when one actor steps all envs
+(tests/runtime/parallel/test_on_policy_parallel.py).
+
+Ctrl-C, SIGTERM or a crash between rollouts write a checkpoint under ``out_dir/checkpoint``
+(networks, optimizer state, the minibatch generator, progress) that ``resume_from`` continues;
+an actor that fails is restarted (up to ``max_restarts`` times) and re-collects the rollout it was
+in; every child process and shared-memory segment is gone when ``run`` returns or raises.
+
+Example::
+
+    >>> algo = pearl.PPO("CartPole-v1", n_envs=8, n_steps=32, batch_size=256, n_epochs=20)
+    >>> plan = pearl.plan(algo, Platform.local())               # synchronous: 2 actors, fused kernels
+    >>> result = OnPolicyParallelExecutor(algo, plan, seed=0, out_dir=Path("runs/ppo")).run(100_000)
+    >>> result.backend, result.layout["actors"]
+    ('local-parallel', 2)
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import tempfile
+from dataclasses import asdict
+from pathlib import Path
+
+import torch
+
+from pearl_py.algorithms.on_policy.base import OnPolicyAlgorithm
+from pearl_py.algorithms.on_policy.learner import OnPolicyLearner
+from pearl_py.kernels.affinity import pinned_threads
+from pearl_py.kernels.on_policy import install_update, warm_up
+from pearl_py.plan import Plan
+from pearl_py.protocol.schedule import RolloutSchedule
+from pearl_py.replay.rollout import RolloutBuffer
+from pearl_py.runtime.evaluation import EVAL_SEED_OFFSET, evaluate
+from pearl_py.runtime.on_policy_layout import OnPolicyLayout
+from pearl_py.runtime.parallel.checkpoint import (
+    CHECKPOINT_DIR,
+    Checkpoint,
+    Progress,
+    load_checkpoint,
+    save_checkpoint,
+)
+from pearl_py.runtime.parallel.control import ControlBlock
+from pearl_py.runtime.parallel.executor import SESSION_SEED_STRIDE, SHM_PREFIX
+from pearl_py.runtime.parallel.interrupts import RunInterrupted, StopSignals
+from pearl_py.runtime.parallel.learner_loop import StopRequested
+from pearl_py.runtime.parallel.on_policy_actor import OnPolicyActorSpec, run_on_policy_actor
+from pearl_py.runtime.parallel.on_policy_loop import OnPolicyLoop, OnPolicyLoopParts
+from pearl_py.runtime.parallel.params import ParamBoard
+from pearl_py.runtime.parallel.process import Doorbell
+from pearl_py.runtime.parallel.shared_rollout import SharedRollout
+from pearl_py.runtime.parallel.supervisor import ActorPool, log
+from pearl_py.runtime.result import RunResult
+from pearl_py.runtime.run_log import RunLog
+from pearl_py.runtime.timing import KernelTimer, merge_kernel_times
+
+ROLLOUT_STATE = "rollout_rng"
+"""The checkpoint's rollout part: the state of the generator of the minibatch permutations."""
+
+
+class OnPolicyParallelExecutor:
+    """Runs an on-policy ``algorithm`` under ``plan`` with actor processes and a learner; see the module docstring."""
+
+    def __init__(self, algorithm: OnPolicyAlgorithm, plan: Plan, seed: int = 0, *, out_dir: Path | None = None,
+                 eval_episodes: int = 10, eval_freq: int = 0, progress: bool | None = None,
+                 resume_from: Path | None = None, max_restarts: int = 3) -> None:
+        self.algorithm = algorithm
+        self.plan = plan
+        self.seed = seed
+        self.out_dir = Path(out_dir) if out_dir is not None else None
+        self.eval_episodes = eval_episodes
+        self.eval_freq = eval_freq
+        self.progress = progress
+        self.resume_from = Path(resume_from) if resume_from is not None else None
+        self.max_restarts = max_restarts
+        self.layout = OnPolicyLayout.from_plan(plan, algorithm)
+        self.restarts: list = []
+        """Actor restarts of the last run (:class:`supervisor.Restart`)."""
+        self.learner: OnPolicyLearner | None = None
+        """The learner of the current (or last) run."""
+        self._pool: ActorPool | None = None
+
+    @property
+    def actor_pids(self) -> list[int]:
+        """Process ids of the live actors (empty outside ``run``)."""
+        return self._pool.pids if self._pool is not None else []
+
+    def run(self, total_steps: int) -> RunResult:
+        algo, layout = self.algorithm, self.layout
+        schedule = RolloutSchedule.from_config(algo.config, total_steps)
+        torch.set_num_threads(layout.learner_threads)  # the plan's; actors set their own (one)
+        torch.manual_seed(self.seed)  # the learner's initial weights (a resumed run loads its own)
+        learner = self.learner = OnPolicyLearner(algo, layout.learner_device)
+        rollout = algo.make_rollout(seed=self.seed)
+        progress = self._restore(learner, rollout, total_steps)
+        install_update(layout.learner_variant, learner)
+        timer = KernelTimer()
+        log_dir = self.out_dir / f"session{progress.sessions}" if self.out_dir is not None and progress.sessions \
+            else self.out_dir
+        run_log = RunLog(log_dir, total_steps, self.progress)
+        with contextlib.ExitStack() as stack:
+            stack.callback(run_log.close)
+            parts = self._start(stack, schedule, learner, rollout, progress, timer, run_log)
+            warm_up(algo, layout.learner_variant)  # while the actors start: the clock starts once they are ready
+            stack.enter_context(pinned_threads(layout.learner_threads))  # after the actors started: they stay free
+            loop = OnPolicyLoop(parts, progress)
+            try:
+                loop.run()
+            except BaseException as exc:
+                saved = self._checkpoint_after(loop, parts, progress, total_steps)
+                if isinstance(exc, StopRequested):
+                    raise RunInterrupted(exc.signal_name, saved) from None
+                raise
+            progress.wall_seconds = loop.wall_seconds
+            times = merge_kernel_times([progress.kernel_times, timer.summary(), parts.control.kernel_times()],
+                                       layout.modelled_s)
+        eval_returns = evaluate(algo, learner.nets, learner.device, self.eval_episodes, self.seed + EVAL_SEED_OFFSET)
+        self.rollout = rollout  # the last rollout, for inspection
+        return RunResult(algorithm=algo.name, env=algo.env_id, seed=self.seed, env_steps=progress.transitions,
+                         gradient_steps=learner.gradient_steps, wall_seconds=progress.wall_seconds,
+                         eval_returns=eval_returns, plan=self.plan.to_dict(), kernel_times=times,
+                         episodes=progress.episodes, eval_history=progress.eval_history, backend="local-parallel",
+                         layout=layout.describe())
+
+    def _restore(self, learner: OnPolicyLearner, rollout: RolloutBuffer, total_steps: int) -> Progress:
+        """Fresh progress, or the checkpoint's (learner, minibatch generator, torch RNG) when resuming."""
+        if self.resume_from is None:
+            return Progress()
+        ckpt = load_checkpoint(self.resume_from)
+        ckpt.check_matches(self.algorithm, self.seed, total_steps)
+        learner.load_state_dict(ckpt.learner)
+        rollout.rng.bit_generator.state = ckpt.replay[ROLLOUT_STATE]
+        torch.set_rng_state(ckpt.torch_rng)
+        progress = ckpt.progress
+        progress.sessions += 1
+        return progress
+
+    def _start(self, stack: contextlib.ExitStack, schedule: RolloutSchedule, learner: OnPolicyLearner,
+               rollout: RolloutBuffer, progress: Progress, timer: KernelTimer, run_log: RunLog) -> OnPolicyLoopParts:
+        """Create the shared segments and start the actors; ``stack`` undoes it all in reverse."""
+        algo, layout = self.algorithm, self.layout
+        prefix = f"{SHM_PREFIX}-{os.getpid()}-{secrets.token_hex(4)}"
+        control = ControlBlock.create(layout.actors, f"{prefix}-ctl")
+        stack.callback(control.close)
+        board = ParamBoard.create(learner.nets.acting_state(algo.acting_networks), f"{prefix}-params",
+                                 tag=learner.gradient_steps)
+        stack.callback(board.close)
+        shared = SharedRollout.create(algo, f"{prefix}-rollout")
+        stack.callback(shared.close)
+        errors = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="pearl-actors-")))
+        learnt = progress.transitions // schedule.rollout_size
+        done_bell = Doorbell()
+        specs = [OnPolicyActorSpec(algo, index=i, envs=envs, seed=self.seed,
+                                   env_seed=self.seed + SESSION_SEED_STRIDE * progress.sessions, generation=0,
+                                   rollouts=schedule.rollouts - learnt, rollouts_before=learnt, rollout=shared.name,
+                                   params=board.name, control=control.name, error_file=str(errors / f"actor{i}.err"),
+                                   inference=layout.inference_variant, room_bell=Doorbell(), done_bell=done_bell)
+                 for i, envs in enumerate(schedule.env_split(layout.actors))]
+        pool = ActorPool(specs, self.max_restarts, target=run_on_policy_actor)
+        self._pool, self.restarts = pool, pool.restarts
+        stack.callback(setattr, self, "_pool", None)
+        stack.callback(pool.close, control)
+        signals = stack.enter_context(StopSignals())
+        pool.start()
+        return OnPolicyLoopParts(algorithm=algo, learner=learner, rollout=rollout, shared=shared, board=board,
+                                 control=control, pool=pool, schedule=schedule, log=run_log, timer=timer,
+                                 signals=signals, done_bell=done_bell, eval_freq=self.eval_freq,
+                                 evaluate=lambda: evaluate(algo, learner.nets, learner.device, self.eval_episodes,
+                                                           self.seed + EVAL_SEED_OFFSET))
+
+    def _checkpoint_after(self, loop: OnPolicyLoop, parts: OnPolicyLoopParts, progress: Progress,
+                          total_steps: int) -> Path | None:
+        """Checkpoint a run an exception ended between rollouts; None without ``out_dir`` or mid-learning."""
+        if self.out_dir is None:
+            return None
+        if not loop.between_rollouts:
+            log.error("no checkpoint written: the run stopped while learning on a rollout")
+            return None
+        progress.wall_seconds = loop.wall_seconds
+        progress.kernel_times = merge_kernel_times(
+            [progress.kernel_times, parts.timer.summary(), parts.control.kernel_times()], {})
+        algo = self.algorithm
+        ckpt = Checkpoint(algorithm=algo.name, env=algo.env_id, config=asdict(algo.config), seed=self.seed,
+                          total_steps=total_steps, learner=parts.learner.state_dict(),
+                          replay={ROLLOUT_STATE: parts.rollout.rng.bit_generator.state}, progress=progress,
+                          torch_rng=torch.get_rng_state())
+        return save_checkpoint(self.out_dir / CHECKPOINT_DIR, ckpt).parent

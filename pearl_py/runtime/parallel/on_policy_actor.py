@@ -1,0 +1,130 @@
+"""The on-policy actor process: collects its share of every rollout into shared memory, then waits.
+
+Actor ``i`` steps the envs ``spec.envs`` of the run (``RolloutSchedule.env_split``), seeded
+``seed + env`` (``+ 10_007 * generation`` after a restart, as the off-policy actors), with its own
+copy of the acting networks. For rollout ``k`` it waits until the learner allows it (the control
+block's ``limit`` > ``k``: the learner raises it after publishing the parameters learnt on rollout
+``k - 1``), copies the newest parameters from the :class:`ParamBoard` (``param_sync``), runs the
+rollout's ``n_steps`` vector steps (``inference``, ``env_step``, ``rollout_insert`` into its columns
+of the :class:`SharedRollout`), stores V of its last observations, reports ``k + 1`` rollouts done
+and rings the learner's doorbell. A restarted actor re-collects the rollout it was in (its new envs
+start new episodes). Exceptions propagate: the process exits non-zero and the supervisor restarts it.
+
+Example (what :class:`OnPolicyParallelExecutor` does)::
+
+    >>> pool = ActorPool(specs, max_restarts=3, target=run_on_policy_actor)
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from pearl_py.algorithms.networks import Networks
+from pearl_py.algorithms.on_policy.base import OnPolicyAlgorithm
+from pearl_py.kernels.on_policy import build_acting, warm_up
+from pearl_py.protocol.kernel import PARAM_SYNC, ROLLOUT_INSERT
+from pearl_py.runtime.on_policy_collect import RolloutCollector
+from pearl_py.runtime.parallel.actor import RESTART_SEED_STRIDE, WAIT_S
+from pearl_py.runtime.parallel.control import ControlBlock
+from pearl_py.runtime.parallel.params import ParamBoard
+from pearl_py.runtime.parallel.process import Doorbell, child_process
+from pearl_py.runtime.parallel.shared_rollout import SharedRollout
+
+
+@dataclass(frozen=True)
+class OnPolicyActorSpec:
+    """Everything an on-policy actor process needs (pickled once, at start)."""
+
+    algorithm: OnPolicyAlgorithm
+    index: int
+    envs: range
+    """The run's envs this actor steps (their global indices)."""
+    seed: int
+    """The run's seed: the envs' noise streams."""
+    env_seed: int
+    """Env ``i`` of this session resets with ``env_seed + i`` (the run's seed, plus an offset per resumed session)."""
+    generation: int
+    rollouts: int
+    """Rollouts of this session."""
+    rollouts_before: int
+    """Rollouts of earlier sessions (the vector steps' numbers go on from there)."""
+    rollout: str
+    params: str
+    control: str
+    error_file: str
+    inference: str = "reference"
+    """Variant of the inference kernel (``pearl_py.kernels.on_policy``)."""
+    room_bell: Doorbell | None = None
+    """Rung by the learner when it allows the next rollout."""
+    done_bell: Doorbell | None = None
+    """Rung by this actor after each rollout (the learner waits on it)."""
+
+    @property
+    def generation_seed(self) -> int:
+        """The envs' seed base of this generation (a restarted actor's envs start new episodes)."""
+        return self.env_seed + RESTART_SEED_STRIDE * self.generation
+
+
+def run_on_policy_actor(spec: OnPolicyActorSpec) -> None:
+    """Process entry point: attach the shared segments, collect until done or stopped, detach."""
+    with child_process(spec.error_file, threads=1):
+        control, rollout = ControlBlock.attach(spec.control), SharedRollout.attach(spec.rollout)
+        board = ParamBoard.attach(spec.params)
+        try:
+            _collect(spec, control, rollout, board)
+        finally:
+            board.close()
+            rollout.close()
+            control.close()
+
+
+def _collect(spec: OnPolicyActorSpec, control: ControlBlock, shared: SharedRollout, board: ParamBoard) -> None:
+    algo, index = spec.algorithm, spec.index
+    n_steps = algo.config.n_steps
+
+    def record(kernel: str, seconds: float) -> None:
+        control.add_time(index, kernel, seconds)
+
+    nets = Networks(algo.build_networks())
+    acting_state = nets.acting_state(algo.acting_networks)
+    board.read_into(acting_state)
+    acting = build_acting(spec.inference, algo, nets)
+    warm_up(algo, acting=acting)
+    collector = RolloutCollector(algo, spec.seed, acting, record, envs=spec.envs, env_seed=spec.generation_seed)
+    try:
+        control.set_ready(index)
+        if spec.done_bell is not None:
+            spec.done_bell.ring()
+        k = control.produced_by(index)
+        while k < spec.rollouts:
+            if not _wait_for_rollout(spec, control, k):
+                return
+            start = time.perf_counter()
+            if board.read_into(acting_state):
+                record(PARAM_SYNC, time.perf_counter() - start)
+            first = (spec.rollouts_before + k) * n_steps
+            for t in range(n_steps):
+                step = collector.step(first + t)
+                start = time.perf_counter()
+                shared.put(t, spec.envs, step)
+                record(ROLLOUT_INSERT, time.perf_counter() - start)
+            shared.put_last(spec.envs, *collector.last_values())
+            k += 1
+            control.set_produced(index, k)
+            if spec.done_bell is not None:
+                spec.done_bell.ring()
+        control.finish(index)
+    finally:
+        collector.close()
+
+
+def _wait_for_rollout(spec: OnPolicyActorSpec, control: ControlBlock, k: int) -> bool:
+    """Block until the learner allows rollout ``k``; False if the run stopped."""
+    while control.limit <= k:
+        if control.stopped:
+            return False
+        if spec.room_bell is not None:
+            spec.room_bell.wait(WAIT_S)
+        else:
+            time.sleep(0.0005)
+    return not control.stopped

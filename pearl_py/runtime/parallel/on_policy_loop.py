@@ -1,0 +1,153 @@
+"""The on-policy learner's loop: allow a rollout, wait for the actors, learn on it, publish, again.
+
+For rollout ``k`` the learner raises the control block's ``limit`` to ``k + 1`` and wakes the actors;
+each collects its envs' share into the :class:`SharedRollout` and reports it; once every actor has,
+the learner copies the rollout into its :class:`RolloutBuffer` (``rollout_handoff``), logs the
+episodes, runs the evaluations due during it (the networks did not change while it was collected,
+so their returns are the serial run's), scans the advantages, learns (``n_epochs`` x minibatches, the
+rollout's own seeded permutation: the serial run's minibatches) and publishes the acting parameters
+(``param_sync``). Collection and learning never overlap. Between the two phases it restarts failed
+actors and honours stop requests (:class:`StopRequested`: the learner is then between rollouts,
+consistent for a checkpoint).
+
+Example (what :class:`OnPolicyParallelExecutor` does)::
+
+    >>> loop = OnPolicyLoop(parts, progress)
+    >>> loop.run()                  # returns when every rollout is learnt
+    >>> loop.wall_seconds
+    12.4
+"""
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from pearl_py.algorithms.on_policy.base import OnPolicyAlgorithm
+from pearl_py.algorithms.on_policy.learner import OnPolicyLearner
+from pearl_py.protocol.kernel import ADVANTAGE, PARAM_SYNC
+from pearl_py.protocol.schedule import RolloutSchedule
+from pearl_py.replay.rollout import RolloutBuffer
+from pearl_py.runtime.on_policy_serial import evaluation_points
+from pearl_py.runtime.parallel.actor import WAIT_S
+from pearl_py.runtime.parallel.checkpoint import Progress
+from pearl_py.runtime.parallel.control import ControlBlock
+from pearl_py.runtime.parallel.interrupts import StopSignals
+from pearl_py.runtime.parallel.learner_loop import CHECK_EVERY_S, StopRequested
+from pearl_py.runtime.parallel.params import ParamBoard
+from pearl_py.runtime.parallel.process import Doorbell
+from pearl_py.runtime.parallel.shared_rollout import SharedRollout
+from pearl_py.runtime.parallel.supervisor import ActorPool
+from pearl_py.runtime.run_log import RunLog
+from pearl_py.runtime.timing import KernelTimer
+
+ROLLOUT_HANDOFF = "rollout_handoff"
+"""The learner's copy of the shared rollout into its own storage (timed beside the kernels)."""
+
+
+@dataclass
+class OnPolicyLoopParts:
+    """What the loop works with (built and torn down by the executor)."""
+
+    algorithm: OnPolicyAlgorithm
+    learner: OnPolicyLearner
+    rollout: RolloutBuffer
+    shared: SharedRollout
+    board: ParamBoard
+    control: ControlBlock
+    pool: ActorPool
+    schedule: RolloutSchedule
+    log: RunLog
+    timer: KernelTimer
+    signals: StopSignals
+    done_bell: Doorbell
+    evaluate: Callable[[], list[float]]
+    eval_freq: int = 0
+
+
+class OnPolicyLoop:
+    """Runs the session's rollouts to the end of the schedule (or to a stop request)."""
+
+    def __init__(self, parts: OnPolicyLoopParts, progress: Progress) -> None:
+        self.p = parts
+        self.progress = progress
+        self.learnt = progress.transitions // parts.schedule.rollout_size
+        """Rollouts learnt, over all sessions."""
+        self._first = self.learnt
+        self._start = 0.0
+        self._eval_seconds = 0.0
+        self._last_check = 0.0
+        self.between_rollouts = True
+        """False while the learner learns on a rollout (a checkpoint then would not be consistent)."""
+
+    @property
+    def wall_seconds(self) -> float:
+        """Training seconds of this session (actor start-up and evaluation excluded) plus earlier sessions'."""
+        if not self._start:
+            return self.progress.wall_seconds
+        return self.progress.wall_seconds + time.perf_counter() - self._start - self._eval_seconds
+
+    def run(self) -> None:
+        p, size = self.p, self.p.schedule.rollout_size
+        self._wait(lambda: p.control.all_ready)
+        self._start = time.perf_counter()
+        while self.learnt < p.schedule.rollouts:
+            session_rollout = self.learnt - self._first
+            p.control.limit = session_rollout + 1
+            p.pool.wake()
+            self._wait(lambda: p.control.least_produced > session_rollout)  # noqa: B023 (called here)
+            self.between_rollouts = False
+            with p.timer(ROLLOUT_HANDOFF):
+                last_values, last_dones, ended = p.shared.copy_into(p.rollout)
+            before = self.progress.transitions
+            self.progress.transitions = before + size
+            for offset, episode_return, length in ended:
+                p.log.episode(before + offset, episode_return, length)
+            self.progress.episodes += len(ended)
+            self._evaluations(before)
+            with p.timer(ADVANTAGE):
+                p.rollout.compute_advantages(last_values, last_dones, p.algorithm.config.gamma,
+                                             p.algorithm.config.gae_lambda)
+            stats = p.learner.learn(p.rollout, p.schedule.progress_remaining(self.learnt + 1), p.timer)
+            self.learnt += 1
+            with p.timer(PARAM_SYNC):
+                p.board.publish(p.learner.nets.acting_state(p.algorithm.acting_networks),
+                                tag=p.learner.gradient_steps)
+            self.between_rollouts = True
+            p.log.train(self.progress.transitions, stats.as_log(), self._rate())
+            p.log.tick(self.progress.transitions, self._rate())
+            self._check()
+
+    def _evaluations(self, before: int) -> None:
+        """The periodic evaluations the serial run makes during this rollout's collection (same networks)."""
+        n = self.p.schedule.n_envs
+        for at in evaluation_points(self.p.eval_freq, n, before, self.progress.transitions):
+            start = time.perf_counter()
+            returns = self.p.evaluate()
+            self._eval_seconds += time.perf_counter() - start
+            self.progress.eval_history.append({"step": at, "return_mean": float(np.mean(returns)),
+                                               "return_std": float(np.std(returns))})
+
+    def _wait(self, done: Callable[[], bool]) -> None:
+        """Sleep on the learner's doorbell until ``done()``, honouring stop requests and restarting failed actors."""
+        while not done():
+            self._check(force=True)
+            self.p.done_bell.wait(WAIT_S)
+
+    def _check(self, force: bool = False) -> None:
+        """Honour a stop request; every ``CHECK_EVERY_S`` (or when waiting) restart failed actors."""
+        if self.p.signals.requested:
+            raise StopRequested(self.p.signals.requested)
+        now = time.perf_counter()
+        if not force and now - self._last_check < CHECK_EVERY_S:
+            return
+        self._last_check = now
+        self.p.pool.check()
+        if force and self.p.pool.finished and self.p.control.least_produced < self.learnt - self._first + 1:
+            raise RuntimeError(f"actors finished after {self.p.control.least_produced} of "
+                               f"{self.p.schedule.rollouts - self._first} rollouts of this session")
+
+    def _rate(self) -> float:
+        return self.progress.transitions / max(self.wall_seconds, 1e-9)

@@ -1,0 +1,90 @@
+"""One on-policy rollout in shared memory: every actor writes its envs' columns, the learner reads the whole.
+
+The arrays are the :class:`~pearl_py.replay.rollout.RolloutBuffer`'s, ``(n_steps, n_envs, ...)``,
+indexed by the run's global env index, plus what the learner needs beside them: V of the
+observations after the last step and whether that step ended each episode (``last_values``,
+``last_dones``), and the return and length of every episode that ended at a step (length 0: none
+ended). Actor ``i`` writes only the columns of its envs and only while the learner waits for the
+rollout (the control block's counters order the two), so nothing is locked and nothing pickled.
+
+Example::
+
+    >>> shared = SharedRollout.create(algo, name="pearl-rollout")        # learner
+    >>> actor_side = SharedRollout.attach("pearl-rollout")               # actor of envs 4..7
+    >>> actor_side.put(t, range(4, 8), step)                             # every vector step
+    >>> actor_side.put_last(range(4, 8), values, dones)
+    >>> last_values, last_dones, episodes = shared.copy_into(rollout)    # learner, once all actors are done
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from pearl_py.algorithms.on_policy.base import OnPolicyAlgorithm
+from pearl_py.replay.rollout import RolloutBuffer
+from pearl_py.replay.storage import Layout, Storage
+from pearl_py.runtime.on_policy_collect import RolloutStep
+
+STEP_FIELDS = ("obs", "actions", "rewards", "episode_starts", "values", "log_probs")
+"""The rollout's arrays, in :meth:`RolloutBuffer.add`'s order."""
+
+
+class SharedRollout:
+    """The arrays of one rollout in a shared-memory segment (see the module docstring)."""
+
+    def __init__(self, storage: Storage) -> None:
+        self._storage = storage
+        self.arrays = {name: storage[name] for name in STEP_FIELDS}
+        self.last_values, self.last_dones = storage["last_values"], storage["last_dones"]
+        self.episode_return, self.episode_length = storage["episode_return"], storage["episode_length"]
+
+    @classmethod
+    def create(cls, algorithm: OnPolicyAlgorithm, name: str) -> SharedRollout:
+        cfg, spec = algorithm.config, algorithm.spec
+        grid = (cfg.n_steps, cfg.n_envs)
+        layout = Layout.of({"obs": (np.float32, grid + (spec.obs_dim,)),
+                            "actions": (spec.action_dtype, grid + spec.action_shape),
+                            "rewards": (np.float32, grid), "episode_starts": (np.float32, grid),
+                            "values": (np.float32, grid), "log_probs": (np.float32, grid),
+                            "last_values": (np.float32, (cfg.n_envs,)), "last_dones": (np.float32, (cfg.n_envs,)),
+                            "episode_return": (np.float64, grid), "episode_length": (np.int64, grid)})
+        return cls(Storage.create(layout, shared=True, name=name))
+
+    @classmethod
+    def attach(cls, name: str) -> SharedRollout:
+        return cls(Storage.attach(name))
+
+    @property
+    def name(self) -> str:
+        return self._storage.name
+
+    def put(self, t: int, envs: range, step: RolloutStep) -> None:
+        """Step ``t`` of envs ``envs``: the transitions and the episodes that ended with them."""
+        columns = slice(envs.start, envs.stop)
+        for name, value in zip(STEP_FIELDS, (step.obs, step.actions, step.rewards, step.episode_starts, step.values,
+                                             step.log_probs)):
+            self.arrays[name][t, columns] = value
+        self.episode_length[t, columns] = 0
+        for i, episode_return, length in step.step.ended:
+            self.episode_return[t, envs.start + i] = episode_return
+            self.episode_length[t, envs.start + i] = length
+
+    def put_last(self, envs: range, values: np.ndarray, dones: np.ndarray) -> None:
+        """V of envs ``envs``' observations after the last step, and whether that step ended their episodes."""
+        self.last_values[envs.start:envs.stop] = values
+        self.last_dones[envs.start:envs.stop] = dones
+
+    def copy_into(self, rollout: RolloutBuffer) -> tuple[np.ndarray, np.ndarray, list[tuple[int, float, int]]]:
+        """Fill ``rollout`` with the shared rollout; return the last values and dones (copies) and
+        the episodes that ended as ``(env steps into the rollout when it ended, return, length)`` in step order,
+        env order within a step (as the serial executor logs them)."""
+        rollout.fill(*(self.arrays[name] for name in STEP_FIELDS))
+        n_envs = self.last_values.shape[0]
+        ended = [((t + 1) * n_envs, float(self.episode_return[t, e]), int(self.episode_length[t, e]))
+                 for t, e in zip(*np.nonzero(self.episode_length))]
+        return self.last_values.copy(), self.last_dones.copy(), ended
+
+    def close(self) -> None:
+        """Unmap; the creating process also unlinks the segment. Idempotent."""
+        self.arrays = {}
+        self.last_values = self.last_dones = self.episode_return = self.episode_length = None
+        self._storage.close()
