@@ -22,11 +22,18 @@ compare these counts over several seeds, not one seed's return.
     python benchmarks/vs_sb3.py examples/configs/ddpg_pendulum.yaml --backends sb3 parallel
     python benchmarks/vs_sb3.py examples/configs/td3_pendulum.yaml --seeds 0 1 2
     python benchmarks/vs_sb3.py examples/configs/sac_pendulum.yaml --seeds 0 1 2
+    python benchmarks/vs_sb3.py examples/configs/ppo_cartpole.yaml --seeds 0 1 2
+    python benchmarks/vs_sb3.py examples/configs/a2c_cartpole.yaml --seeds 0 1 2
 
 TD3 and SAC map one to one too: TD3's ``policy_delay``, ``target_policy_noise``,
 ``target_noise_clip`` and ``noise_std`` (SB3's ``NormalActionNoise``; pearl_py's unset
 ``target_update_interval`` is SB3's: the targets move with the actor), SAC's ``ent_coef``
 ("auto", "auto_0.1" or a number), ``target_entropy`` and ``target_update_interval``.
+
+PPO and A2C map one to one as well (:func:`sb3_on_policy_model`): SB3 steps the config's ``n_envs``
+CartPole envs in one ``DummyVecEnv`` (as the zoo does), pearl_py's serial executor in one vector
+env, its parallel runtime split among the plan's actors (synchronous: collection, then the
+epochs); ``lin_<x>`` schedules are the same callables of the remaining progress for both.
 """
 from __future__ import annotations
 
@@ -71,11 +78,34 @@ def sb3_model(cfg: pearl.RunConfig, seed: int):
     return DDPG("MlpPolicy", env, action_noise=noise, **common)
 
 
+def sb3_on_policy_model(cfg: pearl.RunConfig, seed: int):
+    """SB3's PPO or A2C with the same hyperparameters, on the config's ``n_envs`` envs in a DummyVecEnv."""
+    from stable_baselines3 import A2C, PPO
+    from stable_baselines3.common.env_util import make_vec_env
+
+    h, name = cfg.hyperparameters, cfg.settings.algorithm
+    env = make_vec_env(cfg.settings.env, n_envs=h.n_envs, seed=seed)
+    policy_kwargs = dict(net_arch=dict(pi=list(h.net_arch), vf=list(h.net_arch)),
+                         activation_fn={"tanh": torch.nn.Tanh, "relu": torch.nn.ReLU}[h.activation_fn],
+                         ortho_init=h.ortho_init, log_std_init=h.log_std_init)
+    common = dict(learning_rate=h.learning_rate, n_steps=h.n_steps, gamma=h.gamma, gae_lambda=h.gae_lambda,
+                  ent_coef=h.ent_coef, vf_coef=h.vf_coef, max_grad_norm=h.max_grad_norm,
+                  normalize_advantage=h.normalize_advantage, seed=seed, device="cpu")
+    if name == "ppo":
+        return PPO(h.policy, env, batch_size=h.batch_size, n_epochs=h.n_epochs, clip_range=h.clip_range,
+                   clip_range_vf=h.clip_range_vf, target_kl=h.target_kl,
+                   policy_kwargs=dict(policy_kwargs, optimizer_kwargs=dict(eps=h.adam_eps)), **common)
+    if not h.use_rms_prop:
+        policy_kwargs["optimizer_kwargs"] = dict(eps=h.adam_eps)
+    return A2C(h.policy, env, use_rms_prop=h.use_rms_prop, rms_prop_eps=h.rms_prop_eps,
+               policy_kwargs=policy_kwargs, **common)
+
+
 def run_sb3(cfg: pearl.RunConfig, seed: int, args: argparse.Namespace) -> tuple[float, float]:
     from stable_baselines3.common.evaluation import evaluate_policy
     from stable_baselines3.common.monitor import Monitor
 
-    model = sb3_model(cfg, seed)
+    model = sb3_on_policy_model(cfg, seed) if cfg.settings.algorithm in ON_POLICY else sb3_model(cfg, seed)
     start = time.perf_counter()
     model.learn(cfg.settings.total_steps)
     wall = time.perf_counter() - start
@@ -85,19 +115,20 @@ def run_sb3(cfg: pearl.RunConfig, seed: int, args: argparse.Namespace) -> tuple[
 
 def run_serial(cfg: pearl.RunConfig, seed: int, args: argparse.Namespace) -> tuple[float, float]:
     algo = cfg.make_algorithm()
-    plan = with_variant(pearl.Plan.single_device(algo.protocol(serialized=True)), args.variant) \
+    plan = with_variant(pearl.Plan.single_device(algo.protocol(serialized=True)), args.variant, algo.family) \
         if args.variant else None
     result = pearl.train(algo, total_steps=cfg.settings.total_steps, seed=seed, plan=plan, progress=False)
     return result.wall_seconds, result.eval_return_mean
 
 
-def with_variant(chosen: pearl.Plan, variant: str) -> pearl.Plan:
-    """``chosen`` with ``variant`` for the learner update, and for inference where it has one so named."""
-    from pearl_py.kernels import REGISTRY
+def with_variant(chosen: pearl.Plan, variant: str, family: str = "off_policy") -> pearl.Plan:
+    """``chosen`` with ``variant`` for the learner update, and for inference where ``family``'s kernels have one so
+    named."""
+    from pearl_py.kernels import registry_of
 
     for kernel in ("learner_update", "inference"):
         old = chosen.placements[kernel]
-        if kernel == "learner_update" or variant in {v.name for v in REGISTRY.variants(kernel)}:
+        if kernel == "learner_update" or variant in {v.name for v in registry_of(family).variants(kernel)}:
             chosen.placements[kernel] = pearl.Placement(old.device, variant, old.replicas)
     return chosen
 
@@ -114,20 +145,23 @@ def parallel_plan(algo: pearl.Algorithm, args: argparse.Namespace) -> pearl.Plan
     if args.learner_threads:
         old = chosen.placements["learner_update"]
         chosen.placements["learner_update"] = pearl.Placement(old.device, old.variant, args.learner_threads)
-    return with_variant(chosen, args.variant) if args.variant else chosen
+    return with_variant(chosen, args.variant, algo.family) if args.variant else chosen
 
 
 def run_parallel(cfg: pearl.RunConfig, seed: int, args: argparse.Namespace) -> tuple[float, float]:
-    from pearl_py.runtime.parallel import ParallelExecutor
+    from pearl_py.pipeline.families import family_of
 
     algo = cfg.make_algorithm()
-    result = ParallelExecutor(algo, parallel_plan(algo, args), seed, progress=False).run(cfg.settings.total_steps)
+    executor = family_of(algo).parallel(algo, seed, plan=parallel_plan(algo, args), progress=False)
+    result = executor.run(cfg.settings.total_steps)
     print(f"     parallel: learner {result.layout['learner_variant']} at {result.layout['learner_threads']} "
           f"thread(s), {result.layout['actors']} actor(s)", flush=True)
     return result.wall_seconds, result.eval_return_mean
 
 
 BACKENDS = {"sb3": run_sb3, "serial": run_serial, "parallel": run_parallel}
+ON_POLICY = ("ppo", "a2c")
+"""The configs' algorithms SB3 runs as on-policy models (:func:`sb3_on_policy_model`)."""
 SOLVED = {"CartPole-v1": 475.0, "Pendulum-v1": -200.0, "LunarLanderContinuous-v3": 200.0}
 """Eval return that counts as solved (issue 6's bar; LunarLander's own threshold), per env."""
 

@@ -72,7 +72,8 @@ class KernelCost:
     setup_s: float = 0.0
     """One-off seconds before the first call (a compile); its source is the cost's."""
     threads: tuple[ThreadCost, ...] = ()
-    """The call at 2, 3, ... threads where it was costed so (the calibrated learner update)."""
+    """The call at 2, 3, ... threads where it was costed so (the calibrated learner update); for a synchronous
+    plan's actor kernels, one replica's call on its share of the envs at 2, 3, ... replicas (``Option.shares``)."""
 
     def at(self, threads: int) -> KernelCost:
         """The cost of one call at ``threads`` threads (itself at 1, or where none was costed)."""

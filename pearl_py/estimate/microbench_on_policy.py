@@ -8,8 +8,9 @@ Registered with :func:`pearl_py.estimate.microbench.register_runner` (``pearl pr
   (:meth:`RolloutBuffer.compute_advantages`);
 * on-policy ``inference`` (``reference``, ``fused``) — the per-env uniforms of a vector step and one
   acting-kernel call on ``batch`` observations (PPO's and A2C's actor-critic);
-* on-policy ``learner_update`` (``reference``, ``fused``) — one minibatch step of ``batch`` rows
-  (PPO with one epoch of one minibatch, A2C on a rollout of that size).
+* on-policy ``learner_update`` (``reference``, ``fused``) — one minibatch of ``batch`` rows gathered from a
+  rollout in a shuffled order and its step (PPO with one epoch of one minibatch, A2C on a rollout of that
+  size), as the executors time it.
 
 Example::
 
@@ -24,7 +25,12 @@ import numpy as np
 import torch
 
 from pearl_py.estimate.microbench import BenchPoint, _algorithm, register_runner
-from pearl_py.protocol.kernel import ADVANTAGE, INFERENCE, LEARNER_UPDATE, ROLLOUT_INSERT
+from pearl_py.protocol.kernel import (
+    ADVANTAGE,
+    INFERENCE,
+    LEARNER_UPDATE,
+    ROLLOUT_INSERT,
+)
 from pearl_py.protocol.workload import AdvantageWorkload, RolloutWorkload
 
 FAMILY = "on_policy"
@@ -40,7 +46,6 @@ def _cartpole():
 
 def _filled_rollout(n_steps: int, n_envs: int):
     from pearl_py.algorithms.on_policy.derive import item_bytes
-
     from pearl_py.replay.rollout import RolloutBuffer
 
     algo = _cartpole()
@@ -92,9 +97,11 @@ def _acting(point: BenchPoint, variant: str):
 
 
 def _learning(point: BenchPoint, variant: str):
+    """One ``learner_update`` call as the executors time it: the minibatch gathered from a filled rollout (a
+    shuffled order), then the step."""
     from pearl_py.algorithms.on_policy.learner import OnPolicyLearner
     from pearl_py.kernels.on_policy import install_update
-    from pearl_py.replay.rollout import RolloutSample
+    from pearl_py.replay.rollout import RolloutBuffer
 
     hyper = {"n_envs": 1, "n_steps": max(point.batch, 2)}
     if point.algo == "ppo":
@@ -107,18 +114,21 @@ def _learning(point: BenchPoint, variant: str):
     install_update(variant, learner)
     rng = np.random.default_rng(0)
     rows, spec = workload.batch, algo.spec
-    obs = rng.standard_normal((rows, spec.obs_dim), dtype=np.float32)
-    actions = rng.integers(0, spec.action_dim, rows) if spec.discrete \
-        else rng.uniform(-1, 1, (rows, spec.action_dim)).astype(np.float32)
+    obs = rng.standard_normal((rows, 1, spec.obs_dim), dtype=np.float32)
+    actions = rng.integers(0, spec.action_dim, (rows, 1)) if spec.discrete \
+        else rng.uniform(-1, 1, (rows, 1, spec.action_dim)).astype(np.float32)
     with torch.no_grad():
-        _, log_probs, _ = learner.nets.online.policy.evaluate(torch.from_numpy(obs), torch.as_tensor(actions))
-    sample = RolloutSample(obs, actions, rng.standard_normal(rows, dtype=np.float32), log_probs.numpy(),
-                           rng.standard_normal(rows, dtype=np.float32), rng.standard_normal(rows, dtype=np.float32))
-    return workload, lambda: learner.update(sample, 1.0)
+        _, log_probs, _ = learner.nets.online.policy.evaluate(torch.from_numpy(obs[:, 0]), torch.as_tensor(actions[:, 0]))
+    rollout = RolloutBuffer(rows, 1, (spec.obs_dim,), spec.action_shape, spec.action_dtype, seed=0)
+    noise = rng.standard_normal((3, rows, 1), dtype=np.float32)
+    rollout.fill(obs, actions, noise[0], np.zeros((rows, 1), np.float32), noise[1], log_probs.numpy()[:, None])
+    rollout.compute_advantages(np.zeros(1, np.float32), np.zeros(1, np.float32), 0.99, 0.95)
+    orders = itertools.cycle([np.random.default_rng(i).permutation(rows) for i in range(4)])
+    return workload, lambda: learner.update(rollout.sample(next(orders)), 1.0)
 
 
-register_runner(ROLLOUT_INSERT, "reference", rollout_insert_reference)
-register_runner(ADVANTAGE, "reference", advantage_reference)
+register_runner(ROLLOUT_INSERT, "reference", rollout_insert_reference, family=FAMILY)
+register_runner(ADVANTAGE, "reference", advantage_reference, family=FAMILY)
 for _variant in ("reference", "fused"):
     register_runner(INFERENCE, _variant, lambda point, v=_variant: _acting(point, v), family=FAMILY)
     register_runner(LEARNER_UPDATE, _variant, lambda point, v=_variant: _learning(point, v), family=FAMILY)

@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterator
 
 import torch
 
+from pearl_py.estimate import microbench_on_policy  # noqa: F401  registers the on-policy kernels' runners
 from pearl_py.estimate.calibration import (
     MAX_THREADS,
     THREADED_VARIANTS,
@@ -33,7 +34,6 @@ from pearl_py.estimate.calibration import (
 )
 from pearl_py.estimate.features import workload_features
 from pearl_py.estimate.fit import FittedModel, select_model
-from pearl_py.estimate import microbench_on_policy  # noqa: F401  registers the on-policy kernels' runners
 from pearl_py.estimate.microbench import (
     OFF_POLICY,
     BenchPoint,
@@ -119,7 +119,7 @@ def calibration_grid(kind: str, quick: bool = False, variant: str = "reference",
     2-core VM) and not per batch size (the batch dimension is dynamic), so its grid is the
     smallest and largest width at every batch size.
     """
-    if family != OFF_POLICY:
+    if family != OFF_POLICY and kind in (LEARNER_UPDATE, INFERENCE):
         batches = (16, 64, 256, 512) if kind == LEARNER_UPDATE else (1, 4, 8, 16, 32)
         widths = ON_POLICY_WIDTHS
         if quick:
@@ -160,7 +160,7 @@ ZOO_POINTS = (BenchPoint(LEARNER_UPDATE, algo="dqn", width=256, batch=64),
 def heldout_grid(kind: str, family: str = OFF_POLICY) -> list[BenchPoint]:
     """Points never used in calibration (other batch sizes, widths, capacities, sizes; on-policy: also PPO's
     Gaussian policy)."""
-    if family != OFF_POLICY:
+    if family != OFF_POLICY and kind in (LEARNER_UPDATE, INFERENCE):
         batches = (40, 128, 384) if kind == LEARNER_UPDATE else (2, 6, 12)
         points = [(a, "") for a in ON_POLICY_ALGORITHMS] + [("ppo", "Pendulum-v1")]
         return _on_policy_network(kind, (48, 96, 192), batches, points)
@@ -323,21 +323,23 @@ def profile(quick: bool = False, kinds: tuple[str, ...] = KINDS,
     try:
         for kind in kinds:
             for family, variant in ((f, v) for f in selected(kind) for v in variants(kind, f)):
-                key = model_key(kind, variant, family=family)
+                name = model_key(kind, variant) + ("" if family == OFF_POLICY else f" ({family})")
                 ok, reason = variant_available(kind, variant, family)
                 if not ok:
-                    log(f"{key:<32} skipped: {reason}")
+                    log(f"{name:<32} skipped: {reason}")
                     continue
                 t0 = time.perf_counter()
                 setup: list[tuple[Workload, float, bool]] = []
                 measured = measure(kind, variant, calibration_grid(kind, quick, variant, family), setup=setup,
                                    family=family)
+                # a network kernel's model is its family's (different code); the other kinds' are shared
+                keyed = getattr(measured[0][0], "family", None)
                 if setup:
                     entry = setup_entry(setup, cached=setup_cached(kind, variant, family))
-                    calibration.meta.setdefault("setup", {})[key] = entry
-                    log(f"{key:<32} setup (compile) {sum(s for _, s, _ in setup):.1f}s "
+                    calibration.meta.setdefault("setup", {})[model_key(kind, variant, family=keyed)] = entry
+                    log(f"{name:<32} setup (compile) {sum(s for _, s, _ in setup):.1f}s "
                         f"for {len(setup)} shapes ({len(entry['cold'])} cold)")
-                fitted = {model_key(kind, variant, env_id, family=family): (model, time.perf_counter() - t0)
+                fitted = {model_key(kind, variant, env_id, family=keyed): (model, time.perf_counter() - t0)
                           for env_id, model in fit_measurements(kind, measured).items()}
                 for n in thread_counts(kind, variant, family):
                     t0 = time.perf_counter()

@@ -76,7 +76,7 @@ for _variant in (
 ):
     REGISTRY.register(_variant)
 
-from pearl_py.kernels import on_policy as _on_policy  # noqa: E402  registers the on-policy family's variants
+from pearl_py.kernels import on_policy as _on_policy  # noqa: E402, F401  registers the on-policy variants
 
 __all__ = ["DEVICE_CLASSES", "FAMILY_REGISTRIES", "REGISTRY", "KernelKind", "KernelUnavailable", "Registry", "Variant",
            "build", "device_class", "registry_of"]

@@ -39,7 +39,11 @@ from torch import nn
 
 from pearl_py.kernels.fused_cpu import aligned_zeros, linear_scratch
 from pearl_py.kernels.numba_blas import JIT, numba, numba_available, set_blas_threads
-from pearl_py.kernels.on_policy_inference import ACTOR_CRITIC, acting_problem, hidden_code
+from pearl_py.kernels.on_policy_inference import (
+    ACTOR_CRITIC,
+    acting_problem,
+    hidden_code,
+)
 from pearl_py.kernels.registry import KernelUnavailable
 from pearl_py.kernels.workspace import AdamHyper
 

@@ -29,7 +29,13 @@ from typing import TYPE_CHECKING
 from pearl_py.kernels import fused_on_policy, on_policy_inference
 from pearl_py.kernels.cuda_graph import cuda_available
 from pearl_py.kernels.numba_blas import numba_available
-from pearl_py.kernels.registry import FAMILY_REGISTRIES, Registry, Variant, build, device_class
+from pearl_py.kernels.registry import (
+    FAMILY_REGISTRIES,
+    Registry,
+    Variant,
+    build,
+    device_class,
+)
 from pearl_py.protocol.kernel import INFERENCE, LEARNER_UPDATE
 from pearl_py.protocol.workload import DenseLayer
 

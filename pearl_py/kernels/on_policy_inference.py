@@ -116,8 +116,8 @@ if numba is not None:
             for k in range(x.shape[1]):
                 h[k, i] = x[i, k]
         n = len(Ws)
-        for l in range(n):
-            W, b = Ws[l], bs[l]
+        for layer in range(n):
+            W, b = Ws[layer], bs[layer]
             z = np.zeros((W.shape[0], rows), np.float32)
             for j in range(W.shape[0]):
                 zj = z[j]
@@ -129,7 +129,7 @@ if numba is not None:
                 bj = b[j]
                 for i in range(rows):
                     v = zj[i] + bj
-                    if l < n - 1:
+                    if layer < n - 1:
                         if hidden == 2:
                             v = np.tanh(v)
                         elif v < 0:

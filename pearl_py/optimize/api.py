@@ -132,9 +132,14 @@ def figures(sol: Solution) -> Figures:
 
 
 def cpu_gpu_ratio(problem: AssignmentProblem, sol: Solution) -> CpuGpuRatio:
-    """Actor cores (replicas of replicable kernels on CPU-pool devices) per GPU running a train-stage kernel."""
-    actor_cores = sum(c.replicas for k, c in sol.assignment.items()
-                      if problem.task(k).replicable and problem.devices[c.device].kind == "cpu")
+    """Actor cores (replicas of replicable kernels on CPU-pool devices; a synchronous protocol's actors run all of
+    them in the same processes: the most replicas per device) per GPU running a train-stage kernel."""
+    replicas = [(c.device, c.replicas) for k, c in sol.assignment.items()
+                if problem.task(k).replicable and problem.devices[c.device].kind == "cpu"]
+    if problem.synchronous:
+        actor_cores = sum(max(n for d, n in replicas if d == device) for device in {d for d, _ in replicas})
+    else:
+        actor_cores = sum(n for _, n in replicas)
     learner_gpus = {m for k, c in sol.assignment.items() if problem.task(k).stage == "train"
                     for m in problem.devices[c.device].physical if problem.devices[m].kind == "gpu"}
     ratio = actor_cores / len(learner_gpus) if learner_gpus else None
@@ -148,7 +153,7 @@ def describe(problem: AssignmentProblem, protocol: ProtocolGraph, sol: Solution)
     for (kernel, device, variant), option in problem.options.items():
         costs.setdefault(kernel, {}).setdefault(device, {})[variant] = KernelCost(
             option.latency_s, option.energy_j, option.source, dict(option.resources), option.setup_s,
-            tuple(ThreadCost(n, lat, e) for n, (lat, e) in enumerate(option.threads, start=2)))
+            tuple(ThreadCost(n, lat, e) for n, (lat, e) in enumerate(option.threads or option.shares, start=2)))
     devices = {d.name: DeviceInfo(d.kind, d.model, d.idle_w, d.peak_w, d.units, len(d.physical))
                for d in problem.devices.values() if d.name in perf.busy or d.is_pool
                or any(d.name == dev for (_, dev, _) in problem.options)}

@@ -13,8 +13,8 @@ Variables (docs/optimizer.md has the full formulation):
   collection stage (acting, intake): ``stage loads + (1 - overlap) * (other loads on d) - T
   <= M (1 - X[train, d])``.
 * Synchronous protocols (on-policy): a second time variable pair, collection ``C`` and learning
-  ``L``: every device's and link's collection busy time ``<= C``, the learning kernels' and edges'
-  times in series ``<= L``, ``C + L <= T`` (:func:`_synchronous_rows`); replicable kernels on one
+  ``L``: the collection kernels' and edges' times in series ``<= C`` (an actor's vector steps), the
+  learning kernels' and edges' ``<= L``, ``C + L <= T`` (:func:`_synchronous_rows`); replicable kernels on one
   target run in the same actors, so their replica counts agree (:func:`_same_actor_rows`); the
   learner runs while the actors wait, so its threads need no cores of their own.
 * Power: ``u[d] >= x`` (device in use) and ``s[d] >= T - M(1 - u[d])`` linearise the idle
@@ -47,6 +47,7 @@ from pearl_py.optimize.model import (
     edge_cost,
     evaluate,
     kernel_bound,
+    placed_edge_cost,
     time_limit,
 )
 from pearl_py.optimize.problem import AssignmentProblem
@@ -200,6 +201,9 @@ def _formulate(problem: AssignmentProblem, objective: str, scale: tuple[float, f
         for x, device_name, _, _ in entries:
             placed[k][device_name].append(x)
     for edge in problem.edges:
+        if problem.split(edge.src) or problem.split(edge.dst):
+            _split_edge_vars(b, problem, edge, xvars, link_terms, comm, crossings, t_scale)
+            continue
         for p, src_x in placed[edge.src].items():
             for q, dst_x in placed[edge.dst].items():
                 loads, total = edge_cost(problem, edge, p, q)
@@ -259,6 +263,27 @@ def _formulate(problem: AssignmentProblem, objective: str, scale: tuple[float, f
     return _Formulation(b, c, xvars, t_scale if objective == "throughput" else e_scale)
 
 
+def _split_edge_vars(b: _Builder, problem: AssignmentProblem, edge, xvars: dict[str, list[tuple[int, str, str, int]]],
+                     link_terms: dict[str, dict[int, float]], comm: dict[int, float],
+                     crossings: list[tuple[int, bool, dict[str, float], float]], t_scale: float) -> None:
+    """An edge with a split end (a synchronous protocol's actors): its cost depends on the replica counts, so
+    ``y >= x_src + x_dst - 1`` for every pair of the two kernels' placement variables (model.placed_edge_cost)."""
+    def choice(kernel: str, device: str, variant: str, j: int) -> Choice:
+        return Choice(device, variant, j * len(problem.devices[device].physical))
+
+    for xs, p, vs, js in xvars[edge.src]:
+        for xd, q, vd, jd in xvars[edge.dst]:
+            loads, total = placed_edge_cost(problem, edge, choice(edge.src, p, vs, js), choice(edge.dst, q, vd, jd))
+            if total <= 0.0:
+                continue
+            y = b.var()
+            b.row({y: 1.0, xs: -1.0, xd: -1.0}, -1.0, np.inf)
+            comm[y] = total / t_scale
+            for link_name, t in loads.items():
+                link_terms[link_name][y] = t / t_scale
+            crossings.append((y, collection_edge(problem, edge), loads, total))
+
+
 def _same_actor_rows(b: _Builder, problem: AssignmentProblem, xvars: dict[str, list[tuple[int, str, str, int]]]
                      ) -> None:
     """Synchronous: replicable kernels on one target run in the same actor processes, so their replica counts
@@ -271,8 +296,8 @@ def _same_actor_rows(b: _Builder, problem: AssignmentProblem, xvars: dict[str, l
 
     replicable = [t.name for t in problem.tasks if t.replicable]
     for i, k in enumerate(replicable):
-        for l in replicable[i + 1:]:
-            mine, theirs = by_target(k), by_target(l)
+        for other in replicable[i + 1:]:
+            mine, theirs = by_target(k), by_target(other)
             for p in set(mine) & set(theirs):
                 for j, xs in mine[p].items():
                     other = [x for jj, ys in theirs[p].items() if jj != j for x in ys]
@@ -283,28 +308,19 @@ def _same_actor_rows(b: _Builder, problem: AssignmentProblem, xvars: dict[str, l
 def _synchronous_rows(b: _Builder, problem: AssignmentProblem, xvars: dict[str, list[tuple[int, str, str, int]]],
                       crossings: list[tuple[int, bool, dict[str, float], float]], t_var: int, t_big: float,
                       t_scale: float) -> None:
-    """Synchronous: ``C >=`` every device's and link's collection busy time, ``L >=`` the learning kernels' and
-    edges' times in series, ``T >= C + L`` (model.synchronous_phases)."""
+    """Synchronous: ``C >=`` the collection kernels' and edges' times in series (an actor's vector steps), ``L >=``
+    the learning kernels' and edges' times in series, ``T >= C + L`` (model.synchronous_phases)."""
     collect_var, learn_var = b.var(0.0, t_big), b.var(0.0, t_big)
-    collect: dict[str, dict[int, float]] = defaultdict(dict)
+    collect: dict[int, float] = {}
     learn: dict[int, float] = {}
     for task in problem.tasks:
+        phase = collect if task.stage in COLLECTION else learn
         for x, device_name, variant, j in xvars[task.name]:
-            members = problem.devices[device_name].physical
-            load = contribution(problem, task.name, Choice(device_name, variant, j * len(members))) / t_scale
-            if task.stage in COLLECTION:
-                for d in members:
-                    collect[d][x] = load
-            else:
-                learn[x] = load
-    for y, in_collection, loads, total in crossings:
-        if in_collection:
-            for link_name, t in loads.items():
-                collect[link_name][y] = t / t_scale
-        else:
-            learn[y] = total / t_scale
-    for terms in collect.values():
-        b.row({**terms, collect_var: -1.0}, -np.inf, 0.0)
+            members = len(problem.devices[device_name].physical)
+            phase[x] = contribution(problem, task.name, Choice(device_name, variant, j * members)) / t_scale
+    for y, in_collection, _, total in crossings:
+        (collect if in_collection else learn)[y] = total / t_scale
+    b.row({**collect, collect_var: -1.0}, -np.inf, 0.0)
     b.row({**learn, learn_var: -1.0}, -np.inf, 0.0)
     b.row({collect_var: 1.0, learn_var: 1.0, t_var: -1.0}, -np.inf, 0.0)
 

@@ -10,10 +10,10 @@ an overlapped plan also needs ``T >= max(acting, intake) + (1 - overlap) * rest`
 round's collection (the acting kernels, pipelined with the replay inserts), plus the part
 of the learner device's other work (``stage == "train"``) that the actors must wait for
 (bottleneck ``policy lag``). A synchronous protocol (on-policy: collect a rollout, then learn on it)
-runs at ``T = C + L``: ``C`` the collection phase, the largest busy time of any device or link over
-the ``act`` and ``intake`` kernels (whose replicas split the envs: each runs one call on its share,
-``Option.shares``) and the edges between them; ``L`` the learning phase, every other kernel's and
-edge's time in series (bottleneck ``collection`` or ``learning``, with the device that bounds it).
+runs at ``T = C + L``: ``C`` the collection phase, an actor's ``act`` and ``intake`` kernels and the
+transfers between them in series (the replicas split the envs: each actor runs one call on its share,
+``Option.shares``; the actors run side by side); ``L`` the learning phase, every other kernel's and
+edge's time in series (bottleneck ``collection`` or ``learning``, with the device doing most of it).
 Energy per sample is ``T * idle(devices in use) + sum(rate * dynamic energy)``;
 a power cap stretches ``T`` until the average power fits. See docs/optimizer.md.
 
@@ -25,6 +25,7 @@ Example::
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections import defaultdict
 from collections.abc import Mapping
@@ -126,6 +127,19 @@ def edge_cost(problem: AssignmentProblem, edge: Edge, src: str, dst: str) -> tup
                 total += t
         hit = problem.cache[key] = (dict(loads), total)
     return hit
+
+
+def placed_edge_cost(problem: AssignmentProblem, edge: Edge, src: Choice, dst: Choice) -> tuple[dict[str, float], float]:
+    """:func:`edge_cost` of an edge between two placed kernels, a synchronous protocol's split kernels (its
+    actors) sending their shares apart: from a split source every replica sends its share of the envs' data
+    (``parts`` transfers of ``bytes / parts`` per call, ``parts`` the most replicas of either split end); to a
+    split destination alone every replica receives the whole (the parameters: ``replicas`` transfers)."""
+    if problem.split(edge.src):
+        parts = max(src.replicas, dst.replicas if problem.split(edge.dst) else 1)
+        edge = dataclasses.replace(edge, bytes=edge.bytes / parts, rate=edge.rate * parts)
+    elif problem.split(edge.dst):
+        edge = dataclasses.replace(edge, rate=edge.rate * dst.replicas)
+    return edge_cost(problem, edge, src.device, dst.device)
 
 
 def call_cost(problem: AssignmentProblem, kernel: str, choice: Choice) -> tuple[float, float]:
@@ -269,7 +283,7 @@ def evaluate(problem: AssignmentProblem, assignment: Assignment) -> Performance:
     for edge in problem.edges:
         if edge.src not in assignment or edge.dst not in assignment:
             continue
-        loads, total = edge_cost(problem, edge, assignment[edge.src].device, assignment[edge.dst].device)
+        loads, total = placed_edge_cost(problem, edge, assignment[edge.src], assignment[edge.dst])
         comm += total
         for link_name, t in loads.items():
             link_busy[link_name] += t
@@ -320,36 +334,38 @@ def collection_edge(problem: AssignmentProblem, edge: Edge) -> bool:
 def synchronous_phases(problem: AssignmentProblem, assignment: Assignment) -> tuple[float, float, str]:
     """``(collection s, learning s, bottleneck)`` per sample of a synchronous protocol.
 
-    Collection: the busiest device or link over the collection kernels (every actor on its own core with its
-    share of the envs) and the edges between them. Learning: every other kernel's time and every other edge's
-    transfer time, in series (the advantage scan, the updates, the publication follow each other).
+    Collection: every actor runs its vector steps' kernels one after another on its share of the envs, and
+    waits at every step for the inference of all the envs it serves, so a step takes the collection kernels'
+    calls (one replica's, on its share) and the transfers between them in series; the actors run side by side,
+    each on its own core, the slowest setting the pace. Learning: every other kernel's time and every other
+    edge's transfer time, in series (the advantage scan, the updates, the publication follow each other).
+    The bottleneck names the phase and the device doing most of its work.
     """
-    collect: dict[str, float] = defaultdict(float)
-    learn = 0.0
+    collect = learn = 0.0
+    collect_on: dict[str, float] = defaultdict(float)
+    learn_on: dict[str, float] = defaultdict(float)
     for kernel, choice in assignment.items():
         load = contribution(problem, kernel, choice)
         if collecting(problem, kernel):
-            for d in problem.devices[choice.device].physical:
-                collect[d] += load
+            collect += load
+            collect_on[choice.device] += load
         else:
             learn += load
+            learn_on[choice.device] += load
     for edge in problem.edges:
         if edge.src not in assignment or edge.dst not in assignment:
             continue
-        loads, total = edge_cost(problem, edge, assignment[edge.src].device, assignment[edge.dst].device)
+        loads, total = placed_edge_cost(problem, edge, assignment[edge.src], assignment[edge.dst])
         if collection_edge(problem, edge):
+            collect += total
             for link_name, t in loads.items():
-                collect[link_name] += t
+                collect_on[link_name] += t
         else:
             learn += total
-    top = max(collect, key=collect.get, default="none")
-    collect_s = collect.get(top, 0.0)
-    if collect_s >= learn:
-        return collect_s, learn, f"{COLLECTION_PHASE} ({top})"
-    learners = [c.device for k, c in assignment.items() if not collecting(problem, k)]
-    heaviest = max(learners, key=lambda d: sum(contribution(problem, k, c) for k, c in assignment.items()
-                                               if c.device == d and not collecting(problem, k)), default="none")
-    return collect_s, learn, f"{LEARNING_PHASE} ({heaviest})"
+            for link_name, t in loads.items():
+                learn_on[link_name] += t
+    phase, work = (COLLECTION_PHASE, collect_on) if collect >= learn else (LEARNING_PHASE, learn_on)
+    return collect, learn, f"{phase} ({max(work, key=work.get, default='none')})"
 
 
 def unequal_actors(problem: AssignmentProblem, assignment: Assignment) -> list[str]:

@@ -10,7 +10,7 @@ work for it). A new family is one :func:`register_family` call beside its algori
 Example::
 
     >>> family_of(pearl.DQN("CartPole-v1")).name, family_of(pearl.PPO("CartPole-v1")).planned
-    ('off_policy', False)
+    ('off_policy', True)
     >>> register_family(Family("evolution", serial=lambda algo, seed, plan=None, **common: MySerial(algo, seed)))
 """
 from __future__ import annotations
@@ -86,9 +86,15 @@ def _off_policy_ray(algorithm: Any, seed: int, plan: Any = None, **common: Any) 
 def _on_policy_serial(algorithm: Any, seed: int, plan: Any = None, **common: Any) -> Executor:
     from pearl_py.runtime.on_policy_serial import OnPolicySerialExecutor
 
-    return OnPolicySerialExecutor(algorithm, seed, **common)
+    return OnPolicySerialExecutor(algorithm, seed, plan=plan, **common)
+
+
+def _on_policy_parallel(algorithm: Any, seed: int, plan: Any = None, **common: Any) -> Executor:
+    from pearl_py.runtime.parallel.on_policy import OnPolicyParallelExecutor
+
+    return OnPolicyParallelExecutor(algorithm, plan, seed, **common)
 
 
 OFF_POLICY = register_family(Family("off_policy", serial=_off_policy_serial, parallel=_off_policy_parallel,
                                     ray=_off_policy_ray))
-ON_POLICY = register_family(Family("on_policy", serial=_on_policy_serial, planned=False))
+ON_POLICY = register_family(Family("on_policy", serial=_on_policy_serial, parallel=_on_policy_parallel))

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from pearl_py.algorithms.off_policy.base import Algorithm
 from pearl_py.errors import PlanningError
@@ -21,16 +22,26 @@ from pearl_py.plan import Plan
 from pearl_py.platform import Platform
 
 
-def ensure_calibration(log: Callable[[str], None] = print) -> None:
-    """Profile this machine's CPU once (about a minute) if no calibration is cached."""
+def ensure_calibration(log: Callable[[str], None] = print, algorithm: Any = None) -> None:
+    """Profile this machine's CPU once (about a minute) if no calibration is cached; with ``algorithm``, also
+    the kinds its family needs when the cached calibration predates them (the on-policy kernels: ~1 minute)."""
     from pearl_py.estimate.calibration import Calibration
-    from pearl_py.estimate.profiler import profile
+    from pearl_py.estimate.profiler import ON_POLICY_KINDS, profile
+    from pearl_py.protocol.kernel import ADVANTAGE, LEARNER_UPDATE
 
-    if Calibration.load_default() is not None:
+    cached = Calibration.load_default()
+    if cached is None:
+        log("no calibration of this machine is cached: profiling it once (pearl profile) ...")
+        path = profile().save()
+        log(f"calibration cached at {path}; later runs reuse it")
         return
-    log("no calibration of this machine is cached: profiling it once (pearl profile) ...")
-    path = profile().save()
-    log(f"calibration cached at {path}; later runs reuse it")
+    family = getattr(algorithm, "family", "off_policy")
+    predates = cached.models and (cached.model(ADVANTAGE, "reference") is None
+                                  or cached.model(LEARNER_UPDATE, "reference", family=family) is None)
+    if family == "on_policy" and predates:   # an empty calibration means "model every cost": left as it is
+        log("the cached calibration has no on-policy kernels: profiling them once (pearl profile) ...")
+        path = profile(kinds=ON_POLICY_KINDS, families_of=(family,), into=cached).save()
+        log(f"calibration cached at {path}; later runs reuse it")
 
 
 def local_serial_plan(algorithm: Algorithm, total_steps: int | None = None) -> Plan:
@@ -51,7 +62,7 @@ def candidate_plans(algorithm: Algorithm, k: int, objective: str = "throughput",
     differ, so ``--tune`` trials both. Calibrates first if needed; on ties the overlapped plan
     (the one ``resolve_plan(algo, "auto")`` runs) comes first.
     """
-    ensure_calibration(log)
+    ensure_calibration(log, algorithm)
     local = Platform.local()
     plans = [plan for serialized in (False, True)
              for plan in ranked_plans(algorithm.protocol(serialized=serialized), local, objective, k=k,
@@ -75,7 +86,7 @@ def resolve_plan(algorithm: Algorithm, plan: Plan | str | Path | None, objective
     if plan == "local":
         return local_serial_plan(algorithm, total_steps)
     if plan == "auto":
-        ensure_calibration(log)
+        ensure_calibration(log, algorithm)
         return optimize(algorithm, Platform.local(), objective, horizon=total_steps)
     path = Path(plan)
     if not path.suffix:

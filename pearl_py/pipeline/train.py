@@ -129,6 +129,9 @@ def _tuned_plan(algorithm: BaseAlgorithm, total_steps: int, seed: int, plan: Pla
 
     if tune is not True and not isinstance(tune, TuneOptions):
         raise UserError(f"tune must be True, False or a TuneOptions, got {tune!r}")
+    if family_of(algorithm).name != "off_policy":
+        raise UserError(f"tune (--tune) trials off-policy plans only for now; {algorithm.name} is "
+                        f"{family_of(algorithm).name} (run --auto: the model's plan)")
     options = tune if isinstance(tune, TuneOptions) else TuneOptions()
     if backend != "local" or resume is not None:
         raise UserError("tune (--tune) trials plans on this machine's executors: it cannot run on the Ray backend "

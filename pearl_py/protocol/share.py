@@ -18,7 +18,12 @@ from __future__ import annotations
 import dataclasses
 import math
 
-from pearl_py.protocol.workload import EnvWorkload, NetworkWorkload, RolloutWorkload, Workload
+from pearl_py.protocol.workload import (
+    EnvWorkload,
+    NetworkWorkload,
+    RolloutWorkload,
+    Workload,
+)
 
 
 def env_count(workload: Workload) -> int:

@@ -30,10 +30,8 @@ As Stable-Baselines3 does, :func:`bootstrap_truncated` adds it back into the rew
 ``r_t <- r_t + gamma * V(s_final)``, so that ``delta_t = r_t + gamma * V(s_final) - V(s_t)``: the
 one-step target of a non-terminal step.
 
-**Implementation.** One numba call (``_gae_scan``, envs as the inner loop) when numba is
-installed, else the same recursion as a numpy loop over steps; both compute every element with
-the same float32 operations in the same order, so their results are equal bit for bit
-(tests/algorithms/test_on_policy.py).
+**Implementation.** One numba call (``_gae_scan``, envs as the inner loop; numba is the replay
+package's dependency), every element computed with float32 operations.
 
 Example::
 
@@ -46,32 +44,29 @@ Example::
 from __future__ import annotations
 
 import numpy as np
+from numba import njit
 
-from pearl_py.kernels.numba_blas import JIT, numba
 
-if numba is not None:
-    from numba import njit
-
-    @njit(**JIT)
-    def _gae_scan(rewards, values, episode_starts, last_values, last_dones, gamma, gae_lambda, advantages):
-        """The backward recursion into ``advantages`` (float32 operations in :func:`_gae_numpy`'s order)."""
-        n_steps, n_envs = rewards.shape
-        g = np.float32(gamma)
-        gl = np.float32(gamma * gae_lambda)
-        one = np.float32(1.0)
-        next_values = np.empty(n_envs, np.float32)
-        next_live = np.empty(n_envs, np.float32)
-        carried = np.zeros(n_envs, np.float32)
+@njit(cache=True, nogil=True, error_model="numpy")
+def _gae_scan(rewards, values, episode_starts, last_values, last_dones, gamma, gae_lambda, advantages):
+    """The backward recursion into ``advantages`` (float32 operations, envs as the inner loop)."""
+    n_steps, n_envs = rewards.shape
+    g = np.float32(gamma)
+    gl = np.float32(gamma * gae_lambda)
+    one = np.float32(1.0)
+    next_values = np.empty(n_envs, np.float32)
+    next_live = np.empty(n_envs, np.float32)
+    carried = np.zeros(n_envs, np.float32)
+    for e in range(n_envs):
+        next_values[e] = last_values[e]
+        next_live[e] = one - last_dones[e]
+    for t in range(n_steps - 1, -1, -1):
         for e in range(n_envs):
-            next_values[e] = last_values[e]
-            next_live[e] = one - last_dones[e]
-        for t in range(n_steps - 1, -1, -1):
-            for e in range(n_envs):
-                delta = rewards[t, e] + g * next_live[e] * next_values[e] - values[t, e]
-                carried[e] = delta + gl * next_live[e] * carried[e]
-                advantages[t, e] = carried[e]
-                next_values[e] = values[t, e]
-                next_live[e] = one - episode_starts[t, e]
+            delta = rewards[t, e] + g * next_live[e] * next_values[e] - values[t, e]
+            carried[e] = delta + gl * next_live[e] * carried[e]
+            advantages[t, e] = carried[e]
+            next_values[e] = values[t, e]
+            next_live[e] = one - episode_starts[t, e]
 
 
 def gae(rewards: np.ndarray, values: np.ndarray, episode_starts: np.ndarray, last_values: np.ndarray,
@@ -84,26 +79,8 @@ def gae(rewards: np.ndarray, values: np.ndarray, episode_starts: np.ndarray, las
     f32 = [np.ascontiguousarray(a, dtype=np.float32) for a in (rewards, values, episode_starts, last_values,
                                                                 last_dones)]
     advantages = np.empty(f32[0].shape, dtype=np.float32)
-    if numba is not None:
-        _gae_scan(*f32, float(gamma), float(gae_lambda), advantages)
-    else:
-        _gae_numpy(*f32, gamma, gae_lambda, advantages)
+    _gae_scan(*f32, float(gamma), float(gae_lambda), advantages)
     return advantages, advantages + f32[1]
-
-
-def _gae_numpy(rewards: np.ndarray, values: np.ndarray, episode_starts: np.ndarray, last_values: np.ndarray,
-               last_dones: np.ndarray, gamma: float, gae_lambda: float, advantages: np.ndarray) -> None:
-    """The backward recursion as a numpy loop over steps (float32 throughout: ``g`` and ``gl`` are float32)."""
-    g, gl, one = np.float32(gamma), np.float32(gamma * gae_lambda), np.float32(1.0)
-    next_values = last_values
-    next_live = one - last_dones  # 0 where s_{t+1} starts a new episode
-    carried = np.zeros_like(next_values)
-    for t in range(rewards.shape[0] - 1, -1, -1):
-        delta = rewards[t] + g * next_live * next_values - values[t]
-        carried = delta + gl * next_live * carried
-        advantages[t] = carried
-        next_values = values[t]
-        next_live = one - episode_starts[t]
 
 
 def bootstrap_truncated(rewards: np.ndarray, terminated: np.ndarray, truncated: np.ndarray,

@@ -11,6 +11,7 @@ from __future__ import annotations
 from html import escape
 
 from pearl_py.protocol.kernel import (
+    ADVANTAGE,
     ENV_STEP,
     INFERENCE,
     LEARNER_UPDATE,
@@ -18,12 +19,14 @@ from pearl_py.protocol.kernel import (
     PRIORITY_UPDATE,
     REPLAY_INSERT,
     REPLAY_SAMPLE,
+    ROLLOUT_INSERT,
 )
 from pearl_py.report import fmt
 from pearl_py.report.svg import FONT, GRID
 
 COLOURS = {ENV_STEP: "#16a34a", INFERENCE: "#2563eb", REPLAY_INSERT: "#9333ea", REPLAY_SAMPLE: "#c026d3",
-           PRIORITY_UPDATE: "#db2777", LEARNER_UPDATE: "#c2410c", PARAM_SYNC: "#ca8a04"}
+           PRIORITY_UPDATE: "#db2777", LEARNER_UPDATE: "#c2410c", PARAM_SYNC: "#ca8a04", ROLLOUT_INSERT: "#7c3aed",
+           ADVANTAGE: "#0d9488"}
 TRANSFER = "#71717a"
 
 
@@ -46,10 +49,12 @@ def gantt(segments: list[tuple[str, float, float, str]], title: str, width: int 
     out = [f"<svg xmlns='http://www.w3.org/2000/svg' width='{width}' height='{height}' role='img' "
            f"aria-label='{escape(title)}' {FONT} font-size='12'>",
            f"<text x='0' y='18' font-weight='600' font-size='14'>{escape(title)}</text>"]
-    kinds = sorted({s[3] for s in segments if "->" not in s[3]}, key=list(COLOURS).index) + ["transfer"]
+    order = list(COLOURS)
+    kinds = sorted({s[3] for s in segments if "->" not in s[3]},
+                   key=lambda k: (order.index(k) if k in order else len(order), k)) + ["transfer"]
     for i, kind in enumerate(kinds):
         x = label_w + i * 95
-        colour = TRANSFER if kind == "transfer" else COLOURS[kind]
+        colour = TRANSFER if kind == "transfer" else _colour(kind)
         out.append(f"<rect x='{x}' y='28' width='10' height='10' fill='{colour}'/>"
                    f"<text x='{x + 14}' y='37' font-size='11'>{escape(kind)}</text>")
     for frac in (0.0, 0.25, 0.5, 0.75, 1.0):

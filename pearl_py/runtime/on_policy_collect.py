@@ -26,7 +26,7 @@ import numpy as np
 
 from pearl_py.algorithms.on_policy.base import OnPolicyAlgorithm
 from pearl_py.algorithms.on_policy.noise import env_uniforms
-from pearl_py.kernels.on_policy_inference import ActingKernel, Acted
+from pearl_py.kernels.on_policy_inference import Acted, ActingKernel
 from pearl_py.protocol.kernel import INFERENCE
 from pearl_py.replay.gae import bootstrap_truncated
 from pearl_py.runtime.collect import Collected, Collector, Record

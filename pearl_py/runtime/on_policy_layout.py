@@ -23,7 +23,12 @@ import torch
 from pearl_py.errors import UserError
 from pearl_py.plan import Plan
 from pearl_py.protocol.kernel import ENV_STEP, INFERENCE, LEARNER_UPDATE
-from pearl_py.runtime.parallel.placement import _apart, modelled_latency, runtime_of, torch_device
+from pearl_py.runtime.parallel.placement import (
+    _apart,
+    modelled_latency,
+    runtime_of,
+    torch_device,
+)
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,9 @@
 """A plan as the simulator's input: the assignment problem of its platform, with the plan's own costs.
 
 The problem (devices, links, routes, protocol edges) is rebuilt from the algorithm and the
-platform; every cost the plan recorded (``plan.prediction.costs``, with its source) replaces
-the estimator's, so the simulation plays exactly the figures the plan was made with.
+platform; every cost the plan recorded (``plan.prediction.costs``, with its source, and a synchronous
+plan's split costs of its actor kernels) replaces the estimator's, so the simulation plays exactly the
+figures the plan was made with.
 
 Example::
 
@@ -22,6 +23,7 @@ from pearl_py.optimize.model import Choice
 from pearl_py.optimize.problem import AssignmentProblem
 from pearl_py.plan import Plan
 from pearl_py.protocol.kernel import ENV_STEP
+from pearl_py.protocol.schedule import RolloutSchedule
 from pearl_py.simulate.result import SimResult
 from pearl_py.simulate.schedule import SimSchedule
 from pearl_py.simulate.simulator import simulate
@@ -47,12 +49,11 @@ def plan_inputs(plan: Plan, algorithm: Any, platform: Any, estimator: CostModel 
                                 f"{platform.name!r} does not have")
         key = (kernel, place.device, place.variant)
         recorded = plan.prediction.cost(kernel, place.device, place.variant) if plan.prediction else None
-        if recorded is not None:
-            base = problem.options.get(key)
-            option = dataclasses.replace(base, latency_s=recorded.latency_s, energy_j=recorded.energy_j,
-                                         source=recorded.source) if base is not None else None
-            if option is not None:
-                problem.options[key] = option
+        base = problem.options.get(key)
+        if recorded is not None and base is not None:
+            shares = tuple((t.latency_s, t.energy_j) for t in recorded.threads) if base.shares else ()
+            problem.options[key] = dataclasses.replace(base, latency_s=recorded.latency_s, energy_j=recorded.energy_j,
+                                                       source=recorded.source, shares=shares)
         if key not in problem.options:
             raise PlanningError(f"simulate: no cost for {kernel} on {place.device!r} as {place.variant!r}")
         assignment[kernel] = Choice(place.device, place.variant, place.replicas)
@@ -60,8 +61,11 @@ def plan_inputs(plan: Plan, algorithm: Any, platform: Any, estimator: CostModel 
 
 
 def default_steps(algorithm: Any, actors: int) -> int:
-    """Transitions a plan's simulation runs: ``ROUNDS`` rounds, and ``STEPS_PER_ACTOR`` vector steps per actor."""
+    """Transitions a plan's simulation runs: ``ROUNDS`` rounds (an on-policy run's: rollouts), and
+    ``STEPS_PER_ACTOR`` vector steps per actor."""
     cfg = algorithm.config
+    if algorithm.family == "on_policy":
+        return ROUNDS * cfg.rollout_size
     return max(ROUNDS * cfg.train_freq, STEPS_PER_ACTOR * actors) * cfg.n_envs
 
 
@@ -70,7 +74,10 @@ def simulate_plan(plan: Plan, algorithm: Any, platform: Any, *, total_steps: int
     """Simulate ``plan`` (:func:`with_simulation` adds the result to its prediction, for its report)."""
     problem, assignment = plan_inputs(plan, algorithm, platform, estimator)
     steps = total_steps or default_steps(algorithm, assignment[ENV_STEP].replicas)
-    schedule = SimSchedule.from_config(algorithm.config, steps, learning_starts=0)
+    if algorithm.family == "on_policy":
+        schedule = RolloutSchedule.from_config(algorithm.config, steps)
+    else:
+        schedule = SimSchedule.from_config(algorithm.config, steps, learning_starts=0)
     return simulate(problem, assignment, schedule)
 
 

@@ -76,7 +76,8 @@ class Pipeline:
     """Resources, counters and signals shared by the actor, replay and learner processes."""
 
     def __init__(self, engine: Engine, topology: Topology, schedule: SimSchedule,
-                 recorder: Recorder | None = None, trace_rounds: tuple[int, int] = (0, 0)) -> None:
+                 recorder: Recorder | None = None, trace_rounds: tuple[int, int] = (0, 0),
+                 rate_limited: bool = True) -> None:
         self.engine = engine
         self.topo = topology
         self.schedule = schedule
@@ -85,7 +86,8 @@ class Pipeline:
         """The recorder is open from the end of round ``trace_rounds[0]`` to the end of ``trace_rounds[1]``."""
         self.resources: dict[str, Resource] = {}
         self.link_names: set[str] = set()
-        self.limiter = Limiter(engine, schedule)
+        self.limiter = Limiter(engine, schedule) if rate_limited else None
+        """The off-policy actors' rate limiter (None in a synchronous run: the learner allows each rollout)."""
         self.work = Signal(engine)
         """Wakes the replay side: data arrived, priorities arrived, or the learner moved on."""
         self.learner_wake = Signal(engine)
@@ -114,9 +116,11 @@ class Pipeline:
         self.dynamic_j += cost.energy_j
         return self.resource(device).use(cost.latency_s, kernel, self.topo.threads[kernel])
 
-    def transfer(self, a: str, b: str, src: str, dst: str) -> Iterator[Event]:
-        """Yield the hops of the ``src -> dst`` edge's data from device ``a`` to ``b`` (a process body)."""
-        for link, seconds in self.topo.hops(a, b, self.topo.edge_bytes(src, dst)):
+    def transfer(self, a: str, b: str, src: str, dst: str, parts: int = 1) -> Iterator[Event]:
+        """Yield the hops of the ``src -> dst`` edge's data (its ``1 / parts`` share: one actor's of a split
+        call) from device ``a`` to ``b`` (a process body)."""
+        nbytes = self.topo.edge_bytes(src, dst)
+        for link, seconds in self.topo.hops(a, b, None if nbytes is None else nbytes / parts):
             yield self.resource(link, link=True).use(seconds, f"{src}->{dst}")
 
     def send(self, a: str, b: str, src: str, dst: str, arrived: Callable[[], None] | None = None) -> None:

@@ -18,8 +18,10 @@ from __future__ import annotations
 from pearl_py.optimize.model import Assignment
 from pearl_py.optimize.problem import AssignmentProblem
 from pearl_py.protocol.kernel import LEARNER_UPDATE, REPLAY_SAMPLE
+from pearl_py.protocol.schedule import RolloutSchedule
 from pearl_py.simulate import processes
 from pearl_py.simulate.engine import Engine, Recorder
+from pearl_py.simulate.on_policy import simulate_synchronous
 from pearl_py.simulate.pipeline import Pipeline
 from pearl_py.simulate.result import SimResult, measure
 from pearl_py.simulate.schedule import SimSchedule
@@ -29,9 +31,12 @@ TRACE_ROUNDS = 2
 """Rounds of steady state the timeline (Gantt) shows."""
 
 
-def simulate(problem: AssignmentProblem, assignment: Assignment, schedule: SimSchedule, *,
+def simulate(problem: AssignmentProblem, assignment: Assignment, schedule: SimSchedule | RolloutSchedule, *,
              trace: bool = True) -> SimResult:
-    """Simulate ``schedule.total_steps`` transitions of ``assignment`` (a plan's choices) on ``problem``."""
+    """Simulate ``schedule.total_steps`` transitions of ``assignment`` (a plan's choices) on ``problem``; a
+    synchronous (on-policy) protocol's :class:`RolloutSchedule` plays :mod:`pearl_py.simulate.on_policy`."""
+    if isinstance(schedule, RolloutSchedule):
+        return simulate_synchronous(problem, assignment, schedule, trace=trace)
     topo = Topology(problem, assignment)
     engine = Engine()
     rounds = schedule.total_updates // schedule.gradient_steps if schedule.gradient_steps else 0

@@ -31,6 +31,7 @@ from pearl_py.protocol.kernel import (
 )
 
 REQUIRED = (ENV_STEP, INFERENCE, REPLAY_INSERT, REPLAY_SAMPLE, LEARNER_UPDATE)
+"""The kernels an off-policy plan must place to be simulated (the on-policy simulator names its own)."""
 
 
 @dataclass(frozen=True)
@@ -45,8 +46,9 @@ class Cost:
 class Topology:
     """The physical view of ``assignment`` on ``problem`` that the simulated processes use."""
 
-    def __init__(self, problem: AssignmentProblem, assignment: Assignment) -> None:
-        missing = [k for k in REQUIRED if k not in assignment]
+    def __init__(self, problem: AssignmentProblem, assignment: Assignment,
+                 required: tuple[str, ...] = REQUIRED) -> None:
+        missing = [k for k in required if k not in assignment]
         if missing:
             raise PlanningError(f"simulate: the plan has no placement for {', '.join(missing)}")
         self.problem = problem

@@ -305,20 +305,23 @@ def test_pearl_train_and_cli_run_an_on_policy_config(tmp_path, capsys):
     assert main(["run", "examples/configs/ppo_cartpole.yaml", "--steps", "512", "--out", str(out)]) == 0
     data = json.loads((out / "result.json").read_text())
     assert (data["algorithm"], data["env_steps"], data["gradient_steps"]) == ("ppo", 512, 2 * 20)
-    assert "serial reference executor without predictions" in capsys.readouterr().out
+    assert data["backend"] == "serial" and data["plan"]["mode"] == "serialized"
 
 
-@pytest.mark.parametrize("flags", [["--auto"], ["--backend", "ray"]])
-def test_cli_refuses_plans_on_policy_runs_do_not_support_yet(tmp_path, capsys, flags):
-    assert main(["run", "examples/configs/a2c_cartpole.yaml", "--out", str(tmp_path), *flags]) == 2
-    assert "a2c (on_policy) runs on its serial executor only for now" in capsys.readouterr().err
+def test_ray_backend_refuses_on_policy_runs(tmp_path, capsys):
+    assert main(["run", "examples/configs/a2c_cartpole.yaml", "--out", str(tmp_path), "--backend", "ray"]) == 2
+    assert "a2c (on_policy) has no Ray executor yet; run it locally" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("command", ["plan", "simulate"])
-def test_plan_and_simulate_refuse_on_policy_configs(tmp_path, capsys, command):
+def test_plan_and_simulate_model_on_policy_configs_on_the_pearl_box(tmp_path, capsys, command):
     argv = [command, "examples/configs/ppo_cartpole.yaml", "--platform", "pearl-cpu-gpu-fpga", "--out", str(tmp_path)]
-    assert main(argv) == 2
-    assert f"ppo is on-policy: `pearl {command}` does not model on-policy kernels yet" in capsys.readouterr().err
+    assert main(argv) == 0
+    plan = json.loads((tmp_path / "plan.json").read_text())
+    assert plan["mode"] == "synchronous"
+    assert {"rollout_insert", "advantage", "learner_update"} <= set(plan["placements"])
+    printed = capsys.readouterr().out
+    assert ("Collection and learning alternate" in printed) if command == "plan" else ("simulated " in printed)
 
 
 # -- config errors -----------------------------------------------------------------------------

@@ -6,7 +6,7 @@ import pytest
 from pearl_py.cli import profile as profile_command
 from pearl_py.cli.devices import devices_main
 from pearl_py.estimate.calibration import Calibration
-from pearl_py.estimate.microbench import BenchPoint, build, time_call
+from pearl_py.estimate.microbench import BenchPoint, build, families, time_call
 from pearl_py.estimate.profiler import (
     KINDS,
     calibration_grid,
@@ -15,32 +15,46 @@ from pearl_py.estimate.profiler import (
     measure,
     single_thread,
 )
-from pearl_py.protocol import EnvWorkload, NetworkWorkload, ReplayWorkload
+from pearl_py.protocol import (
+    AdvantageWorkload,
+    EnvWorkload,
+    NetworkWorkload,
+    ReplayWorkload,
+    RolloutWorkload,
+    SyncWorkload,
+)
 
 TINY = {
-    "learner_update": BenchPoint("learner_update", algo="ddpg", width=8, batch=4),
-    "inference": BenchPoint("inference", width=8, batch=2),
-    "replay_insert": BenchPoint("replay_insert", capacity=64, batch=2, prioritized=True),
-    "replay_sample": BenchPoint("replay_sample", capacity=64, batch=4),
-    "priority_update": BenchPoint("priority_update", capacity=64, batch=4, prioritized=True),
-    "env_step": BenchPoint("env_step", env_id="CartPole-v1", batch=2),
-    "param_sync": BenchPoint("param_sync", nbytes=4096),
+    ("learner_update", "off_policy"): BenchPoint("learner_update", algo="ddpg", width=8, batch=4),
+    ("inference", "off_policy"): BenchPoint("inference", width=8, batch=2),
+    ("replay_insert", "off_policy"): BenchPoint("replay_insert", capacity=64, batch=2, prioritized=True),
+    ("replay_sample", "off_policy"): BenchPoint("replay_sample", capacity=64, batch=4),
+    ("priority_update", "off_policy"): BenchPoint("priority_update", capacity=64, batch=4, prioritized=True),
+    ("env_step", "off_policy"): BenchPoint("env_step", env_id="CartPole-v1", batch=2),
+    ("param_sync", "off_policy"): BenchPoint("param_sync", nbytes=4096),
+    ("learner_update", "on_policy"): BenchPoint("learner_update", algo="ppo", width=8, batch=4),
+    ("inference", "on_policy"): BenchPoint("inference", algo="a2c", env_id="Pendulum-v1", width=8, batch=2),
+    ("rollout_insert", "on_policy"): BenchPoint("rollout_insert", capacity=4, batch=2),
+    ("advantage", "on_policy"): BenchPoint("advantage", capacity=5, batch=3),
 }
+EXPECTED = {"learner_update": NetworkWorkload, "inference": NetworkWorkload, "env_step": EnvWorkload,
+            "replay_insert": ReplayWorkload, "replay_sample": ReplayWorkload, "priority_update": ReplayWorkload,
+            "param_sync": SyncWorkload, "rollout_insert": RolloutWorkload, "advantage": AdvantageWorkload}
 
 
-@pytest.mark.parametrize("kind", KINDS)
-def test_every_kind_runs_its_real_kernel(kind):
-    workload, call = build(kind, "reference", TINY[kind])
+@pytest.mark.parametrize(("kind", "family"), [(k, f) for k in KINDS for f in families(k)])
+def test_every_kind_runs_its_real_kernel(kind, family):
+    workload, call = build(kind, "reference", TINY[kind, family], family)
     call()
-    expected = {"learner_update": NetworkWorkload, "inference": NetworkWorkload, "env_step": EnvWorkload}
-    assert isinstance(workload, expected.get(kind, ReplayWorkload if "replay" in kind or "priority" in kind
-                                              else type(workload)))
+    assert isinstance(workload, EXPECTED[kind])
+    assert getattr(workload, "family", family) == family      # a network workload says whose code it is
     assert time_call(call, target_s=0.002, samples=2) > 0
 
 
 def test_heldout_grid_shares_no_point_with_calibration():
     for kind in KINDS:
-        assert not set(calibration_grid(kind)) & set(heldout_grid(kind))
+        for family in families(kind):
+            assert not set(calibration_grid(kind, family=family)) & set(heldout_grid(kind, family))
 
 
 def test_measure_and_fit_one_model_per_env():

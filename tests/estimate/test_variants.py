@@ -138,7 +138,7 @@ def test_measure_reports_one_off_setup(monkeypatch):
         return SyncWorkload(point.nbytes), BenchCall(lambda: None, setup_s=2.0 if point.nbytes == 8 else 0.0,
                                                      setup_cold=False)
 
-    monkeypatch.setitem(microbench._RUNNERS, ("param_sync", "fake"), runner)
+    monkeypatch.setitem(microbench._RUNNERS, ("param_sync", "fake", microbench.OFF_POLICY), runner)
     setup = []
     measured = measure("param_sync", "fake", [BenchPoint("param_sync", nbytes=n) for n in (8, 16)], passes=1,
                        setup=setup)

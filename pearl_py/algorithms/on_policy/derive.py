@@ -136,8 +136,9 @@ def derive_protocol(algorithm: OnPolicyAlgorithm, serialized: bool = False) -> P
         Kernel(INFERENCE, INFERENCE, NetworkWorkload(acting, trained_params=0, batch=n_envs, forms=(acting_form,),
                                                      family=FAMILY, dispatched_ops=float(acting_ops)),
                rate=(cfg.n_steps + 1) / size),
+        # the serial executor stores the rollout in its one process: replicas only where actors collect
         Kernel(ROLLOUT_INSERT, ROLLOUT_INSERT, RolloutWorkload(cfg.n_steps, n_envs, item_bytes(algorithm), n_envs),
-               rate=per_step),
+               rate=per_step, replicable=not serialized),
         Kernel(ADVANTAGE, ADVANTAGE, AdvantageWorkload(cfg.n_steps, n_envs), rate=per_rollout),
         Kernel(LEARNER_UPDATE, LEARNER_UPDATE,
                NetworkWorkload(learning, trained_params=trained_params, batch=rows, forms=(loss_form, acting_form),

@@ -59,7 +59,10 @@ from pearl_py.runtime.parallel.control import ControlBlock
 from pearl_py.runtime.parallel.executor import SESSION_SEED_STRIDE, SHM_PREFIX
 from pearl_py.runtime.parallel.interrupts import RunInterrupted, StopSignals
 from pearl_py.runtime.parallel.learner_loop import StopRequested
-from pearl_py.runtime.parallel.on_policy_actor import OnPolicyActorSpec, run_on_policy_actor
+from pearl_py.runtime.parallel.on_policy_actor import (
+    OnPolicyActorSpec,
+    run_on_policy_actor,
+)
 from pearl_py.runtime.parallel.on_policy_loop import OnPolicyLoop, OnPolicyLoopParts
 from pearl_py.runtime.parallel.params import ParamBoard
 from pearl_py.runtime.parallel.process import Doorbell
