@@ -7,8 +7,10 @@ uniforms of env ``i`` at step ``t`` depend only on ``(seed, i, t)``: a counter-b
 executor that steps all ``n_envs`` envs and actors that step a share each draw the same numbers
 for the same env, and a seeded parallel run samples the serial run's actions.
 
-``u = ((h >> 40) + 0.5) * 2**-24`` with ``h`` the 64-bit hash: 24-bit uniforms, exact in float32
-and strictly inside (0, 1) (a logarithm of one never sees 0).
+``u = ((h >> 40) + 0.5) * 2**-24`` with ``h`` the 64-bit hash, rounded to float32: never 0 (a
+logarithm never sees 0); from 0.5 up float32 rounds it to its spacing, and the largest draws round
+to 1.0, which the samplers take (the categorical inverse CDF clamps to the last action; Box-Muller's
+``ln 1 = 0``).
 
 Example::
 
@@ -45,7 +47,7 @@ def env_keys(seed: int, envs: range) -> np.ndarray:
 
 
 def env_uniforms(seed: int, envs: range, step: int, width: int) -> np.ndarray:
-    """``(len(envs), width)`` float32 uniforms in (0, 1): env ``i``'s ``width`` draws at vector step ``step``.
+    """``(len(envs), width)`` float32 uniforms in (0, 1]: env ``i``'s ``width`` draws at vector step ``step``.
 
     Draw ``k`` of env ``i`` at step ``t`` is ``mix64(key_i + (t * width + k + 1) * GOLDEN)`` scaled.
     """
