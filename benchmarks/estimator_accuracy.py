@@ -1,7 +1,9 @@
 """Estimator accuracy on this CPU: calibrate on one grid, predict and measure a held-out grid, per variant.
 
-Every kernel kind and every implementation variant with a micro-benchmark
-(``reference``; ``learner_update/compiled``, ``inference/fused``) is calibrated exactly as
+Every kernel kind and every implementation variant with a micro-benchmark, of every algorithm family
+(``reference``; ``learner_update/compiled``, ``inference/fused``; the on-policy family's
+``inference`` and ``learner_update`` (``reference``, ``fused``), ``rollout_insert`` and ``advantage``)
+is calibrated exactly as
 ``pearl profile`` does (grid of :func:`pearl_py.estimate.profiler.calibration_grid`), then
 measured at batch sizes, layer widths, buffer capacities and copy sizes that were never
 calibrated (:func:`heldout_grid`). Prints median and worst absolute percentage error per
@@ -30,14 +32,28 @@ import statistics
 import sys
 import time
 
-import numpy as np
 import torch
 
 from pearl_py.estimate.calibration import Calibration, machine_fingerprint, model_key
 from pearl_py.estimate.estimator import Estimator
-from pearl_py.estimate.features import workload_features
-from pearl_py.estimate.microbench import BenchPoint, _algorithm, _random_batch, clear_compiled, register_runner, variants
-from pearl_py.estimate.profiler import ZOO_POINTS, KINDS, calibration_grid, fit_measurements, heldout_grid, measure
+from pearl_py.estimate.microbench import (
+    OFF_POLICY,
+    BenchPoint,
+    _algorithm,
+    _random_batch,
+    clear_compiled,
+    families,
+    register_runner,
+    variants,
+)
+from pearl_py.estimate.profiler import (
+    KINDS,
+    ZOO_POINTS,
+    calibration_grid,
+    fit_measurements,
+    heldout_grid,
+    measure,
+)
 from pearl_py.platform import Platform
 from pearl_py.protocol import Kernel, KernelKind
 
@@ -92,42 +108,46 @@ def main() -> int:
     args = parser.parse_args()
     start = time.perf_counter()
     calibration = Calibration(machine_fingerprint())
-    calibrated: dict[tuple[str, str], list] = {}
-    heldout: dict[tuple[str, str], list] = {}
+    calibrated: dict[tuple[str, str, str], list] = {}
+    heldout: dict[tuple[str, str, str], list] = {}
     for kind in KINDS:
-        for variant in variants(kind):
+        for family, variant in ((f, v) for f in families(kind) for v in variants(kind, f)):
             if variant == "compiled" and args.no_compiled or variant == "compiled_static":
                 continue
-            calibrated[(kind, variant)] = measure(kind, variant, calibration_grid(kind, variant=variant))
-            for env_id, model in fit_measurements(kind, calibrated[(kind, variant)]).items():
-                calibration.models[model_key(kind, variant, env_id)] = model
+            key = (kind, variant, family)
+            calibrated[key] = measure(kind, variant, calibration_grid(kind, variant=variant, family=family),
+                                      family=family)
+            for env_id, model in fit_measurements(kind, calibrated[key]).items():
+                calibration.models[model_key(kind, variant, env_id, family=_model_family(calibrated[key]))] = model
             if variant == "compiled":
                 clear_compiled()
                 register_runner("learner_update", "compiled_static", static_compiled)
-                heldout[(kind, variant)] = measure(kind, "compiled_static", heldout_grid(kind))
+                heldout[key] = measure(kind, "compiled_static", heldout_grid(kind))
             else:
-                heldout[(kind, variant)] = measure(kind, variant, heldout_grid(kind))
-            print(f"  measured {kind}/{variant} ({time.perf_counter() - start:.0f} s)", file=sys.stderr, flush=True)
+                heldout[key] = measure(kind, variant, heldout_grid(kind, family), family=family)
+            print(f"  measured {kind}/{variant} ({family}) ({time.perf_counter() - start:.0f} s)", file=sys.stderr,
+                  flush=True)
     estimator = Estimator(calibration)
     cpu = Platform.local().device("cpu")
 
     print(f"{'kernel kind / variant':<34} {'model':<10} {'points':>6} {'median |err|':>13} {'max |err|':>10}")
     failed = False
     rows: dict[str, list[float]] = {}
-    for (kind, variant), measured in heldout.items():
+    for (kind, variant, _), measured in heldout.items():
         for workload, seconds in measured:
             cost = estimator.cost(Kernel(kind, KernelKind(kind), workload, rate=1.0), cpu, variant)
             assert cost.source == "calibrated"
-            key = model_key(kind, variant, getattr(workload, "env_id", None) if kind == "env_step" else None)
+            key = model_key(kind, variant, getattr(workload, "env_id", None) if kind == "env_step" else None,
+                            family=_model_family([(workload, seconds)]))
             rows.setdefault(key, []).append(abs(cost.latency_s - seconds) / seconds * 100)
     for key, errors in rows.items():
         median = statistics.median(errors)
         failed |= median > TARGET_PCT
         print(f"{key:<34} {calibration.models[key].form:<10} {len(errors):>6} {median:>12.1f}% {max(errors):>9.1f}%")
-    if ("learner_update", "compiled") in heldout:
-        measured = heldout[("learner_update", "compiled")]
-        predicted = ratio_predictions(calibrated[("learner_update", "reference")],
-                                      calibrated[("learner_update", "compiled")], estimator, measured)
+    if ("learner_update", "compiled", OFF_POLICY) in heldout:
+        measured = heldout[("learner_update", "compiled", OFF_POLICY)]
+        predicted = ratio_predictions(calibrated[("learner_update", "reference", OFF_POLICY)],
+                                      calibrated[("learner_update", "compiled", OFF_POLICY)], estimator, measured)
         errors = [abs(p - s) / s * 100 for p, s in zip(predicted, (s for _, s in measured))]
         print(f"{'learner_update/compiled':<34} {'ratio':<10} {len(errors):>6} {statistics.median(errors):>12.1f}% "
               f"{max(errors):>9.1f}%   (alternative: reference / speed-up per FLOP band)")
@@ -152,8 +172,14 @@ def main() -> int:
     return 1 if failed else 0
 
 
+def _model_family(measured: list) -> str | None:
+    """The family a kind's model is kept under: a network workload's own (different code per family); None (the
+    shared model) for the other kinds."""
+    return getattr(measured[0][0], "family", None)
+
+
 def _reference_at(heldout: dict, measured: list) -> list:
-    ref = {(w.flops, w.n_ops): (w, s) for w, s in heldout[("learner_update", "reference")]}
+    ref = {(w.flops, w.n_ops): (w, s) for w, s in heldout[("learner_update", "reference", OFF_POLICY)]}
     return [ref[(w.flops, w.n_ops)] for w, _ in measured]
 
 

@@ -55,6 +55,7 @@ def test_plan_simulate_and_run_the_plan(name, write_config, tmp_path, capsys, mo
     actors = plan["placements"]["env_step"]["replicas"]
     assert actors >= 1 and plan["placements"]["inference"]["replicas"] == actors
     predicted = json.loads((tmp_path / "plan" / "prediction.json").read_text())["figures"]["samples_per_s"]
+    assert f"| env_step | cpu | reference | {actors} actor" in (tmp_path / "plan" / "report.md").read_text()
 
     assert main(["simulate", str(config), "--plan", str(tmp_path / "plan" / "plan.yaml"),
                  "--out", str(tmp_path / "sim")]) == 0

@@ -82,13 +82,21 @@ def placed_cost(plan: Plan, kernel: str) -> KernelCost | None:
     return cost.at(place.replicas) if cost is not None else None
 
 
+def splits_envs(plan: Plan, kernel: str) -> bool:
+    """Whether the kernel's replicas split its calls' envs (a synchronous plan's actor kernels)."""
+    kind = plan.prediction.kinds.get(kernel, kernel) if plan.prediction else kernel
+    return plan.mode == "synchronous" and kind in {str(k) for k in KernelKind} and KernelKind(kind).replicable
+
+
 def assignment_rows(plan: Plan) -> list[list[str]]:
     rates = plan.prediction.rates if plan.prediction else {}
     rows = []
     for kernel, place in plan.placements.items():
         cost = placed_cost(plan, kernel)
         count = str(place.replicas)
-        if cost is not None and cost.threads:  # a threaded kernel: its replicas are threads
+        if splits_envs(plan, kernel):  # a synchronous plan's actors, each with its share of the envs
+            count = f"{place.replicas} actor{'s' if place.replicas > 1 else ''}"
+        elif cost is not None and cost.threads:  # a threaded kernel: its replicas are threads
             count = f"{place.replicas} thread{'s' if place.replicas > 1 else ''}"
         rows.append([kernel, place.device, place.variant, count, f"{rates.get(kernel, 0):g}",
                      fmt.seconds(cost.latency_s if cost else None), _source(plan, kernel, cost)])

@@ -40,23 +40,17 @@ def predicted_calls_per_sample(plan: Plan, kernel: str, env_steps: int) -> float
     """Calls of ``kernel`` per env step of the whole run, as predicted.
 
     The plan's rates are per sample of the learning phase (a synchronous plan's actor kernels run one call per
-    replica, on its share of the envs); over a run whose whole-run prediction has a warm-up (:mod:`pearl_py.optimize.whole_run`), only the warm-up kernels
-    (their kinds declare it: env step, replay insert) run in it, so the others' rate is scaled
-    by the learning share.
+    replica, on its share of the envs); over a run whose whole-run prediction has a warm-up
+    (:mod:`pearl_py.optimize.whole_run`), only the warm-up kernels (their kinds declare it: env step, replay
+    insert) run in it, so the others' rate is scaled by the learning share.
     """
     rate = plan.prediction.rates.get(kernel)
-    if rate is not None and _split(plan, kernel):   # every actor runs a call per vector step, on its share
+    if rate is not None and content.splits_envs(plan, kernel):   # every actor: a call per vector step
         rate *= plan.placements[kernel].replicas
     whole = plan.prediction.run
     if rate is None or whole is None or whole.env_steps != env_steps or _warmup_kernel(plan, kernel):
         return rate
     return rate * (env_steps - whole.warmup_steps) / env_steps
-
-
-def _split(plan: Plan, kernel: str) -> bool:
-    """Whether the kernel's replicas split its calls' envs (a synchronous plan's actor kernels)."""
-    kind = plan.prediction.kinds.get(kernel, kernel)
-    return plan.mode == "synchronous" and kind in {str(k) for k in KernelKind} and KernelKind(kind).replicable
 
 
 def kernel_rows(plan: Plan, run: dict[str, Any]) -> list[list[str]]:
