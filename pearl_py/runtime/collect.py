@@ -47,6 +47,13 @@ if TYPE_CHECKING:
     from pearl_py.replay import ReplayBuffer, SampleBatch
     from pearl_py.runtime.timing import KernelTimer
 
+WARMUP_ACTIONS = "warmup_actions"
+"""What drawing the warm-up's uniform random actions is recorded as (not the inference kernel)."""
+
+PARAM_READ = "param_read"
+"""What an actor's (or an inference server's) copy of newly published parameters into its networks is recorded as:
+the receiving end of ``param_sync``, whose calls are the learner's publications."""
+
 Record = Callable[[str, float], None]
 """``record(kernel, seconds)``: where a kernel's time goes (a KernelTimer's ``add``, an actor's control block)."""
 
@@ -107,8 +114,9 @@ class Collector:
     """A vector of ``n_envs`` envs seeded ``seed``, stepped one vector step at a time.
 
     Random actions of the warm-up come from its own generator (``default_rng(seed)``) and are
-    recorded as ``inference``; the policy's call is recorded as ``policy_kernel`` (``inference``,
-    or an actor's ``inference_request`` when a server infers), the env step as ``env_step``.
+    recorded as ``warmup_actions`` (no kernel of the protocol: the warm-up runs no inference); the
+    policy's call is recorded as ``policy_kernel`` (``inference``, or an actor's ``inference_request``
+    when a server infers), the env step as ``env_step``.
     Call :meth:`close` (or use it as a context manager) to close the envs.
     """
 
@@ -129,7 +137,7 @@ class Collector:
         actions = self.spec.random_actions(self.n_envs, self.rng) if policy is None else policy(self.obs)
         if actions is None:
             return None
-        self.record(INFERENCE if policy is None else self.policy_kernel, time.perf_counter() - start)
+        self.record(WARMUP_ACTIONS if policy is None else self.policy_kernel, time.perf_counter() - start)
         start = time.perf_counter()
         next_obs, rewards, terminated, truncated, infos = self.envs.step(self.spec.to_env_action(actions))
         self.record(ENV_STEP, time.perf_counter() - start)

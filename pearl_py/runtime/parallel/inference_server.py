@@ -37,8 +37,9 @@ import torch
 from pearl_py import kernels
 from pearl_py.algorithms.networks import Networks
 from pearl_py.algorithms.off_policy.base import Algorithm
-from pearl_py.protocol.kernel import INFERENCE, PARAM_SYNC
+from pearl_py.protocol.kernel import INFERENCE
 from pearl_py.protocol.schedule import TrainSchedule
+from pearl_py.runtime.collect import PARAM_READ
 from pearl_py.runtime.parallel.control import ControlBlock
 from pearl_py.runtime.parallel.params import ParamBoard
 from pearl_py.runtime.parallel.process import Doorbell, child_process
@@ -182,7 +183,7 @@ class InferenceServer:
         rows = [self.requests[i].get(n) for i in members]
         start = time.perf_counter()
         if self.board.read_into(self.acting):
-            timer.add(PARAM_SYNC, time.perf_counter() - start)
+            timer.add(PARAM_READ, time.perf_counter() - start)
         with timer(INFERENCE):
             actions = self.infer(np.concatenate([r["obs"] for r in rows]), explore=True,
                                  progress=float(rows[0]["progress"][0]))

@@ -36,7 +36,7 @@ from pearl_py.protocol.kernel import (
     REPLAY_SAMPLE,
 )
 from pearl_py.replay.buffer import SampleBatch
-from pearl_py.runtime.collect import Collector, LossMeans, gradient_step
+from pearl_py.runtime.collect import PARAM_READ, Collector, LossMeans, gradient_step
 from pearl_py.runtime.evaluation import evaluate
 from pearl_py.runtime.timing import KernelTimer
 
@@ -71,7 +71,7 @@ class ActorWorker(_Timed):
         self.collector = Collector(algorithm, self.seed, self.timer.add)
 
     def load_params(self, state: dict[str, np.ndarray]) -> None:
-        with self.timer(PARAM_SYNC):
+        with self.timer(PARAM_READ):
             for name, value in state.items():
                 self.acting[name].copy_(torch.from_numpy(np.array(value)))  # object-store arrays are read-only
 
