@@ -12,6 +12,7 @@ Example::
 """
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -21,7 +22,9 @@ from pearl_py.algorithms.on_policy import OnPolicyAlgorithm
 from pearl_py.errors import UserError
 from pearl_py.pipeline.planning import candidate_plans, resolve_plan
 from pearl_py.plan import Plan
+from pearl_py.runtime.kernel_devices import check_runnable
 from pearl_py.runtime.result import RunResult
+from pearl_py.runtime.run_energy import run_energy_record, run_meter
 from pearl_py.runtime.serial import SerialExecutor
 
 if TYPE_CHECKING:
@@ -39,12 +42,15 @@ def make_executor(algorithm: Algorithm, plan: Plan, seed: int, *, backend: str =
                   address: str | None = None, resume: str | Path | None = None, **common: Any):
     """The executor that runs ``plan``: Ray, the serial executor (serialized plans) or the local parallel runtime.
 
-    ``common``: ``out_dir``, ``eval_episodes``, ``eval_freq``, ``progress``.
+    ``common``: ``out_dir``, ``eval_episodes``, ``eval_freq``, ``progress``. A plan this machine cannot run as
+    planned (a GPU without CUDA, a variant it cannot build) is a UserError naming the kernel and the device,
+    before anything starts (the Ray backend's cluster checks its own resources).
     """
     if backend == "ray":
         from pearl_py.runtime.ray_backend import RayExecutor
 
         return RayExecutor(algorithm, plan, seed, address=address, **common)
+    check_runnable(plan)
     if runs_serially(plan):
         if resume is not None:
             raise UserError("--resume continues a parallel run; this plan runs serially (use --auto or a "
@@ -91,7 +97,11 @@ def train(algorithm: Algorithm | OnPolicyAlgorithm, total_steps: int, seed: int 
                              out_dir=out_dir, eval_episodes=eval_episodes, eval_freq=eval_freq, progress=progress)
     if out_dir is not None and resolved.prediction is not None:
         resolved.export(out_dir)  # the plan is on disk before the run: `--resume` finds it after a stop
-    result = executor.run(total_steps)
+    meter = run_meter(resolved) if backend == "local" else None  # Ray's workers run on the cluster's counters
+    with meter if meter is not None else contextlib.nullcontext():
+        result = executor.run(total_steps)
+    if meter is not None:
+        result.energy = run_energy_record(meter, resolved, result.kernel_times)
     if out_dir is not None:
         result.save(out_dir / "result.json")
         if resolved.prediction is not None:
