@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
@@ -30,6 +31,10 @@ from pearl_py.errors import UserError
 from pearl_py.plan import Plan
 from pearl_py.platform.kinds import device_kind
 from pearl_py.protocol.kernel import LEARNER_UPDATE, PARAM_SYNC, REPLAY_KINDS, KernelKind
+
+
+REPLAY_KERNELS = frozenset(str(k) for k in REPLAY_KINDS)
+"""Kernels of the replay's storage (insert, sample, priority update): one replay, on one device."""
 
 
 def cuda_index(device: str) -> int:
@@ -160,7 +165,7 @@ def plan_problems(plan: Plan, cuda_devices: int | None = None) -> list[str]:
 
 def _replay_problems(plan: Plan, devices: dict[str, torch.device]) -> list[str]:
     """The replay lives on one device: its kernels together, and beside the learner when on a GPU."""
-    replay = {k: devices[k] for k in plan.placements if k in devices and k in {str(r) for r in REPLAY_KINDS}}
+    replay = {k: devices[k] for k in plan.placements if k in devices and k in REPLAY_KERNELS}
     if not replay:
         return []
     where = sorted(set(replay.values()), key=str)
@@ -176,6 +181,13 @@ def _replay_problems(plan: Plan, devices: dict[str, torch.device]) -> list[str]:
                 f"({plan.placements[LEARNER_UPDATE].device}, {learner}): a replay on a GPU lives in the learner's "
                 "process and hands it batches on its device; place learner_update there too"]
     return []
+
+
+def device_of(part: Any) -> str:
+    """Where a built part of a run lives: a module's parameters' device, a replay's device (the numpy buffer: cpu)."""
+    if isinstance(part, torch.nn.Module):
+        return str(next(part.parameters()).device)
+    return str(getattr(part, "device", "cpu"))
 
 
 def check_runnable(plan: Plan, cuda_devices: int | None = None) -> None:

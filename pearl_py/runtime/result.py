@@ -41,6 +41,9 @@ class RunResult:
     unbounded) and the largest lag an actor noted (``max_observed``); 0 and 0 in the serial executor."""
     layout: dict[str, Any] = field(default_factory=dict)
     """How the parallel runtime laid the run out (actors, where inference and replay ran); empty elsewhere."""
+    executed_on: dict[str, str] = field(default_factory=dict)
+    """The torch device each kernel executed on, read from what the run built (the learner's parameters, the replay,
+    inference's networks; ``cpu`` for a simulated device's kernels): compare with the plan's (benchmarks/gpu_smoke.py)."""
     energy: dict[str, Any] = field(default_factory=dict)
     """Joules per device over the run, each ``measured`` (RAPL, NVML) or ``modelled`` with the reason
     (:mod:`pearl_py.runtime.run_energy`); empty for a run not metered."""

@@ -36,7 +36,14 @@ from pearl_py.runtime.acting import ActingNetworks
 from pearl_py.runtime.collect import Collector, LossMeans, TimedReplay, gradient_step
 from pearl_py.runtime.device_replay import replay_on
 from pearl_py.runtime.evaluation import EVAL_SEED_OFFSET, evaluate
-from pearl_py.runtime.kernel_devices import check_runnable, kernel_devices, simulated_kernels, timing_devices
+from pearl_py.runtime.kernel_devices import (
+    REPLAY_KERNELS,
+    check_runnable,
+    device_of,
+    kernel_devices,
+    simulated_kernels,
+    timing_devices,
+)
 from pearl_py.runtime.result import RunResult
 from pearl_py.runtime.run_log import RunLog
 from pearl_py.runtime.timing import KernelTimer, merge_kernel_times
@@ -123,7 +130,11 @@ class SerialExecutor:
         eval_returns = evaluate(algo, learner.nets, self.device, self.eval_episodes,
                                 self.seed + EVAL_SEED_OFFSET)
         self.learner = learner
-        return RunResult(algorithm=algo.name, env=algo.env_id, seed=self.seed, env_steps=steps,
+        executed_on = {k: "cpu" for k in self.plan.placements}  # env_step and simulated kernels: the host
+        executed_on.update({INFERENCE: device_of(acting.nets), LEARNER_UPDATE: device_of(learner.nets),
+                            **{k: device_of(replay) for k in self.plan.placements if k in REPLAY_KERNELS},
+                            PARAM_SYNC: device_of(learner.nets)})
+        return RunResult(executed_on=executed_on, algorithm=algo.name, env=algo.env_id, seed=self.seed, env_steps=steps,
                          gradient_steps=learner.gradient_steps, wall_seconds=wall, eval_returns=eval_returns,
                          plan=self.plan.to_dict(), episodes=collector.episodes,
                          kernel_times=merge_kernel_times([timer.summary()], simulated_kernels(self.plan)),

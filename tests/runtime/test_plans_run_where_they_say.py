@@ -183,3 +183,4 @@ def test_a_kernel_on_a_simulated_fpga_runs_on_the_cpu_and_is_marked_modelled(ser
     assert (sample["source"], sample["label"], sample["mean_s"]) == ("modelled", "modelled (simulated FPGA)", 3e-6)
     assert sample["total_s"] == pytest.approx(3e-6 * sample["calls"]) and sample["cpu_total_s"] > 0
     assert result.kernel_times["learner_update"]["label"] == "measured"
+    assert result.executed_on == {k: "cpu" for k in plan.placements}  # the FPGA's kernel ran on the host

@@ -46,10 +46,16 @@ from pearl_py.protocol.schedule import (
     DEFAULT_SYNC_EVERY,
     TrainSchedule,
 )
-from pearl_py.protocol.kernel import REPLAY_INSERT
+from pearl_py.protocol.kernel import INFERENCE, LEARNER_UPDATE, PARAM_SYNC, REPLAY_INSERT
 from pearl_py.runtime.device_replay import replay_from_state, replay_on
 from pearl_py.runtime.evaluation import EVAL_SEED_OFFSET, evaluate
-from pearl_py.runtime.kernel_devices import check_runnable, kernel_devices, timing_devices
+from pearl_py.runtime.kernel_devices import (
+    REPLAY_KERNELS,
+    check_runnable,
+    device_of,
+    kernel_devices,
+    timing_devices,
+)
 from pearl_py.runtime.parallel.actor import ActorSpec, ring_fields
 from pearl_py.runtime.parallel.checkpoint import (
     CHECKPOINT_DIR,
@@ -124,6 +130,8 @@ class ParallelExecutor:
         self.learner: Learner | None = None
         """The learner of the current (or last) run; ``learner.gradient_steps`` shows its progress."""
         self._pool: ActorPool | None = None
+        self._replay_device = "cpu"
+        """Where the current run's replay lives (device_of its buffer)."""
         self._services: dict[str, Service] = {}
 
     @property
@@ -170,7 +178,13 @@ class ParallelExecutor:
                                        layout.simulated)
         eval_returns = evaluate(algo, learner.nets, learner.device, self.eval_episodes,
                                 self.seed + EVAL_SEED_OFFSET)
-        return RunResult(algorithm=algo.name, env=algo.env_id, seed=self.seed, env_steps=progress.transitions,
+        executed_on = {k: "cpu" for k in self.plan.placements}  # actors, servers and simulated kernels: the host
+        executed_on.update({LEARNER_UPDATE: device_of(learner.nets), PARAM_SYNC: device_of(learner.nets),
+                            **{k: self._replay_device for k in self.plan.placements if k in REPLAY_KERNELS}})
+        if layout.inference == "central":
+            executed_on[INFERENCE] = str(layout.inference_device)
+        return RunResult(executed_on=executed_on,
+                         algorithm=algo.name, env=algo.env_id, seed=self.seed, env_steps=progress.transitions,
                          gradient_steps=learner.gradient_steps, wall_seconds=progress.wall_seconds,
                          eval_returns=eval_returns, plan=self.plan.to_dict(), kernel_times=times,
                          episodes=progress.episodes, eval_history=progress.eval_history,
@@ -212,6 +226,7 @@ class ParallelExecutor:
         base_seed = self.seed + SESSION_SEED_STRIDE * progress.sessions
         done = progress.transitions // n
         stack.callback(self._services.clear)
+        self._replay_device = "cpu"  # a replay server keeps the numpy buffer in shared memory
         if layout.replay == "server":
             replay, self._services["replay server"] = start_replay_server(
                 stack, prefix, algo, control, rings, schedule=schedule, seed=self.seed, errors=errors,
@@ -222,6 +237,7 @@ class ParallelExecutor:
             device = kernel_devices(self.plan)[REPLAY_INSERT]  # a GPU replay is the learner's (check_runnable)
             buffer = (replay_from_state(replay_state, device) if replay_state is not None
                       else replay_on(algo, self.seed, device))
+            self._replay_device = device_of(buffer)
             stack.callback(buffer.close)
             replay = LocalReplay(RingFeed(rings, buffer, timer, n), timer)
         links = [None] * layout.actors
