@@ -22,6 +22,7 @@ from pearl_py.algorithms.on_policy import OnPolicyAlgorithm
 from pearl_py.errors import UserError
 from pearl_py.pipeline.planning import candidate_plans, resolve_plan
 from pearl_py.plan import Plan
+from pearl_py.platform import Platform
 from pearl_py.runtime.kernel_devices import check_runnable
 from pearl_py.runtime.result import RunResult
 from pearl_py.runtime.run_energy import run_energy_record, run_meter
@@ -97,11 +98,12 @@ def train(algorithm: Algorithm | OnPolicyAlgorithm, total_steps: int, seed: int 
                              out_dir=out_dir, eval_episodes=eval_episodes, eval_freq=eval_freq, progress=progress)
     if out_dir is not None and resolved.prediction is not None:
         resolved.export(out_dir)  # the plan is on disk before the run: `--resume` finds it after a stop
-    meter = run_meter(resolved) if backend == "local" else None  # Ray's workers run on the cluster's counters
+    local = Platform.local() if backend == "local" else None  # Ray's workers run on the cluster's counters
+    meter = run_meter(resolved, local) if local is not None else None
     with meter if meter is not None else contextlib.nullcontext():
         result = executor.run(total_steps)
     if meter is not None:
-        result.energy = run_energy_record(meter, resolved, result.kernel_times)
+        result.energy = run_energy_record(meter, resolved, result.kernel_times, local)
     if out_dir is not None:
         result.save(out_dir / "result.json")
         if resolved.prediction is not None:
