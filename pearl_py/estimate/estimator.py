@@ -52,13 +52,13 @@ from pearl_py.estimate import roofline
 from pearl_py.estimate.calibration import THREADED_VARIANTS, Calibration, model_key
 from pearl_py.estimate.cost import Cost, Infeasible
 from pearl_py.estimate.features import workload_features
-from pearl_py.estimate.gpu_profile import calibrated_gpu
 from pearl_py.estimate.fpga_kernels import (
     FpgaTemplates,
     mlp_design,
     sum_tree_design,
     sync_design,
 )
+from pearl_py.estimate.gpu_profile import calibrated_gpu
 from pearl_py.estimate.power import dynamic_energy_j
 from pearl_py.estimate.power_profile import measured_dynamic_w
 from pearl_py.estimate.roofline import RooflineParams

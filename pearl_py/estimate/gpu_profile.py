@@ -28,7 +28,7 @@ from typing import Any
 import torch
 
 from pearl_py.estimate.calibration import Calibration, model_key
-from pearl_py.estimate.microbench import BenchPoint, variants
+from pearl_py.estimate.microbench import variants
 from pearl_py.platform.kinds import device_kind
 from pearl_py.protocol.kernel import ENV_STEP
 
@@ -70,7 +70,12 @@ def profile_gpus(calibration: Calibration, quick: bool, kinds: Sequence[str], lo
                  synchronize: Callable[[torch.device], None] | None = None) -> None:
     """Add every local GPU's models to ``calibration`` (``gpus``: default :func:`local_gpus`; ``synchronize``:
     default ``torch.cuda.synchronize``; tests pass the CPU device and a recording fake)."""
-    from pearl_py.estimate.profiler import calibration_grid, fit_measurements, measure, variant_available
+    from pearl_py.estimate.profiler import (
+        calibration_grid,
+        fit_measurements,
+        measure,
+        variant_available,
+    )
 
     gpus = local_gpus() if gpus is None else list(gpus)
     calibrated: dict[str, str] = {}

@@ -63,7 +63,8 @@ def candidate_plans(algorithm: Algorithm, k: int, objective: str = "throughput",
     for plan in plans:  # only plans this machine runs as planned are trialled (and so can be kept)
         problems = plan_problems(plan)
         if problems:
-            log(f"tuning: skipping a {plan.mode} candidate this machine cannot run as planned: {problems[0]}")
+            article = "an" if plan.mode[0] in "aeiou" else "a"
+            log(f"tuning: skipping {article} {plan.mode} candidate this machine cannot run as planned: {problems[0]}")
         else:
             runnable.append(plan)
     if not runnable:

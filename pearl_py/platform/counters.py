@@ -84,9 +84,7 @@ class RaplCounter:
         for zone in sorted(self.root.glob("*rapl:*")):
             depth = zone.name.count(":")
             name = _zone_name(zone)
-            if depth == 1 and (name is None or name.startswith("package")):
-                out.append(zone)
-            elif depth == 2 and name == "dram":
+            if (depth == 1 and (name is None or name.startswith("package"))) or (depth == 2 and name == "dram"):
                 out.append(zone)
         return out
 
@@ -172,7 +170,7 @@ class NvmlCounter:
         try:
             self._nvml.nvmlInit()
             count = self._nvml.nvmlDeviceGetCount()
-        except Exception as exc:  # pynvml.NVMLError: no driver, no device
+        except self._nvml.NVMLError as exc:  # no driver, no device
             self.reason = f"NVML cannot start: {exc}"
             self._nvml = None
             return
@@ -182,7 +180,7 @@ class NvmlCounter:
             try:
                 self._nvml.nvmlDeviceGetTotalEnergyConsumption(handle)
                 self.devices.append(NvmlDevice(i, uuid, name, True))
-            except Exception as exc:  # NVML_ERROR_NOT_SUPPORTED before Volta
+            except self._nvml.NVMLError as exc:  # NVML_ERROR_NOT_SUPPORTED before Volta
                 self.devices.append(NvmlDevice(i, uuid, name, False, f"NVML has no energy counter for {name} "
                                                                      f"(Volta or newer needed): {exc}"))
             self._handles.append(handle)
@@ -220,8 +218,7 @@ def _text(value: Any) -> str:
 
 def _bare_uuid(uuid: str) -> str:
     """``GPU-1a2b...`` (NVML) and ``1a2b...`` (torch) name the same GPU."""
-    text = str(uuid).lower()
-    return text[4:] if text.startswith("gpu-") else text
+    return str(uuid).lower().removeprefix("gpu-")
 
 
 class DeviceReader:

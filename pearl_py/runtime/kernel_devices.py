@@ -30,8 +30,12 @@ import torch
 from pearl_py.errors import UserError
 from pearl_py.plan import Plan
 from pearl_py.platform.kinds import device_kind
-from pearl_py.protocol.kernel import LEARNER_UPDATE, PARAM_SYNC, REPLAY_KINDS, KernelKind
-
+from pearl_py.protocol.kernel import (
+    LEARNER_UPDATE,
+    PARAM_SYNC,
+    REPLAY_KINDS,
+    KernelKind,
+)
 
 REPLAY_KERNELS = frozenset(str(k) for k in REPLAY_KINDS)
 """Kernels of the replay's storage (insert, sample, priority update): one replay, on one device."""
@@ -171,15 +175,15 @@ def _replay_problems(plan: Plan, devices: dict[str, torch.device]) -> list[str]:
     where = sorted(set(replay.values()), key=str)
     if len(where) > 1:
         spread = ", ".join(f"{k} on {plan.placements[k].device} ({d})" for k, d in replay.items())
-        return [f"plan: the replay's kernels are placed on {len(where)} devices ({spread}); one replay lives on "
-                "one device: place them together"]
+        return [(f"plan: the replay's kernels are placed on {len(where)} devices ({spread}); one replay lives on "
+                 "one device: place them together")]
     device = where[0]
     learner = devices.get(LEARNER_UPDATE)
     if device.type == "cuda" and learner is not None and learner != device:
         kernel = next(iter(replay))
-        return [f"plan: {kernel} is placed on {plan.placements[kernel].device} ({device}) apart from the learner "
-                f"({plan.placements[LEARNER_UPDATE].device}, {learner}): a replay on a GPU lives in the learner's "
-                "process and hands it batches on its device; place learner_update there too"]
+        return [(f"plan: {kernel} is placed on {plan.placements[kernel].device} ({device}) apart from the learner "
+                 f"({plan.placements[LEARNER_UPDATE].device}, {learner}): a replay on a GPU lives in the learner's "
+                 "process and hands it batches on its device; place learner_update there too")]
     return []
 
 

@@ -30,7 +30,12 @@ from pearl_py.algorithms.off_policy.base import Algorithm
 from pearl_py.algorithms.off_policy.learner import Learner, TensorBatch, UpdateResult
 from pearl_py.kernels.affinity import pinned_threads
 from pearl_py.plan import Plan
-from pearl_py.protocol.kernel import INFERENCE, LEARNER_UPDATE, PARAM_SYNC, REPLAY_INSERT
+from pearl_py.protocol.kernel import (
+    INFERENCE,
+    LEARNER_UPDATE,
+    PARAM_SYNC,
+    REPLAY_INSERT,
+)
 from pearl_py.protocol.schedule import TrainSchedule
 from pearl_py.runtime.acting import ActingNetworks
 from pearl_py.runtime.collect import Collector, LossMeans, TimedReplay, gradient_step

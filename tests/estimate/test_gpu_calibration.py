@@ -189,7 +189,7 @@ def test_power_profile_measures_idle_and_each_kernels_dynamic_power(tmp_path):
 
 
 def test_pearl_profile_records_each_kernels_power_and_the_estimator_charges_it(monkeypatch, tmp_path):
-    zone, reader = rapl_fake(tmp_path)
+    _, reader = rapl_fake(tmp_path)
     points = [BenchPoint("replay_sample", capacity=c, batch=b, prioritized=p)
               for c, b, p in ((1000, 8, True), (2000, 16, True), (1000, 32, False), (3000, 8, False), (1500, 4, True))]
     monkeypatch.setattr(profiler, "calibration_grid", lambda kind, quick=False, variant="reference": points)

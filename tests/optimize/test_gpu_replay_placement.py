@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
+from random_instances import random_problem
 
 import pearl_py as pearl
 from pearl_py.errors import PlanningError
@@ -16,7 +17,6 @@ from pearl_py.optimize.milp import solve_milp
 from pearl_py.optimize.model import Choice, evaluate
 from pearl_py.optimize.problem import Colocation
 from pearl_py.platform import Platform
-from random_instances import random_problem
 
 REPLAY = ("replay_insert", "replay_sample", "priority_update")
 
@@ -36,11 +36,11 @@ def test_the_model_refuses_a_split_replay_or_a_gpu_replay_apart_from_the_learner
     base = {t.name: Choice("cpu", replicas=1) for t in problem.tasks}
     assert evaluate(problem, base).feasible
     split = evaluate(problem, {**base, "replay_sample": Choice("gpu"), "learner_update": Choice("gpu")})
-    assert split.violations == ["replay_sample on 'gpu' but replay_insert, priority_update elsewhere (a replay on a "
-                                "GPU is one TorchReplayBuffer in the learner's process)"]
+    assert split.violations == [("replay_sample on 'gpu' but replay_insert, priority_update elsewhere (a replay on "
+                                 "a GPU is one TorchReplayBuffer in the learner's process)")]
     apart = evaluate(problem, {**base, **{k: Choice("gpu") for k in REPLAY}})
-    assert apart.violations == ["replay_insert, replay_sample, priority_update on 'gpu' without learner_update (a "
-                                "replay on a GPU is one TorchReplayBuffer in the learner's process)"]
+    assert apart.violations == [("replay_insert, replay_sample, priority_update on 'gpu' without learner_update "
+                                 "(a replay on a GPU is one TorchReplayBuffer in the learner's process)")]
     assert evaluate(problem, {**base, **{k: Choice("gpu") for k in (*REPLAY, "learner_update")}}).feasible
 
 

@@ -5,12 +5,23 @@ import dataclasses
 import os
 
 import pytest
+from fake_counters import FakeNvml, add_uj, rapl_zone
 
-from pearl_py.platform.counters import CounterStatus, EnergyMeter, NvmlCounter, RaplCounter, rapl_reader
-from pearl_py.platform.energy import energy_statuses, local_readers, modelled_joules, run_energy
+from pearl_py.platform.counters import (
+    CounterStatus,
+    EnergyMeter,
+    NvmlCounter,
+    RaplCounter,
+    rapl_reader,
+)
+from pearl_py.platform.energy import (
+    energy_statuses,
+    local_readers,
+    modelled_joules,
+    run_energy,
+)
 from pearl_py.platform.platform import Device, Platform
 from pearl_py.platform.spec import GpuSpec
-from fake_counters import FakeNvml, add_uj, rapl_zone
 
 GPU = GpuSpec(vendor="nvidia", model_name="NVIDIA L4 (as l4)", fp32_tflops=30.3, mem_bandwidth_gbs=300, memory_gb=24,
               idle_w=16, peak_w=72, launch_overhead_us=9, host_link="pcie-gen4-x16", name="l4")

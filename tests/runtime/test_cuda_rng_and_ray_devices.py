@@ -12,7 +12,12 @@ import pearl_py as pearl
 from pearl_py.errors import UserError
 from pearl_py.plan import Placement, Plan
 from pearl_py.runtime import rng_state
-from pearl_py.runtime.parallel.checkpoint import Checkpoint, Progress, load_checkpoint, save_checkpoint
+from pearl_py.runtime.parallel.checkpoint import (
+    Checkpoint,
+    Progress,
+    load_checkpoint,
+    save_checkpoint,
+)
 
 
 @pytest.fixture

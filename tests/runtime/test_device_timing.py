@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from device_fakes import FakeDevice
 
 import pearl_py as pearl
-from device_fakes import FakeDevice
 from pearl_py.algorithms.off_policy.learner import UpdateResult
 from pearl_py.runtime.collect import Collector, gradient_step
 from pearl_py.runtime.device_timing import EventLog
@@ -73,8 +73,9 @@ class _Replay:
     def sample(self, batch_size, beta):
         self.log.append("sample")
         z = np.zeros((batch_size, 1), np.float32)
-        return type("Batch", (), dict(obs=z, actions=np.zeros(batch_size, np.int64), rewards=z[:, 0],
-                                      next_obs=z, dones=z[:, 0], weights=z[:, 0], indices=np.arange(batch_size)))()
+        return type("Batch", (), {"obs": z, "actions": np.zeros(batch_size, np.int64), "rewards": z[:, 0],
+                                  "next_obs": z, "dones": z[:, 0], "weights": z[:, 0],
+                                  "indices": np.arange(batch_size)})()
 
     def update_priorities(self, indices, td):
         self.log.append("priorities")

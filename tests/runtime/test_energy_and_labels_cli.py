@@ -6,10 +6,12 @@ from __future__ import annotations
 import json
 import sys
 
-import pytest
+from fake_counters import (  # tests/fake_counters.py (tests/ is on the path: its conftest)
+    FakeNvml,
+    rapl_zone,
+)
 
 import pearl_py as pearl
-from fake_counters import FakeNvml, rapl_zone  # tests/fake_counters.py (tests/ is on the path: its conftest)
 from pearl_py.cli import main
 
 PLATFORM = """

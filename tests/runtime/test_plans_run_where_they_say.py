@@ -29,7 +29,8 @@ from pearl_py.runtime.kernel_devices import (
 )
 from pearl_py.runtime.serial import SerialExecutor
 
-TINY = dict(net_arch=[16], batch_size=8, learning_starts=64, train_freq=16, gradient_steps=2, buffer_size=1_000)
+TINY = {"net_arch": [16], "batch_size": 8, "learning_starts": 64, "train_freq": 16, "gradient_steps": 2,
+        "buffer_size": 1_000}
 
 
 def algo(**extra) -> pearl.DQN:
@@ -71,8 +72,8 @@ def test_gpu_names_map_to_cuda_indices_and_the_learners_gpu_times_param_sync(ser
 def test_a_gpu_plan_without_cuda_names_the_kernel_and_the_device(serial_plan):
     plan = placed(serial_plan, learner_update=Placement("gpu0"))
     assert plan_problems(plan, cuda_devices=0) == [
-        "plan: learner_update is placed on gpu0 (a gpu device), but this machine has no CUDA device "
-        "(torch.cuda.is_available() is False)"]
+        ("plan: learner_update is placed on gpu0 (a gpu device), but this machine has no CUDA device "
+         "(torch.cuda.is_available() is False)")]
     assert plan_problems(placed(serial_plan, learner_update=Placement("gpu1", "cuda_graph")), cuda_devices=1)[:1] == [
         "plan: learner_update is placed on gpu1 (cuda:1), but this machine has 1 CUDA device (cuda:0 .. cuda:0)"]
     with pytest.raises(UserError, match=r"^plan: learner_update is placed on gpu0 .*no CUDA device"):
@@ -83,15 +84,15 @@ def test_variants_this_machine_cannot_build_are_refused(serial_plan, monkeypatch
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     graph = placed(serial_plan, learner_update=Placement("gpu0", "cuda_graph"))
     assert plan_problems(graph, cuda_devices=1) == [
-        "plan: learner_update variant 'cuda_graph' on gpu0 cannot run on this machine: CUDA is not available here "
-        "(torch.cuda.is_available() is False)"]
+        ("plan: learner_update variant 'cuda_graph' on gpu0 cannot run on this machine: CUDA is not available here "
+         "(torch.cuda.is_available() is False)")]
     on_cpu = placed(serial_plan, learner_update=Placement("cpu", "cuda_graph"))
     assert plan_problems(on_cpu, cuda_devices=0)[0].startswith(
         "plan: learner_update is placed on cpu as variant 'cuda_graph', which pearl_py has no cpu implementation of")
     odd = placed(serial_plan, replay_sample=Placement("cpu", "fast"))
     assert plan_problems(odd, cuda_devices=0) == [
-        "plan: replay_sample is placed on cpu as variant 'fast', but pearl_py has one implementation of "
-        "replay_sample ('reference')"]
+        ("plan: replay_sample is placed on cpu as variant 'fast', but pearl_py has one implementation of "
+         "replay_sample ('reference')")]
 
 
 def test_one_replay_lives_on_one_device_beside_a_gpu_learner(serial_plan, cuda_here):
@@ -132,9 +133,9 @@ def test_tune_trials_only_plans_this_machine_can_run(serial_plan, monkeypatch):
                         else [gpu])
     lines: list[str] = []
     assert planning.candidate_plans(algo(), k=3, log=lines.append) == [fine]
-    assert lines == ["tuning: skipping a overlapped candidate this machine cannot run as planned: plan: "
-                     "learner_update is placed on gpu0 (a gpu device), but this machine has no CUDA device "
-                     "(torch.cuda.is_available() is False)"] * 2
+    assert lines == [("tuning: skipping an overlapped candidate this machine cannot run as planned: plan: "
+                      "learner_update is placed on gpu0 (a gpu device), but this machine has no CUDA device "
+                      "(torch.cuda.is_available() is False)")] * 2
     monkeypatch.setattr(planning, "ranked_plans", lambda *a, **k: [gpu])
     with pytest.raises(PlanningError, match="no candidate plan can run on this machine as planned"):
         planning.candidate_plans(algo(), k=3, log=lines.append)

@@ -41,12 +41,17 @@ from pearl_py.algorithms.off_policy.base import Algorithm
 from pearl_py.algorithms.off_policy.learner import Learner
 from pearl_py.kernels.affinity import pinned_threads
 from pearl_py.plan import Plan
+from pearl_py.protocol.kernel import (
+    INFERENCE,
+    LEARNER_UPDATE,
+    PARAM_SYNC,
+    REPLAY_INSERT,
+)
 from pearl_py.protocol.schedule import (
     DEFAULT_POLICY_LAG,
     DEFAULT_SYNC_EVERY,
     TrainSchedule,
 )
-from pearl_py.protocol.kernel import INFERENCE, LEARNER_UPDATE, PARAM_SYNC, REPLAY_INSERT
 from pearl_py.runtime.device_replay import replay_from_state, replay_on
 from pearl_py.runtime.evaluation import EVAL_SEED_OFFSET, evaluate
 from pearl_py.runtime.kernel_devices import (

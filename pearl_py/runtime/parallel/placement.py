@@ -47,7 +47,11 @@ from pearl_py.protocol.kernel import (
     REPLAY_INSERT,
     REPLAY_SAMPLE,
 )
-from pearl_py.runtime.kernel_devices import SimulatedKernel, cuda_index, simulated_kernels
+from pearl_py.runtime.kernel_devices import (
+    SimulatedKernel,
+    cuda_index,
+    simulated_kernels,
+)
 
 ACTOR_SIDE = (ENV_STEP, INFERENCE)
 LEARNER_SIDE = (REPLAY_INSERT, REPLAY_SAMPLE, PRIORITY_UPDATE, LEARNER_UPDATE, PARAM_SYNC)

@@ -6,9 +6,9 @@ import torch
 
 import pearl_py as pearl
 from pearl_py.plan import Figures, KernelCost, Placement, Plan, Prediction, SolverInfo
+from pearl_py.runtime.kernel_devices import SimulatedKernel
 from pearl_py.runtime.parallel.control import ControlBlock
 from pearl_py.runtime.parallel.placement import RuntimeLayout
-from pearl_py.runtime.kernel_devices import SimulatedKernel
 from pearl_py.runtime.timing import KernelTimer, merge_kernel_times
 
 
