@@ -13,6 +13,8 @@ from pearl_py.algorithms import (
     DDPG,
     DQN,
     PPO,
+    SAC,
+    TD3,
     A2CConfig,
     Algorithm,
     BaseAlgorithm,
@@ -25,6 +27,8 @@ from pearl_py.algorithms import (
     OnPolicyAlgorithm,
     OnPolicyConfig,
     PPOConfig,
+    SACConfig,
+    TD3Config,
     mlp,
     register,
 )
@@ -46,4 +50,8 @@ __all__ = [
     "Kernel", "KernelKind", "load_config", "Loss", "mlp", "Networks", "OffPolicyAlgorithm", "OffPolicyConfig",
     "OnPolicyAlgorithm", "OnPolicyConfig", "param", "Placement", "Plan", "plan", "Platform", "PPO", "PPOConfig",
     "ProtocolGraph", "ranked_plans", "register", "RunConfig", "RunResult", "train", "TuneOptions", "UserError",
+    "Algorithm", "BaseAlgorithm", "ConfigError", "DDPG", "DDPGConfig", "DQN", "DQNConfig", "Kernel", "KernelKind",
+    "load_config", "Loss", "mlp", "Networks", "OffPolicyAlgorithm", "OffPolicyConfig", "param", "Placement", "Plan",
+    "plan", "Platform", "ProtocolGraph", "ranked_plans", "register", "RunConfig", "RunResult", "SAC", "SACConfig",
+    "TD3", "TD3Config", "train", "TuneOptions", "UserError",
 ]

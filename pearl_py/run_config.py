@@ -38,7 +38,7 @@ from pearl_py.config.yaml_source import YamlDocument
 class RunSettings:
     """The top-level keys of a run config other than ``hyperparameters``."""
 
-    algorithm: str = param("dqn", "Algorithm name: dqn, ddpg, ppo, a2c, or a registered user algorithm.")
+    algorithm: str = param("dqn", "Algorithm name: dqn, ddpg, td3, sac, ppo, a2c, or a registered user algorithm.")
     env: str = param("CartPole-v1", "Gymnasium environment id.")
     total_steps: int = param(50_000, "Env steps (transitions) to collect.", low=1)
     seed: int = param(0, "Seed of networks, exploration, replay sampling and envs.", low=0)

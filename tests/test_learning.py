@@ -54,3 +54,14 @@ def test_a2c_cartpole_zoo_config_reaches_475_for_two_of_seeds_0_1_2(tmp_path):
         if sum(final >= 475 for final in finals.values()) == 2:
             break
     assert sum(final >= 475 for final in finals.values()) >= 2, f"final eval returns by seed: {finals}"
+
+
+@pytest.mark.parametrize("algorithm", ["td3", "sac"])
+def test_td3_and_sac_pendulum_reach_minus_200_on_seeds_0_1_2(tmp_path, algorithm):
+    """The zoo configs (20k steps): the final evaluation (10 greedy episodes) >= -200 for every seed."""
+    returns = []
+    for seed in (0, 1, 2):
+        result = run(f"examples/configs/{algorithm}_pendulum.yaml", seed, tmp_path / f"seed{seed}")
+        assert result["env_steps"] == 20_000
+        returns.append(result["eval_return_mean"])
+    assert min(returns) >= -200, f"{algorithm} final eval returns by seed: {returns}"

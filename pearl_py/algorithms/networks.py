@@ -41,6 +41,18 @@ class StateActionValue(nn.Module):
         return self.net(torch.cat([obs, action], dim=-1)).squeeze(-1)
 
 
+class TwinStateActionValue(nn.Module):
+    """Two independent Q(s, a) estimates (TD3, SAC: the smaller one fights overestimation)."""
+
+    def __init__(self, obs_dim: int, action_dim: int, hidden: Sequence[int]) -> None:
+        super().__init__()
+        self.q1 = StateActionValue(obs_dim, action_dim, hidden)
+        self.q2 = StateActionValue(obs_dim, action_dim, hidden)
+
+    def forward(self, obs: torch.Tensor, action: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return self.q1(obs, action), self.q2(obs, action)
+
+
 class Networks(nn.Module):
     """The online networks of an algorithm and frozen target copies of some of them.
 

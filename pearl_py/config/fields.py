@@ -76,10 +76,10 @@ def build(cls: type[T], values: dict[str, Any], *, doc: YamlDocument | None = No
         kwargs[key] = _check(value, hints[key], field.metadata, path + (key,), fail)
     try:
         return cls(**kwargs)
-    except ConfigError as exc:  # a cross-field check of ``__post_init__``: locate its key in the file
-        if exc.file is not None or exc.key is None:
+    except ConfigError as exc:  # a check across fields (``__post_init__``) names its key: locate it in the file
+        if exc.key is None or exc.file is not None:
             raise
-        raise fail(path + (exc.key,), exc.reason) from None
+        raise fail(path + tuple(exc.key.split(".")), exc.reason) from None
 
 
 def rebuild(cls: type[T], config: T | None, overrides: dict[str, Any]) -> T:
@@ -102,7 +102,12 @@ def _check(value: Any, hint: Any, meta: typing.Mapping[str, Any], path: KeyPath,
         args = [a for a in typing.get_args(hint) if a is not type(None)]
         if value is None:
             return None
-        return _check(value, args[0], meta, path, fail)
+        if len(args) == 1:
+            return _check(value, args[0], meta, path, fail)
+        for arg in args:   # ``float | str``: checked as the first of the types the value is
+            if _is_a(value, arg):
+                return _check(value, arg, meta, path, fail)
+        raise fail(path, f"expected {_type_name(hint)}, got {_show(value)}")
     checked = _scalar(value, hint, path, fail)
     choices = meta.get("choices")
     if choices is not None and checked not in choices:
@@ -147,6 +152,15 @@ def _scalar(value: Any, hint: Any, path: KeyPath, fail: Callable[[KeyPath, str],
     raise fail(path, f"expected {_type_name(hint)}, got {_show(value)}")
 
 
+def _is_a(value: Any, hint: Any) -> bool:
+    """Whether ``value`` reads as a scalar of type ``hint`` (range not checked)."""
+    try:
+        _scalar(value, hint, (), lambda path, message: ConfigError(message))
+    except ConfigError:
+        return False
+    return True
+
+
 def _as_number(value: Any) -> float | int | None:
     if isinstance(value, bool):
         return None
@@ -167,7 +181,8 @@ def _type_name(hint: Any) -> str:
         return f"list of {_type_name(typing.get_args(hint)[0])}"
     if origin is not None:
         args = [a for a in typing.get_args(hint) if a is not type(None)]
-        return f"{_type_name(args[0])} or null"
+        names = " or ".join(_type_name(a) for a in args)
+        return f"{names} or null" if type(None) in typing.get_args(hint) else names
     named = getattr(hint, "config_type_name", None)
     return named or {bool: "true/false", int: "integer", float: "number", str: "text"}.get(hint, str(hint))
 

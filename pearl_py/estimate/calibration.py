@@ -12,7 +12,7 @@ figures. Files are written atomically (temporary file + ``os.replace``).
 Example::
 
     >>> cal = Calibration.load_default()          # None until `pearl profile` has run
-    >>> cal.model("learner_update", "reference").predict(features)
+    >>> cal.model(LEARNER_UPDATE, "reference").predict(features)
 """
 from __future__ import annotations
 

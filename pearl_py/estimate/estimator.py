@@ -36,11 +36,11 @@ Example::
     >>> est = Estimator()                                   # reads this machine's calibration if cached
     >>> graph = pearl.DQN("CartPole-v1").protocol()
     >>> local = Platform.local()
-    >>> est.cost(graph.kernel("learner_update"), local.device("cpu")).source
+    >>> est.cost(graph.kernel(LEARNER_UPDATE), local.device("cpu")).source
     'calibrated'
     >>> fpga = Platform.load("pearl-cpu-gpu-fpga").device("fpga")
-    >>> est.cost(graph.kernel("replay_sample"), fpga).resources["dsp"]
-    >>> est.variants(graph.kernel("learner_update"), local.device("cpu"))
+    >>> est.cost(graph.kernel(REPLAY_SAMPLE), fpga).resources["dsp"]
+    >>> est.variants(graph.kernel(LEARNER_UPDATE), local.device("cpu"))
     ['reference', 'compiled']
 """
 from __future__ import annotations

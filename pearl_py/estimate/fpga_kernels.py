@@ -8,7 +8,7 @@ Example::
 
     >>> from pearl_py.platform import Platform
     >>> fpga = Platform.load("pearl-cpu-gpu-fpga").device("fpga").spec
-    >>> design = sum_tree_design(ReplayWorkload(1 << 16, 128, 48, True, 16), "replay_sample", fpga, FpgaTemplates.load())
+    >>> design = sum_tree_design(ReplayWorkload(1 << 16, 128, 48, True, 16), REPLAY_SAMPLE, fpga, FpgaTemplates.load())
     >>> design.cycles, design.resources["dsp"]
 """
 from __future__ import annotations

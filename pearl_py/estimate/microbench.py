@@ -6,13 +6,13 @@ envs as the runtime makes them) and returns its workload and a zero-argument cal
 Variants of a kernel kind (``pearl_py.kernels``) register their own runner under the
 variant's name: ``learner_update/compiled`` (the ``torch.compile`` whole step, compiled
 once per network shape with the batch dimension dynamic), ``learner_update/fused`` (the
-numba DQN/DDPG step) and ``inference/fused`` (the numba DQN/DDPG act).
+numba DQN/DDPG/TD3/SAC step) and ``inference/fused`` (the numba act).
 A callable with a one-off setup (a compile) carries it as ``call.setup_s`` (seconds).
 
 Example::
 
-    >>> point = BenchPoint("learner_update", algo="dqn", width=64, batch=32)
-    >>> workload, call = build("learner_update", "reference", point)
+    >>> point = BenchPoint(LEARNER_UPDATE, algo="dqn", width=64, batch=32)
+    >>> workload, call = build(LEARNER_UPDATE, "reference", point)
     >>> seconds = time_call(call)
 """
 from __future__ import annotations
@@ -35,7 +35,8 @@ from pearl_py.protocol.kernel import (
     REPLAY_SAMPLE,
 )
 
-ALGO_ENVS = {"dqn": "CartPole-v1", "ddpg": "Pendulum-v1"}
+ALGO_ENVS = {"dqn": "CartPole-v1", "ddpg": "Pendulum-v1", "td3": "Pendulum-v1", "sac": "Pendulum-v1"}
+"""The env of each algorithm's network points (its zoo env)."""
 
 
 @dataclass(frozen=True)
@@ -120,10 +121,9 @@ def time_call(call: Callable[[], object], target_s: float = 0.03, samples: int =
 
 
 def _algorithm(point: BenchPoint, **extra):
-    import pearl_py as pearl
+    from pearl_py.algorithms import REGISTRY
 
-    cls = {"dqn": pearl.DQN, "ddpg": pearl.DDPG}[point.algo]
-    return cls(ALGO_ENVS[point.algo], net_arch=list(point.hidden), **extra)
+    return REGISTRY[point.algo](ALGO_ENVS[point.algo], net_arch=list(point.hidden), **extra)
 
 
 def _random_batch(algo, size: int, generator: torch.Generator, device: str = "cpu"):
@@ -217,7 +217,7 @@ def learner_update_compiled(point: BenchPoint):
 
 
 def learner_update_fused(point: BenchPoint):
-    """The ``fused`` variant (DQN/DDPG whole step in one numba function); ``setup_s``: building it and
+    """The ``fused`` variant (the whole step in one numba function); ``setup_s``: building it and
     the first call (numba loads its on-disk cache, or compiles, ~10-20 s, the first time on a machine)."""
     from pearl_py.algorithms.off_policy.learner import Learner
     from pearl_py.kernels.fused_cpu import make_fused_cpu
@@ -253,7 +253,7 @@ def inference_reference(point: BenchPoint):
 
 
 def inference_fused(point: BenchPoint):
-    """The ``fused`` variant: DQN's/DDPG's act in one numba call (its compile, ~2 s once per machine, is
+    """The ``fused`` variant: the act in one numba call (its compile, ~2 s once per machine, is
     cached on disk by numba; not reported as a setup, as before)."""
     from pearl_py.kernels.inference import make_fused
 

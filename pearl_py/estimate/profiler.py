@@ -12,7 +12,7 @@ learner update's compile) also records that setup in ``calibration.meta["setup"]
 Example::
 
     >>> cal = profile(quick=True)                 # ~1 minute on a 2-core VM
-    >>> cal.model("inference", "reference").form
+    >>> cal.model(INFERENCE, "reference").form
     'linear'
 """
 from __future__ import annotations
@@ -70,8 +70,14 @@ KIND_FEATURES: dict[str, tuple[str, list[str]]] = {
 """Primary size (power-law and piecewise forms) and linear features of each kind's model."""
 
 
-def _network(kind: str, widths, batches) -> list[BenchPoint]:
-    return [BenchPoint(kind, algo=a, width=w, batch=b) for a, w, b in itertools.product(("dqn", "ddpg"), widths, batches)]
+CALIBRATED_ALGORITHMS = ("dqn", "ddpg")
+"""Algorithms of the calibration grids of the network kinds; a model is fitted on their workload features
+(FLOPs, bytes, ops) and predicts any algorithm's (TD3 and SAC are held out: :func:`heldout_grid`)."""
+HELDOUT_ALGORITHMS = ("dqn", "ddpg", "td3", "sac")
+
+
+def _network(kind: str, widths, batches, algos=CALIBRATED_ALGORITHMS) -> list[BenchPoint]:
+    return [BenchPoint(kind, algo=a, width=w, batch=b) for a, w, b in itertools.product(algos, widths, batches)]
 
 
 def _replay(kind: str, capacities, batches) -> list[BenchPoint]:
@@ -113,15 +119,18 @@ def calibration_grid(kind: str, quick: bool = False, variant: str = "reference")
 
 
 ZOO_POINTS = (BenchPoint(LEARNER_UPDATE, algo="dqn", width=256, batch=64),
-              BenchPoint(LEARNER_UPDATE, algo="ddpg", batch=256, arch=(400, 300)))
-"""The zoo configurations' learner updates (DQN CartPole batch 64 [256, 256]; DDPG Pendulum batch 256 [400, 300])."""
+              BenchPoint(LEARNER_UPDATE, algo="ddpg", batch=256, arch=(400, 300)),
+              BenchPoint(LEARNER_UPDATE, algo="td3", batch=256, arch=(400, 300)),
+              BenchPoint(LEARNER_UPDATE, algo="sac", batch=256, arch=(256, 256)))
+"""The zoo configurations' learner updates (DQN CartPole batch 64 [256, 256]; DDPG and TD3 Pendulum batch 256
+[400, 300]; SAC Pendulum batch 256 [256, 256])."""
 
 
 def heldout_grid(kind: str) -> list[BenchPoint]:
     """Points never used in calibration (other batch sizes, widths, capacities, sizes)."""
     if kind in (LEARNER_UPDATE, INFERENCE):
         batches = (48, 96, 192) if kind == LEARNER_UPDATE else (2, 8, 32)
-        return _network(kind, (48, 96, 192), batches)
+        return _network(kind, (48, 96, 192), batches, HELDOUT_ALGORITHMS)
     if kind in (REPLAY_INSERT, REPLAY_SAMPLE, PRIORITY_UPDATE):
         return _replay(kind, (3_000, 30_000), (4, 32, 128))
     if kind == ENV_STEP:

@@ -21,7 +21,7 @@ Example::
 
     >>> problem = build_problem(pearl.DQN("CartPole-v1").protocol(), Platform.load("pearl-cpu-gpu-fpga"),
     ...                         Estimator(), Constraints(power_cap_w=400))
-    >>> problem.candidates("replay_sample")
+    >>> problem.candidates(REPLAY_SAMPLE)
     [('cpu', 'reference'), ('gpu', 'reference'), ('fpga', 'reference')]
 """
 from __future__ import annotations

@@ -17,16 +17,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pearl_py.algorithms.off_policy.base import Algorithm
-from pearl_py.algorithms.on_policy import OnPolicyAlgorithm
+from pearl_py.algorithms.core import BaseAlgorithm
 from pearl_py.errors import UserError
+from pearl_py.pipeline.families import Executor, family_of
 from pearl_py.pipeline.planning import candidate_plans, resolve_plan
 from pearl_py.plan import Plan
 from pearl_py.platform import Platform
 from pearl_py.runtime.kernel_devices import check_runnable
 from pearl_py.runtime.result import RunResult
 from pearl_py.runtime.run_energy import run_energy_record, run_meter
-from pearl_py.runtime.serial import SerialExecutor
 
 if TYPE_CHECKING:
     from pearl_py.pipeline.tune import TuneOptions
@@ -39,30 +38,33 @@ def runs_serially(plan: Plan) -> bool:
     return plan.serialized
 
 
-def make_executor(algorithm: Algorithm, plan: Plan, seed: int, *, backend: str = "local",
-                  address: str | None = None, resume: str | Path | None = None, **common: Any):
-    """The executor that runs ``plan``: Ray, the serial executor (serialized plans) or the local parallel runtime.
+def make_executor(algorithm: BaseAlgorithm, plan: Plan, seed: int, *, backend: str = "local",
+                  address: str | None = None, resume: str | Path | None = None, **common: Any) -> Executor:
+    """The executor of the algorithm's family that runs ``plan``: on Ray, the serial executor (serialized plans)
+    or the local parallel runtime (:mod:`pearl_py.pipeline.families`).
 
     ``common``: ``out_dir``, ``eval_episodes``, ``eval_freq``, ``progress``. A plan this machine cannot run as
     planned (a GPU without CUDA, a variant it cannot build) is a UserError naming the kernel and the device,
     before anything starts (the Ray backend's cluster checks its own resources).
     """
+    family = family_of(algorithm)
     if backend == "ray":
-        from pearl_py.runtime.ray_backend import RayExecutor
-
-        return RayExecutor(algorithm, plan, seed, address=address, **common)
+        if family.ray is None:
+            raise UserError(f"{algorithm.name} ({family.name}) has no Ray executor yet; run it locally")
+        return family.ray(algorithm, seed, plan=plan, address=address, **common)
     check_runnable(plan)
     if runs_serially(plan):
         if resume is not None:
             raise UserError("--resume continues a parallel run; this plan runs serially (use --auto or a "
                             "parallel plan)")
-        return SerialExecutor(algorithm, seed, plan=plan, **common)
-    from pearl_py.runtime.parallel import ParallelExecutor
+        return family.serial(algorithm, seed, plan=plan, **common)
+    if family.parallel is None:
+        raise UserError(f"{algorithm.name} ({family.name}) runs its serial executor only for now: its plans must be "
+                        "serialized")
+    return family.parallel(algorithm, seed, plan=plan, resume_from=Path(resume) if resume else None, **common)
 
-    return ParallelExecutor(algorithm, plan, seed, resume_from=Path(resume) if resume else None, **common)
 
-
-def train(algorithm: Algorithm | OnPolicyAlgorithm, total_steps: int, seed: int = 0, *,
+def train(algorithm: BaseAlgorithm, total_steps: int, seed: int = 0, *,
           plan: Plan | str | Path | None = None, out: str | Path | None = None, eval_episodes: int = 10,
           eval_freq: int = 0, progress: bool | None = None, objective: str = "throughput", backend: str = "local",
           address: str | None = None, resume: str | Path | None = None, tune: bool | TuneOptions = False,
@@ -80,13 +82,13 @@ def train(algorithm: Algorithm | OnPolicyAlgorithm, total_steps: int, seed: int 
     trials are recorded in ``plan.prediction.tuning`` (docs/runtime.md).
     With ``out``: logs, ``result.json`` and, when the plan has predictions, the plan's report
     with what the run measured beside them (``report.md``, ``report.html``, ``plan.yaml``, ``plan.json``).
-    An on-policy algorithm (PPO, A2C) runs on the on-policy serial executor, unpredicted, for ``plan``
-    None, "serial" or "local"; other plans are a UserError for now.
+    The executors are the algorithm's family's (:mod:`pearl_py.pipeline.families`); a family the model does not
+    cover yet runs its serial executor, unpredicted, for ``plan`` None, "serial" or "local" (other plans: UserError).
     """
     if backend not in BACKENDS:
         raise UserError(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
-    if isinstance(algorithm, OnPolicyAlgorithm):
-        return _train_on_policy(algorithm, total_steps, seed, plan=plan, out=out, eval_episodes=eval_episodes,
+    if not family_of(algorithm).planned:
+        return _train_unplanned(algorithm, total_steps, seed, plan=plan, out=out, eval_episodes=eval_episodes,
                                 eval_freq=eval_freq, progress=progress, backend=backend, resume=resume, tune=tune,
                                 log=log)
     if tune:
@@ -111,29 +113,27 @@ def train(algorithm: Algorithm | OnPolicyAlgorithm, total_steps: int, seed: int 
     return result
 
 
-def _train_on_policy(algorithm: OnPolicyAlgorithm, total_steps: int, seed: int, *, plan: Plan | str | Path | None,
+def _train_unplanned(algorithm: BaseAlgorithm, total_steps: int, seed: int, *, plan: Plan | str | Path | None,
                      out: str | Path | None, eval_episodes: int, eval_freq: int, progress: bool | None, backend: str,
                      resume: str | Path | None, tune: bool | TuneOptions, log: Callable[[str], None]) -> RunResult:
-    """On-policy algorithms run on their serial executor, unpredicted: the optimizer and the parallel runtimes
-    do not know their kernels (rollout_insert, advantage) yet. ``plan="local"`` (`pearl run` without plan
-    flags) runs the same, saying so."""
-    from pearl_py.runtime.on_policy_serial import OnPolicySerialExecutor
-
+    """A family the performance model does not cover runs its serial executor, unpredicted. ``plan="local"``
+    (`pearl run` without plan flags) runs the same, saying so."""
+    family = family_of(algorithm)
     if plan not in (None, "serial", "local") or backend != "local" or resume is not None or tune:
-        raise UserError(f"{algorithm.name} is on-policy: it runs on the serial executor only for now (plan None, "
+        raise UserError(f"{algorithm.name} ({family.name}) runs on its serial executor only for now (plan None, "
                         "'serial' or 'local'; no --auto, --plan, --tune, --resume or the Ray backend)")
     if plan == "local":
-        log(f"{algorithm.name} is on-policy: running the serial reference executor without predictions "
-            "(the performance model does not cover on-policy kernels yet)")
+        log(f"{algorithm.name} ({family.name}): running the serial reference executor without predictions "
+            "(the performance model does not cover this family's kernels yet)")
     out_dir = Path(out) if out is not None else None
-    result = OnPolicySerialExecutor(algorithm, seed, out_dir=out_dir, eval_episodes=eval_episodes,
-                                    eval_freq=eval_freq, progress=progress).run(total_steps)
+    result = family.serial(algorithm, seed, out_dir=out_dir, eval_episodes=eval_episodes, eval_freq=eval_freq,
+                           progress=progress).run(total_steps)
     if out_dir is not None:
         result.save(out_dir / "result.json")
     return result
 
 
-def _tuned_plan(algorithm: Algorithm, total_steps: int, seed: int, plan: Plan | str | Path | None,
+def _tuned_plan(algorithm: BaseAlgorithm, total_steps: int, seed: int, plan: Plan | str | Path | None,
                 objective: str, backend: str, resume: str | Path | None, tune: bool | TuneOptions,
                 log: Callable[[str], None]) -> Plan:
     """The fastest measured of the model's top-k plans (``pearl_py.pipeline.tune``)."""

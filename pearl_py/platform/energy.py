@@ -34,7 +34,7 @@ from pearl_py.platform.counters import (
     nvml_reader,
     rapl_reader,
 )
-from pearl_py.platform.kinds import device_kind
+from pearl_py.platform.kinds import cuda_index, device_kind
 
 
 def cuda_uuid(index: int) -> str | None:
@@ -48,8 +48,6 @@ def cuda_uuid(index: int) -> str | None:
 def local_readers(platform: Any, rapl: RaplCounter | None = None, nvml: NvmlCounter | None = None,
                   uuid_of: Any = cuda_uuid) -> dict[str, DeviceReader]:
     """A reader per local device: RAPL for the CPU, the matching NVML GPU for each ``gpuN`` (measured or not)."""
-    from pearl_py.runtime.kernel_devices import cuda_index
-
     rapl = rapl if rapl is not None else RaplCounter()
     readers: dict[str, DeviceReader] = {}
     for device in platform:

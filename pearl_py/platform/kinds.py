@@ -18,6 +18,7 @@ Example::
 """
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -74,6 +75,12 @@ class DeviceKind:
     def simulated(self) -> bool:
         """Its kernels run on the host CPU at run time and are charged their modelled time."""
         return self.runtime == "simulated"
+
+
+def cuda_index(device: str) -> int:
+    """The CUDA index of a GPU device name: its trailing number (``gpu1`` -> 1, ``node0.gpu3`` -> 3; none -> 0)."""
+    found = re.search(r"(\d+)$", device)
+    return int(found.group(1)) if found else 0
 
 
 _KINDS: dict[str, DeviceKind] = {}

@@ -3,9 +3,9 @@
 Built from an algorithm (its family's derivation), never by hand::
 
     >>> graph = pearl.DQN("CartPole-v1").protocol()
-    >>> graph.kernel("learner_update").rate
+    >>> graph.kernel(LEARNER_UPDATE).rate
     0.5
-    >>> graph.bytes_per_call("replay_sample", "learner_update")
+    >>> graph.bytes_per_call(REPLAY_SAMPLE, LEARNER_UPDATE)
     10752
 """
 from __future__ import annotations

@@ -19,7 +19,7 @@ Example::
 """
 from pearl_py.replay.buffer import ReplayBuffer, SampleBatch
 from pearl_py.replay.rollout import RolloutBuffer, RolloutSample
-from pearl_py.replay.sampler import PrioritizedSampler, UniformSampler, anneal_beta
+from pearl_py.replay.sampler import PrioritizedSampler, UniformSampler
 from pearl_py.replay.segment_tree import PriorityTree
 from pearl_py.replay.storage import Layout, Storage
 from pearl_py.replay.torch_buffer import TorchReplayBuffer, TorchSampleBatch
@@ -29,5 +29,4 @@ from pearl_py.replay.writer import RingWriter
 __all__ = [
     "Layout", "PrioritizedSampler", "PriorityTree", "ReplayBuffer", "RingWriter", "RolloutBuffer", "RolloutSample",
     "SampleBatch", "Storage", "TorchPriorityTree", "TorchReplayBuffer", "TorchSampleBatch", "UniformSampler",
-    "anneal_beta",
 ]

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pearl_py.algorithms.on_policy.gae import gae
+from pearl_py.replay.gae import gae
 
 
 @dataclass(frozen=True)

@@ -2,8 +2,8 @@
 
 Example::
 
-    >>> svg = gantt([("gpu", 0.0, 2e-4, "learner_update"), ("cpu #0", 0.0, 5e-5, "env_step")], "Timeline")
-    >>> svg.startswith("<svg") and "learner_update" in svg
+    >>> svg = gantt([("gpu", 0.0, 2e-4, LEARNER_UPDATE), ("cpu #0", 0.0, 5e-5, ENV_STEP)], "Timeline")
+    >>> svg.startswith("<svg") and LEARNER_UPDATE in svg
     True
 """
 from __future__ import annotations

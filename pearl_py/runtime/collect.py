@@ -43,6 +43,8 @@ from pearl_py.protocol.kernel import (
 
 if TYPE_CHECKING:
     from pearl_py.algorithms.core import BaseAlgorithm
+    from pearl_py.algorithms.off_policy.base import OffPolicyAlgorithm
+    from pearl_py.protocol.schedule import TrainSchedule
     from pearl_py.replay import ReplayBuffer, SampleBatch
     from pearl_py.runtime.timing import KernelTimer
 
@@ -229,6 +231,12 @@ def gradient_step(replay: ReplayAccess, update: Callable[[TensorBatch], UpdateRe
         on_device = isinstance(sample.indices, torch.Tensor)
         replay.update_priorities(sample.indices, out.td_abs if on_device else out.td_abs.cpu().numpy())
     return out
+
+
+def round_beta(algorithm: OffPolicyAlgorithm, schedule: TrainSchedule, step: int) -> float:
+    """Importance-sampling exponent of the training round at vector step ``step``: the serial loop's, which
+    anneals it by the progress before that step's transitions."""
+    return algorithm.beta_at((step - 1) * schedule.n_envs / schedule.total_steps)
 
 
 class LossMeans:

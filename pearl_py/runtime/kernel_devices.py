@@ -21,7 +21,6 @@ Example::
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,7 +28,7 @@ import torch
 
 from pearl_py.errors import UserError
 from pearl_py.plan import Plan
-from pearl_py.platform.kinds import device_kind
+from pearl_py.platform.kinds import cuda_index, device_kind
 from pearl_py.protocol.kernel import (
     LEARNER_UPDATE,
     PARAM_SYNC,
@@ -39,12 +38,6 @@ from pearl_py.protocol.kernel import (
 
 REPLAY_KERNELS = frozenset(str(k) for k in REPLAY_KINDS)
 """Kernels of the replay's storage (insert, sample, priority update): one replay, on one device."""
-
-
-def cuda_index(device: str) -> int:
-    """The CUDA index of a GPU device name: its trailing number (``gpu1`` -> 1, ``node0.gpu3`` -> 3; none -> 0)."""
-    found = re.search(r"(\d+)$", device)
-    return int(found.group(1)) if found else 0
 
 
 def modelled_latency(plan: Plan, kernel: str) -> float:

@@ -29,7 +29,6 @@ import numpy as np
 import torch
 
 from pearl_py.algorithms.on_policy.base import OnPolicyAlgorithm
-from pearl_py.algorithms.on_policy.gae import bootstrap_truncated
 from pearl_py.algorithms.on_policy.learner import OnPolicyLearner
 from pearl_py.kernels.affinity import pinned_threads
 from pearl_py.plan import Placement, Plan
@@ -40,6 +39,7 @@ from pearl_py.protocol.kernel import (
     LEARNER_UPDATE,
     ROLLOUT_INSERT,
 )
+from pearl_py.replay.gae import bootstrap_truncated
 from pearl_py.runtime.collect import Collected, Collector
 from pearl_py.runtime.evaluation import EVAL_SEED_OFFSET, evaluate
 from pearl_py.runtime.result import RunResult

@@ -6,12 +6,12 @@ its own work, not its launches, and no later kernel is charged for it.
 
 Example::
 
-    >>> timer = KernelTimer({"learner_update": torch.device("cuda:0")})
-    >>> with timer("env_step"):                 # host clock
+    >>> timer = KernelTimer({LEARNER_UPDATE: torch.device("cuda:0")})
+    >>> with timer(ENV_STEP):                   # host clock
     ...     envs.step(actions)
-    >>> with timer("learner_update"):           # CUDA events on cuda:0's stream
+    >>> with timer(LEARNER_UPDATE):             # CUDA events on cuda:0's stream
     ...     update(batch)
-    >>> timer.summary()["learner_update"]["calls"]   # summary() waits for the GPU's last event
+    >>> timer.summary()[LEARNER_UPDATE]["calls"]   # summary() waits for the GPU's last event
     1
 """
 from __future__ import annotations

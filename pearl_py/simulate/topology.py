@@ -9,7 +9,7 @@ update at ``n`` threads) costs its ``n``-thread call and holds ``n`` cores of it
 
 Example::
 
-    >>> topo = Topology(problem, {"env_step": Choice("pool:epyc-7742x2", replicas=4), ...})
+    >>> topo = Topology(problem, {ENV_STEP: Choice("pool:epyc-7742x2", replicas=4), ...})
     >>> topo.actor_devices(3)
     ('node1.cpu', 'node1.cpu')
     >>> topo.hops("node1.cpu", "node0.cpu", 120)

@@ -311,7 +311,7 @@ def test_pearl_train_and_cli_run_an_on_policy_config(tmp_path, capsys):
 @pytest.mark.parametrize("flags", [["--auto"], ["--backend", "ray"]])
 def test_cli_refuses_plans_on_policy_runs_do_not_support_yet(tmp_path, capsys, flags):
     assert main(["run", "examples/configs/a2c_cartpole.yaml", "--out", str(tmp_path), *flags]) == 2
-    assert "a2c is on-policy: it runs on the serial executor only for now" in capsys.readouterr().err
+    assert "a2c (on_policy) runs on its serial executor only for now" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("command", ["plan", "simulate"])

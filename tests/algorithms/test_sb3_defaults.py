@@ -1,9 +1,10 @@
 """A hyperparameter a config leaves out takes Stable-Baselines3's default: compared with the installed SB3.
 
-Constructor defaults are read with ``inspect.signature`` from SB3's ``DQN``/``DDPG``; the
-defaults SB3 sets inside its policies (``net_arch``, Adam's ``eps``) and DDPG's TD3 settings
-(``policy_delay``: the target update interval) from a model built on the env. PPO and A2C:
-every key of their configs, from the constructors, ``ActorCriticPolicy``'s keywords and a built model.
+Constructor defaults are read with ``inspect.signature`` from SB3's ``DQN``/``DDPG``/``TD3``/``SAC``;
+the defaults SB3 sets inside its policies (``net_arch``, Adam's ``eps``, SAC's log-std clamp
+and entropy coefficient) and DDPG's TD3 settings (``policy_delay``: the target update
+interval) from a model built on the env. PPO and A2C: every key of their configs, from the
+constructors, ``ActorCriticPolicy``'s keywords and a built model.
 """
 from __future__ import annotations
 
@@ -55,6 +56,44 @@ def test_ddpg_defaults_equal_sb3():
     assert ours["adam_eps"] == model.actor.optimizer.defaults["eps"] == model.critic.optimizer.defaults["eps"]
     assert ours["target_update_interval"] == model.policy_delay       # soft update after every critic step
     assert ours["max_grad_norm"] is None and not hasattr(model, "max_grad_norm")  # TD3/DDPG never clip
+
+
+def test_td3_defaults_equal_sb3():
+    sb3_defaults = _signature_defaults(sb3.TD3)
+    ours = _ours(pearl.TD3.Config)
+    names = SAME_NAME + ("policy_delay", "target_policy_noise", "target_noise_clip")
+    assert {n: ours[n] for n in names} == {n: sb3_defaults[n] for n in names}
+    assert sb3_defaults["action_noise"] is None and ours["noise_std"] == 0.0
+    model = sb3.TD3("MlpPolicy", "Pendulum-v1", device="cpu")
+    assert list(ours["net_arch"]) == model.policy.net_arch == [400, 300]
+    assert ours["adam_eps"] == model.actor.optimizer.defaults["eps"] == model.critic.optimizer.defaults["eps"]
+    assert model.critic.n_critics == 2 and ours["max_grad_norm"] is None
+    # SB3 moves the targets with each actor step: our unset interval means the same
+    assert ours["target_update_interval"] is None and pearl.TD3.Config().target_interval == model.policy_delay
+
+
+def test_sac_defaults_equal_sb3():
+    from stable_baselines3.sac import policies
+
+    sb3_defaults = _signature_defaults(sb3.SAC)
+    ours = _ours(pearl.SAC.Config)
+    names = SAME_NAME + ("target_update_interval", "ent_coef", "target_entropy")
+    assert {n: ours[n] for n in names} == {n: sb3_defaults[n] for n in names}
+    assert sb3_defaults["action_noise"] is None and not sb3_defaults["use_sde"]
+    model = sb3.SAC("MlpPolicy", "Pendulum-v1", device="cpu")
+    algo = pearl.SAC("Pendulum-v1")
+    assert list(ours["net_arch"]) == model.policy.net_arch == [256, 256]
+    assert algo.target_entropy == model.target_entropy == -1.0
+    learner = pearl.algorithms.Learner(algo)
+    assert float(learner.nets.online.ent_coef().detach()) == float(model.log_ent_coef.detach().exp()) == 1.0
+    assert {opt.defaults["lr"] for opt in learner.optimizers.values()} == {
+        model.ent_coef_optimizer.defaults["lr"], model.actor.optimizer.defaults["lr"]}
+    assert ours["adam_eps"] == model.actor.optimizer.defaults["eps"] == model.ent_coef_optimizer.defaults["eps"]
+    assert (pearl.algorithms.sac.LOG_STD_MIN, pearl.algorithms.sac.LOG_STD_MAX) == (policies.LOG_STD_MIN,
+                                                                                    policies.LOG_STD_MAX)
+    # SB3's mu and log_std heads are our actor's last layer, its two halves
+    assert learner.nets.online.actor[-1].out_features == model.actor.mu.out_features + model.actor.log_std.out_features
+    assert model.critic.n_critics == 2 and ours["max_grad_norm"] is None
 
 
 def test_our_algorithms_build_optimizers_with_the_config_eps():

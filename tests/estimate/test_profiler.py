@@ -7,7 +7,14 @@ from pearl_py.cli import profile as profile_command
 from pearl_py.cli.devices import devices_main
 from pearl_py.estimate.calibration import Calibration
 from pearl_py.estimate.microbench import BenchPoint, build, time_call
-from pearl_py.estimate.profiler import KINDS, calibration_grid, fit_measurements, heldout_grid, measure, single_thread
+from pearl_py.estimate.profiler import (
+    KINDS,
+    calibration_grid,
+    fit_measurements,
+    heldout_grid,
+    measure,
+    single_thread,
+)
 from pearl_py.protocol import EnvWorkload, NetworkWorkload, ReplayWorkload
 
 TINY = {

@@ -14,9 +14,9 @@ from pearl_py.optimize.api import plan
 from pearl_py.optimize.exhaustive import solve_exhaustive
 from pearl_py.optimize.milp import solve_milp
 from pearl_py.optimize.model import Choice, evaluate
-from pearl_py.plan import Plan
 from pearl_py.optimize.problem import AssignmentProblem, Device, Option, Task
 from pearl_py.optimize.solve import solve
+from pearl_py.plan import Plan
 from pearl_py.platform import Platform
 from pearl_py.report import content, fmt, measured
 from pearl_py.runtime.parallel.placement import RuntimeLayout

@@ -7,10 +7,17 @@ from pathlib import Path
 import pytest
 from random_instances import random_problem
 
-from pearl_py.errors import PlanningError
 from pearl_py.cli.plan import plan_main
+from pearl_py.errors import PlanningError
 from pearl_py.optimize.model import Choice, evaluate
-from pearl_py.optimize.problem import AssignmentProblem, Device, Edge, Link, Option, Task
+from pearl_py.optimize.problem import (
+    AssignmentProblem,
+    Device,
+    Edge,
+    Link,
+    Option,
+    Task,
+)
 from pearl_py.optimize.solve import solve
 
 
@@ -90,8 +97,8 @@ def test_optimizer_never_imports_torch():
 
 def test_policy_lag_chains_the_acting_stage_with_the_rest_of_training():
     """Actors on a CPU, learner on a GPU: overlapped they run at max(busy); a lag bound adds acting + (1-f) * rest."""
-    from pearl_py.optimize.model import POLICY_LAG, Choice, evaluate
     from pearl_py.optimize.milp import solve_milp
+    from pearl_py.optimize.model import POLICY_LAG, Choice, evaluate
     from pearl_py.optimize.problem import AssignmentProblem, Device, Option, Task
 
     def problem(overlap):

@@ -3,6 +3,7 @@ steady state, plus one-off setups; shown in the plan's report and set beside a r
 from __future__ import annotations
 
 import pytest
+from variant_helpers import estimator, synthetic_calibration
 
 import pearl_py as pearl
 from pearl_py.estimate import Estimator
@@ -11,7 +12,6 @@ from pearl_py.optimize.builder import build_problem
 from pearl_py.optimize.model import Choice, evaluate
 from pearl_py.optimize.whole_run import whole_run, whole_vector_steps
 from pearl_py.report import content, measured
-from variant_helpers import estimator, synthetic_calibration
 
 
 @pytest.fixture(scope="module")

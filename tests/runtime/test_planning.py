@@ -91,7 +91,16 @@ def test_variants_follow_the_declared_loss_forms_not_the_class():
     assert plan.placements["learner_update"].variant != "fused"
     notes = plan.predicted["variant_notes"]["learner_update"]
     assert "learner_update: variant 'fused' not offered on cpu: implements the forms dqn_td | " \
-           "ddpg_critic+dpg_actor; this kernel computes custom (use the reference variant)" in notes, notes
+           "ddpg_critic+dpg_actor | td3_critic+td3_actor | sac_critic+sac_actor+sac_entropy | sac_critic+sac_actor; " \
+           "this kernel computes custom (use the reference variant)" in notes, notes
+
+
+@pytest.mark.parametrize("make_algo", [lambda: pearl.TD3("Pendulum-v1", **TINY),
+                                       lambda: pearl.SAC("Pendulum-v1", **TINY),
+                                       lambda: pearl.SAC("Pendulum-v1", ent_coef=0.1, **TINY)])
+def test_td3_and_sac_are_offered_the_fused_variants(make_algo):
+    plan = resolve_plan(make_algo(), "local", total_steps=1_000_000)
+    assert "fused" not in str(plan.predicted["variant_notes"])
 
 
 def test_an_interrupted_parallel_run_leaves_its_plan_for_resume(write_config, tmp_path, monkeypatch, capsys):

@@ -15,13 +15,13 @@ from pearl_py.errors import PlanningError, UserError
 from pearl_py.pipeline import planning
 from pearl_py.pipeline.train import make_executor
 from pearl_py.plan import Figures, KernelCost, Placement, Plan, Prediction, SolverInfo
+from pearl_py.platform.kinds import cuda_index
 from pearl_py.replay import ReplayBuffer, TorchReplayBuffer
 from pearl_py.runtime import acting, serial
 from pearl_py.runtime.acting import ActingNetworks
 from pearl_py.runtime.device_replay import replay_on
 from pearl_py.runtime.kernel_devices import (
     check_runnable,
-    cuda_index,
     kernel_devices,
     plan_problems,
     simulated_kernels,

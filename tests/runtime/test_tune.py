@@ -10,11 +10,18 @@ import torch
 import pearl_py as pearl
 from pearl_py.cli import main
 from pearl_py.errors import UserError
+from pearl_py.pipeline.planning import local_serial_plan
+from pearl_py.pipeline.tune import (
+    Measurement,
+    TrialRunner,
+    TuneOptions,
+    round_clock,
+    trial_algorithm,
+    trial_steps,
+    tune_plan,
+)
 from pearl_py.plan import Figures, KernelCost, Placement, Plan, Prediction, SolverInfo
 from pearl_py.report import tuning as tuning_report
-from pearl_py.pipeline.planning import local_serial_plan
-from pearl_py.pipeline.tune import (Measurement, TrialRunner, TuneOptions, round_clock, trial_algorithm,
-                                   trial_steps, tune_plan)
 
 TINY = dict(net_arch=[16], batch_size=16, learning_starts=100, train_freq=50, gradient_steps=5, buffer_size=2_000)
 

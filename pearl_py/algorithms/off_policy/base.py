@@ -79,7 +79,8 @@ class Loss:
 class OffPolicyAlgorithm(BaseAlgorithm):
     """Base of every off-policy algorithm. Subclasses define networks, losses and ``act``.
 
-    ``acting_form`` names what ``act`` computes (``"epsilon_greedy_q"``, ``"deterministic_actor_noise"``)
+    ``acting_form`` names what ``act`` computes (``"epsilon_greedy_q"``, ``"deterministic_actor_noise"``,
+    ``"squashed_gaussian"``)
     for inference variants that implement it by hand, as :attr:`Loss.form` does for losses.
     """
 
@@ -109,9 +110,13 @@ class OffPolicyAlgorithm(BaseAlgorithm):
         """
 
     # -- what every algorithm gets ----------------------------------------------------------
+    def targets_due(self, gradient_steps: int) -> bool:
+        """Whether the soft target update follows gradient step number ``gradient_steps`` (counted from 1)."""
+        return self.target_update_unit == "gradient_steps" and gradient_steps % self.config.target_update_interval == 0
+
     def after_gradient_step(self, nets: Networks, gradient_steps: int) -> None:
         """Target update counted in gradient steps (DDPG-style soft updates)."""
-        if self.target_update_unit == "gradient_steps" and gradient_steps % self.config.target_update_interval == 0:
+        if self.targets_due(gradient_steps):
             nets.update_targets(self.config.tau)
 
     def after_env_step(self, nets: Networks, vector_steps: int) -> None:

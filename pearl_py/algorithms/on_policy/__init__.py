@@ -11,7 +11,6 @@ Example::
 from pearl_py.algorithms.on_policy.base import LossTerms, OnPolicyAlgorithm, PolicyStep
 from pearl_py.algorithms.on_policy.config import OnPolicyConfig
 from pearl_py.algorithms.on_policy.distributions import Categorical, DiagGaussian
-from pearl_py.algorithms.on_policy.gae import bootstrap_truncated, gae
 from pearl_py.algorithms.on_policy.learner import (
     LearnStats,
     OnPolicyLearner,
@@ -19,6 +18,7 @@ from pearl_py.algorithms.on_policy.learner import (
 )
 from pearl_py.algorithms.on_policy.policy import ActorCritic
 from pearl_py.algorithms.on_policy.schedules import Schedule
+from pearl_py.replay.gae import bootstrap_truncated, gae
 
 __all__ = [
     "ActorCritic", "Categorical", "DiagGaussian", "LearnStats", "LossTerms", "OnPolicyAlgorithm", "OnPolicyConfig",

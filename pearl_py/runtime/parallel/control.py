@@ -16,8 +16,8 @@ Example::
     >>> peer.set_produced(1, 8)
     >>> peer.limit, peer.stopped, block.produced
     (256, False, 8)
-    >>> peer.add_time(0, "env_step", 1e-4)
-    >>> block.kernel_times()["env_step"]["calls"]
+    >>> peer.add_time(0, ENV_STEP, 1e-4)
+    >>> block.kernel_times()[ENV_STEP]["calls"]
     1
     >>> block.service_row("replay")                    # the replay server's timing row
     2

@@ -22,7 +22,7 @@ Example::
     >>> result = ParallelExecutor(algo, plan, seed=0, replay="server", inference="central").run(50_000)
     >>> result.layout["replay"]
     'server process (prefetch 4, strict priority order)'
-    >>> result.layout["inference"]
+    >>> result.layout[INFERENCE]
     'central on cpu (one server process, batched over the actors)'
 """
 from __future__ import annotations

@@ -33,7 +33,7 @@ from pearl_py.algorithms.off_policy.base import Algorithm
 from pearl_py.algorithms.off_policy.learner import Learner, TensorBatch, UpdateResult
 from pearl_py.protocol.kernel import PARAM_SYNC
 from pearl_py.protocol.schedule import TrainSchedule
-from pearl_py.runtime.collect import LossMeans, gradient_step
+from pearl_py.runtime.collect import LossMeans, gradient_step, round_beta
 from pearl_py.runtime.parallel.checkpoint import Progress
 from pearl_py.runtime.parallel.control import ControlBlock
 from pearl_py.runtime.parallel.interrupts import StopSignals
@@ -41,7 +41,6 @@ from pearl_py.runtime.parallel.params import ParamBoard
 from pearl_py.runtime.parallel.replay_access import (
     LocalReplay,
     ServedReplay,
-    round_beta,
 )
 from pearl_py.runtime.parallel.supervisor import ActorPool, Service
 from pearl_py.runtime.run_log import RunLog

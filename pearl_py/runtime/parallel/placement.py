@@ -37,24 +37,17 @@ import torch
 
 from pearl_py.errors import UserError
 from pearl_py.plan import Plan
-from pearl_py.platform.kinds import DeviceKind, device_kind
+from pearl_py.platform.kinds import DeviceKind, cuda_index, device_kind
 from pearl_py.protocol.kernel import (
     ENV_STEP,
     INFERENCE,
     LEARNER_UPDATE,
-    PARAM_SYNC,
-    PRIORITY_UPDATE,
     REPLAY_INSERT,
     REPLAY_SAMPLE,
 )
-from pearl_py.runtime.kernel_devices import (
-    SimulatedKernel,
-    cuda_index,
-    simulated_kernels,
-)
+from pearl_py.runtime.kernel_devices import SimulatedKernel, simulated_kernels
 
 ACTOR_SIDE = (ENV_STEP, INFERENCE)
-LEARNER_SIDE = (REPLAY_INSERT, REPLAY_SAMPLE, PRIORITY_UPDATE, LEARNER_UPDATE, PARAM_SYNC)
 
 
 def runtime_of(plan: Plan, device: str) -> DeviceKind:

@@ -31,8 +31,6 @@ from typing import Any
 
 import numpy as np
 
-from pearl_py.algorithms.off_policy.base import Algorithm
-from pearl_py.protocol.schedule import TrainSchedule
 from pearl_py.replay import ReplayBuffer, SampleBatch
 from pearl_py.runtime.collect import TimedReplay
 from pearl_py.runtime.parallel.control import ControlBlock
@@ -49,10 +47,6 @@ WAIT_S = 0.05
 Episodes = list[tuple[int, float, int]]
 """``(offset in this take, return, length)`` of each episode that ended."""
 
-
-def round_beta(algorithm: Algorithm, schedule: TrainSchedule, step: int) -> float:
-    """Importance-sampling exponent of the training round at vector step ``step`` (as the serial loop's)."""
-    return algorithm.beta_at((step - 1) * schedule.n_envs / schedule.total_steps)
 
 
 @dataclass

@@ -40,11 +40,11 @@ from pearl_py.fileio import atomic_write_json
 from pearl_py.protocol.kernel import PRIORITY_UPDATE, REPLAY_SAMPLE
 from pearl_py.protocol.schedule import TrainSchedule
 from pearl_py.replay import ReplayBuffer
+from pearl_py.runtime.collect import round_beta
 from pearl_py.runtime.parallel.checkpoint import load_checkpoint
 from pearl_py.runtime.parallel.control import ControlBlock
 from pearl_py.runtime.parallel.feed import RingFeed
 from pearl_py.runtime.parallel.process import Doorbell, child_process
-from pearl_py.runtime.parallel.replay_access import round_beta
 from pearl_py.runtime.parallel.ring import ShmRing
 from pearl_py.runtime.timing import KernelTimer
 

@@ -31,6 +31,7 @@ from pearl_py.errors import UserError
 from pearl_py.plan import Plan
 from pearl_py.protocol.kernel import ENV_STEP, INFERENCE, LEARNER_UPDATE, REPLAY_INSERT
 from pearl_py.protocol.schedule import TrainSchedule
+from pearl_py.runtime.collect import round_beta
 from pearl_py.runtime.evaluation import EVAL_SEED_OFFSET
 from pearl_py.runtime.kernel_devices import simulated_kernels
 from pearl_py.runtime.parallel.placement import runtime_of
@@ -171,7 +172,7 @@ class _Driver:
             if self.updates < due:
                 ray.get(self.adds)
                 self.adds = []
-                beta = self.x.algorithm.beta_at((self.step - 1) * s.n_envs / s.total_steps)
+                beta = round_beta(self.x.algorithm, s, self.step)
                 losses = ray.get(self.learner.train.remote(due - self.updates, beta))
                 self.updates = due
                 self.log.train(self.step * s.n_envs, losses, self.step * s.n_envs / max(self.wall_seconds, 1e-9))

@@ -14,16 +14,23 @@ import time
 
 import numpy as np
 import pytest
-from served_helpers import (SEEN, SMALL_DQN, FixedPolicyDQN, plan_with, reset_records, transitions,
-                            with_modelled_costs)
+from served_helpers import (
+    SEEN,
+    SMALL_DQN,
+    FixedPolicyDQN,
+    plan_with,
+    reset_records,
+    transitions,
+    with_modelled_costs,
+)
 
 import pearl_py as pearl
 from pearl_py.protocol.schedule import TrainSchedule
+from pearl_py.runtime.collect import round_beta
 from pearl_py.runtime.parallel import ParallelExecutor, RunInterrupted
 from pearl_py.runtime.parallel.actor import ring_fields
 from pearl_py.runtime.parallel.checkpoint import load_checkpoint
 from pearl_py.runtime.parallel.control import ControlBlock
-from pearl_py.runtime.parallel.replay_access import round_beta
 from pearl_py.runtime.parallel.ring import ShmRing
 from pearl_py.runtime.parallel.services import start_replay_server
 from pearl_py.runtime.parallel.supervisor import ServiceFailed

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 from html import escape
 
-
 from pearl_py.cli import main
 from pearl_py.estimate.calibration import Calibration, machine_fingerprint
 from pearl_py.report import tuning
