@@ -154,6 +154,22 @@ def _formulate(problem: AssignmentProblem, objective: str, scale: tuple[float, f
                             res_plain[(d, r)][x] = amount
         b.row({x: 1.0 for x, *_ in xvars[task.name]}, 1.0, 1.0)
 
+    # a colocation: on each of its devices, every kernel of the group there iff the first is, and the first
+    # only where with_kernel is (x summed over a kernel's variants and replicas on the device is 0 or 1)
+    on = {k: defaultdict(dict) for k in xvars}
+    for k, entries in xvars.items():
+        for x, device_name, _, _ in entries:
+            on[k][device_name][x] = 1.0
+    for rule in problem.colocations:
+        group = [k for k in rule.kernels if k in on]
+        for d in rule.devices:
+            if not group:
+                break
+            first = on[group[0]].get(d, {})
+            for k in group[1:]:
+                b.row({**first, **{x: -1.0 for x in on[k].get(d, {})}}, 0.0, 0.0)
+            if rule.with_kernel in on:
+                b.row({**first, **{x: -1.0 for x in on[rule.with_kernel].get(d, {})}}, -np.inf, 0.0)
     for d, terms in cores.items():
         units = problem.devices[d].units
         if sum(terms.values()) > units:

@@ -150,6 +150,7 @@ class ControlBlock:
 
     def store_times(self, row: int, timer: KernelTimer) -> None:
         """Overwrite row ``row`` with a process's own timer totals (a server's periodic flush)."""
+        timer.flush()  # a server on a GPU: its kernels' events (complete: the results are on the host)
         for kernel, seconds in timer.seconds.items():
             j = KERNELS.index(kernel)
             self._seconds[row, j] = seconds

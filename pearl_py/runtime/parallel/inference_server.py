@@ -28,7 +28,6 @@ creates the rings and doorbells and starts the server)::
 from __future__ import annotations
 
 import contextlib
-import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -156,7 +155,7 @@ class InferenceServer:
         self.acting = nets.acting_state(algo.acting_networks)
         self.infer = kernels.build(kernels.KernelKind.INFERENCE, spec.variant, algo, nets,
                                    device_class=kernels.device_class(device))
-        self.timer = KernelTimer()
+        self.timer = KernelTimer({INFERENCE: device, PARAM_READ: device})  # CUDA events for a server on a GPU
         self.row = control.service_row(INFERENCE)
 
     def serve(self) -> None:
@@ -181,9 +180,9 @@ class InferenceServer:
     def _answer(self, members: list[int]) -> None:
         n, timer = self.n, self.timer
         rows = [self.requests[i].get(n) for i in members]
-        start = time.perf_counter()
-        if self.board.read_into(self.acting):
-            timer.add(PARAM_READ, time.perf_counter() - start)
+        if self.board.has_news():
+            with timer(PARAM_READ):
+                self.board.read_into(self.acting)
         with timer(INFERENCE):
             actions = self.infer(np.concatenate([r["obs"] for r in rows]), explore=True,
                                  progress=float(rows[0]["progress"][0]))
