@@ -38,6 +38,9 @@ class BaseAlgorithm(abc.ABC):
     """``off_policy`` or ``on_policy``: which derivation, schedule, storage and executors the algorithm uses."""
     Config: ClassVar[type]
     discrete_actions: ClassVar[bool | None] = None
+    initial_state: dict[str, Any] | None = None
+    """Network tensors a learner starts from instead of fresh ones (``pearl.train(init_from=RUN_DIR)`` sets it
+    from a saved policy, checked to fit); None: fresh networks."""
 
     def __init__(self, env: str, config: Any = None, **hyperparameters: Any) -> None:
         if config is not None and not isinstance(config, self.Config):

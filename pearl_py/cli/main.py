@@ -42,6 +42,12 @@ def _profile(args: argparse.Namespace) -> int:
     return profile_main(args.out, args.quick)
 
 
+def _eval(args: argparse.Namespace) -> int:
+    from pearl_py.cli.eval import eval_main
+
+    return eval_main(args)
+
+
 def _devices(args: argparse.Namespace) -> int:
     from pearl_py.cli.devices import devices_main
 
@@ -49,7 +55,10 @@ def _devices(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from pearl_py.version import __version__
+
     parser = argparse.ArgumentParser(prog="pearl", description=__doc__.split("\n")[0])
+    parser.add_argument("--version", action="version", version=f"pearl_py {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="train from a config file and write result.json")
     run.add_argument("config", help="run config YAML (see examples/configs)")
@@ -71,6 +80,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--tune-top-k", type=int, default=3, metavar="K", help="plans --tune trials (default 3)")
     run.add_argument("--tune-seconds", type=float, default=5.0, metavar="S",
                      help="steady-state seconds of each --tune trial (default 5)")
+    run.add_argument("--init-from", metavar="RUN_DIR",
+                     help="start the networks from the policy saved in RUN_DIR (same algorithm, env and shapes)")
     run.set_defaults(handler=_run, check=functools.partial(_check_run_flags, run))
 
     plan = sub.add_parser("plan", help="assign kernels to devices; write plan.yaml/json and report.md/html")
@@ -91,6 +102,14 @@ def build_parser() -> argparse.ArgumentParser:
     simulate.add_argument("--plan", help="plan.yaml to simulate (default: optimize for throughput first)")
     simulate.add_argument("--out", help="write the plan's report with the simulated timeline here")
     simulate.set_defaults(handler=_simulate)
+
+    evaluate = sub.add_parser("eval", help="evaluate the policy a run saved (policy.pt); optionally film it")
+    evaluate.add_argument("run_dir", help="a run's output folder (holds policy.pt and policy.json)")
+    evaluate.add_argument("--episodes", type=int, default=10, help="greedy episodes (default 10)")
+    evaluate.add_argument("--seed", type=int, help="seed of the first episode (default: the run's evaluation seed)")
+    evaluate.add_argument("--render", choices=["rgb_array"], help="render frames (with --video)")
+    evaluate.add_argument("--video", metavar="OUT.mp4", help="film the first episode (needs the video extra)")
+    evaluate.set_defaults(handler=_eval)
 
     devices = sub.add_parser("devices", help="list the hardware catalogue and this machine's devices")
     devices.set_defaults(handler=_devices)

@@ -28,7 +28,7 @@ def run_main(args: argparse.Namespace) -> int:
     tune = TuneOptions(args.tune_top_k, args.tune_seconds) if args.tune else False
     result = train(algo, total_steps=s.total_steps, seed=s.seed, out=out, eval_episodes=s.eval_episodes,
                    eval_freq=s.eval_freq, plan=plan, objective=args.objective, backend=args.backend,
-                   address=args.address, resume=args.resume, tune=tune)
+                   address=args.address, resume=args.resume, tune=tune, init_from=args.init_from)
     print(f"{s.algorithm} on {s.env}: {result.env_steps} env steps in {result.wall_seconds:.1f} s "
           f"({result.samples_per_second:.0f} samples/s, measured); eval return "
           f"{result.eval_return_mean:.1f} ± {result.eval_return_std:.1f} over {len(result.eval_returns)} episodes")

@@ -23,6 +23,7 @@ from pearl_py.pipeline.planning import candidate_plans, resolve_plan
 from pearl_py.plan import Plan
 from pearl_py.runtime.result import RunResult
 from pearl_py.runtime.serial import SerialExecutor
+from pearl_py.saved_policy import initial_state, save_policy
 
 if TYPE_CHECKING:
     from pearl_py.pipeline.tune import TuneOptions
@@ -59,7 +60,7 @@ def train(algorithm: Algorithm | OnPolicyAlgorithm, total_steps: int, seed: int 
           plan: Plan | str | Path | None = None, out: str | Path | None = None, eval_episodes: int = 10,
           eval_freq: int = 0, progress: bool | None = None, objective: str = "throughput", backend: str = "local",
           address: str | None = None, resume: str | Path | None = None, tune: bool | TuneOptions = False,
-          log: Callable[[str], None] = print) -> RunResult:
+          init_from: str | Path | None = None, log: Callable[[str], None] = print) -> RunResult:
     """Train ``algorithm`` for ``total_steps`` env steps under ``plan``.
 
     ``plan``: ``None`` (serial reference, no predictions), ``"local"`` (serial, with the
@@ -71,13 +72,19 @@ def train(algorithm: Algorithm | OnPolicyAlgorithm, total_steps: int, seed: int 
     ``tune`` (with ``plan="auto"``, ``True`` or a :class:`~pearl_py.pipeline.tune.TuneOptions`):
     trial the model's top-k plans for a few seconds each and run the fastest measured; the
     trials are recorded in ``plan.prediction.tuning`` (docs/runtime.md).
-    With ``out``: logs, ``result.json`` and, when the plan has predictions, the plan's report
+    ``init_from``: a run folder whose saved policy (``policy.pt``) the networks start from (same
+    algorithm, env and network shapes; fresh optimizers: this continues training, it is not a resume).
+    With ``out``: logs, ``result.json``, the trained policy (``policy.pt`` and ``policy.json``, which
+    :func:`pearl_py.load` reads) and, when the plan has predictions, the plan's report
     with what the run measured beside them (``report.md``, ``report.html``, ``plan.yaml``, ``plan.json``).
     An on-policy algorithm (PPO, A2C) runs on the on-policy serial executor, unpredicted, for ``plan``
     None, "serial" or "local"; other plans are a UserError for now.
     """
     if backend not in BACKENDS:
         raise UserError(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
+    if init_from is not None:
+        algorithm.initial_state = initial_state(init_from, algorithm)
+        log(f"networks start from the policy saved in {init_from}")
     if isinstance(algorithm, OnPolicyAlgorithm):
         return _train_on_policy(algorithm, total_steps, seed, plan=plan, out=out, eval_episodes=eval_episodes,
                                 eval_freq=eval_freq, progress=progress, backend=backend, resume=resume, tune=tune,
@@ -93,6 +100,7 @@ def train(algorithm: Algorithm | OnPolicyAlgorithm, total_steps: int, seed: int 
         resolved.export(out_dir)  # the plan is on disk before the run: `--resume` finds it after a stop
     result = executor.run(total_steps)
     if out_dir is not None:
+        save_trained(out_dir, algorithm, executor, result)
         result.save(out_dir / "result.json")
         if resolved.prediction is not None:
             resolved.export(out_dir, run=result.to_dict())
@@ -114,11 +122,23 @@ def _train_on_policy(algorithm: OnPolicyAlgorithm, total_steps: int, seed: int, 
         log(f"{algorithm.name} is on-policy: running the serial reference executor without predictions "
             "(the performance model does not cover on-policy kernels yet)")
     out_dir = Path(out) if out is not None else None
-    result = OnPolicySerialExecutor(algorithm, seed, out_dir=out_dir, eval_episodes=eval_episodes,
-                                    eval_freq=eval_freq, progress=progress).run(total_steps)
+    executor = OnPolicySerialExecutor(algorithm, seed, out_dir=out_dir, eval_episodes=eval_episodes,
+                                      eval_freq=eval_freq, progress=progress)
+    result = executor.run(total_steps)
     if out_dir is not None:
+        save_trained(out_dir, algorithm, executor, result)
         result.save(out_dir / "result.json")
     return result
+
+
+def save_trained(out_dir: Path, algorithm: Algorithm | OnPolicyAlgorithm, executor: Any, result: RunResult) -> Path:
+    """The run's trained policy into ``out_dir`` (``policy.pt``, ``policy.json``): the networks of the executor's
+    learner (in this process, or fetched from a Ray learner as ``trained_networks``)."""
+    nets = getattr(executor, "trained_networks", None)
+    if nets is None:
+        nets = executor.learner.nets
+    return save_policy(out_dir, algorithm, nets, seed=result.seed, env_steps=result.env_steps,
+                       gradient_steps=result.gradient_steps)
 
 
 def _tuned_plan(algorithm: Algorithm, total_steps: int, seed: int, plan: Plan | str | Path | None,

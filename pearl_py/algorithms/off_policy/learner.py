@@ -61,6 +61,8 @@ class Learner:
         self.device = torch.device(device)
         cfg = algorithm.config
         self.nets = Networks(algorithm.build_networks(), algorithm.target_networks).to(self.device)
+        if algorithm.initial_state is not None:  # continue training from a saved policy (--init-from)
+            self.nets.load_state_dict(algorithm.initial_state)
         self.losses = tuple(algorithm.losses())
         self.optimizers = {
             loss.name: torch.optim.Adam(self.nets.online[loss.trains].parameters(), lr=cfg.learning_rate,

@@ -26,6 +26,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from pearl_py.algorithms.networks import Networks
 from pearl_py.algorithms.off_policy.base import Algorithm
 from pearl_py.errors import UserError
 from pearl_py.plan import Plan
@@ -38,6 +39,7 @@ from pearl_py.runtime.ray_backend.resources import component_resources, needs
 from pearl_py.runtime.result import RunResult
 from pearl_py.runtime.run_log import RunLog
 from pearl_py.runtime.timing import merge_kernel_times
+from pearl_py.saved_policy import networks_for
 
 
 class RayExecutor:
@@ -57,6 +59,8 @@ class RayExecutor:
         self.lookahead_rounds = lookahead_rounds
         self.resources = component_resources(plan)
         self.actors = max(plan.placements[ENV_STEP].replicas, 1)
+        self.trained_networks: Networks | None = None
+        """After ``run``: the learner's networks, fetched to this process (the trained policy)."""
         self.components: dict[str, Any] = {}
         """After ``run``: each component's process id, Ray actor id and resources."""
 
@@ -122,6 +126,8 @@ class RayExecutor:
             eval_returns = ray.get(learner.evaluate.remote(self.eval_episodes, self.seed + EVAL_SEED_OFFSET))
             timings = ray.get([w.timings.remote() for w in (replay, learner, *actors)])
             gradient_steps = ray.get(learner.gradient_steps.remote())
+            self.trained_networks = networks_for(algo)
+            self.trained_networks.load_state_dict(ray.get(learner.networks_state.remote()))
         finally:
             log.close()
             for handle in (*actors, learner, replay):
