@@ -74,7 +74,11 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--backend", default="local", choices=["local", "ray"],
                      help="local processes (default) or a Ray cluster")
     run.add_argument("--address", help="Ray cluster address (with --backend ray; default: start a local one)")
-    run.add_argument("--resume", metavar="DIR", help="continue an interrupted run from its checkpoint in DIR")
+    run.add_argument("--resume", metavar="DIR", help="continue a stopped run from the newest complete checkpoint "
+                     "in DIR (periodic, or written on Ctrl-C/SIGTERM)")
+    run.add_argument("--checkpoint-freq", type=int, metavar="N",
+                     help="override checkpoint_freq: a checkpoint every N env steps (0: none)")
+    run.add_argument("--checkpoint-keep", type=int, metavar="K", help="override checkpoint_keep: newest K kept")
     run.add_argument("--tune", action="store_true",
                      help="with --auto: trial the model's top-k plans for a few seconds each, run the fastest measured")
     run.add_argument("--tune-top-k", type=int, default=3, metavar="K", help="plans --tune trials (default 3)")

@@ -21,6 +21,7 @@ from pearl_py.algorithms.on_policy import OnPolicyAlgorithm
 from pearl_py.errors import UserError
 from pearl_py.pipeline.planning import candidate_plans, resolve_plan
 from pearl_py.plan import Plan
+from pearl_py.runtime.checkpoints import CheckpointOptions
 from pearl_py.runtime.result import RunResult
 from pearl_py.runtime.serial import SerialExecutor
 from pearl_py.saved_policy import initial_state, save_policy
@@ -37,30 +38,34 @@ def runs_serially(plan: Plan) -> bool:
 
 
 def make_executor(algorithm: Algorithm, plan: Plan, seed: int, *, backend: str = "local",
-                  address: str | None = None, resume: str | Path | None = None, **common: Any):
+                  address: str | None = None, resume: str | Path | None = None,
+                  checkpoints: CheckpointOptions | None = None, **common: Any):
     """The executor that runs ``plan``: Ray, the serial executor (serialized plans) or the local parallel runtime.
 
-    ``common``: ``out_dir``, ``eval_episodes``, ``eval_freq``, ``progress``.
+    ``common``: ``out_dir``, ``eval_episodes``, ``eval_freq``, ``progress``. ``resume``: a run folder (or
+    checkpoint folder) to continue from; ``checkpoints``: periodic checkpoints (not on Ray yet).
     """
+    resume_from = Path(resume) if resume is not None else None
     if backend == "ray":
         from pearl_py.runtime.ray_backend import RayExecutor
 
+        if resume_from is not None or (checkpoints is not None and checkpoints.every):
+            raise UserError("the Ray backend neither checkpoints nor resumes yet: run with --backend local to "
+                            "use checkpoint_freq or --resume")
         return RayExecutor(algorithm, plan, seed, address=address, **common)
     if runs_serially(plan):
-        if resume is not None:
-            raise UserError("--resume continues a parallel run; this plan runs serially (use --auto or a "
-                            "parallel plan)")
-        return SerialExecutor(algorithm, seed, plan=plan, **common)
+        return SerialExecutor(algorithm, seed, plan=plan, checkpoints=checkpoints, resume_from=resume_from, **common)
     from pearl_py.runtime.parallel import ParallelExecutor
 
-    return ParallelExecutor(algorithm, plan, seed, resume_from=Path(resume) if resume else None, **common)
+    return ParallelExecutor(algorithm, plan, seed, resume_from=resume_from, checkpoints=checkpoints, **common)
 
 
 def train(algorithm: Algorithm | OnPolicyAlgorithm, total_steps: int, seed: int = 0, *,
           plan: Plan | str | Path | None = None, out: str | Path | None = None, eval_episodes: int = 10,
           eval_freq: int = 0, progress: bool | None = None, objective: str = "throughput", backend: str = "local",
           address: str | None = None, resume: str | Path | None = None, tune: bool | TuneOptions = False,
-          init_from: str | Path | None = None, log: Callable[[str], None] = print) -> RunResult:
+          init_from: str | Path | None = None, checkpoint_freq: int = 0, checkpoint_keep: int = 2,
+          log: Callable[[str], None] = print) -> RunResult:
     """Train ``algorithm`` for ``total_steps`` env steps under ``plan``.
 
     ``plan``: ``None`` (serial reference, no predictions), ``"local"`` (serial, with the
@@ -68,7 +73,9 @@ def train(algorithm: Algorithm | OnPolicyAlgorithm, total_steps: int, seed: int 
     ``objective``), a :class:`Plan`, or a path to a saved plan. Serialized plans run on the
     serial executor, overlapped ones on the local parallel runtime (``backend="local"``) or
     on Ray (``backend="ray"``, ``address`` of a running cluster or None for a local one).
-    ``resume``: a folder holding the checkpoint of an interrupted parallel run.
+    ``checkpoint_freq``: write a checkpoint every this many env steps into ``out/checkpoints`` (0: none),
+    keeping the newest ``checkpoint_keep``; ``resume``: a run folder whose newest complete checkpoint
+    (periodic, or a parallel run's stop checkpoint) the run continues from (docs/runtime.md).
     ``tune`` (with ``plan="auto"``, ``True`` or a :class:`~pearl_py.pipeline.tune.TuneOptions`):
     trial the model's top-k plans for a few seconds each and run the fastest measured; the
     trials are recorded in ``plan.prediction.tuning`` (docs/runtime.md).
@@ -82,20 +89,23 @@ def train(algorithm: Algorithm | OnPolicyAlgorithm, total_steps: int, seed: int 
     """
     if backend not in BACKENDS:
         raise UserError(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
+    checkpoints = CheckpointOptions(checkpoint_freq, checkpoint_keep)
+    if checkpoints.every and out is None:
+        raise UserError("checkpoint_freq needs an output folder (out, --out) to write the checkpoints to")
     if init_from is not None:
         algorithm.initial_state = initial_state(init_from, algorithm)
         log(f"networks start from the policy saved in {init_from}")
     if isinstance(algorithm, OnPolicyAlgorithm):
         return _train_on_policy(algorithm, total_steps, seed, plan=plan, out=out, eval_episodes=eval_episodes,
                                 eval_freq=eval_freq, progress=progress, backend=backend, resume=resume, tune=tune,
-                                log=log)
+                                checkpoints=checkpoints, log=log)
     if tune:
         resolved = _tuned_plan(algorithm, total_steps, seed, plan, objective, backend, resume, tune, log)
     else:
         resolved = resolve_plan(algorithm, plan, objective, log, total_steps=total_steps)
     out_dir = Path(out) if out is not None else None
     executor = make_executor(algorithm, resolved, seed, backend=backend, address=address, resume=resume,
-                             out_dir=out_dir, eval_episodes=eval_episodes, eval_freq=eval_freq, progress=progress)
+                             checkpoints=checkpoints, out_dir=out_dir, eval_episodes=eval_episodes, eval_freq=eval_freq, progress=progress)
     if out_dir is not None and resolved.prediction is not None:
         resolved.export(out_dir)  # the plan is on disk before the run: `--resume` finds it after a stop
     result = executor.run(total_steps)
@@ -109,21 +119,23 @@ def train(algorithm: Algorithm | OnPolicyAlgorithm, total_steps: int, seed: int 
 
 def _train_on_policy(algorithm: OnPolicyAlgorithm, total_steps: int, seed: int, *, plan: Plan | str | Path | None,
                      out: str | Path | None, eval_episodes: int, eval_freq: int, progress: bool | None, backend: str,
-                     resume: str | Path | None, tune: bool | TuneOptions, log: Callable[[str], None]) -> RunResult:
+                     resume: str | Path | None, tune: bool | TuneOptions, checkpoints: CheckpointOptions,
+                     log: Callable[[str], None]) -> RunResult:
     """On-policy algorithms run on their serial executor, unpredicted: the optimizer and the parallel runtimes
     do not know their kernels (rollout_insert, advantage) yet. ``plan="local"`` (`pearl run` without plan
     flags) runs the same, saying so."""
     from pearl_py.runtime.on_policy_serial import OnPolicySerialExecutor
 
-    if plan not in (None, "serial", "local") or backend != "local" or resume is not None or tune:
+    if plan not in (None, "serial", "local") or backend != "local" or tune:
         raise UserError(f"{algorithm.name} is on-policy: it runs on the serial executor only for now (plan None, "
-                        "'serial' or 'local'; no --auto, --plan, --tune, --resume or the Ray backend)")
+                        "'serial' or 'local'; no --auto, --plan, --tune or the Ray backend)")
     if plan == "local":
         log(f"{algorithm.name} is on-policy: running the serial reference executor without predictions "
             "(the performance model does not cover on-policy kernels yet)")
     out_dir = Path(out) if out is not None else None
     executor = OnPolicySerialExecutor(algorithm, seed, out_dir=out_dir, eval_episodes=eval_episodes,
-                                      eval_freq=eval_freq, progress=progress)
+                                      eval_freq=eval_freq, progress=progress, checkpoints=checkpoints,
+                                      resume_from=Path(resume) if resume is not None else None)
     result = executor.run(total_steps)
     if out_dir is not None:
         save_trained(out_dir, algorithm, executor, result)

@@ -14,6 +14,7 @@ Example::
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -28,11 +29,19 @@ from pearl_py.kernels.affinity import pinned_threads
 from pearl_py.plan import Plan
 from pearl_py.protocol.kernel import INFERENCE, LEARNER_UPDATE, REPLAY_INSERT
 from pearl_py.protocol.schedule import TrainSchedule
+from pearl_py.replay import ReplayBuffer
+from pearl_py.runtime.checkpoints import (
+    CheckpointOptions,
+    PeriodicCheckpoints,
+    restore,
+    session_log_dir,
+    session_seed,
+)
 from pearl_py.runtime.collect import Collector, LossMeans, TimedReplay, gradient_step
 from pearl_py.runtime.evaluation import EVAL_SEED_OFFSET, evaluate
 from pearl_py.runtime.result import RunResult
 from pearl_py.runtime.run_log import RunLog
-from pearl_py.runtime.timing import KernelTimer
+from pearl_py.runtime.timing import KernelTimer, merge_kernel_times
 
 
 class SerialExecutor:
@@ -40,7 +49,8 @@ class SerialExecutor:
 
     def __init__(self, algorithm: Algorithm, seed: int = 0, *, device: str = "cpu",
                  out_dir: Path | None = None, eval_episodes: int = 10, eval_freq: int = 0,
-                 progress: bool | None = None, plan: Plan | None = None, threads: int | None = None) -> None:
+                 progress: bool | None = None, plan: Plan | None = None, threads: int | None = None,
+                 checkpoints: CheckpointOptions | None = None, resume_from: Path | None = None) -> None:
         self.algorithm = algorithm
         self.seed = seed
         self.device = torch.device(device)
@@ -52,28 +62,39 @@ class SerialExecutor:
         self.threads = threads if threads is not None else self.plan.learner_threads
         """Torch intra-op threads of this process (default: the plan's learner threads, ``Plan.learner_threads``;
         1 in the default plan, one core per process as the cost models are calibrated)."""
+        self.checkpoints = checkpoints or CheckpointOptions()
+        """Periodic checkpoints (:mod:`pearl_py.runtime.checkpoints`), written after a training round."""
+        self.resume_from = Path(resume_from) if resume_from is not None else None
 
     def run(self, total_steps: int) -> RunResult:
         algo, cfg = self.algorithm, self.algorithm.config
         torch.set_num_threads(self.threads)
         torch.manual_seed(self.seed)
         learner = Learner(algo, self.device)
+        done, replay_state = restore(algo, learner, self.seed, total_steps, self.resume_from)
         update = self._learner_update(learner)
         infer = self._inference(algo, learner)
         timer = KernelTimer()
-        log = RunLog(self.out_dir, total_steps, self.progress)
-        collector = Collector(algo, self.seed, timer.add)
-        replay = algo.make_replay(seed=self.seed)
+        log = RunLog(session_log_dir(self.out_dir, done.sessions), total_steps, self.progress)
+        collector = Collector(algo, session_seed(self.seed, done.sessions), timer.add)
+        replay = ReplayBuffer.load_state_dict(replay_state) if replay_state else algo.make_replay(seed=self.seed)
         timed_replay = TimedReplay(replay, timer)
         schedule = TrainSchedule.from_config(cfg, total_steps)
-        eval_history: list[dict[str, float]] = []
-        steps = vector_steps = 0
+        periodic = PeriodicCheckpoints(self.out_dir, self.checkpoints, algo, self.seed, total_steps, done.transitions)
+        eval_history: list[dict[str, float]] = done.eval_history
+        steps = done.transitions
+        vector_steps = steps // cfg.n_envs
         eval_seconds = 0.0
         with contextlib.ExitStack() as stack:
             for close in (log.close, replay.close, collector.close):  # closed in the reverse order
                 stack.callback(close)
             stack.enter_context(pinned_threads(self.threads))
             start = time.perf_counter()
+
+            def rate() -> float:
+                """Env steps per training second of this session."""
+                return (steps - done.transitions) / max(time.perf_counter() - start - eval_seconds, 1e-9)
+
             while steps < total_steps:
                 progress = steps / total_steps
                 policy = None if steps < cfg.learning_starts else (
@@ -91,7 +112,7 @@ class SerialExecutor:
                     for _ in range(cfg.gradient_steps):
                         means.add(gradient_step(timed_replay, update, cfg.batch_size, algo.beta_at(progress),
                                                 self.device, timer))
-                    log.train(steps, means.means(), steps / (time.perf_counter() - start - eval_seconds))
+                    log.train(steps, means.means(), rate())
                 if self.eval_freq and steps % self.eval_freq < cfg.n_envs:
                     t0 = time.perf_counter()
                     returns = evaluate(algo, learner.nets, self.device, self.eval_episodes,
@@ -99,14 +120,23 @@ class SerialExecutor:
                     eval_seconds += time.perf_counter() - t0
                     eval_history.append({"step": steps, "return_mean": float(np.mean(returns)),
                                          "return_std": float(np.std(returns))})
-                log.tick(steps, steps / max(time.perf_counter() - start - eval_seconds, 1e-9))
-            wall = time.perf_counter() - start - eval_seconds
+                if periodic.due(steps):
+                    t0 = time.perf_counter()
+                    periodic.save(learner.state_dict(), replay.state_dict(), dataclasses.replace(
+                        done, transitions=steps, episodes=done.episodes + collector.episodes,
+                        wall_seconds=done.wall_seconds + t0 - start - eval_seconds, eval_history=list(eval_history),
+                        kernel_times=merge_kernel_times([done.kernel_times, timer.summary()], {})))
+                    eval_seconds += time.perf_counter() - t0  # not training time
+                log.tick(steps, rate())
+            wall = done.wall_seconds + time.perf_counter() - start - eval_seconds
         eval_returns = evaluate(algo, learner.nets, self.device, self.eval_episodes,
                                 self.seed + EVAL_SEED_OFFSET)
         self.learner = learner
         return RunResult(algorithm=algo.name, env=algo.env_id, seed=self.seed, env_steps=steps,
                          gradient_steps=learner.gradient_steps, wall_seconds=wall, eval_returns=eval_returns,
-                         plan=self.plan.to_dict(), kernel_times=timer.summary(), episodes=collector.episodes,
+                         plan=self.plan.to_dict(),
+                         kernel_times=merge_kernel_times([done.kernel_times, timer.summary()], {}),
+                         episodes=done.episodes + collector.episodes,
                          eval_history=eval_history, backend="serial")
 
     def _learner_update(self, learner: Learner) -> Callable[[TensorBatch], UpdateResult]:

@@ -111,6 +111,16 @@ class OnPolicyLearner:
         self.optimizer = algorithm.make_optimizer(self.parameters, algorithm.config.learning_rate(1.0))
         self.gradient_steps = 0
 
+    def state_dict(self) -> dict:
+        """Networks, optimizer and step count (a checkpoint's learner)."""
+        return {"nets": self.nets.state_dict(), "optimizer": self.optimizer.state_dict(),
+                "gradient_steps": self.gradient_steps}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.nets.load_state_dict(state["nets"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.gradient_steps = state["gradient_steps"]
+
     def learn(self, rollout: RolloutBuffer, progress_remaining: float, timer: KernelTimer | None = None
               ) -> LearnStats:
         """Epochs x shuffled minibatches over ``rollout``; each step is one timed ``learner_update`` call."""
