@@ -16,6 +16,7 @@ def run_main(args: argparse.Namespace) -> int:
     from pearl_py.pipeline.train import train
     from pearl_py.pipeline.tune import TuneOptions
     from pearl_py.run_config import load_config
+    from pearl_py.runtime.run_log import TENSORBOARD_EXTRA
 
     cfg = load_config(args.config).with_overrides(total_steps=args.steps, seed=args.seed,
                                                   checkpoint_freq=args.checkpoint_freq,
@@ -38,5 +39,10 @@ def run_main(args: argparse.Namespace) -> int:
           f"{result.eval_return_mean:.1f} ± {result.eval_return_std:.1f} over {len(result.eval_returns)} episodes")
     if result.best_eval:
         print(f"best periodic evaluation: {result.best_eval['return_mean']:.1f} at step {result.best_eval['step']}")
-    print(f"wrote {out / 'result.json'}" + (f" and {out / 'report.html'}" if (out / "report.html").exists() else ""))
+    print(f"wrote {out / 'result.json'}, the trained policy {out / 'policy.pt'} (pearl eval {out})"
+          + (f" and {out / 'report.html'}" if (out / "report.html").exists() else ""))
+    if (out / "tensorboard").is_dir():
+        print(f"TensorBoard logs: tensorboard --logdir {out / 'tensorboard'}")
+    else:
+        print(f"TensorBoard logs off (CSV only): {TENSORBOARD_EXTRA}")
     return 0

@@ -19,8 +19,10 @@ from typing import TYPE_CHECKING, Any
 from pearl_py.algorithms.off_policy.base import Algorithm
 from pearl_py.algorithms.on_policy import OnPolicyAlgorithm
 from pearl_py.errors import UserError
+from pearl_py.pipeline.announce import plan_lines
 from pearl_py.pipeline.planning import candidate_plans, resolve_plan
 from pearl_py.plan import Plan
+from pearl_py.report.curve import learning_curve
 from pearl_py.runtime.checkpoints import CheckpointOptions
 from pearl_py.runtime.result import RunResult
 from pearl_py.runtime.serial import SerialExecutor
@@ -103,6 +105,8 @@ def train(algorithm: Algorithm | OnPolicyAlgorithm, total_steps: int, seed: int 
         resolved = _tuned_plan(algorithm, total_steps, seed, plan, objective, backend, resume, tune, log)
     else:
         resolved = resolve_plan(algorithm, plan, objective, log, total_steps=total_steps)
+    for line in plan_lines(resolved):
+        log(line)
     out_dir = Path(out) if out is not None else None
     executor = make_executor(algorithm, resolved, seed, backend=backend, address=address, resume=resume,
                              checkpoints=checkpoints, out_dir=out_dir, eval_episodes=eval_episodes, eval_freq=eval_freq, progress=progress)
@@ -113,7 +117,7 @@ def train(algorithm: Algorithm | OnPolicyAlgorithm, total_steps: int, seed: int 
         save_trained(out_dir, algorithm, executor, result)
         result.save(out_dir / "result.json")
         if resolved.prediction is not None:
-            resolved.export(out_dir, run=result.to_dict())
+            resolved.export(out_dir, run=result.to_dict() | {"learning_curve": learning_curve(out_dir)})
     return result
 
 

@@ -91,7 +91,8 @@ class OnPolicySerialExecutor:
         learner = OnPolicyLearner(algo, self.device)
         done, _ = restore(algo, learner, self.seed, total_steps, self.resume_from)
         timer = KernelTimer()
-        log = RunLog(session_log_dir(self.out_dir, done.sessions), total_steps, self.progress)
+        log = RunLog(session_log_dir(self.out_dir, done.sessions), total_steps, self.progress, algorithm=algo,
+                     kernel_times=timer.summary)
         collector = Collector(algo, session_seed(self.seed, done.sessions), timer.add)
         rollout = algo.make_rollout(seed=session_seed(self.seed, done.sessions))
         periodic = PeriodicCheckpoints(self.out_dir, self.checkpoints, algo, self.seed, total_steps, done.transitions)

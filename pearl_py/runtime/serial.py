@@ -75,7 +75,8 @@ class SerialExecutor:
         update = self._learner_update(learner)
         infer = self._inference(algo, learner)
         timer = KernelTimer()
-        log = RunLog(session_log_dir(self.out_dir, done.sessions), total_steps, self.progress)
+        log = RunLog(session_log_dir(self.out_dir, done.sessions), total_steps, self.progress, algorithm=algo,
+                     kernel_times=timer.summary)
         collector = Collector(algo, session_seed(self.seed, done.sessions), timer.add)
         replay = ReplayBuffer.load_state_dict(replay_state) if replay_state else algo.make_replay(seed=self.seed)
         timed_replay = TimedReplay(replay, timer)

@@ -151,10 +151,11 @@ class ParallelExecutor:
         learner = self.learner = Learner(algo, layout.learner_device)
         progress, replay_state = self._restore(learner, total_steps)
         timer = KernelTimer()
-        log = RunLog(session_log_dir(self.out_dir, progress.sessions), total_steps, self.progress)
+        log = RunLog(session_log_dir(self.out_dir, progress.sessions), total_steps, self.progress, algorithm=algo)
         with contextlib.ExitStack() as stack:
             stack.callback(log.close)
             parts = self._start(stack, layout, schedule, learner, replay_state, progress, timer, log)
+            log.kernel_times = lambda: merge_kernel_times([timer.summary(), parts.control.kernel_times()], {})
             stack.enter_context(pinned_threads(layout.learner_threads))  # after the actors started: they stay free
             loop = LearnerLoop(parts, progress, self.sync_every)
             try:

@@ -119,7 +119,7 @@ class RayExecutor:
         n = algo.config.n_envs
         schedule = TrainSchedule.from_config(algo.config, total_steps, lookahead_rounds=self.lookahead_rounds)
         replay, learner, actors = self._start(ray, total_steps)
-        log = RunLog(self.out_dir, total_steps, self.progress)
+        log = RunLog(self.out_dir, total_steps, self.progress, algorithm=algo)
         try:
             loop = _Driver(ray, schedule, replay, learner, actors, log, self)
             loop.run()
