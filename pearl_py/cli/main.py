@@ -61,7 +61,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"pearl_py {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="train from a config file and write result.json")
-    run.add_argument("config", help="run config YAML (see examples/configs)")
+    run.add_argument("config", nargs="?", help="run config YAML (see examples/configs); or --zoo and --env")
+    run.add_argument("--zoo", metavar="HYPERPARAMS.yml",
+                     help="an rl-baselines3-zoo hyperparameter file (hyperparams/dqn.yml: the algorithm is its name)")
+    run.add_argument("--env", help="with --zoo: the env id whose entry to run")
+    run.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", dest="sets",
+                     help="override any config key (repeatable): --set batch_size=128 --set net_arch=[64,64]")
     run.add_argument("--steps", type=int, help="override total_steps")
     run.add_argument("--seed", type=int, help="override seed")
     run.add_argument("--out", help="output folder (default: runs/<config>-seed<S>)")
@@ -121,7 +126,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _check_run_flags(run: argparse.ArgumentParser, args: argparse.Namespace, argv: Sequence[str]) -> None:
-    """The --tune flags only make sense together and with --auto: a usage error (exit 2) otherwise."""
+    """A config file or --zoo with --env; the --tune flags together and with --auto: a usage error (exit 2)."""
+    if (args.config is None) == (args.zoo is None):
+        run.error("give a config file or --zoo HYPERPARAMS.yml --env ENV_ID (one of them)")
+    if (args.zoo is None) != (args.env is None):
+        run.error("--zoo and --env go together (the zoo file's entry for that env)")
     if args.tune and not args.auto:
         run.error("--tune needs --auto (it trials the optimizer's top candidate plans)")
     given = [flag for flag in ("--tune-top-k", "--tune-seconds") if any(a.split("=")[0] == flag for a in argv)]

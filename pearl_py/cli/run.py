@@ -1,4 +1,5 @@
-"""``pearl run CONFIG [--steps N] [--seed S] [--auto | --plan PLAN] [--out DIR] ...``: train from a config.
+"""``pearl run CONFIG | --zoo HYPERPARAMS.yml --env ENV [--set KEY=VALUE ...] [--steps N] [--seed S] [--auto | --plan
+PLAN] [--out DIR] ...``: train from a config file or an rl-baselines3-zoo entry.
 
 Example::
 
@@ -15,14 +16,18 @@ def run_main(args: argparse.Namespace) -> int:
     """Train the config's algorithm under the flags' plan; print the measured figures and where the files went."""
     from pearl_py.pipeline.train import train
     from pearl_py.pipeline.tune import TuneOptions
+    from pearl_py.config.overrides import apply_sets
+    from pearl_py.config.zoo import load_zoo
     from pearl_py.run_config import load_config
     from pearl_py.runtime.run_log import TENSORBOARD_EXTRA
 
-    cfg = load_config(args.config).with_overrides(total_steps=args.steps, seed=args.seed,
-                                                  checkpoint_freq=args.checkpoint_freq,
-                                                  checkpoint_keep=args.checkpoint_keep)
+    cfg = load_zoo(args.zoo, args.env) if args.zoo else load_config(args.config)
+    cfg = apply_sets(cfg, args.sets).with_overrides(total_steps=args.steps, seed=args.seed,
+                                                    checkpoint_freq=args.checkpoint_freq,
+                                                    checkpoint_keep=args.checkpoint_keep)
     s = cfg.settings
-    out = Path(args.out) if args.out else Path("runs") / f"{Path(args.config).stem}-seed{s.seed}"
+    name = f"{s.algorithm}-{s.env}" if args.zoo else Path(args.config).stem
+    out = Path(args.out) if args.out else Path("runs") / f"{name}-seed{s.seed}"
     algo = cfg.make_algorithm()
     plan = "auto" if args.auto else (args.plan or "local")
     if args.resume:
