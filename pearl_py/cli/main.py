@@ -39,7 +39,7 @@ def _plan(args: argparse.Namespace) -> int:
 def _profile(args: argparse.Namespace) -> int:
     from pearl_py.cli.profile import profile_main
 
-    return profile_main(args.out, args.quick)
+    return profile_main(args.out, args.quick, args.check_calibration)
 
 
 def _eval(args: argparse.Namespace) -> int:
@@ -103,6 +103,8 @@ def build_parser() -> argparse.ArgumentParser:
     profile = sub.add_parser("profile", help="calibrate the cost models on this machine's devices")
     profile.add_argument("--quick", action="store_true", help="smaller grid (about half the time)")
     profile.add_argument("--out", help="write the calibration here instead of the per-machine cache")
+    profile.add_argument("--check", action="store_true", dest="check_calibration",
+                         help="re-time a few points: does the cached (or --out) calibration still hold? (exit 0/1)")
     profile.set_defaults(handler=_profile)
 
     simulate = sub.add_parser("simulate", help="discrete-event simulation of a plan on any platform")

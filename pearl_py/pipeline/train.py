@@ -109,7 +109,8 @@ def train(algorithm: Algorithm | OnPolicyAlgorithm, total_steps: int, seed: int 
         log(line)
     out_dir = Path(out) if out is not None else None
     executor = make_executor(algorithm, resolved, seed, backend=backend, address=address, resume=resume,
-                             checkpoints=checkpoints, out_dir=out_dir, eval_episodes=eval_episodes, eval_freq=eval_freq, progress=progress)
+                             checkpoints=checkpoints, out_dir=out_dir, eval_episodes=eval_episodes,
+                             eval_freq=eval_freq, progress=progress)
     if out_dir is not None and resolved.prediction is not None:
         resolved.export(out_dir)  # the plan is on disk before the run: `--resume` finds it after a stop
     result = executor.run(total_steps)
