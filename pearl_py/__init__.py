@@ -43,7 +43,8 @@ from pearl_py.version import __version__
 
 __all__ = [
     "A2C", "A2CConfig", "Algorithm", "BaseAlgorithm", "ConfigError", "DDPG", "DDPGConfig", "DQN", "DQNConfig",
-    "Kernel", "KernelKind", "load", "load_config", "Loss", "mlp", "Networks", "OffPolicyAlgorithm", "OffPolicyConfig",
-    "OnPolicyAlgorithm", "OnPolicyConfig", "param", "Placement", "Plan", "plan", "Platform", "PPO", "PPOConfig",
-    "ProtocolGraph", "ranked_plans", "register", "RunConfig", "RunResult", "train", "TrainedPolicy", "TuneOptions", "UserError",
+    "Kernel", "KernelKind", "load", "load_config", "Loss", "mlp", "Networks", "OffPolicyAlgorithm",
+    "OffPolicyConfig", "OnPolicyAlgorithm", "OnPolicyConfig", "param", "Placement", "Plan", "plan", "Platform",
+    "PPO", "PPOConfig", "ProtocolGraph", "ranked_plans", "register", "RunConfig", "RunResult", "train",
+    "TrainedPolicy", "TuneOptions", "UserError", "__version__",
 ]

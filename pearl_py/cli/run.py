@@ -14,10 +14,10 @@ from pathlib import Path
 
 def run_main(args: argparse.Namespace) -> int:
     """Train the config's algorithm under the flags' plan; print the measured figures and where the files went."""
-    from pearl_py.pipeline.train import train
-    from pearl_py.pipeline.tune import TuneOptions
     from pearl_py.config.overrides import apply_sets
     from pearl_py.config.zoo import load_zoo
+    from pearl_py.pipeline.train import train
+    from pearl_py.pipeline.tune import TuneOptions
     from pearl_py.run_config import load_config
     from pearl_py.runtime.run_log import TENSORBOARD_EXTRA
 

@@ -47,8 +47,6 @@ from pearl_py.protocol.schedule import (
     TrainSchedule,
 )
 from pearl_py.replay import ReplayBuffer
-from pearl_py.runtime.evaluation import EVAL_SEED_OFFSET, evaluate
-from pearl_py.runtime.parallel.actor import ActorSpec, ring_fields
 from pearl_py.runtime.checkpoints import (
     CheckpointOptions,
     PeriodicCheckpoints,
@@ -56,6 +54,8 @@ from pearl_py.runtime.checkpoints import (
     session_log_dir,
     session_seed,
 )
+from pearl_py.runtime.evaluation import EVAL_SEED_OFFSET, evaluate
+from pearl_py.runtime.parallel.actor import ActorSpec, ring_fields
 from pearl_py.runtime.parallel.checkpoint import (
     CHECKPOINT_DIR,
     Checkpoint,
