@@ -33,14 +33,18 @@ import os
 import re
 import secrets
 import shutil
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
 from pearl_py.algorithms.core import BaseAlgorithm
 from pearl_py.errors import UserError
+
+if TYPE_CHECKING:  # the parallel package imports this module: its checkpoint format is imported where used
+    from pearl_py.runtime.parallel.checkpoint import Progress
 
 CHECKPOINTS_DIR = "checkpoints"
 INTERRUPT_DIR = "checkpoint"
@@ -103,7 +107,7 @@ class CheckpointStore:
         self.root = Path(run_dir) / CHECKPOINTS_DIR
         self.keep = keep
 
-    def save(self, write: Any, transitions: int) -> Path:
+    def save(self, write: Callable[[Path], object], transitions: int) -> Path:
         """``write(folder)`` fills a temporary folder, renamed to ``<seq>-step<transitions>``; older ones pruned."""
         self.root.mkdir(parents=True, exist_ok=True)
         existing = periodic_checkpoints(self.root.parent)
@@ -154,7 +158,7 @@ class PeriodicCheckpoints:
         """Whether ``transitions`` reached the next multiple of ``every`` (never at the run's end: it is done)."""
         return self.enabled and self.next_at <= transitions < self.total_steps
 
-    def save(self, learner_state: dict[str, Any], replay_state: dict[str, Any], progress: Any) -> Path:
+    def save(self, learner_state: dict[str, Any], replay_state: dict[str, Any], progress: Progress) -> Path:
         """Write a checkpoint of the run at ``progress.transitions`` env steps (torch RNG: now)."""
         from pearl_py.runtime.parallel.checkpoint import Checkpoint, save_checkpoint
 
@@ -170,7 +174,7 @@ class PeriodicCheckpoints:
 
 
 def restore(algorithm: BaseAlgorithm, learner: Any, seed: int, total_steps: int, resume_from: Path | None
-            ) -> tuple[Any, dict[str, Any] | None]:
+            ) -> tuple[Progress, dict[str, Any] | None]:
     """Fresh progress, or (resuming) the checkpoint's, its session counted, with its replay state;
     ``learner`` and the torch RNG are restored."""
     from pearl_py.runtime.parallel.checkpoint import Progress, load_checkpoint

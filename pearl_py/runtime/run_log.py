@@ -9,7 +9,7 @@ row (``time_<kernel>_ms``, measured). With the ``tensorboard`` extra the same sc
 ``tensorboard/`` under SB3's tags (``rollout/ep_rew_mean``, ``train/loss_q``, ``time/fps``, ...).
 
 Progress goes to stderr: on a terminal a live bar (steps, samples/s, mean return, elapsed,
-ETA); elsewhere (nohup, CI, a log file) the same figures as one line every ``every_s``
+ETA at the pace of the last ~30 s); elsewhere (nohup, CI, a log file) the same figures as one line every ``every_s``
 seconds and once at the end.
 
 Example::
@@ -35,6 +35,8 @@ PROGRESS_EVERY_S = 10.0
 """Seconds between progress lines when stderr is not a terminal."""
 BAR_EVERY_S = 0.25
 """Seconds between redraws of the live bar on a terminal."""
+ETA_WINDOW_S = 30.0
+"""The ETA extrapolates the pace of about the last this many seconds (a warm-up of random actions runs faster)."""
 RETURN_WINDOW = 100
 """Episodes the mean return and length are taken over (as SB3's ``ep_rew_mean``)."""
 TENSORBOARD_EXTRA = 'pip install -c constraints.txt "pearl_py[tensorboard]"'
@@ -88,6 +90,8 @@ class RunLog:
         self._last_step = 0
         self._last_rate = 0.0
         self._last_kernels: dict[str, tuple[int, float]] = {}
+        self._shown: deque[tuple[float, int]] = deque()
+        """``(time, step)`` of recent progress displays, for the ETA's recent pace."""
         self.returns: deque[float] = deque(maxlen=RETURN_WINDOW)
         self.lengths: deque[int] = deque(maxlen=RETURN_WINDOW)
         self.episodes = 0
@@ -173,7 +177,7 @@ class RunLog:
 
     def _show(self, step: int, steps_per_second: float, now: float) -> None:
         elapsed = now - self._started
-        eta = (self.total_steps - step) / steps_per_second if steps_per_second > 0 else None  # at the current rate
+        eta = self._eta(step, steps_per_second, now)
         done = min(step / max(self.total_steps, 1), 1.0)
         ret = (f", return {sum(self.returns) / len(self.returns):.1f} (mean of {len(self.returns)})"
                if self.returns else "")
@@ -187,6 +191,16 @@ class RunLog:
         else:
             self.stream.write(f"[{figures}\n")
         self.stream.flush()
+
+    def _eta(self, step: int, steps_per_second: float, now: float) -> float | None:
+        """Seconds left at the pace since the display about ``ETA_WINDOW_S`` ago (the given rate at first)."""
+        while len(self._shown) > 1 and now - self._shown[1][0] >= ETA_WINDOW_S:
+            self._shown.popleft()
+        then = self._shown[0] if self._shown else None
+        self._shown.append((now, step))
+        if then is not None and step > then[1] and now > then[0]:
+            steps_per_second = (step - then[1]) / (now - then[0])
+        return (self.total_steps - step) / steps_per_second if steps_per_second > 0 else None
 
     def close(self) -> None:
         if self.mode == "bar":

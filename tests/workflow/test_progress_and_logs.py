@@ -76,6 +76,13 @@ def test_on_a_terminal_a_live_bar_redraws_in_place():
     assert quiet.getvalue() == ""
 
 
+def test_the_eta_follows_the_recent_pace_not_the_whole_runs():
+    log = RunLog(None, total_steps=10_000, progress=False)
+    assert log._eta(1_000, 1_000.0, now=1.0) == pytest.approx(9.0)        # no history: the given rate
+    assert log._eta(2_000, 900.0, now=11.0) == pytest.approx(80.0)        # 1,000 steps in 10 s since: 100/s
+    assert log._eta(2_500, 800.0, now=51.0) == pytest.approx(7_500 / 12.5)  # the pace since 40 s ago (2,000)
+
+
 def test_clock():
     assert (clock(5), clock(65), clock(3725)) == ("0:05", "1:05", "1:02:05")
 
