@@ -315,7 +315,8 @@ def profile(quick: bool = False, kinds: tuple[str, ...] = KINDS,
             if record.distorted and n > 1:
                 load_meta["refused"][key] = (f"{record.distorted} of {record.points} points distorted: other "
                                              f"processes kept up to {record.max_others_cores:.1f} cores busy")
-                log(f"warning: {key} refused: {load_meta['refused'][key]} (rule: {RULE}); plans use one thread")
+                rule = "the load rule above" if len(load_meta["refused"]) > 1 else f"rule: {RULE}"
+                log(f"warning: {key} refused: {load_meta['refused'][key]} ({rule}); plans use one thread")
                 continue
             if record.distorted:
                 log(f"warning: {key}: {record.distorted} of {record.points} points stayed distorted by other "

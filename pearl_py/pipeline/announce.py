@@ -12,6 +12,8 @@ Example::
 """
 from __future__ import annotations
 
+import re
+
 from pearl_py.plan import Placement, Plan
 from pearl_py.protocol.kernel import LEARNER_UPDATE
 
@@ -34,7 +36,7 @@ def plan_lines(plan: Plan) -> list[str]:
     if p is None:
         lines.append("  no prediction (a hand-made or serial reference plan): measured figures only")
     else:
-        limit = p.limit.split(":")[0].rstrip(".") if p.limit else f"bottleneck {p.bottleneck}"  # its first clause
+        limit = re.split(r"[:;]", p.limit)[0].rstrip(".") if p.limit else f"bottleneck {p.bottleneck}"  # 1st clause
         lines.append(f"  predicted {p.samples_per_s:.0f} samples/s (modelled); {limit}")
     return lines
 
