@@ -30,14 +30,26 @@ import statistics
 import sys
 import time
 
-import numpy as np
 import torch
 
 from pearl_py.estimate.calibration import Calibration, machine_fingerprint, model_key
 from pearl_py.estimate.estimator import Estimator
-from pearl_py.estimate.features import workload_features
-from pearl_py.estimate.microbench import BenchPoint, _algorithm, _random_batch, clear_compiled, register_runner, variants
-from pearl_py.estimate.profiler import ZOO_POINTS, KINDS, calibration_grid, fit_measurements, heldout_grid, measure
+from pearl_py.estimate.microbench import (
+    BenchPoint,
+    _algorithm,
+    _random_batch,
+    clear_compiled,
+    register_runner,
+    variants,
+)
+from pearl_py.estimate.profiler import (
+    KINDS,
+    ZOO_POINTS,
+    calibration_grid,
+    fit_measurements,
+    heldout_grid,
+    measure,
+)
 from pearl_py.platform import Platform
 from pearl_py.protocol import Kernel, KernelKind
 

@@ -63,10 +63,10 @@ def test_simulate_and_plan_reject_an_unknown_platform(write_config, capsys):
         assert "unknown platform 'nope'; known: " in capsys.readouterr().err
 
 
-def test_resume_of_a_serial_run_is_refused(write_config, tmp_path, capsys):
+def test_resume_without_a_checkpoint_is_refused(write_config, tmp_path, capsys):
     config = str(write_config(TINY))
     assert main(["run", config, "--resume", str(tmp_path), "--plan", "local"]) == 2
-    assert "--resume continues a parallel run; this plan runs serially" in capsys.readouterr().err
+    assert f"resume: no checkpoint at {tmp_path / 'checkpoint' / 'checkpoint.pt'}" in capsys.readouterr().err
 
 
 def test_unknown_backend_is_an_argument_error(write_config, capsys):

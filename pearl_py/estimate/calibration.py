@@ -5,9 +5,11 @@ cache written before threaded calibration existed loads as it is and simply has 
 (the estimator then offers one thread and says why: docs/cost-models.md §2).
 
 The cache lives in ``$PEARL_CACHE_DIR`` (default ``~/.cache/pearl_py``) as
-``calibration-<fingerprint>.json``; the fingerprint names the host, CPU model,
+``calibration-<fingerprint>-<install>.json``; the fingerprint names the host, CPU model,
 usable cores and torch version, so a different machine never reads another's
-figures. Files are written atomically (temporary file + ``os.replace``).
+figures, and the install key the pearl_py folder and version, so two installs (or two
+versions) never overwrite each other's calibration. Files are written atomically
+(temporary file + ``os.replace``). ``meta["load"]`` records the load the profile ran under.
 
 Example::
 
@@ -48,12 +50,21 @@ def machine_fingerprint() -> str:
     return hashlib.sha1(text.encode()).hexdigest()[:12]
 
 
+def install_key() -> str:
+    """Short hash of this pearl_py install's folder and version: two installs, or two versions, keep apart."""
+    from pearl_py.version import __version__
+
+    package = Path(__file__).resolve().parents[1]
+    return hashlib.sha1(f"{package}|{__version__}".encode()).hexdigest()[:8]
+
+
 def cache_dir() -> Path:
     return Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "pearl_py")
 
 
 def default_path() -> Path:
-    return cache_dir() / f"calibration-{machine_fingerprint()}.json"
+    """``calibration-<machine>-<install>.json`` in the cache folder."""
+    return cache_dir() / f"calibration-{machine_fingerprint()}-{install_key()}.json"
 
 
 def model_key(kind: str, variant: str, env_id: str | None = None, threads: int = 1, device: str | None = None) -> str:
@@ -87,9 +98,12 @@ class Calibration:
 
     def save(self, path: str | Path | None = None) -> Path:
         """Write atomically; returns the path."""
+        from pearl_py.version import __version__
+
         path = Path(path) if path else default_path()
         path.parent.mkdir(parents=True, exist_ok=True)
         self.meta.setdefault("written", time.strftime("%Y-%m-%dT%H:%M:%S"))
+        self.meta.setdefault("pearl_py", {"version": __version__, "install": str(Path(__file__).resolve().parents[1])})
         fd, tmp = tempfile.mkstemp(prefix=path.name, suffix=".tmp", dir=path.parent)
         try:
             with os.fdopen(fd, "w") as f:

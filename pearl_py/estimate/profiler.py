@@ -33,6 +33,13 @@ from pearl_py.estimate.calibration import (
 )
 from pearl_py.estimate.features import workload_features
 from pearl_py.estimate.fit import FittedModel, select_model
+from pearl_py.estimate.load import (
+    MAX_REPEATS,
+    RULE,
+    LoadProbe,
+    LoadRecord,
+    load_average,
+)
 from pearl_py.estimate.microbench import (
     BenchPoint,
     build,
@@ -42,6 +49,7 @@ from pearl_py.estimate.microbench import (
 )
 from pearl_py.estimate.neighbour import neighbour
 from pearl_py.estimate.power_profile import PowerProfile
+from pearl_py.estimate.progress import ProfileProgress
 from pearl_py.kernels.affinity import pinned_threads, usable_cpus
 from pearl_py.protocol import Workload
 from pearl_py.protocol.kernel import (
@@ -185,7 +193,8 @@ def measure(kind: str, variant: str, points: list[BenchPoint], passes: int = 3,
             setup: list[tuple[Workload, float, bool]] | None = None, n_threads: int = 1,
             clock: Callable[[], float] | None = None,
             window: Callable[[], contextlib.AbstractContextManager[object]] = contextlib.nullcontext,
-            ) -> list[tuple[Workload, float]]:
+            probe: LoadProbe | None = None, load: LoadRecord | None = None,
+            on_point: Callable[[], None] | None = None) -> list[tuple[Workload, float]]:
     """Seconds per call of ``kind``/``variant`` at every point, with ``n_threads`` threads (default one).
 
     The grid is timed ``passes`` times, interleaved. One thread: the process's CPU time, and
@@ -200,6 +209,9 @@ def measure(kind: str, variant: str, points: list[BenchPoint], passes: int = 3,
     cache shortened them) are appended to ``setup`` when given. ``clock``: another clock for one thread
     (a GPU's: it synchronizes the device before reading the time, :mod:`gpu_profile`); each point keeps its
     fastest pass. ``window``: a context around the timed passes only (a power meter), not the building.
+    With ``probe``, every point is timed under the load rule of :mod:`pearl_py.estimate.load` (timed again
+    while other processes distort it) and ``load`` records what the probe saw; ``on_point`` is called after
+    each point.
     """
     if clock is not None:
         keep = min
@@ -215,8 +227,25 @@ def measure(kind: str, variant: str, points: list[BenchPoint], passes: int = 3,
         with pinned_threads(n_threads), window():  # pinned as the executors run a threaded learner
             for _ in range(passes):
                 for times, (_, call) in zip(samples, benches):
-                    times.append(time_call(call, clock=clock))
+                    times.append(_timed(call, clock, n_threads, probe, load))
+                    if on_point is not None:
+                        on_point()
     return [(workload, keep(times)) for (workload, _), times in zip(benches, samples)]
+
+
+def _timed(call: Callable[[], object], clock: Callable[[], float], n_threads: int, probe: LoadProbe | None,
+           load: LoadRecord | None) -> float:
+    """One point's seconds per call; under ``probe``, timed again (up to MAX_REPEATS) while distorted."""
+    if probe is None:
+        return time_call(call, clock=clock)
+    for repeated in range(MAX_REPEATS + 1):
+        with probe.timing(n_threads) as sample:
+            seconds = time_call(call, clock=clock)
+        if not sample.distorted:
+            break
+    if load is not None:
+        load.add(sample, repeated)
+    return seconds
 
 
 def fit_measurements(kind: str, measured: list[tuple[Workload, float]]) -> dict[str | None, FittedModel]:
@@ -274,12 +303,19 @@ def setup_entry(setup: list[tuple[Workload, float, bool]], cached: bool = False)
 
 def profile(quick: bool = False, kinds: tuple[str, ...] = KINDS,
             log: Callable[[str], None] = lambda line: None, power: PowerProfile | None = None,
-            gpus: bool = True) -> Calibration:
+            gpus: bool = True, probe: LoadProbe | None = None) -> Calibration:
     """Measure and fit every registered variant of every kind that can run on this CPU, then on each local GPU
     (``gpus``, where CUDA is present: :mod:`gpu_profile`); with the power each draws where a counter reads it
-    (``power``: default, this machine's counters; ``calibration.meta["energy"]``)."""
+    (``power``: default, this machine's counters; ``calibration.meta["energy"]``).
+
+    Reports its progress through ``log`` (phase, points done, time left), warns when the machine
+    is loaded, and applies the load rule (:mod:`pearl_py.estimate.load`): the load it ran under
+    goes to ``meta["load"]``, and a multi-thread model with points still distorted is refused.
+    ``probe``: what measures other processes' load (default: this machine's ``/proc/stat``).
+    """
     threaded = {model_key(kind, v): [1, *thread_counts(kind, v)] for kind in kinds for v in variants(kind)
                 if thread_counts(kind, v)}
+    cores = usable_cores()
     calibration = Calibration(machine_fingerprint(), meta={"quick": quick, "threads": 1, "threaded": threaded,
                                                            "torch": torch.__version__})
     if power is None:
@@ -288,35 +324,48 @@ def profile(quick: bool = False, kinds: tuple[str, ...] = KINDS,
 
         power = PowerProfile(local_readers(Platform.local()))
     power.start()
+    load_meta: dict = {"usable_cores": cores, "rule": RULE, "load_average_start": load_average(), "models": {},
+                       "refused": {}}
+    calibration.meta["load"] = load_meta
+    warn_if_loaded(load_meta["load_average_start"], cores, log)
+    phases = profile_phases(kinds, quick, log)
+    progress = ProfileProgress(sum(len(points) * passes for _, _, _, points, passes in phases), len(phases), log)
+    probe = probe or LoadProbe(cores)
     start = time.perf_counter()
+    fitted: dict[str, tuple[FittedModel, float]] = {}
     try:
-        for kind in kinds:
-            for variant in variants(kind):
-                ok, reason = variant_available(kind, variant)
-                if not ok:
-                    log(f"{model_key(kind, variant):<32} skipped: {reason}")
-                    continue
-                t0 = time.perf_counter()
-                setup: list[tuple[Workload, float, bool]] = []
-                measured = measure(kind, variant, calibration_grid(kind, quick, variant), setup=setup,
-                                   window=lambda k=kind, v=variant: power.window("cpu", model_key(k, v)))
-                if setup:
-                    entry = setup_entry(setup, cached=setup_cached(kind, variant))
-                    calibration.meta.setdefault("setup", {})[model_key(kind, variant)] = entry
-                    log(f"{model_key(kind, variant):<32} setup (compile) {sum(s for _, s, _ in setup):.1f}s "
-                        f"for {len(setup)} shapes ({len(entry['cold'])} cold)")
-                fitted = {model_key(kind, variant, env_id): (model, time.perf_counter() - t0)
-                          for env_id, model in fit_measurements(kind, measured).items()}
-                for n in thread_counts(kind, variant):
-                    t0 = time.perf_counter()
-                    at_n = measure(kind, variant, calibration_grid(kind, True, variant), THREAD_PASSES, n_threads=n,
-                                   window=lambda k=kind, v=variant, n=n: power.window("cpu", model_key(k, v, threads=n)))
-                    fitted[model_key(kind, variant, threads=n)] = (fit_measurements(kind, at_n)[None],
-                                                                   time.perf_counter() - t0)
-                for key, (model, seconds) in fitted.items():
-                    calibration.models[key] = model
-                    log(f"{key:<33} {model.form:<9} cv error {model.cv_mape:5.1f}%  "
-                        f"({model.n_points} points, {seconds:.1f}s)")
+        for kind, variant, n, points, passes in phases:
+            key = model_key(kind, variant, threads=n)
+            progress.phase(key, len(points) * passes)
+            t0 = time.perf_counter()
+            record = LoadRecord()
+            setup: list[tuple[Workload, float, bool]] = []
+            measured = measure(kind, variant, points, passes, setup=setup if n == 1 else None, n_threads=n,
+                               window=lambda key=key: power.window("cpu", key), probe=probe, load=record,
+                               on_point=progress.point)
+            load_meta["models"][key] = record.to_dict()
+            if setup:
+                entry = setup_entry(setup, cached=setup_cached(kind, variant))
+                calibration.meta.setdefault("setup", {})[model_key(kind, variant)] = entry
+                log(f"{model_key(kind, variant):<32} setup (compile) {sum(s for _, s, _ in setup):.1f}s "
+                    f"for {len(setup)} shapes ({len(entry['cold'])} cold)")
+            if record.distorted and n > 1:
+                load_meta["refused"][key] = (f"{record.distorted} of {record.points} points distorted: other "
+                                             f"processes kept up to {record.max_others_cores:.1f} cores busy")
+                rule = "the load rule above" if len(load_meta["refused"]) > 1 else f"rule: {RULE}"
+                log(f"warning: {key} refused: {load_meta['refused'][key]} ({rule}); plans use one thread")
+                continue
+            if record.distorted:
+                log(f"warning: {key}: {record.distorted} of {record.points} points stayed distorted by other "
+                    f"processes (up to {record.max_others_cores:.1f} cores busy); kept (CPU time), flagged in meta")
+            models = fit_measurements(kind, measured)
+            for env_id, model in models.items():
+                fitted[model_key(kind, variant, env_id, n)] = (model, time.perf_counter() - t0)
+            for k in sorted(model_key(kind, variant, env_id, n) for env_id in models):
+                model, seconds = fitted[k]
+                calibration.models[k] = model
+                log(f"{k:<33} {model.form:<9} cv error {model.cv_mape:5.1f}%  ({model.n_points} points, "
+                    f"{seconds:.1f}s)")
         if gpus:
             from pearl_py.estimate.gpu_profile import profile_gpus
 
@@ -324,5 +373,31 @@ def profile(quick: bool = False, kinds: tuple[str, ...] = KINDS,
     finally:
         clear_compiled()
         calibration.meta["energy"] = power.meta()
+    load_meta["load_average_end"] = load_average()
     calibration.meta["seconds"] = round(time.perf_counter() - start, 1)
     return calibration
+
+
+def profile_phases(kinds: tuple[str, ...], quick: bool, log: Callable[[str], None]
+                   ) -> list[tuple[str, str, int, list[BenchPoint], int]]:
+    """``(kind, variant, threads, points, passes)`` of every model the profile fits, in order (variants that
+    cannot run here are logged and left out)."""
+    phases = []
+    for kind in kinds:
+        for variant in variants(kind):
+            ok, reason = variant_available(kind, variant)
+            if not ok:
+                log(f"{model_key(kind, variant):<32} skipped: {reason}")
+                continue
+            phases.append((kind, variant, 1, calibration_grid(kind, quick, variant), 3))
+            phases += [(kind, variant, n, calibration_grid(kind, True, variant), THREAD_PASSES)
+                       for n in thread_counts(kind, variant)]
+    return phases
+
+
+def warn_if_loaded(load: float | None, cores: int, log: Callable[[str], None]) -> None:
+    """Say so when the machine is already busy: its load will distort the timings."""
+    if load is not None and load > cores - 0.5:
+        log(f"warning: the machine's load average is {load:.1f} on {cores} usable cores: other processes will "
+            "distort the calibration (distorted points are timed again; multi-thread models they still distort "
+            "are refused). Calibrate on an idle machine for figures that hold.")

@@ -23,14 +23,14 @@ from pearl_py.runtime.kernel_devices import plan_problems
 
 
 def ensure_calibration(log: Callable[[str], None] = print) -> None:
-    """Profile this machine's CPU once (about a minute) if no calibration is cached."""
+    """Profile this machine's CPU once (minutes; its progress goes to ``log``) if no calibration is cached."""
     from pearl_py.estimate.calibration import Calibration
     from pearl_py.estimate.profiler import profile
 
     if Calibration.load_default() is not None:
         return
     log("no calibration of this machine is cached: profiling it once (pearl profile) ...")
-    path = profile().save()
+    path = profile(log=log).save()
     log(f"calibration cached at {path}; later runs reuse it")
 
 

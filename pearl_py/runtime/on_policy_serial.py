@@ -22,6 +22,7 @@ Example::
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import time
 from pathlib import Path
 
@@ -40,11 +41,18 @@ from pearl_py.protocol.kernel import (
     ROLLOUT_INSERT,
 )
 from pearl_py.replay.gae import bootstrap_truncated
+from pearl_py.runtime.checkpoints import (
+    CheckpointOptions,
+    PeriodicCheckpoints,
+    restore,
+    session_log_dir,
+    session_seed,
+)
 from pearl_py.runtime.collect import Collected, Collector
 from pearl_py.runtime.evaluation import EVAL_SEED_OFFSET, evaluate
 from pearl_py.runtime.result import RunResult
 from pearl_py.runtime.run_log import RunLog
-from pearl_py.runtime.timing import KernelTimer
+from pearl_py.runtime.timing import KernelTimer, merge_kernel_times
 
 ON_POLICY_KERNELS = (ENV_STEP, INFERENCE, ROLLOUT_INSERT, ADVANTAGE, LEARNER_UPDATE)
 """The kernels of the serial on-policy loop, in the order one rollout runs them."""
@@ -61,7 +69,8 @@ class OnPolicySerialExecutor:
 
     def __init__(self, algorithm: OnPolicyAlgorithm, seed: int = 0, *, device: str = "cpu",
                  out_dir: Path | None = None, eval_episodes: int = 10, eval_freq: int = 0,
-                 progress: bool | None = None, threads: int = 1) -> None:
+                 progress: bool | None = None, threads: int = 1, checkpoints: CheckpointOptions | None = None,
+                 resume_from: Path | None = None) -> None:
         self.algorithm = algorithm
         self.seed = seed
         self.device = torch.device(device)
@@ -71,18 +80,24 @@ class OnPolicySerialExecutor:
         self.progress = progress
         self.threads = threads
         """Torch intra-op threads of this process (1: one core, as the cost models are calibrated)."""
+        self.checkpoints = checkpoints or CheckpointOptions()
+        """Periodic checkpoints (:mod:`pearl_py.runtime.checkpoints`), written between rollouts (no replay to save)."""
+        self.resume_from = Path(resume_from) if resume_from is not None else None
 
     def run(self, total_steps: int) -> RunResult:
         algo, cfg = self.algorithm, self.algorithm.config
         torch.set_num_threads(self.threads)
         torch.manual_seed(self.seed)
         learner = OnPolicyLearner(algo, self.device)
+        done, _ = restore(algo, learner, self.seed, total_steps, self.resume_from)
         timer = KernelTimer()
-        log = RunLog(self.out_dir, total_steps, self.progress)
-        collector = Collector(algo, self.seed, timer.add)
-        rollout = algo.make_rollout(seed=self.seed)
-        eval_history: list[dict[str, float]] = []
-        steps = 0
+        log = RunLog(session_log_dir(self.out_dir, done.sessions), total_steps, self.progress, algorithm=algo,
+                     kernel_times=timer.summary)
+        collector = Collector(algo, session_seed(self.seed, done.sessions), timer.add)
+        rollout = algo.make_rollout(seed=session_seed(self.seed, done.sessions))
+        periodic = PeriodicCheckpoints(self.out_dir, self.checkpoints, algo, self.seed, total_steps, done.transitions)
+        eval_history: list[dict[str, float]] = done.eval_history
+        steps = done.transitions
         eval_seconds = 0.0
         with contextlib.ExitStack() as stack:
             for close in (log.close, collector.close):  # closed in the reverse order
@@ -90,6 +105,11 @@ class OnPolicySerialExecutor:
             stack.enter_context(pinned_threads(self.threads))
             episode_starts = np.ones(cfg.n_envs, dtype=np.float32)  # every env starts an episode
             start = time.perf_counter()
+
+            def rate() -> float:
+                """Env steps per training second of this session."""
+                return (steps - done.transitions) / max(time.perf_counter() - start - eval_seconds, 1e-9)
+
             while steps < total_steps:
                 rollout.reset()
                 for _ in range(cfg.n_steps):
@@ -110,20 +130,28 @@ class OnPolicySerialExecutor:
                         eval_seconds += time.perf_counter() - t0
                         eval_history.append({"step": steps, "return_mean": float(np.mean(returns)),
                                              "return_std": float(np.std(returns))})
-                    log.tick(steps, steps / max(time.perf_counter() - start - eval_seconds, 1e-9))
+                    log.tick(steps, rate())
                 with timer(INFERENCE):
                     last_values = self._values(learner, collector.obs)
                 with timer(ADVANTAGE):
                     rollout.compute_advantages(last_values, episode_starts, cfg.gamma, cfg.gae_lambda)
                 stats = learner.learn(rollout, max(1.0 - steps / total_steps, 0.0), timer)
-                log.train(steps, stats.as_log(), steps / max(time.perf_counter() - start - eval_seconds, 1e-9))
-            wall = time.perf_counter() - start - eval_seconds
+                log.train(steps, stats.as_log(), rate())
+                if periodic.due(steps):  # between rollouts: the learner holds the whole state
+                    t0 = time.perf_counter()
+                    periodic.save(learner.state_dict(), {}, dataclasses.replace(
+                        done, transitions=steps, episodes=done.episodes + collector.episodes,
+                        wall_seconds=done.wall_seconds + t0 - start - eval_seconds, eval_history=list(eval_history),
+                        kernel_times=merge_kernel_times([done.kernel_times, timer.summary()], {})))
+                    eval_seconds += time.perf_counter() - t0  # not training time
+            wall = done.wall_seconds + time.perf_counter() - start - eval_seconds
         eval_returns = evaluate(algo, learner.nets, self.device, self.eval_episodes, self.seed + EVAL_SEED_OFFSET)
         self.learner, self.rollout = learner, rollout  # the trained networks and the last rollout, for inspection
         return RunResult(algorithm=algo.name, env=algo.env_id, seed=self.seed, env_steps=steps,
                          gradient_steps=learner.gradient_steps, wall_seconds=wall, eval_returns=eval_returns,
-                         plan=serial_plan(self.device.type).to_dict(), kernel_times=timer.summary(),
-                         episodes=collector.episodes, eval_history=eval_history, backend="serial")
+                         plan=serial_plan(self.device.type).to_dict(),
+                         kernel_times=merge_kernel_times([done.kernel_times, timer.summary()], {}),
+                         episodes=done.episodes + collector.episodes, eval_history=eval_history, backend="serial")
 
     def _act(self, learner: OnPolicyLearner, obs: np.ndarray, acted: list[tuple[np.ndarray, np.ndarray]]
              ) -> np.ndarray:

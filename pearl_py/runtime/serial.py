@@ -18,6 +18,7 @@ Example::
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -38,8 +39,15 @@ from pearl_py.protocol.kernel import (
 )
 from pearl_py.protocol.schedule import TrainSchedule
 from pearl_py.runtime.acting import ActingNetworks
+from pearl_py.runtime.checkpoints import (
+    CheckpointOptions,
+    PeriodicCheckpoints,
+    restore,
+    session_log_dir,
+    session_seed,
+)
 from pearl_py.runtime.collect import Collector, LossMeans, TimedReplay, gradient_step
-from pearl_py.runtime.device_replay import replay_on
+from pearl_py.runtime.device_replay import replay_from_state, replay_on
 from pearl_py.runtime.evaluation import EVAL_SEED_OFFSET, evaluate
 from pearl_py.runtime.kernel_devices import (
     REPLAY_KERNELS,
@@ -59,7 +67,8 @@ class SerialExecutor:
 
     def __init__(self, algorithm: Algorithm, seed: int = 0, *, out_dir: Path | None = None, eval_episodes: int = 10,
                  eval_freq: int = 0, progress: bool | None = None, plan: Plan | None = None,
-                 threads: int | None = None) -> None:
+                 threads: int | None = None, checkpoints: CheckpointOptions | None = None,
+                 resume_from: Path | None = None) -> None:
         self.algorithm = algorithm
         self.seed = seed
         self.out_dir = out_dir
@@ -73,6 +82,9 @@ class SerialExecutor:
         check_runnable(self.plan)
         self.devices = kernel_devices(self.plan)
         """Each kernel's torch device (the plan's placements on this machine)."""
+        self.checkpoints = checkpoints or CheckpointOptions()
+        """Periodic checkpoints (:mod:`pearl_py.runtime.checkpoints`), written after a training round."""
+        self.resume_from = Path(resume_from) if resume_from is not None else None
 
     @property
     def device(self) -> torch.device:
@@ -84,23 +96,34 @@ class SerialExecutor:
         torch.set_num_threads(self.threads)
         torch.manual_seed(self.seed)  # every device's generator
         learner = Learner(algo, self.device)
+        done, replay_state = restore(algo, learner, self.seed, total_steps, self.resume_from)
         update = self._learner_update(learner)
         acting = ActingNetworks(algo, learner, self.devices[INFERENCE])
         infer = self._inference(algo, acting)
         timer = KernelTimer(timing_devices(self.plan))
-        log = RunLog(self.out_dir, total_steps, self.progress)
-        collector = Collector(algo, self.seed, timer.add, timed=timer)
-        replay = replay_on(algo, self.seed, self.devices[REPLAY_INSERT])
+        log = RunLog(session_log_dir(self.out_dir, done.sessions), total_steps, self.progress, algorithm=algo,
+                     kernel_times=timer.summary)
+        collector = Collector(algo, session_seed(self.seed, done.sessions), timer.add, timed=timer)
+        replay_device = self.devices[REPLAY_INSERT]
+        replay = (replay_from_state(replay_state, replay_device) if replay_state is not None
+                  else replay_on(algo, self.seed, replay_device))
         timed_replay = TimedReplay(replay, timer)
         schedule = TrainSchedule.from_config(cfg, total_steps)
-        eval_history: list[dict[str, float]] = []
-        steps = vector_steps = 0
+        periodic = PeriodicCheckpoints(self.out_dir, self.checkpoints, algo, self.seed, total_steps, done.transitions)
+        eval_history: list[dict[str, float]] = done.eval_history
+        steps = done.transitions
+        vector_steps = steps // cfg.n_envs
         eval_seconds = 0.0
         with contextlib.ExitStack() as stack:
             for close in (log.close, replay.close, collector.close):  # closed in the reverse order
                 stack.callback(close)
             stack.enter_context(pinned_threads(self.threads))
             start = time.perf_counter()
+
+            def rate() -> float:
+                """Env steps per training second of this session."""
+                return (steps - done.transitions) / max(time.perf_counter() - start - eval_seconds, 1e-9)
+
             while steps < total_steps:
                 progress = steps / total_steps
                 policy = None if steps < cfg.learning_starts else (
@@ -121,7 +144,7 @@ class SerialExecutor:
                     if acting.copied:
                         with timer(PARAM_SYNC):
                             acting.sync()
-                    log.train(steps, means.means(), steps / (time.perf_counter() - start - eval_seconds))
+                    log.train(steps, means.means(), rate())
                 if self.eval_freq and steps % self.eval_freq < cfg.n_envs:
                     t0 = time.perf_counter()
                     returns = evaluate(algo, learner.nets, self.device, self.eval_episodes,
@@ -129,9 +152,16 @@ class SerialExecutor:
                     eval_seconds += time.perf_counter() - t0
                     eval_history.append({"step": steps, "return_mean": float(np.mean(returns)),
                                          "return_std": float(np.std(returns))})
-                log.tick(steps, steps / max(time.perf_counter() - start - eval_seconds, 1e-9))
+                if periodic.due(steps):
+                    t0 = time.perf_counter()
+                    periodic.save(learner.state_dict(), replay.state_dict(), dataclasses.replace(
+                        done, transitions=steps, episodes=done.episodes + collector.episodes,
+                        wall_seconds=done.wall_seconds + t0 - start - eval_seconds, eval_history=list(eval_history),
+                        kernel_times=merge_kernel_times([done.kernel_times, timer.summary()], {})))
+                    eval_seconds += time.perf_counter() - t0  # not training time
+                log.tick(steps, rate())
             timer.flush()  # the GPU's queued work is part of the training time
-            wall = time.perf_counter() - start - eval_seconds
+            wall = done.wall_seconds + time.perf_counter() - start - eval_seconds
         eval_returns = evaluate(algo, learner.nets, self.device, self.eval_episodes,
                                 self.seed + EVAL_SEED_OFFSET)
         self.learner = learner
@@ -141,8 +171,10 @@ class SerialExecutor:
                             PARAM_SYNC: device_of(learner.nets)})
         return RunResult(executed_on=executed_on, algorithm=algo.name, env=algo.env_id, seed=self.seed, env_steps=steps,
                          gradient_steps=learner.gradient_steps, wall_seconds=wall, eval_returns=eval_returns,
-                         plan=self.plan.to_dict(), episodes=collector.episodes,
-                         kernel_times=merge_kernel_times([timer.summary()], simulated_kernels(self.plan)),
+                         plan=self.plan.to_dict(),
+                         kernel_times=merge_kernel_times([done.kernel_times, timer.summary()],
+                                                         simulated_kernels(self.plan)),
+                         episodes=done.episodes + collector.episodes,
                          eval_history=eval_history, backend="serial")
 
     def _learner_update(self, learner: Learner) -> Callable[[TensorBatch], UpdateResult]:

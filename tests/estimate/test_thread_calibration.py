@@ -1,6 +1,7 @@
 """Calibration at more than one thread (the learner update's) and how the estimator costs it."""
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 
 import pytest
@@ -11,6 +12,7 @@ from pearl_py.estimate import Calibration, Estimator, profiler
 from pearl_py.estimate.calibration import model_key
 from pearl_py.estimate.cost import Infeasible
 from pearl_py.estimate.fit import FittedModel
+from pearl_py.estimate.load import LoadProbe, LoadSample
 from pearl_py.estimate.microbench import BenchPoint
 from pearl_py.platform import Platform
 
@@ -31,6 +33,14 @@ def test_thread_counts_follow_the_cores_and_the_threaded_variants(monkeypatch):
     assert profiler.thread_counts("learner_update", "fused") == []
 
 
+class IdleMachine(LoadProbe):
+    """A probe that sees no other process (the load rule is tested in tests/workflow/test_calibration_load.py)."""
+
+    @contextlib.contextmanager
+    def timing(self, threads: int = 1):
+        yield LoadSample(threads=threads, spare_cores=self.usable_cores - threads, others_cores=0.0)
+
+
 def test_profile_fits_a_model_per_thread_count_and_restores_the_threads(monkeypatch):
     points = [BenchPoint("learner_update", algo="dqn", width=16, batch=8),
               BenchPoint("learner_update", algo="dqn", width=32, batch=16),
@@ -43,7 +53,7 @@ def test_profile_fits_a_model_per_thread_count_and_restores_the_threads(monkeypa
     monkeypatch.setattr(profiler, "THREAD_PASSES", 1)
     before = torch.get_num_threads()
     lines: list[str] = []
-    cal = profiler.profile(kinds=("learner_update",), log=lines.append)
+    cal = profiler.profile(kinds=("learner_update",), log=lines.append, probe=IdleMachine(2))
     assert torch.get_num_threads() == before
     assert set(cal.models) == {"learner_update/reference", "learner_update/reference@2threads"}
     assert cal.meta["threaded"] == {"learner_update/reference": [1, 2]}

@@ -87,7 +87,6 @@ class OffPolicyAlgorithm(BaseAlgorithm):
     family = "off_policy"
     Config: ClassVar[type[OffPolicyConfig]] = OffPolicyConfig
     discrete_actions: ClassVar[bool]
-    target_networks: ClassVar[tuple[str, ...]] = ()
     acting_networks: ClassVar[tuple[str, ...]]
     acting_form: ClassVar[str] = "custom"
     target_update_unit: ClassVar[str] = "gradient_steps"

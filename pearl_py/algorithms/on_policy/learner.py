@@ -105,9 +105,21 @@ class OnPolicyLearner:
         self.algorithm = algorithm
         self.device = torch.device(device)
         self.nets = Networks(algorithm.build_networks()).to(self.device)
+        if algorithm.initial_state is not None:  # continue training from a saved policy (--init-from)
+            self.nets.load_state_dict(algorithm.initial_state)
         self.parameters = [p for p in self.nets.online.parameters() if p.requires_grad]
         self.optimizer = algorithm.make_optimizer(self.parameters, algorithm.config.learning_rate(1.0))
         self.gradient_steps = 0
+
+    def state_dict(self) -> dict:
+        """Networks, optimizer and step count (a checkpoint's learner)."""
+        return {"nets": self.nets.state_dict(), "optimizer": self.optimizer.state_dict(),
+                "gradient_steps": self.gradient_steps}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.nets.load_state_dict(state["nets"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.gradient_steps = state["gradient_steps"]
 
     def learn(self, rollout: RolloutBuffer, progress_remaining: float, timer: KernelTimer | None = None
               ) -> LearnStats:

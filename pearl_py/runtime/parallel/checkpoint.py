@@ -72,9 +72,14 @@ class Checkpoint:
 
 
 def checkpoint_dir(path: Path) -> Path:
-    """Accept the run's output folder or its ``checkpoint`` folder."""
+    """Accept a checkpoint folder, or a run's output folder: its newest complete checkpoint (periodic, under
+    ``checkpoints/``, or the stop checkpoint in ``checkpoint/``; :mod:`pearl_py.runtime.checkpoints`)."""
+    from pearl_py.runtime.checkpoints import newest_checkpoint
+
     path = Path(path)
-    return path if (path / "checkpoint.pt").exists() else path / CHECKPOINT_DIR
+    if (path / "checkpoint.pt").exists():
+        return path
+    return newest_checkpoint(path) or path / CHECKPOINT_DIR
 
 
 def save_checkpoint(directory: Path, ckpt: Checkpoint) -> Path:

@@ -52,6 +52,13 @@ from pearl_py.protocol.schedule import (
     DEFAULT_SYNC_EVERY,
     TrainSchedule,
 )
+from pearl_py.runtime.checkpoints import (
+    CheckpointOptions,
+    PeriodicCheckpoints,
+    restore,
+    session_log_dir,
+    session_seed,
+)
 from pearl_py.runtime.device_replay import replay_from_state, replay_on
 from pearl_py.runtime.evaluation import EVAL_SEED_OFFSET, evaluate
 from pearl_py.runtime.kernel_devices import (
@@ -66,7 +73,6 @@ from pearl_py.runtime.parallel.checkpoint import (
     CHECKPOINT_DIR,
     Checkpoint,
     Progress,
-    load_checkpoint,
     save_checkpoint,
 )
 from pearl_py.runtime.parallel.control import ControlBlock
@@ -84,12 +90,9 @@ from pearl_py.runtime.parallel.services import (
 )
 from pearl_py.runtime.parallel.supervisor import ActorPool, Service, ServiceFailed, log
 from pearl_py.runtime.result import RunResult
-from pearl_py.runtime.rng_state import cuda_rng_states, restore_cuda_rng_states
+from pearl_py.runtime.rng_state import cuda_rng_states
 from pearl_py.runtime.run_log import RunLog
 from pearl_py.runtime.timing import KernelTimer, merge_kernel_times
-
-SESSION_SEED_STRIDE = 1_000_003
-"""Actor seed offset per resumed session (a resumed run does not replay the first session's episodes)."""
 
 MIN_RING_RECORDS = 1024
 """Ring slots per actor at least (room to run ahead during the warm-up, when the window does not bind)."""
@@ -106,7 +109,8 @@ class ParallelExecutor:
                  resume_from: Path | None = None, sync_every: int = DEFAULT_SYNC_EVERY, lookahead_rounds: int = 1,
                  max_policy_lag: int | None = DEFAULT_POLICY_LAG,
                  max_restarts: int = 3, inference: str | None = None, replay: str | None = None,
-                 replay_prefetch: int = 4, replay_order: str = "strict") -> None:
+                 replay_prefetch: int = 4, replay_order: str = "strict",
+                 checkpoints: CheckpointOptions | None = None) -> None:
         self.algorithm = algorithm
         self.plan = plan
         self.seed = seed
@@ -130,6 +134,9 @@ class ParallelExecutor:
         """Batches a replay server may draw ahead of the learner."""
         self.replay_order = replay_order
         """Prioritized replay behind a server: ``"strict"`` (serial order) or ``"relaxed"`` (see docs/runtime.md)."""
+        self.checkpoints = checkpoints or CheckpointOptions()
+        """Periodic checkpoints (:mod:`pearl_py.runtime.checkpoints`), after a training round; with the replay
+        in the learner's process only (a replay server's state is taken when the run stops)."""
         self.restarts: list = []
         """Actor restarts of the last run (:class:`supervisor.Restart`)."""
         self.learner: Learner | None = None
@@ -161,13 +168,11 @@ class ParallelExecutor:
         learner = self.learner = Learner(algo, layout.learner_device)
         progress, replay_state = self._restore(learner, total_steps)
         timer = KernelTimer(timing_devices(self.plan))
-        log_dir = self.out_dir
-        if self.out_dir is not None and progress.sessions:
-            log_dir = self.out_dir / f"session{progress.sessions}"
-        log = RunLog(log_dir, total_steps, self.progress)
+        log = RunLog(session_log_dir(self.out_dir, progress.sessions), total_steps, self.progress, algorithm=algo)
         with contextlib.ExitStack() as stack:
             stack.callback(log.close)
             parts = self._start(stack, layout, schedule, learner, replay_state, progress, timer, log)
+            log.kernel_times = lambda: merge_kernel_times([timer.summary(), parts.control.kernel_times()], {})
             stack.enter_context(pinned_threads(layout.learner_threads))  # after the actors started: they stay free
             loop = LearnerLoop(parts, progress, self.sync_every)
             try:
@@ -199,16 +204,7 @@ class ParallelExecutor:
 
     def _restore(self, learner: Learner, total_steps: int) -> tuple[Progress, dict | None]:
         """Fresh progress, or the checkpoint's with its replay state when resuming."""
-        if self.resume_from is None:
-            return Progress(), None
-        ckpt = load_checkpoint(self.resume_from)
-        ckpt.check_matches(self.algorithm, self.seed, total_steps)
-        learner.load_state_dict(ckpt.learner)
-        torch.set_rng_state(ckpt.torch_rng)
-        restore_cuda_rng_states(ckpt.cuda_rng)
-        progress = ckpt.progress
-        progress.sessions += 1
-        return progress, ckpt.replay
+        return restore(self.algorithm, learner, self.seed, total_steps, self.resume_from)
 
     def _start(self, stack: contextlib.ExitStack, layout: RuntimeLayout, schedule: TrainSchedule,
                learner: Learner, replay_state: dict | None, progress: Progress, timer: KernelTimer,
@@ -228,7 +224,7 @@ class ParallelExecutor:
             stack.callback(ring.close)
             rings.append(ring)
         errors = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="pearl-actors-")))
-        base_seed = self.seed + SESSION_SEED_STRIDE * progress.sessions
+        base_seed = session_seed(self.seed, progress.sessions)
         done = progress.transitions // n
         stack.callback(self._services.clear)
         self._replay_device = "cpu"  # a replay server keeps the numpy buffer in shared memory
@@ -271,7 +267,20 @@ class ParallelExecutor:
                          schedule=schedule, log=log, timer=timer, signals=signals,
                          evaluate=lambda: evaluate(algo, learner.nets, learner.device, self.eval_episodes,
                                                    self.seed + EVAL_SEED_OFFSET),
-                         eval_freq=self.eval_freq, services=list(self._services.values()))
+                         eval_freq=self.eval_freq, services=list(self._services.values()),
+                         checkpoint=self._periodic(layout, schedule.total_steps, progress))
+
+    def _periodic(self, layout: RuntimeLayout, total_steps: int, progress: Progress) -> PeriodicCheckpoints | None:
+        """The run's periodic checkpoints of the learner and the local replay (None when off)."""
+        periodic = PeriodicCheckpoints(self.out_dir, self.checkpoints, self.algorithm, self.seed, total_steps,
+                                       progress.transitions)
+        if not periodic.enabled:
+            return None
+        if layout.replay == "server":
+            log.warning("periodic checkpoints are off: the replay runs in a server process, whose state is "
+                        "taken only when the run stops (Ctrl-C, SIGTERM, a crash)")
+            return None
+        return periodic
 
     def _checkpoint_after(self, exc: BaseException, loop: LearnerLoop, parts: LoopParts, progress: Progress,
                           total_steps: int) -> Path | None:

@@ -23,6 +23,7 @@ Example (what :class:`ParallelExecutor` does)::
 """
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -33,6 +34,7 @@ from pearl_py.algorithms.off_policy.base import Algorithm
 from pearl_py.algorithms.off_policy.learner import Learner, TensorBatch, UpdateResult
 from pearl_py.protocol.kernel import PARAM_SYNC
 from pearl_py.protocol.schedule import TrainSchedule
+from pearl_py.runtime.checkpoints import PeriodicCheckpoints
 from pearl_py.runtime.collect import LossMeans, gradient_step, round_beta
 from pearl_py.runtime.parallel.checkpoint import Progress
 from pearl_py.runtime.parallel.control import ControlBlock
@@ -44,7 +46,7 @@ from pearl_py.runtime.parallel.replay_access import (
 )
 from pearl_py.runtime.parallel.supervisor import ActorPool, Service
 from pearl_py.runtime.run_log import RunLog
-from pearl_py.runtime.timing import KernelTimer
+from pearl_py.runtime.timing import KernelTimer, merge_kernel_times
 
 CHECK_EVERY_S = 0.05
 """How often the learner looks at the actors' health while it trains."""
@@ -77,6 +79,8 @@ class LoopParts:
     eval_freq: int = 0
     services: list[Service] = field(default_factory=list)
     """Server processes whose failure fails the run (replay server, inference server)."""
+    checkpoint: PeriodicCheckpoints | None = None
+    """Periodic checkpoints of the learner and the (local) replay, taken after a training round."""
 
 
 class LearnerLoop:
@@ -164,6 +168,20 @@ class LearnerLoop:
             means.add(self._update(beta, step))
             self._check()
         p.log.train(step * p.algorithm.config.n_envs, means.means(), self._rate())
+        if p.checkpoint is not None and p.checkpoint.due(self.progress.transitions):
+            self._periodic_checkpoint()
+
+    def _periodic_checkpoint(self) -> None:
+        """Write the learner, the replay (every drained transition in it) and the counters so far; the actors
+        run on meanwhile (their rings are drained after). Its time is not training time."""
+        p, started = self.p, time.perf_counter()
+        snapshot = dataclasses.replace(
+            self.progress, wall_seconds=self.wall_seconds, eval_history=list(self.progress.eval_history),
+            max_policy_lag=max(self.progress.max_policy_lag, p.control.max_policy_lag),
+            kernel_times=merge_kernel_times([self.progress.kernel_times, p.timer.summary(),
+                                             p.control.kernel_times()], {}))
+        p.checkpoint.save(p.learner.state_dict(), p.replay.state_dict(), snapshot)
+        self._eval_seconds += time.perf_counter() - started
 
     def _update(self, beta: float, step: int) -> UpdateResult:
         p = self.p

@@ -26,6 +26,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from pearl_py.algorithms.networks import Networks
 from pearl_py.algorithms.off_policy.base import Algorithm
 from pearl_py.errors import UserError
 from pearl_py.plan import Plan
@@ -59,6 +60,8 @@ class RayExecutor:
         self.lookahead_rounds = lookahead_rounds
         self.resources = component_resources(plan)
         self.actors = max(plan.placements[ENV_STEP].replicas, 1)
+        self.trained_networks: Networks | None = None
+        """After ``run``: the learner's networks, fetched to this process (the trained policy)."""
         self.components: dict[str, Any] = {}
         """After ``run``: each component's process id, Ray actor id and resources."""
 
@@ -122,13 +125,15 @@ class RayExecutor:
         n = algo.config.n_envs
         schedule = TrainSchedule.from_config(algo.config, total_steps, lookahead_rounds=self.lookahead_rounds)
         replay, learner, actors = self._start(ray, total_steps)
-        log = RunLog(self.out_dir, total_steps, self.progress)
+        log = RunLog(self.out_dir, total_steps, self.progress, algorithm=algo)
         try:
             loop = _Driver(ray, schedule, replay, learner, actors, log, self)
             loop.run()
             eval_returns = ray.get(learner.evaluate.remote(self.eval_episodes, self.seed + EVAL_SEED_OFFSET))
             timings = ray.get([w.timings.remote() for w in (replay, learner, *actors)])
             gradient_steps = ray.get(learner.gradient_steps.remote())
+            self.trained_networks = algo.fresh_networks()
+            self.trained_networks.load_state_dict(ray.get(learner.networks_state.remote()))
         finally:
             log.close()
             for handle in (*actors, learner, replay):

@@ -171,5 +171,9 @@ class LearnerWorker(_Timed):
     def gradient_steps(self) -> int:
         return self.learner.gradient_steps
 
+    def networks_state(self) -> dict[str, torch.Tensor]:
+        """Every network's tensors on the CPU (the trained policy the driver saves)."""
+        return {k: v.detach().cpu() for k, v in self.learner.nets.state_dict().items()}
+
     def evaluate(self, episodes: int, seed: int) -> list[float]:
         return evaluate(self.algo, self.learner.nets, self.learner.device, episodes, seed)

@@ -44,6 +44,9 @@ class RunSettings:
     seed: int = param(0, "Seed of networks, exploration, replay sampling and envs.", low=0)
     eval_episodes: int = param(10, "Greedy evaluation episodes at the end of training.", low=0)
     eval_freq: int = param(0, "Also evaluate every this many env steps (0: only at the end).", low=0)
+    checkpoint_freq: int = param(0, "Write a checkpoint every this many env steps into OUT/checkpoints "
+                                 "(0: none); `--resume OUT` continues from the newest.", low=0)
+    checkpoint_keep: int = param(2, "Newest periodic checkpoints kept (older ones are deleted).", low=1)
 
 
 @dataclass(frozen=True)
