@@ -82,7 +82,8 @@ def ranked_plans(algo: Any, platform: Any, objective: str = "throughput",
     other = solve(problem, other_objective, solver, time_limit_s)
     fastest, frugal = (ranked[0], other) if objective == "throughput" else (other, ranked[0])
     exact = ranked[0].optimal and other.optimal and solver != "heuristic"
-    front = [p.to_dict() for p in pareto_front(problem, fastest, frugal, points=pareto_points, exact=exact)]
+    front = [p.to_dict() for p in pareto_front(problem, fastest, frugal, points=pareto_points, exact=exact,
+                                               time_limit_s=time_limit_s)]
     plans = []
     for chosen in ranked:
         predicted = describe(problem, protocol, chosen)
