@@ -18,6 +18,7 @@ def plan_main(config_path: str, platform: str, objective: str, out: str | None) 
     """
     from pearl_py.optimize.api import plan
     from pearl_py.platform import Platform
+    from pearl_py.report.content import optimality_sentence
     from pearl_py.run_config import load_config
 
     from pearl_py.runtime.planning import refused_variants
@@ -33,4 +34,6 @@ def plan_main(config_path: str, platform: str, objective: str, out: str | None) 
     print(f"{p['samples_per_s']:,.0f} samples/s, {p['samples_per_j']:,.1f} samples/J, {p['power_w']:,.0f} W "
           f"({result.solver})")
     print(p["limit"])
+    if optimality_sentence(result):
+        print(optimality_sentence(result))
     return 0

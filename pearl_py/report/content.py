@@ -24,10 +24,30 @@ def title(plan: Plan) -> str:
     return f"Plan for {plan.platform}: {plan.objective} objective"
 
 
+def _bound_text(plan: Plan) -> str:
+    """The proven bound in the objective's rate (``predicted.solver.bound`` is seconds or joules per sample)."""
+    unit = "samples/s" if plan.objective == "throughput" else "samples/J"
+    bound = plan.predicted.get("solver", {}).get("bound") or 0.0
+    return f"no plan exceeds {fmt.rate(1.0 / bound)} {unit} (proven bound)" if bound > 0 else "no bound proven"
+
+
+def optimality_sentence(plan: Plan) -> str:
+    """Empty for a proven optimum; else the gap and the proven bound, e.g. "Not proven optimal: heuristic
+    (MILP time limit) stopped 27.50% from the bound; no plan exceeds 107.8 samples/J (proven bound), this one
+    reaches 78.2." (the summary's opening lines, and ``pearl plan``'s output)."""
+    solver = plan.predicted.get("solver", {})
+    if solver.get("optimal", True):
+        return ""
+    reached = plan.predicted.get("samples_per_s" if plan.objective == "throughput" else "samples_per_j")
+    return (f"Not proven optimal: {plan.solver} stopped {100 * solver.get('gap', 0):.2f}% from the bound; "
+            f"{_bound_text(plan)}, this one reaches {fmt.rate(reached)}.")
+
+
 def summary_rows(plan: Plan) -> list[tuple[str, str]]:
     p = plan.predicted
     solver = p.get("solver", {})
-    gap = "proven optimal" if solver.get("optimal") else f"gap to bound {100 * solver.get('gap', 0):.2f}%"
+    gap = "proven optimal" if solver.get("optimal") else f"gap to bound {100 * solver.get('gap', 0):.2f}%: " \
+        + _bound_text(plan)
     ratio = p.get("cpu_gpu_ratio", {})
     ratio_text = (f"{ratio['ratio']:g} actor cores per learner GPU" if ratio.get("ratio") is not None
                   else f"{ratio.get('actor_cores', 0)} actor cores; the learner is not on a GPU")

@@ -59,6 +59,8 @@ def render_html(plan: Plan, run: dict[str, Any] | None = None) -> str:
     details = _table(["figure", "value"], [list(r) for r in summary[4:]])
     parts = [f"<h1>{escape(content.title(plan))}</h1>",
              f"<p class='lead'>{escape(p.get('limit', ''))}</p>",
+             *([f"<p class='lead'><b>{escape(content.optimality_sentence(plan))}</b></p>"]
+               if content.optimality_sentence(plan) else []),
              f"<div class='cards'>{cards}</div>", details,
              "<h2>Assignment</h2>", _table(content.ASSIGNMENT_HEADER, content.assignment_rows(plan))]
     why = content.choice_sentences(plan)

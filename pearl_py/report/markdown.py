@@ -24,6 +24,8 @@ def render_markdown(plan: Plan, run: dict[str, Any] | None = None) -> str:
     """The plan's report; with ``run`` (a result.json dict) it opens with what the run measured."""
     p = plan.predicted
     lines = [f"# {content.title(plan)}", "", p.get("limit", ""), "", p.get("comparison", ""), ""]
+    if content.optimality_sentence(plan):
+        lines += [f"**{content.optimality_sentence(plan)}**", ""]
     if run is not None:
         lines += ["## Predicted and measured", ""]
         lines += _table(["figure", "value"], [list(r) for r in measured.summary_rows(plan, run)])
