@@ -27,7 +27,7 @@ import heapq
 import math
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 MAX_LEVELS = 20_000
@@ -91,8 +91,10 @@ SolveNode = Callable[[float, float, float | None, float | None, float], NodeResu
 over plans drawing at most ``budget_w``, none worse than ``cutoff``, to a relative ``gap``; ``None`` when no
 plan qualifies."""
 SPLIT_GAP = 0.02
-"""Relative gap an interval spanning several levels is solved to: it only needs a bound and a plan to split
-at; one that may close (its plan draws no more than the price) is solved again to the search's gap."""
+"""Relative gap a wide interval is solved to: it only needs a bound and a plan to split at; one that may close
+after all (its plan draws no more than the price) is solved again to the search's gap."""
+NARROW = 1.5
+"""An interval whose highest idle power is at most this times its lowest is solved to the search's gap at once."""
 
 
 @dataclass
@@ -103,6 +105,9 @@ class SearchResult:
     complete: bool
     """Every interval closed or pruned (the plan is optimal up to ``gap``)."""
     nodes: int
+    leaves: list[tuple[float, int, int]] = field(default_factory=list)
+    """``(bound, i, j)`` of every interval the search ended with (closed, pruned, empty or left open): they
+    cover every level, and no plan in one beats its bound."""
 
     @property
     def gap(self) -> float:
@@ -112,23 +117,27 @@ class SearchResult:
 
 
 def branch_on_idle(levels: IdleLevels, solve_node: SolveNode, incumbent: tuple[float, Any] | None,
-                   deadline: float | None, tie: float = 1e-9) -> SearchResult:
+                   deadline: float | None, tie: float = 1e-9,
+                   intervals: list[tuple[int, int]] | None = None) -> SearchResult:
     """Best-first search over idle-power intervals; ``incumbent`` = ``(value, plan)`` of a known feasible plan.
 
     An interval ``[i, j]`` (level indices) is priced at ``watts[i]`` and budgeted up to ``watts[j]``.
     Its MILP's plan at level ``k``: ``k <= i`` closes the interval (that plan is its best); otherwise the
     interval splits at ``k`` or at the geometric middle of its idle powers, whichever is lower, so the
-    plan's part is priced higher next time. Stops at ``deadline`` (``time.perf_counter()`` seconds) with
-    the least bound of the intervals left open.
+    plan's part is priced higher next time. ``intervals``: search only these (default: every level), e.g.
+    the leaves of an earlier search that may hold a plan within a held objective. Stops at ``deadline``
+    (``time.perf_counter()`` seconds) with the least bound of the intervals left open.
     """
     best_value, best_plan = incumbent if incumbent is not None else (math.inf, None)
-    closed_bounds: list[float] = []
-    heap: list[tuple[float, int, int]] = [(-math.inf, 0, len(levels.watts) - 1)]
+    leaves: list[tuple[float, int, int]] = []
+    heap = [(-math.inf, i, j) for i, j in (intervals if intervals is not None else [(0, len(levels.watts) - 1)])]
+    heapq.heapify(heap)
     nodes = 0
     while heap:
         parent_bound, i, j = heapq.heappop(heap)
         if parent_bound >= best_value * (1 - tie):
-            continue  # pruned: nothing here beats the incumbent
+            leaves.append((parent_bound, i, j))  # pruned: nothing here beats the incumbent
+            continue
         remaining = None if deadline is None else deadline - time.perf_counter()
         if remaining is not None and remaining <= 0:
             heapq.heappush(heap, (parent_bound, i, j))
@@ -136,12 +145,15 @@ def branch_on_idle(levels: IdleLevels, solve_node: SolveNode, incumbent: tuple[f
         nodes += 1
         cutoff = best_value * (1 + tie) if math.isfinite(best_value) else None
         node = (levels.watts[i], levels.budget(j), cutoff, remaining)
-        result = solve_node(*node, SPLIT_GAP if i < j else tie)
-        if result is not None and i < j and result.plan is not None and math.isfinite(result.value) \
+        # a wide interval only needs a bound and a plan to split at; a narrow one will likely close
+        narrow = levels.watts[j] <= NARROW * levels.watts[i]
+        result = solve_node(*node, tie if narrow else SPLIT_GAP)
+        if result is not None and not narrow and result.plan is not None and math.isfinite(result.value) \
                 and levels.at_least(result.idle_w) <= i and result.value > result.bound * (1 + tie):
-            result = solve_node(*node, tie)  # it may close: solve it to the search's gap
+            result = solve_node(*node, tie)  # it may close after all: solve it to the search's gap
         if result is None:
-            continue  # no plan of this interval, or none better than the incumbent
+            leaves.append((math.inf, i, j))  # no plan here, or none better than the incumbent
+            continue
         if result.plan is None:  # the time limit stopped the node before any plan: keep its bound open
             heapq.heappush(heap, (max(parent_bound, result.bound), i, j))
             break
@@ -149,7 +161,7 @@ def branch_on_idle(levels: IdleLevels, solve_node: SolveNode, incumbent: tuple[f
             best_value, best_plan = result.value, result.plan
         k = levels.at_least(result.idle_w) if levels.exact else levels.at_most(result.idle_w) + 1
         if (k <= i and math.isfinite(result.value)) or i == j:  # closed: its best plan draws no more than the price
-            closed_bounds.append(result.bound)
+            leaves.append((result.bound, i, j))
             continue
         middle = levels.at_least(math.sqrt(levels.watts[i] * levels.watts[j]))
         split = min(max(k, i + 1), max(middle, i + 1), j)
@@ -157,6 +169,6 @@ def branch_on_idle(levels: IdleLevels, solve_node: SolveNode, incumbent: tuple[f
         heapq.heappush(heap, (bound, i, split - 1))
         heapq.heappush(heap, (bound, split, j))
     complete = not heap or heap[0][0] >= best_value * (1 - tie)
-    open_bounds = [b for b, _, _ in heap if b < best_value]
-    bound = min([best_value, *closed_bounds, *open_bounds])
-    return SearchResult(best_value, best_plan, bound, complete and best_plan is not None, nodes)
+    leaves += heap
+    bound = min([best_value, *(b for b, _, _ in leaves)])
+    return SearchResult(best_value, best_plan, bound, complete and best_plan is not None, nodes, leaves)

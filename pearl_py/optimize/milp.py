@@ -482,6 +482,8 @@ class _Stage:
     performance: Performance
     optimal: bool
     bound: float
+    leaves: list[tuple[float, int, int]] | None = None
+    """The idle-power intervals the search ended with (``None``: one MILP, no search)."""
 
 
 def _within(perf: Performance, max_time: float | None, max_energy: float | None) -> bool:
@@ -491,9 +493,11 @@ def _within(perf: Performance, max_time: float | None, max_energy: float | None)
 
 
 def _stage(problem: AssignmentProblem, objective: str, scale, deadline: float | None, max_time: float | None,
-           max_energy: float | None, incumbent: Assignment | None, gap: float = 1e-9) -> _Stage:
+           max_energy: float | None, incumbent: Assignment | None, gap: float = 1e-9,
+           intervals: list[tuple[int, int]] | None = None) -> _Stage:
     """Minimise ``objective`` (within ``max_time``/``max_energy``): one MILP when idle power does not enter,
-    else the branch and bound over idle-power intervals (:mod:`pearl_py.optimize.idle_levels`)."""
+    else the branch and bound over idle-power intervals (:mod:`pearl_py.optimize.idle_levels`), over
+    ``intervals`` only when given."""
     energy = uses_energy(problem, objective, max_energy)
     form = _formulate(problem, scale, energy, max_time, max_energy)
     unit = form.objective_unit(objective)
@@ -537,14 +541,15 @@ def _stage(problem: AssignmentProblem, objective: str, scale, deadline: float | 
         if _within(perf, max_time, max_energy):
             start = (perf.objective(objective), (dict(incumbent), perf))
     levels = idle_levels([problem.devices[d].idle_w for d in form.usage_devices], least=least_idle_w(problem))
-    found: SearchResult = branch_on_idle(levels, solve_node, start, deadline, tie=gap)
+    found: SearchResult = branch_on_idle(levels, solve_node, start, deadline, tie=gap, intervals=intervals)
     if found.plan is None:
         raise _infeasible(problem, last[0], remaining) if last else PlanningError(
             f"no plan of {problem.name!r} satisfies every constraint together (cores, memory, FPGA resources, "
             "power cap)")
     assignment, perf = found.plan
     bound = min(found.bound, perf.objective(objective))
-    return _Stage(assignment, perf, found.complete and _gap(perf.objective(objective), bound) <= 1e-6, bound)
+    return _Stage(assignment, perf, found.complete and _gap(perf.objective(objective), bound) <= 1e-6, bound,
+                  found.leaves)
 
 
 def _gap(value: float, bound: float) -> float:
@@ -583,8 +588,11 @@ def solve_milp(problem: AssignmentProblem, objective: str, time_limit_s: float |
         held = first.performance.objective(objective) * (1 + LEXICOGRAPHIC_TIE)
         limits = {"max_time": held, "max_energy": max_energy} if objective == "throughput" \
             else {"max_time": max_time, "max_energy": held}
+        # a plan within the held value lies in an interval of the first search whose bound allows it
+        within = None if first.leaves is None else [(i, j) for bound, i, j in first.leaves if bound <= held]
         try:
-            second = _stage(problem, other, scale, deadline, incumbent=first.assignment, gap=gap, **limits)
+            second = _stage(problem, other, scale, deadline, incumbent=first.assignment, gap=gap, intervals=within,
+                            **limits)
         except PlanningError:  # numerically infeasible at the held value: the first stage's plan stands
             second = None
         if second is not None and second.performance.objective(objective) <= held \
