@@ -25,6 +25,8 @@ import os
 import time
 from pathlib import Path
 
+from sim_scaling import HeavyEnv, first_nodes
+
 import pearl_py as pearl
 from pearl_py.estimate import Estimator
 from pearl_py.optimize.builder import build_problem
@@ -33,7 +35,6 @@ from pearl_py.optimize.solve import solve
 from pearl_py.platform import Platform
 from pearl_py.run_config import load_config
 from pearl_py.runtime.planning import refused_variants
-from sim_scaling import HeavyEnv, first_nodes
 
 CONFIGS = Path(__file__).resolve().parents[1] / "examples" / "configs"
 

@@ -74,6 +74,8 @@ class _Builder:
     vals: list[float] = field(default_factory=list)
     row_lo: list[float] = field(default_factory=list)
     row_hi: list[float] = field(default_factory=list)
+    last_kept: int = -1
+    """Position in ``vals`` of the last entry a row was asked to keep (see :meth:`row`)."""
 
     def var(self, lo: float = 0.0, hi: float = 1.0, integer: bool = False) -> int:
         self.lower.append(lo)
@@ -136,7 +138,7 @@ class _Formulation:
     t_scale: float
     e_scale: float
     usage_row: int | None = None
-    """``sum idle_d * u_d <= budget`` (watts), present when energy is modelled."""
+    """``sum idle * u <= budget`` (in units of ``usage_scale`` watts), present when energy is modelled."""
     usage_devices: list[str] = field(default_factory=list)
     """Physical devices with a use variable (for the idle-power levels)."""
     host_idle: np.ndarray | None = None

@@ -6,6 +6,8 @@ Pareto-optimal among all feasible plans (checked by enumeration).
 """
 from __future__ import annotations
 
+import itertools
+
 import pytest
 from random_instances import random_problem
 
@@ -40,7 +42,7 @@ def test_single_objective_optima_lie_on_a_pareto_optimal_front(capped):
             continue
         assert fastest.optimal and frugal.optimal, seed
         front = [(p.samples_per_s, p.samples_per_j) for p in pareto_front(problem, fastest, frugal, points=5)]
-        assert all(a[0] > b[0] and a[1] < b[1] for a, b in zip(front, front[1:])), (seed, front)
+        assert all(a[0] > b[0] and a[1] < b[1] for a, b in itertools.pairwise(front)), (seed, front)
         for sol in (fastest, frugal):
             point = (sol.performance.samples_per_s, sol.performance.samples_per_j)
             assert any(_same(point, p) for p in front), (seed, sol.objective, point, front)
@@ -51,4 +53,4 @@ def test_single_objective_optima_lie_on_a_pareto_optimal_front(capped):
         compared += 1
         longer += len(front) > 2
     assert compared >= 80
-    assert longer >= 5  # some fronts have interior points, not just the two optima
+    assert longer >= 10  # some fronts have interior points, not just the two optima
