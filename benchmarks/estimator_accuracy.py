@@ -48,7 +48,7 @@ BAND_DECADES = 0.5
 def static_compiled(point: BenchPoint):
     """The registry's ``compiled`` learner update as the runtime builds it: a static graph at this shape."""
     import pearl_py.kernels as kernels
-    from pearl_py.algorithms.learner import Learner
+    from pearl_py.algorithms.off_policy.learner import Learner
 
     algo = _algorithm(point, batch_size=point.batch)
     learner = Learner(algo, device="cpu")

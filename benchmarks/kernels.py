@@ -1,22 +1,30 @@
-"""Learner-update kernels side by side on this machine: eager reference vs the fast CPU variant.
+"""Learner-update kernels side by side on this machine: eager reference vs the fast CPU variants.
 
-For the DQN zoo shapes (CartPole, batch 64, MLP [256, 256]) and the DDPG zoo shapes
-(Pendulum, batch 256, actor and critic [400, 300]) it prints, per variant, the time of
-one update (median over repeats, CPU time of this thread and wall time), the speed-up
-over eager, the FLOP-bound time (the workload's FLOPs from
-``algo.protocol().kernel("learner_update").workload.flops`` over the matmul rate
-measured here, in this run, on the workload's largest GEMM), the first call's time (the
-compile, with the inductor cache as it is, and cold in a fresh cache) and the peak
-resident memory of a process doing only that (``/usr/bin/time -v``). One torch thread.
+For the zoo shapes of DQN (CartPole, batch 64, MLP [256, 256]), DDPG and TD3 (Pendulum,
+batch 256, actor and critics [400, 300]) and SAC (Pendulum, batch 256, actor and critics
+[256, 256]; the TD3 and SAC algorithms are built from examples/configs/*_pendulum.yaml) it
+prints, per variant, the time of one update (median over repeats, CPU time of this thread
+and wall time; TD3's average over its policy_delay period: its actor runs every other
+update), the speed-up over eager, the FLOP-bound time (the workload's FLOPs from
+``algo.protocol().kernel("learner_update").workload.flops``: every dense layer call the
+real update makes, forward and backward, plus 12 per Adam-updated parameter, averaged over
+the period; over the matmul rate measured here, in this run, on the workload's largest
+GEMM), the first call's time (the compile, with the inductor cache as it is, and cold in a
+fresh cache) and the peak resident memory of a process doing only that (``/usr/bin/time
+-v``). One torch thread. A variant slower than eager is named at the end: the planner,
+calibrated on this machine, then keeps the reference or compiled variant for that
+algorithm (docs/kernels.md).
 
 Run::
 
-    python benchmarks/kernels.py                 # ~3-5 minutes on 2 cores
+    python benchmarks/kernels.py                 # ~6-10 minutes on 2 cores
     python benchmarks/kernels.py --no-memory     # skip the /usr/bin/time child processes
-    python benchmarks/kernels.py --inference-only   # only the inference rows (~20 s)
+    python benchmarks/kernels.py --workloads TD3 SAC --variants reference fused   # the twin-critic rows only
+    python benchmarks/kernels.py --inference-only   # only the inference rows (~40 s)
 
-Inference rows: the DQN zoo acting net (CartPole, MLP [256, 256], epsilon-greedy) and the
-DDPG zoo actor (Pendulum, [400, 300], tanh + the zoo's noise_std 0.1), ``reference`` vs ``fused`` (the numba
+Inference rows: the DQN zoo acting net (CartPole, MLP [256, 256], epsilon-greedy), the
+DDPG and TD3 zoo actors (Pendulum, [400, 300], tanh + the zoo's noise_std 0.1) and the SAC
+zoo actor (Pendulum, [256, 256], squashed Gaussian), ``reference`` vs ``fused`` (the numba
 act), microseconds per call at batch 1 and 16 (median wall time, explore=True).
 """
 from __future__ import annotations
@@ -33,6 +41,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from pathlib import Path
+
 import torch
 
 import pearl_py as pearl
@@ -47,7 +57,9 @@ VARIANTS: dict[str, Callable[[Learner], Callable]] = {
     "fused": make_fused_cpu,
 }
 """The registered CPU variants, and the inductor max-autotune setting the choice was measured against.
-``fused``: the DQN/DDPG step in one numba function (its "compile" is numba's, cached on disk)."""
+``fused``: the whole step in one numba function (DQN, DDPG, TD3, SAC; its "compile" is numba's, cached on disk)."""
+
+CONFIGS = Path(__file__).resolve().parents[1] / "examples" / "configs"
 
 
 def workloads() -> dict[str, Algorithm]:
@@ -55,6 +67,8 @@ def workloads() -> dict[str, Algorithm]:
         "DQN CartPole b64 [256,256]": pearl.DQN("CartPole-v1", batch_size=64, net_arch=[256, 256],
                                                 learning_rate=2.3e-3, target_update_interval=10),
         "DDPG Pendulum b256 [400,300]": pearl.DDPG("Pendulum-v1"),
+        "TD3 Pendulum b256 [400,300]": pearl.load_config(CONFIGS / "td3_pendulum.yaml").make_algorithm(),
+        "SAC Pendulum b256 [256,256]": pearl.load_config(CONFIGS / "sac_pendulum.yaml").make_algorithm(),
     }
 
 
@@ -103,7 +117,9 @@ def time_variants(algo: Algorithm, names: list[str], repeats: int) -> dict[str, 
         update(batches[0])
         first[name] = None if name == "reference" else time.perf_counter() - start
         updates[name] = update
-    calls = max(10, int(0.3 / (algo.protocol().kernel("learner_update").workload.flops / 5e10)))
+    workload = algo.protocol().kernel("learner_update").workload
+    calls = max(10, int(0.3 / (workload.flops / 5e10)))
+    calls = -(-calls // workload.period) * workload.period   # whole periods: TD3's actor runs every other update
     cpu: dict[str, list[float]] = {n: [] for n in names}
     wall: dict[str, list[float]] = {n: [] for n in names}
     for _ in range(repeats):
@@ -126,8 +142,11 @@ def inference_rows(repeats: int) -> list[str]:
     from pearl_py.kernels.inference import make_reference as make_act
 
     rows = []
-    for label, algo in {"DQN CartPole [256,256]": workloads()["DQN CartPole b64 [256,256]"],
-                        "DDPG Pendulum [400,300]": pearl.DDPG("Pendulum-v1", noise_std=0.1)}.items():
+    zoo = workloads()
+    for label, algo in {"DQN CartPole [256,256]": zoo["DQN CartPole b64 [256,256]"],
+                        "DDPG Pendulum [400,300]": pearl.DDPG("Pendulum-v1", noise_std=0.1),
+                        "TD3 Pendulum [400,300]": zoo["TD3 Pendulum b256 [400,300]"],
+                        "SAC Pendulum [256,256]": zoo["SAC Pendulum b256 [256,256]"]}.items():
         torch.manual_seed(0)
         nets = Learner(algo).nets
         acts = {"reference": make_act(algo, nets), "fused": make_fused(algo, nets)}
@@ -186,6 +205,8 @@ def main() -> None:
     parser.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=list(VARIANTS))
     parser.add_argument("--no-memory", action="store_true", help="skip peak-memory child processes")
     parser.add_argument("--inference-only", action="store_true", help="only the inference rows")
+    parser.add_argument("--workloads", nargs="+", metavar="ALGO", help="only the workloads whose label starts "
+                        "with one of these (DQN, DDPG, TD3, SAC)")
     parser.add_argument("--child", nargs=2, metavar=("WORKLOAD", "VARIANT"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -199,8 +220,10 @@ def main() -> None:
         return
     header = (f"{'workload':30s} {'variant':18s} {'cpu ms':>8s} {'wall ms':>8s} {'vs eager':>8s} "
               f"{'bound ms':>8s} {'/bound':>7s} {'1st call s':>10s} {'cold s':>7s} {'peak MB':>8s}")
-    rows = []
-    for label, algo in workloads().items():
+    rows, slower = [], []
+    chosen = {label: algo for label, algo in workloads().items()
+              if not args.workloads or label.split()[0] in args.workloads}
+    for label, algo in chosen.items():
         workload = algo.protocol().kernel("learner_update").workload
         biggest = max(workload.layers, key=lambda layer: layer.forward_flops)
         rate = matmul_rate(biggest.batch, biggest.n_in, biggest.n_out, args.repeats)
@@ -218,6 +241,8 @@ def main() -> None:
             rows.append(f"{label:30s} {name:18s} {t.cpu_s * 1e3:8.3f} {t.wall_s * 1e3:8.3f} "
                         f"{eager / t.cpu_s:7.2f}x {bound * 1e3:8.3f} {t.cpu_s / bound:6.2f}x "
                         f"{first:>10s} {cold_s:>7s} {rss:8.0f}")
+            if name != "reference" and t.cpu_s >= eager:
+                slower.append(f"{name} on {label} ({t.cpu_s * 1e3:.3f} ms vs eager {eager * 1e3:.3f} ms)")
     print()
     print(header)
     print("\n".join(rows))
@@ -225,6 +250,8 @@ def main() -> None:
           "vs eager and /bound use cpu ms.\n1st call s: first update incl. compile with the inductor cache as "
           "found; cold s: the same in a fresh cache (child process). peak MB: max RSS of a child process "
           "building the variant and running 200 updates (/usr/bin/time -v).")
+    for entry in slower:
+        print(f"does not pay here: {entry}; a calibrated plan keeps eager or compiled for it")
     print_inference(args.repeats)
 
 

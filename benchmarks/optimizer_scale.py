@@ -7,7 +7,7 @@ Workloads:
   (``--env-ms`` per env step, default 4 ms: a robotics simulator at ~250 steps/s per core), so that
   actors, not the learner, need most of the cluster (over 1000 actor replicas);
 * ``dqn_cartpole`` and ``ddpg_pendulum``: the example configs as ``pearl plan`` builds them
-  (run length as the horizon, the variants the algorithm cannot use refused).
+  (run length as the horizon).
 
 Every cost is the Estimator's (modelled; calibrated where this machine's calibration applies). For each
 workload, scale and objective it prints ``solve(problem, objective, time_limit_s=5)``'s solver, its
@@ -34,19 +34,17 @@ from pearl_py.optimize.milp import milp_size
 from pearl_py.optimize.solve import solve
 from pearl_py.platform import Platform
 from pearl_py.run_config import load_config
-from pearl_py.runtime.planning import refused_variants
 
 CONFIGS = Path(__file__).resolve().parents[1] / "examples" / "configs"
 
 
 def workloads(env_ms: float):
-    """``(name, protocol, estimator, horizon, refused variants)`` of every workload."""
+    """``(name, protocol, estimator, horizon)`` of every workload."""
     heavy = pearl.DQN("CartPole-v1", n_envs=8, train_freq=64, batch_size=256, net_arch=[256, 256])
-    yield "heavy-dqn", heavy.protocol(), HeavyEnv(Estimator(use_cache=False), env_ms * 1e-3), None, None
+    yield "heavy-dqn", heavy.protocol(), HeavyEnv(Estimator(use_cache=False), env_ms * 1e-3), None
     for name in ("dqn_cartpole", "ddpg_pendulum"):
         config = load_config(str(CONFIGS / f"{name}.yaml"))
-        algo = config.make_algorithm()
-        yield name, algo.protocol(), Estimator(), config.settings.total_steps, refused_variants(algo)
+        yield name, config.make_algorithm().protocol(), Estimator(), config.settings.total_steps
 
 
 def main() -> None:
@@ -60,10 +58,10 @@ def main() -> None:
     print(f"{os.cpu_count()} CPUs; load average at start {os.getloadavg()[0]:.2f} (1 min)")
     print("| workload | nodes | objective | solver | seconds | gap | proven bound | plan | load |")
     print("|---|---|---|---|---|---|---|---|---|")
-    for name, protocol, estimator, horizon, refused in workloads(args.env_ms):
+    for name, protocol, estimator, horizon in workloads(args.env_ms):
         for nodes in args.nodes:
             platform = cluster if nodes == 64 else first_nodes(cluster, nodes)
-            problem = build_problem(protocol, platform, estimator, horizon=horizon, refused_variants=refused)
+            problem = build_problem(protocol, platform, estimator, horizon=horizon)
             for objective in ("throughput", "power"):
                 started = time.perf_counter()
                 sol = solve(problem, objective, time_limit_s=args.time_limit)

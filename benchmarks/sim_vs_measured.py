@@ -15,7 +15,7 @@ import argparse
 import os
 
 import pearl_py as pearl
-from pearl_py.optimize.plan import Placement, Plan
+from pearl_py.plan import Placement, Plan
 from pearl_py.runtime.parallel import ParallelExecutor
 from pearl_py.simulate.measured import simulate_measured
 

@@ -20,6 +20,13 @@ compare these counts over several seeds, not one seed's return.
     pip install -c constraints.txt ".[bench]"
     python benchmarks/vs_sb3.py examples/configs/dqn_cartpole.yaml --seeds 0 1 2
     python benchmarks/vs_sb3.py examples/configs/ddpg_pendulum.yaml --backends sb3 parallel
+    python benchmarks/vs_sb3.py examples/configs/td3_pendulum.yaml --seeds 0 1 2
+    python benchmarks/vs_sb3.py examples/configs/sac_pendulum.yaml --seeds 0 1 2
+
+TD3 and SAC map one to one too: TD3's ``policy_delay``, ``target_policy_noise``,
+``target_noise_clip`` and ``noise_std`` (SB3's ``NormalActionNoise``; pearl_py's unset
+``target_update_interval`` is SB3's: the targets move with the actor), SAC's ``ent_coef``
+("auto", "auto_0.1" or a number), ``target_entropy`` and ``target_update_interval``.
 """
 from __future__ import annotations
 
@@ -37,7 +44,7 @@ import pearl_py as pearl
 
 def sb3_model(cfg: pearl.RunConfig, seed: int):
     """The SB3 model with the same hyperparameters (zoo names map one to one)."""
-    from stable_baselines3 import DDPG, DQN
+    from stable_baselines3 import DDPG, DQN, SAC, TD3
     from stable_baselines3.common.noise import NormalActionNoise
 
     h, env = cfg.hyperparameters, cfg.settings.env
@@ -49,9 +56,18 @@ def sb3_model(cfg: pearl.RunConfig, seed: int):
         return DQN("MlpPolicy", env, target_update_interval=h.target_update_interval,
                    exploration_fraction=h.exploration_fraction, exploration_final_eps=h.exploration_final_eps,
                    exploration_initial_eps=h.exploration_initial_eps, max_grad_norm=h.max_grad_norm, **common)
+    if cfg.settings.algorithm == "sac":
+        return SAC("MlpPolicy", env, ent_coef=h.ent_coef, target_entropy=h.target_entropy,
+                   target_update_interval=h.target_update_interval, **common)
     n_actions = gym.make(env).action_space.shape[0]
     # SB3 adds action noise in the scaled [-1, 1] space, as pearl_py does
     noise = NormalActionNoise(np.zeros(n_actions), h.noise_std * np.ones(n_actions))
+    if cfg.settings.algorithm == "td3":
+        if h.target_interval != h.policy_delay:
+            raise SystemExit(f"SB3's TD3 moves its targets with the actor (every policy_delay = {h.policy_delay} "
+                             f"steps); this config sets target_update_interval {h.target_update_interval}")
+        return TD3("MlpPolicy", env, action_noise=noise, policy_delay=h.policy_delay,
+                   target_policy_noise=h.target_policy_noise, target_noise_clip=h.target_noise_clip, **common)
     return DDPG("MlpPolicy", env, action_noise=noise, **common)
 
 
@@ -112,8 +128,8 @@ def run_parallel(cfg: pearl.RunConfig, seed: int, args: argparse.Namespace) -> t
 
 
 BACKENDS = {"sb3": run_sb3, "serial": run_serial, "parallel": run_parallel}
-SOLVED = {"CartPole-v1": 475.0, "Pendulum-v1": -200.0}
-"""Eval return that counts as solved (issue 6's bar), per env."""
+SOLVED = {"CartPole-v1": 475.0, "Pendulum-v1": -200.0, "LunarLanderContinuous-v3": 200.0}
+"""Eval return that counts as solved (issue 6's bar; LunarLander's own threshold), per env."""
 
 
 def _in_child(queue: mp.Queue, backend: str, config: str, steps: int | None, seed: int,

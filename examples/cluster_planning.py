@@ -16,7 +16,7 @@ from __future__ import annotations
 import argparse
 
 import pearl_py as pearl
-from pearl_py.simulate.inputs import simulate_plan
+from pearl_py.simulate.inputs import simulate_plan, with_simulation
 
 PLATFORM = "hetero-cluster-8x8gpu"
 
@@ -31,16 +31,16 @@ def main() -> None:
     algo = pearl.DQN("CartPole-v1", n_envs=8, train_freq=64, gradient_steps=8, batch_size=512,
                      prioritized_replay=True, net_arch=[256, 256])
     plan = pearl.plan(algo, platform, objective="throughput")
-    p = plan.predicted
-    print(f"plan (modelled): {p['samples_per_s']:,.0f} samples/s, bottleneck {p['bottleneck']}")
+    p = plan.prediction
+    print(f"plan (modelled): {p.samples_per_s:,.0f} samples/s, bottleneck {p.bottleneck}")
     for kernel, place in plan.placements.items():
         print(f"  {kernel:16s} -> {place.device} x{place.replicas} ({place.variant})")
     sim = simulate_plan(plan, algo, platform)
-    print(f"simulated: {sim.samples_per_s:,.0f} samples/s ({sim.samples_per_s / p['samples_per_s'] - 1:+.1%} vs "
+    print(f"simulated: {sim.samples_per_s:,.0f} samples/s ({sim.samples_per_s / p.samples_per_s - 1:+.1%} vs "
           f"modelled), bottleneck {sim.bottleneck}, {sim.power_w:,.0f} W, {sim.samples_per_j:,.1f} samples/J")
     busiest = list(sim.utilization.items())[:5]
     print("simulated utilization: " + ", ".join(f"{name} {u:.0%}" for name, u in busiest))
-    paths = plan.export(args.out)
+    paths = with_simulation(plan, sim).export(args.out)
     print(f"wrote {paths['html']} (with the simulated timeline)")
 
 

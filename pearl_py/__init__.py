@@ -9,31 +9,49 @@ Example::
     print(result.eval_return_mean, result.samples_per_second)
 """
 from pearl_py.algorithms import (
+    A2C,
     DDPG,
     DQN,
+    PPO,
+    SAC,
+    TD3,
+    A2CConfig,
     Algorithm,
+    BaseAlgorithm,
     DDPGConfig,
     DQNConfig,
     Loss,
     Networks,
+    OffPolicyAlgorithm,
     OffPolicyConfig,
+    OnPolicyAlgorithm,
+    OnPolicyConfig,
+    PPOConfig,
+    SACConfig,
+    TD3Config,
     mlp,
     register,
 )
 from pearl_py.config import param
-from pearl_py.run_config import RunConfig, load_config
 from pearl_py.errors import ConfigError, UserError
 from pearl_py.optimize.api import plan, ranked_plans
-from pearl_py.optimize.plan import Placement, Plan
+from pearl_py.pipeline import train
+from pearl_py.pipeline.tune import TuneOptions
+from pearl_py.plan import Placement, Plan
 from pearl_py.platform import Platform
 from pearl_py.protocol import Kernel, KernelKind, ProtocolGraph
-from pearl_py.runtime import RunResult, train
-from pearl_py.runtime.tune import TuneOptions
+from pearl_py.run_config import RunConfig, load_config
+from pearl_py.runtime import RunResult
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "DDPG", "DDPGConfig", "DQN", "DQNConfig", "Algorithm", "ConfigError", "Kernel", "KernelKind", "Loss",
-    "Networks", "OffPolicyConfig", "Placement", "Plan", "Platform", "ProtocolGraph", "RunConfig", "RunResult",
-    "TuneOptions", "UserError", "load_config", "mlp", "param", "plan", "ranked_plans", "register", "train",
+    "A2C", "A2CConfig", "Algorithm", "BaseAlgorithm", "ConfigError", "DDPG", "DDPGConfig", "DQN", "DQNConfig",
+    "Kernel", "KernelKind", "load_config", "Loss", "mlp", "Networks", "OffPolicyAlgorithm", "OffPolicyConfig",
+    "OnPolicyAlgorithm", "OnPolicyConfig", "param", "Placement", "Plan", "plan", "Platform", "PPO", "PPOConfig",
+    "ProtocolGraph", "ranked_plans", "register", "RunConfig", "RunResult", "train", "TuneOptions", "UserError",
+    "Algorithm", "BaseAlgorithm", "ConfigError", "DDPG", "DDPGConfig", "DQN", "DQNConfig", "Kernel", "KernelKind",
+    "load_config", "Loss", "mlp", "Networks", "OffPolicyAlgorithm", "OffPolicyConfig", "param", "Placement", "Plan",
+    "plan", "Platform", "ProtocolGraph", "ranked_plans", "register", "RunConfig", "RunResult", "SAC", "SACConfig",
+    "TD3", "TD3Config", "train", "TuneOptions", "UserError",
 ]

@@ -22,7 +22,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pearl_py.algorithms import REGISTRY, Algorithm, OffPolicyConfig
+from pearl_py.algorithms import (
+    REGISTRY,
+    Algorithm,
+    OffPolicyConfig,
+    OnPolicyAlgorithm,
+    OnPolicyConfig,
+)
 from pearl_py.algorithms.env_spec import EnvError, check_env_id
 from pearl_py.config.fields import build, param
 from pearl_py.config.yaml_source import YamlDocument
@@ -32,7 +38,7 @@ from pearl_py.config.yaml_source import YamlDocument
 class RunSettings:
     """The top-level keys of a run config other than ``hyperparameters``."""
 
-    algorithm: str = param("dqn", "Algorithm name: dqn, ddpg, or a registered user algorithm.")
+    algorithm: str = param("dqn", "Algorithm name: dqn, ddpg, td3, sac, ppo, a2c, or a registered user algorithm.")
     env: str = param("CartPole-v1", "Gymnasium environment id.")
     total_steps: int = param(50_000, "Env steps (transitions) to collect.", low=1)
     seed: int = param(0, "Seed of networks, exploration, replay sampling and envs.", low=0)
@@ -45,15 +51,15 @@ class RunConfig:
     """A validated run config: settings plus the algorithm's hyperparameter dataclass."""
 
     settings: RunSettings
-    hyperparameters: OffPolicyConfig
+    hyperparameters: OffPolicyConfig | OnPolicyConfig
     source: str = "<python>"
     raw: dict[str, Any] = field(default_factory=dict, compare=False)
 
     @property
-    def algorithm_class(self) -> type[Algorithm]:
+    def algorithm_class(self) -> type[Algorithm | OnPolicyAlgorithm]:
         return REGISTRY[self.settings.algorithm]
 
-    def make_algorithm(self) -> Algorithm:
+    def make_algorithm(self) -> Algorithm | OnPolicyAlgorithm:
         return self.algorithm_class(self.settings.env, self.hyperparameters)
 
     def with_overrides(self, **settings: Any) -> RunConfig:

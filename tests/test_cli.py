@@ -38,7 +38,7 @@ def test_run_writes_result_json(write_config, tmp_path, capsys):
     (("env: CartPole-v1", "env: CartPole-v0x"), "config.yaml:2: env: unknown gymnasium env id 'CartPole-v0x'"),
     (("total_steps: 300", "total_steps: lots"), "config.yaml:3: total_steps: expected integer, got str 'lots'"),
     (("net_arch: [16]", "net_arch: 16"), "config.yaml:11: hyperparameters.net_arch: expected a list of integer, got int 16"),
-    (("algorithm: dqn", "algorithm: a2c"), "config.yaml:1: algorithm: unknown algorithm 'a2c'"),
+    (("algorithm: dqn", "algorithm: trpo"), "config.yaml:1: algorithm: unknown algorithm 'trpo'"),
     (("env: CartPole-v1", "env: Pendulum-v1"), "env 'Pendulum-v1': dqn needs discrete actions"),
 ])
 def test_bad_config_exits_2_with_one_line(write_config, tmp_path, capsys, edit, message):

@@ -32,3 +32,36 @@ def test_ddpg_pendulum_reaches_minus_200(tmp_path):
     result = run("examples/configs/ddpg_pendulum.yaml", 0, tmp_path)
     assert result["env_steps"] == 20_000
     assert result["eval_return_mean"] >= -200
+
+
+def test_ppo_cartpole_zoo_config_reaches_475_on_seeds_0_1_2(tmp_path):
+    """The zoo's PPO CartPole-v1 config (1e5 steps): the final evaluation (10 episodes) >= 475 on every seed."""
+    finals = {}
+    for seed in (0, 1, 2):
+        result = run("examples/configs/ppo_cartpole.yaml", seed, tmp_path / f"seed{seed}")
+        assert result["env_steps"] == 391 * 256       # whole rollouts of 32 steps x 8 envs
+        finals[seed] = result["eval_return_mean"]
+    assert all(final >= 475 for final in finals.values()), f"final eval returns by seed: {finals}"
+
+
+def test_a2c_cartpole_zoo_config_reaches_475_for_two_of_seeds_0_1_2(tmp_path):
+    """The zoo's A2C CartPole-v1 config (5e5 steps): the final evaluation (10 episodes) >= 475 on 2 of 3 seeds."""
+    finals = {}
+    for seed in (0, 1, 2):
+        result = run("examples/configs/a2c_cartpole.yaml", seed, tmp_path / f"seed{seed}")
+        assert result["env_steps"] == 500_000
+        finals[seed] = result["eval_return_mean"]
+        if sum(final >= 475 for final in finals.values()) == 2:
+            break
+    assert sum(final >= 475 for final in finals.values()) >= 2, f"final eval returns by seed: {finals}"
+
+
+@pytest.mark.parametrize("algorithm", ["td3", "sac"])
+def test_td3_and_sac_pendulum_reach_minus_200_on_seeds_0_1_2(tmp_path, algorithm):
+    """The zoo configs (20k steps): the final evaluation (10 greedy episodes) >= -200 for every seed."""
+    returns = []
+    for seed in (0, 1, 2):
+        result = run(f"examples/configs/{algorithm}_pendulum.yaml", seed, tmp_path / f"seed{seed}")
+        assert result["env_steps"] == 20_000
+        returns.append(result["eval_return_mean"])
+    assert min(returns) >= -200, f"{algorithm} final eval returns by seed: {returns}"

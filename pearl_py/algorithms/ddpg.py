@@ -17,11 +17,11 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from pearl_py.algorithms.base import Algorithm, Loss
-from pearl_py.algorithms.config import OffPolicyConfig
-from pearl_py.algorithms.learner import TensorBatch
 from pearl_py.algorithms.losses import td_target, weighted_mean
 from pearl_py.algorithms.networks import Networks, StateActionValue, mlp
+from pearl_py.algorithms.off_policy.base import Algorithm, Loss
+from pearl_py.algorithms.off_policy.config import OffPolicyConfig
+from pearl_py.algorithms.off_policy.learner import TensorBatch
 from pearl_py.config.fields import param
 
 
@@ -47,6 +47,7 @@ class DDPG(Algorithm):
     discrete_actions = False
     target_networks = ("actor", "critic")
     acting_networks = ("actor",)
+    acting_form = "deterministic_actor_noise"
 
     def build_networks(self) -> dict[str, nn.Module]:
         spec, arch = self.spec, self.config.net_arch
@@ -56,8 +57,8 @@ class DDPG(Algorithm):
         }
 
     def losses(self) -> Sequence[Loss]:
-        return [Loss("critic", trains="critic", fn=self._critic_loss),
-                Loss("actor", trains="actor", fn=self._actor_loss)]
+        return [Loss("critic", trains="critic", fn=self._critic_loss, form="ddpg_critic"),
+                Loss("actor", trains="actor", fn=self._actor_loss, form="dpg_actor")]
 
     def _critic_loss(self, nets: Networks, batch: TensorBatch) -> tuple[torch.Tensor, torch.Tensor]:
         with torch.no_grad():

@@ -16,11 +16,11 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from pearl_py.algorithms.base import Algorithm, Loss
-from pearl_py.algorithms.config import OffPolicyConfig
-from pearl_py.algorithms.learner import TensorBatch
 from pearl_py.algorithms.losses import td_target, weighted_mean
 from pearl_py.algorithms.networks import Networks, mlp
+from pearl_py.algorithms.off_policy.base import Algorithm, Loss
+from pearl_py.algorithms.off_policy.config import OffPolicyConfig
+from pearl_py.algorithms.off_policy.learner import TensorBatch
 from pearl_py.algorithms.schedules import linear_schedule
 from pearl_py.config.fields import param
 
@@ -47,13 +47,15 @@ class DQN(Algorithm):
     discrete_actions = True
     target_networks = ("q",)
     acting_networks = ("q",)
+    acting_form = "epsilon_greedy_q"
     target_update_unit = "env_steps"
+    acting_form = "epsilon_greedy_q"
 
     def build_networks(self) -> dict[str, torch.nn.Module]:
         return {"q": mlp(self.spec.obs_dim, self.config.net_arch, self.spec.action_dim)}
 
     def losses(self) -> Sequence[Loss]:
-        return [Loss("q", trains="q", fn=self._q_loss)]
+        return [Loss("q", trains="q", fn=self._q_loss, form="dqn_td")]
 
     def _q_loss(self, nets: Networks, batch: TensorBatch) -> tuple[torch.Tensor, torch.Tensor]:
         with torch.no_grad():

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import torch
 
-from pearl_py.algorithms.learner import TensorBatch
+from pearl_py.algorithms.off_policy.learner import TensorBatch
 
 
 def td_target(batch: TensorBatch, next_value: torch.Tensor, gamma: float) -> torch.Tensor:

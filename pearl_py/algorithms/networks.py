@@ -16,13 +16,13 @@ import torch
 from torch import nn
 
 
-def mlp(n_in: int, hidden: Sequence[int], n_out: int, output_activation: type[nn.Module] | None = None
-        ) -> nn.Sequential:
-    """A ReLU multilayer perceptron ``n_in -> hidden... -> n_out``."""
+def mlp(n_in: int, hidden: Sequence[int], n_out: int, output_activation: type[nn.Module] | None = None,
+        activation: type[nn.Module] = nn.ReLU) -> nn.Sequential:
+    """A multilayer perceptron ``n_in -> hidden... -> n_out`` (ReLU hidden layers unless ``activation``)."""
     layers: list[nn.Module] = []
     width = n_in
     for h in hidden:
-        layers += [nn.Linear(width, h), nn.ReLU()]
+        layers += [nn.Linear(width, h), activation()]
         width = h
     layers.append(nn.Linear(width, n_out))
     if output_activation is not None:
@@ -39,6 +39,18 @@ class StateActionValue(nn.Module):
 
     def forward(self, obs: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
         return self.net(torch.cat([obs, action], dim=-1)).squeeze(-1)
+
+
+class TwinStateActionValue(nn.Module):
+    """Two independent Q(s, a) estimates (TD3, SAC: the smaller one fights overestimation)."""
+
+    def __init__(self, obs_dim: int, action_dim: int, hidden: Sequence[int]) -> None:
+        super().__init__()
+        self.q1 = StateActionValue(obs_dim, action_dim, hidden)
+        self.q2 = StateActionValue(obs_dim, action_dim, hidden)
+
+    def forward(self, obs: torch.Tensor, action: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return self.q1(obs, action), self.q2(obs, action)
 
 
 class Networks(nn.Module):

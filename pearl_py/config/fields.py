@@ -4,6 +4,10 @@ A config dataclass declares each field with :func:`param`; :func:`build` turns a
 plain dict (from YAML or keyword arguments) into the frozen dataclass, rejecting
 unknown keys, wrong types and out-of-range values with a :class:`ConfigError`
 that names the key path and, when the dict came from a file, its line.
+A field type may parse itself (a class method ``from_config(value)`` raising
+``ValueError``, a ``config_number`` that ``low``/``high`` bound, a ``config_type_name``),
+as schedules do; a ``ConfigError(key=...)`` raised by ``__post_init__`` (a check across
+fields) is located at that key's line.
 
 Example::
 
@@ -70,7 +74,20 @@ def build(cls: type[T], values: dict[str, Any], *, doc: YamlDocument | None = No
     for key, value in values.items():
         field = fields[key]
         kwargs[key] = _check(value, hints[key], field.metadata, path + (key,), fail)
-    return cls(**kwargs)
+    try:
+        return cls(**kwargs)
+    except ConfigError as exc:  # a check across fields (``__post_init__``) names its key: locate it in the file
+        if exc.key is None or exc.file is not None:
+            raise
+        raise fail(path + tuple(exc.key.split(".")), exc.reason) from None
+
+
+def rebuild(cls: type[T], config: T | None, overrides: dict[str, Any]) -> T:
+    """``config`` (or the defaults, when None) with ``overrides`` applied, validated by :func:`build`."""
+    if config is not None and not overrides:
+        return config
+    given = {f.name: getattr(config, f.name) for f in dataclasses.fields(config)} if config is not None else {}
+    return build(cls, given | overrides)
 
 
 def _check(value: Any, hint: Any, meta: typing.Mapping[str, Any], path: KeyPath,
@@ -85,19 +102,25 @@ def _check(value: Any, hint: Any, meta: typing.Mapping[str, Any], path: KeyPath,
         args = [a for a in typing.get_args(hint) if a is not type(None)]
         if value is None:
             return None
-        return _check(value, args[0], meta, path, fail)
+        if len(args) == 1:
+            return _check(value, args[0], meta, path, fail)
+        for arg in args:   # ``float | str``: checked as the first of the types the value is
+            if _is_a(value, arg):
+                return _check(value, arg, meta, path, fail)
+        raise fail(path, f"expected {_type_name(hint)}, got {_show(value)}")
     checked = _scalar(value, hint, path, fail)
     choices = meta.get("choices")
     if choices is not None and checked not in choices:
         raise fail(path, f"must be one of {', '.join(map(str, choices))}; got {_show(value)}")
     low, high = meta.get("low"), meta.get("high")
-    if isinstance(checked, (int, float)) and not isinstance(checked, bool):
-        if isinstance(checked, float) and not math.isfinite(checked):
+    number = getattr(checked, "config_number", checked)  # a self-parsing value bounds one number of its own
+    if isinstance(number, (int, float)) and not isinstance(number, bool):
+        if isinstance(number, float) and not math.isfinite(number):
             raise fail(path, f"must be a finite number, got {checked}")
-        if low is not None and (checked <= low if meta.get("low_open") else checked < low):
+        if low is not None and (number <= low if meta.get("low_open") else number < low):
             op = ">" if meta.get("low_open") else ">="
             raise fail(path, f"must be {op} {low}, got {checked}")
-        if high is not None and checked > high:
+        if high is not None and number > high:
             raise fail(path, f"must be <= {high}, got {checked}")
     return checked
 
@@ -119,9 +142,23 @@ def _scalar(value: Any, hint: Any, path: KeyPath, fail: Callable[[KeyPath, str],
     elif hint is str:
         if isinstance(value, str):
             return value
+    elif hasattr(hint, "from_config"):  # a value type that parses itself, e.g. a schedule ("lin_0.001")
+        try:
+            return hint.from_config(value)
+        except ValueError as exc:
+            raise fail(path, str(exc)) from None
     else:  # pragma: no cover - a field type the builder does not know is a bug in pearl_py
         raise TypeError(f"unsupported config field type {hint!r} at {path}")
     raise fail(path, f"expected {_type_name(hint)}, got {_show(value)}")
+
+
+def _is_a(value: Any, hint: Any) -> bool:
+    """Whether ``value`` reads as a scalar of type ``hint`` (range not checked)."""
+    try:
+        _scalar(value, hint, (), lambda path, message: ConfigError(message))
+    except ConfigError:
+        return False
+    return True
 
 
 def _as_number(value: Any) -> float | int | None:
@@ -144,8 +181,10 @@ def _type_name(hint: Any) -> str:
         return f"list of {_type_name(typing.get_args(hint)[0])}"
     if origin is not None:
         args = [a for a in typing.get_args(hint) if a is not type(None)]
-        return f"{_type_name(args[0])} or null"
-    return {bool: "true/false", int: "integer", float: "number", str: "text"}.get(hint, str(hint))
+        names = " or ".join(_type_name(a) for a in args)
+        return f"{names} or null" if type(None) in typing.get_args(hint) else names
+    named = getattr(hint, "config_type_name", None)
+    return named or {bool: "true/false", int: "integer", float: "number", str: "text"}.get(hint, str(hint))
 
 
 def _nearest(key: str, known: typing.Iterable[str]) -> str | None:

@@ -12,7 +12,7 @@ figures. Files are written atomically (temporary file + ``os.replace``).
 Example::
 
     >>> cal = Calibration.load_default()          # None until `pearl profile` has run
-    >>> cal.model("learner_update", "reference").predict(features)
+    >>> cal.model(LEARNER_UPDATE, "reference").predict(features)
 """
 from __future__ import annotations
 
@@ -26,9 +26,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pearl_py.estimate.fit import FittedModel
+from pearl_py.protocol.kernel import LEARNER_UPDATE
 
 CACHE_ENV = "PEARL_CACHE_DIR"
-THREADED_VARIANTS: dict[str, tuple[str, ...]] = {"learner_update": ("reference", "fused")}
+THREADED_VARIANTS: dict[str, tuple[str, ...]] = {LEARNER_UPDATE: ("reference", "fused")}
 """Variants calibrated at more than one thread. ``compiled`` is not: inductor fixes the thread count of its
 fused loops when it compiles, so every count would cost its own compiles (4 more per count)."""
 MAX_THREADS = 2
@@ -37,9 +38,9 @@ MAX_THREADS = 2
 
 def machine_fingerprint() -> str:
     """Short hash of host name, CPU model, usable cores and torch version."""
-    from pearl_py.platform.local import read_cpuinfo
-
     import torch
+
+    from pearl_py.platform.local import read_cpuinfo
 
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     text = "|".join([platform.node(), read_cpuinfo().get("model name", platform.processor()), str(cores),

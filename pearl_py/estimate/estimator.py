@@ -1,8 +1,15 @@
 """Estimator: what a kernel costs on a device, in time, energy and resources, and how we know.
 
-- local CPU with a calibration (``pearl profile``): the fitted model, ``source="calibrated"``;
-- other CPUs and GPUs: roofline + per-op dispatch from the catalogue, ``"modelled"``;
-- FPGAs: the HLS-style model of :mod:`pearl_py.estimate.fpga_kernels`, ``"modelled"``.
+How a device is costed is its kind's (:mod:`pearl_py.platform.kinds`, ``costing``):
+
+- ``calibrated`` (CPUs): on this machine with a calibration (``pearl profile``) the fitted model,
+  ``source="calibrated"``; elsewhere the roofline;
+- ``roofline`` (GPUs): roofline + per-op dispatch from the catalogue, ``"modelled"``;
+- ``hls`` (FPGAs): the HLS-style model of :mod:`pearl_py.estimate.fpga_kernels`, ``"modelled"``.
+
+Which model applies to a kernel follows its workload type (``ROOFLINE`` and ``FPGA_DESIGNS``
+below: a new workload type registers its models there); which devices may host it, its kind's
+``hosts``.
 
 The learner update on the local calibrated CPU is also costed at more than one thread
 (:meth:`Estimator.thread_counts`, ``cost(..., threads=n)``: its ``@<n>threads`` models);
@@ -11,8 +18,9 @@ everywhere else a call is one thread's.
 Implementation variants (``pearl_py.kernels``: ``compiled`` learner update, ``fused``
 inference on CPUs, ``cuda_graph`` on GPUs) are costed like the reference: the local CPU
 from their own calibrated model, other devices from ``estimators/roofline.yaml``.
-:meth:`Estimator.variants` says which are offered on a device; ``Cost.setup_s`` carries
-a variant's one-off setup (the compile).
+:meth:`Estimator.variants` says which are offered for a kernel on a device (registered for
+the device kind's class, runnable there, and supporting the kernel's declared forms);
+``Cost.setup_s`` carries a variant's one-off setup (the compile).
 
 A kernel's cost excludes moving its inputs between devices: :meth:`Estimator.transfer`
 charges the links a plan's crossing edges use.
@@ -22,37 +30,81 @@ Example::
     >>> est = Estimator()                                   # reads this machine's calibration if cached
     >>> graph = pearl.DQN("CartPole-v1").protocol()
     >>> local = Platform.local()
-    >>> est.cost(graph.kernel("learner_update"), local.device("cpu")).source
+    >>> est.cost(graph.kernel(LEARNER_UPDATE), local.device("cpu")).source
     'calibrated'
     >>> fpga = Platform.load("pearl-cpu-gpu-fpga").device("fpga")
-    >>> est.cost(graph.kernel("replay_sample"), fpga).resources["dsp"]
-    >>> est.variants(graph.kernel("learner_update"), local.device("cpu"))
+    >>> est.cost(graph.kernel(REPLAY_SAMPLE), fpga).resources["dsp"]
+    >>> est.variants(graph.kernel(LEARNER_UPDATE), local.device("cpu"))
     ['reference', 'compiled']
 """
 from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
 
 from pearl_py.estimate import roofline
 from pearl_py.estimate.calibration import THREADED_VARIANTS, Calibration
 from pearl_py.estimate.cost import Cost, Infeasible
 from pearl_py.estimate.features import workload_features
-from pearl_py.estimate.fpga_kernels import FpgaTemplates, mlp_design, sum_tree_design, sync_design
+from pearl_py.estimate.fpga_kernels import (
+    FpgaTemplates,
+    mlp_design,
+    sum_tree_design,
+    sync_design,
+)
 from pearl_py.estimate.power import dynamic_energy_j
 from pearl_py.estimate.roofline import RooflineParams
 from pearl_py.platform import Device, Platform
-from pearl_py.protocol import REPLAY_KINDS, Kernel, KernelKind
+from pearl_py.platform.kinds import device_kind
+from pearl_py.protocol import Kernel, KernelKind
+from pearl_py.protocol.workload import (
+    EnvWorkload,
+    NetworkWorkload,
+    ReplayWorkload,
+    SyncWorkload,
+)
 
-_NETWORK_KINDS = {KernelKind.INFERENCE, KernelKind.LEARNER_UPDATE}
-_DEVICE_CLASS = {"cpu": "cpu", "gpu": "gpu"}
-"""Device kinds that have kernel variants, and the ``pearl_py.kernels`` device class of each."""
+RooflineModel = Callable[[Kernel, Any, RooflineParams, str, str], tuple[float, dict[str, float]]]
+"""``model(kernel, spec, params, variant, machine) -> (seconds, terms)``; ``machine``: the device kind's
+roofline machine model (``core``: one CPU core; ``accelerator``: a GPU-like device)."""
 
 
-def registered_variants(kind: KernelKind, device_kind: str) -> list[tuple[str, object]]:
-    """``[(name, Variant)]`` that ``pearl_py.kernels`` registers for ``kind`` on ``device_kind``."""
-    if device_kind not in _DEVICE_CLASS:
+def _network(kernel: Kernel, spec: Any, params: RooflineParams, variant: str, machine: str):
+    return roofline.network_latency(workload_features(kernel.workload), spec, params, variant, kernel.kind, machine)
+
+
+def _replay(kernel: Kernel, spec: Any, params: RooflineParams, variant: str, machine: str):
+    return roofline.replay_latency(kernel.kind, workload_features(kernel.workload), spec, params, variant, machine)
+
+
+def _env(kernel: Kernel, spec: Any, params: RooflineParams, variant: str, machine: str):
+    return roofline.env_latency(kernel.workload.env_id, kernel.workload.n_envs, spec, params)
+
+
+def _copy(kernel: Kernel, spec: Any, params: RooflineParams, variant: str, machine: str):
+    return roofline.copy_latency(workload_features(kernel.workload)["bytes"], spec, machine)
+
+
+ROOFLINE: dict[type, RooflineModel] = {NetworkWorkload: _network, ReplayWorkload: _replay, EnvWorkload: _env,
+                                        SyncWorkload: _copy}
+"""The roofline model of each workload type (docs/cost-models.md, Roofline)."""
+
+FPGA_DESIGNS: dict[type, Callable[..., Any]] = {
+    NetworkWorkload: lambda kernel, board, t: mlp_design(kernel.workload, kernel.kind, board, t),
+    ReplayWorkload: lambda kernel, board, t: sum_tree_design(kernel.workload, kernel.kind, board, t),
+    SyncWorkload: lambda kernel, board, t: sync_design(kernel.workload, board, t),
+}
+"""The HLS-style design of each workload type (docs/cost-models.md, FPGA)."""
+
+
+def registered_variants(kind: KernelKind, device_kind_name: str) -> list[tuple[str, Any]]:
+    """``[(name, Variant)]`` that ``pearl_py.kernels`` registers for ``kind`` on the device kind's class."""
+    variant_class = device_kind(device_kind_name).variant_class
+    if variant_class is None:
         return []
     from pearl_py.kernels import REGISTRY
 
-    return [(v.name, v) for v in REGISTRY.variants(kind, _DEVICE_CLASS[device_kind])]
+    return [(v.name, v) for v in REGISTRY.variants(kind, variant_class)]
 
 
 def _registered_anywhere(name: str) -> bool:
@@ -62,7 +114,10 @@ def _registered_anywhere(name: str) -> bool:
 
 
 class Estimator:
-    """Costs per (kernel, variant, device). ``calibration=None`` reads the machine's cache."""
+    """Costs per (kernel, variant, device). ``calibration=None`` reads the machine's cache.
+
+    It implements :class:`pearl_py.optimize.builder.CostModel`, the optimizer's whole contract.
+    """
 
     def __init__(self, calibration: Calibration | None = None, *, use_cache: bool = True,
                  templates: FpgaTemplates | None = None, params: RooflineParams | None = None) -> None:
@@ -73,7 +128,8 @@ class Estimator:
 
     def variants(self, kernel: Kernel, device: Device) -> list[str]:
         """Implementation variants offered for ``kernel`` on ``device``: "reference" first, then every
-        variant ``pearl_py.kernels`` registers for the kind on the device's class that can run there.
+        variant ``pearl_py.kernels`` registers for the kind on the device's class that can run there
+        and supports the kernel as its algorithm declared it (:meth:`Variant.supports`).
 
         On this machine's devices (``device.local``) the registry's ``available()`` decides (no
         ``cuda_graph`` without CUDA, no ``compiled`` where ``torch.compile`` cannot run); a
@@ -92,8 +148,8 @@ class Estimator:
     def _variant_status(self, kernel: Kernel, device: Device) -> dict[str, str | None]:
         status: dict[str, str | None] = {}
         for name, variant in registered_variants(kernel.kind, device.kind):
-            reason = None
-            if device.local:
+            reason = variant.supports(kernel)
+            if reason is None and device.local:
                 ok, why = variant.available()
                 reason = None if ok else why
             if reason is None and name != "reference" and self._calibration_lacks(kernel, device, name):
@@ -101,27 +157,29 @@ class Estimator:
             status[name] = reason
         return status
 
+    def _calibrated_here(self, device: Device) -> bool:
+        """Whether ``device`` is costed from this machine's calibration (a local device of a calibrated kind)."""
+        return device.local and self.calibration is not None and device_kind(device.kind).costing == "calibrated"
+
     def _calibration_lacks(self, kernel: Kernel, device: Device, variant: str) -> bool:
-        if not (device.kind == "cpu" and device.local and self.calibration is not None):
+        if not self._calibrated_here(device):
             return False
-        kind = kernel.kind.value
-        return self.calibration.model(kind, "reference") is not None and self.calibration.model(kind, variant) is None
+        return self.calibration.model(kernel.kind, "reference") is not None and \
+            self.calibration.model(kernel.kind, variant) is None
 
     def thread_counts(self, kernel: Kernel, device: Device, variant: str = "reference") -> list[int]:
         """Thread counts ``variant`` of ``kernel`` is costed at on ``device``: 1, and on this machine's
         calibrated CPU every count up to its cores that has a model (the learner update's, ``pearl profile``)."""
-        if not (device.kind == "cpu" and device.local and self.calibration is not None):
+        if not (kernel.kind.threaded and self._calibrated_here(device)):
             return [1]
-        kind = kernel.kind.value
         return [1] + [n for n in range(2, device.parallel_units + 1)
-                      if self.calibration.model(kind, variant, threads=n) is not None]
+                      if self.calibration.model(kernel.kind, variant, threads=n) is not None]
 
     def thread_note(self, kernel: Kernel, device: Device) -> str | None:
         """Why ``kernel`` is offered one thread only on this machine's multi-core CPU, when a newer
         ``pearl profile`` would offer more (a calibration cached before threaded calibration existed)."""
-        kind = kernel.kind.value
-        if not (device.kind == "cpu" and device.local and self.calibration is not None
-                and device.parallel_units > 1 and kind in THREADED_VARIANTS):
+        kind = kernel.kind
+        if not (self._calibrated_here(device) and device.parallel_units > 1 and kind in THREADED_VARIANTS):
             return None
         if any(len(self.thread_counts(kernel, device, v)) > 1 for v in THREADED_VARIANTS[kind]):
             return None
@@ -141,23 +199,24 @@ class Estimator:
                 raise Infeasible(kernel.name, device.name, "threads", reason=f"{variant!r} is not calibrated at "
                                  f"{threads} threads here (only {self.thread_counts(kernel, device, variant)})")
             return self._calibrated(kernel, device, variant, threads)
-        if device.kind == "fpga":
+        if not kernel.kind.can_run_on(device.kind):
+            raise Infeasible(kernel.name, device.name, "device kind", reason=kernel.kind.hosts_reason)
+        costing = device_kind(device.kind).costing
+        if costing == "hls":
             return self._fpga(kernel, device)
-        if kernel.kind == KernelKind.ENV_STEP and device.kind != "cpu":
-            raise Infeasible(kernel.name, device.name, "device kind", reason="gymnasium environments run on CPUs")
         if variant != "reference" and variant not in dict(registered_variants(kernel.kind, device.kind)):
             if variant not in self.params.variants and not _registered_anywhere(variant):
                 raise KeyError(f"unknown kernel variant {variant!r}; estimators/roofline.yaml knows "
                                f"{sorted(self.params.variants)}")
             raise Infeasible(kernel.name, device.name, "variant",
-                             reason=f"pearl_py.kernels has no {kernel.kind.value} variant {variant!r} "
+                             reason=f"pearl_py.kernels has no {kernel.kind} variant {variant!r} "
                                     f"for {device.kind} devices")
-        if device.kind == "cpu" and device.local:
+        if self._calibrated_here(device):
             calibrated = self._calibrated(kernel, device, variant)
             if calibrated is not None:
                 return calibrated
         try:
-            self.params.variant(variant, kernel.kind.value)
+            self.params.variant(variant, kernel.kind)
         except KeyError as exc:  # a registered variant nobody has modelled yet: not offered where uncalibrated
             raise Infeasible(kernel.name, device.name, "variant", reason=str(exc.args[0])) from None
         return self._roofline(kernel, device, variant)
@@ -169,46 +228,40 @@ class Estimator:
     def _calibrated(self, kernel: Kernel, device: Device, variant: str, threads: int = 1) -> Cost | None:
         if self.calibration is None:
             return None
-        env_id = getattr(kernel.workload, "env_id", None) if kernel.kind == KernelKind.ENV_STEP else None
-        model = self.calibration.model(kernel.kind.value, variant, env_id, threads)
+        env_id = kernel.workload.env_id if isinstance(kernel.workload, EnvWorkload) else None
+        model = self.calibration.model(kernel.kind, variant, env_id, threads)
         if model is None:
             return None
         features = workload_features(kernel.workload)
         latency = max(model.predict(features), 0.0)
-        setup = self.calibration.meta.get("setup", {}).get(f"{kernel.kind.value}/{variant}") or {}
+        setup = self.calibration.meta.get("setup", {}).get(f"{kernel.kind}/{variant}") or {}
         setup_s = setup.get("seconds")
         if setup_s is None:  # no cold setup measured here (a warm cache served every compile): the modelled one
-            setup_s = self.params.setup_s(variant, kernel.kind.value) if variant != "reference" else 0.0
+            setup_s = self.params.setup_s(variant, kernel.kind) if variant != "reference" else 0.0
         return Cost(latency, dynamic_energy_j(device.spec, latency, threads / device.spec.cores),
-                    {"cores": threads}, "calibrated", kernel.kind.value, {"model": model.cv_mape}, setup_s)
+                    {"cores": threads}, "calibrated", kernel.kind, {"model": model.cv_mape}, setup_s)
 
     def _roofline(self, kernel: Kernel, device: Device, variant: str) -> Cost:
-        spec, features, p = device.spec, workload_features(kernel.workload), self.params
-        if kernel.kind in _NETWORK_KINDS:
-            latency, detail = roofline.network_latency(features, spec, p, variant, kernel.kind.value)
-        elif kernel.kind in REPLAY_KINDS:
-            latency, detail = roofline.replay_latency(kernel.kind.value, features, spec, p, variant)
-        elif kernel.kind == KernelKind.ENV_STEP:
-            latency, detail = roofline.env_latency(kernel.workload.env_id, kernel.workload.n_envs, spec, p)
-        else:
-            latency, detail = roofline.copy_latency(features["bytes"], spec)
-        if device.kind == "cpu":
-            share, resources = 1 / spec.cores, {"cores": 1}
-        else:  # a GPU draws dynamic power for the bound (compute or memory) part, not while launching
+        model = ROOFLINE.get(type(kernel.workload))
+        if model is None:
+            raise Infeasible(kernel.name, device.name, "cost model",
+                             reason=f"no roofline model for {type(kernel.workload).__name__} workloads")
+        kind = device_kind(device.kind)
+        latency, detail = model(kernel, device.spec, self.params, variant, kind.roofline)
+        if kind.roofline == "core":
+            share, resources = 1 / device.parallel_units, {"cores": 1}
+        else:  # an accelerator draws dynamic power for the bound (compute or memory) part, not while launching
             share, resources = (latency - detail.get("dispatch", 0.0)) / latency if latency else 0.0, {}
-        return Cost(latency, dynamic_energy_j(spec, latency, share), resources, "modelled", kernel.kind.value, detail,
-                    p.setup_s(variant, kernel.kind.value))
+        return Cost(latency, dynamic_energy_j(device.spec, latency, share), resources, "modelled", kernel.kind,
+                    detail, self.params.setup_s(variant, kernel.kind))
 
     def _fpga(self, kernel: Kernel, device: Device) -> Cost:
-        board, t = device.spec, self.templates
-        if kernel.kind in _NETWORK_KINDS:
-            design = mlp_design(kernel.workload, kernel.kind.value, board, t)
-        elif kernel.kind in REPLAY_KINDS:
-            design = sum_tree_design(kernel.workload, kernel.kind.value, board, t)
-        elif kernel.kind == KernelKind.PARAM_SYNC:
-            design = sync_design(kernel.workload, board, t)
-        else:
-            raise Infeasible(kernel.name, device.name, "device kind", reason="gymnasium environments run on CPUs")
+        board = device.spec
+        design_of = FPGA_DESIGNS.get(type(kernel.workload))
+        if design_of is None:
+            raise Infeasible(kernel.name, device.name, "cost model",
+                             reason=f"no FPGA design for {type(kernel.workload).__name__} workloads")
+        design = design_of(kernel, board, self.templates)
         capacity = board.capacity()
         share = max((used / capacity[name] for name, used in design.resources.items()), default=0.0)
         return Cost(design.seconds, dynamic_energy_j(board, design.seconds, share), design.resources,

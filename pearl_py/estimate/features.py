@@ -11,7 +11,13 @@ Example::
 """
 from __future__ import annotations
 
-from pearl_py.protocol import EnvWorkload, NetworkWorkload, ReplayWorkload, SyncWorkload, Workload
+from pearl_py.protocol import (
+    EnvWorkload,
+    NetworkWorkload,
+    ReplayWorkload,
+    SyncWorkload,
+    Workload,
+)
 from pearl_py.protocol.workload import FLOAT_BYTES
 
 ADAM_STATE_WORDS = 4

@@ -8,7 +8,7 @@ Example::
 
     >>> from pearl_py.platform import Platform
     >>> fpga = Platform.load("pearl-cpu-gpu-fpga").device("fpga").spec
-    >>> design = sum_tree_design(ReplayWorkload(1 << 16, 128, 48, True, 16), "replay_sample", fpga, FpgaTemplates.load())
+    >>> design = sum_tree_design(ReplayWorkload(1 << 16, 128, 48, True, 16), REPLAY_SAMPLE, fpga, FpgaTemplates.load())
     >>> design.cycles, design.resources["dsp"]
 """
 from __future__ import annotations
@@ -18,15 +18,28 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pearl_py.estimate.cost import Infeasible
-from pearl_py.estimate.fpga_hls import DenseOp, Resources, dataflow_cycles, pipelined_cycles, rec_mii
+from pearl_py.estimate.fpga_hls import (
+    DenseOp,
+    Resources,
+    dataflow_cycles,
+    pipelined_cycles,
+    rec_mii,
+)
 from pearl_py.platform.spec import FpgaSpec, check_keys
 from pearl_py.platform.yamlsrc import CatalogueYaml
 from pearl_py.protocol import NetworkWorkload, ReplayWorkload, SyncWorkload
+from pearl_py.protocol.kernel import (
+    INFERENCE,
+    LEARNER_UPDATE,
+    PARAM_SYNC,
+    REPLAY_INSERT,
+    REPLAY_SAMPLE,
+)
 from pearl_py.resources import estimators_dir
 
 _SHARE_KEYS = ("dsp", "lut", "ram")
 _SCHEMA = {
-    "budget_share": ["learner_update", "inference", "sum_tree", "param_sync"],
+    "budget_share": [LEARNER_UPDATE, INFERENCE, "sum_tree", PARAM_SYNC],
     "mlp": ["parallelism", "adam_dsp_share", "adam_macs_per_lane", "adam_depth", "loss_depth",
             "lut_per_multiplier", "lut_base", "lutram_max_bits"],
     "sum_tree": ["partition", "lut_per_level", "write_latency"],
@@ -113,7 +126,7 @@ def mlp_design(workload: NetworkWorkload, kernel: str, board: FpgaSpec, template
     cannot win; the fastest pair is the exact optimum, so a bigger budget is never slower.
     """
     t = templates.mlp
-    train = kernel == "learner_update"
+    train = kernel == LEARNER_UPDATE
     share = templates.budget_share[kernel]
     budget = board_budget(board, share)
     max_lanes = 0
@@ -200,7 +213,7 @@ def sum_tree_design(workload: ReplayWorkload, kernel: str, board: FpgaSpec, temp
     res.add("lut", t["lut_per_level"] * depth)
     _check(res, budget, kernel, board)
 
-    if kernel == "replay_sample":
+    if kernel == REPLAY_SAMPLE:
         if banks == k:  # all children in one cycle, adder tree over them
             stage = board.mem_read_latency + board.fadd_latency * math.ceil(math.log2(k)) + 1
             ii = 1
@@ -211,7 +224,7 @@ def sum_tree_design(workload: ReplayWorkload, kernel: str, board: FpgaSpec, temp
     else:
         stage = board.mem_read_latency + board.fadd_latency + t["write_latency"]
         ii = rec_mii(stage, 1)  # consecutive updates meet at the root: read-add-write before the next
-        offchip_bytes = workload.batch * workload.item_bytes if kernel == "replay_insert" else 0
+        offchip_bytes = workload.batch * workload.item_bytes if kernel == REPLAY_INSERT else 0
     cycles = pipelined_cycles(workload.batch, ii, depth * stage)
     offchip = _offchip_s(board, offchip_bytes)
     return Design(cycles, cycles / board.clock_hz + offchip, dict(res.used),
@@ -227,7 +240,7 @@ def _offchip_s(board: FpgaSpec, nbytes: float) -> float:
 def _uniform_replay(workload: ReplayWorkload, kernel: str, board: FpgaSpec, templates: FpgaTemplates) -> Design:
     """Uniform replay: index generation at II 1, items streamed from off-chip memory."""
     cycles = pipelined_cycles(workload.batch, 1, board.mem_read_latency + 2)
-    moves = kernel in ("replay_sample", "replay_insert")
+    moves = kernel in (REPLAY_SAMPLE, REPLAY_INSERT)
     offchip = _offchip_s(board, workload.bytes_moved if moves else 0)
     res = {"lut": templates.sum_tree["lut_per_level"]}
     return Design(cycles, cycles / board.clock_hz + offchip, res, {"index": cycles, "offchip_s": offchip}, "sum_tree")
@@ -237,4 +250,4 @@ def sync_design(workload: SyncWorkload, board: FpgaSpec, templates: FpgaTemplate
     """Parameters streamed out of on-chip RAM to off-chip memory by a DMA engine."""
     seconds = _offchip_s(board, workload.param_bytes)
     return Design(0, seconds, {"lut": templates.mlp["lut_base"]},
-                  {"offchip_s": seconds}, "param_sync")
+                  {"offchip_s": seconds}, PARAM_SYNC)

@@ -6,13 +6,13 @@ envs as the runtime makes them) and returns its workload and a zero-argument cal
 Variants of a kernel kind (``pearl_py.kernels``) register their own runner under the
 variant's name: ``learner_update/compiled`` (the ``torch.compile`` whole step, compiled
 once per network shape with the batch dimension dynamic), ``learner_update/fused`` (the
-numba DQN/DDPG step) and ``inference/fused`` (the numba DQN/DDPG act).
+numba DQN/DDPG/TD3/SAC step) and ``inference/fused`` (the numba act).
 A callable with a one-off setup (a compile) carries it as ``call.setup_s`` (seconds).
 
 Example::
 
-    >>> point = BenchPoint("learner_update", algo="dqn", width=64, batch=32)
-    >>> workload, call = build("learner_update", "reference", point)
+    >>> point = BenchPoint(LEARNER_UPDATE, algo="dqn", width=64, batch=32)
+    >>> workload, call = build(LEARNER_UPDATE, "reference", point)
     >>> seconds = time_call(call)
 """
 from __future__ import annotations
@@ -25,8 +25,18 @@ import numpy as np
 import torch
 
 from pearl_py.protocol import SyncWorkload, Workload
+from pearl_py.protocol.kernel import (
+    ENV_STEP,
+    INFERENCE,
+    LEARNER_UPDATE,
+    PARAM_SYNC,
+    PRIORITY_UPDATE,
+    REPLAY_INSERT,
+    REPLAY_SAMPLE,
+)
 
-ALGO_ENVS = {"dqn": "CartPole-v1", "ddpg": "Pendulum-v1"}
+ALGO_ENVS = {"dqn": "CartPole-v1", "ddpg": "Pendulum-v1", "td3": "Pendulum-v1", "sac": "Pendulum-v1"}
+"""The env of each algorithm's network points (its zoo env)."""
 
 
 @dataclass(frozen=True)
@@ -109,14 +119,13 @@ def time_call(call: Callable[[], object], target_s: float = 0.03, samples: int =
 
 
 def _algorithm(point: BenchPoint, **extra):
-    import pearl_py as pearl
+    from pearl_py.algorithms import REGISTRY
 
-    cls = {"dqn": pearl.DQN, "ddpg": pearl.DDPG}[point.algo]
-    return cls(ALGO_ENVS[point.algo], net_arch=list(point.hidden), **extra)
+    return REGISTRY[point.algo](ALGO_ENVS[point.algo], net_arch=list(point.hidden), **extra)
 
 
 def _random_batch(algo, size: int, generator: torch.Generator):
-    from pearl_py.algorithms.learner import TensorBatch
+    from pearl_py.algorithms.off_policy.learner import TensorBatch
 
     spec = algo.spec
     obs = torch.randn(size, spec.obs_dim, generator=generator)
@@ -130,10 +139,10 @@ def _random_batch(algo, size: int, generator: torch.Generator):
 
 def learner_update_reference(point: BenchPoint):
     """The algorithm's own gradient step (eager torch, Adam) on a random batch."""
-    from pearl_py.algorithms.learner import Learner
+    from pearl_py.algorithms.off_policy.learner import Learner
 
     algo = _algorithm(point, batch_size=point.batch)
-    workload = algo.protocol().kernel("learner_update").workload
+    workload = algo.protocol().kernel(LEARNER_UPDATE).workload
     learner = Learner(algo, device="cpu")
     batch = _random_batch(algo, point.batch, torch.Generator().manual_seed(0))
     return workload, lambda: learner.update(batch)
@@ -159,12 +168,12 @@ def learner_update_compiled(point: BenchPoint):
     """
     import torch._dynamo
 
-    from pearl_py.algorithms.learner import Learner
+    from pearl_py.algorithms.off_policy.learner import Learner
     from pearl_py.kernels.functional_step import batch_tensors
     from pearl_py.kernels.learner_update import COMPILE_OPTIONS, FusedUpdate
 
     algo = _algorithm(point, batch_size=point.batch)
-    workload = algo.protocol().kernel("learner_update").workload
+    workload = algo.protocol().kernel(LEARNER_UPDATE).workload
     batch = _random_batch(algo, point.batch, torch.Generator().manual_seed(0))
     for tensor in batch_tensors(batch):
         torch._dynamo.mark_dynamic(tensor, 0)
@@ -189,13 +198,13 @@ def learner_update_compiled(point: BenchPoint):
 
 
 def learner_update_fused(point: BenchPoint):
-    """The ``fused`` variant (DQN/DDPG whole step in one numba function); ``setup_s``: building it and
+    """The ``fused`` variant (the whole step in one numba function); ``setup_s``: building it and
     the first call (numba loads its on-disk cache, or compiles, ~10-20 s, the first time on a machine)."""
-    from pearl_py.algorithms.learner import Learner
+    from pearl_py.algorithms.off_policy.learner import Learner
     from pearl_py.kernels.fused_cpu import make_fused_cpu
 
     algo = _algorithm(point, batch_size=point.batch)
-    workload = algo.protocol().kernel("learner_update").workload
+    workload = algo.protocol().kernel(LEARNER_UPDATE).workload
     batch = _random_batch(algo, point.batch, torch.Generator().manual_seed(0))
     start = time.perf_counter()
     update = make_fused_cpu(Learner(algo, device="cpu"))
@@ -205,10 +214,10 @@ def learner_update_fused(point: BenchPoint):
 
 
 def _acting(point: BenchPoint):
-    from pearl_py.algorithms.learner import Learner
+    from pearl_py.algorithms.off_policy.learner import Learner
 
     algo = _algorithm(point, n_envs=point.batch)
-    workload = algo.protocol().kernel("inference").workload
+    workload = algo.protocol().kernel(INFERENCE).workload
     nets = Learner(algo, device="cpu").nets
     obs = np.random.default_rng(0).standard_normal((point.batch, algo.spec.obs_dim), dtype=np.float32)
     return algo, nets, workload, obs
@@ -225,7 +234,7 @@ def inference_reference(point: BenchPoint):
 
 
 def inference_fused(point: BenchPoint):
-    """The ``fused`` variant: DQN's/DDPG's act in one numba call (its compile, ~2 s once per machine, is
+    """The ``fused`` variant: the act in one numba call (its compile, ~2 s once per machine, is
     cached on disk by numba; not reported as a setup, as before)."""
     from pearl_py.kernels.inference import make_fused
 
@@ -291,12 +300,12 @@ def param_sync_reference(point: BenchPoint):
 
 
 for _kind, _runner in {
-    "learner_update": learner_update_reference, "inference": inference_reference,
-    "replay_insert": replay_insert_reference, "replay_sample": replay_sample_reference,
-    "priority_update": priority_update_reference, "env_step": env_step_reference,
-    "param_sync": param_sync_reference,
+    LEARNER_UPDATE: learner_update_reference, INFERENCE: inference_reference,
+    REPLAY_INSERT: replay_insert_reference, REPLAY_SAMPLE: replay_sample_reference,
+    PRIORITY_UPDATE: priority_update_reference, ENV_STEP: env_step_reference,
+    PARAM_SYNC: param_sync_reference,
 }.items():
     register_runner(_kind, "reference", _runner)
-register_runner("learner_update", "compiled", learner_update_compiled)
-register_runner("learner_update", "fused", learner_update_fused)
-register_runner("inference", "fused", inference_fused)
+register_runner(LEARNER_UPDATE, "compiled", learner_update_compiled)
+register_runner(LEARNER_UPDATE, "fused", learner_update_fused)
+register_runner(INFERENCE, "fused", inference_fused)

@@ -12,7 +12,7 @@ learner update's compile) also records that setup in ``calibration.meta["setup"]
 Example::
 
     >>> cal = profile(quick=True)                 # ~1 minute on a 2-core VM
-    >>> cal.model("inference", "reference").form
+    >>> cal.model(INFERENCE, "reference").form
     'linear'
 """
 from __future__ import annotations
@@ -24,37 +24,63 @@ from collections.abc import Callable, Iterator
 
 import torch
 
-from pearl_py.estimate.calibration import (MAX_THREADS, THREADED_VARIANTS, Calibration, machine_fingerprint,
-                                           model_key)
+from pearl_py.estimate.calibration import (
+    MAX_THREADS,
+    THREADED_VARIANTS,
+    Calibration,
+    machine_fingerprint,
+    model_key,
+)
 from pearl_py.estimate.features import workload_features
 from pearl_py.estimate.fit import FittedModel, select_model
-from pearl_py.estimate.microbench import BenchPoint, build, clear_compiled, time_call, variants
+from pearl_py.estimate.microbench import (
+    BenchPoint,
+    build,
+    clear_compiled,
+    time_call,
+    variants,
+)
 from pearl_py.estimate.neighbour import neighbour
 from pearl_py.kernels.affinity import pinned_threads, usable_cpus
 from pearl_py.protocol import Workload
+from pearl_py.protocol.kernel import (
+    ENV_STEP,
+    INFERENCE,
+    LEARNER_UPDATE,
+    PARAM_SYNC,
+    PRIORITY_UPDATE,
+    REPLAY_INSERT,
+    REPLAY_SAMPLE,
+)
 
-KINDS = ("learner_update", "inference", "replay_insert", "replay_sample", "priority_update", "env_step",
-         "param_sync")
+KINDS = (LEARNER_UPDATE, INFERENCE, REPLAY_INSERT, REPLAY_SAMPLE, PRIORITY_UPDATE, ENV_STEP,
+         PARAM_SYNC)
 CALIBRATED_ENVS = ("CartPole-v1", "Pendulum-v1")
 
 KIND_FEATURES: dict[str, tuple[str, list[str]]] = {
-    "learner_update": ("flops", ["flops", "bytes", "ops"]),
-    "inference": ("flops", ["flops", "bytes", "ops"]),
-    "replay_insert": ("batch", ["batch", "bytes", "levels", "tree_work", "prioritized"]),
-    "replay_sample": ("batch", ["batch", "bytes", "levels", "tree_work", "prioritized"]),
-    "priority_update": ("batch", ["batch", "levels", "tree_work"]),
-    "env_step": ("n_envs", ["n_envs"]),
-    "param_sync": ("bytes", ["bytes"]),
+    LEARNER_UPDATE: ("flops", ["flops", "bytes", "ops"]),
+    INFERENCE: ("flops", ["flops", "bytes", "ops"]),
+    REPLAY_INSERT: ("batch", ["batch", "bytes", "levels", "tree_work", "prioritized"]),
+    REPLAY_SAMPLE: ("batch", ["batch", "bytes", "levels", "tree_work", "prioritized"]),
+    PRIORITY_UPDATE: ("batch", ["batch", "levels", "tree_work"]),
+    ENV_STEP: ("n_envs", ["n_envs"]),
+    PARAM_SYNC: ("bytes", ["bytes"]),
 }
 """Primary size (power-law and piecewise forms) and linear features of each kind's model."""
 
 
-def _network(kind: str, widths, batches) -> list[BenchPoint]:
-    return [BenchPoint(kind, algo=a, width=w, batch=b) for a, w, b in itertools.product(("dqn", "ddpg"), widths, batches)]
+CALIBRATED_ALGORITHMS = ("dqn", "ddpg")
+"""Algorithms of the calibration grids of the network kinds; a model is fitted on their workload features
+(FLOPs, bytes, ops) and predicts any algorithm's (TD3 and SAC are held out: :func:`heldout_grid`)."""
+HELDOUT_ALGORITHMS = ("dqn", "ddpg", "td3", "sac")
+
+
+def _network(kind: str, widths, batches, algos=CALIBRATED_ALGORITHMS) -> list[BenchPoint]:
+    return [BenchPoint(kind, algo=a, width=w, batch=b) for a, w, b in itertools.product(algos, widths, batches)]
 
 
 def _replay(kind: str, capacities, batches) -> list[BenchPoint]:
-    flags = (True,) if kind == "priority_update" else (False, True)
+    flags = (True,) if kind == PRIORITY_UPDATE else (False, True)
     return [BenchPoint(kind, capacity=c, batch=b, prioritized=p) for c, b, p in itertools.product(capacities, batches, flags)]
 
 
@@ -72,40 +98,43 @@ def calibration_grid(kind: str, quick: bool = False, variant: str = "reference")
     2-core VM) and not per batch size (the batch dimension is dynamic), so its grid is the
     smallest and largest width at every batch size.
     """
-    if kind == "learner_update" and variant == "compiled":
+    if kind == LEARNER_UPDATE and variant == "compiled":
         batches = (32, 128, 256) if quick else (32, 64, 128, 256)
         return _network(kind, COMPILED_WIDTHS, batches)
-    if kind in ("learner_update", "inference"):
-        batches = (32, 64, 128, 256) if kind == "learner_update" else (1, 4, 16, 64)
+    if kind in (LEARNER_UPDATE, INFERENCE):
+        batches = (32, 64, 128, 256) if kind == LEARNER_UPDATE else (1, 4, 16, 64)
         widths = WIDTHS
         if quick:
             batches, widths = batches[::2] + batches[-1:], (32, 128, 400)
         return _network(kind, widths, batches)
-    if kind in ("replay_insert", "replay_sample", "priority_update"):
+    if kind in (REPLAY_INSERT, REPLAY_SAMPLE, PRIORITY_UPDATE):
         return _replay(kind, (1_000, 100_000) if quick else (1_000, 10_000, 100_000),
                        (1, 16, 256) if quick else (1, 8, 64, 256))
-    if kind == "env_step":
+    if kind == ENV_STEP:
         return [BenchPoint(kind, env_id=e, batch=n) for e in CALIBRATED_ENVS for n in (1, 2, 4, 8, 16)]
-    if kind == "param_sync":
+    if kind == PARAM_SYNC:
         return [BenchPoint(kind, nbytes=n) for n in (1_000, 10_000, 100_000, 1_000_000, 4_000_000)]
     raise KeyError(kind)
 
 
-ZOO_POINTS = (BenchPoint("learner_update", algo="dqn", width=256, batch=64),
-              BenchPoint("learner_update", algo="ddpg", batch=256, arch=(400, 300)))
-"""The zoo configurations' learner updates (DQN CartPole batch 64 [256, 256]; DDPG Pendulum batch 256 [400, 300])."""
+ZOO_POINTS = (BenchPoint(LEARNER_UPDATE, algo="dqn", width=256, batch=64),
+              BenchPoint(LEARNER_UPDATE, algo="ddpg", batch=256, arch=(400, 300)),
+              BenchPoint(LEARNER_UPDATE, algo="td3", batch=256, arch=(400, 300)),
+              BenchPoint(LEARNER_UPDATE, algo="sac", batch=256, arch=(256, 256)))
+"""The zoo configurations' learner updates (DQN CartPole batch 64 [256, 256]; DDPG and TD3 Pendulum batch 256
+[400, 300]; SAC Pendulum batch 256 [256, 256])."""
 
 
 def heldout_grid(kind: str) -> list[BenchPoint]:
     """Points never used in calibration (other batch sizes, widths, capacities, sizes)."""
-    if kind in ("learner_update", "inference"):
-        batches = (48, 96, 192) if kind == "learner_update" else (2, 8, 32)
-        return _network(kind, (48, 96, 192), batches)
-    if kind in ("replay_insert", "replay_sample", "priority_update"):
+    if kind in (LEARNER_UPDATE, INFERENCE):
+        batches = (48, 96, 192) if kind == LEARNER_UPDATE else (2, 8, 32)
+        return _network(kind, (48, 96, 192), batches, HELDOUT_ALGORITHMS)
+    if kind in (REPLAY_INSERT, REPLAY_SAMPLE, PRIORITY_UPDATE):
         return _replay(kind, (3_000, 30_000), (4, 32, 128))
-    if kind == "env_step":
+    if kind == ENV_STEP:
         return [BenchPoint(kind, env_id=e, batch=n) for e in CALIBRATED_ENVS for n in (3, 6, 12)]
-    if kind == "param_sync":
+    if kind == PARAM_SYNC:
         return [BenchPoint(kind, nbytes=n) for n in (3_000, 30_000, 300_000, 2_000_000)]
     raise KeyError(kind)
 
@@ -186,7 +215,7 @@ def fit_measurements(kind: str, measured: list[tuple[Workload, float]]) -> dict[
     primary, features = KIND_FEATURES[kind]
     groups: dict[str | None, list[tuple[Workload, float]]] = {}
     for workload, seconds in measured:
-        groups.setdefault(getattr(workload, "env_id", None) if kind == "env_step" else None, []).append(
+        groups.setdefault(getattr(workload, "env_id", None) if kind == ENV_STEP else None, []).append(
             (workload, seconds))
     return {key: select_model([workload_features(w) for w, _ in rows], [s for _, s in rows], primary, features)
             for key, rows in groups.items()}

@@ -77,12 +77,18 @@ class RooflineParams:
         return self.variant(variant, kind)["setup_s"]
 
 
+MACHINES = ("core", "accelerator")
+"""Roofline machine models: ``core`` (one CPU core: its peak, its share of DRAM bandwidth, a dispatch per op,
+params section ``cpu``) and ``accelerator`` (a GPU-like device: fp32 peak, memory bandwidth, a launch per op,
+params section ``gpu``). A device kind names its model (``pearl_py.platform.kinds``)."""
+
+
 def network_latency(features: dict[str, float], spec: CpuSpec | GpuSpec, params: RooflineParams,
-                    variant: str, kind: str | None = None) -> tuple[float, dict[str, float]]:
+                    variant: str, kind: str | None = None, machine: str = "core") -> tuple[float, dict[str, float]]:
     """Seconds of a dense-network call (inference or learner update) and its terms."""
     v = params.variant(variant, kind)
     launches = v["fixed_ops"] + features["ops"] * v["dispatch_scale"]
-    if isinstance(spec, CpuSpec):
+    if machine == "core":
         dispatch = launches * spec.dispatch_overhead_us * 1e-6
         compute = features["flops"] / (spec.core_peak_flops * params.cpu["gemm_efficiency"])
         memory = features["bytes"] / spec.core_bandwidth_bytes
@@ -94,10 +100,10 @@ def network_latency(features: dict[str, float], spec: CpuSpec | GpuSpec, params:
 
 
 def replay_latency(kind: str, features: dict[str, float], spec: CpuSpec | GpuSpec,
-                   params: RooflineParams, variant: str) -> tuple[float, dict[str, float]]:
+                   params: RooflineParams, variant: str, machine: str = "core") -> tuple[float, dict[str, float]]:
     """Seconds of a replay call: per-call dispatches, one DRAM miss per node visited, bytes moved."""
     scale = params.dispatch_scale(variant, kind)
-    if isinstance(spec, CpuSpec):
+    if machine == "core":
         calls = params.cpu["replay_calls"][kind] + 2 * features["levels"]
         dispatch = calls * params.cpu["numpy_call_us"] * 1e-6 * scale
         tree = features["tree_work"] * spec.dram_latency_ns * 1e-9
@@ -117,9 +123,9 @@ def env_latency(env_id: str, n_envs: int, spec: CpuSpec, params: RooflineParams)
     return overhead + n_envs * per_env, {"env": n_envs * per_env, "dispatch": overhead}
 
 
-def copy_latency(nbytes: float, spec: CpuSpec | GpuSpec) -> tuple[float, dict[str, float]]:
+def copy_latency(nbytes: float, spec: CpuSpec | GpuSpec, machine: str = "core") -> tuple[float, dict[str, float]]:
     """Seconds to copy ``nbytes`` within the device's memory (read + write)."""
-    if isinstance(spec, CpuSpec):
+    if machine == "core":
         bandwidth, fixed = spec.core_bandwidth_bytes, spec.dispatch_overhead_us * 1e-6
     else:
         bandwidth, fixed = spec.mem_bandwidth_gbs * 1e9, spec.launch_overhead_us * 1e-6

@@ -5,27 +5,31 @@ kind               device  variant     what it is
 =================  ======  ==========  ====================================================
 learner_update     cpu     reference   ``Learner.update``: eager autograd + ``torch.optim.Adam``
 learner_update     cpu     compiled    whole step (fwd, bwd, clip, Adam) as one ``torch.compile`` graph
-learner_update     cpu     fused       DQN/DDPG whole step as one numba function over BLAS (others: reference)
+learner_update     cpu     fused       DQN/DDPG/TD3/SAC whole step as one numba function over BLAS (others: reference)
 learner_update     gpu     reference   ``Learner.update`` on the GPU
 learner_update     gpu     cuda_graph  whole step captured in a CUDA graph (needs CUDA)
 inference          cpu     reference   ``algorithm.act`` under ``no_grad``
-inference          cpu     fused       DQN/DDPG act (MLP, argmax/epsilon or tanh+noise) as one numba call
+inference          cpu     fused       DQN/DDPG/TD3/SAC act (MLP; argmax/epsilon, tanh+noise, squashed Gaussian)
 inference          gpu     reference   ``algorithm.act`` under ``no_grad`` on the GPU
 =================  ======  ==========  ====================================================
 
-Every variant but the ``fused`` ones works for any :class:`pearl_py.Algorithm` (it is
-generic over the algorithm's losses and ``act``); the ``fused`` learner update and
-inference implement DQN and DDPG by hand and build the reference, with a warning, for any
-other algorithm. Example::
+Every variant but the ``fused`` ones works for any algorithm (it is generic over the
+algorithm's losses and ``act``); the ``fused`` learner update and inference implement the
+declared forms of DQN, DDPG, TD3 and SAC by hand (``forms`` below: what :meth:`Variant.supports`
+checks against a kernel's workload, so the planner offers them only to algorithms that declare
+those forms; ``pearl_py.kernels.fused_support`` lists them) and build the reference, with a
+warning, if a network turns out not to be one they handle. Example::
 
     >>> import pearl_py.kernels as kernels
     >>> learner = Learner(pearl.DQN("CartPole-v1", batch_size=64))
-    >>> update = kernels.build("learner_update", "compiled", learner)   # plan.placements[...].variant
+    >>> update = kernels.build(LEARNER_UPDATE, "compiled", learner)   # plan.placements[...].variant
     >>> out = update(batch)                                             # like learner.update(batch)
 """
 from pearl_py.kernels import inference, learner_update
 from pearl_py.kernels.cuda_graph import cuda_available, make_cuda_graph
+from pearl_py.kernels.fused_cpu import FORMS as FUSED_UPDATE_FORMS
 from pearl_py.kernels.fused_cpu import make_fused_cpu, numba_available
+from pearl_py.kernels.inference import FORMS as FUSED_ACT_FORMS
 from pearl_py.kernels.registry import (
     DEVICE_CLASSES,
     REGISTRY,
@@ -36,9 +40,12 @@ from pearl_py.kernels.registry import (
     compile_available,
     device_class,
 )
+from pearl_py.protocol.kernel import INFERENCE as _INFERENCE
+from pearl_py.protocol.kernel import LEARNER_UPDATE as _LEARNER
 from pearl_py.protocol.kernel import KernelKind
+from pearl_py.protocol.workload import DenseLayer
 
-_LEARNER, _INFERENCE = KernelKind.LEARNER_UPDATE, KernelKind.INFERENCE
+MLP_ONLY = frozenset({DenseLayer})
 _EAGER_UPDATE = "Learner.update: eager autograd and torch.optim.Adam, parameter by parameter"
 _EAGER_ACT = "algorithm.act under torch.no_grad"
 
@@ -47,17 +54,18 @@ for _variant in (
     Variant("compiled", _LEARNER, "cpu", learner_update.make_compiled,
             "whole step (forward, backward, clip, Adam) as one torch.compile graph", requires=compile_available),
     Variant("fused", _LEARNER, "cpu", make_fused_cpu,
-            "DQN/DDPG whole step (target and online forward, loss, backward, clip, Adam, soft target update) "
-            "as one numba function over BLAS, in the learner's memory", requires=numba_available,
-            fallback="reference", setup_cached=True),
+            "DQN/DDPG/TD3/SAC whole step (target and online forward, loss, backward, clip, Adam, soft target "
+            "update) as one numba function over BLAS, in the learner's memory", requires=numba_available,
+            fallback="reference", setup_cached=True, forms=FUSED_UPDATE_FORMS, layers=MLP_ONLY),
     Variant("reference", _LEARNER, "gpu", learner_update.make_reference, _EAGER_UPDATE, requires=cuda_available),
     Variant("cuda_graph", _LEARNER, "gpu", make_cuda_graph,
             "whole step captured in a CUDA graph, replayed with one launch", requires=cuda_available),
     Variant("reference", _INFERENCE, "cpu", inference.make_reference, _EAGER_ACT),
     Variant("fused", _INFERENCE, "cpu", inference.make_fused,
-            "DQN/DDPG act (MLP forward, argmax + epsilon-greedy or tanh + Gaussian noise) as one numba call "
-            "over numpy views of the acting network's parameters; its own seeded random stream",
-            requires=numba_available, fallback="reference", setup_cached=True),
+            "DQN/DDPG/TD3/SAC act (MLP forward; argmax + epsilon-greedy, tanh + Gaussian noise or squashed "
+            "Gaussian) as one numba call over numpy views of the acting network's parameters; its own seeded "
+            "random stream", requires=numba_available, fallback="reference", setup_cached=True,
+            forms=FUSED_ACT_FORMS, layers=MLP_ONLY),
     Variant("reference", _INFERENCE, "gpu", inference.make_reference, _EAGER_ACT, requires=cuda_available),
 ):
     REGISTRY.register(_variant)

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import torch
 
-from pearl_py.algorithms.learner import Learner, TensorBatch, UpdateResult
+from pearl_py.algorithms.off_policy.learner import Learner, TensorBatch, UpdateResult
 from pearl_py.kernels.functional_step import StepFn, batch_tensors, make_step
 from pearl_py.kernels.workspace import Workspace
 

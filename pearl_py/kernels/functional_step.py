@@ -22,9 +22,9 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
-from pearl_py.algorithms.base import LossFn
-from pearl_py.algorithms.learner import Learner, TensorBatch
 from pearl_py.algorithms.networks import Networks
+from pearl_py.algorithms.off_policy.base import LossFn
+from pearl_py.algorithms.off_policy.learner import Learner, TensorBatch
 from pearl_py.kernels.workspace import LossGroup, Workspace
 
 StepFn = Callable[..., tuple[tuple[torch.Tensor, ...], "torch.Tensor | None"]]

@@ -1,13 +1,14 @@
-"""The ``fused`` CPU learner update: DQN's and DDPG's whole gradient step in one numba function.
+"""The ``fused`` CPU learner update: an algorithm's whole gradient step in one numba function.
 
 One ``@njit(nogil=True)`` call per update runs the target forward, the online forward,
 the loss, the backward pass, the gradient-norm clip (folded into Adam as a factor),
-Adam (bias corrections in float64, as ``torch.optim.Adam``) and, for DDPG, the soft
-target update, over float32 numpy arrays, with one ``sgemm`` per GEMM on the arrays as
-they are (``pearl_py.kernels.numba_blas.gemm``: torch's MKL for the large ones, scipy's
-OpenBLAS for the small ones; layers in ``pearl_py.kernels.mlp_numba``). No Python runs
-between the pieces, no tensor is dispatched and nothing is allocated but the returned
-loss and ``|TD|`` arrays.
+Adam (bias corrections in float64, as ``torch.optim.Adam``) and the soft target update,
+over float32 numpy arrays, with one ``sgemm`` per GEMM on the arrays as they are
+(``pearl_py.kernels.numba_blas.gemm``: torch's MKL for the large ones, scipy's OpenBLAS
+for the small ones; layers in ``pearl_py.kernels.mlp_numba``). No Python runs between
+the pieces, no tensor is dispatched and nothing is allocated but the returned loss and
+``|TD|`` arrays (and, for TD3 and SAC, the N(0, 1) draws their losses make, taken from
+torch's generator in the reference's order).
 
 Memory is shared with the learner's torch modules: on build, every trained parameter,
 its target copy and its Adam ``exp_avg``/``exp_avg_sq``/``step`` are moved into flat
@@ -18,10 +19,15 @@ reference ``Learner.update`` keep reading and writing the same memory, and the
 reference and fused steps can alternate. ``Optimizer.load_state_dict`` replaces the
 state tensors: the update notices (identity check, one per loss) and adopts them again.
 
-It is algorithm-specific by nature: exactly :class:`pearl_py.DQN` (double-Q,
-importance weights, ``max_grad_norm``) and :class:`pearl_py.DDPG` (critic step, then
-actor step on the updated critic, MSE, tanh actor, soft target updates), on
-pearl_py's MLPs. :func:`supports` says why anything else is refused.
+It implements declared loss forms by hand (``FORMS``: the recipes of
+``pearl_py.kernels.fused_support``), any algorithm that declares them getting it (a subclass
+included, never chosen by class): ``("dqn_td",)`` — DQN's step (``dqn_step``: Huber TD on the
+target network's max or double-Q value, importance weights, ``max_grad_norm``);
+``("ddpg_critic", "dpg_actor")`` — DDPG's (``ddpg_step``: MSE critic step, then the actor
+step on the updated critic, tanh actor, soft target updates); ``("td3_critic", "td3_actor")``
+and ``("sac_critic", "sac_actor"[, "sac_entropy"])`` — TD3's and SAC's
+(``pearl_py.kernels.fused_twin``), on pearl_py's MLPs. :func:`supports` says why a learner is
+refused (forms, networks, optimizers).
 
 Example::
 
@@ -36,8 +42,15 @@ import numpy as np
 import torch
 from torch import nn
 
-from pearl_py.algorithms.learner import Learner, TensorBatch, UpdateResult
-from pearl_py.kernels.numba_blas import JIT, LARGE, numba, numba_available, set_blas_threads
+from pearl_py.algorithms.off_policy.learner import Learner, TensorBatch, UpdateResult
+from pearl_py.kernels.fused_support import UPDATE_FORMS, learner_problem, recipe_of
+from pearl_py.kernels.numba_blas import (
+    JIT,
+    LARGE,
+    numba,
+    numba_available,
+    set_blas_threads,
+)
 from pearl_py.kernels.registry import KernelUnavailable
 from pearl_py.kernels.workspace import AdamHyper
 
@@ -45,43 +58,30 @@ from pearl_py.kernels.workspace import AdamHyper
 # The numba kernels: one gradient step each, over the flat buffers (layers: pearl_py.kernels.mlp_numba).
 # --------------------------------------------------------------------------------------------
 if numba is not None:
-    from numba import carray, njit, types
-    from numba.extending import intrinsic
+    from numba import carray, njit
 
-    from pearl_py.kernels.mlp_numba import adam, backward, carve, clip_coef, forward, lerp, output
-
-    def _pointer_at(element):
-        """An intrinsic: ``element*`` at an integer address (a torch tensor's ``data_ptr()``)."""
-        ptr = types.CPointer(element)
-
-        @intrinsic
-        def at(typingctx, address):
-            def codegen(context, builder, sig, args):
-                return builder.inttoptr(args[0], context.get_value_type(ptr))
-            return ptr(address), codegen
-        return at
-
-    _f32_at = _pointer_at(types.float32)
-    _i64_at = _pointer_at(types.int64)
-
-    @njit(**JIT)
-    def _batch(B, n_obs, fields):
-        """obs, rewards, next_obs, dones, weights: float32 arrays over the batch tensors' memory (``fields``:
-        addresses of obs, actions, rewards, next_obs, dones, weights; actions are the algorithm's)."""
-        a_obs, _, a_rew, a_next, a_done, a_w = fields
-        return (carray(_f32_at(a_obs), (B, n_obs)), carray(_f32_at(a_rew), B), carray(_f32_at(a_next), (B, n_obs)),
-                carray(_f32_at(a_done), B), carray(_f32_at(a_w), B))
+    from pearl_py.kernels.batch_view import batch_arrays, f32_at, i64_at
+    from pearl_py.kernels.fused_twin import sac_step, td3_step
+    from pearl_py.kernels.mlp_numba import (
+        adam,
+        backward,
+        carve,
+        clip_coef,
+        forward,
+        lerp,
+        output,
+    )
 
     @njit(**JIT)
     def dqn_step(B, fields, P, T, G, M, V, steps, L, S, hp, double_q, clip, out_td, out_loss):
         """One DQN gradient step in place; |TD| into ``out_td``, the loss into the 0-d ``out_loss``. ``fields``:
-        addresses of the batch tensors (:func:`_batch`; actions int64). ``hp`` = (gamma, max_norm, lr, beta1,
+        addresses of the batch tensors (:func:`batch_arrays`; actions int64). ``hp`` = (gamma, max_norm, lr, beta1,
         beta2, eps).
 
         Double-Q runs the online network once on ``[obs; next_obs]`` (2B rows: one GEMM per layer
         instead of two); the backward reads the first B rows (obs) of each activation."""
-        obs, rewards, next_obs, dones, weights = _batch(B, L[0, 2], fields)
-        actions = carray(_i64_at(fields[1]), B)
+        obs, rewards, next_obs, dones, weights = batch_arrays(B, L[0, 2], fields)
+        actions = carray(i64_at(fields[1]), B)
         n = L.shape[0]
         A = L[n - 1, 3]
         gamma = np.float32(hp[0])
@@ -147,13 +147,13 @@ if numba is not None:
                   critic_loss, actor_loss):
         """One DDPG gradient step in place: critic, then actor (on the updated critic), then soft
         target updates when ``soft_update``; TD errors into ``out_td``, the losses into the 0-d arrays.
-        ``fields``: addresses of the batch tensors (:func:`_batch`; actions float32, ``n_act`` per row).
+        ``fields``: addresses of the batch tensors (:func:`batch_arrays`; actions float32, ``n_act`` per row).
         Rows [0, n_actor) of L are the actor, the rest the critic; parameters: actor first. ``hp`` =
         (gamma, max_norm, critic lr, b1, b2, eps, actor lr, b1, b2, eps, tau). Step counters follow the
         parameter tensors (2 per layer), actor first."""
         n_obs = L[0, 2]
-        obs, rewards, next_obs, dones, weights = _batch(B, n_obs, fields)
-        actions = carray(_f32_at(fields[1]), (B, n_act))
+        obs, rewards, next_obs, dones, weights = batch_arrays(B, n_obs, fields)
+        actions = carray(f32_at(fields[1]), (B, n_act))
         na, nc = n_actor, L.shape[0] - n_actor
         a_end = L[n_actor - 1, 1] + L[n_actor - 1, 3]          # actor params are P[0:a_end]
         c_start = L[n_actor, 0]                                # critic params are P[c_start:c_end]
@@ -217,56 +217,27 @@ if numba is not None:
 # --------------------------------------------------------------------------------------------
 # What the kernel supports, and the Python side: flat shared buffers, the per-call wrapper.
 # --------------------------------------------------------------------------------------------
-def _mlp_layers(net: nn.Module, out_tanh: bool) -> list[nn.Linear] | str:
-    """The Linear layers of ``Linear, ReLU, ..., Linear[, Tanh]``, or why ``net`` is not such an MLP."""
-    if type(net) is not nn.Sequential:
-        return f"{type(net).__name__} is not an nn.Sequential MLP"
-    mods = list(net)
-    if out_tanh:
-        if not mods or type(mods[-1]) is not nn.Tanh:
-            return "the actor does not end in nn.Tanh"
-        mods = mods[:-1]
-    linears = mods[0::2]
-    if not mods or len(mods) % 2 == 0 or any(type(m) is not nn.Linear or m.bias is None for m in linears) \
-            or any(type(m) is not nn.ReLU for m in mods[1::2]):
-        return "only Linear(bias)/ReLU alternations (pearl_py's mlp) are supported"
-    for a, b in zip(linears, linears[1:]):
-        if a.out_features != b.in_features:
-            return "inconsistent layer widths"
-    for p in net.parameters():
-        if p.dtype != torch.float32 or p.device.type != "cpu" or not p.is_contiguous():
-            return "parameters must be contiguous float32 on the CPU"
-    if list(net.buffers()):
-        return "networks with buffers are not supported"
-    return linears
-
-
 def linear_scratch(linears: list[nn.Linear]) -> int:
     """Floats of scratch :func:`pearl_py.kernels.mlp_numba.linear` needs past the activations (a transposed
     copy of a weight with fewer than ``LARGE`` inputs)."""
     return max([m.in_features * m.out_features for m in linears if m.in_features < LARGE], default=0)
 
 
-def supports(learner: Learner) -> tuple[bool, str]:
-    """Whether the fused update can run ``learner``'s algorithm, and why not."""
-    from pearl_py.algorithms.ddpg import DDPG
-    from pearl_py.algorithms.dqn import DQN
-    from pearl_py.algorithms.networks import StateActionValue
+FORMS = UPDATE_FORMS
+"""The loss forms (``Loss.form`` of every loss, in order) this kernel implements."""
 
+
+def supports(learner: Learner) -> tuple[bool, str]:
+    """Whether the fused update can run ``learner`` (its algorithm's declared forms and networks, its device
+    and optimizers), and why not."""
     ok, why = numba_available()
     if not ok:
         return ok, why
-    algo = learner.algorithm
-    if type(algo) not in (DQN, DDPG):
-        return False, (f"the fused learner update implements DQN and DDPG only, not "
-                       f"{type(algo).__name__} (use the reference or compiled variant)")
+    why = learner_problem(learner.algorithm, dict(learner.nets.online), tuple(learner.nets.target))
+    if why is not None:
+        return False, why
     if learner.device.type != "cpu":
         return False, "the fused learner update runs on the CPU"
-    expected = {DQN: [("q", "q", DQN._q_loss)],
-                DDPG: [("critic", "critic", DDPG._critic_loss), ("actor", "actor", DDPG._actor_loss)]}[type(algo)]
-    got = [(loss.name, loss.trains, getattr(loss.fn, "__func__", None)) for loss in learner.losses]
-    if got != expected or any(loss.every != 1 for loss in learner.losses):
-        return False, f"{algo.name}'s losses were changed ({[g[:2] for g in got]})"
     for loss in learner.losses:
         try:
             AdamHyper.of(learner.optimizers[loss.name])
@@ -275,32 +246,22 @@ def supports(learner: Learner) -> tuple[bool, str]:
         params = list(learner.optimizers[loss.name].param_groups[0]["params"])
         if params != list(learner.nets.online[loss.trains].parameters()):
             return False, f"optimizer {loss.name!r} does not hold exactly network {loss.trains!r}'s parameters"
-    nets = learner.nets.online
-    if type(algo) is DQN:
-        layers = _mlp_layers(nets["q"], out_tanh=False)
-        if isinstance(layers, str):
-            return False, f"q network: {layers}"
-        if set(nets) != {"q"} or set(learner.nets.target) != {"q"}:
-            return False, "DQN must have exactly the networks q and its target"
-        return True, ""
-    actor, critic = nets["actor"], nets["critic"]
-    if set(nets) != {"actor", "critic"} or set(learner.nets.target) != {"actor", "critic"}:
-        return False, "DDPG must have exactly actor, critic and their targets"
-    if type(critic) is not StateActionValue:
-        return False, "the critic is not a StateActionValue"
-    for name, net, tanh in (("actor", actor, True), ("critic", critic.net, False)):
-        layers = _mlp_layers(net, tanh)
-        if isinstance(layers, str):
-            return False, f"{name}: {layers}"
-    spec = algo.spec
-    if actor[0].in_features != spec.obs_dim or critic.net[0].in_features != spec.obs_dim + spec.action_dim \
-            or critic.net[-1].out_features != 1 or list(actor)[-2].out_features != spec.action_dim:
-        return False, "network input/output sizes do not match the env"
     return True, ""
 
 
+def _mlps(net: nn.Module) -> list[nn.Module]:
+    """The MLPs of a network the kernels read, in parameter order (a twin critic: q1's, then q2's)."""
+    from pearl_py.algorithms.networks import StateActionValue, TwinStateActionValue
+
+    if type(net) is StateActionValue:
+        return [net.net]
+    if type(net) is TwinStateActionValue:
+        return [net.q1.net, net.q2.net]
+    return [net] if type(net) is nn.Sequential else []      # SAC's EntropyCoefficient: no layers
+
+
 class FusedCpuUpdate:
-    """A learner update that runs :func:`dqn_step` / :func:`ddpg_step` over the learner's memory."""
+    """A learner update that runs its recipe's numba step (DQN, DDPG, TD3, SAC) over the learner's memory."""
 
     SCRATCH_FACTOR = 8
     """Scratch holds every forward's activations and the backward's gradients: ~8 x B x sum(widths)."""
@@ -309,63 +270,78 @@ class FusedCpuUpdate:
         ok, why = supports(learner)
         if not ok:
             raise KernelUnavailable(f"learner_update variant 'fused' (cpu): {why}")
-        from pearl_py.algorithms.ddpg import DDPG
-
         set_blas_threads(torch.get_num_threads())
         self.learner = learner
         algo = learner.algorithm
-        self.is_ddpg = type(algo) is DDPG
-        # Network order in the flat buffers: DDPG actor then critic (the kernel's layout).
-        self.order = ["actor", "critic"] if self.is_ddpg else ["q"]
-        self.modules = {name: (learner.nets.online[name].net if name == "critic" else learner.nets.online[name])
-                        for name in self.order}
+        self.recipe = recipe_of(algo)
+        self.order = self.recipe.order          # network order in the flat buffers and the layer table
         self.first_call_seconds: dict[tuple[str, ...], float] = {}
         self._adopt()
         cfg = algo.config
         self.clip = cfg.max_grad_norm is not None
         self.double_q = bool(getattr(cfg, "double_q", False))
         self.n_obs = algo.spec.obs_dim
-        self.n_act = algo.spec.action_dim if self.is_ddpg else 1          # action elements per row
-        self.action_dtype = torch.float32 if self.is_ddpg else torch.int64
-        max_norm = cfg.max_grad_norm if self.clip else 0.0
-        adam = {loss.name: AdamHyper.of(learner.optimizers[loss.name]) for loss in learner.losses}
-        if self.is_ddpg:
-            c, a = adam["critic"], adam["actor"]
-            self.hp = np.array([cfg.gamma, max_norm, c.lr, c.beta1, c.beta2, c.eps,
-                                a.lr, a.beta1, a.beta2, a.eps, cfg.tau], np.float64)
-        else:
-            q = adam["q"]
-            self.hp = np.array([cfg.gamma, max_norm, q.lr, q.beta1, q.beta2, q.eps], np.float64)
+        discrete = self.recipe.name == "dqn"
+        self.n_act = 1 if discrete else algo.spec.action_dim           # action elements per row
+        self.action_dtype = torch.int64 if discrete else torch.float32
+        self.hp = self._hyperparameters()
+        self.delay = {loss.form: loss.every for loss in learner.losses}
         widths = sum(int(r[2]) + int(r[3]) for r in self.L)
         self._scratch: dict[int, np.ndarray] = {}
         self._scratch_per_row = self.SCRATCH_FACTOR * widths + 16
-        self._scratch_extra = linear_scratch([m for name in self.order for m in self.modules[name]
+        self._scratch_extra = linear_scratch([m for name in self.order for mlp in self.mlps[name] for m in mlp
                                               if type(m) is nn.Linear])
+
+    def _hyperparameters(self) -> np.ndarray:
+        """The step's ``hp`` array (see each numba step's docstring)."""
+        algo, losses = self.learner.algorithm, self.learner.losses
+        cfg = algo.config
+        adam = {loss.trains: AdamHyper.of(self.learner.optimizers[loss.name]) for loss in losses}
+        max_norm = cfg.max_grad_norm if self.clip else 0.0
+
+        def lr_betas_eps(network: str) -> list[float]:
+            a = adam[network]
+            return [a.lr, a.beta1, a.beta2, a.eps]
+
+        if self.recipe.name == "dqn":
+            return np.array([cfg.gamma, max_norm, *lr_betas_eps("q")], np.float64)
+        head = [cfg.gamma, max_norm, *lr_betas_eps("critic"), *lr_betas_eps("actor"), cfg.tau]
+        if self.recipe.name == "ddpg":
+            return np.array(head, np.float64)
+        if self.recipe.name == "td3":
+            return np.array(head + [cfg.target_policy_noise, cfg.target_noise_clip], np.float64)
+        entropy = lr_betas_eps("ent_coef") if "ent_coef" in adam else [0.0, 0.9, 0.999, 1e-8]
+        return np.array(head + [cfg.initial_ent_coef, algo.target_entropy, *entropy], np.float64)
 
     # -- shared flat buffers ---------------------------------------------------------------
     def _adopt(self) -> None:
         """Move parameters, targets and Adam state into flat buffers; the torch tensors become views."""
         learner = self.learner
         params, targets, states, offsets = [], [], [], []   # offsets: each parameter's start
+        spans = []                                           # per network: first parameter index, start, end
         total = 0
+        optimizer_of = {loss.trains: learner.optimizers[loss.name] for loss in learner.losses}
         for name in self.order:
             total = -(-total // 16) * 16   # every network starts on a 64-byte boundary (Adam runs per network)
             online = list(learner.nets.online[name].parameters())
+            first, start = len(params), total
             params += online
-            targets += list(learner.nets.target[name].parameters())
-            opt = learner.optimizers[name]   # DQN's loss "q" trains "q", DDPG's "actor"/"critic" theirs
+            targets += list(learner.nets.target[name].parameters()) if name in learner.nets.target \
+                else [None] * len(online)
+            opt = optimizer_of[name]
             states += [opt.state[p] for p in online]
             for p in online:
                 offsets.append(total)
                 total += p.numel()
+            spans.append((first, start, total))
         P, T, M, V = (torch.zeros(total) for _ in range(4))   # the padding stays 0
         steps = torch.zeros(len(params))
-        views = []
         for i, (p, t, state) in enumerate(zip(params, targets, states)):
             a, b = offsets[i], offsets[i] + p.numel()
             for flat, tensor in ((P, p), (T, t)):
-                flat[a:b].copy_(tensor.detach().reshape(-1))
-                tensor.data = flat[a:b].view(tensor.shape)
+                if tensor is not None:     # networks without a target (SAC's actor) leave T[a:b] at 0
+                    flat[a:b].copy_(tensor.detach().reshape(-1))
+                    tensor.data = flat[a:b].view(tensor.shape)
             if state:
                 M[a:b].copy_(state["exp_avg"].reshape(-1))
                 V[a:b].copy_(state["exp_avg_sq"].reshape(-1))
@@ -376,7 +352,6 @@ class FusedCpuUpdate:
             state["exp_avg"] = M[a:b].view(p.shape)
             state["exp_avg_sq"] = V[a:b].view(p.shape)
             state["step"] = steps[i]          # a 0-dim view of the counters
-            views.append(state)
         self.P, self.T, self.G = P.numpy(), T.numpy(), aligned_zeros(total)   # torch's are 64-byte aligned
         self.M, self.V, self.steps = M.numpy(), V.numpy(), steps.numpy()
         self._torch_flat = (P, T, M, V, steps)
@@ -386,14 +361,22 @@ class FusedCpuUpdate:
             opt, p0 = learner.optimizers[loss.name], next(iter(learner.nets.online[loss.trains].parameters()))
             self._watch.append((opt, p0, opt.state[p0]["exp_avg"]))
         self._flat_ptr = P.data_ptr()
-        rows, index = [], 0
-        for name in self.order:
-            for m in self.modules[name]:
-                if type(m) is nn.Linear:
-                    rows.append((offsets[index], offsets[index + 1], m.in_features, m.out_features))
-                    index += 2
+        # Layer table L (weight offset, bias offset, n_in, n_out) and network rows R (param start, param end,
+        # first step counter, end step counter, first layer row, layer rows).
+        self.mlps = {name: _mlps(learner.nets.online[name]) for name in self.order}
+        rows, ranges = [], []
+        for name, (first, start, end) in zip(self.order, spans):
+            index, first_row = first, len(rows)
+            for mlp in self.mlps[name]:
+                for m in mlp:
+                    if type(m) is nn.Linear:
+                        rows.append((offsets[index], offsets[index + 1], m.in_features, m.out_features))
+                        index += 2
+            n_params = len(list(learner.nets.online[name].parameters()))
+            ranges.append((start, end, first, first + n_params, first_row, len(rows) - first_row))
         self.L = np.array(rows, np.int64)
-        self.n_actor = sum(1 for m in self.modules["actor"] if type(m) is nn.Linear) if self.is_ddpg else 0
+        self.R = np.array(ranges, np.int64)
+        self.n_actor = int(self.R[0, 5]) if self.order[0] == "actor" else 0
         self._params = params
 
     def _check_shared(self) -> None:
@@ -426,27 +409,51 @@ class FusedCpuUpdate:
                   _address(batch.dones, torch.float32, B, keep), _address(batch.weights, torch.float32, B, keep))
         S = self._scratch_for(B)
         td = np.empty(B, np.float32)
-        loss = np.empty((), np.float32)
         start = time.perf_counter()
-        if self.is_ddpg:
-            cfg = learner.algorithm.config
-            soft = cfg.target_update_interval >= 1 and step_number % cfg.target_update_interval == 0
-            actor_loss = np.empty((), np.float32)
-            ddpg_step(B, self.n_act, fields, self.P, self.T, self.G, self.M, self.V, self.steps, self.L, S,
-                      self.hp, self.n_actor, self.clip, soft, td, loss, actor_loss)
-            losses = {"critic": torch.from_numpy(loss), "actor": torch.from_numpy(actor_loss)}
-            td_abs = torch.from_numpy(np.abs(td, out=td))
-        else:
-            dqn_step(B, fields, self.P, self.T, self.G, self.M, self.V, self.steps, self.L, S, self.hp,
-                     self.double_q, self.clip, td, loss)
-            losses = {"q": torch.from_numpy(loss)}
-            td_abs = torch.from_numpy(td)
+        losses, td_abs = getattr(self, f"_{self.recipe.name}")(B, fields, S, td, step_number)
         if not self.first_call_seconds:
             self.first_call_seconds[tuple(losses)] = time.perf_counter() - start
         learner.gradient_steps = step_number
-        if not self.is_ddpg:   # DQN's target copies are counted in env steps (after_env_step): a no-op here
+        if self.recipe.name == "dqn":   # DQN's target copies are counted in env steps (after_env_step): a no-op here
             learner.algorithm.after_gradient_step(learner.nets, step_number)
         return UpdateResult(losses, td_abs)
+
+    def _dqn(self, B, fields, S, td, step_number):
+        loss = np.empty((), np.float32)
+        dqn_step(B, fields, self.P, self.T, self.G, self.M, self.V, self.steps, self.L, S, self.hp,
+                 self.double_q, self.clip, td, loss)
+        return {"q": torch.from_numpy(loss)}, torch.from_numpy(td)
+
+    def _ddpg(self, B, fields, S, td, step_number):
+        loss, actor_loss = np.empty((), np.float32), np.empty((), np.float32)
+        soft = self.learner.algorithm.targets_due(step_number)
+        ddpg_step(B, self.n_act, fields, self.P, self.T, self.G, self.M, self.V, self.steps, self.L, S, self.hp,
+                  self.n_actor, self.clip, soft, td, loss, actor_loss)
+        return {"critic": torch.from_numpy(loss), "actor": torch.from_numpy(actor_loss)}, \
+            torch.from_numpy(np.abs(td, out=td))
+
+    def _td3(self, B, fields, S, td, step_number):
+        losses = np.zeros(2, np.float32)
+        actor_due = step_number % self.delay["td3_actor"] == 0
+        eps = torch.randn(B, self.n_act).numpy()     # the critic's smoothing noise, as the reference draws it
+        td3_step(B, self.n_act, fields, self.P, self.T, self.G, self.M, self.V, self.steps, self.L, S, self.R,
+                 self.hp, eps, self.clip, actor_due, self.learner.algorithm.targets_due(step_number), td, losses)
+        out = {"critic": torch.from_numpy(losses[0:1].reshape(()))}
+        if actor_due:
+            out["actor"] = torch.from_numpy(losses[1:2].reshape(()))
+        return out, torch.from_numpy(np.abs(td, out=td))
+
+    def _sac(self, B, fields, S, td, step_number):
+        learn_alpha = len(self.order) == 3
+        losses = np.zeros(3, np.float32)
+        # the actions each loss samples, in the reference's order: critic target, actor[, entropy coefficient]
+        eps = [torch.randn(B, self.n_act).numpy() for _ in range(3 if learn_alpha else 2)]
+        sac_step(B, self.n_act, fields, self.P, self.T, self.G, self.M, self.V, self.steps, self.L, S, self.R,
+                 self.hp, eps[0], eps[1], eps[-1], self.clip, learn_alpha,
+                 self.learner.algorithm.targets_due(step_number), td, losses)
+        names = ("critic", "actor", "ent_coef")[:len(self.order)]
+        return {name: torch.from_numpy(losses[i:i + 1].reshape(())) for i, name in enumerate(names)}, \
+            torch.from_numpy(np.abs(td, out=td))
 
 
 def aligned_zeros(n: int) -> np.ndarray:
@@ -474,5 +481,5 @@ def _address(t: torch.Tensor, dtype: torch.dtype, numel: int, keep: list[torch.T
 
 def make_fused_cpu(learner: Learner) -> FusedCpuUpdate:
     """The ``fused`` CPU learner update of ``learner`` (raises :class:`KernelUnavailable` with the reason
-    when its algorithm or networks are not DQN's/DDPG's)."""
+    when its algorithm does not declare a recipe's loss forms on pearl_py's networks)."""
     return FusedCpuUpdate(learner)

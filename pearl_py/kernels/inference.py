@@ -3,10 +3,14 @@
 ``make_reference`` is what the serial executor does by default: ``algorithm.act`` under
 ``torch.no_grad`` — the bit-exact path (same torch random draws as the algorithm's ``act``).
 
-``make_fused`` is the CPU path: DQN's (greedy argmax, epsilon-greedy) and DDPG's (tanh
-actor, Gaussian noise, clip to [-1, 1]) whole act as one ``@njit(nogil=True)`` call over
-float32 numpy arrays, one ``sgemm`` per layer (``pearl_py.kernels.mlp_numba.linear``, as the fused
-learner update).
+``make_fused`` is the CPU path for the acting forms an algorithm declares
+(:attr:`Algorithm.acting_form`, never its class): ``epsilon_greedy_q`` (DQN: greedy
+argmax, epsilon-greedy with ``algorithm.epsilon(progress)``), ``deterministic_actor_noise``
+(DDPG, TD3: tanh actor, Gaussian noise ``config.noise_std``, clip to [-1, 1]) and
+``squashed_gaussian`` (SAC: ``tanh(mean + exp(clamp(log_std, -20, 2)) z)`` from the actor's
+two output halves, ``tanh(mean)`` when greedy), each whole act as one
+``@njit(nogil=True)`` call over float32 numpy arrays, one ``sgemm`` per layer
+(``pearl_py.kernels.mlp_numba.linear``, as the fused learner update).
 Its weights are numpy views of the torch modules' parameters (same memory): a learner
 step, a ``param_sync`` (``ParamBoard.read_into`` copies in place) or any in-place write is
 seen by the next call; when a parameter's storage is replaced (``param.data = ...``, as
@@ -17,14 +21,14 @@ Random numbers come from the kernel's own stream, not torch's: a splitmix64 gene
 (state: one uint64, seeded with ``seed`` or, by default, ``torch.initial_seed()`` — the
 seed the executor or actor passed to ``torch.manual_seed``). Per call and row, DQN draws
 ``u = next_uniform()`` and, when ``u < epsilon``, ``a = floor(next_uniform() * n_actions)``;
-DDPG draws one standard normal per action element (Box-Muller on two uniforms, cosine
-branch), ``action = clip(actor(obs) + noise_std * z, -1, 1)``. Uniforms are
-``(next_u64 >> 11) * 2**-53`` (float64). Deterministic for a seed; a different stream
-from the reference's, so explored actions differ from the reference's (greedy ones agree).
+DDPG/TD3 and SAC draw one standard normal per action element (Box-Muller on two uniforms,
+cosine branch). Uniforms are ``(next_u64 >> 11) * 2**-53`` (float64). Deterministic for a
+seed; a different stream from the reference's, so explored actions differ from the
+reference's (greedy ones agree).
 
 Example::
 
-    >>> infer = make_fused(algo, learner.nets)           # DQN or DDPG on CPU MLPs
+    >>> infer = make_fused(algo, learner.nets)           # DQN, DDPG, TD3 or SAC on CPU MLPs
     >>> infer(obs, explore=True, progress=0.3).shape    # obs: (n_envs, obs_dim) float32
     (8,)
 """
@@ -37,9 +41,10 @@ import numpy as np
 import torch
 from torch import nn
 
-from pearl_py.algorithms.base import Algorithm
 from pearl_py.algorithms.networks import Networks
-from pearl_py.kernels.fused_cpu import _mlp_layers, aligned_zeros, linear_scratch
+from pearl_py.algorithms.off_policy.base import Algorithm
+from pearl_py.kernels.fused_cpu import aligned_zeros, linear_scratch
+from pearl_py.kernels.fused_support import ACT_FORMS, ACTING, acting_problem
 from pearl_py.kernels.numba_blas import JIT, numba, numba_available, set_blas_threads
 from pearl_py.kernels.registry import KernelUnavailable
 
@@ -117,6 +122,13 @@ if numba is not None:
         return out
 
     @njit(**JIT)
+    def _normal(state):
+        """A standard normal (Box-Muller on two uniforms, cosine branch)."""
+        u1 = 1.0 - _next_uniform(state)          # (0, 1]: log is finite
+        u2 = _next_uniform(state)
+        return math.sqrt(-2.0 * math.log(u1)) * math.cos(2.0 * math.pi * u2)
+
+    @njit(**JIT)
     def ddpg_act(x, Ws, bs, S, explore, noise_std, state):
         """tanh actor; with ``explore``, ``clip(action + noise_std * N(0, 1), -1, 1)``."""
         y = _mlp(x, Ws, bs, S, True)
@@ -126,53 +138,61 @@ if numba is not None:
             for j in range(D):
                 v = y[i, j]
                 if explore:
-                    u1 = 1.0 - _next_uniform(state)          # (0, 1]: log is finite
-                    u2 = _next_uniform(state)
-                    z = math.sqrt(-2.0 * math.log(u1)) * math.cos(2.0 * math.pi * u2)
-                    v = v + np.float32(noise_std * z)
+                    v = v + np.float32(noise_std * _normal(state))
                     v = min(max(v, np.float32(-1.0)), np.float32(1.0))
                 out[i, j] = v
         return out
 
+    @njit(**JIT)
+    def sac_act(x, Ws, bs, S, explore, unused, state):
+        """Squashed Gaussian: the actor's outputs are (mean, log std); ``tanh(mean)`` greedy, else
+        ``tanh(mean + exp(clamp(log_std, -20, 2)) * N(0, 1))``."""
+        y = _mlp(x, Ws, bs, S, False)
+        B, D = y.shape[0], y.shape[1] // 2
+        out = np.empty((B, D), np.float32)
+        for i in range(B):
+            for j in range(D):
+                u = y[i, j]
+                if explore:
+                    log_std = min(max(y[i, D + j], np.float32(-20.0)), np.float32(2.0))
+                    u = u + np.exp(log_std) * np.float32(_normal(state))
+                out[i, j] = np.tanh(u)
+        return out
+
+    ACT_KERNELS = {"epsilon_greedy_q": dqn_act, "deterministic_actor_noise": ddpg_act, "squashed_gaussian": sac_act}
+    """The numba act of each acting form the fused inference implements (the keys of ``fused_support.ACTING``)."""
+
+
+FORMS = ACT_FORMS
+"""The acting forms (``acting_form``) this kernel implements: ``epsilon_greedy_q`` (argmax of network ``q``,
+a uniform random action with probability ``algorithm.epsilon(progress)``), ``deterministic_actor_noise``
+(network ``actor``, tanh output, plus Gaussian noise of std ``config.noise_std``, clipped to [-1, 1]) and
+``squashed_gaussian`` (network ``actor``'s two output halves: ``tanh(mean + exp(clamp(log_std)) N(0, 1))``)."""
+
 
 def supports(algorithm: Algorithm, nets: Networks) -> tuple[bool, str]:
     """Whether the fused inference can run ``algorithm``'s act on ``nets``, and why not."""
-    from pearl_py.algorithms.ddpg import DDPG
-    from pearl_py.algorithms.dqn import DQN
-
     ok, why = numba_available()
     if not ok:
         return ok, why
-    if type(algorithm) not in (DQN, DDPG):
-        return False, (f"the fused inference implements DQN's and DDPG's act only, not "
-                       f"{type(algorithm).__name__} (use the reference variant)")
-    name, tanh = ("q", False) if type(algorithm) is DQN else ("actor", True)
-    if name not in nets.online:
-        return False, f"{algorithm.name} has no online network {name!r}"
-    layers = _mlp_layers(nets.online[name], out_tanh=tanh)
-    if isinstance(layers, str):
-        return False, f"{name} network: {layers}"
-    if layers[0].in_features != algorithm.spec.obs_dim:
-        return False, "the acting network's input size does not match the env"
-    return True, ""
+    why = acting_problem(algorithm, dict(nets.online))       # the declared form, the acting network's structure
+    return (False, why) if why is not None else (True, "")
 
 
 class FusedInference:
-    """DQN's or DDPG's act as one numba call over numpy views of the acting network's parameters."""
+    """An algorithm's act (by its acting form) as one numba call over numpy views of the acting network."""
 
     def __init__(self, algorithm: Algorithm, nets: Networks, seed: int | None = None) -> None:
         ok, why = supports(algorithm, nets)
         if not ok:
             raise KernelUnavailable(f"inference variant 'fused' (cpu): {why}")
-        from pearl_py.algorithms.dqn import DQN
-
         set_blas_threads(torch.get_num_threads())
         self.algorithm = algorithm
-        self.is_dqn = type(algorithm) is DQN
-        net = nets.online["q" if self.is_dqn else "actor"]
+        self.form = algorithm.declared_acting_form()
+        net = nets.online[ACTING[self.form][0]]
         self.linears = [m for m in net if type(m) is nn.Linear]
         self.params = [p for m in self.linears for p in (m.weight, m.bias)]
-        self.kernel = dqn_act if self.is_dqn else ddpg_act
+        self.kernel = ACT_KERNELS[self.form]
         self.width = sum(m.out_features for m in self.linears)
         self.scratch_extra = linear_scratch(self.linears)
         self._scratch: dict[int, np.ndarray] = {}
@@ -197,15 +217,17 @@ class FusedInference:
         S = self._scratch.get(rows)
         if S is None:
             S = self._scratch[rows] = aligned_zeros(rows * self.width + self.scratch_extra)
-        if self.is_dqn:
+        rate = 0.0
+        if self.form == "epsilon_greedy_q":
             rate = self.algorithm.epsilon(progress) if explore else 0.0
-        else:
+        elif self.form == "deterministic_actor_noise":
             rate = self.algorithm.config.noise_std
             explore = explore and rate > 0
         return self.kernel(obs, self.Ws, self.bs, S, explore, rate, self.state)
 
 
 def make_fused(algorithm: Algorithm, nets: Networks, seed: int | None = None) -> FusedInference:
-    """The ``fused`` CPU inference of DQN or DDPG (raises :class:`KernelUnavailable` with the reason
-    for any other algorithm or for acting networks that are not plain CPU float32 MLPs)."""
+    """The ``fused`` CPU inference of an algorithm whose acting form it implements (raises
+    :class:`KernelUnavailable` with the reason for any other, or for acting networks that are not plain
+    CPU float32 MLPs)."""
     return FusedInference(algorithm, nets, seed)

@@ -1,6 +1,6 @@
 """Learner-update kernels: the reference step and the fast ones, all ``TensorBatch -> UpdateResult``.
 
-Every builder takes a :class:`~pearl_py.algorithms.learner.Learner` and returns a
+Every builder takes a :class:`~pearl_py.algorithms.off_policy.learner.Learner` and returns a
 callable with the semantics of ``Learner.update``: every loss minimised in order, the
 learner's networks and Adam state updated in place, ``learner.gradient_steps``
 counted, the algorithm's target update run, the losses and ``|TD error|`` returned.
@@ -19,7 +19,7 @@ from collections.abc import Callable
 
 import torch
 
-from pearl_py.algorithms.learner import Learner, TensorBatch, UpdateResult
+from pearl_py.algorithms.off_policy.learner import Learner, TensorBatch, UpdateResult
 from pearl_py.kernels.functional_step import StepFn, batch_tensors, make_step
 from pearl_py.kernels.workspace import Workspace
 

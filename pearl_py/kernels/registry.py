@@ -1,11 +1,15 @@
 """The registry of kernel implementation variants, per kernel kind and device class.
 
 A :class:`Variant` is one implementation of a kernel kind on a device class ("cpu"
-or "gpu"): a name (what ``Plan.placements[kernel].variant`` carries), a builder and an
-availability check. Cost models calibrate every available variant; the optimizer picks
-one per kernel together with its device; the runtime builds it by name. A kernel kind
-without registered variants has one implementation, the runtime's own, named
-"reference".
+or "gpu"): a name (what ``Plan.placements[kernel].variant`` carries), a builder, an
+availability check (can this machine run it) and what it supports: the ``forms`` it
+implements (a hand-written kernel implements some losses or acting rules, named by the
+algorithm's :attr:`Loss.form` / ``acting_form``; None: any, as a generic variant) and the
+layer types it handles. :meth:`Variant.supports` reads a kernel's declared workload, so the
+planner knows which variants an algorithm can use without building anything. Cost models
+calibrate every available variant; the optimizer picks one per kernel together with its
+device; the runtime builds it by name. A kernel kind without registered variants has one
+implementation, the runtime's own, named "reference".
 
 Example::
 
@@ -14,6 +18,8 @@ Example::
     >>> update = build(KernelKind.LEARNER_UPDATE, "compiled", learner)
     >>> REGISTRY.get(KernelKind.LEARNER_UPDATE, "cuda_graph", "gpu").available()
     (False, 'CUDA is not available here (torch.cuda.is_available() is False)')
+    >>> REGISTRY.get(KernelKind.LEARNER_UPDATE, "fused", "cpu").supports(sac.protocol().kernel(LEARNER_UPDATE))
+    "implements the forms dqn_td | ddpg_critic+dpg_actor; this kernel computes sac_critic+sac_actor+sac_entropy"
 """
 from __future__ import annotations
 
@@ -23,7 +29,8 @@ from typing import Any
 
 import torch
 
-from pearl_py.protocol.kernel import KernelKind
+from pearl_py.protocol.kernel import Kernel, KernelKind
+from pearl_py.protocol.workload import NetworkWorkload
 
 DEVICE_CLASSES = ("cpu", "gpu")
 
@@ -78,6 +85,11 @@ class Variant:
     """Its one-off setup (a compile) is cached on disk for every shape (numba compiles per argument
     type, not shape), so once ``pearl profile`` has built it a run pays only the warm setup;
     False for a compile per static shape (inductor), which a run at a new shape pays cold."""
+    forms: tuple[tuple[str, ...], ...] | None = None
+    """The exact form tuples it implements (a network kernel's ``workload.forms``: the losses of one
+    update in order, or the acting form); None: any (a generic variant)."""
+    layers: frozenset[type] | None = None
+    """Layer types it handles in a network kernel's workload (None: any)."""
 
     def __post_init__(self) -> None:
         if self.device_class not in DEVICE_CLASSES:
@@ -87,6 +99,21 @@ class Variant:
     def available(self) -> tuple[bool, str]:
         """``(True, "")``, or ``(False, reason)`` when this machine cannot run the variant."""
         return self.requires()
+
+    def supports(self, kernel: Kernel) -> str | None:
+        """None when this variant can run ``kernel`` as the algorithm declared it, else why not."""
+        workload = kernel.workload
+        if not isinstance(workload, NetworkWorkload):
+            return None
+        if self.forms is not None and tuple(workload.forms) not in self.forms:
+            known = " | ".join("+".join(f) for f in self.forms)
+            return (f"implements the forms {known}; this kernel computes {'+'.join(workload.forms) or 'nothing declared'}"
+                    " (use the reference variant)")
+        if self.layers is not None:
+            other = sorted({type(layer).__name__ for layer in workload.layers if type(layer) not in self.layers})
+            if other:
+                return f"handles {', '.join(sorted(t.__name__ for t in self.layers))} layers, not {', '.join(other)}"
+        return None
 
     def build(self, *args: Any, **kwargs: Any) -> Any:
         ok, reason = self.available()

@@ -22,8 +22,8 @@ from dataclasses import dataclass
 
 import torch
 
-from pearl_py.algorithms.base import Loss
-from pearl_py.algorithms.learner import Learner
+from pearl_py.algorithms.off_policy.base import Loss
+from pearl_py.algorithms.off_policy.learner import Learner
 
 
 @dataclass(frozen=True)

@@ -5,28 +5,43 @@ Example::
     >>> import pearl_py as pearl
     >>> plan = pearl.plan(pearl.DQN("CartPole-v1"), pearl.Platform.load("pearl-cpu-gpu-fpga"),
     ...                   objective="power", constraints={"power_cap_w": 400})
-    >>> plan.placements["replay_sample"].device, round(plan.predicted["samples_per_j"])
+    >>> plan.placements[REPLAY_SAMPLE].device, round(plan.prediction.samples_per_j)
     ('fpga', 806)
-    >>> plan.export("out/plan")          # plan.yaml, plan.json, report.md, report.html
+    >>> plan.export("out/plan")          # plan.yaml, prediction.json, plan.json, report.md, report.html
     >>> top = pearl.ranked_plans(pearl.DQN("CartPole-v1"), pearl.Platform.local(), k=3)  # best first
-    >>> [(p.placements["inference"].variant, p.placements["learner_update"].variant) for p in top]
+    >>> [(p.placements[INFERENCE].variant, p.placements[LEARNER_UPDATE].variant) for p in top]
     [('fused', 'fused'), ('reference', 'fused'), ('fused', 'reference')]
 """
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
+from pearl_py.errors import PlanningError
 from pearl_py.optimize.builder import Constraints, CostModel, build_problem
 from pearl_py.optimize.explain import compare_sentence, limit_sentence, thread_sentences
-from pearl_py.optimize.model import OBJECTIVES
+from pearl_py.optimize.model import OBJECTIVES, Assignment
 from pearl_py.optimize.pareto import pareto_front
-from pearl_py.optimize.plan import Placement, Plan
 from pearl_py.optimize.problem import AssignmentProblem
 from pearl_py.optimize.solution import Solution
 from pearl_py.optimize.solve import solve, solve_ranked
 from pearl_py.optimize.whole_run import whole_run
-from pearl_py.protocol import KernelKind, ProtocolGraph
+from pearl_py.plan import (
+    Alternative,
+    CpuGpuRatio,
+    DeviceInfo,
+    Figures,
+    KernelCost,
+    ParetoPoint,
+    Placement,
+    Plan,
+    PlatformInfo,
+    Prediction,
+    SolverInfo,
+    ThreadCost,
+)
+from pearl_py.protocol import ProtocolGraph
 
 
 def plan(algo: Any, platform: Any, objective: str = "throughput",
@@ -40,10 +55,10 @@ def plan(algo: Any, platform: Any, objective: str = "throughput",
     steps the run will take; a kernel variant with a one-off setup (the ``compiled``
     learner update's compile) is chosen only when it pays that back within them
     (``None``: unknown, so it is not; ``float("inf")``: steady state). ``refused_variants``:
-    ``{kernel: {variant: reason}}`` the algorithm cannot use (the runtime works it out,
-    :func:`pearl_py.runtime.planning.refused_variants`); they are not offered. The plan's
-    ``predicted`` holds the model's figures, the cost table with sources, the Pareto
-    front, the other objective's plan and the explanation sentences.
+    ``{kernel: {variant: reason}}`` the caller keeps out (variants an algorithm cannot use are
+    not offered anyway: each variant declares the forms it supports, ``Variant.supports``).
+    The plan's :class:`~pearl_py.plan.Prediction` holds the model's figures, the cost table
+    with sources, the Pareto front, the other objective's plan and the explanation sentences.
     """
     return ranked_plans(algo, platform, objective, constraints, k=1, solver=solver, estimator=estimator,
                         time_limit_s=time_limit_s, pareto_points=pareto_points, horizon=horizon,
@@ -59,11 +74,9 @@ def ranked_plans(algo: Any, platform: Any, objective: str = "throughput",
 
     Arguments as :func:`plan`, whose plan is the first. The others come from ranking every
     plan by the model (:func:`pearl_py.optimize.solve.solve_ranked`), so the order is exact.
-    Every plan carries the full ``predicted`` (its own figures; the Pareto front and the
-    other objective's plan are shared). ``pearl run --auto --tune`` measures them (docs/runtime.md).
+    Every plan carries its own prediction (the Pareto front and the other objective's plan are
+    shared). ``pearl run --auto --tune`` measures them (docs/runtime.md).
     """
-    from pearl_py.errors import PlanningError
-
     if objective not in OBJECTIVES:
         raise PlanningError(f"objective must be throughput or power, got {objective!r}")
     if isinstance(platform, str):
@@ -82,78 +95,72 @@ def ranked_plans(algo: Any, platform: Any, objective: str = "throughput",
     other = solve(problem, other_objective, solver, time_limit_s)
     fastest, frugal = (ranked[0], other) if objective == "throughput" else (other, ranked[0])
     exact = ranked[0].optimal and other.optimal and solver != "heuristic"
-    front = [p.to_dict() for p in pareto_front(problem, fastest, frugal, points=pareto_points, exact=exact,
-                                               time_limit_s=time_limit_s)]
+    front = tuple(ParetoPoint(p.samples_per_s, p.samples_per_j, p.power_w, placements_of(p.assignment))
+                  for p in pareto_front(problem, fastest, frugal, points=pareto_points, exact=exact,
+                                        time_limit_s=time_limit_s))
+    alternative = Alternative(other_objective, figures(other), placements_of(other.assignment))
     plans = []
     for chosen in ranked:
-        predicted = describe(problem, protocol, chosen)
-        predicted["alternative"] = {"objective": other_objective, **_summary(problem, other)}
-        predicted["comparison"] = compare_sentence(problem, (chosen.assignment, chosen.performance), objective,
-                                                   (other.assignment, other.performance))
-        predicted["pareto"] = front
-        predicted["platform"] = platform.to_dict()
-        predicted["horizon"] = horizon
-        predicted["run"] = whole_run(problem, protocol, chosen.assignment, chosen.performance, horizon)
-        plans.append(Plan(platform=platform.name, objective=objective, placements=_placements(chosen),
-                          predicted=predicted, solver=chosen.solver))
+        prediction = dataclasses.replace(
+            describe(problem, protocol, chosen), alternative=alternative, pareto=front,
+            comparison=compare_sentence(problem, (chosen.assignment, chosen.performance), objective,
+                                        (other.assignment, other.performance)),
+            platform=platform_info(platform), horizon=horizon,
+            run=whole_run(problem, protocol, chosen.assignment, chosen.performance, horizon))
+        used = {c.device for c in chosen.assignment.values()}
+        plans.append(Plan(platform=platform.name, objective=objective, placements=placements_of(chosen.assignment),
+                          mode="serialized" if problem.serialized else "overlapped",
+                          devices={d: problem.devices[d].kind for d in sorted(used)}, solver=chosen.solver,
+                          prediction=prediction))
     return plans
 
 
-def _placements(sol: Solution) -> dict[str, Placement]:
-    return {k: Placement(c.device, c.variant, c.replicas) for k, c in sol.assignment.items()}
+def platform_info(platform: Any) -> PlatformInfo:
+    data = platform.to_dict()
+    return PlatformInfo(data["name"], data["description"], tuple(data["devices"]), tuple(data["links"]),
+                        dict(data["counters"]))
 
 
-def _summary(problem: AssignmentProblem, sol: Solution) -> dict[str, Any]:
+def placements_of(assignment: Assignment) -> dict[str, Placement]:
+    return {k: Placement(c.device, c.variant, c.replicas) for k, c in assignment.items()}
+
+
+def figures(sol: Solution) -> Figures:
     perf = sol.performance
-    return {
-        "samples_per_s": perf.samples_per_s, "samples_per_j": perf.samples_per_j, "power_w": perf.power_w,
-        "time_per_sample_s": perf.time_per_sample, "energy_per_sample_j": perf.energy_per_sample_j,
-        "bottleneck": perf.bottleneck,
-        "placements": {k: {"device": c.device, "variant": c.variant, "replicas": c.replicas}
-                       for k, c in sol.assignment.items()},
-    }
+    return Figures(samples_per_s=perf.samples_per_s, samples_per_j=perf.samples_per_j, power_w=perf.power_w,
+                   time_per_sample_s=perf.time_per_sample, energy_per_sample_j=perf.energy_per_sample_j,
+                   bottleneck=perf.bottleneck)
 
 
-def cpu_gpu_ratio(problem: AssignmentProblem, protocol: ProtocolGraph, sol: Solution) -> dict[str, Any]:
-    """Actor cores (replicas of replicable kernels on CPUs) per GPU running the learner."""
+def cpu_gpu_ratio(problem: AssignmentProblem, sol: Solution) -> CpuGpuRatio:
+    """Actor cores (replicas of replicable kernels on CPU-pool devices) per GPU running a train-stage kernel."""
     actor_cores = sum(c.replicas for k, c in sol.assignment.items()
                       if problem.task(k).replicable and problem.devices[c.device].kind == "cpu")
-    learner_gpus = {m for k in protocol.by_kind(KernelKind.LEARNER_UPDATE)
-                    for m in problem.devices[sol.assignment[k.name].device].physical
-                    if problem.devices[m].kind == "gpu"}
+    learner_gpus = {m for k, c in sol.assignment.items() if problem.task(k).stage == "train"
+                    for m in problem.devices[c.device].physical if problem.devices[m].kind == "gpu"}
     ratio = actor_cores / len(learner_gpus) if learner_gpus else None
-    return {"actor_cores": actor_cores, "learner_gpus": len(learner_gpus), "ratio": ratio}
+    return CpuGpuRatio(actor_cores, len(learner_gpus), ratio)
 
 
-def describe(problem: AssignmentProblem, protocol: ProtocolGraph, sol: Solution) -> dict[str, Any]:
-    """Everything a report shows about a solved plan, as plain data."""
+def describe(problem: AssignmentProblem, protocol: ProtocolGraph, sol: Solution) -> Prediction:
+    """Everything a report shows about a solved plan but the shared parts (front, alternative, platform)."""
     perf = sol.performance
-    costs: dict[str, dict[str, dict[str, Any]]] = {}
+    costs: dict[str, dict[str, dict[str, KernelCost]]] = {}
     for (kernel, device, variant), option in problem.options.items():
-        entry = costs.setdefault(kernel, {}).setdefault(device, {})[variant] = {
-            "latency_s": option.latency_s, "energy_j": option.energy_j, "source": option.source,
-            "resources": dict(option.resources), "setup_s": option.setup_s}
-        if option.threads:
-            entry["threads"] = [{"threads": n, "latency_s": lat, "energy_j": e}
-                                for n, (lat, e) in enumerate(option.threads, start=2)]
-    return {
-        **_summary(problem, sol),
-        "mode": "serialized" if problem.serialized else "overlapped",
-        "throttled": perf.throttled,
-        "busy_s": perf.busy, "link_busy_s": perf.link_busy, "utilization": perf.utilization,
-        "solver": {"name": sol.solver, "optimal": sol.optimal, "bound": sol.bound, "gap": sol.gap,
-                   "seconds": sol.seconds},
-        "cpu_gpu_ratio": cpu_gpu_ratio(problem, protocol, sol),
-        "rates": {t.name: t.rate for t in problem.tasks},
-        "kinds": {k.name: k.kind.value for k in protocol.kernels()},
-        "costs": costs,
-        "infeasible": problem.infeasible,
-        "variant_notes": problem.variant_notes,
-        "devices": {d.name: {"kind": d.kind, "model": d.model, "idle_w": d.idle_w, "peak_w": d.peak_w,
-                             "units": d.units, "members": len(d.physical)}
-                    for d in problem.devices.values() if d.name in perf.busy or d.is_pool
-                    or any(d.name == dev for (_, dev, _) in problem.options)},
-        "power_cap_w": problem.power_cap_w,
-        "limit": limit_sentence(problem, sol.assignment, perf),
-        "threads": thread_sentences(problem, sol.assignment, perf, sol.objective),
-    }
+        costs.setdefault(kernel, {}).setdefault(device, {})[variant] = KernelCost(
+            option.latency_s, option.energy_j, option.source, dict(option.resources), option.setup_s,
+            tuple(ThreadCost(n, lat, e) for n, (lat, e) in enumerate(option.threads, start=2)))
+    devices = {d.name: DeviceInfo(d.kind, d.model, d.idle_w, d.peak_w, d.units, len(d.physical))
+               for d in problem.devices.values() if d.name in perf.busy or d.is_pool
+               or any(d.name == dev for (_, dev, _) in problem.options)}
+    return Prediction(
+        figures=figures(sol),
+        solver=SolverInfo(sol.solver, sol.optimal, sol.bound, sol.gap, sol.seconds),
+        costs=costs, rates={t.name: t.rate for t in problem.tasks},
+        kinds={k.name: str(k.kind) for k in protocol.kernels()}, devices=devices, throttled=perf.throttled,
+        busy_s=dict(perf.busy), link_busy_s=dict(perf.link_busy), utilization=perf.utilization,
+        cpu_gpu_ratio=cpu_gpu_ratio(problem, sol),
+        infeasible={k: tuple(v) for k, v in problem.infeasible.items()},
+        variant_notes={k: tuple(v) for k, v in problem.variant_notes.items()},
+        power_cap_w=problem.power_cap_w, limit=limit_sentence(problem, sol.assignment, perf),
+        threads=tuple(thread_sentences(problem, sol.assignment, perf, sol.objective)))

@@ -10,7 +10,9 @@
 * identical nodes and identical devices in a node are interchangeable, so only as many
   of each as there are kernels are offered (an exact symmetry reduction for the
   catalogue's cluster platforms);
-* memory needs come from the workloads (replay storage, weights, Adam state);
+* memory needs, shared storage and stages come from the kernel kinds' declarations
+  (:mod:`pearl_py.protocol.kernel`); capacities and pools from the device kinds'
+  (:mod:`pearl_py.platform.kinds`);
 * a kernel the estimator costs at more than one thread on a CPU (the learner update where
   calibrated, ``Estimator.thread_counts``) gets those costs in ``Option.threads``: the
   optimizer picks its thread count like a replica count (docs/optimizer.md).
@@ -19,7 +21,7 @@ Example::
 
     >>> problem = build_problem(pearl.DQN("CartPole-v1").protocol(), Platform.load("pearl-cpu-gpu-fpga"),
     ...                         Estimator(), Constraints(power_cap_w=400))
-    >>> problem.candidates("replay_sample")
+    >>> problem.candidates(REPLAY_SAMPLE)
     [('cpu', 'reference'), ('gpu', 'reference'), ('fpga', 'reference')]
 """
 from __future__ import annotations
@@ -33,29 +35,51 @@ from typing import Any, Protocol
 import networkx as nx
 
 from pearl_py.errors import PlanningError, UserError
-from pearl_py.optimize.problem import AssignmentProblem, Device, Edge, Link, Option, Task
+from pearl_py.optimize.problem import (
+    AssignmentProblem,
+    Device,
+    Edge,
+    Link,
+    Option,
+    Task,
+)
 from pearl_py.platform import Platform
-from pearl_py.protocol import REPLAY_KINDS, Kernel, KernelKind, ProtocolGraph
+from pearl_py.platform.kinds import device_kind
+from pearl_py.protocol import Kernel, ProtocolGraph
 
-ADAM_COPIES = 4
-"""Learner memory: weights, gradients and two Adam moments (Kingma & Ba 2015)."""
+
+class KernelCost(Protocol):
+    """One call's cost as the builder reads it (:class:`pearl_py.estimate.Cost`)."""
+
+    latency_s: float
+    energy_j: float
+    resources: Mapping[str, float]
+    source: str
+    instance: str
+    setup_s: float
 
 
 class CostModel(Protocol):
-    """What the builder needs from :class:`pearl_py.estimate.Estimator` (``variants(kernel, device)``,
-    ``unavailable_variants(kernel, device)``, ``thread_counts(kernel, device, variant)`` with
-    ``cost(..., threads=n)``, and ``thread_note(kernel, device)`` are used when present)."""
+    """The estimator–optimizer contract, whole: what :func:`build_problem` asks of a cost model
+    (:class:`pearl_py.estimate.Estimator` implements it; a test or a benchmark may bring its own).
 
-    def cost(self, kernel: Kernel, device: Any, variant: str = "reference") -> Any: ...
+    ``cost`` raises a :class:`~pearl_py.errors.UserError` (``Infeasible``) where the kernel cannot run.
+    """
 
+    def variants(self, kernel: Kernel, device: Any) -> list[str]:
+        """Variants offered for ``kernel`` on ``device``, ``"reference"`` first."""
 
-def _stage(kind: KernelKind) -> str:
-    """The kernel's stage for the policy-lag chain (:class:`~pearl_py.optimize.problem.Task`)."""
-    if kind in (KernelKind.ENV_STEP, KernelKind.INFERENCE):
-        return "act"
-    if kind == KernelKind.REPLAY_INSERT:
-        return "intake"
-    return "train" if kind == KernelKind.LEARNER_UPDATE else ""
+    def unavailable_variants(self, kernel: Kernel, device: Any) -> dict[str, str]:
+        """Variants not offered there, with the reason (for reports)."""
+
+    def thread_counts(self, kernel: Kernel, device: Any, variant: str = "reference") -> list[int]:
+        """Thread counts a call is costed at (``[1]`` unless calibrated at more)."""
+
+    def thread_note(self, kernel: Kernel, device: Any) -> str | None:
+        """Why a kernel that could run threaded is offered one thread only, if so."""
+
+    def cost(self, kernel: Kernel, device: Any, variant: str = "reference", threads: int = 1) -> KernelCost:
+        """One call of ``kernel`` on ``device`` as ``variant`` at ``threads`` threads."""
 
 
 def break_even_calls(setup_s: float, latency_s: float, reference_latency_s: float) -> float:
@@ -114,18 +138,6 @@ class Constraints:
         return cls(None if cap is None else float(cap), dict(data.get("pin") or {}), tuple(data.get("exclude") or ()))
 
 
-def memory_need(kernel: Kernel) -> float:
-    """Resident bytes a kernel keeps on its device: replay storage, network weights (and Adam state)."""
-    workload = kernel.workload
-    if kernel.kind in REPLAY_KINDS:
-        return float(workload.capacity * workload.item_bytes)
-    if kernel.kind == KernelKind.LEARNER_UPDATE:
-        return float(ADAM_COPIES * workload.weight_bytes)
-    if kernel.kind == KernelKind.INFERENCE:
-        return float(workload.weight_bytes)
-    return 0.0
-
-
 def _group(name: str) -> tuple[str, str]:
     """``("node3", "gpu")`` for ``node3.gpu5``; ``("", "cpu")`` for ``cpu1``."""
     node, _, local = name.rpartition(".")
@@ -152,8 +164,7 @@ def _device(device, name: str | None = None, members: tuple[str, ...] = ()) -> D
     capacity: dict[str, float] = {}
     if device.memory_bytes > 0:
         capacity["memory_bytes"] = device.memory_bytes
-    if device.kind == "fpga":
-        capacity.update({k: float(v) for k, v in spec.capacity().items()})
+    capacity.update(device_kind(device.kind).capacity(spec))
     return Device(name or device.name, device.kind, device.parallel_units, float(spec.idle_w), float(spec.peak_w),
                   capacity, members, device.model, device.node)
 
@@ -184,8 +195,9 @@ def _routes(platform: Platform, devices: Iterable[str]) -> tuple[dict[str, Link]
 
 def _threaded(estimator: CostModel, kernel: Kernel, device, variant: str, target: str) -> tuple[tuple[float, float], ...]:
     """``(latency_s, energy_j)`` at 2, 3, ... threads where the estimator costs more than one thread
-    (a non-replicable kernel on a CPU device, not a pool: the learner update on the calibrated local CPU)."""
-    if kernel.replicable or device.kind != "cpu" or target != device.name or not hasattr(estimator, "thread_counts"):
+    (a non-replicable kernel of a threaded kind on one device, not a pool: the learner update on the
+    calibrated local CPU)."""
+    if kernel.replicable or not kernel.kind.threaded or target != device.name:
         return ()
     counts = [n for n in estimator.thread_counts(kernel, device, variant) if n > 1]
     return tuple((c.latency_s, c.energy_j) for c in (estimator.cost(kernel, device, variant, threads=n) for n in counts))
@@ -198,13 +210,13 @@ def build_problem(protocol: ProtocolGraph, platform: Platform, estimator: CostMo
     """The optimizer's view of running ``protocol`` on ``platform`` with ``estimator``'s costs.
 
     ``variants`` restricts the implementation variants considered (default: every variant
-    the estimator offers per kernel and device, ``reference`` at least). ``horizon``: samples
+    the estimator offers per kernel and device, ``reference`` at least; the estimator offers
+    only variants that support the kernel as its algorithm declared it). ``horizon``: samples
     (env steps) of the run; a variant with a one-off setup (``Cost.setup_s``, a compile) is
     offered only where its faster calls pay the setup back within it. ``None``: the run
     length is unknown and such variants are not offered (the reason is kept).
-    ``refused_variants``: ``{kernel: {variant: reason}}``, CPU variants this machine could run
-    but the algorithm's own code cannot use (e.g. ``fused`` for a user-defined algorithm);
-    they are not offered, and the reason is kept.
+    ``refused_variants``: ``{kernel: {variant: reason}}``, more variants the caller keeps out
+    (on every device); the reason is kept.
     """
     refused_variants = refused_variants or {}
     constraints = Constraints.from_mapping(constraints)
@@ -212,10 +224,6 @@ def build_problem(protocol: ProtocolGraph, platform: Platform, estimator: CostMo
     for kernel_name, device_name in constraints.pin.items():
         if kernel_name not in protocol:
             raise PlanningError(f"pin: unknown kernel {kernel_name!r}; the protocol has {sorted(protocol.graph)}")
-    per_device = callable(getattr(estimator, "variants", None))
-    if variants is None and not per_device:
-        known = getattr(getattr(estimator, "params", None), "variants", None)
-        variants = sorted(known, key=lambda v: (v != "reference", v)) if known else ["reference"]
 
     keep = canonical_devices(platform, len(kernels))
     pinned = set(constraints.pin.values())
@@ -226,7 +234,7 @@ def build_problem(protocol: ProtocolGraph, platform: Platform, estimator: CostMo
     devices = {d.name: _device(d) for d in chosen}
     by_model: dict[str, list] = defaultdict(list)
     for d in platform:
-        if d.kind == "cpu" and d.name not in constraints.exclude:
+        if device_kind(d.kind).poolable and d.name not in constraints.exclude:
             by_model[d.model].append(d)
     pools = {}
     for model, members in by_model.items():
@@ -243,15 +251,13 @@ def build_problem(protocol: ProtocolGraph, platform: Platform, estimator: CostMo
     for kernel in kernels:
         targets = [(d.name, d) for d in chosen] + [(p, first) for p, first in pools.items() if kernel.replicable]
         for target, device in targets:
-            offered = estimator.variants(kernel, device) if per_device else list(variants)
-            if per_device and variants is not None:
+            offered = estimator.variants(kernel, device)
+            if variants is not None:
                 offered = [v for v in offered if v in variants]
-            refused = refused_variants.get(kernel.name, {}) if device.kind == "cpu" else {}
+            refused = {v: why for v, why in refused_variants.get(kernel.name, {}).items() if v in offered}
             offered = [v for v in offered if v not in refused]
             if target == device.name:
-                unavailable = estimator.unavailable_variants(kernel, device) if per_device and hasattr(
-                    estimator, "unavailable_variants") else {}
-                for name, reason in {**unavailable, **refused}.items():
+                for name, reason in {**estimator.unavailable_variants(kernel, device), **refused}.items():
                     notes[kernel.name].append(f"{kernel.name}: variant {name!r} not offered on {target}: {reason}")
             reference = None
             for variant in offered:
@@ -264,7 +270,7 @@ def build_problem(protocol: ProtocolGraph, platform: Platform, estimator: CostMo
                     continue  # this variant cannot run here; the reference can
                 if reference is not None and cost == reference:
                     continue  # the variant changes nothing on this device
-                setup_s = float(getattr(cost, "setup_s", 0.0))
+                setup_s = float(cost.setup_s)
                 if reference is not None and setup_s > 0:
                     reason = decline_reason(kernel, target, variant, setup_s, cost.latency_s,
                                             reference.latency_s, horizon)
@@ -274,22 +280,23 @@ def build_problem(protocol: ProtocolGraph, platform: Platform, estimator: CostMo
                         continue
                 reference = reference or cost
                 resources = {k: float(v) for k, v in cost.resources.items() if k != "cores"}
-                need = memory_need(kernel)
+                need = kernel.memory_bytes
                 if need:
                     resources["memory_bytes"] = need
-                instance = cost.instance if device.kind == "fpga" else (
-                    "replay-storage" if kernel.kind in REPLAY_KINDS else "")
+                # an HLS design's instance is hardware kernels share (the FPGA sum tree); elsewhere kernels of
+                # one storage share its memory (the replay's insert, sample and priority update)
+                instance = cost.instance if device_kind(device.kind).costing == "hls" else kernel.kind.storage
                 options[(kernel.name, target, variant)] = Option(cost.latency_s, cost.energy_j, resources,
                                                                  cost.source, instance, setup_s,
                                                                  _threaded(estimator, kernel, device, variant, target))
-            if target == device.name and hasattr(estimator, "thread_note"):
+            if target == device.name:
                 note = estimator.thread_note(kernel, device)
                 if note:
                     notes[kernel.name].append(note)
-    tasks = tuple(Task(k.name, k.rate, k.replicable, constraints.pin.get(k.name), _stage(k.kind)) for k in kernels)
+    tasks = tuple(Task(k.name, k.rate, k.replicable, constraints.pin.get(k.name), k.kind.stage) for k in kernels)
     edges = tuple(Edge(src, dst, float(nbytes), float(rate)) for src, dst, nbytes, rate in protocol.edges())
     physical = {m for d in devices.values() for m in d.physical}
     links, routes = _routes(platform, physical)
     return AssignmentProblem(tasks, devices, options, edges, links, routes, serialized=protocol.serialized,
-                             overlap=protocol.overlap, power_cap_w=constraints.power_cap_w, name=platform.name, infeasible=dict(infeasible),
-                             variant_notes=dict(notes))
+                             overlap=protocol.overlap, power_cap_w=constraints.power_cap_w, name=platform.name,
+                             infeasible=dict(infeasible), variant_notes=dict(notes))

@@ -9,7 +9,13 @@ Example::
 """
 from __future__ import annotations
 
-from pearl_py.optimize.model import POLICY_LAG, Assignment, Choice, Performance, evaluate
+from pearl_py.optimize.model import (
+    POLICY_LAG,
+    Assignment,
+    Choice,
+    Performance,
+    evaluate,
+)
 from pearl_py.optimize.problem import AssignmentProblem
 
 

@@ -20,10 +20,21 @@ from __future__ import annotations
 import time
 
 from pearl_py.errors import PlanningError
-from pearl_py.optimize.exhaustive import MAX_PLANS, count_plans, feasible_plans, solve_exhaustive
+from pearl_py.optimize.exhaustive import (
+    MAX_PLANS,
+    count_plans,
+    feasible_plans,
+    solve_exhaustive,
+)
 from pearl_py.optimize.heuristic import solve_heuristic
 from pearl_py.optimize.milp import milp_size, relaxation_bound, solve_milp
-from pearl_py.optimize.model import OBJECTIVES, Assignment, Choice, evaluate, kernel_bound
+from pearl_py.optimize.model import (
+    OBJECTIVES,
+    Assignment,
+    Choice,
+    evaluate,
+    kernel_bound,
+)
 from pearl_py.optimize.problem import AssignmentProblem
 from pearl_py.optimize.solution import Solution
 

@@ -16,20 +16,17 @@ and count them, so the whole run's samples/s (``H / seconds``) is comparable wit
 Example::
 
     >>> run = whole_run(problem, protocol, solution.assignment, solution.performance, horizon=20_000)
-    >>> run["warmup_steps"], round(run["samples_per_s"])
+    >>> run.warmup_steps, round(run.samples_per_s)
     (10000, 291)
 """
 from __future__ import annotations
 
 import math
-from typing import Any
 
 from pearl_py.optimize.model import Assignment, Performance, evaluate
 from pearl_py.optimize.problem import AssignmentProblem
-from pearl_py.protocol import KernelKind, ProtocolGraph
-
-WARMUP_KINDS = (KernelKind.ENV_STEP, KernelKind.REPLAY_INSERT)
-"""The kernels a warm-up step runs: random actions need no inference, and nothing trains yet."""
+from pearl_py.plan import WholeRun
+from pearl_py.protocol import ENV_STEP, ProtocolGraph
 
 
 def whole_vector_steps(env_steps: float, n_envs: int) -> int:
@@ -38,13 +35,15 @@ def whole_vector_steps(env_steps: float, n_envs: int) -> int:
 
 
 def whole_run(problem: AssignmentProblem, protocol: ProtocolGraph, assignment: Assignment,
-              steady: Performance, horizon: float | None) -> dict[str, Any] | None:
+              steady: Performance, horizon: float | None) -> WholeRun | None:
     """The modelled time of a run of ``horizon`` env steps (None when the length is unknown or infinite)."""
     if horizon is None or not math.isfinite(horizon) or horizon <= 0:
         return None
-    warm_kernels = {k.name for kind in WARMUP_KINDS for k in protocol.by_kind(kind)}
+    # a warm-up step runs the kinds declared warmup (the env step and the replay insert: random actions need no
+    # inference, and nothing trains yet)
+    warm_kernels = {k.name for k in protocol.kernels() if k.kind.warmup}
     warm = evaluate(problem, {k: c for k, c in assignment.items() if k in warm_kernels})
-    envs = protocol.by_kind(KernelKind.ENV_STEP)
+    envs = protocol.by_kind(ENV_STEP)
     n = envs[0].workload.n_envs if envs else 1
     horizon = whole_vector_steps(horizon, n)  # the executors step all n envs: the last vector step may overshoot
     warmup_steps = min(whole_vector_steps(protocol.warmup_steps, n), horizon)
@@ -52,9 +51,7 @@ def whole_run(problem: AssignmentProblem, protocol: ProtocolGraph, assignment: A
     warmup_s = warmup_steps * warm.time_per_sample
     learning_s = (horizon - warmup_steps) * steady.time_per_sample
     seconds = warmup_s + learning_s + setup_s
-    return {
-        "env_steps": int(horizon), "warmup_steps": int(warmup_steps),
-        "warmup_s": warmup_s, "learning_s": learning_s, "setup_s": setup_s, "seconds": seconds,
-        "warmup_samples_per_s": 1.0 / warm.time_per_sample if warm.time_per_sample > 0 else math.inf,
-        "samples_per_s": horizon / seconds if seconds > 0 else math.inf, "source": "modelled",
-    }
+    return WholeRun(env_steps=int(horizon), warmup_steps=int(warmup_steps), warmup_s=warmup_s, learning_s=learning_s,
+                    setup_s=setup_s, seconds=seconds,
+                    warmup_samples_per_s=1.0 / warm.time_per_sample if warm.time_per_sample > 0 else math.inf,
+                    samples_per_s=horizon / seconds if seconds > 0 else math.inf)

@@ -7,9 +7,10 @@ Example::
     80.0
 """
 from pearl_py.platform.catalogue import Catalogue
+from pearl_py.platform.kinds import DeviceKind, device_kind, device_kinds, register
 from pearl_py.platform.platform import Device, Platform
 from pearl_py.platform.spec import CpuSpec, FpgaSpec, GpuSpec, LinkSpec, MemorySpec
 from pearl_py.platform.yamlsrc import CatalogueError
 
-__all__ = ["Catalogue", "CatalogueError", "CpuSpec", "Device", "FpgaSpec", "GpuSpec", "LinkSpec",
-           "MemorySpec", "Platform"]
+__all__ = ["Catalogue", "CatalogueError", "CpuSpec", "Device", "DeviceKind", "FpgaSpec", "GpuSpec", "LinkSpec",
+           "MemorySpec", "Platform", "device_kind", "device_kinds", "register"]

@@ -1,7 +1,8 @@
 """The hardware catalogue: CPUs, GPUs, FPGAs, links and platforms from ``devices/*.yaml``.
 
-Every file may hold any of the sections ``cpus``, ``gpus``, ``fpgas``, ``links`` and
-``platforms``; a name may be defined once across all files. Mistakes raise
+Every file may hold any of the sections ``links``, ``platforms`` and one per registered
+device kind (``cpus``, ``gpus``, ``fpgas``: :mod:`pearl_py.platform.kinds`); a name may be
+defined once across all files. Mistakes raise
 :class:`CatalogueError` naming file, line and key.
 
 Example::
@@ -18,11 +19,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pearl_py.platform.spec import SPEC_BY_SECTION, DeviceSpec, LinkSpec, check_keys
+from pearl_py.platform.kinds import spec_by_section
+from pearl_py.platform.spec import DeviceSpec, LinkSpec, check_keys
 from pearl_py.platform.yamlsrc import CatalogueError, CatalogueYaml
 from pearl_py.resources import devices_dir
 
-SECTIONS = ("cpus", "gpus", "fpgas", "links", "platforms")
+OTHER_SECTIONS = ("links", "platforms")
+"""Sections besides the device kinds' own."""
 
 
 @dataclass
@@ -62,7 +65,8 @@ class Catalogue:
         doc = CatalogueYaml.load(path)
         if doc.data is None:
             return []
-        check_keys(doc.data, list(SECTIONS), [], (), doc.error)
+        specs = spec_by_section()
+        check_keys(doc.data, [*specs, *OTHER_SECTIONS], [], (), doc.error)
         platforms = []
         for section, entries in doc.data.items():
             if not isinstance(entries, dict):
@@ -78,7 +82,7 @@ class Catalogue:
                 elif section == "links":
                     self.links[name] = LinkSpec.from_entry(entry, where, doc.error, name=name)
                 else:
-                    self.devices[name] = SPEC_BY_SECTION[section].from_entry(entry, where, doc.error, name=name)
+                    self.devices[name] = specs[section].from_entry(entry, where, doc.error, name=name)
         return platforms
 
     def check_references(self) -> None:

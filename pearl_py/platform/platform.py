@@ -20,6 +20,7 @@ from pathlib import Path
 import networkx as nx
 
 from pearl_py.platform.catalogue import Catalogue, PlatformEntry
+from pearl_py.platform.kinds import device_kind
 from pearl_py.platform.spec import DeviceSpec, LinkSpec, check_keys
 from pearl_py.platform.yamlsrc import CatalogueError
 
@@ -39,7 +40,7 @@ class Device:
 
     @property
     def kind(self) -> str:
-        """``"cpu"``, ``"gpu"`` or ``"fpga"``."""
+        """The name of its :class:`~pearl_py.platform.kinds.DeviceKind` (``"cpu"``, ``"gpu"``, ``"fpga"``, ...)."""
         return self.spec.kind
 
     @property
@@ -48,8 +49,8 @@ class Device:
 
     @property
     def parallel_units(self) -> int:
-        """How many single-threaded replicas can run at once (cores for a CPU, else 1)."""
-        return self.spec.cores if self.kind == "cpu" else 1
+        """How many single-threaded replicas can run at once (its kind's rule: cores for a CPU, else 1)."""
+        return device_kind(self.kind).units(self.spec)
 
     @property
     def memory_bytes(self) -> float:
@@ -171,7 +172,7 @@ def build_platform(entry: PlatformEntry, catalogue: Catalogue) -> Platform:
             node_devices, node_links = _expand_node(body["node"], catalogue, doc, where + ("node",), f"node{n}")
             devices += node_devices
             links += node_links
-            cpus = [d for d in node_devices if d.kind == "cpu"]
+            cpus = [d for d in node_devices if device_kind(d.kind).one_host]
             if not cpus:
                 raise doc.error(where + ("node", "devices"), "a node needs a cpu to attach to the network")
             hosts.append(cpus[0].name)

@@ -62,7 +62,9 @@ def _coerce(value: Any, kind: type, name: str, path: tuple, error: SpecError) ->
 
 
 @dataclass(frozen=True)
-class _Spec:
+class Spec:
+    """Base of every spec: its dataclass fields are the catalogue schema (:meth:`from_entry` validates an entry)."""
+
     kind: ClassVar[str] = ""
 
     @classmethod
@@ -89,7 +91,7 @@ class _Spec:
 
 
 @dataclass(frozen=True)
-class LinkSpec(_Spec):
+class LinkSpec(Spec):
     """A point-to-point link: effective one-direction bandwidth and one-way latency."""
 
     bandwidth_gbs: float
@@ -102,7 +104,7 @@ class LinkSpec(_Spec):
 
 
 @dataclass(frozen=True)
-class CpuSpec(_Spec):
+class CpuSpec(Spec):
     """A CPU socket. One pearl_py process uses one core (``torch.set_num_threads(1)``)."""
 
     kind: ClassVar[str] = "cpu"
@@ -135,7 +137,7 @@ class CpuSpec(_Spec):
 
 
 @dataclass(frozen=True)
-class GpuSpec(_Spec):
+class GpuSpec(Spec):
     """A GPU with its host link."""
 
     kind: ClassVar[str] = "gpu"
@@ -153,7 +155,7 @@ class GpuSpec(_Spec):
 
 
 @dataclass(frozen=True)
-class MemorySpec(_Spec):
+class MemorySpec(Spec):
     """One kind of FPGA on-chip RAM block: how many, bits per block, ports per block."""
 
     count: int
@@ -162,7 +164,7 @@ class MemorySpec(_Spec):
 
 
 @dataclass(frozen=True)
-class FpgaSpec(_Spec):
+class FpgaSpec(Spec):
     """An FPGA board: fabric resources, clock, fp32 operator latencies, off-chip memory."""
 
     kind: ClassVar[str] = "fpga"
@@ -202,4 +204,4 @@ class FpgaSpec(_Spec):
 
 
 DeviceSpec = CpuSpec | GpuSpec | FpgaSpec
-SPEC_BY_SECTION: dict[str, type] = {"cpus": CpuSpec, "gpus": GpuSpec, "fpgas": FpgaSpec, "links": LinkSpec}
+"""The built-in kinds' specs; a registered kind (pearl_py.platform.kinds) may bring its own."""

@@ -1,6 +1,21 @@
-"""The training protocol: kernels, their workloads and the graph of data between them."""
+"""The training protocol as pure data: kernel kinds (declared once), kernels, workloads, the graph, schedules.
+
+Nothing here imports torch or an algorithm; each algorithm family derives its graph
+(pearl_py/algorithms/*/derive.py).
+"""
 from pearl_py.protocol.graph import ProtocolGraph
-from pearl_py.protocol.kernel import REPLAY_KINDS, Kernel, KernelKind
+from pearl_py.protocol.kernel import (
+    ENV_STEP,
+    INFERENCE,
+    LEARNER_UPDATE,
+    PARAM_SYNC,
+    PRIORITY_UPDATE,
+    REPLAY_INSERT,
+    REPLAY_KINDS,
+    REPLAY_SAMPLE,
+    Kernel,
+    KernelKind,
+)
 from pearl_py.protocol.workload import (
     DenseLayer,
     EnvWorkload,
@@ -12,6 +27,7 @@ from pearl_py.protocol.workload import (
 )
 
 __all__ = [
-    "DenseLayer", "EnvWorkload", "Kernel", "KernelKind", "NetworkWorkload", "ProtocolGraph",
-    "REPLAY_KINDS", "ReplayWorkload", "SyncWorkload", "TransitionLayout", "Workload",
+    "DenseLayer", "ENV_STEP", "EnvWorkload", "INFERENCE", "Kernel", "KernelKind", "LEARNER_UPDATE",
+    "NetworkWorkload", "PARAM_SYNC", "PRIORITY_UPDATE", "ProtocolGraph", "REPLAY_INSERT", "REPLAY_KINDS",
+    "REPLAY_SAMPLE", "ReplayWorkload", "SyncWorkload", "TransitionLayout", "Workload",
 ]

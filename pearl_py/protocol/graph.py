@@ -1,24 +1,20 @@
 """ProtocolGraph: the kernels of a training loop and the bytes that flow between them.
 
-Built from an algorithm, never by hand::
+Built from an algorithm (its family's derivation), never by hand::
 
-    >>> graph = ProtocolGraph.from_algorithm(pearl.DQN("CartPole-v1"))
-    >>> graph.kernel("learner_update").rate
+    >>> graph = pearl.DQN("CartPole-v1").protocol()
+    >>> graph.kernel(LEARNER_UPDATE).rate
     0.5
-    >>> graph.bytes_per_call("replay_sample", "learner_update")
+    >>> graph.bytes_per_call(REPLAY_SAMPLE, LEARNER_UPDATE)
     10752
 """
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
 
 import networkx as nx
 
 from pearl_py.protocol.kernel import Kernel, KernelKind
-
-if TYPE_CHECKING:
-    from pearl_py.algorithms.base import Algorithm
 
 
 class ProtocolGraph:
@@ -93,9 +89,3 @@ class ProtocolGraph:
                 {"src": s, "dst": d, "bytes_per_call": b, "rate": r} for s, d, b, r in self.edges()
             ],
         }
-
-    @classmethod
-    def from_algorithm(cls, algorithm: Algorithm, serialized: bool = False) -> ProtocolGraph:
-        from pearl_py.protocol.derive import derive_protocol
-
-        return derive_protocol(algorithm, serialized=serialized)

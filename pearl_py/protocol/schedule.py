@@ -43,7 +43,7 @@ DEFAULT_POLICY_LAG = DEFAULT_SYNC_EVERY
 """Default ``max_policy_lag``: actors act on parameters at most one publication interval old."""
 
 if TYPE_CHECKING:
-    from pearl_py.algorithms.config import OffPolicyConfig
+    from pearl_py.algorithms.off_policy.config import OffPolicyConfig
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,9 @@ from dataclasses import dataclass
 FLOAT_BYTES = 4
 """Parameters, activations and observations are float32 throughout pearl_py."""
 
+ADAM_COPIES = 4
+"""A learner keeps four copies of its trained weights: weights, gradients and two Adam moments (Kingma & Ba 2015)."""
+
 ADAM_FLOPS_PER_PARAM = 12
 """Adam per parameter: two moment updates, bias corrections, sqrt, divide, step (Kingma & Ba 2015, Alg. 1)."""
 
@@ -42,6 +45,16 @@ class DenseLayer:
         return self.n_in * self.n_out + self.n_out
 
     @property
+    def weight_key(self) -> tuple[str, int, int]:
+        """Identifies the weight matrix's shape: calls with one key read the same amount of weights."""
+        return ("dense", self.n_in, self.n_out)
+
+    @property
+    def activation_elements(self) -> int:
+        """Input and output elements of the call."""
+        return self.batch * (self.n_in + self.n_out)
+
+    @property
     def forward_flops(self) -> int:
         return 2 * self.batch * self.n_in * self.n_out
 
@@ -51,22 +64,30 @@ class DenseLayer:
         return 2 * self.forward_flops if self.backward else 0
 
 
+Layer = DenseLayer
+"""A recorded layer call; every layer type has ``weights``, ``weight_key``, ``activation_elements``,
+``forward_flops`` and ``backward_flops`` (pearl_py/algorithms/recording.py records them)."""
+
+
 @dataclass(frozen=True)
 class NetworkWorkload:
-    """Dense-network work of an ``inference`` or ``learner_update`` call.
+    """Network work of an ``inference`` or ``learner_update`` call.
 
-    ``layers`` lists every dense-layer call in execution order (online and target
+    ``layers`` lists every layer call in execution order (online and target
     networks alike) over ``period`` consecutive calls (more than one when a loss
     runs only every few steps, as TD3's delayed actor); ``trained_params`` is how
     many parameters the optimizer updates over those calls (zero for inference).
-    Every FLOP figure is per call, averaged over the period.
+    Every FLOP figure is per call, averaged over the period. ``forms`` names the math
+    the call computes as the algorithm declares it (its losses' forms, or its acting
+    form): kernel variants that implement some forms by hand run only those.
     """
 
-    layers: tuple[DenseLayer, ...]
+    layers: tuple[Layer, ...]
     trained_params: int
     batch: int
     optimizer: str = "adam"
     period: int = 1
+    forms: tuple[str, ...] = ()
 
     @property
     def forward_flops(self) -> float:
@@ -87,12 +108,12 @@ class NetworkWorkload:
     @property
     def weight_bytes(self) -> int:
         """Bytes of every distinct weight matrix the call reads (layers deduplicated by shape)."""
-        shapes = {(layer.n_in, layer.n_out) for layer in self.layers}
-        return FLOAT_BYTES * sum(i * o + o for i, o in shapes)
+        distinct = {layer.weight_key: layer.weights for layer in self.layers}
+        return FLOAT_BYTES * sum(distinct.values())
 
     @property
     def activation_bytes(self) -> int:
-        return FLOAT_BYTES * sum(layer.batch * (layer.n_in + layer.n_out) for layer in self.layers)
+        return FLOAT_BYTES * sum(layer.activation_elements for layer in self.layers)
 
     @property
     def n_ops(self) -> float:

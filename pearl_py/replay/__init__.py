@@ -4,7 +4,9 @@ Structured like TorchRL's replay: :mod:`~pearl_py.replay.storage` (preallocated
 arrays, optionally in shared memory), :mod:`~pearl_py.replay.writer` (ring, wraps at
 capacity) and :mod:`~pearl_py.replay.sampler` (uniform, or proportional on the
 n-ary priority tree of :mod:`~pearl_py.replay.segment_tree`), composed by
-:class:`ReplayBuffer`. See ``docs/replay.md``.
+:class:`ReplayBuffer`. :class:`TorchReplayBuffer` is the same buffer with its items and
+priority tree on a torch device (a GPU), returning batches there. On-policy rollouts:
+:class:`RolloutBuffer`. See ``docs/replay.md``.
 
 Example::
 
@@ -16,12 +18,15 @@ Example::
     (5,)
 """
 from pearl_py.replay.buffer import ReplayBuffer, SampleBatch
-from pearl_py.replay.sampler import PrioritizedSampler, UniformSampler, anneal_beta
+from pearl_py.replay.rollout import RolloutBuffer, RolloutSample
+from pearl_py.replay.sampler import PrioritizedSampler, UniformSampler
 from pearl_py.replay.segment_tree import PriorityTree
 from pearl_py.replay.storage import Layout, Storage
+from pearl_py.replay.torch_buffer import TorchReplayBuffer, TorchSampleBatch
+from pearl_py.replay.torch_tree import TorchPriorityTree
 from pearl_py.replay.writer import RingWriter
 
 __all__ = [
-    "Layout", "PrioritizedSampler", "PriorityTree", "ReplayBuffer", "RingWriter", "SampleBatch", "Storage",
-    "UniformSampler", "anneal_beta",
+    "Layout", "PrioritizedSampler", "PriorityTree", "ReplayBuffer", "RingWriter", "RolloutBuffer", "RolloutSample",
+    "SampleBatch", "Storage", "TorchPriorityTree", "TorchReplayBuffer", "TorchSampleBatch", "UniformSampler",
 ]

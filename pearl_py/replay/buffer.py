@@ -35,7 +35,8 @@ from pearl_py.replay.segment_tree import PriorityTree
 from pearl_py.replay.storage import Layout, Storage
 from pearl_py.replay.writer import RingWriter
 
-_TRANSITION = ("obs", "actions", "rewards", "next_obs", "dones")
+TRANSITION_FIELDS = ("obs", "actions", "rewards", "next_obs", "dones")
+"""The stored fields of a transition, in the order samplers and checkpoints use."""
 _F32 = np.dtype(np.float32)
 
 
@@ -74,25 +75,10 @@ class ReplayBuffer:
     def __init__(self, capacity: int, obs_shape: tuple[int, ...], action_shape: tuple[int, ...] = (),
                  action_dtype: Any = np.int64, prioritized: bool = False, alpha: float = 0.6, fanout: int = 16,
                  seed: int = 0, shared_name: str | None = None, eps: float = 1e-6) -> None:
-        capacity = checks.positive_int("capacity", capacity)
-        fanout = checks.positive_int("fanout", fanout)
-        if fanout < 2:
-            raise ValueError(f"fanout: expected an integer >= 2, got {fanout}")
-        action_dtype = np.dtype(action_dtype)
-        if action_dtype.kind not in "iuf":
-            raise ValueError(f"action_dtype: expected an integer or float dtype, got {action_dtype}")
+        meta = checks.buffer_settings(capacity, obs_shape, action_shape, action_dtype, prioritized, alpha, fanout,
+                                      eps)
         if shared_name is not None and (not isinstance(shared_name, str) or not shared_name):
             raise ValueError(f"shared_name: expected a non-empty string or None, got {shared_name!r}")
-        meta = {
-            "capacity": capacity,
-            "obs_shape": list(checks.shape_tuple("obs_shape", obs_shape)),
-            "action_shape": list(checks.shape_tuple("action_shape", action_shape)),
-            "action_dtype": action_dtype.str,
-            "prioritized": bool(prioritized),
-            "alpha": checks.finite_float("alpha", alpha, 0.0),
-            "eps": checks.finite_float("eps", eps, np.nextafter(0.0, 1.0)),
-            "fanout": fanout,
-        }
         storage = Storage.create(_layout(meta), shared=shared_name is not None, name=shared_name)
         self._bind(storage, seed, fresh=True)
 
@@ -126,7 +112,7 @@ class ReplayBuffer:
         self._obs_shape = tuple(meta["obs_shape"])
         self._action_shape = tuple(meta["action_shape"])
         self._action_dtype = np.dtype(meta["action_dtype"])
-        self._sources = tuple(storage[name] for name in _TRANSITION)
+        self._sources = tuple(storage[name] for name in TRANSITION_FIELDS)
 
     # ----------------------------------------------------------------- properties
 
@@ -160,29 +146,16 @@ class ReplayBuffer:
         get the largest priority seen so far.
         """
         self._check_open()
-        obs = checks.as_rows("obs", obs, np.float32, self._obs_shape)
-        n = len(obs)
-        if n == 0 or n > self.capacity:
-            raise ValueError(f"obs: batch of {n} transitions; expected 1..{self.capacity} (the capacity)")
-        rows = {
-            "obs": obs,
-            "actions": checks.as_rows("actions", actions, self._action_dtype, self._action_shape),
-            "rewards": checks.as_rows("rewards", rewards, np.float32, ()),
-            "next_obs": checks.as_rows("next_obs", next_obs, np.float32, self._obs_shape),
-            "dones": checks.as_flags("terminated", terminated),
-        }
-        for name, arg in (("actions", "actions"), ("rewards", "rewards"), ("next_obs", "next_obs"),
-                          ("dones", "terminated")):
-            if len(rows[name]) != n:
-                raise ValueError(f"{arg}: has {len(rows[name])} rows, obs has {n}")
-        return self._add(rows, n)
+        rows = checks.transition_rows(obs, actions, rewards, next_obs, terminated, self.capacity, self._obs_shape,
+                                      self._action_shape, self._action_dtype)
+        return self._add(rows, len(rows["obs"]))
 
     def _add(self, rows: dict[str, np.ndarray], n: int) -> np.ndarray:
         runs = self._writer.write(n)
         size = self._writer.size
         done = 0
         for start, stop in runs:
-            for name in _TRANSITION:
+            for name in TRANSITION_FIELDS:
                 self._storage[name][start:stop] = rows[name][done:done + stop - start]
             if isinstance(self._sampler, PrioritizedSampler):
                 self._sampler.on_write(start, stop, size)
@@ -234,7 +207,7 @@ class ReplayBuffer:
         """What a replay kernel call on ``batch_size`` items costs, in the cost models' terms."""
         self._check_open()
         batch_size = checks.positive_int("batch_size", batch_size)
-        item_bytes = sum(self._storage[name][0].nbytes for name in _TRANSITION)
+        item_bytes = sum(self._storage[name][0].nbytes for name in TRANSITION_FIELDS)
         return ReplayWorkload(capacity=self.capacity, batch=batch_size, item_bytes=item_bytes,
                               prioritized=self.prioritized, fanout=self._meta["fanout"])
 
@@ -246,7 +219,7 @@ class ReplayBuffer:
         size = self._writer.size
         state: dict[str, Any] = {"meta": dict(self._meta), "counters": self._storage["counters"].copy(),
                                  "rng": self._stream.state}
-        for name in _TRANSITION:
+        for name in TRANSITION_FIELDS:
             state[name] = self._storage[name][:size].copy()
         if isinstance(self._sampler, PrioritizedSampler):
             state["priorities"] = self._sampler.tree.leaves[:size].copy()
@@ -262,7 +235,7 @@ class ReplayBuffer:
                          meta["action_dtype"], meta["prioritized"], meta["alpha"], meta["fanout"],
                          shared_name=shared_name, eps=meta["eps"])
             size = int(counters[1])
-            for name in _TRANSITION:
+            for name in TRANSITION_FIELDS:
                 buffer._storage[name][:size] = state[name]
             if meta["prioritized"]:
                 tree = buffer._sampler.tree

@@ -60,10 +60,47 @@ def shape_tuple(name: str, value: Any) -> tuple[int, ...]:
     return tuple(int(d) for d in dims)
 
 
+def non_negative_int(name: str, value: Any) -> int:
+    """``value`` as an int >= 0 (bools and floats are refused)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 0:
+        raise ValueError(f"{name}: expected an integer >= 0, got {value!r}")
+    return int(value)
+
+
+def buffer_settings(capacity: Any, obs_shape: Any, action_shape: Any, action_dtype: Any, prioritized: Any,
+                    alpha: Any, fanout: Any, eps: Any) -> dict[str, Any]:
+    """A replay buffer's validated settings, as the JSON-able ``meta`` its storage header and checkpoints carry.
+
+    >>> buffer_settings(8, (4,), (), np.int64, True, 0.6, 16, 1e-6)["action_dtype"]
+    '<i8'
+    """
+    capacity = positive_int("capacity", capacity)
+    fanout = positive_int("fanout", fanout)
+    if fanout < 2:
+        raise ValueError(f"fanout: expected an integer >= 2, got {fanout}")
+    action_dtype = np.dtype(action_dtype)
+    if action_dtype.kind not in "iuf":
+        raise ValueError(f"action_dtype: expected an integer or float dtype, got {action_dtype}")
+    return {
+        "capacity": capacity,
+        "obs_shape": list(shape_tuple("obs_shape", obs_shape)),
+        "action_shape": list(shape_tuple("action_shape", action_shape)),
+        "action_dtype": action_dtype.str,
+        "prioritized": bool(prioritized),
+        "alpha": finite_float("alpha", alpha, 0.0),
+        "eps": finite_float("eps", eps, np.nextafter(0.0, 1.0)),
+        "fanout": fanout,
+    }
+
+
+def _numeric(name: str, dtype: np.dtype) -> None:
+    if dtype.kind not in _NUMERIC:
+        raise ValueError(f"{name}: expected a numeric array, got dtype {dtype}")
+
+
 def _array(name: str, value: Any) -> np.ndarray:
     array = np.asarray(value)
-    if array.dtype.kind not in _NUMERIC:
-        raise ValueError(f"{name}: expected a numeric array, got dtype {array.dtype}")
+    _numeric(name, array.dtype)
     return array
 
 
@@ -98,6 +135,32 @@ def as_flags(name: str, value: Any) -> np.ndarray:
     return flags
 
 
+def transition_rows(obs: Any, actions: Any, rewards: Any, next_obs: Any, terminated: Any, capacity: int,
+                    obs_shape: tuple[int, ...], action_shape: tuple[int, ...],
+                    action_dtype: np.dtype) -> dict[str, np.ndarray]:
+    """A batch of ``N`` transitions (``1 <= N <= capacity``) as the stored fields' arrays, each with ``N`` rows.
+
+    Keys are the stored fields: ``obs``, ``actions``, ``rewards``, ``next_obs`` and
+    ``dones`` (``terminated`` as 0/1 float32).
+    """
+    obs = as_rows("obs", obs, np.float32, obs_shape)
+    n = len(obs)
+    if n == 0 or n > capacity:
+        raise ValueError(f"obs: batch of {n} transitions; expected 1..{capacity} (the capacity)")
+    rows = {
+        "obs": obs,
+        "actions": as_rows("actions", actions, action_dtype, action_shape),
+        "rewards": as_rows("rewards", rewards, np.float32, ()),
+        "next_obs": as_rows("next_obs", next_obs, np.float32, obs_shape),
+        "dones": as_flags("terminated", terminated),
+    }
+    for name, arg in (("actions", "actions"), ("rewards", "rewards"), ("next_obs", "next_obs"),
+                      ("dones", "terminated")):
+        if len(rows[name]) != n:
+            raise ValueError(f"{arg}: has {len(rows[name])} rows, obs has {n}")
+    return rows
+
+
 _INT64, _FLOAT64 = np.dtype(np.int64), np.dtype(np.float64)
 
 
@@ -111,17 +174,32 @@ def priority_update(indices: Any, td_errors_abs: Any) -> tuple[np.ndarray, np.nd
             and td_errors_abs.dtype is _FLOAT64 and indices.ndim == 1 and indices.size \
             and td_errors_abs.shape == indices.shape:
         return indices, td_errors_abs                     # what sample() returns and a TD error array: as they are
-    slots = _array("indices", indices)
-    if slots.dtype.kind not in "iu":
-        raise ValueError(f"indices: expected integer indices, got dtype {slots.dtype}")
-    if slots.ndim != 1 or slots.size == 0:
-        raise ValueError(f"indices: expected a non-empty 1-D array, got shape {slots.shape}")
-    values = _array("td_errors_abs", td_errors_abs)
-    if values.dtype.kind == "b":
-        raise ValueError("td_errors_abs: expected numbers, got dtype bool")
-    if values.shape != slots.shape:
-        raise ValueError(f"td_errors_abs: expected shape {slots.shape} to match the indices, got {values.shape}")
+    slots, values = np.asarray(indices), np.asarray(td_errors_abs)
+    priority_update_layout(slots.dtype, slots.shape, values.dtype, values.shape)
     return slots.astype(np.int64, copy=False), values.astype(np.float64, copy=False)
+
+
+def priority_update_layout(indices_dtype: np.dtype, indices_shape: tuple[int, ...], td_dtype: np.dtype,
+                           td_shape: tuple[int, ...]) -> None:
+    """The dtype and shape checks of :func:`priority_update`, for arrays known only by their dtype and shape.
+
+    (Device tensors: their values stay on the device.)
+
+    >>> priority_update_layout(np.dtype(np.int64), (3,), np.dtype(np.float32), (2,))
+    Traceback (most recent call last):
+    ...
+    ValueError: td_errors_abs: expected shape (3,) to match the indices, got (2,)
+    """
+    _numeric("indices", indices_dtype)
+    if indices_dtype.kind not in "iu":
+        raise ValueError(f"indices: expected integer indices, got dtype {indices_dtype}")
+    if len(indices_shape) != 1 or indices_shape[0] == 0:
+        raise ValueError(f"indices: expected a non-empty 1-D array, got shape {indices_shape}")
+    _numeric("td_errors_abs", td_dtype)
+    if td_dtype.kind == "b":
+        raise ValueError("td_errors_abs: expected numbers, got dtype bool")
+    if td_shape != indices_shape:
+        raise ValueError(f"td_errors_abs: expected shape {indices_shape} to match the indices, got {td_shape}")
 
 
 def refused_update(status: int, position: int, indices: Any, size: int) -> ValueError:

@@ -310,7 +310,7 @@ def update_priorities(tree, bounds, fanout, max_seen, alpha, eps, indices, td_er
         bad |= (indices[i] < 0) | (indices[i] >= size) | ~(np.abs(td_errors_abs[i]) < np.inf) \
             | (td_errors_abs[i] < 0.0)
     if bad:
-        return _first_problem(indices, td_errors_abs, size)
+        return first_problem(indices, td_errors_abs, size)
     raw, priorities = np.empty(n), np.empty(n)
     largest = max_seen[0]
     for i in range(n):
@@ -323,7 +323,7 @@ def update_priorities(tree, bounds, fanout, max_seen, alpha, eps, indices, td_er
 
 
 @njit(**_OPTIONS)
-def _first_problem(indices, td_errors_abs, size):
+def first_problem(indices, td_errors_abs, size):
     """``(status, position)`` of the first bad index, else of the first NaN/infinite, else negative value."""
     for i in range(indices.size):
         if indices[i] < 0 or indices[i] >= size:

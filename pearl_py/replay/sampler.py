@@ -35,23 +35,12 @@ from functools import partial
 import numpy as np
 
 from pearl_py.replay import kernels
-from pearl_py.replay.pcg64 import Stream
 from pearl_py.replay.segment_tree import PriorityTree, tree_nodes
 
 _INT64, _FLOAT32 = np.dtype(np.int64), np.dtype(np.float32)
 
 Rows = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 """obs, actions, rewards, next_obs, dones: stored arrays (capacity rows) or a batch's (batch rows)."""
-
-
-def anneal_beta(beta: float, beta_final: float, progress: float) -> float:
-    """Linear IS-exponent schedule of Schaul et al. (2016): ``beta`` at progress 0 to ``beta_final`` at 1.
-
-    >>> anneal_beta(0.4, 1.0, 0.5)
-    0.7
-    """
-    progress = min(max(progress, 0.0), 1.0)
-    return beta + (beta_final - beta) * progress
 
 
 class UniformSampler:

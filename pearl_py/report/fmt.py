@@ -8,6 +8,10 @@ Example::
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pearl_py.plan import Placement
 
 
 def seconds(value: float | None) -> str:
@@ -38,7 +42,7 @@ def percent(value: float) -> str:
     return f"{100 * value:.0f}%"
 
 
-def placement(p: dict) -> str:
+def placement(p: Placement) -> str:
     """``gpu``, ``cpu x16`` or ``gpu / compiled``: the variant only when not ``reference``."""
-    text = p["device"] + (f" / {p['variant']}" if p.get("variant", "reference") != "reference" else "")
-    return text + (f" x{p['replicas']}" if p.get("replicas", 1) != 1 else "")
+    text = p.device + (f" / {p.variant}" if p.variant != "reference" else "")
+    return text + (f" x{p.replicas}" if p.replicas != 1 else "")

@@ -2,19 +2,28 @@
 
 Example::
 
-    >>> svg = gantt([("gpu", 0.0, 2e-4, "learner_update"), ("cpu #0", 0.0, 5e-5, "env_step")], "Timeline")
-    >>> svg.startswith("<svg") and "learner_update" in svg
+    >>> svg = gantt([("gpu", 0.0, 2e-4, LEARNER_UPDATE), ("cpu #0", 0.0, 5e-5, ENV_STEP)], "Timeline")
+    >>> svg.startswith("<svg") and LEARNER_UPDATE in svg
     True
 """
 from __future__ import annotations
 
 from html import escape
 
+from pearl_py.protocol.kernel import (
+    ENV_STEP,
+    INFERENCE,
+    LEARNER_UPDATE,
+    PARAM_SYNC,
+    PRIORITY_UPDATE,
+    REPLAY_INSERT,
+    REPLAY_SAMPLE,
+)
 from pearl_py.report import fmt
 from pearl_py.report.svg import FONT, GRID
 
-COLOURS = {"env_step": "#16a34a", "inference": "#2563eb", "replay_insert": "#9333ea", "replay_sample": "#c026d3",
-           "priority_update": "#db2777", "learner_update": "#c2410c", "param_sync": "#ca8a04"}
+COLOURS = {ENV_STEP: "#16a34a", INFERENCE: "#2563eb", REPLAY_INSERT: "#9333ea", REPLAY_SAMPLE: "#c026d3",
+           PRIORITY_UPDATE: "#db2777", LEARNER_UPDATE: "#c2410c", PARAM_SYNC: "#ca8a04"}
 TRANSFER = "#71717a"
 
 

@@ -1,4 +1,5 @@
-"""report.html: one self-contained page (inline CSS and SVG, no scripts, no external files).
+"""report.html: the report's sections (:mod:`pearl_py.report.sections`) as one self-contained page
+(inline CSS and SVG, no scripts, no external files).
 
 Example::
 
@@ -9,11 +10,20 @@ Example::
 from __future__ import annotations
 
 from html import escape
+from typing import TYPE_CHECKING, Any
 
-from typing import Any
+from pearl_py.report.sections import (
+    Block,
+    Bullets,
+    Cards,
+    Figure,
+    Paragraph,
+    Table,
+    sections,
+)
 
-from pearl_py.optimize.plan import Plan
-from pearl_py.report import content, measured, simulation, svg, tuning
+if TYPE_CHECKING:
+    from pearl_py.plan import Plan
 
 CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,sans-serif;color:#18181b;max-width:1000px;margin:32px auto;
@@ -32,80 +42,41 @@ tr.moved td{background:#fff7ed}.small{color:#52525b;font-size:13px}
 """
 
 
-def _table(header: list[str], rows: list[list[str]], row_class=None) -> str:
-    head = "".join(f"<th>{escape(h)}</th>" for h in header)
+def _table(block: Table) -> str:
+    head = "".join(f"<th>{escape(h)}</th>" for h in block.header)
     body = []
-    for row in rows:
-        cls = f" class='{row_class(row)}'" if row_class and row_class(row) else ""
+    for i, row in enumerate(block.rows):
+        cls = " class='moved'" if i < len(block.highlight) and block.highlight[i] else ""
         body.append(f"<tr{cls}>" + "".join(f"<td>{escape(c)}</td>" for c in row) + "</tr>")
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
 
 
-def _measured_section(plan: Plan, run: dict[str, Any]) -> list[str]:
-    rows = measured.summary_rows(plan, run)
-    cards = "".join(f"<div class='card'><span>{escape(k)}</span><b>{escape(v)}</b></div>" for k, v in rows[:4])
-    return ["<h2>Predicted and measured</h2>", f"<div class='cards'>{cards}</div>",
-            _table(["figure", "value"], [list(r) for r in rows[4:]]),
-            svg.paired_bars(measured.kernel_bars(plan, run), "Time per collected sample, by kernel",
-                            ("predicted", "measured")),
-            _table(measured.KERNEL_HEADER, measured.kernel_rows(plan, run))]
+def _block(block: Block) -> str:
+    if isinstance(block, Paragraph):
+        cls = f" class='{block.style}'" if block.style else ""
+        return f"<p{cls}>{escape(block.text)}</p>" if block.text else ""
+    if isinstance(block, Cards):
+        cards = "".join(f"<div class='card'><span>{escape(k)}</span><b>{escape(v)}</b></div>" for k, v in block.items)
+        return f"<div class='cards'>{cards}</div>"
+    if isinstance(block, Table):
+        return _table(block)
+    if isinstance(block, Bullets):
+        return "<ul>" + "".join(f"<li>{escape(item)}</li>" for item in block.items) + "</ul>"
+    if isinstance(block, Figure):
+        return block.svg
+    raise TypeError(f"no HTML for {type(block).__name__}")
 
 
 def render_html(plan: Plan, run: dict[str, Any] | None = None) -> str:
     """The plan's page; with ``run`` (a result.json dict) it adds what the run measured."""
-    p = plan.predicted
-    summary = content.summary_rows(plan)
-    cards = "".join(f"<div class='card'><span>{escape(k)}</span><b>{escape(v)}</b></div>" for k, v in summary[:4])
-    details = _table(["figure", "value"], [list(r) for r in summary[4:]])
-    parts = [f"<h1>{escape(content.title(plan))}</h1>",
-             f"<p class='lead'>{escape(p.get('limit', ''))}</p>",
-             *([f"<p class='lead'><b>{escape(content.optimality_sentence(plan))}</b></p>"]
-               if content.optimality_sentence(plan) else []),
-             f"<div class='cards'>{cards}</div>", details,
-             "<h2>Assignment</h2>", _table(content.ASSIGNMENT_HEADER, content.assignment_rows(plan))]
-    why = content.choice_sentences(plan)
-    if why:
-        parts.append("<ul>" + "".join(f"<li>{escape(sentence)}</li>" for sentence in why) + "</ul>")
-    if run is not None:
-        parts += _measured_section(plan, run)
-    if tuning.tuning(plan):
-        parts += [f"<h2>{escape(tuning.TITLE)}</h2>",
-                  _table(tuning.HEADER, tuning.trial_rows(plan), row_class=lambda r: "moved" if r[-1] else ""),
-                  *(f"<p class='small'>{escape(sentence)}</p>" for sentence in tuning.sentences(plan))]
-    other, rows = content.alternative_rows(plan)
-    if rows:
-        parts += [f"<h2>Throughput or power: this plan beside the {escape(other)} objective's</h2>",
-                  f"<p class='note'>{escape(p.get('comparison', ''))}</p>",
-                  _table(["kernel", f"{plan.objective} plan", f"{other} plan", ""], rows,
-                         row_class=lambda r: "moved" if r[3] else "")]
-    parts += ["<h2>Utilization</h2>",
-              svg.bar_chart(content.utilization_items(plan), "Busy share of each sample (bottleneck in orange)")]
-    points = content.pareto_points(plan)
-    if len(points) > 1:
-        parts += ["<h2>Throughput-power Pareto front</h2>",
-                  svg.scatter(points, "samples per second", "samples per joule",
-                              "Every plan on the front: none is both faster and more frugal"),
-                  _table(["samples/s", "samples/J", "power", "assignment"], content.pareto_rows(plan))]
-    else:
-        parts += ["<h2>Throughput-power Pareto front</h2>",
-                  "<p>One plan is both the fastest and the most frugal, so the front is a single point.</p>"]
-    if simulation.simulation(plan):
-        parts += [f"<h2>{escape(simulation.TITLE)}</h2>",
-                  _table(["figure", "value"], [list(r) for r in simulation.summary_rows(plan)]),
-                  _table(["device or link", "busy (simulated)", "busy (modelled)"],
-                         simulation.utilization_rows(plan)),
-                  simulation.timeline_svg(plan)]
-    header, rows = content.cost_table(plan)
-    parts += ["<h2>Cost of each kernel on each device</h2>",
-              "<p class='small'>Latency per call, and how it is known: measured, calibrated (fitted to "
-              "micro-benchmarks on this machine) or modelled (from the device's specification).</p>",
-              _table(header, rows)]
-    notes = content.infeasible_notes(plan)
-    if notes:
-        parts += ["<h2>Placements ruled out</h2>", "<ul>" + "".join(f"<li>{escape(n)}</li>" for n in notes)
-                  + "</ul>"]
-    parts.append("<p class='small'>All figures are predictions of pearl_py's performance model "
-                 "(docs/optimizer.md); a run's report adds what was measured.</p>")
+    parts = []
+    title = ""
+    for section in sections(plan, run):
+        if section.level == 1:
+            title = section.title
+        if section.title:
+            parts.append(f"<h{section.level}>{escape(section.title)}</h{section.level}>")
+        parts += [html for html in (_block(b) for b in section.blocks) if html]
     body = "\n".join(parts)
     return (f"<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
-            f"<title>{escape(content.title(plan))}</title><style>{CSS}</style></head>\n<body>\n{body}\n</body></html>\n")
+            f"<title>{escape(title)}</title><style>{CSS}</style></head>\n<body>\n{body}\n</body></html>\n")

@@ -10,21 +10,30 @@ Example::
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pearl_py.optimize.plan import Plan
-from pearl_py.optimize.whole_run import WARMUP_KINDS
+from pearl_py.protocol.kernel import KernelKind
 from pearl_py.report import content, fmt
+
+if TYPE_CHECKING:
+    from pearl_py.plan import Plan
 
 KERNEL_HEADER = ["kernel", "device / variant", "predicted per call", "measured per call", "calls measured",
                  "predicted per sample", "measured per sample", "measured / predicted"]
+RUNTIME_FIGURES = ("actors", "learner_threads", "inference", "replay")
+"""The parts of the runtime's layout (result.json ``layout``) a report lists."""
 
 
 def _predicted_latency(plan: Plan, kernel: str) -> tuple[float | None, str]:
     cost = content.placed_cost(plan, kernel)
-    if not cost:
+    if cost is None:
         return None, "none"
-    return cost["latency_s"], cost["source"]
+    return cost.latency_s, cost.source
+
+
+def _warmup_kernel(plan: Plan, kernel: str) -> bool:
+    kind = plan.prediction.kinds.get(kernel, kernel)
+    return kind in {str(k) for k in KernelKind} and KernelKind(kind).warmup
 
 
 def predicted_calls_per_sample(plan: Plan, kernel: str, env_steps: int) -> float | None:
@@ -32,15 +41,14 @@ def predicted_calls_per_sample(plan: Plan, kernel: str, env_steps: int) -> float
 
     The plan's rates are per sample of the learning phase; over a run whose whole-run
     prediction has a warm-up (:mod:`pearl_py.optimize.whole_run`), only the warm-up kernels
-    (env step, replay insert) run in it, so the others' rate is scaled by the learning share.
+    (their kinds declare it: env step, replay insert) run in it, so the others' rate is scaled
+    by the learning share.
     """
-    rate = plan.predicted.get("rates", {}).get(kernel)
-    whole = plan.predicted.get("run")
-    if rate is None or not whole or whole["env_steps"] != env_steps:
+    rate = plan.prediction.rates.get(kernel)
+    whole = plan.prediction.run
+    if rate is None or whole is None or whole.env_steps != env_steps or _warmup_kernel(plan, kernel):
         return rate
-    if plan.predicted.get("kinds", {}).get(kernel) in {k.value for k in WARMUP_KINDS}:
-        return rate
-    return rate * (env_steps - whole["warmup_steps"]) / env_steps
+    return rate * (env_steps - whole.warmup_steps) / env_steps
 
 
 def kernel_rows(plan: Plan, run: dict[str, Any]) -> list[list[str]]:
@@ -50,23 +58,28 @@ def kernel_rows(plan: Plan, run: dict[str, Any]) -> list[list[str]]:
     for kernel, placement in plan.placements.items():
         latency, source = _predicted_latency(plan, kernel)
         timing = run["kernel_times"].get(kernel)
+        modelled_here = timing is not None and timing.get("source") == "modelled"
         measured_call = timing["mean_s"] if timing else None
         measured_sample = timing["total_s"] / steps if timing else 0.0
         calls = predicted_calls_per_sample(plan, kernel, run["env_steps"])
         predicted_sample = latency * calls if latency is not None and calls is not None else None
-        ratio = (f"{measured_sample / predicted_sample:.2f}×" if predicted_sample and timing else "–")
+        ratio = (f"{measured_sample / predicted_sample:.2f}×" if predicted_sample and timing and not modelled_here
+                 else "–")
+        charged = "charged, modelled" if modelled_here else ""
         rows.append((measured_sample, [
             kernel, f"{placement.device} / {placement.variant}",
             f"{fmt.seconds(latency)} ({source})" if latency is not None else "–",
-            fmt.seconds(measured_call) if timing else "not run",
+            (f"not measured: {fmt.seconds(measured_call)} {charged}" if modelled_here
+             else fmt.seconds(measured_call) if timing else "not run"),
             str(timing["calls"]) if timing else "0",
             fmt.seconds(predicted_sample) if predicted_sample is not None else "–",
-            fmt.seconds(measured_sample), ratio]))
+            f"not measured ({charged})" if modelled_here else fmt.seconds(measured_sample), ratio]))
     return [row for _, row in sorted(rows, key=lambda r: -r[0])]
 
 
 def kernel_bars(plan: Plan, run: dict[str, Any]) -> list[tuple[str, float, float]]:
-    """``(kernel, predicted s per sample, measured s per sample)`` for the paired bar chart."""
+    """``(kernel, predicted s per sample, measured s per sample)`` for the paired bar chart; a kernel whose time
+    the run charged from its model (a simulated device) shows no measured bar."""
     steps = max(run["env_steps"], 1)
     items = []
     for kernel in plan.placements:
@@ -74,7 +87,8 @@ def kernel_bars(plan: Plan, run: dict[str, Any]) -> list[tuple[str, float, float
         timing = run["kernel_times"].get(kernel)
         predicted = latency * (predicted_calls_per_sample(plan, kernel, run["env_steps"]) or 0.0) \
             if latency is not None else 0.0
-        items.append((kernel, predicted, timing["total_s"] / steps if timing else 0.0))
+        measured = timing["total_s"] / steps if timing and timing.get("source") != "modelled" else 0.0
+        items.append((kernel, predicted, measured))
     return items
 
 
@@ -84,11 +98,24 @@ def predicted_run_rate(plan: Plan, env_steps: int) -> tuple[float | None, str]:
     The whole-run figure (warm-up, learning, one-off setups: :mod:`pearl_py.optimize.whole_run`)
     when the plan was made for a run of this length; else the steady state of the learning phase.
     """
-    whole = plan.predicted.get("run")
-    if whole and whole["env_steps"] == env_steps:
-        return whole["samples_per_s"], (f"whole run: {whole['warmup_steps']:,} warm-up + "
-                                         f"{env_steps - whole['warmup_steps']:,} learning steps")
-    return plan.predicted.get("samples_per_s"), "steady state of the learning phase"
+    if plan.prediction is None:
+        return None, "the plan has no prediction"
+    whole = plan.prediction.run
+    if whole is not None and whole.env_steps == env_steps:
+        return whole.samples_per_s, (f"whole run: {whole.warmup_steps:,} warm-up + "
+                                     f"{env_steps - whole.warmup_steps:,} learning steps")
+    return plan.prediction.samples_per_s, "steady state of the learning phase"
+
+
+def headline_cards(plan: Plan, run: dict[str, Any]) -> list[tuple[str, str]]:
+    """The four figures a run's report opens with: measured first, the prediction beside it."""
+    predicted, _ = predicted_run_rate(plan, run["env_steps"])
+    measured = run["samples_per_second"]
+    versus = f" (predicted {fmt.rate(predicted)})" if predicted else ""
+    return [("samples/s measured", fmt.rate(measured) + versus),
+            ("eval return (measured)", f"{run['eval_return_mean']:.1f} ± {run['eval_return_std']:.1f}"),
+            ("training wall time (measured)", fmt.seconds(run["wall_seconds"])),
+            ("bottleneck (predicted)", plan.prediction.bottleneck)]
 
 
 def summary_rows(plan: Plan, run: dict[str, Any]) -> list[tuple[str, str]]:
@@ -98,7 +125,7 @@ def summary_rows(plan: Plan, run: dict[str, Any]) -> list[tuple[str, str]]:
             (f"samples/s predicted ({covers})", fmt.rate(predicted) if predicted else "–")]
     if predicted:
         rows.append(("measured / predicted", f"{measured / predicted:.2f}"))
-    steady = plan.predicted.get("samples_per_s")
+    steady = plan.prediction.samples_per_s if plan.prediction is not None else None
     if steady and predicted != steady:
         rows.append(("samples/s predicted (steady state of the learning phase)", fmt.rate(steady)))
     rows += [("env steps (measured)", str(run["env_steps"])),
@@ -106,10 +133,10 @@ def summary_rows(plan: Plan, run: dict[str, Any]) -> list[tuple[str, str]]:
              ("eval return (measured)", f"{run['eval_return_mean']:.1f} ± {run['eval_return_std']:.1f}"),
              ("backend", run.get("backend", "serial"))]
     layout = run.get("layout") or {}
-    rows += [(f"runtime: {key}", str(layout[key])) for key in ("actors", "learner_threads", "inference", "replay")
-             if key in layout]
+    rows += [(f"runtime: {key}", str(layout[key])) for key in RUNTIME_FIGURES if key in layout]
     lag = run.get("policy_lag") or {}
     if lag.get("max_observed") is not None:
         bound = "unbounded" if lag.get("bound") is None else f"bound {lag['bound']}"
-        rows.append(("policy lag (measured)", f"{lag['max_observed']} updates behind the serial order at most ({bound})"))
+        rows.append(("policy lag (measured)",
+                     f"{lag['max_observed']} updates behind the serial order at most ({bound})"))
     return rows

@@ -1,4 +1,4 @@
-"""The "Simulated" section of a plan's report, from ``plan.predicted["simulation"]``.
+"""The "Simulated" section of a plan's report, from ``plan.prediction.simulation``.
 
 Written by :func:`pearl_py.simulate.inputs.simulate_plan`; every figure is ``simulated``
 (a discrete-event simulation of the plan, docs/simulator.md), set beside the model's.
@@ -11,47 +11,45 @@ Example::
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
-from pearl_py.optimize.plan import Plan
 from pearl_py.report import fmt
 from pearl_py.report.gantt import gantt
+
+if TYPE_CHECKING:
+    from pearl_py.plan import Plan
 
 TITLE = "Simulated (discrete-event simulation of this plan)"
 UTILIZATION_ROWS = 12
 
 
-def simulation(plan: Plan) -> dict[str, Any] | None:
-    return plan.predicted.get("simulation")
-
-
 def summary_rows(plan: Plan) -> list[tuple[str, str]]:
-    sim, p = simulation(plan) or {}, plan.predicted
-    rows = [("samples/s (simulated, steady state)", fmt.rate(sim["samples_per_s"])),
-            ("samples/s (modelled)", fmt.rate(p.get("samples_per_s")))]
-    if p.get("samples_per_s"):
-        rows.append(("simulated / modelled", f"{sim['samples_per_s'] / p['samples_per_s']:.3f}"))
-    rows += [("samples/s (simulated, whole run with start-up)", fmt.rate(sim["run_samples_per_s"])),
-             ("bottleneck (simulated)", sim["bottleneck"]),
-             ("energy per sample (simulated)", fmt.joules(sim["energy_per_sample_j"])),
-             ("samples/J (simulated)", fmt.rate(sim["samples_per_j"])),
-             ("average power (simulated)", f"{sim['power_w']:,.0f} W"),
-             ("simulated run", f"{sim['env_steps']:,} transitions, {sim['updates']:,} updates, "
-                               f"{fmt.seconds(sim['elapsed_s'])} simulated")]
+    sim, p = plan.prediction.simulation, plan.prediction
+    rows = [("samples/s (simulated, steady state)", fmt.rate(sim.samples_per_s)),
+            ("samples/s (modelled)", fmt.rate(p.samples_per_s))]
+    if p.samples_per_s:
+        rows.append(("simulated / modelled", f"{sim.samples_per_s / p.samples_per_s:.3f}"))
+    rows += [("samples/s (simulated, whole run with start-up)", fmt.rate(sim.run_samples_per_s)),
+             ("bottleneck (simulated)", sim.bottleneck),
+             ("energy per sample (simulated)", fmt.joules(sim.energy_per_sample_j)),
+             ("samples/J (simulated)", fmt.rate(sim.samples_per_j)),
+             ("average power (simulated)", f"{sim.power_w:,.0f} W"),
+             ("simulated run", f"{sim.env_steps:,} transitions, {sim.updates:,} updates, "
+                               f"{fmt.seconds(sim.elapsed_s)} simulated")]
     return rows
 
 
 def utilization_rows(plan: Plan) -> list[list[str]]:
-    sim, modelled = simulation(plan) or {}, plan.predicted.get("utilization", {})
+    sim, modelled = plan.prediction.simulation, plan.prediction.utilization
     rows = []
-    for name, value in list(sim.get("utilization", {}).items())[:UTILIZATION_ROWS]:
+    for name, value in list(sim.utilization.items())[:UTILIZATION_ROWS]:
         model = modelled.get(name)
         rows.append([name, fmt.percent(value), fmt.percent(model) if model is not None else "-"])
     return rows
 
 
 def timeline_svg(plan: Plan) -> str:
-    segments = [tuple(s) for s in (simulation(plan) or {}).get("timeline", [])]
+    segments = list(plan.prediction.simulation.timeline)
     if not segments:
         return ""
     return gantt(segments, "Timeline of two steady-state rounds (simulated; busiest rows)")

@@ -12,8 +12,11 @@ import gymnasium as gym
 import numpy as np
 import torch
 
-from pearl_py.algorithms.base import Algorithm
 from pearl_py.algorithms.networks import Networks
+from pearl_py.algorithms.off_policy.base import Algorithm
+
+EVAL_SEED_OFFSET = 10_000
+"""Evaluation episodes reset with seeds disjoint from the training envs'."""
 
 
 def evaluate(algorithm: Algorithm, nets: Networks, device: torch.device, episodes: int, seed: int

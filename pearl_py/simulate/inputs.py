@@ -1,14 +1,14 @@
 """A plan as the simulator's input: the assignment problem of its platform, with the plan's own costs.
 
 The problem (devices, links, routes, protocol edges) is rebuilt from the algorithm and the
-platform; every cost the plan recorded (``predicted.costs``, with its source) replaces
+platform; every cost the plan recorded (``plan.prediction.costs``, with its source) replaces
 the estimator's, so the simulation plays exactly the figures the plan was made with.
 
 Example::
 
     >>> problem, assignment = plan_inputs(plan, algo, Platform.load("cluster-64x8gpu"))
     >>> result = simulate_plan(plan, algo, Platform.load("cluster-64x8gpu"))
-    >>> plan.predicted["simulation"]["source"]
+    >>> with_simulation(plan, result).prediction.simulation.source
     'simulated'
 """
 from __future__ import annotations
@@ -19,8 +19,9 @@ from typing import Any
 from pearl_py.errors import PlanningError
 from pearl_py.optimize.builder import CostModel, build_problem
 from pearl_py.optimize.model import Choice
-from pearl_py.optimize.plan import Plan
 from pearl_py.optimize.problem import AssignmentProblem
+from pearl_py.plan import Plan
+from pearl_py.protocol.kernel import ENV_STEP
 from pearl_py.simulate.result import SimResult
 from pearl_py.simulate.schedule import SimSchedule
 from pearl_py.simulate.simulator import simulate
@@ -39,18 +40,17 @@ def plan_inputs(plan: Plan, algorithm: Any, platform: Any, estimator: CostModel 
 
         estimator = Estimator()
     problem = build_problem(algorithm.protocol(), platform, estimator)
-    costs = plan.predicted.get("costs", {})
     assignment = {}
     for kernel, place in plan.placements.items():
         if place.device not in problem.devices:
             raise PlanningError(f"simulate: the plan places {kernel} on {place.device!r}, which platform "
                                 f"{platform.name!r} does not have")
         key = (kernel, place.device, place.variant)
-        recorded = costs.get(kernel, {}).get(place.device, {}).get(place.variant)
+        recorded = plan.prediction.cost(kernel, place.device, place.variant) if plan.prediction else None
         if recorded is not None:
             base = problem.options.get(key)
-            option = dataclasses.replace(base, latency_s=recorded["latency_s"], energy_j=recorded["energy_j"],
-                                         source=recorded["source"]) if base is not None else None
+            option = dataclasses.replace(base, latency_s=recorded.latency_s, energy_j=recorded.energy_j,
+                                         source=recorded.source) if base is not None else None
             if option is not None:
                 problem.options[key] = option
         if key not in problem.options:
@@ -66,12 +66,16 @@ def default_steps(algorithm: Any, actors: int) -> int:
 
 
 def simulate_plan(plan: Plan, algorithm: Any, platform: Any, *, total_steps: int | None = None,
-                  estimator: CostModel | None = None, attach: bool = True) -> SimResult:
-    """Simulate ``plan``; with ``attach`` the result goes into ``plan.predicted["simulation"]`` for its report."""
+                  estimator: CostModel | None = None) -> SimResult:
+    """Simulate ``plan`` (:func:`with_simulation` adds the result to its prediction, for its report)."""
     problem, assignment = plan_inputs(plan, algorithm, platform, estimator)
-    steps = total_steps or default_steps(algorithm, assignment["env_step"].replicas)
+    steps = total_steps or default_steps(algorithm, assignment[ENV_STEP].replicas)
     schedule = SimSchedule.from_config(algorithm.config, steps, learning_starts=0)
-    result = simulate(problem, assignment, schedule)
-    if attach:
-        plan.predicted["simulation"] = result.to_dict()
-    return result
+    return simulate(problem, assignment, schedule)
+
+
+def with_simulation(plan: Plan, result: SimResult) -> Plan:
+    """``plan`` whose prediction also holds what the simulation measured (a new plan; ``plan`` is unchanged)."""
+    if plan.prediction is None:
+        raise PlanningError("simulate: the plan has no prediction to add the simulation to (make it with pearl plan)")
+    return plan.with_prediction(dataclasses.replace(plan.prediction, simulation=result.summary()))

@@ -17,8 +17,9 @@ from __future__ import annotations
 from typing import Any
 
 from pearl_py.optimize.model import Choice
-from pearl_py.optimize.plan import Plan
 from pearl_py.optimize.problem import AssignmentProblem, Device, Option, Task
+from pearl_py.plan import Plan
+from pearl_py.protocol.kernel import ENV_STEP, PARAM_SYNC
 from pearl_py.simulate.result import SimResult
 from pearl_py.simulate.schedule import SimSchedule
 from pearl_py.simulate.simulator import simulate
@@ -35,8 +36,8 @@ def measured_problem(algorithm: Any, plan: Plan, kernel_times: dict[str, dict[st
         timing = kernel_times.get(kernel.name)
         if timing is None:
             continue
-        per_call = timing["total_s"] / max(publications, 1) if kernel.name == "param_sync" else timing["mean_s"]
-        if kernel.name == "env_step" and "actor_handoff" in kernel_times:
+        per_call = timing["total_s"] / max(publications, 1) if kernel.name == PARAM_SYNC else timing["mean_s"]
+        if kernel.name == ENV_STEP and "actor_handoff" in kernel_times:
             per_call += kernel_times["actor_handoff"]["mean_s"]  # the actor loop's untimed remainder
         place = plan.placements[kernel.name]
         # a multi-threaded kernel (the learner update) was measured at its thread count: that call at every count

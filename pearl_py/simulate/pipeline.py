@@ -11,7 +11,7 @@ the learner is within the schedule's ``max_policy_lag`` updates of the serial or
 Example::
 
     >>> p = Pipeline(Engine(), topology, schedule)
-    >>> done = p.call("learner_update", "gpu")     # an Event; a process yields it
+    >>> done = p.call(LEARNER_UPDATE, "gpu")     # an Event; a process yields it
 """
 from __future__ import annotations
 

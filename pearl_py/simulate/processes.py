@@ -22,6 +22,15 @@ Example::
 """
 from __future__ import annotations
 
+from pearl_py.protocol.kernel import (
+    ENV_STEP,
+    INFERENCE,
+    LEARNER_UPDATE,
+    PARAM_SYNC,
+    PRIORITY_UPDATE,
+    REPLAY_INSERT,
+    REPLAY_SAMPLE,
+)
 from pearl_py.simulate.engine import Process
 from pearl_py.simulate.pipeline import Pipeline
 
@@ -31,34 +40,34 @@ PREFETCH = 2
 
 def actor(p: Pipeline, index: int) -> Process:
     env_dev, inf_dev = p.topo.actor_devices(index)
-    replay_dev = p.topo.device("replay_insert")
+    replay_dev = p.topo.device(REPLAY_INSERT)
     while True:
         ticket = p.limiter.claim()
         if ticket is None:
             return
         yield ticket
-        yield from p.transfer(env_dev, inf_dev, "env_step", "inference")
-        yield p.call("inference", inf_dev)
-        yield from p.transfer(inf_dev, env_dev, "inference", "env_step")
-        yield p.call("env_step", env_dev)
-        p.send(env_dev, replay_dev, "env_step", "replay_insert", p.transition_arrived)
+        yield from p.transfer(env_dev, inf_dev, ENV_STEP, INFERENCE)
+        yield p.call(INFERENCE, inf_dev)
+        yield from p.transfer(inf_dev, env_dev, INFERENCE, ENV_STEP)
+        yield p.call(ENV_STEP, env_dev)
+        p.send(env_dev, replay_dev, ENV_STEP, REPLAY_INSERT, p.transition_arrived)
 
 
 def learner_with_replay(p: Pipeline) -> Process:
     """The parallel runtime's learner loop, with the replay in the same process."""
     s, topo = p.schedule, p.topo
-    dev, sample_dev = topo.device("learner_update"), topo.device("replay_sample")
-    insert_dev = topo.device("replay_insert")
-    prio_dev = topo.device("priority_update") if topo.has("priority_update") else None
+    dev, sample_dev = topo.device(LEARNER_UPDATE), topo.device(REPLAY_SAMPLE)
+    insert_dev = topo.device(REPLAY_INSERT)
+    prio_dev = topo.device(PRIORITY_UPDATE) if topo.has(PRIORITY_UPDATE) else None
     while True:
         due = s.updates_until(p.inserted)
         while p.updates_done < due:
-            yield p.call("replay_sample", sample_dev)
-            yield from p.transfer(sample_dev, dev, "replay_sample", "learner_update")
-            yield p.call("learner_update", dev)
+            yield p.call(REPLAY_SAMPLE, sample_dev)
+            yield from p.transfer(sample_dev, dev, REPLAY_SAMPLE, LEARNER_UPDATE)
+            yield p.call(LEARNER_UPDATE, dev)
             if prio_dev is not None:
-                yield from p.transfer(dev, prio_dev, "learner_update", "priority_update")
-                yield p.call("priority_update", prio_dev)
+                yield from p.transfer(dev, prio_dev, LEARNER_UPDATE, PRIORITY_UPDATE)
+                yield p.call(PRIORITY_UPDATE, prio_dev)
             yield from _after_update(p, dev)
         if p.inserted >= s.vector_steps:
             break
@@ -66,7 +75,7 @@ def learner_with_replay(p: Pipeline) -> Process:
         while p.inserted < target:
             while p.arrived <= p.inserted:
                 yield p.work.wait()
-            yield p.call("replay_insert", insert_dev)
+            yield p.call(REPLAY_INSERT, insert_dev)
             p.stored()
     p.end_s = p.engine.now
 
@@ -74,20 +83,20 @@ def learner_with_replay(p: Pipeline) -> Process:
 def replay_server(p: Pipeline) -> Process:
     """Inserts, samples ahead and applies priority updates, on the replay's device(s)."""
     s, topo = p.schedule, p.topo
-    insert_dev, sample_dev = topo.device("replay_insert"), topo.device("replay_sample")
-    prio_dev = topo.device("priority_update") if topo.has("priority_update") else None
-    learner_dev = topo.device("learner_update")
+    insert_dev, sample_dev = topo.device(REPLAY_INSERT), topo.device(REPLAY_SAMPLE)
+    prio_dev = topo.device(PRIORITY_UPDATE) if topo.has(PRIORITY_UPDATE) else None
+    learner_dev = topo.device(LEARNER_UPDATE)
     behind = s.lookahead_rounds * s.train_freq
     while True:
         if p.priorities_pending and prio_dev is not None:
             p.priorities_pending -= 1
-            yield p.call("priority_update", prio_dev)
+            yield p.call(PRIORITY_UPDATE, prio_dev)
         elif p.sampled < min(s.updates_until(p.inserted), p.updates_done + PREFETCH):
             p.sampled += 1
-            yield p.call("replay_sample", sample_dev)
-            p.send(sample_dev, learner_dev, "replay_sample", "learner_update", p.batch_arrived)
+            yield p.call(REPLAY_SAMPLE, sample_dev)
+            p.send(sample_dev, learner_dev, REPLAY_SAMPLE, LEARNER_UPDATE, p.batch_arrived)
         elif p.arrived > p.inserted and p.updates_done >= s.updates_until(p.inserted + 1 - behind):
-            yield p.call("replay_insert", insert_dev)
+            yield p.call(REPLAY_INSERT, insert_dev)
             p.stored()
             if p.inserted >= s.vector_steps:
                 p.end_s = max(p.end_s, p.engine.now)
@@ -98,15 +107,15 @@ def replay_server(p: Pipeline) -> Process:
 def learner(p: Pipeline) -> Process:
     """Trains on the batches the replay server sends; ships priorities back."""
     s, topo = p.schedule, p.topo
-    dev = topo.device("learner_update")
-    prio_dev = topo.device("priority_update") if topo.has("priority_update") else None
+    dev = topo.device(LEARNER_UPDATE)
+    prio_dev = topo.device(PRIORITY_UPDATE) if topo.has(PRIORITY_UPDATE) else None
     while p.updates_done < s.total_updates:
         while not p.batches_ready:
             yield p.learner_wake.wait()
         p.batches_ready -= 1
-        yield p.call("learner_update", dev)
+        yield p.call(LEARNER_UPDATE, dev)
         if prio_dev is not None:
-            p.send(dev, prio_dev, "learner_update", "priority_update", p.priorities_arrived)
+            p.send(dev, prio_dev, LEARNER_UPDATE, PRIORITY_UPDATE, p.priorities_arrived)
         yield from _after_update(p, dev)
         p.work.notify()
     p.end_s = max(p.end_s, p.engine.now)
@@ -117,12 +126,12 @@ def _after_update(p: Pipeline, dev: str) -> Process:
     s, topo = p.schedule, p.topo
     p.updates_done += 1
     p.limiter.updated(p.updates_done)
-    if topo.has("param_sync"):
-        sync_dev = topo.device("param_sync")
-        p.send(dev, sync_dev, "learner_update", "param_sync")
+    if topo.has(PARAM_SYNC):
+        sync_dev = topo.device(PARAM_SYNC)
+        p.send(dev, sync_dev, LEARNER_UPDATE, PARAM_SYNC)
         if p.updates_done % s.sync_every == 0:
             if sync_dev == dev:
-                yield p.call("param_sync", dev)
+                yield p.call(PARAM_SYNC, dev)
                 _broadcast(p, dev)
             else:
                 p.engine.process(_publish(p, sync_dev))
@@ -131,10 +140,10 @@ def _after_update(p: Pipeline, dev: str) -> Process:
 
 
 def _publish(p: Pipeline, sync_dev: str) -> Process:
-    yield p.call("param_sync", sync_dev)
+    yield p.call(PARAM_SYNC, sync_dev)
     _broadcast(p, sync_dev)
 
 
 def _broadcast(p: Pipeline, sync_dev: str) -> None:
-    for member in p.topo.members("inference"):
-        p.send(sync_dev, member, "param_sync", "inference")
+    for member in p.topo.members(INFERENCE):
+        p.send(sync_dev, member, PARAM_SYNC, INFERENCE)

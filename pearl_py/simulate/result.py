@@ -10,14 +10,14 @@ Example::
 
     >>> result.samples_per_s, result.bottleneck, result.utilization["gpu"]
     (5480.2, 'gpu', 0.998)
-    >>> result.to_dict()["source"]
+    >>> result.summary().source
     'simulated'
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
-from typing import Any
+from dataclasses import dataclass, field
 
+from pearl_py.plan import Simulation
 from pearl_py.simulate.pipeline import Pipeline
 
 TIMELINE_ROWS = 16
@@ -56,12 +56,13 @@ class SimResult:
     def power_w(self) -> float:
         return self.energy_j / self.elapsed_s if self.elapsed_s > 0 else 0.0
 
-    def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        data.update(energy_per_sample_j=self.energy_per_sample_j, samples_per_j=self.samples_per_j,
-                    power_w=self.power_w, source="simulated",
-                    timeline=[list(seg) for seg in self.timeline])
-        return data
+    def summary(self) -> Simulation:
+        """What a plan's prediction keeps of it (every figure ``simulated``)."""
+        return Simulation(samples_per_s=self.samples_per_s, run_samples_per_s=self.run_samples_per_s,
+                          elapsed_s=self.elapsed_s, env_steps=self.env_steps, updates=self.updates,
+                          utilization=dict(self.utilization), bottleneck=self.bottleneck,
+                          energy_per_sample_j=self.energy_per_sample_j, samples_per_j=self.samples_per_j,
+                          power_w=self.power_w, timeline=tuple(tuple(seg) for seg in self.timeline))
 
 
 def _window(pipe: Pipeline) -> tuple[float, float, dict[str, float], dict[str, float], int]:

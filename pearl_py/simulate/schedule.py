@@ -4,19 +4,17 @@ The parallel runtime's schedule (:class:`pearl_py.protocol.schedule.TrainSchedul
 every ``train_freq``-th vector step, once more than ``learning_starts`` transitions are
 stored, the learner runs ``gradient_steps`` updates;
 actors may run ``lookahead_rounds`` rounds of transitions ahead of the replay, within
-``max_policy_lag`` updates of the serial order. From a
-config, or from a protocol's rates (calls per transition) when only a plan is known.
+``max_policy_lag`` updates of the serial order; built from an algorithm's config.
 
 Example::
 
-    >>> s = SimSchedule.from_rates({"env_step": 1.0, "learner_update": 0.5, "param_sync": 1 / 256},
-    ...                            total_steps=2048)
+    >>> s = SimSchedule.from_config(pearl.DQN("CartPole-v1", train_freq=256, gradient_steps=128).config,
+    ...                             total_steps=2048, learning_starts=0)
     >>> s.train_freq, s.gradient_steps, s.updates_until(s.vector_steps)
     (256, 128, 1024)
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 
 from pearl_py.protocol.schedule import TrainSchedule
@@ -33,16 +31,6 @@ class SimSchedule(TrainSchedule):
         super().__post_init__()
         if self.syncs_per_round < 1:
             raise ValueError(f"schedule: syncs_per_round must be >= 1, got {self.syncs_per_round}")
-
-    @classmethod
-    def from_rates(cls, rates: Mapping[str, float], total_steps: int, **overrides: int) -> SimSchedule:
-        """From calls per transition: ``env_step`` = 1/n_envs, ``param_sync`` = one per round."""
-        n_envs = max(round(1.0 / rates["env_step"]), 1)
-        per_round = rates.get("param_sync") or rates["learner_update"]
-        train_freq = max(round(1.0 / (per_round * n_envs)), 1)
-        gradient_steps = round(rates["learner_update"] / per_round)
-        fields = dict(n_envs=n_envs, train_freq=train_freq, gradient_steps=gradient_steps, learning_starts=0)
-        return cls(total_steps=total_steps, **{**fields, **overrides})
 
     @property
     def round_transitions(self) -> int:

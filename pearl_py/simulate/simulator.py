@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from pearl_py.optimize.model import Assignment
 from pearl_py.optimize.problem import AssignmentProblem
+from pearl_py.protocol.kernel import LEARNER_UPDATE, REPLAY_SAMPLE
 from pearl_py.simulate import processes
 from pearl_py.simulate.engine import Engine, Recorder
 from pearl_py.simulate.pipeline import Pipeline
@@ -39,7 +40,7 @@ def simulate(problem: AssignmentProblem, assignment: Assignment, schedule: SimSc
     pipe = Pipeline(engine, topo, schedule, recorder, trace_rounds=(first, first + TRACE_ROUNDS))
     for i in range(topo.actors):
         engine.process(processes.actor(pipe, i))
-    if topo.device("replay_sample") == topo.device("learner_update"):
+    if topo.device(REPLAY_SAMPLE) == topo.device(LEARNER_UPDATE):
         engine.process(processes.learner_with_replay(pipe))
     else:
         engine.process(processes.replay_server(pipe))

@@ -9,7 +9,7 @@ update at ``n`` threads) costs its ``n``-thread call and holds ``n`` cores of it
 
 Example::
 
-    >>> topo = Topology(problem, {"env_step": Choice("pool:epyc-7742x2", replicas=4), ...})
+    >>> topo = Topology(problem, {ENV_STEP: Choice("pool:epyc-7742x2", replicas=4), ...})
     >>> topo.actor_devices(3)
     ('node1.cpu', 'node1.cpu')
     >>> topo.hops("node1.cpu", "node0.cpu", 120)
@@ -22,8 +22,15 @@ from dataclasses import dataclass
 from pearl_py.errors import PlanningError
 from pearl_py.optimize.model import Assignment, call_cost
 from pearl_py.optimize.problem import AssignmentProblem
+from pearl_py.protocol.kernel import (
+    ENV_STEP,
+    INFERENCE,
+    LEARNER_UPDATE,
+    REPLAY_INSERT,
+    REPLAY_SAMPLE,
+)
 
-REQUIRED = ("env_step", "inference", "replay_insert", "replay_sample", "learner_update")
+REQUIRED = (ENV_STEP, INFERENCE, REPLAY_INSERT, REPLAY_SAMPLE, LEARNER_UPDATE)
 
 
 @dataclass(frozen=True)
@@ -56,7 +63,7 @@ class Topology:
                 raise PlanningError(f"simulate: {kernel} has no cost at {choice.replicas} threads on {choice.device!r}")
             self.threads[kernel] = choice.replicas if threaded else 1
             self.costs[kernel] = Cost(*call_cost(problem, kernel, choice), option.source)
-        self.actors = max(assignment["env_step"].replicas, 1)
+        self.actors = max(assignment[ENV_STEP].replicas, 1)
         self._edges = {(e.src, e.dst): e.bytes for e in problem.edges}
 
     def members(self, kernel: str) -> tuple[str, ...]:
@@ -71,11 +78,11 @@ class Topology:
 
     def actor_devices(self, index: int) -> tuple[str, str]:
         """``(env_step device, inference device)`` of actor replica ``index``."""
-        env = self.members("env_step")
+        env = self.members(ENV_STEP)
         env_dev = env[index % len(env)]
-        if self.assignment["inference"].device == self.assignment["env_step"].device:
+        if self.assignment[INFERENCE].device == self.assignment[ENV_STEP].device:
             return env_dev, env_dev
-        inf = self.members("inference")
+        inf = self.members(INFERENCE)
         return env_dev, inf[index % len(inf)]
 
     def units(self, device: str) -> int:

@@ -32,6 +32,47 @@ def test_example_configs_load_with_zoo_values():
     assert (h.batch_size, h.tau, h.net_arch) == (256, 0.005, (400, 300))  # SB3 defaults fill the gaps
 
 
+def test_td3_and_sac_zoo_configs_load():
+    td3 = pearl.load_config("examples/configs/td3_pendulum.yaml").hyperparameters
+    assert isinstance(td3, pearl.TD3Config)
+    assert (td3.gamma, td3.buffer_size, td3.learning_starts, td3.noise_std, td3.net_arch) == (
+        0.98, 200_000, 10_000, 0.1, (400, 300))
+    assert (td3.policy_delay, td3.target_policy_noise, td3.target_noise_clip, td3.target_interval) == (2, 0.2, 0.5, 2)
+    sac = pearl.load_config("examples/configs/sac_pendulum.yaml").hyperparameters
+    assert isinstance(sac, pearl.SACConfig) and sac == pearl.SACConfig(learning_rate=1e-3)  # the rest: SB3's
+    lunar = pearl.load_config("examples/configs/sac_lunarlander.yaml")
+    assert lunar.settings.env == "LunarLanderContinuous-v3" and lunar.hyperparameters.tau == 0.01
+    assert pearl.load_config("examples/configs/td3_lunarlander.yaml").settings.total_steps == 300_000
+
+
+@pytest.mark.parametrize("text, message", [
+    ("  ent_coef: automatic\n", "hyperparameters.ent_coef: must be a number, 'auto' or 'auto_<initial value > 0>', "
+                                "got 'automatic'"),
+    ("  ent_coef: auto_0\n", "hyperparameters.ent_coef: must be a number, 'auto' or 'auto_<initial value > 0>', "
+                             "got 'auto_0'"),
+    ("  ent_coef: -0.1\n", "hyperparameters.ent_coef: must be >= 0.0, got -0.1"),
+    ("  target_entropy: [1]\n", "hyperparameters.target_entropy: expected number or text, got list [1]"),
+    ("  target_entropy: high\n", "hyperparameters.target_entropy: must be a number or 'auto', got 'high'"),
+])
+def test_sac_entropy_settings_are_checked_with_file_and_line(write_config, text, message):
+    path = write_config("algorithm: sac\nenv: Pendulum-v1\nhyperparameters:\n  batch_size: 64\n" + text)
+    with pytest.raises(ConfigError) as err:
+        pearl.load_config(path)
+    assert str(err.value) == f"{path}:5: {message}"
+
+
+def test_sac_entropy_settings_read_as_sb3_does(write_config):
+    def hyper(text):
+        return pearl.load_config(write_config(f"algorithm: sac\nenv: Pendulum-v1\nhyperparameters:\n{text}")
+                                 ).hyperparameters
+
+    assert (hyper("  ent_coef: auto_0.1\n").initial_ent_coef, hyper("  ent_coef: auto_0.1\n").learns_ent_coef) == (
+        0.1, True)
+    assert (hyper("  ent_coef: 0.05\n").initial_ent_coef, hyper("  ent_coef: 0.05\n").learns_ent_coef) == (
+        0.05, False)
+    assert hyper("  target_entropy: -2.5\n").target_entropy == -2.5
+
+
 def test_values_are_typed_and_defaults_are_sb3s(write_config):
     cfg = pearl.load_config(write_config(GOOD))
     assert cfg.settings.seed == 3
@@ -63,8 +104,8 @@ def test_bad_values_name_file_line_and_key(write_config, text, line, message):
 def test_unknown_env_and_algorithm(write_config):
     with pytest.raises(ConfigError, match=r"config.yaml:2: env: unknown gymnasium env id 'CartPol-v9'"):
         pearl.load_config(write_config("algorithm: dqn\nenv: CartPol-v9\n"))
-    with pytest.raises(ConfigError, match=r"config.yaml:1: algorithm: unknown algorithm 'ppo'; known: ddpg, dqn"):
-        pearl.load_config(write_config("algorithm: ppo\nenv: CartPole-v1\n"))
+    with pytest.raises(ConfigError, match=r"config.yaml:1: algorithm: unknown algorithm 'trpo'; known: a2c, ddpg, dqn, ppo"):
+        pearl.load_config(write_config("algorithm: trpo\nenv: CartPole-v1\n"))
 
 
 def test_wrong_action_space_for_the_algorithm(write_config):
@@ -101,6 +142,6 @@ def test_python_api_validates_keywords():
 def test_config_reference_in_docs_matches_the_code():
     from pathlib import Path
 
-    from pearl_py.config.reference import render
+    from pearl_py.cli.reference import render
 
-    assert Path("docs/config.md").read_text() == render(), "regenerate: python -m pearl_py.config.reference > docs/config.md"
+    assert Path("docs/config.md").read_text() == render(), "regenerate: python -m pearl_py.cli.reference > docs/config.md"

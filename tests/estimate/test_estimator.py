@@ -4,7 +4,13 @@ from __future__ import annotations
 import pytest
 
 import pearl_py as pearl
-from pearl_py.estimate import Calibration, Estimator, Infeasible, device_power_w, dynamic_energy_j
+from pearl_py.estimate import (
+    Calibration,
+    Estimator,
+    Infeasible,
+    device_power_w,
+    dynamic_energy_j,
+)
 from pearl_py.estimate.calibration import model_key
 from pearl_py.estimate.fit import FittedModel
 from pearl_py.platform import Platform

@@ -8,7 +8,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pearl_py.estimate.cost import Infeasible
-from pearl_py.estimate.fpga_hls import DenseOp, dataflow_cycles, pipelined_cycles, rec_mii, res_mii
+from pearl_py.estimate.fpga_hls import (
+    DenseOp,
+    dataflow_cycles,
+    pipelined_cycles,
+    rec_mii,
+    res_mii,
+)
 from pearl_py.estimate.fpga_kernels import FpgaTemplates, mlp_design, sum_tree_design
 from pearl_py.platform import Catalogue
 from pearl_py.protocol import DenseLayer, NetworkWorkload, ReplayWorkload

@@ -3,10 +3,18 @@ from __future__ import annotations
 
 import pytest
 
-from pearl_py.estimate import commands
+from pearl_py.cli import profile as profile_command
+from pearl_py.cli.devices import devices_main
 from pearl_py.estimate.calibration import Calibration
 from pearl_py.estimate.microbench import BenchPoint, build, time_call
-from pearl_py.estimate.profiler import KINDS, calibration_grid, fit_measurements, heldout_grid, measure, single_thread
+from pearl_py.estimate.profiler import (
+    KINDS,
+    calibration_grid,
+    fit_measurements,
+    heldout_grid,
+    measure,
+    single_thread,
+)
 from pearl_py.protocol import EnvWorkload, NetworkWorkload, ReplayWorkload
 
 TINY = {
@@ -51,15 +59,15 @@ def test_single_thread_restores(monkeypatch):
 
 
 def test_profile_main_writes_the_calibration(tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr(commands, "profile", lambda quick, log: Calibration("x", meta={"quick": quick}))
+    monkeypatch.setattr(profile_command, "profile", lambda quick, log: Calibration("x", meta={"quick": quick}))
     out = tmp_path / "cal.json"
-    assert commands.profile_main(str(out), quick=True) == 0
+    assert profile_command.profile_main(str(out), quick=True) == 0
     assert Calibration.load(out).meta["quick"] is True and "calibration written to" in capsys.readouterr().out
 
 
 def test_devices_main_lists_catalogue_and_local(capsys, monkeypatch, tmp_path):
     monkeypatch.setenv("PEARL_CACHE_DIR", str(tmp_path))
-    assert commands.devices_main() == 0
+    assert devices_main() == 0
     out = capsys.readouterr().out
     for name in ("agilex-agf014", "h100-sxm5-80gb", "epyc-9654", "cluster-64x8gpu", "bypass-40gbe", "This machine"):
         assert name in out

@@ -8,10 +8,15 @@ import pytest
 import pearl_py as pearl
 from pearl_py.estimate import Calibration, Estimator, Infeasible
 from pearl_py.estimate.calibration import model_key
-from pearl_py.estimate.features import workload_features
 from pearl_py.estimate.fit import FittedModel
 from pearl_py.estimate.microbench import BenchCall, BenchPoint, build
-from pearl_py.estimate.profiler import calibration_grid, measure, setup_cached, setup_entry, variant_available
+from pearl_py.estimate.profiler import (
+    calibration_grid,
+    measure,
+    setup_cached,
+    setup_entry,
+    variant_available,
+)
 from pearl_py.kernels import REGISTRY
 from pearl_py.platform import Platform
 from pearl_py.protocol import KernelKind

@@ -1,9 +1,6 @@
 """Shared pieces of the kernel tests: a deterministic batch stream and state comparison."""
 from __future__ import annotations
 
-import importlib.util
-import sys
-
 import torch
 
 from pearl_py.algorithms import Algorithm, Learner, TensorBatch
@@ -37,12 +34,15 @@ def twin_learners(algo: Algorithm, device: str = "cpu") -> tuple[Learner, Learne
     return a, Learner(algo, device)
 
 
-def assert_same_run(algo: Algorithm, make_fast, device: str = "cpu", atol: float = 1e-4) -> None:
-    """Reference and ``make_fast(learner)`` agree on every step's losses and |TD|, and on the final state."""
+def assert_same_run(algo: Algorithm, make_fast, device: str = "cpu", atol: float = 1e-4, updates: int = UPDATES,
+                    same_batch: bool = False) -> None:
+    """Reference and ``make_fast(learner)`` agree on every step's losses and |TD|, and on the final state, over
+    ``updates`` steps on the batch stream (or on its first batch every time, ``same_batch``)."""
     ref, fast_learner = twin_learners(algo, device)
     fast = make_fast(fast_learner)
-    for i, batch in enumerate(batch_stream(algo, device=device)):
-        torch.manual_seed(i)     # losses may draw random numbers (TD3's target smoothing)
+    stream = batch_stream(algo, n=1 if same_batch else updates, device=device)
+    for i, batch in enumerate(stream * updates if same_batch else stream):
+        torch.manual_seed(i)     # losses may draw random numbers (TD3's target smoothing, SAC's actions)
         expected = ref.update(batch)
         torch.manual_seed(i)
         got = fast(batch)
@@ -53,7 +53,7 @@ def assert_same_run(algo: Algorithm, make_fast, device: str = "cpu", atol: float
             assert got.td_abs is None
         else:
             torch.testing.assert_close(got.td_abs, expected.td_abs, atol=atol, rtol=1e-4)
-    assert fast_learner.gradient_steps == ref.gradient_steps == UPDATES
+    assert fast_learner.gradient_steps == ref.gradient_steps == updates
     for (name, got), expected in zip(fast_learner.nets.state_dict().items(), ref.nets.state_dict().values()):
         torch.testing.assert_close(got, expected, atol=atol, rtol=1e-3, msg=name)
     for name, opt in ref.optimizers.items():
@@ -61,19 +61,3 @@ def assert_same_run(algo: Algorithm, make_fast, device: str = "cpu", atol: float
         for i, state in opt.state_dict()["state"].items():
             assert float(got_state[i]["step"]) == float(state["step"])
             torch.testing.assert_close(got_state[i]["exp_avg_sq"], state["exp_avg_sq"], atol=1e-6, rtol=1e-3)
-
-
-def td3_class() -> type[Algorithm]:
-    """TD3 from examples/custom_algorithm.py: a user-defined algorithm with a delayed loss and random noise.
-
-    Imported as a real module (``torch.compile`` resolves functions through their module).
-    """
-    from pearl_py.algorithms import REGISTRY
-
-    if "custom_algorithm" not in sys.modules:
-        spec = importlib.util.spec_from_file_location("custom_algorithm", "examples/custom_algorithm.py")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules["custom_algorithm"] = module
-        spec.loader.exec_module(module)
-        REGISTRY.pop("td3", None)
-    return sys.modules["custom_algorithm"].TD3

@@ -9,7 +9,13 @@ import threading
 import pytest
 
 from pearl_py.errors import UserError
-from pearl_py.kernels.affinity import CPUS_ENV, can_pin, pinned_threads, release_child, usable_cpus
+from pearl_py.kernels.affinity import (
+    CPUS_ENV,
+    can_pin,
+    pinned_threads,
+    release_child,
+    usable_cpus,
+)
 
 pytestmark = pytest.mark.skipif(not (can_pin() and len(usable_cpus()) >= 2),
                                 reason="needs sched_setaffinity and 2 usable cores")

@@ -7,11 +7,10 @@ from __future__ import annotations
 
 import pytest
 import torch
+from kernel_helpers import assert_same_run
 
 import pearl_py as pearl
 from pearl_py import kernels
-
-from kernel_helpers import assert_same_run
 
 pytestmark = [pytest.mark.gpu,
               pytest.mark.skipif(not torch.cuda.is_available(),

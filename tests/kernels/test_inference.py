@@ -16,6 +16,8 @@ from pearl_py.runtime.parallel.params import ParamBoard
 
 DQN = pearl.DQN("CartPole-v1", net_arch=[256, 256])
 DDPG = pearl.DDPG("Pendulum-v1", net_arch=[64, 48])
+TD3 = pearl.TD3("Pendulum-v1", net_arch=[64, 48], noise_std=0.1)
+SAC = pearl.SAC("Pendulum-v1", net_arch=[64, 48])
 
 
 def _builds(algo, seed=0):
@@ -37,12 +39,14 @@ def test_dqn_greedy_actions_equal_reference_exactly(n_envs):
             np.testing.assert_array_equal(got, reference(obs, explore=False, progress=1.0))
 
 
+@pytest.mark.parametrize("algo", [DDPG, TD3, SAC], ids=["ddpg", "td3", "sac"])
 @pytest.mark.parametrize("n_envs", [1, 16])
-def test_ddpg_greedy_actions_equal_reference(n_envs):
-    """Continuous actions: equal up to float32 summation order (BLAS differs from torch's), < 1e-6."""
+def test_continuous_greedy_actions_equal_reference(n_envs, algo):
+    """Continuous actions (DDPG's and TD3's tanh actor, SAC's tanh(mean)): equal up to float32 summation order
+    (BLAS differs from torch's), < 1e-6."""
     rng = np.random.default_rng(1)
     for seed in range(5):
-        _, reference, fused = _builds(DDPG, seed)
+        _, reference, fused = _builds(algo, seed)
         for _ in range(40):
             obs = rng.standard_normal((n_envs, 3)).astype(np.float32)
             got = fused(obs, explore=False, progress=1.0)
@@ -91,7 +95,34 @@ def test_ddpg_noise_std_and_clip():
     np.testing.assert_array_equal(FusedInference(algo, nets, seed=3)(obs, explore=True, progress=0.5), noisy)
 
 
-@pytest.mark.parametrize("algo", [DQN, DDPG], ids=["dqn", "ddpg"])
+def test_sac_explores_with_the_squashed_gaussian_of_the_actor():
+    """Pre-squash actions atanh(a) ~ N(mean, exp(clamp(log_std))^2) per row, from the kernel's seeded stream."""
+    nets, _, _ = _builds(SAC)
+    last = nets.online["actor"][-1]
+    with torch.no_grad():
+        last.weight.zero_()
+        last.bias.copy_(torch.tensor([0.3, -1.0]))       # mean 0.3, std e^-1 = 0.368 at every observation
+    obs = np.random.default_rng(2).standard_normal((20000, 3)).astype(np.float32)
+    infer = FusedInference(SAC, nets, seed=3)
+    u = np.arctanh(infer(obs, explore=True, progress=0.5).astype(np.float64))
+    assert abs(u.mean() - 0.3) < 0.01 and abs(u.std() - np.exp(-1.0)) < 0.01
+    np.testing.assert_allclose(infer(obs[:5], explore=False, progress=0.5), np.tanh(0.3), rtol=1e-6)
+    with torch.no_grad():
+        last.bias.copy_(torch.tensor([0.0, 30.0]))       # log std clamped to 2: |u| ~ |N(0, e^4)|
+    u = np.arctanh(np.clip(infer(obs, explore=True, progress=0.5).astype(np.float64), -1 + 1e-7, 1 - 1e-7))
+    assert 0.80 < (np.abs(u) > 1.5).mean() < 0.88
+    again = FusedInference(SAC, nets, seed=3)
+    np.testing.assert_array_equal(again(obs, explore=True, progress=0.5), FusedInference(SAC, nets, seed=3)(
+        obs, explore=True, progress=0.5))
+
+
+def test_td3_acts_with_the_ddpg_kernel_through_its_declared_form():
+    nets, _, fused = _builds(TD3)
+    ddpg_kernel = FusedInference(DDPG, _builds(DDPG)[0]).kernel
+    assert TD3.declared_acting_form() == "deterministic_actor_noise" and fused.kernel is ddpg_kernel
+
+
+@pytest.mark.parametrize("algo", [DQN, DDPG, SAC], ids=["dqn", "ddpg", "sac"])
 def test_views_see_a_param_sync_and_replaced_storage(algo):
     name = algo.acting_networks[0]
     nets, reference, fused = _builds(algo, 0)
@@ -117,8 +148,9 @@ def test_views_see_a_param_sync_and_replaced_storage(algo):
 
 def test_fused_inference_follows_the_fused_learner_update():
     """Built before the fused learner adopts the parameters into its flat buffers: still current after."""
-    from pearl_py.kernels.fused_cpu import make_fused_cpu
     from kernel_helpers import batch_stream
+
+    from pearl_py.kernels.fused_cpu import make_fused_cpu
 
     algo = pearl.DQN("CartPole-v1", net_arch=[32, 32], batch_size=16)
     learner = Learner(algo)
@@ -141,18 +173,36 @@ def test_results_do_not_alias_the_workspace():
 
 
 def test_unsupported_refused_with_reason_and_reference_built_instead():
-    class MyDQN(pearl.DQN):
-        pass
+    class MyDQN(pearl.DQN):  # its own act, no form declared: DQN's declaration no longer holds ("custom")
+        def act(self, nets, obs, *, explore, progress):
+            return nets.online.q(obs).argmin(dim=1)
 
     algo = MyDQN("CartPole-v1", net_arch=[8])
     nets = Learner(algo).nets
     ok, why = supports(algo, nets)
-    assert not ok and "DQN's and DDPG's act only, not MyDQN" in why
+    assert not ok and why == ("the fused inference implements the acting forms epsilon_greedy_q, "
+                              "deterministic_actor_noise, squashed_gaussian, not dqn's custom (use the reference "
+                              "variant)")
     with pytest.warns(RuntimeWarning, match="running the 'reference' variant instead"):
         infer = kernels.build("inference", "fused", algo, nets, device_class="cpu")
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert infer(np.zeros((3, 4), np.float32), explore=False, progress=1.0).shape == (3,)
+
+    class RenamedDQN(pearl.DQN):  # DQN's act kept: the fused kernel runs it
+        pass
+
+    assert supports(RenamedDQN("CartPole-v1", net_arch=[8]), nets) == (True, "")
     nets.online["q"] = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.Sigmoid(), torch.nn.Linear(8, 2))
     ok, why = supports(pearl.DQN("CartPole-v1"), nets)
     assert not ok and "Linear(bias)/ReLU" in why
+    assert pearl.DQN.acting_form == MyDQN.__mro__[1].acting_form == "epsilon_greedy_q"
+
+
+def test_a_subclass_that_keeps_the_math_keeps_the_fused_inference():
+    class Renamed(pearl.SAC):
+        name = "renamed-sac"
+
+    kernel = Renamed("Pendulum-v1", net_arch=[8]).protocol().kernel("inference")
+    assert kernel.workload.forms == ("squashed_gaussian",)
+    assert kernels.REGISTRY.get("inference", "fused", "cpu").supports(kernel) is None

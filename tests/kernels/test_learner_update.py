@@ -2,18 +2,17 @@
 
 The whole-step function is checked eagerly for every algorithm shape (no compile time);
 the compiled variant on DQN (double-Q, importance weights, gradient clipping) and
-DDPG here, and on plain DQN and TD3 in the slow run (each compile takes seconds).
+DDPG here, and on plain DQN, TD3 and SAC in the slow run (each compile takes seconds).
 """
 from __future__ import annotations
 
 import pytest
 import torch
+from kernel_helpers import assert_same_run, batch_stream, twin_learners
 
 import pearl_py as pearl
 from pearl_py import kernels
 from pearl_py.kernels.learner_update import make_compiled, make_functional
-
-from kernel_helpers import assert_same_run, batch_stream, td3_class, twin_learners
 
 SMALL = {"batch_size": 32, "net_arch": [32, 32]}
 
@@ -26,12 +25,17 @@ def ddpg() -> pearl.DDPG:
     return pearl.DDPG("Pendulum-v1", **SMALL)
 
 
-def td3():
-    return td3_class()("Pendulum-v1", **SMALL, target_update_interval=2)
+def td3() -> pearl.TD3:
+    return pearl.TD3("Pendulum-v1", **SMALL)
+
+
+def sac(**overrides) -> pearl.SAC:
+    return pearl.SAC("Pendulum-v1", **SMALL, **overrides)
 
 
 @pytest.mark.parametrize("make_algo", [dqn, lambda: dqn(double_q=True), lambda: dqn(max_grad_norm=None),
-                                       ddpg, td3], ids=["dqn", "double_dqn", "dqn_noclip", "ddpg", "td3"])
+                                       ddpg, td3, sac, lambda: sac(ent_coef=0.2)],
+                         ids=["dqn", "double_dqn", "dqn_noclip", "ddpg", "td3", "sac", "sac_fixed_alpha"])
 def test_whole_step_function_equals_reference(make_algo):
     assert_same_run(make_algo(), make_functional)
 
@@ -42,7 +46,7 @@ def test_compiled_equals_reference(make_algo):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("make_algo", [dqn, td3], ids=["dqn", "td3"])
+@pytest.mark.parametrize("make_algo", [dqn, td3, sac], ids=["dqn", "td3", "sac"])
 def test_compiled_equals_reference_more_algorithms(make_algo):
     assert_same_run(make_algo(), make_compiled)
 

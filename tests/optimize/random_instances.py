@@ -5,7 +5,14 @@ from dataclasses import replace
 
 import numpy as np
 
-from pearl_py.optimize.problem import AssignmentProblem, Device, Edge, Link, Option, Task
+from pearl_py.optimize.problem import (
+    AssignmentProblem,
+    Device,
+    Edge,
+    Link,
+    Option,
+    Task,
+)
 
 
 def random_problem(seed: int, power_cap: bool = False, threaded: bool = False) -> AssignmentProblem:

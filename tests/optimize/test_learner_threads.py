@@ -14,9 +14,9 @@ from pearl_py.optimize.api import plan
 from pearl_py.optimize.exhaustive import solve_exhaustive
 from pearl_py.optimize.milp import solve_milp
 from pearl_py.optimize.model import Choice, evaluate
-from pearl_py.optimize.plan import Plan
 from pearl_py.optimize.problem import AssignmentProblem, Device, Option, Task
 from pearl_py.optimize.solve import solve
+from pearl_py.plan import Plan
 from pearl_py.platform import Platform
 from pearl_py.report import content, fmt, measured
 from pearl_py.runtime.parallel.placement import RuntimeLayout
@@ -107,7 +107,7 @@ def test_the_plan_gives_the_learner_two_threads_and_says_why(two_cores, tmp_path
     (sentence,) = p.predicted["threads"]
     assert sentence.startswith("learner_update runs 2 threads on cpu: ") and "at 1 thread (calibrated)" in sentence
     two_threads = p.predicted["costs"]["learner_update"]["cpu"]["fused"]["threads"][0]
-    assert two_threads["threads"] == 2 and content.placed_cost(p, "learner_update")["latency_s"] == two_threads["latency_s"]
+    assert two_threads["threads"] == 2 and content.placed_cost(p, "learner_update").latency_s == two_threads["latency_s"]
     row = next(r for r in content.assignment_rows(p) if r[0] == "learner_update")
     assert row[3] == "2 threads" and row[5] == fmt.seconds(two_threads["latency_s"])
     run = {"env_steps": 100, "kernel_times": {"learner_update": {"mean_s": 4e-3, "total_s": 0.4, "calls": 100}}}

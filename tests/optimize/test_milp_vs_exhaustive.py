@@ -2,11 +2,11 @@
 from __future__ import annotations
 
 import pytest
+from random_instances import random_problem
 
 from pearl_py.errors import PlanningError
 from pearl_py.optimize.exhaustive import solve_exhaustive
 from pearl_py.optimize.milp import solve_milp
-from random_instances import random_problem
 
 SEEDS = range(300)
 

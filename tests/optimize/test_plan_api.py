@@ -8,8 +8,8 @@ from pearl_py.errors import PlanningError, UserError
 from pearl_py.estimate import Estimator
 from pearl_py.optimize.api import plan
 from pearl_py.optimize.builder import build_problem
-from pearl_py.optimize.plan import Plan
 from pearl_py.optimize.solve import solve
+from pearl_py.plan import Plan
 from pearl_py.platform import Platform
 
 

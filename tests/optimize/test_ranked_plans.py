@@ -2,13 +2,13 @@
 from __future__ import annotations
 
 import pytest
+from random_instances import random_problem
 
 import pearl_py as pearl
 from pearl_py.errors import PlanningError
 from pearl_py.optimize.exhaustive import feasible_plans
 from pearl_py.optimize.solution import Solution
 from pearl_py.optimize.solve import solve, solve_ranked, trim_replicas
-from random_instances import random_problem
 
 K = 4
 

@@ -7,10 +7,17 @@ from pathlib import Path
 import pytest
 from random_instances import random_problem
 
+from pearl_py.cli.plan import plan_main
 from pearl_py.errors import PlanningError
-from pearl_py.optimize.commands import plan_main
 from pearl_py.optimize.model import Choice, evaluate
-from pearl_py.optimize.problem import AssignmentProblem, Device, Edge, Link, Option, Task
+from pearl_py.optimize.problem import (
+    AssignmentProblem,
+    Device,
+    Edge,
+    Link,
+    Option,
+    Task,
+)
 from pearl_py.optimize.solve import solve
 
 
@@ -74,11 +81,11 @@ def test_bad_solver_and_objective():
         solve(_actors_problem(), "latency")
 
 
-def test_plan_main_writes_the_four_files(write_config, tmp_path, capsys):
+def test_plan_main_writes_the_plan_its_prediction_and_the_reports(write_config, tmp_path, capsys):
     config = write_config("algorithm: dqn\nenv: CartPole-v1\nhyperparameters:\n  batch_size: 64\n")
     assert plan_main(str(config), "pearl-cpu-gpu-fpga", "power", str(tmp_path / "out")) == 0
-    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["plan.json", "plan.yaml", "report.html",
-                                                                   "report.md"]
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["plan.json", "plan.yaml", "prediction.json",
+                                                                   "report.html", "report.md"]
     assert "Throughput is limited by" in capsys.readouterr().out
 
 
@@ -90,8 +97,8 @@ def test_optimizer_never_imports_torch():
 
 def test_policy_lag_chains_the_acting_stage_with_the_rest_of_training():
     """Actors on a CPU, learner on a GPU: overlapped they run at max(busy); a lag bound adds acting + (1-f) * rest."""
-    from pearl_py.optimize.model import POLICY_LAG, Choice, evaluate
     from pearl_py.optimize.milp import solve_milp
+    from pearl_py.optimize.model import POLICY_LAG, Choice, evaluate
     from pearl_py.optimize.problem import AssignmentProblem, Device, Option, Task
 
     def problem(overlap):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
+from variant_helpers import estimator
 
 import pearl_py as pearl
 from pearl_py.estimate import Estimator
@@ -15,7 +16,6 @@ from pearl_py.platform import Platform
 from pearl_py.protocol import KernelKind
 from pearl_py.report import content
 from pearl_py.report.markdown import render_markdown
-from variant_helpers import estimator
 
 
 @pytest.fixture(scope="module")

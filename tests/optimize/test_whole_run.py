@@ -3,6 +3,7 @@ steady state, plus one-off setups; shown in the plan's report and set beside a r
 from __future__ import annotations
 
 import pytest
+from variant_helpers import estimator, synthetic_calibration
 
 import pearl_py as pearl
 from pearl_py.estimate import Estimator
@@ -11,7 +12,6 @@ from pearl_py.optimize.builder import build_problem
 from pearl_py.optimize.model import Choice, evaluate
 from pearl_py.optimize.whole_run import whole_run, whole_vector_steps
 from pearl_py.report import content, measured
-from variant_helpers import estimator, synthetic_calibration
 
 
 @pytest.fixture(scope="module")
@@ -21,33 +21,33 @@ def ddpg():
 
 def test_warmup_runs_at_the_rate_of_env_step_and_insert_alone(ddpg):
     p = plan(ddpg, "pearl-cpu-gpu-fpga", estimator=Estimator(use_cache=False), horizon=20_000, pareto_points=2)
-    run = p.predicted["run"]
+    run = p.prediction.run
     protocol = ddpg.protocol()
     problem = build_problem(protocol, pearl.Platform.load("pearl-cpu-gpu-fpga"), Estimator(use_cache=False),
                             horizon=20_000)
     choices = {k: Choice(pl.device, pl.variant, pl.replicas) for k, pl in p.placements.items()}
     warm = evaluate(problem, {k: choices[k] for k in ("env_step", "replay_insert")})
-    assert run["warmup_steps"] == 10_000 and run["env_steps"] == 20_000
-    assert run["warmup_s"] == pytest.approx(10_000 * warm.time_per_sample)
-    assert run["learning_s"] == pytest.approx(10_000 * p.predicted["time_per_sample_s"])
-    assert run["seconds"] == pytest.approx(run["warmup_s"] + run["learning_s"] + run["setup_s"])
-    assert run["samples_per_s"] == pytest.approx(20_000 / run["seconds"])
+    assert run.warmup_steps == 10_000 and run.env_steps == 20_000
+    assert run.warmup_s == pytest.approx(10_000 * warm.time_per_sample)
+    assert run.learning_s == pytest.approx(10_000 * p.predicted["time_per_sample_s"])
+    assert run.seconds == pytest.approx(run.warmup_s + run.learning_s + run.setup_s)
+    assert run.samples_per_s == pytest.approx(20_000 / run.seconds)
     # random actions skip inference and training, so warming up is faster than learning
     assert warm.time_per_sample < p.predicted["time_per_sample_s"]
-    assert run["samples_per_s"] > p.predicted["samples_per_s"]
+    assert run.samples_per_s > p.predicted["samples_per_s"]
 
 
 def test_warmup_longer_than_the_run_is_cut_to_the_run(ddpg):
     p = plan(ddpg, "pearl-cpu-gpu-fpga", estimator=Estimator(use_cache=False), horizon=4_000, pareto_points=2)
-    run = p.predicted["run"]
-    assert run["warmup_steps"] == 4_000 and run["learning_s"] == 0.0
+    run = p.prediction.run
+    assert run.warmup_steps == 4_000 and run.learning_s == 0.0
 
 
 def test_unknown_or_endless_runs_have_no_whole_run_figure(ddpg):
     for horizon in (None, float("inf")):
         p = plan(ddpg, "pearl-cpu-gpu-fpga", estimator=Estimator(use_cache=False), horizon=horizon,
                  pareto_points=2)
-        assert p.predicted["run"] is None
+        assert p.prediction.run is None
         assert not any(label.startswith("Samples per second, whole run") for label, _ in content.summary_rows(p))
 
 
@@ -56,15 +56,15 @@ def test_one_off_setups_are_charged_once():
     p = plan(algo, pearl.Platform.local(), estimator=estimator(), horizon=1e6, pareto_points=2)
     assert p.placements["learner_update"].variant == "compiled"
     setup = synthetic_calibration().meta["setup"]["learner_update/compiled"]["seconds"]
-    assert p.predicted["run"]["setup_s"] == pytest.approx(setup)
-    label, text = content.whole_run_row(p.predicted["run"])
+    assert p.prediction.run.setup_s == pytest.approx(setup)
+    label, text = content.whole_run_row(p.prediction.run)
     assert label == "Samples per second, whole run of 1,000,000 steps"
     assert "one-off setup 9.0 s" in text and text.endswith("modelled)")
 
 
 def test_a_run_is_compared_with_the_whole_run_prediction_of_its_length(ddpg):
     p = plan(ddpg, "pearl-cpu-gpu-fpga", estimator=Estimator(use_cache=False), horizon=20_000, pareto_points=2)
-    whole = p.predicted["run"]["samples_per_s"]
+    whole = p.prediction.run.samples_per_s
     run = {"env_steps": 20_000, "samples_per_second": 0.9 * whole, "wall_seconds": 1.0, "eval_return_mean": 0.0,
            "eval_return_std": 0.0}
     rows = dict(measured.summary_rows(p, run))
@@ -90,7 +90,7 @@ def test_kernel_rows_spread_learning_kernels_over_the_learning_steps_only(ddpg):
         rates["learner_update"] / 2)  # 10,000 of the 20,000 steps learn
     assert measured.predicted_calls_per_sample(p, "env_step", 20_000) == rates["env_step"]  # also in the warm-up
     assert measured.predicted_calls_per_sample(p, "learner_update", 5_000) == rates["learner_update"]
-    latency = content.placed_cost(p, "learner_update")["latency_s"]
+    latency = content.placed_cost(p, "learner_update").latency_s
     # a run whose updates took exactly the predicted time per call measures 1.00x per sample
     run = {"env_steps": 20_000, "kernel_times": {"learner_update": {
         "mean_s": latency, "calls": 10_000, "total_s": latency * 10_000 * rates["learner_update"]}}}
@@ -101,6 +101,6 @@ def test_kernel_rows_spread_learning_kernels_over_the_learning_steps_only(ddpg):
 def test_steps_are_whole_vector_steps_as_the_executors_count_them():
     algo = pearl.DDPG("Pendulum-v1", learning_starts=1_001, n_envs=4, net_arch=[64, 64])
     p = plan(algo, "pearl-cpu-gpu-fpga", estimator=Estimator(use_cache=False), horizon=10_002, pareto_points=2)
-    run = p.predicted["run"]
-    assert run["env_steps"] == 10_004 and run["warmup_steps"] == 1_004  # ceil to multiples of 4
+    run = p.prediction.run
+    assert run.env_steps == 10_004 and run.warmup_steps == 1_004  # ceil to multiples of 4
     assert whole_vector_steps(10_000, 4) == 10_000 and whole_vector_steps(1, 4) == 4

@@ -16,7 +16,8 @@ def dqn_graph():
 
 def test_kernels_and_rates_follow_the_update_to_data_ratio(dqn_graph):
     kinds = {k.kind for k in dqn_graph.kernels()}
-    assert kinds == set(KernelKind) - {KernelKind.PRIORITY_UPDATE}
+    assert kinds == {"env_step", "inference", "replay_insert", "replay_sample", "learner_update", "param_sync"}
+    assert all(isinstance(kind, KernelKind) for kind in kinds)
     assert dqn_graph.kernel("env_step").rate == 1.0
     assert dqn_graph.kernel("learner_update").rate == pytest.approx(128 / 256)
     assert dqn_graph.kernel("replay_sample").rate == pytest.approx(0.5)
@@ -74,7 +75,6 @@ def test_deriving_does_not_touch_the_global_rng():
 
 
 def test_delayed_losses_average_over_their_period():
-    from dataclasses import dataclass
 
     class DelayedDDPG(pearl.DDPG):
         name = "delayed-ddpg-test"
@@ -89,3 +89,39 @@ def test_delayed_losses_average_over_their_period():
     critic_only = sum(l.forward_flops for l in plain.layers[:6])  # target actor+critic, online critic
     assert delayed.forward_flops == pytest.approx((2 * critic_only + (plain.forward_flops - critic_only)) / 2)
     assert delayed.optimizer_flops < plain.optimizer_flops
+
+
+def _calls(workload) -> list[tuple[int, int, int, bool]]:
+    return [(layer.n_in, layer.n_out, layer.batch, layer.backward) for layer in workload.layers]
+
+
+def test_td3_records_twin_critics_and_its_delayed_actor_over_the_period():
+    """Per period of policy_delay = 2 steps: every step the target actor, both target critics and both online
+    critics (trained); on the second also the actor (trained) through the first critic only."""
+    graph = pearl.TD3("Pendulum-v1", batch_size=32, net_arch=[8]).protocol()
+    learner = graph.kernel("learner_update").workload
+    actor, q_in = [(3, 8), (8, 1)], [(4, 8), (8, 1)]
+    no_grad = [(i, o, 32, False) for i, o in actor + q_in + q_in]
+    critics = [(i, o, 32, True) for i, o in q_in + q_in]
+    actor_step = [(i, o, 32, True) for i, o in actor + q_in]
+    assert learner.period == 2 and _calls(learner) == (no_grad + critics) * 2 + actor_step
+    actor_params, critic_params = 3 * 8 + 8 + 8 + 1, 2 * (4 * 8 + 8 + 8 + 1)
+    assert learner.trained_params == 2 * critic_params + actor_params     # over the period
+    assert graph.kernel("param_sync").workload.param_bytes == 4 * actor_params
+
+
+@pytest.mark.parametrize("ent_coef, entropy_loss", [("auto", True), (0.2, False)])
+def test_sac_records_twin_critics_the_sampling_actor_and_the_entropy_coefficient(ent_coef, entropy_loss):
+    """Critic loss: the online actor samples a' (no grad), both target critics, both online critics (trained);
+    actor loss: the actor (trained) and both critics at its action; entropy loss: the actor again (no grad)."""
+    graph = pearl.SAC("Pendulum-v1", batch_size=32, net_arch=[8], ent_coef=ent_coef).protocol()
+    learner = graph.kernel("learner_update").workload
+    actor, q_in = [(3, 8), (8, 2)], [(4, 8), (8, 1)]          # the actor's 2 outputs: mean and log std
+    expected = [(i, o, 32, False) for i, o in actor + q_in + q_in] + [(i, o, 32, True) for i, o in q_in + q_in]
+    expected += [(i, o, 32, True) for i, o in actor + q_in + q_in]
+    expected += [(i, o, 32, False) for i, o in actor] if entropy_loss else []
+    assert learner.period == 1 and _calls(learner) == expected
+    actor_params, critic_params = 3 * 8 + 8 + 8 * 2 + 2, 2 * (4 * 8 + 8 + 8 + 1)
+    assert learner.trained_params == actor_params + critic_params + (1 if entropy_loss else 0)   # + log(alpha)
+    assert [(l.n_in, l.n_out, l.batch) for l in graph.kernel("inference").workload.layers] == [(3, 8, 1), (8, 2, 1)]
+    assert graph.kernel("param_sync").workload.param_bytes == 4 * actor_params   # the actor only

@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 from scipy.stats import chisquare
 
-from pearl_py.replay import ReplayBuffer, anneal_beta
+import pearl_py as pearl
+from pearl_py.replay import ReplayBuffer
 
 from .helpers import transitions
 
@@ -77,6 +78,7 @@ def test_overwritten_items_leave_the_min_tree():
 
 
 def test_beta_anneals_linearly_and_clamps():
-    assert anneal_beta(0.4, 1.0, 0.0) == 0.4
-    assert anneal_beta(0.4, 1.0, 0.25) == pytest.approx(0.55)
-    assert anneal_beta(0.4, 1.0, 3.0) == 1.0
+    algo = pearl.DQN("CartPole-v1", prioritized_replay=True, beta=0.4, beta_final=1.0)
+    assert algo.beta_at(0.0) == 0.4
+    assert algo.beta_at(0.25) == pytest.approx(0.55)
+    assert algo.beta_at(3.0) == 1.0 and algo.beta_at(-1.0) == 0.4

@@ -1,6 +1,7 @@
 """Plan.export: four files, written atomically, self-contained HTML with the required sections."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 
@@ -10,7 +11,7 @@ import yaml
 import pearl_py as pearl
 from pearl_py.estimate import Estimator
 from pearl_py.optimize.api import plan
-from pearl_py.optimize.plan import Plan
+from pearl_py.plan import Plan
 from pearl_py.report import export as export_module
 
 
@@ -20,11 +21,31 @@ def ddpg_plan():
                 estimator=Estimator(use_cache=False))
 
 
-def test_export_writes_four_files_that_round_trip(ddpg_plan, tmp_path):
+def test_export_writes_the_plan_and_its_prediction_beside_it_and_both_round_trip(ddpg_plan, tmp_path):
     paths = ddpg_plan.export(tmp_path / "out")
-    assert sorted(p.name for p in paths.values()) == ["plan.json", "plan.yaml", "report.html", "report.md"]
+    assert sorted(p.name for p in paths.values()) == ["plan.json", "plan.yaml", "prediction.json", "report.html",
+                                                      "report.md"]
     assert Plan.from_dict(json.loads(paths["json"].read_text())) == ddpg_plan
-    assert Plan.from_dict(yaml.safe_load(paths["yaml"].read_text())) == ddpg_plan
+    what_runs = yaml.safe_load(paths["yaml"].read_text())
+    assert set(what_runs) == {"format", "platform", "objective", "solver", "mode", "devices", "placements"}
+    assert what_runs["devices"] == {"cpu": "cpu", "gpu": "gpu", "fpga": "fpga"} or set(what_runs["devices"]) <= {
+        "cpu", "gpu", "fpga"}
+    assert Plan.from_dict(what_runs) == dataclasses.replace(ddpg_plan, prediction=None)
+    assert Plan.load(paths["yaml"]) == ddpg_plan  # prediction.json is read from beside it
+    (tmp_path / "out" / "prediction.json").unlink()
+    assert Plan.load(paths["yaml"]).prediction is None
+
+
+def test_a_plan_file_of_the_first_format_still_loads(ddpg_plan, tmp_path):
+    old = {"platform": ddpg_plan.platform, "objective": ddpg_plan.objective, "solver": ddpg_plan.solver,
+           "placements": {k: dataclasses.asdict(p) for k, p in ddpg_plan.placements.items()},
+           "predicted": ddpg_plan.predicted}
+    (tmp_path / "plan.yaml").write_text(yaml.safe_dump(old))
+    loaded = Plan.load(tmp_path / "plan.yaml")
+    assert loaded.mode == ddpg_plan.mode and loaded.devices["gpu"] == "gpu"
+    assert loaded.prediction.figures == ddpg_plan.prediction.figures
+    assert loaded.prediction.alternative == ddpg_plan.prediction.alternative
+    assert loaded.prediction.pareto == ddpg_plan.prediction.pareto
 
 
 def test_html_is_self_contained_and_has_every_section(ddpg_plan, tmp_path):

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import pearl_py as pearl
-from pearl_py.optimize.plan import Plan
+from pearl_py.plan import Plan
 from pearl_py.report.measured import summary_rows
 
 

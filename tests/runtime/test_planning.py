@@ -8,7 +8,7 @@ import pytest
 import pearl_py as pearl
 from pearl_py.cli import main
 from pearl_py.errors import PlanningError, UserError
-from pearl_py.runtime.planning import resolve_plan
+from pearl_py.pipeline.planning import resolve_plan
 
 TINY = dict(net_arch=[16], batch_size=16, learning_starts=100, train_freq=50, gradient_steps=5, buffer_size=2_000)
 
@@ -30,8 +30,8 @@ def test_run_under_local_plan_writes_result_and_predicted_vs_measured_report(tmp
     html = (tmp_path / "report.html").read_text()
     assert "Time per collected sample, by kernel" in html and "<svg" in html
     data = json.loads((tmp_path / "result.json").read_text())
-    assert data["plan"]["predicted"]["samples_per_s"] == pytest.approx(
-        json.loads((tmp_path / "plan.json").read_text())["predicted"]["samples_per_s"])
+    assert data["plan"]["prediction"]["figures"]["samples_per_s"] == pytest.approx(
+        json.loads((tmp_path / "prediction.json").read_text())["figures"]["samples_per_s"])
 
 
 def test_saved_plan_round_trips_and_runs(tmp_path):
@@ -74,22 +74,33 @@ def test_unknown_plan_word_is_refused():
         resolve_plan(pearl.DQN("CartPole-v1", **TINY), "fastest")
 
 
-def test_variants_the_algorithm_cannot_use_are_refused_with_the_reason():
-    from pearl_py.runtime.planning import refused_variants
+def test_variants_follow_the_declared_loss_forms_not_the_class():
+    class Renamed(pearl.DQN):  # a subclass that keeps DQN's losses: the fused kernels implement them
+        name = "renamed-dqn-test"
 
-    assert "fused" not in refused_variants(pearl.DQN("CartPole-v1", **TINY)).get("learner_update", {})
+    class OwnLoss(pearl.DQN):  # DQN's loss overridden: DQN's declared form no longer holds ("custom")
+        name = "own-loss-dqn-test"
 
-    class Doubled(pearl.DQN):  # a user algorithm: the fused kernels implement DQN and DDPG only
-        name = "doubled-dqn-test"
+        def _q_loss(self, nets, batch):
+            loss, td = super()._q_loss(nets, batch)
+            return 2 * loss, td
 
-    refused = refused_variants(Doubled("CartPole-v1", **TINY))
-    assert "implements DQN and DDPG only" in refused["learner_update"]["fused"]
-    plan = resolve_plan(Doubled("CartPole-v1", **TINY), "local", total_steps=1_000_000)
+    kept = resolve_plan(Renamed("CartPole-v1", **TINY), "local", total_steps=1_000_000)
+    assert "fused" not in str(kept.predicted["variant_notes"].get("learner_update", []))
+    plan = resolve_plan(OwnLoss("CartPole-v1", **TINY), "local", total_steps=1_000_000)
     assert plan.placements["learner_update"].variant != "fused"
     notes = plan.predicted["variant_notes"]["learner_update"]
-    assert any(note.startswith("learner_update: variant 'fused' not offered on cpu: learner_update variant "
-                               "'fused' (cpu): the fused learner update implements DQN and DDPG only, not Doubled")
-               for note in notes), notes
+    assert "learner_update: variant 'fused' not offered on cpu: implements the forms dqn_td | " \
+           "ddpg_critic+dpg_actor | td3_critic+td3_actor | sac_critic+sac_actor+sac_entropy | sac_critic+sac_actor; " \
+           "this kernel computes custom (use the reference variant)" in notes, notes
+
+
+@pytest.mark.parametrize("make_algo", [lambda: pearl.TD3("Pendulum-v1", **TINY),
+                                       lambda: pearl.SAC("Pendulum-v1", **TINY),
+                                       lambda: pearl.SAC("Pendulum-v1", ent_coef=0.1, **TINY)])
+def test_td3_and_sac_are_offered_the_fused_variants(make_algo):
+    plan = resolve_plan(make_algo(), "local", total_steps=1_000_000)
+    assert "fused" not in str(plan.predicted["variant_notes"])
 
 
 def test_an_interrupted_parallel_run_leaves_its_plan_for_resume(write_config, tmp_path, monkeypatch, capsys):

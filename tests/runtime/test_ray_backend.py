@@ -1,6 +1,7 @@
 """The Ray backend: resources from the plan, the install hint without ray, and a real local-cluster run."""
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 
@@ -8,7 +9,7 @@ import pytest
 
 import pearl_py as pearl
 from pearl_py.errors import UserError
-from pearl_py.optimize.plan import Placement, Plan
+from pearl_py.plan import Placement, Plan
 from pearl_py.runtime.ray_backend import RayExecutor
 from pearl_py.runtime.ray_backend.resources import component_resources, needs
 
@@ -20,11 +21,11 @@ def _algo():
 
 def _plan(replay: str, learner: str, actors: int = 1) -> Plan:
     plan = Plan.single_device(_algo().protocol())
-    plan.placements.update(env_step=Placement("cpu", replicas=actors), inference=Placement("cpu", replicas=actors),
-                           replay_insert=Placement(replay), replay_sample=Placement(replay),
-                           learner_update=Placement(learner))
-    plan.predicted["devices"] = {"cpu": {"kind": "cpu"}, "gpu": {"kind": "gpu"}, "fpga": {"kind": "fpga"}}
-    return plan
+    placements = {**plan.placements, "env_step": Placement("cpu", replicas=actors),
+                  "inference": Placement("cpu", replicas=actors), "replay_insert": Placement(replay),
+                  "replay_sample": Placement(replay), "learner_update": Placement(learner)}
+    return dataclasses.replace(plan, placements=placements, mode="overlapped",
+                               devices={"cpu": "cpu", "gpu": "gpu", "fpga": "fpga"})
 
 
 def test_components_share_a_device_and_take_its_resource() -> None:

@@ -4,8 +4,6 @@ from __future__ import annotations
 import csv
 import json
 
-import pytest
-
 import pearl_py as pearl
 
 TINY_DQN = dict(net_arch=[32], batch_size=16, learning_starts=200, train_freq=50, gradient_steps=10,

@@ -10,21 +10,30 @@ import torch
 import pearl_py as pearl
 from pearl_py.cli import main
 from pearl_py.errors import UserError
-from pearl_py.optimize.plan import Placement, Plan
+from pearl_py.pipeline.planning import local_serial_plan
+from pearl_py.pipeline.tune import (
+    Measurement,
+    TrialRunner,
+    TuneOptions,
+    round_clock,
+    trial_algorithm,
+    trial_steps,
+    tune_plan,
+)
+from pearl_py.plan import Figures, KernelCost, Placement, Plan, Prediction, SolverInfo
 from pearl_py.report import tuning as tuning_report
-from pearl_py.runtime.planning import local_serial_plan
-from pearl_py.runtime.tune import (Measurement, TrialRunner, TuneOptions, round_clock, trial_algorithm,
-                                   trial_steps, tune_plan)
 
 TINY = dict(net_arch=[16], batch_size=16, learning_starts=100, train_freq=50, gradient_steps=5, buffer_size=2_000)
 
 
 def _candidate(variant: str, samples_per_s: float, mode: str = "overlapped") -> Plan:
     placements = {"env_step": Placement("cpu"), "learner_update": Placement("cpu", variant)}
-    costs = {"env_step": {"cpu": {"reference": {"latency_s": 1e-5, "source": "calibrated"}}},
-             "learner_update": {"cpu": {variant: {"latency_s": 1e-4, "source": "modelled"}}}}
-    return Plan("local", "throughput", placements, {"samples_per_s": samples_per_s, "mode": mode, "costs": costs},
-                solver="milp")
+    costs = {"env_step": {"cpu": {"reference": KernelCost(1e-5, 0.0, "calibrated")}},
+             "learner_update": {"cpu": {variant: KernelCost(1e-4, 0.0, "modelled")}}}
+    prediction = Prediction(Figures(samples_per_s, 0.0, 0.0, 1 / samples_per_s, 0.0, "cpu"),
+                            SolverInfo("milp", True, 0.0, 0.0, 0.0), costs, rates={}, kinds={}, devices={})
+    return Plan("local", "throughput", placements, mode=mode, devices={"cpu": "cpu"}, solver="milp",
+                prediction=prediction)
 
 
 CANDIDATES = [_candidate("fused", 3000.0), _candidate("fused", 3000.0, "serialized"), _candidate("reference", 1500.0)]

@@ -5,9 +5,9 @@ from pathlib import Path
 
 import pytest
 
+from pearl_py.cli.simulate import simulate_main
 from pearl_py.errors import UserError
-from pearl_py.optimize.plan import Plan
-from pearl_py.simulate.commands import simulate_main
+from pearl_py.plan import Plan
 
 CONFIG = str(Path(__file__).resolve().parents[2] / "examples" / "configs" / "dqn_cartpole.yaml")
 

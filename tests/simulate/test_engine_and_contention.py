@@ -4,11 +4,11 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
+from sim_problems import problem_for
 
 from pearl_py.optimize.model import Choice, evaluate
 from pearl_py.simulate import SimSchedule, simulate
 from pearl_py.simulate.engine import Engine, Resource
-from sim_problems import problem_for
 
 
 def test_units_serve_in_parallel_and_the_rest_queue() -> None:

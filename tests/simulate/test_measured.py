@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 import pearl_py as pearl
-from pearl_py.optimize.plan import Placement, Plan
+from pearl_py.plan import Placement, Plan
 from pearl_py.runtime.result import RunResult
 from pearl_py.simulate.measured import measured_problem, simulate_measured
 

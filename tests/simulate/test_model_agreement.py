@@ -8,10 +8,10 @@ is such a pipeline, on a different platform or with a different bottleneck.
 from __future__ import annotations
 
 import pytest
+from sim_problems import problem_for
 
 from pearl_py.optimize.model import POLICY_LAG, Choice, evaluate
 from pearl_py.simulate import SimSchedule, simulate
-from sim_problems import problem_for
 
 ZOO = dict(train_freq=256, gradient_steps=128, batch_size=64, net_arch=(256, 256))
 LIGHT_LEARNER = dict(train_freq=64, gradient_steps=1, batch_size=64, n_envs=8)

@@ -8,9 +8,9 @@ Example::
     >>> result.backend
     'local-parallel'
 """
+from pearl_py.protocol.schedule import TrainSchedule
 from pearl_py.runtime.parallel.executor import ParallelExecutor
 from pearl_py.runtime.parallel.interrupts import RunInterrupted
-from pearl_py.protocol.schedule import TrainSchedule
 from pearl_py.runtime.parallel.supervisor import ActorFailed, ServiceFailed
 
 __all__ = ["ActorFailed", "ParallelExecutor", "RunInterrupted", "ServiceFailed", "TrainSchedule"]

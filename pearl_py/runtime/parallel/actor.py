@@ -28,16 +28,16 @@ import numpy as np
 import torch
 
 from pearl_py import kernels
-from pearl_py.algorithms.base import Algorithm
-from pearl_py.algorithms.env_spec import make_vector_env
 from pearl_py.algorithms.networks import Networks
+from pearl_py.algorithms.off_policy.base import Algorithm
+from pearl_py.protocol.kernel import INFERENCE, PARAM_SYNC
 from pearl_py.protocol.schedule import TrainSchedule
+from pearl_py.runtime.collect import Collector
 from pearl_py.runtime.parallel.control import ControlBlock
 from pearl_py.runtime.parallel.inference_server import InferenceClient, InferenceLink
 from pearl_py.runtime.parallel.params import ParamBoard
 from pearl_py.runtime.parallel.process import Doorbell, child_process
 from pearl_py.runtime.parallel.ring import ShmRing
-from pearl_py.runtime.serial import EpisodeTracker, true_next_obs
 
 RESTART_SEED_STRIDE = 10_007
 """Seed offset per restart, so a restarted actor does not replay its first episodes."""
@@ -112,9 +112,11 @@ def run_actor(spec: ActorSpec) -> None:
 Policy = Callable[[np.ndarray, int, float], "np.ndarray | None"]
 """``policy(obs, global_steps, progress)``: actions for ``obs`` (None: the run stopped meanwhile)."""
 
-
 class LocalPolicy:
-    """Inference in the actor: its own acting networks, refreshed from the :class:`ParamBoard`."""
+    """Inference in the actor: its own acting networks, refreshed from the :class:`ParamBoard` before each call
+    (the refresh recorded as ``param_sync``; the call itself is the collector's to record)."""
+
+    kernel = INFERENCE
 
     def __init__(self, spec: ActorSpec, control: ControlBlock) -> None:
         algo = spec.algorithm
@@ -130,12 +132,9 @@ class LocalPolicy:
         index, control = self.spec.index, self.control
         start = time.perf_counter()
         if self.board.read_into(self.acting):
-            control.add_time(index, "param_sync", time.perf_counter() - start)
-            start = time.perf_counter()
+            control.add_time(index, PARAM_SYNC, time.perf_counter() - start)
         control.note_lag(index, self.schedule.policy_lag(steps, self.board.tag))
-        actions = self.infer(obs, explore=True, progress=progress)
-        control.add_time(index, "inference", time.perf_counter() - start)
-        return actions
+        return self.infer(obs, explore=True, progress=progress)
 
     def finish(self) -> None:
         self.control.finish(self.spec.index)
@@ -151,52 +150,37 @@ def _policy(spec: ActorSpec, control: ControlBlock) -> LocalPolicy | InferenceCl
 
 
 def _collect(spec: ActorSpec, ring: ShmRing, control: ControlBlock) -> None:
-    algo, n = spec.algorithm, spec.algorithm.config.n_envs
+    n = spec.algorithm.config.n_envs
     torch.manual_seed(spec.env_seed)
-    rng = np.random.default_rng(spec.env_seed)
     policy = _policy(spec, control)
-    envs = make_vector_env(algo.env_id, n, spec.env_seed)
-    tracker = EpisodeTracker(n)
+    collector = Collector(spec.algorithm, spec.env_seed, lambda kernel, seconds: control.add_time(
+        spec.index, kernel, seconds), policy_kernel=policy.kernel)
     no_return, no_length = np.zeros(n), np.zeros(n, dtype=np.int64)
     try:
-        obs, _ = envs.reset(seed=spec.env_seed)
-        obs = obs.astype(np.float32)
         while ring.head // n < spec.quota:
             if not _wait_for_room(spec, ring, control, n):
                 return
             local = ring.head // n
-            if local < spec.warmup:
-                start = time.perf_counter()
-                actions = algo.spec.random_actions(n, rng)
-                control.add_time(spec.index, "inference", time.perf_counter() - start)
-            else:
-                progress = (spec.steps_before + (local * spec.actors + spec.index) * n) / spec.total_steps
-                actions = policy(obs, spec.steps_before + control.produced, progress)
-                if actions is None:
-                    return
+            progress = (spec.steps_before + (local * spec.actors + spec.index) * n) / spec.total_steps
+            step = collector.step(None if local < spec.warmup else (
+                lambda obs: policy(obs, spec.steps_before + control.produced, progress)))  # noqa: B023
+            if step is None:
+                return
             start = time.perf_counter()
-            next_obs, rewards, terminated, truncated, infos = envs.step(algo.spec.to_env_action(actions))
-            control.add_time(spec.index, "env_step", time.perf_counter() - start)
-            start = time.perf_counter()
-            done = terminated | truncated
-            next_obs = next_obs.astype(np.float32)
             episode_return, episode_length = no_return, no_length  # read-only: the ring copies them
-            ended = tracker.step(rewards, done)
-            if ended:
+            if step.ended:
                 episode_return, episode_length = np.zeros(n), np.zeros(n, dtype=np.int64)
-                for i, (ret, length) in zip(np.flatnonzero(done), ended):
+                for i, ret, length in step.ended:
                     episode_return[i], episode_length[i] = ret, length
-            ring.put(obs=obs, actions=actions, rewards=rewards.astype(np.float32),
-                     next_obs=true_next_obs(next_obs, done, infos), terminated=terminated,
-                     episode_return=episode_return, episode_length=episode_length)
+            ring.put(obs=step.obs, actions=step.actions, rewards=step.rewards, next_obs=step.next_obs,
+                     terminated=step.terminated, episode_return=episode_return, episode_length=episode_length)
             control.set_produced(spec.index, ring.head)
             if spec.replay_bell is not None:
                 spec.replay_bell.ring()
             control.add_time(spec.index, "actor_handoff", time.perf_counter() - start)
-            obs = next_obs
         policy.finish()
     finally:
-        envs.close()
+        collector.close()
         policy.close()
 
 

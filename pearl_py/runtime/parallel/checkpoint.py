@@ -23,7 +23,7 @@ from typing import Any
 
 import torch
 
-from pearl_py.algorithms.base import Algorithm
+from pearl_py.algorithms.off_policy.base import Algorithm
 from pearl_py.errors import UserError
 from pearl_py.fileio import atomic_write_bytes, atomic_write_json
 

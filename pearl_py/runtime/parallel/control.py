@@ -16,8 +16,8 @@ Example::
     >>> peer.set_produced(1, 8)
     >>> peer.limit, peer.stopped, block.produced
     (256, False, 8)
-    >>> peer.add_time(0, "env_step", 1e-4)
-    >>> block.kernel_times()["env_step"]["calls"]
+    >>> peer.add_time(0, ENV_STEP, 1e-4)
+    >>> block.kernel_times()[ENV_STEP]["calls"]
     1
     >>> block.service_row("replay")                    # the replay server's timing row
     2
@@ -26,17 +26,25 @@ from __future__ import annotations
 
 import numpy as np
 
+from pearl_py.protocol.kernel import (
+    ENV_STEP,
+    INFERENCE,
+    PARAM_SYNC,
+    PRIORITY_UPDATE,
+    REPLAY_INSERT,
+    REPLAY_SAMPLE,
+)
 from pearl_py.replay.storage import Layout, Storage
 from pearl_py.runtime.timing import KernelTimer
 
-KERNELS = ("env_step", "inference", "param_sync", "actor_handoff", "inference_request",
-           "replay_insert", "replay_sample", "priority_update")
+KERNELS = (ENV_STEP, INFERENCE, PARAM_SYNC, "actor_handoff", "inference_request",
+           REPLAY_INSERT, REPLAY_SAMPLE, PRIORITY_UPDATE)
 """Kernels timed outside the learner process. ``actor_handoff`` is an actor's own work after
 a step (episode bookkeeping, writing the transitions into its ring), the actor's side of
 replay_insert; ``inference_request`` is an actor's wait for the central inference server
 (posting observations to receiving actions)."""
 
-SERVICES = ("replay", "inference")
+SERVICES = ("replay", INFERENCE)
 """Server processes with a timing row each, after the actors' rows."""
 
 _FLAGS = ("limit", "stop", "consumed", "completed", "applied", "pause", "paused")

@@ -22,7 +22,7 @@ Example::
     >>> result = ParallelExecutor(algo, plan, seed=0, replay="server", inference="central").run(50_000)
     >>> result.layout["replay"]
     'server process (prefetch 4, strict priority order)'
-    >>> result.layout["inference"]
+    >>> result.layout[INFERENCE]
     'central on cpu (one server process, batched over the actors)'
 """
 from __future__ import annotations
@@ -37,15 +37,25 @@ from pathlib import Path
 import torch
 
 from pearl_py import kernels
-from pearl_py.algorithms.base import Algorithm
-from pearl_py.algorithms.learner import Learner
+from pearl_py.algorithms.off_policy.base import Algorithm
+from pearl_py.algorithms.off_policy.learner import Learner
 from pearl_py.kernels.affinity import pinned_threads
-from pearl_py.optimize.plan import Plan
+from pearl_py.plan import Plan
+from pearl_py.protocol.schedule import (
+    DEFAULT_POLICY_LAG,
+    DEFAULT_SYNC_EVERY,
+    TrainSchedule,
+)
 from pearl_py.replay import ReplayBuffer
-from pearl_py.runtime.evaluation import evaluate
+from pearl_py.runtime.evaluation import EVAL_SEED_OFFSET, evaluate
 from pearl_py.runtime.parallel.actor import ActorSpec, ring_fields
-from pearl_py.runtime.parallel.checkpoint import (CHECKPOINT_DIR, Checkpoint, Progress, load_checkpoint,
-                                                  save_checkpoint)
+from pearl_py.runtime.parallel.checkpoint import (
+    CHECKPOINT_DIR,
+    Checkpoint,
+    Progress,
+    load_checkpoint,
+    save_checkpoint,
+)
 from pearl_py.runtime.parallel.control import ControlBlock
 from pearl_py.runtime.parallel.feed import RingFeed
 from pearl_py.runtime.parallel.interrupts import RunInterrupted, StopSignals
@@ -55,14 +65,14 @@ from pearl_py.runtime.parallel.placement import RuntimeLayout
 from pearl_py.runtime.parallel.process import Doorbell
 from pearl_py.runtime.parallel.replay_access import LocalReplay, ServedReplay
 from pearl_py.runtime.parallel.ring import ShmRing
-from pearl_py.protocol.schedule import DEFAULT_POLICY_LAG, DEFAULT_SYNC_EVERY, TrainSchedule
-from pearl_py.runtime.parallel.services import start_inference_server, start_replay_server
+from pearl_py.runtime.parallel.services import (
+    start_inference_server,
+    start_replay_server,
+)
 from pearl_py.runtime.parallel.supervisor import ActorPool, Service, ServiceFailed, log
-from pearl_py.runtime.parallel.timings import merge_kernel_times
 from pearl_py.runtime.result import RunResult
 from pearl_py.runtime.run_log import RunLog
-from pearl_py.runtime.serial import EVAL_SEED_OFFSET
-from pearl_py.runtime.timing import KernelTimer
+from pearl_py.runtime.timing import KernelTimer, merge_kernel_times
 
 SESSION_SEED_STRIDE = 1_000_003
 """Actor seed offset per resumed session (a resumed run does not replay the first session's episodes)."""
@@ -152,7 +162,8 @@ class ParallelExecutor:
                 raise
             progress.wall_seconds = loop.wall_seconds
             progress.max_policy_lag = max(progress.max_policy_lag, parts.control.max_policy_lag)
-            times = merge_kernel_times(progress.kernel_times, timer, parts.control, layout.modelled_s)
+            times = merge_kernel_times([progress.kernel_times, timer.summary(), parts.control.kernel_times()],
+                                       layout.modelled_s)
         eval_returns = evaluate(algo, learner.nets, learner.device, self.eval_episodes,
                                 self.seed + EVAL_SEED_OFFSET)
         return RunResult(algorithm=algo.name, env=algo.env_id, seed=self.seed, env_steps=progress.transitions,
@@ -247,7 +258,8 @@ class ParallelExecutor:
             return None
         progress.wall_seconds = loop.wall_seconds
         progress.max_policy_lag = max(progress.max_policy_lag, parts.control.max_policy_lag)
-        progress.kernel_times = merge_kernel_times(progress.kernel_times, parts.timer, parts.control, {})
+        progress.kernel_times = merge_kernel_times(
+            [progress.kernel_times, parts.timer.summary(), parts.control.kernel_times()], {})
         return self._checkpoint(parts.learner, parts.replay, progress, total_steps)
 
     def _checkpoint(self, learner: Learner, replay: LocalReplay | ServedReplay, progress: Progress,

@@ -17,6 +17,7 @@ import time
 
 import numpy as np
 
+from pearl_py.protocol.kernel import REPLAY_INSERT
 from pearl_py.replay import ReplayBuffer
 from pearl_py.runtime.parallel.ring import ShmRing
 from pearl_py.runtime.timing import KernelTimer
@@ -49,7 +50,7 @@ class RingFeed:
             self.replay.add(rows["obs"], rows["actions"], rows["rewards"], rows["next_obs"], rows["terminated"])
             # one call per vector step, as the serial executor counts them
             calls = (self.moved + take) // self.n_envs - self.moved // self.n_envs
-            self.timer.add("replay_insert", time.perf_counter() - start, calls)
+            self.timer.add(REPLAY_INSERT, time.perf_counter() - start, calls)
             self.moved += take
             for i in np.flatnonzero(rows["episode_length"]):
                 episodes.append((moved + int(i), float(rows["episode_return"][i]), int(rows["episode_length"][i])))

@@ -35,8 +35,9 @@ import numpy as np
 import torch
 
 from pearl_py import kernels
-from pearl_py.algorithms.base import Algorithm
 from pearl_py.algorithms.networks import Networks
+from pearl_py.algorithms.off_policy.base import Algorithm
+from pearl_py.protocol.kernel import INFERENCE, PARAM_SYNC
 from pearl_py.protocol.schedule import TrainSchedule
 from pearl_py.runtime.parallel.control import ControlBlock
 from pearl_py.runtime.parallel.params import ParamBoard
@@ -84,9 +85,11 @@ class InferenceClient:
             link.reply.wait(WAIT_S)
         self.replies.get(self.replies.pending())
 
+    kernel = "inference_request"
+    """What the actor's collector records a request as (the server records the ``inference`` itself)."""
+
     def __call__(self, obs: np.ndarray, steps: int, progress: float) -> np.ndarray | None:
         """Actions for ``obs`` from the server; None if the run stopped while waiting."""
-        start = time.perf_counter()
         n = len(obs)
         self.requests.put(obs=obs, steps=np.full(n, steps), progress=np.full(n, progress))
         self.link.server.ring()
@@ -94,9 +97,7 @@ class InferenceClient:
             if self.control.stopped:
                 return None
             self.link.reply.wait(WAIT_S)
-        actions = self.replies.get(n)["actions"]
-        self.control.add_time(self.index, "inference_request", time.perf_counter() - start)
-        return actions
+        return self.replies.get(n)["actions"]
 
     def finish(self) -> None:
         """This actor's quota is done: the server's rounds go on without it."""
@@ -155,7 +156,7 @@ class InferenceServer:
         self.infer = kernels.build(kernels.KernelKind.INFERENCE, spec.variant, algo, nets,
                                    device_class=kernels.device_class(device))
         self.timer = KernelTimer()
-        self.row = control.service_row("inference")
+        self.row = control.service_row(INFERENCE)
 
     def serve(self) -> None:
         bell = self.links[0].server
@@ -181,8 +182,8 @@ class InferenceServer:
         rows = [self.requests[i].get(n) for i in members]
         start = time.perf_counter()
         if self.board.read_into(self.acting):
-            timer.add("param_sync", time.perf_counter() - start)
-        with timer("inference"):
+            timer.add(PARAM_SYNC, time.perf_counter() - start)
+        with timer(INFERENCE):
             actions = self.infer(np.concatenate([r["obs"] for r in rows]), explore=True,
                                  progress=float(rows[0]["progress"][0]))
         self.control.store_times(self.row, timer)  # times first: once an actor has its reply, they count it

@@ -28,16 +28,20 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
-import torch
 
-from pearl_py.algorithms.base import Algorithm
-from pearl_py.algorithms.learner import Learner, TensorBatch, UpdateResult
+from pearl_py.algorithms.off_policy.base import Algorithm
+from pearl_py.algorithms.off_policy.learner import Learner, TensorBatch, UpdateResult
+from pearl_py.protocol.kernel import PARAM_SYNC
+from pearl_py.protocol.schedule import TrainSchedule
+from pearl_py.runtime.collect import LossMeans, gradient_step, round_beta
 from pearl_py.runtime.parallel.checkpoint import Progress
 from pearl_py.runtime.parallel.control import ControlBlock
 from pearl_py.runtime.parallel.interrupts import StopSignals
 from pearl_py.runtime.parallel.params import ParamBoard
-from pearl_py.protocol.schedule import TrainSchedule
-from pearl_py.runtime.parallel.replay_access import LocalReplay, ServedReplay, round_beta
+from pearl_py.runtime.parallel.replay_access import (
+    LocalReplay,
+    ServedReplay,
+)
 from pearl_py.runtime.parallel.supervisor import ActorPool, Service
 from pearl_py.runtime.run_log import RunLog
 from pearl_py.runtime.timing import KernelTimer
@@ -154,25 +158,17 @@ class LearnerLoop:
     def _train_round(self, step: int, due: int) -> None:
         p = self.p
         self._start_clock()
-        cfg = p.algorithm.config
         beta = round_beta(p.algorithm, p.schedule, step)
-        totals: dict[str, torch.Tensor] = {}
-        count = 0
+        means = LossMeans()
         while p.learner.gradient_steps < due:
-            out = self._update(beta, step)
-            for name, value in out.losses.items():
-                totals[name] = totals.get(name, 0.0) + value
-            count += 1
+            means.add(self._update(beta, step))
             self._check()
-        p.log.train(step * cfg.n_envs, {k: float(v) / count for k, v in totals.items()}, self._rate())
+        p.log.train(step * p.algorithm.config.n_envs, means.means(), self._rate())
 
     def _update(self, beta: float, step: int) -> UpdateResult:
         p = self.p
-        sample = p.replay.sample(p.algorithm.config.batch_size, beta, step)
-        with p.timer("learner_update"):
-            out = p.update(TensorBatch.from_numpy(sample, p.learner.device))
-        if p.replay.prioritized:
-            p.replay.update_priorities(sample.indices, out.td_abs.cpu().numpy())
+        p.replay.round_step = step
+        out = gradient_step(p.replay, p.update, p.algorithm.config.batch_size, beta, p.learner.device, p.timer)
         p.replay.finished_update(p.learner.gradient_steps)
         if p.learner.gradient_steps % self.sync_every == 0:
             self._publish()
@@ -181,7 +177,7 @@ class LearnerLoop:
         return out
 
     def _publish(self) -> None:
-        with self.p.timer("param_sync"):
+        with self.p.timer(PARAM_SYNC):
             self.p.board.publish(self._acting, tag=self.p.learner.gradient_steps)
         self._published = self.p.learner.gradient_steps
 

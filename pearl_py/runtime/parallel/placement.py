@@ -12,11 +12,13 @@ rest runs (an executor option overrides each):
   learner process (``"colocated"``); either on another device: a replay server process
   owns intake and sampling and sends the learner batches (``"server"``).
 
-Devices are compared by name, except that all CPU devices count as one: the runtime
-runs on one machine, where every CPU device of a plan is the same host.
+Devices are compared by name, except that all devices of a ``one_host`` kind (the CPU)
+count as one: the runtime runs on one machine, where every CPU device of a plan is the same
+host. A device's kind is the plan's (``plan.devices``), its meaning at run time the kind's
+(:mod:`pearl_py.platform.kinds`: ``cpu``, ``cuda``, or ``simulated``).
 
-Kernels on a simulated FPGA run on the CPU and are charged the latency the plan's cost
-model predicted for them (``plan.predicted``).
+Kernels on a simulated device (the FPGA) run on the CPU and are charged the latency the
+plan's cost model predicted for them (``plan.prediction``).
 
 Example::
 
@@ -34,33 +36,37 @@ from typing import Any
 import torch
 
 from pearl_py.errors import UserError
-from pearl_py.optimize.plan import Plan
+from pearl_py.plan import Plan
+from pearl_py.platform.kinds import DeviceKind, device_kind
+from pearl_py.protocol.kernel import (
+    ENV_STEP,
+    INFERENCE,
+    LEARNER_UPDATE,
+    REPLAY_INSERT,
+    REPLAY_SAMPLE,
+)
 
-ACTOR_SIDE = ("env_step", "inference")
-LEARNER_SIDE = ("replay_insert", "replay_sample", "priority_update", "learner_update", "param_sync")
+ACTOR_SIDE = (ENV_STEP, INFERENCE)
 
 
-def device_kind(plan: Plan, device: str) -> str:
-    """``cpu``, ``gpu`` or ``fpga``: from the plan's platform description, else from the device name."""
-    described = (plan.predicted.get("devices") or {}).get(device)
-    if described and "kind" in described:
-        return str(described["kind"])
-    name = device.lower()
-    for kind, prefixes in (("gpu", ("gpu", "cuda")), ("fpga", ("fpga",))):
-        if name.startswith(prefixes):
-            return kind
-    return "cpu"
+def runtime_of(plan: Plan, device: str) -> DeviceKind:
+    """The registered kind of a device the plan names (its run-time meaning: ``cpu``, ``cuda``, ``simulated``)."""
+    kind = plan.device_kind(device)
+    try:
+        return device_kind(kind)
+    except KeyError as exc:
+        raise UserError(f"plan: device {device!r}: {exc.args[0]}") from None
 
 
 def modelled_latency(plan: Plan, kernel: str) -> float:
-    """Modelled seconds per call of ``kernel`` on its planned device and variant (``predicted.costs``)."""
+    """Modelled seconds per call of ``kernel`` on its planned (simulated) device and variant (``plan.prediction``)."""
     p = plan.placements[kernel]
-    try:
-        return float(plan.predicted["costs"][kernel][p.device][p.variant]["latency_s"])
-    except (KeyError, TypeError):
-        raise UserError(f"plan: {kernel} is placed on FPGA device {p.device!r} but the plan has no modelled "
-                        f"latency for it (predicted.costs.{kernel}.{p.device}.{p.variant}); "
-                        "make the plan with pearl plan") from None
+    cost = plan.prediction.cost(kernel, p.device, p.variant) if plan.prediction is not None else None
+    if cost is None:
+        raise UserError(f"plan: {kernel} is placed on simulated {plan.device_kind(p.device)} device {p.device!r} but "
+                        f"the plan has no modelled latency for it (keep prediction.json beside plan.yaml, or make "
+                        "the plan again with pearl plan)")
+    return cost.at(p.replicas).latency_s
 
 
 INFERENCE_MODES = ("actor", "central")
@@ -68,9 +74,9 @@ REPLAY_MODES = ("colocated", "server")
 REPLAY_ORDERS = ("strict", "relaxed")
 
 
-def torch_device(plan: Plan, device: str, kernel: str = "learner_update") -> torch.device:
-    """The torch device that executes ``kernel`` planned on ``device`` (FPGA kernels: the CPU)."""
-    if device_kind(plan, device) != "gpu":
+def torch_device(plan: Plan, device: str, kernel: str = LEARNER_UPDATE) -> torch.device:
+    """The torch device that executes ``kernel`` planned on ``device`` (a simulated device's kernels: the CPU)."""
+    if runtime_of(plan, device).runtime != "cuda":
         return torch.device("cpu")
     if not torch.cuda.is_available():
         raise UserError(f"plan: {kernel} is placed on GPU {device!r} but torch sees no CUDA device here")
@@ -79,8 +85,12 @@ def torch_device(plan: Plan, device: str, kernel: str = "learner_update") -> tor
 
 
 def _apart(plan: Plan, a: str, b: str) -> bool:
-    """Whether kernels on devices ``a`` and ``b`` run apart: different devices, not both CPUs (one host here)."""
-    return a != b and not device_kind(plan, a) == device_kind(plan, b) == "cpu"
+    """Whether kernels on devices ``a`` and ``b`` run apart: different devices, not both of a one-host kind (the
+    CPUs: one host here)."""
+    if a == b:
+        return False
+    kind_a, kind_b = runtime_of(plan, a), runtime_of(plan, b)
+    return not (kind_a is kind_b and kind_a.one_host)
 
 
 def _choose(option: str, value: str | None, allowed: tuple[str, ...], planned: str) -> str:
@@ -101,7 +111,7 @@ class RuntimeLayout:
     learner_variant: str
     inference_variant: str
     modelled_s: dict[str, float] = field(default_factory=dict)
-    """Per-call modelled latency of every kernel planned on a (simulated) FPGA."""
+    """Per-call modelled latency of every kernel planned on a simulated device (the FPGA)."""
     inference: str = "actor"
     """``actor``: each actor infers for its envs; ``central``: one server batches every actor's requests."""
     inference_device: torch.device = torch.device("cpu")
@@ -119,24 +129,24 @@ class RuntimeLayout:
     def from_plan(cls, plan: Plan, *, inference: str | None = None, replay: str | None = None,
                   replay_prefetch: int = 4, replay_order: str = "strict") -> RuntimeLayout:
         """The plan's layout; ``inference``/``replay`` (when not None) override the plan's rules."""
-        missing = [k for k in ACTOR_SIDE + ("learner_update", "replay_insert", "replay_sample")
+        missing = [k for k in ACTOR_SIDE + (LEARNER_UPDATE, REPLAY_INSERT, REPLAY_SAMPLE)
                    if k not in plan.placements]
         if missing:
             raise UserError(f"plan: no placement for kernel(s) {', '.join(missing)}")
         placements = plan.placements
-        learner = placements["learner_update"]
+        learner = placements[LEARNER_UPDATE]
         modelled = {k: modelled_latency(plan, k) for k, p in placements.items()
-                    if device_kind(plan, p.device) == "fpga"}
-        central = _apart(plan, placements["inference"].device, placements["env_step"].device)
-        served = any(_apart(plan, placements[k].device, learner.device) for k in ("replay_insert", "replay_sample"))
+                    if runtime_of(plan, p.device).simulated}
+        central = _apart(plan, placements[INFERENCE].device, placements[ENV_STEP].device)
+        served = any(_apart(plan, placements[k].device, learner.device) for k in (REPLAY_INSERT, REPLAY_SAMPLE))
         if isinstance(replay_prefetch, bool) or not isinstance(replay_prefetch, int) or replay_prefetch < 1:
             raise UserError(f"replay_prefetch must be an integer >= 1, got {replay_prefetch!r}")
-        inference = _choose("inference", inference, INFERENCE_MODES, "central" if central else "actor")
-        inference_device = (torch_device(plan, placements["inference"].device, "inference")
+        inference = _choose(INFERENCE, inference, INFERENCE_MODES, "central" if central else "actor")
+        inference_device = (torch_device(plan, placements[INFERENCE].device, INFERENCE)
                             if inference == "central" else torch.device("cpu"))
-        return cls(actors=max(placements["env_step"].replicas, 1),
+        return cls(actors=max(placements[ENV_STEP].replicas, 1),
                    learner_device=torch_device(plan, learner.device), learner_variant=learner.variant,
-                   inference_variant=placements["inference"].variant, modelled_s=modelled,
+                   inference_variant=placements[INFERENCE].variant, modelled_s=modelled,
                    inference=inference, inference_device=inference_device,
                    replay=_choose("replay", replay, REPLAY_MODES, "server" if served else "colocated"),
                    replay_prefetch=replay_prefetch,
@@ -156,4 +166,4 @@ class RuntimeLayout:
         return {"actors": self.actors, "learner_device": str(self.learner_device),
                 "learner_variant": self.learner_variant, "learner_threads": self.learner_threads,
                 "inference_variant": self.inference_variant,
-                "inference": inference, "replay": replay, "modelled_kernels": sorted(self.modelled_s)}
+                INFERENCE: inference, "replay": replay, "modelled_kernels": sorted(self.modelled_s)}

@@ -28,6 +28,7 @@ import torch
 
 from pearl_py.kernels.affinity import release_child
 
+
 def die_with_parent() -> None:
     """Ask Linux to SIGKILL this process when its parent dies (no orphans after a hard kill)."""
     if sys.platform.startswith("linux"):

@@ -17,7 +17,8 @@ Example::
 
     >>> access = LocalReplay(RingFeed(rings, replay, timer, n_envs=1), timer)
     >>> moved, episodes = access.take(256)
-    >>> batch = access.sample(64, beta=round_beta(algo, schedule, step), step=step)
+    >>> access.round_step = step
+    >>> batch = access.sample(64, beta=round_beta(algo, schedule, step))
 """
 from __future__ import annotations
 
@@ -30,9 +31,8 @@ from typing import Any
 
 import numpy as np
 
-from pearl_py.algorithms.base import Algorithm
-from pearl_py.protocol.schedule import TrainSchedule
 from pearl_py.replay import ReplayBuffer, SampleBatch
+from pearl_py.runtime.collect import TimedReplay
 from pearl_py.runtime.parallel.control import ControlBlock
 from pearl_py.runtime.parallel.feed import RingFeed
 from pearl_py.runtime.parallel.process import Doorbell
@@ -48,10 +48,6 @@ Episodes = list[tuple[int, float, int]]
 """``(offset in this take, return, length)`` of each episode that ended."""
 
 
-def round_beta(algorithm: Algorithm, schedule: TrainSchedule, step: int) -> float:
-    """Importance-sampling exponent of the training round at vector step ``step`` (as the serial loop's)."""
-    return algorithm.beta_at((step - 1) * schedule.n_envs / schedule.total_steps)
-
 
 @dataclass
 class ServedBatch(SampleBatch):
@@ -65,28 +61,19 @@ class ServedBatch(SampleBatch):
     """Updates whose priorities (uniform replay: updates done) were in when it was drawn."""
 
 
-class LocalReplay:
-    """The replay in the learner process, fed from the actors' rings."""
+class LocalReplay(TimedReplay):
+    """The replay in the learner process, fed from the actors' rings (sample and priorities timed here)."""
 
     remote = False
 
     def __init__(self, feed: RingFeed, timer: KernelTimer) -> None:
-        self.feed, self.replay, self.timer = feed, feed.replay, timer
-
-    @property
-    def prioritized(self) -> bool:
-        return self.replay.prioritized
+        super().__init__(feed.replay, timer)
+        self.feed = feed
+        self.round_step = 0
+        """The vector step of the round the learner trains (only the server's side checks it)."""
 
     def take(self, limit: int) -> tuple[int, Episodes]:
         return self.feed.drain(limit)
-
-    def sample(self, batch_size: int, beta: float, step: int) -> SampleBatch:
-        with self.timer("replay_sample"):
-            return self.replay.sample(batch_size, beta=beta)
-
-    def update_priorities(self, indices: np.ndarray, td_abs: np.ndarray) -> None:
-        with self.timer("priority_update"):
-            self.replay.update_priorities(indices, td_abs)
 
     def finished_update(self, gradient_steps: int) -> None:
         """Nothing waits on the learner's updates here."""
@@ -129,6 +116,8 @@ class ServedReplay:
         self.wait: Callable[[], None] = self._idle
         """Called on every fruitless poll; the learner loop sets its own (stop and health checks)."""
         self._backlog: list[tuple[int, float, int]] = []
+        self.round_step = 0
+        """The vector step of the round the learner trains: every batch must have been drawn for it."""
 
     def _idle(self) -> None:
         self.check()
@@ -152,8 +141,9 @@ class ServedReplay:
         self.inserted = upto
         return moved, ended
 
-    def sample(self, batch_size: int, beta: float, step: int) -> ServedBatch:
-        """The next batch the server drew (it computed ``beta`` itself); waits for it."""
+    def sample(self, batch_size: int, beta: float) -> ServedBatch:
+        """The next batch the server drew for the round at ``round_step`` (it computed ``beta`` itself); waits for it."""
+        step = self.round_step
         start = time.perf_counter()
         while not self.batches.pending():
             self.wait()

@@ -35,15 +35,16 @@ from pathlib import Path
 
 import numpy as np
 
-from pearl_py.algorithms.base import Algorithm
+from pearl_py.algorithms.off_policy.base import Algorithm
 from pearl_py.fileio import atomic_write_json
+from pearl_py.protocol.kernel import PRIORITY_UPDATE, REPLAY_SAMPLE
 from pearl_py.protocol.schedule import TrainSchedule
 from pearl_py.replay import ReplayBuffer
+from pearl_py.runtime.collect import round_beta
 from pearl_py.runtime.parallel.checkpoint import load_checkpoint
 from pearl_py.runtime.parallel.control import ControlBlock
 from pearl_py.runtime.parallel.feed import RingFeed
 from pearl_py.runtime.parallel.process import Doorbell, child_process
-from pearl_py.runtime.parallel.replay_access import round_beta
 from pearl_py.runtime.parallel.ring import ShmRing
 from pearl_py.runtime.timing import KernelTimer
 
@@ -162,7 +163,7 @@ class ReplayServer:
         return self.applied if self.replay.prioritized else self.control.completed
 
     def _sample(self, step: int) -> None:
-        with self.timer("replay_sample"):
+        with self.timer(REPLAY_SAMPLE):
             batch = self.replay.sample(self.spec.algorithm.config.batch_size,
                                        beta=round_beta(self.spec.algorithm, self.schedule, step))
         self.control.store_times(self.row, self.timer)  # times first: once the learner sees it, they count it
@@ -192,7 +193,7 @@ class ReplayServer:
             return False
         records = self.priorities.get(k)
         for indices, td in zip(records["indices"], records["td"]):
-            with self.timer("priority_update"):
+            with self.timer(PRIORITY_UPDATE):
                 self.replay.update_priorities(indices, td)
         self.applied += k
         self.control.store_times(self.row, self.timer)

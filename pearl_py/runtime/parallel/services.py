@@ -22,16 +22,26 @@ from pathlib import Path
 
 import torch
 
-from pearl_py.algorithms.base import Algorithm
+from pearl_py.algorithms.off_policy.base import Algorithm
 from pearl_py.protocol.schedule import TrainSchedule
 from pearl_py.runtime.parallel.control import ControlBlock
-from pearl_py.runtime.parallel.inference_server import (InferenceLink, InferenceServerSpec, reply_fields,
-                                                        request_fields, run_inference_server)
+from pearl_py.runtime.parallel.inference_server import (
+    InferenceLink,
+    InferenceServerSpec,
+    reply_fields,
+    request_fields,
+    run_inference_server,
+)
 from pearl_py.runtime.parallel.params import ParamBoard
 from pearl_py.runtime.parallel.process import Doorbell, unlink_segment
 from pearl_py.runtime.parallel.replay_access import ServedReplay
-from pearl_py.runtime.parallel.replay_server import (EPISODE_FIELDS, ReplayServerSpec, batch_fields, priority_fields,
-                                                     run_replay_server)
+from pearl_py.runtime.parallel.replay_server import (
+    EPISODE_FIELDS,
+    ReplayServerSpec,
+    batch_fields,
+    priority_fields,
+    run_replay_server,
+)
 from pearl_py.runtime.parallel.ring import ShmRing
 from pearl_py.runtime.parallel.supervisor import Service
 from pearl_py.runtime.timing import KernelTimer

@@ -26,16 +26,19 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from pearl_py.algorithms.base import Algorithm
+from pearl_py.algorithms.off_policy.base import Algorithm
 from pearl_py.errors import UserError
-from pearl_py.optimize.plan import Plan
-from pearl_py.runtime.parallel.placement import device_kind, modelled_latency
+from pearl_py.plan import Plan
+from pearl_py.protocol.kernel import ENV_STEP, INFERENCE, LEARNER_UPDATE
 from pearl_py.protocol.schedule import TrainSchedule
+from pearl_py.runtime.collect import round_beta
+from pearl_py.runtime.evaluation import EVAL_SEED_OFFSET
+from pearl_py.runtime.parallel.placement import modelled_latency, runtime_of
 from pearl_py.runtime.ray_backend.require import import_ray
 from pearl_py.runtime.ray_backend.resources import component_resources, needs
 from pearl_py.runtime.result import RunResult
 from pearl_py.runtime.run_log import RunLog
-from pearl_py.runtime.serial import EVAL_SEED_OFFSET
+from pearl_py.runtime.timing import merge_kernel_times
 
 
 class RayExecutor:
@@ -54,7 +57,7 @@ class RayExecutor:
         self.progress = progress
         self.lookahead_rounds = lookahead_rounds
         self.resources = component_resources(plan)
-        self.actors = max(plan.placements["env_step"].replicas, 1)
+        self.actors = max(plan.placements[ENV_STEP].replicas, 1)
         self.components: dict[str, Any] = {}
         """After ``run``: each component's process id, Ray actor id and resources."""
 
@@ -93,12 +96,12 @@ class RayExecutor:
         from pearl_py.runtime.ray_backend import workers
 
         algo, places, res = self.algorithm, self.plan.placements, self.resources
-        learner_kind = device_kind(self.plan, places["learner_update"].device)
+        learner_runtime = runtime_of(self.plan, places[LEARNER_UPDATE].device).runtime
         replay = ray.remote(workers.ReplayServer).options(**res["replay"]).remote(algo, self.seed)
         learner = ray.remote(workers.LearnerWorker).options(**res["learner"]).remote(
-            algo, self.seed, "cuda" if learner_kind == "gpu" else "cpu", places["learner_update"].variant, replay)
+            algo, self.seed, "cuda" if learner_runtime == "cuda" else "cpu", places[LEARNER_UPDATE].variant, replay)
         actor_cls = ray.remote(workers.ActorWorker).options(**res["actor"])
-        actors = [actor_cls.remote(algo, i, self.seed, total_steps, places["inference"].variant)
+        actors = [actor_cls.remote(algo, i, self.seed, total_steps, places[INFERENCE].variant)
                   for i in range(self.actors)]
         pids = ray.get([replay.pid.remote(), learner.pid.remote()] + [a.pid.remote() for a in actors])
         self.components = {
@@ -131,23 +134,11 @@ class RayExecutor:
                          # actors collect the next rounds on the parameters of the round before: not measured
                          policy_lag={"bound": schedule.gradient_steps * self.lookahead_rounds, "max_observed": None})
 
-    def _kernel_times(self, timings: list[dict[str, dict[str, float]]]) -> dict[str, dict[str, float]]:
-        """Summed over every worker; kernels planned on a simulated FPGA charged their modelled time."""
-        totals: dict[str, list[float]] = {}
-        for summary in timings:
-            for kernel, t in summary.items():
-                calls, seconds = totals.get(kernel, [0, 0.0])
-                totals[kernel] = [calls + int(t["calls"]), seconds + t["total_s"]]
-        out = {}
-        for kernel, (calls, seconds) in sorted(totals.items()):
-            place = self.plan.placements.get(kernel)
-            if place is not None and device_kind(self.plan, place.device) == "fpga":
-                per_call = modelled_latency(self.plan, kernel)
-                out[kernel] = {"calls": calls, "total_s": calls * per_call, "mean_s": per_call,
-                               "cpu_total_s": seconds, "modelled": 1.0}
-            else:
-                out[kernel] = {"calls": calls, "total_s": seconds, "mean_s": seconds / max(calls, 1)}
-        return out
+    def _kernel_times(self, timings: list[dict[str, dict[str, float]]]) -> dict[str, dict[str, Any]]:
+        """Summed over every worker; kernels planned on a simulated device charged their modelled time."""
+        modelled = {kernel: modelled_latency(self.plan, kernel) for kernel, place in self.plan.placements.items()
+                    if runtime_of(self.plan, place.device).simulated}
+        return merge_kernel_times(timings, modelled)
 
 
 class _Driver:
@@ -177,7 +168,7 @@ class _Driver:
             if self.updates < due:
                 ray.get(self.adds)
                 self.adds = []
-                beta = self.x.algorithm.beta_at((self.step - 1) * s.n_envs / s.total_steps)
+                beta = round_beta(self.x.algorithm, s, self.step)
                 losses = ray.get(self.learner.train.remote(due - self.updates, beta))
                 self.updates = due
                 self.log.train(self.step * s.n_envs, losses, self.step * s.n_envs / max(self.wall_seconds, 1e-9))

@@ -1,8 +1,9 @@
 """The Ray resources a plan gives each component: actors, the replay server, the learner.
 
-A component takes its kernel's device: ``num_cpus`` on a CPU, ``num_gpus`` on a GPU and the
-custom ``FPGA`` resource on a (simulated) FPGA, whose kernels execute on the host CPU and
-are charged their modelled time. Components the plan puts on one device share it: the
+A component takes its kernel's device as its kind maps it (``ray_resource`` of
+:mod:`pearl_py.platform.kinds`): ``num_cpus`` on a CPU, ``num_gpus`` on a GPU and a custom
+resource (``FPGA``) on a simulated device, whose kernels execute on the host CPU and are
+charged their modelled time. Components the plan puts on one device share it: the
 replay and the learner on one CPU take half a core each; actors whose inference is on a
 GPU share that GPU. Every actor replica (``env_step`` replicas) takes one core.
 
@@ -18,33 +19,33 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from pearl_py.optimize.plan import Plan
-from pearl_py.runtime.parallel.placement import device_kind
+from pearl_py.plan import Plan
+from pearl_py.protocol.kernel import ENV_STEP, INFERENCE, LEARNER_UPDATE, REPLAY_INSERT
+from pearl_py.runtime.parallel.placement import runtime_of
 
-RAY_NAME = {"cpu": "CPU", "gpu": "GPU", "fpga": "FPGA"}
 
-
-def _options(kind: str, share: float) -> dict[str, object]:
-    if kind == "cpu":
+def _options(plan: Plan, device: str, share: float) -> dict[str, object]:
+    resource = runtime_of(plan, device).ray_resource
+    if resource == "CPU":
         return {"num_cpus": share}
-    if kind == "gpu":
+    if resource == "GPU":
         return {"num_cpus": 0.0, "num_gpus": share}
-    return {"num_cpus": 0.0, "resources": {"FPGA": share}}
+    return {"num_cpus": 0.0, "resources": {resource: share}}
 
 
 def component_resources(plan: Plan) -> dict[str, dict[str, object]]:
     """``{"actor" | "replay" | "learner": Ray actor options}`` (``num_cpus``, ``num_gpus``, ``resources``)."""
     places = plan.placements
-    actors = max(places["env_step"].replicas, 1)
+    actors = max(places[ENV_STEP].replicas, 1)
     actor = {"num_cpus": 1.0}
-    inference = places["inference"]
-    if inference.device != places["env_step"].device and device_kind(plan, inference.device) != "cpu":
-        extra = _options(device_kind(plan, inference.device), 1.0 / actors)
+    inference = places[INFERENCE]
+    if inference.device != places[ENV_STEP].device and runtime_of(plan, inference.device).ray_resource != "CPU":
+        extra = _options(plan, inference.device, 1.0 / actors)
         actor.update({k: v for k, v in extra.items() if k != "num_cpus"})
-    replay_dev, learner_dev = places["replay_insert"].device, places["learner_update"].device
+    replay_dev, learner_dev = places[REPLAY_INSERT].device, places[LEARNER_UPDATE].device
     share = 0.5 if replay_dev == learner_dev else 1.0
-    return {"actor": actor, "replay": _options(device_kind(plan, replay_dev), share),
-            "learner": _options(device_kind(plan, learner_dev), share)}
+    return {"actor": actor, "replay": _options(plan, replay_dev, share),
+            "learner": _options(plan, learner_dev, share)}
 
 
 def needs(resources: dict[str, dict[str, object]], actors: int) -> dict[str, float]:

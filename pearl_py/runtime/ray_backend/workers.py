@@ -25,13 +25,19 @@ import ray
 import torch
 
 from pearl_py import kernels
-from pearl_py.algorithms.base import Algorithm
-from pearl_py.algorithms.env_spec import make_vector_env
-from pearl_py.algorithms.learner import Learner, TensorBatch
 from pearl_py.algorithms.networks import Networks
+from pearl_py.algorithms.off_policy.base import Algorithm
+from pearl_py.algorithms.off_policy.learner import Learner
+from pearl_py.protocol.kernel import (
+    INFERENCE,
+    PARAM_SYNC,
+    PRIORITY_UPDATE,
+    REPLAY_INSERT,
+    REPLAY_SAMPLE,
+)
 from pearl_py.replay.buffer import SampleBatch
+from pearl_py.runtime.collect import Collector, LossMeans, gradient_step
 from pearl_py.runtime.evaluation import evaluate
-from pearl_py.runtime.serial import EpisodeTracker, true_next_obs
 from pearl_py.runtime.timing import KernelTimer
 
 Rows = dict[str, np.ndarray]
@@ -58,18 +64,14 @@ class ActorWorker(_Timed):
         self.algo, self.total_steps = algorithm, total_steps
         self.seed = seed + index
         torch.manual_seed(self.seed)
-        self.rng = np.random.default_rng(self.seed)
         self.nets = Networks(algorithm.build_networks())
         self.acting = self.nets.acting_state(algorithm.acting_networks)
-        self.infer = kernels.build(kernels.KernelKind.INFERENCE, inference, algorithm, self.nets, device_class="cpu")
-        self.envs = make_vector_env(algorithm.env_id, algorithm.config.n_envs, self.seed)
-        obs, _ = self.envs.reset(seed=self.seed)
-        self.obs = obs.astype(np.float32)
-        self.tracker = EpisodeTracker(algorithm.config.n_envs)
+        self.infer = kernels.build(INFERENCE, inference, algorithm, self.nets, device_class="cpu")
         self.timer = KernelTimer()
+        self.collector = Collector(algorithm, self.seed, self.timer.add)
 
     def load_params(self, state: dict[str, np.ndarray]) -> None:
-        with self.timer("param_sync"):
+        with self.timer(PARAM_SYNC):
             for name, value in state.items():
                 self.acting[name].copy_(torch.from_numpy(np.array(value)))  # object-store arrays are read-only
 
@@ -80,21 +82,11 @@ class ActorWorker(_Timed):
         episodes: list[tuple[int, float, int]] = []
         for i in range(vector_steps):
             steps = steps_before + i * n
-            with self.timer("inference"):
-                if steps < algo.config.learning_starts:
-                    actions = algo.spec.random_actions(n, self.rng)
-                else:
-                    actions = self.infer(self.obs, explore=True, progress=steps / self.total_steps)
-            with self.timer("env_step"):
-                next_obs, rewards, terminated, truncated, infos = self.envs.step(algo.spec.to_env_action(actions))
-            done = terminated | truncated
-            next_obs = next_obs.astype(np.float32)
-            for j, (ret, length) in zip(np.flatnonzero(done), self.tracker.step(rewards, done)):
-                episodes.append((i * n + int(j), ret, length))
-            for key, value in (("obs", self.obs), ("actions", actions), ("rewards", rewards.astype(np.float32)),
-                               ("next_obs", true_next_obs(next_obs, done, infos)), ("terminated", terminated)):
-                out[key].append(np.asarray(value))
-            self.obs = next_obs
+            step = self.collector.step(None if steps < algo.config.learning_starts else (
+                lambda obs: self.infer(obs, explore=True, progress=steps / self.total_steps)))  # noqa: B023
+            episodes += [(i * n + j, ret, length) for j, ret, length in step.ended]
+            for key in out:
+                out[key].append(np.asarray(getattr(step, key)))
         return {k: np.concatenate(v) for k, v in out.items()}, episodes
 
 
@@ -107,18 +99,36 @@ class ReplayServer(_Timed):
         self.timer = KernelTimer()
 
     def add(self, rows: Rows) -> int:
-        with self.timer("replay_insert"):
+        with self.timer(REPLAY_INSERT):
             self.replay.add(rows["obs"], rows["actions"], rows["rewards"], rows["next_obs"], rows["terminated"])
-        self.timer.calls["replay_insert"] += len(rows["rewards"]) // self.n_envs - 1  # one call per vector step
+        self.timer.calls[REPLAY_INSERT] += len(rows["rewards"]) // self.n_envs - 1  # one call per vector step
         return len(self.replay)
 
     def sample(self, batch_size: int, beta: float) -> SampleBatch:
-        with self.timer("replay_sample"):
+        with self.timer(REPLAY_SAMPLE):
             return self.replay.sample(batch_size, beta=beta)
 
     def update_priorities(self, indices: np.ndarray, td_abs: np.ndarray) -> None:
-        with self.timer("priority_update"):
+        with self.timer(PRIORITY_UPDATE):
             self.replay.update_priorities(indices, td_abs)
+
+
+class _Prefetching:
+    """The replay server seen from the learner: each sample asks for the next batch before this one is used."""
+
+    def __init__(self, server: Any, prioritized: bool) -> None:
+        self.server, self.prioritized = server, prioritized
+        self.pending: Any = None
+        self.ahead = False
+        """Whether another batch will be needed after this one (then it is requested at once)."""
+
+    def sample(self, batch_size: int, beta: float) -> SampleBatch:
+        batch = ray.get(self.pending if self.pending is not None else self.server.sample.remote(batch_size, beta))
+        self.pending = self.server.sample.remote(batch_size, beta) if self.ahead else None
+        return batch
+
+    def update_priorities(self, indices: np.ndarray, td_abs: np.ndarray) -> None:
+        self.server.update_priorities.remote(indices, td_abs)
 
 
 class LearnerWorker(_Timed):
@@ -135,21 +145,14 @@ class LearnerWorker(_Timed):
         self.timer = KernelTimer()
 
     def train(self, updates: int, beta: float) -> dict[str, float]:
-        """``updates`` gradient steps on batches from the replay server; mean losses."""
-        batch_size = self.algo.config.batch_size
-        next_batch = self.replay.sample.remote(batch_size, beta)
-        totals: dict[str, float] = {}
+        """``updates`` gradient steps on batches from the replay server (one request ahead); mean losses."""
+        replay = _Prefetching(self.replay, self.algo.config.prioritized_replay)
+        means = LossMeans()
         for i in range(updates):
-            sample = ray.get(next_batch)
-            if i + 1 < updates:
-                next_batch = self.replay.sample.remote(batch_size, beta)
-            with self.timer("learner_update"):
-                out = self.update(TensorBatch.from_numpy(sample, self.learner.device))
-            if self.algo.config.prioritized_replay:
-                self.replay.update_priorities.remote(sample.indices, out.td_abs.cpu().numpy())
-            for name, value in out.losses.items():
-                totals[name] = totals.get(name, 0.0) + float(value)
-        return {k: v / max(updates, 1) for k, v in totals.items()}
+            replay.ahead = i + 1 < updates
+            means.add(gradient_step(replay, self.update, self.algo.config.batch_size, beta, self.learner.device,
+                                    self.timer))
+        return means.means()
 
     def after_env_steps(self, first: int, last: int) -> None:
         """The per-vector-step hooks (target updates counted in env steps) for steps ``first..last``."""
@@ -157,7 +160,7 @@ class LearnerWorker(_Timed):
             self.algo.after_env_step(self.learner.nets, step)
 
     def acting_params(self) -> dict[str, np.ndarray]:
-        with self.timer("param_sync"):
+        with self.timer(PARAM_SYNC):
             return {k: v.detach().cpu().numpy().copy() for k, v in self.acting.items()}
 
     def gradient_steps(self) -> int:

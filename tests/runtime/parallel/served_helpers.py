@@ -9,11 +9,13 @@ server processes import this module to unpickle the class.
 """
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import torch
 
 import pearl_py as pearl
-from pearl_py.optimize.plan import Placement, Plan
+from pearl_py.plan import Figures, KernelCost, Placement, Plan, Prediction, SolverInfo
 
 SEEN: list[tuple[float, float, float]] = []
 """Fingerprint (sums of obs, actions, rewards) of every batch the learner trained on."""
@@ -47,13 +49,28 @@ class FixedPolicyDQN(pearl.DQN):
         return [pearl.Loss(loss.name, loss.trains, fn)]
 
 
+KINDS = {"cpu": "cpu", "cpu1": "cpu", "fpga0": "fpga", "gpu0": "gpu"}
+"""The kinds of the devices these tests place kernels on."""
+
+
 def plan_with(algo: pearl.Algorithm, actors: int = 1, **devices: str) -> Plan:
-    """Every kernel on the CPU, ``actors`` actor processes; ``devices`` moves kernels (kernel=device)."""
+    """Every kernel on the CPU, ``actors`` actor processes, overlapped; ``devices`` moves kernels (kernel=device)."""
     plan = Plan.single_device(algo.protocol())
-    plan.placements["env_step"] = Placement("cpu", replicas=actors)
+    placements = {**plan.placements, "env_step": Placement("cpu", replicas=actors)}
     for kernel, device in devices.items():
-        plan.placements[kernel] = Placement(device, plan.placements[kernel].variant)
-    return plan
+        placements[kernel] = Placement(device, plan.placements[kernel].variant)
+    used = {p.device for p in placements.values()}
+    return dataclasses.replace(plan, placements=placements, mode="overlapped",
+                               devices={d: KINDS[d] for d in sorted(used)})
+
+
+def with_modelled_costs(plan: Plan, latencies: dict[str, float]) -> Plan:
+    """``plan`` with a minimal prediction: each named kernel's modelled latency per call as placed."""
+    costs = {k: {plan.placements[k].device: {plan.placements[k].variant: KernelCost(s, 0.0, "modelled")}}
+             for k, s in latencies.items()}
+    prediction = Prediction(Figures(1.0, 1.0, 1.0, 1.0, 1.0, "cpu"), SolverInfo("test", True, 1.0, 0.0, 0.0), costs,
+                            rates={}, kinds={}, devices={})
+    return plan.with_prediction(prediction)
 
 
 def reset_records() -> None:

@@ -10,7 +10,14 @@ import time
 
 import numpy as np
 import torch
-from served_helpers import MISROUTED, SEEN, SMALL_DQN, FixedPolicyDQN, plan_with, reset_records
+from served_helpers import (
+    MISROUTED,
+    SEEN,
+    SMALL_DQN,
+    FixedPolicyDQN,
+    plan_with,
+    reset_records,
+)
 
 from pearl_py import kernels
 from pearl_py.algorithms.networks import Networks

@@ -5,6 +5,7 @@ shared-memory segment may outlive the run, whatever way it ended.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import signal
@@ -15,15 +16,14 @@ import pytest
 from parallel_helpers import FLAKY_MARKER, TINY_DQN, FlakyDQN
 
 import pearl_py as pearl
-from pearl_py.optimize.plan import Placement, Plan
+from pearl_py.plan import Placement, Plan
 from pearl_py.runtime.parallel import ParallelExecutor, RunInterrupted
 from pearl_py.runtime.parallel.checkpoint import load_checkpoint
 
 
 def plan_for(algo, actors: int = 1) -> Plan:
     plan = Plan.single_device(algo.protocol())
-    plan.placements["env_step"] = Placement("cpu0", replicas=actors)
-    return plan
+    return dataclasses.replace(plan, placements={**plan.placements, "env_step": Placement("cpu", replicas=actors)})
 
 
 def when(predicate, then, timeout: float = 120.0) -> threading.Thread:

@@ -12,7 +12,7 @@ from parallel_helpers import TINY_DQN
 import pearl_py as pearl
 from pearl_py.kernels import REGISTRY, KernelKind
 from pearl_py.kernels.affinity import can_pin, usable_cpus
-from pearl_py.optimize.plan import Placement, Plan
+from pearl_py.plan import Placement, Plan
 from pearl_py.runtime.parallel import ParallelExecutor
 from pearl_py.runtime.serial import SerialExecutor
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import pearl_py as pearl
-from pearl_py.optimize.plan import Plan
+from pearl_py.plan import Plan
 from pearl_py.runtime.parallel import ParallelExecutor
 
 CONFIG = Path(__file__).parents[3] / "examples" / "configs" / "dqn_cartpole.yaml"

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 import pearl_py as pearl
-from pearl_py.optimize.plan import Plan
+from pearl_py.plan import Plan
 from pearl_py.runtime.parallel import ParallelExecutor
 
 

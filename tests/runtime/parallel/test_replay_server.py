@@ -14,15 +14,23 @@ import time
 
 import numpy as np
 import pytest
-from served_helpers import SEEN, SMALL_DQN, FixedPolicyDQN, plan_with, reset_records, transitions
+from served_helpers import (
+    SEEN,
+    SMALL_DQN,
+    FixedPolicyDQN,
+    plan_with,
+    reset_records,
+    transitions,
+    with_modelled_costs,
+)
 
 import pearl_py as pearl
 from pearl_py.protocol.schedule import TrainSchedule
+from pearl_py.runtime.collect import round_beta
 from pearl_py.runtime.parallel import ParallelExecutor, RunInterrupted
 from pearl_py.runtime.parallel.actor import ring_fields
 from pearl_py.runtime.parallel.checkpoint import load_checkpoint
 from pearl_py.runtime.parallel.control import ControlBlock
-from pearl_py.runtime.parallel.replay_access import round_beta
 from pearl_py.runtime.parallel.ring import ShmRing
 from pearl_py.runtime.parallel.services import start_replay_server
 from pearl_py.runtime.parallel.supervisor import ServiceFailed
@@ -82,7 +90,8 @@ def learn(served, control, schedule, algo, hold: int = 0) -> list:
         if not schedule.is_round(step):
             continue
         for _ in range(schedule.gradient_steps):
-            batch = served.sample(algo.config.batch_size, beta=0.0, step=step)
+            served.round_step = step
+            batch = served.sample(algo.config.batch_size, beta=0.0)
             batches.append(batch)
             held.append(batch)
             if len(batches) > hold or len(held) == hold:
@@ -154,16 +163,14 @@ def test_uniform_server_run_is_update_for_update_the_colocated_run():
 
 def test_plan_with_replay_on_another_device_runs_a_server_that_reports_its_kernels(tmp_path):
     algo = pearl.DQN("CartPole-v1", **SMALL_DQN, prioritized_replay=True)
-    plan = plan_with(algo, actors=2, replay_insert="fpga0", replay_sample="fpga0")
-    plan.predicted = {"devices": {"fpga0": {"kind": "fpga"}},
-                      "costs": {k: {"fpga0": {"reference": {"latency_s": 1e-6}}}
-                                for k in ("replay_insert", "replay_sample")}}
+    plan = with_modelled_costs(plan_with(algo, actors=2, replay_insert="fpga0", replay_sample="fpga0"),
+                               {"replay_insert": 1e-6, "replay_sample": 1e-6})
     result = ParallelExecutor(algo, plan, seed=0, out_dir=tmp_path, eval_episodes=1, progress=False,
                               replay_order="relaxed").run(500)
     assert result.layout["replay"] == "server process (prefetch 4, relaxed priority order)"
     assert result.env_steps == 500 and result.gradient_steps == (500 - 100) // 25 * 5
     times = result.kernel_times
-    assert times["replay_insert"]["calls"] == 500 and times["replay_insert"]["modelled"] == 1.0
+    assert times["replay_insert"]["calls"] == 500 and times["replay_insert"]["source"] == "modelled"
     assert times["replay_sample"]["calls"] == times["priority_update"]["calls"] == result.gradient_steps
     assert times["replay_wait"]["calls"] == result.gradient_steps
     episodes = (tmp_path / "episodes.csv").read_text().splitlines()

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from served_helpers import plan_with
+from served_helpers import plan_with, with_modelled_costs
 
 import pearl_py as pearl
 from pearl_py.report.measured import summary_rows
@@ -28,18 +28,14 @@ def test_cpu_devices_of_other_names_are_the_same_host(algo):
 
 
 def test_replay_kernels_on_another_device_than_the_learner_run_in_a_server(algo):
-    plan = plan_with(algo, replay_insert="fpga0")
-    plan.predicted = {"devices": {"fpga0": {"kind": "fpga"}},
-                      "costs": {"replay_insert": {"fpga0": {"reference": {"latency_s": 1e-6}}}}}
+    plan = with_modelled_costs(plan_with(algo, replay_insert="fpga0"), {"replay_insert": 1e-6})
     layout = RuntimeLayout.from_plan(plan, replay_prefetch=2, replay_order="relaxed")
     assert layout.replay == "server" and layout.modelled_s == {"replay_insert": 1e-6}
     assert layout.describe()["replay"] == "server process (prefetch 2, relaxed priority order)"
 
 
 def test_inference_on_another_device_than_the_envs_is_central_on_it(algo):
-    plan = plan_with(algo, inference="fpga0")
-    plan.predicted = {"devices": {"fpga0": {"kind": "fpga"}},
-                      "costs": {"inference": {"fpga0": {"reference": {"latency_s": 2e-6}}}}}
+    plan = with_modelled_costs(plan_with(algo, inference="fpga0"), {"inference": 2e-6})
     layout = RuntimeLayout.from_plan(plan)
     assert layout.inference == "central" and layout.inference_device == torch.device("cpu")
     assert layout.describe()["inference"] == "central on cpu (one server process, batched over the actors)"

@@ -9,9 +9,9 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from pearl_py.protocol.schedule import TrainSchedule
 from pearl_py.runtime.parallel.params import ParamBoard
 from pearl_py.runtime.parallel.ring import ShmRing
-from pearl_py.protocol.schedule import TrainSchedule
 
 
 def serial_updates(s: TrainSchedule) -> list[int]:

@@ -7,8 +7,6 @@ from __future__ import annotations
 import json
 from html import escape
 
-import yaml
-
 from pearl_py.cli import main
 from pearl_py.estimate.calibration import Calibration, machine_fingerprint
 from pearl_py.report import tuning
@@ -41,7 +39,7 @@ def test_tune_trials_the_top_plans_and_reports_them(write_config, tmp_path, monk
     assert "tuning: trying 2 candidate plans for about 0.5 s each" in printed and "tuning: kept plan" in printed
 
     result = json.loads((out / "result.json").read_text())
-    record = result["plan"]["predicted"]["tuning"]
+    record = result["plan"]["prediction"]["tuning"]
     trials = record["trials"]
     # the model predicts the overlapped and the serialized protocol alike on one CPU: both are tried, overlapped first
     assert [(t["rank"], t["executor"], t["mode"]) for t in trials] == [(1, "parallel", "overlapped"),
@@ -57,7 +55,7 @@ def test_tune_trials_the_top_plans_and_reports_them(write_config, tmp_path, monk
     assert result["plan"]["placements"] == kept["placements"] and result["env_steps"] == 400
     assert record["top_k"] == 2 and record["seconds"] == 0.5 and record["tuning_s"] > 0
 
-    assert yaml.safe_load((out / "plan.yaml").read_text())["predicted"]["tuning"]["kept"] == record["kept"]
+    assert json.loads((out / "prediction.json").read_text())["tuning"]["kept"] == record["kept"]
     report = (out / "report.md").read_text()
     assert f"## {tuning.TITLE}" in report and f"Kept plan {record['kept']} of 2: {record['reason']}" in report
     assert "| 2 | serial (serialized) |" in report

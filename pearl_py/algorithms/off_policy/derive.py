@@ -1,32 +1,39 @@
-"""Derive an algorithm's protocol graph by observing its code, not by describing it by hand.
+"""Derive an off-policy algorithm's protocol graph by observing its code, not by describing it by hand.
 
-The dense layers of ``inference`` and ``learner_update`` are recorded by running the
+The layers of ``inference`` and ``learner_update`` are recorded by running the
 algorithm's own ``act`` and one gradient step on a throwaway copy of its networks
-with a forward hook on every ``nn.Linear``; rates come from the config's
-update-to-data ratio; edge sizes from the transition layout.
+with a forward hook on every recorded layer type (:mod:`pearl_py.algorithms.recording`);
+their ``forms`` are the algorithm's declared acting form and loss forms; rates come
+from the config's update-to-data ratio; edge sizes from the transition layout.
 
 Example::
 
     >>> graph = derive_protocol(pearl.DQN("CartPole-v1", batch_size=64))
-    >>> [layer.n_out for layer in graph.kernel("inference").workload.layers]
-    [64, 64, 2]
+    >>> [layer.n_out for layer in graph.kernel(INFERENCE).workload.layers], graph.kernel(INFERENCE).workload.forms
+    ([64, 64, 2], ('epsilon_greedy_q',))
 """
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-import numpy as np
 import torch
-from torch import nn
 
+from pearl_py.algorithms.recording import record_layers
 from pearl_py.protocol.graph import ProtocolGraph
-from pearl_py.protocol.kernel import Kernel, KernelKind
+from pearl_py.protocol.kernel import (
+    ENV_STEP,
+    INFERENCE,
+    LEARNER_UPDATE,
+    PARAM_SYNC,
+    PRIORITY_UPDATE,
+    REPLAY_INSERT,
+    REPLAY_SAMPLE,
+    Kernel,
+)
 from pearl_py.protocol.schedule import DEFAULT_POLICY_LAG, TrainSchedule
 from pearl_py.protocol.workload import (
     FLOAT_BYTES,
-    DenseLayer,
     EnvWorkload,
     NetworkWorkload,
     ReplayWorkload,
@@ -35,32 +42,15 @@ from pearl_py.protocol.workload import (
 )
 
 if TYPE_CHECKING:
-    from pearl_py.algorithms.base import Algorithm
-    from pearl_py.algorithms.learner import Learner
+    from pearl_py.algorithms.off_policy.base import Algorithm
+    from pearl_py.algorithms.off_policy.learner import Learner
 
 PRIORITY_ITEM_BYTES = 8 + 4
 """An index (int64) and a priority (float32) per priority update."""
 
 
-def record_dense_layers(module: nn.Module, run: Callable[[], object]) -> tuple[DenseLayer, ...]:
-    """Every ``nn.Linear`` call made by ``run()`` inside ``module``, in order."""
-    calls: list[DenseLayer] = []
-
-    def hook(layer: nn.Linear, inputs: tuple[torch.Tensor, ...], output: torch.Tensor) -> None:
-        rows = int(np.prod(inputs[0].shape[:-1]))
-        calls.append(DenseLayer(layer.in_features, layer.out_features, rows, backward=output.requires_grad))
-
-    handles = [m.register_forward_hook(hook) for m in module.modules() if isinstance(m, nn.Linear)]
-    try:
-        run()
-    finally:
-        for h in handles:
-            h.remove()
-    return tuple(calls)
-
-
 def _probe_learner(algorithm: Algorithm) -> Learner:
-    from pearl_py.algorithms.learner import Learner
+    from pearl_py.algorithms.off_policy.learner import Learner
 
     with torch.random.fork_rng():
         torch.manual_seed(0)
@@ -68,7 +58,7 @@ def _probe_learner(algorithm: Algorithm) -> Learner:
 
 
 def _random_batch(algorithm: Algorithm, size: int):
-    from pearl_py.algorithms.learner import TensorBatch
+    from pearl_py.algorithms.off_policy.learner import TensorBatch
 
     spec = algorithm.spec
     g = torch.Generator().manual_seed(0)
@@ -92,10 +82,10 @@ def derive_protocol(algorithm: Algorithm, serialized: bool = False) -> ProtocolG
     with torch.random.fork_rng():
         obs = torch.zeros(n_envs, spec.obs_dim)
         with torch.no_grad():
-            acting = record_dense_layers(learner.nets, lambda: algorithm.act(
+            acting = record_layers(learner.nets, lambda: algorithm.act(
                 learner.nets, obs, explore=False, progress=1.0))
         batch = _random_batch(algorithm, cfg.batch_size)
-        learning = record_dense_layers(learner.nets, lambda: [learner.update(batch) for _ in range(period)])
+        learning = record_layers(learner.nets, lambda: [learner.update(batch) for _ in range(period)])
 
     acting_params = [p for name in algorithm.acting_networks for p in learner.nets.online[name].parameters()]
     param_bytes = sum(p.numel() * p.element_size() for p in acting_params)
@@ -110,33 +100,31 @@ def derive_protocol(algorithm: Algorithm, serialized: bool = False) -> ProtocolG
 
     lagged = TrainSchedule.from_config(cfg, total_steps=1, max_policy_lag=DEFAULT_POLICY_LAG)
     graph = ProtocolGraph(serialized=serialized, overlap=lagged.overlap, warmup_steps=cfg.learning_starts)
+    forms = algorithm.loss_forms()
     kernels = [
-        Kernel("env_step", KernelKind.ENV_STEP,
-               EnvWorkload(spec.env_id, spec.obs_dim, spec.action_dim, n_envs, spec.discrete),
-               rate=per_step, replicable=True),
-        Kernel("inference", KernelKind.INFERENCE,
-               NetworkWorkload(acting, trained_params=0, batch=n_envs), rate=per_step, replicable=True),
-        Kernel("replay_insert", KernelKind.REPLAY_INSERT, replay(n_envs), rate=per_step),
-        Kernel("replay_sample", KernelKind.REPLAY_SAMPLE, replay(cfg.batch_size), rate=per_update),
-        Kernel("learner_update", KernelKind.LEARNER_UPDATE,
-               NetworkWorkload(learning, trained_params=trained_params, batch=cfg.batch_size, period=period),
+        Kernel(ENV_STEP, ENV_STEP, EnvWorkload(spec.env_id, spec.obs_dim, spec.action_dim, n_envs, spec.discrete),
+               rate=per_step),
+        Kernel(INFERENCE, INFERENCE, NetworkWorkload(acting, trained_params=0, batch=n_envs,
+                                                     forms=(algorithm.declared_acting_form(),)), rate=per_step),
+        Kernel(REPLAY_INSERT, REPLAY_INSERT, replay(n_envs), rate=per_step),
+        Kernel(REPLAY_SAMPLE, REPLAY_SAMPLE, replay(cfg.batch_size), rate=per_update),
+        Kernel(LEARNER_UPDATE, LEARNER_UPDATE, NetworkWorkload(learning, trained_params=trained_params,
+                                                               batch=cfg.batch_size, period=period, forms=forms),
                rate=per_update),
-        Kernel("param_sync", KernelKind.PARAM_SYNC, SyncWorkload(param_bytes), rate=per_round),
+        Kernel(PARAM_SYNC, PARAM_SYNC, SyncWorkload(param_bytes), rate=per_round),
     ]
     if cfg.prioritized_replay:
-        kernels.append(Kernel("priority_update", KernelKind.PRIORITY_UPDATE, replay(cfg.batch_size),
-                              rate=per_update))
+        kernels.append(Kernel(PRIORITY_UPDATE, PRIORITY_UPDATE, replay(cfg.batch_size), rate=per_update))
     for kernel in kernels:
         graph.add_kernel(kernel)
 
     action_bytes = n_envs * (8 if spec.discrete else FLOAT_BYTES * spec.action_dim)
-    graph.connect("env_step", "inference", n_envs * spec.obs_dim * FLOAT_BYTES)
-    graph.connect("inference", "env_step", action_bytes)
-    graph.connect("env_step", "replay_insert", n_envs * layout.item_bytes)
-    graph.connect("replay_sample", "learner_update",
-                  cfg.batch_size * (layout.item_bytes + FLOAT_BYTES))
-    graph.connect("learner_update", "param_sync", param_bytes)
-    graph.connect("param_sync", "inference", param_bytes)
+    graph.connect(ENV_STEP, INFERENCE, n_envs * spec.obs_dim * FLOAT_BYTES)
+    graph.connect(INFERENCE, ENV_STEP, action_bytes)
+    graph.connect(ENV_STEP, REPLAY_INSERT, n_envs * layout.item_bytes)
+    graph.connect(REPLAY_SAMPLE, LEARNER_UPDATE, cfg.batch_size * (layout.item_bytes + FLOAT_BYTES))
+    graph.connect(LEARNER_UPDATE, PARAM_SYNC, param_bytes)
+    graph.connect(PARAM_SYNC, INFERENCE, param_bytes)
     if cfg.prioritized_replay:
-        graph.connect("learner_update", "priority_update", cfg.batch_size * PRIORITY_ITEM_BYTES)
+        graph.connect(LEARNER_UPDATE, PRIORITY_UPDATE, cfg.batch_size * PRIORITY_ITEM_BYTES)
     return graph

@@ -12,28 +12,27 @@ from pathlib import Path
 
 
 def plan_main(config_path: str, platform: str, objective: str, out: str | None) -> int:
-    """Plan the config's algorithm on ``platform``, export the four files to ``out`` (default ``plan-out``).
+    """Plan the config's algorithm on ``platform``, export the plan's files to ``out`` (default ``plan-out``).
 
     User mistakes raise :class:`pearl_py.errors.UserError` (the CLI prints one line, exits 2).
     """
+    from pearl_py.algorithms.on_policy.base import OnPolicyAlgorithm, OnPolicyNotPlanned
     from pearl_py.optimize.api import plan
     from pearl_py.platform import Platform
     from pearl_py.report.content import optimality_sentence
     from pearl_py.run_config import load_config
 
-    from pearl_py.runtime.planning import refused_variants
-
     config = load_config(config_path)
     algo = config.make_algorithm()
-    result = plan(algo, Platform.load(platform), objective=objective, horizon=config.settings.total_steps,
-                  refused_variants=refused_variants(algo))
+    if isinstance(algo, OnPolicyAlgorithm):
+        raise OnPolicyNotPlanned(algo, "pearl plan")
+    result = plan(algo, Platform.load(platform), objective=objective, horizon=config.settings.total_steps)
     directory = Path(out or "plan-out")
     paths = result.export(directory)
     print(f"wrote {directory}/" + ", ".join(p.name for p in paths.values()))
-    p = result.predicted
-    print(f"{p['samples_per_s']:,.0f} samples/s, {p['samples_per_j']:,.1f} samples/J, {p['power_w']:,.0f} W "
-          f"({result.solver})")
-    print(p["limit"])
-    if optimality_sentence(result):
+    f = result.prediction.figures
+    print(f"{f.samples_per_s:,.0f} samples/s, {f.samples_per_j:,.1f} samples/J, {f.power_w:,.0f} W ({result.solver})")
+    print(result.prediction.limit)
+    if optimality_sentence(result):  # the gap and the bound
         print(optimality_sentence(result))
     return 0

@@ -18,7 +18,7 @@ import torch
 from pearl_py.algorithms.networks import Networks
 
 if TYPE_CHECKING:
-    from pearl_py.algorithms.base import Algorithm
+    from pearl_py.algorithms.off_policy.base import Algorithm
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 
 Example::
 
-    python -m pearl_py.config.reference > docs/config.md
+    python -m pearl_py.cli.reference > docs/config.md
 """
 from __future__ import annotations
 
@@ -26,13 +26,14 @@ def table(cls: type) -> str:
 
 
 def render() -> str:
-    from pearl_py.algorithms import DDPGConfig, DQNConfig
+    """docs/config.md: the top-level keys, then the hyperparameters of every registered algorithm by name."""
+    from pearl_py.algorithms import REGISTRY
     from pearl_py.run_config import RunSettings
 
     return "\n".join([
         "# Config reference",
         "",
-        "Generated from the config dataclasses by `python -m pearl_py.config.reference`; a test keeps",
+        "Generated from the config dataclasses by `python -m pearl_py.cli.reference`; a test keeps",
         "this page equal to the code. Hyperparameter names follow rl-baselines3-zoo; a key left out takes",
         "Stable-Baselines3's default for that algorithm. Unknown keys, wrong types and out-of-range values",
         "are errors that name `file:line: key` (CLI exit code 2).",
@@ -51,15 +52,8 @@ def render() -> str:
         "",
         table(RunSettings),
         "",
-        "## `hyperparameters` for `algorithm: dqn`",
-        "",
-        table(DQNConfig),
-        "",
-        "## `hyperparameters` for `algorithm: ddpg`",
-        "",
-        table(DDPGConfig),
-        "",
-    ])
+    ] + [line for name in REGISTRY for line in (
+        f"## `hyperparameters` for `algorithm: {name}`", "", table(REGISTRY[name].Config), "")])
 
 
 if __name__ == "__main__":

@@ -7,7 +7,7 @@ Example::
     >>> result.samples_per_second, result.plan["solver"]
     (2412.7, 'milp')
     >>> result = pearl.train(algo, total_steps=50_000, plan="auto", tune=pearl.TuneOptions(top_k=3, seconds=5))
-    >>> [t["measured_samples_per_s"] for t in result.plan["predicted"]["tuning"]["trials"]]
+    >>> [t["measured_samples_per_s"] for t in result.plan["prediction"]["tuning"]["trials"]]
     [1204.9, 1391.3, 1010.2]
 """
 from __future__ import annotations
@@ -16,47 +16,50 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pearl_py.algorithms.base import Algorithm
+from pearl_py.algorithms.core import BaseAlgorithm
 from pearl_py.errors import UserError
-from pearl_py.optimize.plan import Plan
-from pearl_py.runtime.planning import candidate_plans, resolve_plan
+from pearl_py.pipeline.families import Executor, family_of
+from pearl_py.pipeline.planning import candidate_plans, resolve_plan
+from pearl_py.plan import Plan
 from pearl_py.runtime.result import RunResult
-from pearl_py.runtime.serial import SerialExecutor
 
 if TYPE_CHECKING:
-    from pearl_py.runtime.tune import TuneOptions
+    from pearl_py.pipeline.tune import TuneOptions
 
 BACKENDS = ("local", "ray")
 
 
 def runs_serially(plan: Plan) -> bool:
     """True for plans whose stages run one after another: the serial executor's kind."""
-    return plan.solver == "single-device" or plan.predicted.get("mode") == "serialized"
+    return plan.serialized
 
 
-def make_executor(algorithm: Algorithm, plan: Plan, seed: int, *, backend: str = "local",
-                  address: str | None = None, resume: str | Path | None = None, **common: Any):
-    """The executor that runs ``plan``: Ray, the serial executor (serialized plans) or the local parallel runtime.
+def make_executor(algorithm: BaseAlgorithm, plan: Plan, seed: int, *, backend: str = "local",
+                  address: str | None = None, resume: str | Path | None = None, **common: Any) -> Executor:
+    """The executor of the algorithm's family that runs ``plan``: on Ray, the serial executor (serialized plans)
+    or the local parallel runtime (:mod:`pearl_py.pipeline.families`).
 
     ``common``: ``out_dir``, ``eval_episodes``, ``eval_freq``, ``progress``.
     """
+    family = family_of(algorithm)
     if backend == "ray":
-        from pearl_py.runtime.ray_backend import RayExecutor
-
-        return RayExecutor(algorithm, plan, seed, address=address, **common)
+        if family.ray is None:
+            raise UserError(f"{algorithm.name} ({family.name}) has no Ray executor yet; run it locally")
+        return family.ray(algorithm, seed, plan=plan, address=address, **common)
     if runs_serially(plan):
         if resume is not None:
             raise UserError("--resume continues a parallel run; this plan runs serially (use --auto or a "
                             "parallel plan)")
-        return SerialExecutor(algorithm, seed, plan=plan, **common)
-    from pearl_py.runtime.parallel import ParallelExecutor
+        return family.serial(algorithm, seed, plan=plan, **common)
+    if family.parallel is None:
+        raise UserError(f"{algorithm.name} ({family.name}) runs its serial executor only for now: its plans must be "
+                        "serialized")
+    return family.parallel(algorithm, seed, plan=plan, resume_from=Path(resume) if resume else None, **common)
 
-    return ParallelExecutor(algorithm, plan, seed, resume_from=Path(resume) if resume else None, **common)
 
-
-def train(algorithm: Algorithm, total_steps: int, seed: int = 0, *, plan: Plan | str | Path | None = None,
-          out: str | Path | None = None, eval_episodes: int = 10, eval_freq: int = 0,
-          progress: bool | None = None, objective: str = "throughput", backend: str = "local",
+def train(algorithm: BaseAlgorithm, total_steps: int, seed: int = 0, *,
+          plan: Plan | str | Path | None = None, out: str | Path | None = None, eval_episodes: int = 10,
+          eval_freq: int = 0, progress: bool | None = None, objective: str = "throughput", backend: str = "local",
           address: str | None = None, resume: str | Path | None = None, tune: bool | TuneOptions = False,
           log: Callable[[str], None] = print) -> RunResult:
     """Train ``algorithm`` for ``total_steps`` env steps under ``plan``.
@@ -67,14 +70,20 @@ def train(algorithm: Algorithm, total_steps: int, seed: int = 0, *, plan: Plan |
     serial executor, overlapped ones on the local parallel runtime (``backend="local"``) or
     on Ray (``backend="ray"``, ``address`` of a running cluster or None for a local one).
     ``resume``: a folder holding the checkpoint of an interrupted parallel run.
-    ``tune`` (with ``plan="auto"``, ``True`` or a :class:`~pearl_py.runtime.tune.TuneOptions`):
+    ``tune`` (with ``plan="auto"``, ``True`` or a :class:`~pearl_py.pipeline.tune.TuneOptions`):
     trial the model's top-k plans for a few seconds each and run the fastest measured; the
-    trials are recorded in ``plan.predicted["tuning"]`` (docs/runtime.md).
+    trials are recorded in ``plan.prediction.tuning`` (docs/runtime.md).
     With ``out``: logs, ``result.json`` and, when the plan has predictions, the plan's report
     with what the run measured beside them (``report.md``, ``report.html``, ``plan.yaml``, ``plan.json``).
+    The executors are the algorithm's family's (:mod:`pearl_py.pipeline.families`); a family the model does not
+    cover yet runs its serial executor, unpredicted, for ``plan`` None, "serial" or "local" (other plans: UserError).
     """
     if backend not in BACKENDS:
         raise UserError(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
+    if not family_of(algorithm).planned:
+        return _train_unplanned(algorithm, total_steps, seed, plan=plan, out=out, eval_episodes=eval_episodes,
+                                eval_freq=eval_freq, progress=progress, backend=backend, resume=resume, tune=tune,
+                                log=log)
     if tune:
         resolved = _tuned_plan(algorithm, total_steps, seed, plan, objective, backend, resume, tune, log)
     else:
@@ -82,21 +91,41 @@ def train(algorithm: Algorithm, total_steps: int, seed: int = 0, *, plan: Plan |
     out_dir = Path(out) if out is not None else None
     executor = make_executor(algorithm, resolved, seed, backend=backend, address=address, resume=resume,
                              out_dir=out_dir, eval_episodes=eval_episodes, eval_freq=eval_freq, progress=progress)
-    if out_dir is not None and resolved.predicted:
+    if out_dir is not None and resolved.prediction is not None:
         resolved.export(out_dir)  # the plan is on disk before the run: `--resume` finds it after a stop
     result = executor.run(total_steps)
     if out_dir is not None:
         result.save(out_dir / "result.json")
-        if resolved.predicted:
+        if resolved.prediction is not None:
             resolved.export(out_dir, run=result.to_dict())
     return result
 
 
-def _tuned_plan(algorithm: Algorithm, total_steps: int, seed: int, plan: Plan | str | Path | None,
+def _train_unplanned(algorithm: BaseAlgorithm, total_steps: int, seed: int, *, plan: Plan | str | Path | None,
+                     out: str | Path | None, eval_episodes: int, eval_freq: int, progress: bool | None, backend: str,
+                     resume: str | Path | None, tune: bool | TuneOptions, log: Callable[[str], None]) -> RunResult:
+    """A family the performance model does not cover runs its serial executor, unpredicted. ``plan="local"``
+    (`pearl run` without plan flags) runs the same, saying so."""
+    family = family_of(algorithm)
+    if plan not in (None, "serial", "local") or backend != "local" or resume is not None or tune:
+        raise UserError(f"{algorithm.name} ({family.name}) runs on its serial executor only for now (plan None, "
+                        "'serial' or 'local'; no --auto, --plan, --tune, --resume or the Ray backend)")
+    if plan == "local":
+        log(f"{algorithm.name} ({family.name}): running the serial reference executor without predictions "
+            "(the performance model does not cover this family's kernels yet)")
+    out_dir = Path(out) if out is not None else None
+    result = family.serial(algorithm, seed, out_dir=out_dir, eval_episodes=eval_episodes, eval_freq=eval_freq,
+                           progress=progress).run(total_steps)
+    if out_dir is not None:
+        result.save(out_dir / "result.json")
+    return result
+
+
+def _tuned_plan(algorithm: BaseAlgorithm, total_steps: int, seed: int, plan: Plan | str | Path | None,
                 objective: str, backend: str, resume: str | Path | None, tune: bool | TuneOptions,
                 log: Callable[[str], None]) -> Plan:
-    """The fastest measured of the model's top-k plans (``pearl_py.runtime.tune``)."""
-    from pearl_py.runtime.tune import TrialRunner, TuneOptions, tune_plan
+    """The fastest measured of the model's top-k plans (``pearl_py.pipeline.tune``)."""
+    from pearl_py.pipeline.tune import TrialRunner, TuneOptions, tune_plan
 
     if tune is not True and not isinstance(tune, TuneOptions):
         raise UserError(f"tune must be True, False or a TuneOptions, got {tune!r}")

@@ -1,4 +1,4 @@
-"""The ``pearl`` command.
+"""The ``pearl`` command: the argument parser and the dispatch to one module per subcommand.
 
 Usage::
 
@@ -14,57 +14,36 @@ import argparse
 import functools
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 
 from pearl_py.errors import UserError
 
 
 def _run(args: argparse.Namespace) -> int:
-    from pearl_py.run_config import load_config
-    from pearl_py.runtime.train import train
-    from pearl_py.runtime.tune import TuneOptions
+    from pearl_py.cli.run import run_main
 
-    cfg = load_config(args.config).with_overrides(total_steps=args.steps, seed=args.seed)
-    s = cfg.settings
-    out = Path(args.out) if args.out else Path("runs") / f"{Path(args.config).stem}-seed{s.seed}"
-    algo = cfg.make_algorithm()
-    plan = "auto" if args.auto else (args.plan or "local")
-    if args.resume:
-        out = Path(args.out) if args.out else Path(args.resume)
-        plan = args.plan or Path(args.resume) / "plan.yaml"
-    tune = TuneOptions(args.tune_top_k, args.tune_seconds) if args.tune else False
-    result = train(algo, total_steps=s.total_steps, seed=s.seed, out=out, eval_episodes=s.eval_episodes,
-                   eval_freq=s.eval_freq, plan=plan, objective=args.objective, backend=args.backend,
-                   address=args.address, resume=args.resume, tune=tune)
-    print(f"{s.algorithm} on {s.env}: {result.env_steps} env steps in {result.wall_seconds:.1f} s "
-          f"({result.samples_per_second:.0f} samples/s, measured); eval return "
-          f"{result.eval_return_mean:.1f} ± {result.eval_return_std:.1f} over {len(result.eval_returns)} episodes")
-    if result.best_eval:
-        print(f"best periodic evaluation: {result.best_eval['return_mean']:.1f} at step {result.best_eval['step']}")
-    print(f"wrote {out / 'result.json'}" + (f" and {out / 'report.html'}" if (out / "report.html").exists() else ""))
-    return 0
+    return run_main(args)
 
 
 def _simulate(args: argparse.Namespace) -> int:
-    from pearl_py.simulate.commands import simulate_main
+    from pearl_py.cli.simulate import simulate_main
 
     return simulate_main(args.config, args.platform, args.plan, args.out)
 
 
 def _plan(args: argparse.Namespace) -> int:
-    from pearl_py.optimize.commands import plan_main
+    from pearl_py.cli.plan import plan_main
 
     return plan_main(args.config, args.platform, args.objective, args.out)
 
 
 def _profile(args: argparse.Namespace) -> int:
-    from pearl_py.estimate.commands import profile_main
+    from pearl_py.cli.profile import profile_main
 
     return profile_main(args.out, args.quick)
 
 
 def _devices(args: argparse.Namespace) -> int:
-    from pearl_py.estimate.commands import devices_main
+    from pearl_py.cli.devices import devices_main
 
     return devices_main()
 
@@ -146,6 +125,3 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"pearl: {exc}" if str(exc) else "pearl: interrupted", file=sys.stderr)
         return 130
 
-
-if __name__ == "__main__":
-    sys.exit(main())

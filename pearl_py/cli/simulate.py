@@ -24,14 +24,17 @@ def simulate_main(config_path: str, platform: str, plan_path: str | None, out: s
 
     User mistakes raise :class:`pearl_py.errors.UserError` (the CLI prints one line, exits 2).
     """
+    from pearl_py.algorithms.on_policy.base import OnPolicyAlgorithm, OnPolicyNotPlanned
     from pearl_py.errors import UserError
     from pearl_py.optimize.api import plan as make_plan
-    from pearl_py.optimize.plan import Plan
+    from pearl_py.plan import Plan
     from pearl_py.platform import Platform
     from pearl_py.run_config import load_config
-    from pearl_py.simulate.inputs import simulate_plan
+    from pearl_py.simulate.inputs import simulate_plan, with_simulation
 
     algo = load_config(config_path).make_algorithm()
+    if isinstance(algo, OnPolicyAlgorithm):
+        raise OnPolicyNotPlanned(algo, "pearl simulate")
     target = Platform.load(platform)
     if plan_path is None:
         chosen = make_plan(algo, target, objective="throughput")
@@ -40,7 +43,7 @@ def simulate_main(config_path: str, platform: str, plan_path: str | None, out: s
         if chosen.platform != target.name:
             raise UserError(f"{plan_path}: the plan was made for platform {chosen.platform!r}, not {target.name!r}")
     result = simulate_plan(chosen, algo, target)
-    modelled = chosen.predicted.get("samples_per_s")
+    modelled = chosen.prediction.samples_per_s if chosen.prediction is not None else None
     versus = f" (model {modelled:,.0f}, {100 * (result.samples_per_s / modelled - 1):+.1f}%)" if modelled else ""
     print(f"simulated {result.samples_per_s:,.0f} samples/s{versus}; bottleneck {result.bottleneck} "
           f"({100 * result.utilization.get(result.bottleneck, 0.0):.0f}% busy)")
@@ -49,6 +52,7 @@ def simulate_main(config_path: str, platform: str, plan_path: str | None, out: s
     busiest = list(result.utilization.items())[:SHOWN]
     print("simulated utilization: " + ", ".join(f"{name} {100 * u:.0f}%" for name, u in busiest))
     directory = Path(out or "sim-out")
-    paths = chosen.export(directory)
+    paths = with_simulation(chosen, result).export(directory) if chosen.prediction is not None \
+        else chosen.export(directory)
     print(f"wrote {directory}/" + ", ".join(p.name for p in paths.values()))
     return 0

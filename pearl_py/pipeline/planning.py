@@ -5,7 +5,7 @@ Example::
     >>> plan = resolve_plan(algo, "auto")          # calibrate if needed, optimize on this machine
     >>> plan = resolve_plan(algo, "local")         # every kernel on the local CPU, serially
     >>> plan = resolve_plan(algo, "out/plan.yaml") # a plan written by `pearl plan`
-    >>> [p.predicted["mode"] for p in candidate_plans(algo, k=3)]   # what `--tune` trials
+    >>> [p.mode for p in candidate_plans(algo, k=3)]   # what `--tune` trials
     ['overlapped', 'serialized', 'overlapped']
 """
 from __future__ import annotations
@@ -13,16 +13,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-import torch
-
-from pearl_py import kernels
-from pearl_py.algorithms.base import Algorithm
-from pearl_py.algorithms.learner import Learner
+from pearl_py.algorithms.off_policy.base import Algorithm
 from pearl_py.errors import PlanningError
-from pearl_py.optimize.api import plan as optimize, ranked_plans
-from pearl_py.optimize.plan import Plan
+from pearl_py.optimize.api import plan as optimize
+from pearl_py.optimize.api import ranked_plans
+from pearl_py.plan import Plan
 from pearl_py.platform import Platform
-from pearl_py.protocol import KernelKind
 
 
 def ensure_calibration(log: Callable[[str], None] = print) -> None:
@@ -37,36 +33,13 @@ def ensure_calibration(log: Callable[[str], None] = print) -> None:
     log(f"calibration cached at {path}; later runs reuse it")
 
 
-def refused_variants(algorithm: Algorithm) -> dict[str, dict[str, str]]:
-    """``{kernel: {variant: reason}}``: CPU variants this machine runs but ``algorithm`` cannot use.
-
-    Each variant's builder is tried on a throwaway learner (building compiles nothing);
-    one that refuses the algorithm (the ``fused`` kernels implement DQN and DDPG only) is
-    kept out of the plan, so a plan never names a variant that would fall back at run time.
-    """
-    with torch.random.fork_rng():
-        probe = Learner(algorithm)
-    arguments = {KernelKind.LEARNER_UPDATE: (probe,), KernelKind.INFERENCE: (algorithm, probe.nets)}
-    refused: dict[str, dict[str, str]] = {}
-    for kind, args in arguments.items():
-        for variant in kernels.REGISTRY.variants(kind, "cpu"):
-            if variant.name == "reference" or not variant.available()[0]:
-                continue
-            try:
-                variant.build(*args)
-            except kernels.KernelUnavailable as exc:
-                refused.setdefault(kind.value, {})[variant.name] = str(exc)
-    return refused
-
-
 def local_serial_plan(algorithm: Algorithm, total_steps: int | None = None) -> Plan:
     """Every kernel on the local CPU, stages one after another: the serial executor's plan, predicted."""
     local = Platform.local()
     cpu = local.by_kind("cpu")[0].name
     protocol = algorithm.protocol(serialized=True)
     pins = {kernel.name: cpu for kernel in protocol.kernels()}
-    return optimize(protocol, local, "throughput", {"pin": pins}, pareto_points=2, horizon=total_steps,
-                    refused_variants=refused_variants(algorithm))
+    return optimize(protocol, local, "throughput", {"pin": pins}, pareto_points=2, horizon=total_steps)
 
 
 def candidate_plans(algorithm: Algorithm, k: int, objective: str = "throughput", total_steps: int | None = None,
@@ -79,12 +52,12 @@ def candidate_plans(algorithm: Algorithm, k: int, objective: str = "throughput",
     (the one ``resolve_plan(algo, "auto")`` runs) comes first.
     """
     ensure_calibration(log)
-    local, refused = Platform.local(), refused_variants(algorithm)
+    local = Platform.local()
     plans = [plan for serialized in (False, True)
              for plan in ranked_plans(algorithm.protocol(serialized=serialized), local, objective, k=k,
-                                      horizon=total_steps, refused_variants=refused)]
+                                      horizon=total_steps)]
     figure = "time_per_sample_s" if objective == "throughput" else "energy_per_sample_j"
-    return sorted(plans, key=lambda plan: float(f"{plan.predicted[figure]:.9g}"))[:k]  # stable: ties as listed
+    return sorted(plans, key=lambda plan: float(f"{getattr(plan.prediction.figures, figure):.9g}"))[:k]  # ties as listed
 
 
 def resolve_plan(algorithm: Algorithm, plan: Plan | str | Path | None, objective: str = "throughput",
@@ -103,8 +76,7 @@ def resolve_plan(algorithm: Algorithm, plan: Plan | str | Path | None, objective
         return local_serial_plan(algorithm, total_steps)
     if plan == "auto":
         ensure_calibration(log)
-        return optimize(algorithm, Platform.local(), objective, horizon=total_steps,
-                        refused_variants=refused_variants(algorithm))
+        return optimize(algorithm, Platform.local(), objective, horizon=total_steps)
     path = Path(plan)
     if not path.suffix:
         raise PlanningError(f"plan {plan!r}: expected 'auto', 'local', 'serial', a Plan or a plan.yaml path")

@@ -1,10 +1,10 @@
-"""``pearl.Algorithm``: define an off-policy algorithm by its networks, losses and act function.
+"""``OffPolicyAlgorithm`` (``pearl.Algorithm``): an off-policy algorithm by its networks, losses and act function.
 
 A subclass says *what* the algorithm computes; pearl_py derives its kernels
 (:meth:`Algorithm.protocol`), builds its replay and learner, places them on devices
 and runs them. A new algorithm needs four things::
 
-    class MyAlgo(pearl.Algorithm):
+    class MyAlgo(pearl.OffPolicyAlgorithm):    # pearl.Algorithm is the same class
         name = "myalgo"
         Config = MyConfig                      # a frozen dataclass deriving OffPolicyConfig
         discrete_actions = False
@@ -37,20 +37,19 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, fields
-from typing import TYPE_CHECKING, Any, ClassVar
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 import torch
 from torch import nn
 
-from pearl_py.algorithms.config import OffPolicyConfig
-from pearl_py.algorithms.env_spec import EnvError, EnvSpec
+from pearl_py.algorithms.core import BaseAlgorithm
 from pearl_py.algorithms.networks import Networks
-from pearl_py.config.fields import build
+from pearl_py.algorithms.off_policy.config import OffPolicyConfig
 
 if TYPE_CHECKING:
-    from pearl_py.algorithms.learner import TensorBatch
+    from pearl_py.algorithms.off_policy.learner import TensorBatch
     from pearl_py.protocol import ProtocolGraph
     from pearl_py.replay import ReplayBuffer
 
@@ -63,39 +62,36 @@ class Loss:
 
     ``fn(nets, batch) -> (loss, td_error or None)``; the TD error, when given,
     becomes the new replay priorities. ``every``: minimise it only on every
-    ``every``-th gradient step (TD3's delayed policy update).
+    ``every``-th gradient step (TD3's delayed policy update). ``form`` names the
+    math the loss computes (``"dqn_td"``, ``"ddpg_critic"``, ``"dpg_actor"``, ...):
+    kernel variants that implement a loss by hand declare the forms they implement
+    (:mod:`pearl_py.kernels`), so a user's own loss keeps the default ``"custom"``,
+    which only the generic variants (reference, compiled) run.
     """
 
     name: str
     trains: str
     fn: LossFn
     every: int = 1
+    form: str = "custom"
 
 
-class Algorithm(abc.ABC):
-    """Base of every off-policy algorithm. Subclasses define networks, losses and ``act``."""
+class OffPolicyAlgorithm(BaseAlgorithm):
+    """Base of every off-policy algorithm. Subclasses define networks, losses and ``act``.
 
-    name: ClassVar[str]
+    ``acting_form`` names what ``act`` computes (``"epsilon_greedy_q"``, ``"deterministic_actor_noise"``,
+    ``"squashed_gaussian"``)
+    for inference variants that implement it by hand, as :attr:`Loss.form` does for losses.
+    """
+
+    family = "off_policy"
     Config: ClassVar[type[OffPolicyConfig]] = OffPolicyConfig
     discrete_actions: ClassVar[bool]
     target_networks: ClassVar[tuple[str, ...]] = ()
     acting_networks: ClassVar[tuple[str, ...]]
+    acting_form: ClassVar[str] = "custom"
     target_update_unit: ClassVar[str] = "gradient_steps"
     """Unit of ``target_update_interval``: "gradient_steps" or "env_steps" (vector steps, as SB3's DQN)."""
-
-    def __init__(self, env: str, config: OffPolicyConfig | None = None, **hyperparameters: Any) -> None:
-        if config is not None and not isinstance(config, self.Config):
-            raise TypeError(f"{type(self).__name__} takes a {self.Config.__name__}, got {type(config).__name__}")
-        if config is None or hyperparameters:
-            given = {f.name: getattr(config, f.name) for f in fields(config)} if config else {}
-            config = build(self.Config, given | hyperparameters)
-        self.env_id = env
-        self.config = config
-        self.spec = EnvSpec.from_env_id(env)
-        if self.spec.discrete != self.discrete_actions:
-            kind = "discrete" if self.discrete_actions else "continuous"
-            raise EnvError(f"env {env!r}: {self.name} needs {kind} actions, "
-                           f"the env has {'discrete' if self.spec.discrete else 'continuous'} ones")
 
     # -- what a subclass defines ------------------------------------------------------------
     @abc.abstractmethod
@@ -114,9 +110,13 @@ class Algorithm(abc.ABC):
         """
 
     # -- what every algorithm gets ----------------------------------------------------------
+    def targets_due(self, gradient_steps: int) -> bool:
+        """Whether the soft target update follows gradient step number ``gradient_steps`` (counted from 1)."""
+        return self.target_update_unit == "gradient_steps" and gradient_steps % self.config.target_update_interval == 0
+
     def after_gradient_step(self, nets: Networks, gradient_steps: int) -> None:
         """Target update counted in gradient steps (DDPG-style soft updates)."""
-        if self.target_update_unit == "gradient_steps" and gradient_steps % self.config.target_update_interval == 0:
+        if self.targets_due(gradient_steps):
             nets.update_targets(self.config.tau)
 
     def after_env_step(self, nets: Networks, vector_steps: int) -> None:
@@ -143,9 +143,27 @@ class Algorithm(abc.ABC):
 
     def protocol(self, serialized: bool = False) -> ProtocolGraph:
         """The kernels of this algorithm with their workloads, rates and data edges."""
-        from pearl_py.protocol.derive import derive_protocol
+        from pearl_py.algorithms.off_policy.derive import derive_protocol
 
         return derive_protocol(self, serialized=serialized)
+
+    def loss_forms(self) -> tuple[str, ...]:
+        """The declared form of each loss, in order; ``"custom"`` for a loss whose function a subclass
+        overrode below the class that declared it (the declaration then no longer holds)."""
+        builder = _defining_class(type(self), "losses")
+        forms = []
+        for loss in self.losses():
+            owner = _defining_class(type(self), getattr(loss.fn, "__name__", "")) \
+                if getattr(loss.fn, "__self__", None) is self else None
+            overridden = owner is not None and owner is not builder and issubclass(owner, builder)
+            forms.append("custom" if overridden else loss.form)
+        return tuple(forms)
+
+    def declared_acting_form(self) -> str:
+        """``acting_form``, or ``"custom"`` when ``act`` was overridden below the class that declared it."""
+        declared = _defining_class(type(self), "acting_form")
+        actor = _defining_class(type(self), "act")
+        return "custom" if actor is not declared and issubclass(actor, declared) else self.acting_form
 
     def greedy_actions(self, nets: Networks, obs: np.ndarray, device: torch.device) -> np.ndarray:
         """Deterministic actions for evaluation, as a numpy array."""
@@ -153,5 +171,11 @@ class Algorithm(abc.ABC):
             t = torch.as_tensor(obs, dtype=torch.float32, device=device)
             return self.act(nets, t, explore=False, progress=1.0).cpu().numpy()
 
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}(env={self.env_id!r}, config={self.config})"
+
+def _defining_class(cls: type, attribute: str) -> type | None:
+    """The class of ``cls``'s MRO whose body defines ``attribute`` (None if none does)."""
+    return next((c for c in cls.__mro__ if attribute in c.__dict__), None)
+
+
+Algorithm = OffPolicyAlgorithm
+"""The name of the off-policy base before on-policy algorithms existed; kept as an alias."""

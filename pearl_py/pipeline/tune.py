@@ -8,11 +8,11 @@ memory are gone when it returns (the executors guarantee it).
 
 Example::
 
-    >>> candidates = candidate_plans(algo, k=3, total_steps=50_000)        # pearl_py.runtime.planning
+    >>> candidates = candidate_plans(algo, k=3, total_steps=50_000)        # pearl_py.pipeline.planning
     >>> plan = tune_plan(candidates, TrialRunner(algo, seed=0, total_steps=50_000), TuneOptions(seconds=5))
-    >>> [(t["rank"], round(t["measured_samples_per_s"])) for t in plan.predicted["tuning"]["trials"]]
+    >>> [(t.rank, round(t.measured_samples_per_s)) for t in plan.prediction.tuning.trials]
     [(1, 1205), (2, 1391), (3, 1010)]
-    >>> plan.predicted["tuning"]["kept"]
+    >>> plan.prediction.tuning.kept
     2
 """
 from __future__ import annotations
@@ -29,17 +29,16 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import torch
 
-from pearl_py.algorithms.base import Algorithm
-from pearl_py.algorithms.config import OffPolicyConfig
+from pearl_py.algorithms.off_policy.base import Algorithm
+from pearl_py.algorithms.off_policy.config import OffPolicyConfig
 from pearl_py.errors import UserError
-from pearl_py.optimize.plan import Plan
+from pearl_py.pipeline.train import make_executor, runs_serially
+from pearl_py.plan import Plan, Trial, Tuning
 from pearl_py.protocol.schedule import TrainSchedule
-from pearl_py.runtime.train import make_executor, runs_serially
 
 MIN_ROUNDS = 2
 """Training rounds a trial measures at least (after the first, which carries one-off setup)."""
@@ -158,81 +157,78 @@ def tune_plan(candidates: Sequence[Plan], measure: Measure, options: TuneOptions
     Each trial is sized for ``options.seconds`` at the candidate's predicted rate, scaled by the
     median measured/predicted ratio of the trials so far (the model's error is shared by the
     candidates). A trial that raises is recorded with its error and not kept. The returned plan's
-    ``predicted["tuning"]`` lists every trial (``candidates`` order), the one kept and why.
+    ``prediction.tuning`` lists every trial (``candidates`` order), the one kept and why.
     """
     if not candidates:
         raise ValueError("tune_plan needs at least one candidate plan")
     log(f"tuning: trying {len(candidates)} candidate plans for about {options.seconds:g} s each "
         "(steady-state samples/s after learning starts)")
     started = time.perf_counter()
-    trials: list[dict[str, Any]] = []
+    trials: list[Trial] = []
     for rank, plan in enumerate(candidates, start=1):
         trial = trial_record(rank, plan)
-        ratios = [t["measured_samples_per_s"] / t["predicted_samples_per_s"] for t in trials
-                  if t["measured_samples_per_s"] is not None and t["predicted_samples_per_s"]]
-        expected = trial["predicted_samples_per_s"] * (statistics.median(ratios) if ratios else 1.0)
+        ratios = [t.measured_samples_per_s / t.predicted_samples_per_s for t in trials
+                  if t.measured_samples_per_s is not None and t.predicted_samples_per_s]
+        expected = trial.predicted_samples_per_s * (statistics.median(ratios) if ratios else 1.0)
         try:
             measured = measure(plan, options.seconds, expected)
         except KeyboardInterrupt:
             raise KeyboardInterrupt(f"interrupted while tuning (trial {rank} of {len(candidates)}); "
                                     "the run had not started") from None
         except Exception as exc:  # a plan that fails its trial is not kept; the others still compete
-            trial["error"] = f"{type(exc).__name__}: {exc}"
-            log(f"tuning: {rank}/{len(candidates)} {trial['executor']}, {_variants(plan)}: failed ({trial['error']})")
+            trial = dataclasses.replace(trial, error=f"{type(exc).__name__}: {exc}")
+            log(f"tuning: {rank}/{len(candidates)} {trial.executor}, {_variants(plan)}: failed ({trial.error})")
         else:
-            trial.update(measured_samples_per_s=measured.samples_per_s, window_env_steps=measured.window_env_steps,
-                         window_s=measured.window_s, trial_env_steps=measured.trial_env_steps,
-                         trial_s=measured.trial_s)
-            log(f"tuning: {rank}/{len(candidates)} {trial['executor']}, {_variants(plan)}: predicted "
-                f"{trial['predicted_samples_per_s']:,.0f} samples/s, measured {measured.samples_per_s:,.0f} "
+            trial = dataclasses.replace(trial, measured_samples_per_s=measured.samples_per_s,
+                                        window_env_steps=measured.window_env_steps, window_s=measured.window_s,
+                                        trial_env_steps=measured.trial_env_steps, trial_s=measured.trial_s)
+            log(f"tuning: {rank}/{len(candidates)} {trial.executor}, {_variants(plan)}: predicted "
+                f"{trial.predicted_samples_per_s:,.0f} samples/s, measured {measured.samples_per_s:,.0f} "
                 f"({measured.trial_s:.1f} s trial)")
         trials.append(trial)
     kept, reason = choose(trials)
-    for trial in trials:
-        trial["kept"] = trial["rank"] == kept
-    record = {"top_k": options.top_k, "seconds": options.seconds, "kept": kept, "reason": reason,
-              "tuning_s": time.perf_counter() - started, "trials": trials}
-    log(f"tuning: kept plan {kept} of {len(candidates)} ({reason}); tuning took {record['tuning_s']:.1f} s")
+    record = Tuning(top_k=options.top_k, seconds=options.seconds, kept=kept, reason=reason,
+                    tuning_s=time.perf_counter() - started,
+                    trials=tuple(dataclasses.replace(t, kept=t.rank == kept) for t in trials))
+    log(f"tuning: kept plan {kept} of {len(candidates)} ({reason}); tuning took {record.tuning_s:.1f} s")
     chosen = candidates[kept - 1]
-    return dataclasses.replace(chosen, predicted={**chosen.predicted, "tuning": record})
+    return chosen.with_prediction(dataclasses.replace(chosen.prediction, tuning=record))
 
 
-def choose(trials: Sequence[dict[str, Any]]) -> tuple[int, str]:
+def choose(trials: Sequence[Trial]) -> tuple[int, str]:
     """The rank of the fastest measured trial (ties: the better predicted) and a sentence on why."""
-    measured = [t for t in trials if t["measured_samples_per_s"] is not None]
+    measured = [t for t in trials if t.measured_samples_per_s is not None]
     if not measured:
-        return trials[0]["rank"], "every trial failed, so the optimizer's first choice is run"
-    best = max(measured, key=lambda t: (t["measured_samples_per_s"], -t["rank"]))
-    rate = best["measured_samples_per_s"]
+        return trials[0].rank, "every trial failed, so the optimizer's first choice is run"
+    best = max(measured, key=lambda t: (t.measured_samples_per_s, -t.rank))
+    rate = best.measured_samples_per_s
     first = trials[0]
     if best is first:
-        others = [t["measured_samples_per_s"] for t in measured if t is not first]
+        others = [t.measured_samples_per_s for t in measured if t is not first]
         if not others:
-            return first["rank"], "the optimizer's first choice was the only plan measured"
-        return first["rank"], (f"the optimizer's first choice was also the fastest measured: {rate:,.0f} samples/s, "
-                               f"{rate / max(others):.2f}× the next")
-    if first["measured_samples_per_s"] is None:
-        return best["rank"], (f"fastest measured: {rate:,.0f} samples/s; the optimizer's first choice failed its "
-                              f"trial ({first['error']})")
-    return best["rank"], (f"fastest measured: {rate:,.0f} samples/s, {rate / first['measured_samples_per_s']:.2f}× "
-                          f"the optimizer's first choice ({first['measured_samples_per_s']:,.0f} samples/s)")
+            return first.rank, "the optimizer's first choice was the only plan measured"
+        return first.rank, (f"the optimizer's first choice was also the fastest measured: {rate:,.0f} samples/s, "
+                            f"{rate / max(others):.2f}× the next")
+    if first.measured_samples_per_s is None:
+        return best.rank, (f"fastest measured: {rate:,.0f} samples/s; the optimizer's first choice failed its "
+                           f"trial ({first.error})")
+    return best.rank, (f"fastest measured: {rate:,.0f} samples/s, {rate / first.measured_samples_per_s:.2f}× "
+                       f"the optimizer's first choice ({first.measured_samples_per_s:,.0f} samples/s)")
 
 
-def trial_record(rank: int, plan: Plan) -> dict[str, Any]:
-    """A trial's plain-data row before it runs: the plan and its prediction."""
-    return {"rank": rank, "executor": "serial" if runs_serially(plan) else "parallel",
-            "mode": plan.predicted.get("mode"),
-            "placements": {k: dataclasses.asdict(p) for k, p in plan.placements.items()},
-            "predicted_samples_per_s": plan.predicted.get("samples_per_s"),
-            "predicted_source": prediction_source(plan), "measured_samples_per_s": None, "source": "measured",
-            "window_env_steps": None, "window_s": None, "trial_env_steps": None, "trial_s": None, "error": None}
+def trial_record(rank: int, plan: Plan) -> Trial:
+    """A trial before it runs: the plan and its prediction."""
+    return Trial(rank=rank, executor="serial" if runs_serially(plan) else "parallel", mode=plan.mode,
+                 placements=dict(plan.placements), predicted_samples_per_s=plan.prediction.samples_per_s,
+                 predicted_source=prediction_source(plan))
 
 
 def prediction_source(plan: Plan) -> str:
     """How the plan's per-call costs are known: ``calibrated``, ``modelled``, ``measured`` or a mix ("a+b")."""
-    costs = plan.predicted.get("costs", {})
-    sources = {costs.get(k, {}).get(p.device, {}).get(p.variant, {}).get("source", "modelled")
-               for k, p in plan.placements.items()}
+    sources = set()
+    for kernel, place in plan.placements.items():
+        cost = plan.prediction.cost(kernel, place.device, place.variant)
+        sources.add(cost.source if cost is not None else "modelled")
     return "+".join(sorted(sources))
 
 

@@ -1,0 +1,58 @@
+"""``BaseAlgorithm``: what every algorithm family shares — an env, a validated config, a protocol.
+
+A family (off-policy: :class:`pearl_py.algorithms.off_policy.base.OffPolicyAlgorithm`;
+on-policy: :class:`pearl_py.algorithms.on_policy.base.OnPolicyAlgorithm`) subclasses it and
+owns its protocol derivation (the kernels, workloads, rates and edges of its training loop),
+its schedule and its storage; a concrete algorithm subclasses a family and defines networks,
+losses and act. Nothing here names a device.
+
+Example::
+
+    >>> algo = pearl.DQN("CartPole-v1", batch_size=64)      # a BaseAlgorithm of the off-policy family
+    >>> algo.family, algo.config.batch_size, algo.spec.obs_dim
+    ('off_policy', 64, 4)
+    >>> graph = algo.protocol()                             # the family's derivation
+"""
+from __future__ import annotations
+
+import abc
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from pearl_py.algorithms.env_spec import EnvError, EnvSpec
+from pearl_py.config.fields import rebuild
+
+if TYPE_CHECKING:
+    from pearl_py.protocol import ProtocolGraph
+
+
+class BaseAlgorithm(abc.ABC):
+    """An algorithm bound to a gymnasium env id and a frozen config dataclass of its hyperparameters.
+
+    ``Config``: the config dataclass (fields built with :func:`pearl_py.param`); keyword
+    hyperparameters are validated like a config file's. ``discrete_actions``: True or False when
+    the algorithm needs one kind of action space, None when it handles both.
+    """
+
+    name: ClassVar[str]
+    family: ClassVar[str]
+    """``off_policy`` or ``on_policy``: which derivation, schedule, storage and executors the algorithm uses."""
+    Config: ClassVar[type]
+    discrete_actions: ClassVar[bool | None] = None
+
+    def __init__(self, env: str, config: Any = None, **hyperparameters: Any) -> None:
+        if config is not None and not isinstance(config, self.Config):
+            raise TypeError(f"{type(self).__name__} takes a {self.Config.__name__}, got {type(config).__name__}")
+        self.env_id = env
+        self.config = rebuild(self.Config, config, hyperparameters)
+        self.spec = EnvSpec.from_env_id(env)
+        if self.discrete_actions is not None and self.spec.discrete != self.discrete_actions:
+            kind = "discrete" if self.discrete_actions else "continuous"
+            raise EnvError(f"env {env!r}: {self.name} needs {kind} actions, "
+                           f"the env has {'discrete' if self.spec.discrete else 'continuous'} ones")
+
+    @abc.abstractmethod
+    def protocol(self, serialized: bool = False) -> ProtocolGraph:
+        """The kernels of this algorithm with their workloads, rates and data edges (the family's derivation)."""
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(env={self.env_id!r}, config={self.config})"

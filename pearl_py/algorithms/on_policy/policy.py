@@ -1,0 +1,78 @@
+"""The actor-critic network of PPO and A2C: a policy MLP and a separate value MLP.
+
+As Stable-Baselines3's ``MlpPolicy``: separate ``pi`` and ``vf`` networks of the same hidden
+widths (``net_arch``, default [64, 64]) with Tanh activations, a categorical policy over
+Discrete actions (the policy net outputs logits), a diagonal Gaussian over Box actions
+(the policy net outputs the mean; ``log_std`` is one free parameter per action dimension,
+independent of the state, initialised to ``log_std_init``), and orthogonal initialisation
+with gains sqrt(2) for hidden layers, 0.01 for the policy head, 1 for the value head, zero
+biases. Gaussian actions live in pearl_py's [-1, 1] action space (scaled to the env's bounds
+and clipped at ``env.step``), not in the env's own units as in SB3.
+
+Example::
+
+    >>> net = ActorCritic(obs_dim=4, action_dim=2, discrete=True, net_arch=(64, 64))
+    >>> dist = net.distribution(torch.zeros(3, 4))
+    >>> dist.sample().shape, net.value(torch.zeros(3, 4)).shape
+    (torch.Size([3]), torch.Size([3]))
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import torch
+from torch import nn
+
+from pearl_py.algorithms.networks import mlp
+from pearl_py.algorithms.on_policy.distributions import (
+    Categorical,
+    DiagGaussian,
+    Distribution,
+)
+
+ACTIVATIONS: dict[str, type[nn.Module]] = {"tanh": nn.Tanh, "relu": nn.ReLU}
+"""``activation_fn`` config values and the modules they name."""
+
+HIDDEN_GAIN = math.sqrt(2.0)
+POLICY_HEAD_GAIN = 0.01
+VALUE_HEAD_GAIN = 1.0
+
+
+class ActorCritic(nn.Module):
+    """``pi``: obs -> logits (Discrete) or Gaussian mean (Box); ``vf``: obs -> V(s); ``log_std`` for Box."""
+
+    def __init__(self, obs_dim: int, action_dim: int, discrete: bool, net_arch: Sequence[int] = (64, 64),
+                 activation_fn: str = "tanh", ortho_init: bool = True, log_std_init: float = 0.0) -> None:
+        super().__init__()
+        activation = ACTIVATIONS[activation_fn]
+        self.discrete = discrete
+        self.pi = mlp(obs_dim, net_arch, action_dim, activation=activation)
+        self.vf = mlp(obs_dim, net_arch, 1, activation=activation)
+        if not discrete:
+            self.log_std = nn.Parameter(torch.full((action_dim,), float(log_std_init)))
+        if ortho_init:
+            orthogonal_init(self.pi, POLICY_HEAD_GAIN)
+            orthogonal_init(self.vf, VALUE_HEAD_GAIN)
+
+    def distribution(self, obs: torch.Tensor) -> Distribution:
+        out = self.pi(obs)
+        return Categorical(out) if self.discrete else DiagGaussian(out, self.log_std)
+
+    def value(self, obs: torch.Tensor) -> torch.Tensor:
+        """V(s), one value per observation (shape ``(batch,)``)."""
+        return self.vf(obs).squeeze(-1)
+
+    def evaluate(self, obs: torch.Tensor, actions: torch.Tensor
+                 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """``(values, log_probs, entropies)`` of taken ``actions``: what the losses differentiate."""
+        dist = self.distribution(obs)
+        return self.value(obs), dist.log_prob(actions), dist.entropy()
+
+
+def orthogonal_init(net: nn.Sequential, head_gain: float) -> None:
+    """Orthogonal weights (gain sqrt(2) in hidden layers, ``head_gain`` in the last) and zero biases."""
+    linears = [m for m in net if isinstance(m, nn.Linear)]
+    for i, layer in enumerate(linears):
+        nn.init.orthogonal_(layer.weight, gain=head_gain if i == len(linears) - 1 else HIDDEN_GAIN)
+        nn.init.zeros_(layer.bias)

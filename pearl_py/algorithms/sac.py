@@ -1,0 +1,191 @@
+"""SAC (Haarnoja et al. 2018): a squashed Gaussian actor, twin critics and automatic entropy tuning.
+
+Defaults equal Stable-Baselines3's SAC (learning_rate 3e-4, batch 256, tau 0.005,
+train_freq 1, net_arch [256, 256], ``ent_coef: auto``, ``target_entropy: auto`` =
+-dim(A)). The semantics follow SB3's:
+
+* the actor is pearl_py's MLP with ``2 * dim(A)`` outputs, the mean and the log std
+  (SB3's ``mu`` and ``log_std`` heads as one layer; same initial distribution). The log
+  std is clamped to [-20, 2]; actions are ``tanh(mean + std * N(0, 1))``, sampled with
+  the reparameterization trick, and their log-probability carries the squashing
+  correction ``- sum log(1 - tanh(u)^2 + 1e-6)``; greedy actions are ``tanh(mean)``;
+* the critics regress on ``r + gamma (1 - done) (min(Q1_t, Q2_t)(s', a') - alpha log pi(a'|s'))``
+  with ``a' ~ pi(s')``, loss ``0.5 * (MSE1 + MSE2)``; only the critics have targets;
+* the actor minimises ``alpha log pi(a|s) - min(Q1, Q2)(s, a)``, ``a ~ pi(s)``;
+* with ``ent_coef: auto`` (``auto_0.1``: starting at 0.1) ``log(alpha)`` is trained by
+  its own Adam on ``-log(alpha) (log pi(a|s) + target_entropy)``; a number fixes alpha.
+
+Step order: critics, actor, entropy coefficient (the order of the SAC paper's algorithm),
+so the critics and the actor use the coefficient from before the step, as SB3's do.
+Each loss draws its own actions: the entropy loss samples ``pi(s)`` again after the actor
+step where SB3 reuses the actor loss's sample (the same distribution, one more actor forward).
+
+Example::
+
+    >>> algo = pearl.SAC("Pendulum-v1", learning_rate=1e-3)
+    >>> [loss.name for loss in algo.losses()]
+    ['critic', 'actor', 'ent_coef']
+"""
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from pearl_py.algorithms.losses import td_target, weighted_mean
+from pearl_py.algorithms.networks import Networks, TwinStateActionValue, mlp
+from pearl_py.algorithms.off_policy.base import Algorithm, Loss
+from pearl_py.algorithms.off_policy.config import OffPolicyConfig
+from pearl_py.algorithms.off_policy.learner import TensorBatch
+from pearl_py.config.fields import param
+from pearl_py.errors import ConfigError
+
+LOG_STD_MIN, LOG_STD_MAX = -20.0, 2.0
+"""The clamp of the actor's log std (SB3's, from the original implementation)."""
+SQUASH_EPS = 1e-6
+"""Added inside ``log(1 - tanh(u)^2 + eps)``: keeps the correction finite at saturated actions."""
+HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
+_AUTO = re.compile(r"auto(_(?P<initial>.+))?")
+
+
+@dataclass(frozen=True)
+class SACConfig(OffPolicyConfig):
+    """SAC hyperparameters (rl-baselines3-zoo names; defaults are SB3's)."""
+
+    learning_rate: float = param(3e-4, "Adam step size of actor, critics and entropy coefficient.", low=0.0,
+                                 low_open=True)
+    batch_size: int = param(256, "Transitions per gradient step.", low=1)
+    tau: float = param(0.005, "Polyak coefficient of the target critics.", low=0.0, low_open=True, high=1.0)
+    train_freq: int = param(1, "Vector-env steps between training rounds.", low=1)
+    target_update_interval: int = param(1, "Gradient steps between soft updates of the target critics.", low=1)
+    net_arch: tuple[int, ...] = param((256, 256), "Hidden layer widths of actor and critics.", low=1)
+    ent_coef: float | str = param("auto", "Entropy coefficient alpha: a number (fixed), 'auto' (learnt, from "
+                                  "1.0) or 'auto_<initial value>' (learnt, e.g. auto_0.1).", low=0.0)
+    target_entropy: float | str = param("auto", "Entropy the learnt coefficient steers the policy to; 'auto': "
+                                        "-dim(action space).")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.ent_coef, str):
+            match = _AUTO.fullmatch(self.ent_coef)
+            initial = match and match.group("initial")
+            if match is None or (initial is not None and not _positive_number(initial)):
+                raise ConfigError(f"must be a number, 'auto' or 'auto_<initial value > 0>', got {self.ent_coef!r}",
+                                  key="ent_coef")
+        if isinstance(self.target_entropy, str) and self.target_entropy != "auto":
+            raise ConfigError(f"must be a number or 'auto', got {self.target_entropy!r}", key="target_entropy")
+
+    @property
+    def learns_ent_coef(self) -> bool:
+        return isinstance(self.ent_coef, str)
+
+    @property
+    def initial_ent_coef(self) -> float:
+        """alpha at the start: the fixed number, or the 'auto' start (1.0 unless 'auto_<value>')."""
+        if not isinstance(self.ent_coef, str):
+            return float(self.ent_coef)
+        initial = _AUTO.fullmatch(self.ent_coef).group("initial")
+        return 1.0 if initial is None else float(initial)
+
+
+def _positive_number(text: str) -> bool:
+    try:
+        return float(text) > 0.0 and math.isfinite(float(text))
+    except ValueError:
+        return False
+
+
+class EntropyCoefficient(nn.Module):
+    """The learnt ``log(alpha)`` (one parameter, as SB3's ``log_ent_coef``); calling it gives alpha."""
+
+    def __init__(self, initial: float) -> None:
+        super().__init__()
+        self.log_value = nn.Parameter(torch.full((1,), math.log(initial)))
+
+    def forward(self) -> torch.Tensor:
+        return self.log_value.exp()
+
+
+def mean_and_log_std(actor_out: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Split the actor's output into the Gaussian's mean and its clamped log std."""
+    mean, log_std = actor_out.chunk(2, dim=-1)
+    return mean, log_std.clamp(LOG_STD_MIN, LOG_STD_MAX)
+
+
+def squashed_sample(actor: nn.Module, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """``a = tanh(mean + std * eps)``, ``eps ~ N(0, 1)`` (reparameterized: gradients reach the actor), and
+    ``log pi(a|s) = sum(-eps^2 / 2 - log std - log(2 pi) / 2) - sum log(1 - a^2 + 1e-6)``."""
+    mean, log_std = mean_and_log_std(actor(obs))
+    eps = torch.randn_like(mean)
+    action = torch.tanh(mean + log_std.exp() * eps)
+    gaussian = (-0.5 * eps.square() - log_std - HALF_LOG_2PI).sum(-1)
+    return action, gaussian - torch.log(1.0 - action.square() + SQUASH_EPS).sum(-1)
+
+
+class SAC(Algorithm):
+    """Soft actor-critic for continuous actions: stochastic tanh-Gaussian actor, twin critics and targets."""
+
+    name = "sac"
+    Config = SACConfig
+    discrete_actions = False
+    target_networks = ("critic",)
+    acting_networks = ("actor",)
+    acting_form = "squashed_gaussian"
+
+    @property
+    def target_entropy(self) -> float:
+        """The configured target entropy, -dim(A) for 'auto'."""
+        value = self.config.target_entropy
+        return -float(self.spec.action_dim) if value == "auto" else float(value)
+
+    def build_networks(self) -> dict[str, nn.Module]:
+        spec, cfg = self.spec, self.config
+        nets: dict[str, nn.Module] = {
+            "actor": mlp(spec.obs_dim, cfg.net_arch, 2 * spec.action_dim),
+            "critic": TwinStateActionValue(spec.obs_dim, spec.action_dim, cfg.net_arch),
+        }
+        if cfg.learns_ent_coef:
+            nets["ent_coef"] = EntropyCoefficient(cfg.initial_ent_coef)
+        return nets
+
+    def losses(self) -> Sequence[Loss]:
+        losses = [Loss("critic", trains="critic", fn=self._critic_loss, form="sac_critic"),
+                  Loss("actor", trains="actor", fn=self._actor_loss, form="sac_actor")]
+        if self.config.learns_ent_coef:
+            losses.append(Loss("ent_coef", trains="ent_coef", fn=self._ent_coef_loss, form="sac_entropy"))
+        return losses
+
+    def ent_coef(self, nets: Networks) -> torch.Tensor | float:
+        """alpha now, without gradient: the learnt one, or the fixed number."""
+        if self.config.learns_ent_coef:
+            return nets.online.ent_coef().detach()
+        return self.config.initial_ent_coef
+
+    def _critic_loss(self, nets: Networks, batch: TensorBatch) -> tuple[torch.Tensor, torch.Tensor]:
+        with torch.no_grad():
+            next_action, next_log_prob = squashed_sample(nets.online.actor, batch.next_obs)
+            next_q = torch.min(*nets.target.critic(batch.next_obs, next_action))
+            target = td_target(batch, next_q - self.ent_coef(nets) * next_log_prob, self.config.gamma)
+        q1, q2 = nets.online.critic(batch.obs, batch.actions)
+        per_item = 0.5 * (F.mse_loss(q1, target, reduction="none") + F.mse_loss(q2, target, reduction="none"))
+        return weighted_mean(per_item, batch), q1 - target
+
+    def _actor_loss(self, nets: Networks, batch: TensorBatch) -> tuple[torch.Tensor, None]:
+        action, log_prob = squashed_sample(nets.online.actor, batch.obs)
+        q = torch.min(*nets.online.critic(batch.obs, action))
+        return (self.ent_coef(nets) * log_prob - q).mean(), None
+
+    def _ent_coef_loss(self, nets: Networks, batch: TensorBatch) -> tuple[torch.Tensor, None]:
+        with torch.no_grad():
+            _, log_prob = squashed_sample(nets.online.actor, batch.obs)
+        return -(nets.online.ent_coef.log_value * (log_prob + self.target_entropy)).mean(), None
+
+    def act(self, nets: Networks, obs: torch.Tensor, *, explore: bool, progress: float) -> torch.Tensor:
+        mean, log_std = mean_and_log_std(nets.online.actor(obs))
+        if not explore:
+            return torch.tanh(mean)
+        return torch.tanh(mean + log_std.exp() * torch.randn_like(mean))

@@ -1,0 +1,456 @@
+"""Plan and Prediction: the typed contract between the stages.
+
+A :class:`Plan` says what runs: every kernel's :class:`Placement` (device, implementation
+variant, replicas or threads), the protocol ``mode`` (``serialized``: stages one after another,
+the serial executor; ``overlapped``: collection beside training, the parallel runtime) and each
+device's kind. That is ``plan.yaml``, the file a user edits for ``pearl run --plan``. What the
+performance model predicted for it is a :class:`Prediction` beside it (``prediction.json``):
+the figures, the cost table with each cost's source, the solver's proof, the Pareto front,
+the other objective's plan, the whole-run figure, and what a simulation or a tuning trial added.
+Both are frozen: a stage that adds to a prediction builds a new one (:meth:`Plan.with_prediction`).
+
+Example::
+
+    >>> plan = pearl.plan(pearl.DQN("CartPole-v1"), pearl.Platform.load("pearl-cpu-gpu-fpga"))
+    >>> plan.placements[LEARNER_UPDATE].device, plan.mode, plan.devices["fpga"]
+    ('gpu', 'overlapped', 'fpga')
+    >>> round(plan.prediction.samples_per_s), plan.prediction.cost(LEARNER_UPDATE, "gpu").source
+    (35531, 'modelled')
+    >>> sorted(p.name for p in plan.export("out/plan").values())
+    ['plan.json', 'plan.yaml', 'prediction.json', 'report.html', 'report.md']
+    >>> Plan.load("out/plan/plan.yaml") == plan      # the prediction is read back from beside it
+    True
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+import types
+import typing
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pearl_py.errors import PlanningError
+from pearl_py.plan_file import FORMAT, MODES, load_plan
+from pearl_py.protocol.kernel import KernelKind
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where one kernel runs: a device of the platform, an implementation variant, replicas.
+
+    ``replicas`` of a replicable kernel (``env_step``, ``inference``) are its processes; of a threaded
+    kernel (the learner update) the learner's threads (docs/optimizer.md).
+    """
+
+    device: str
+    variant: str = "reference"
+    replicas: int = 1
+
+
+@dataclass(frozen=True)
+class ThreadCost:
+    """One call of a threaded kernel at ``threads`` threads."""
+
+    threads: int
+    latency_s: float
+    energy_j: float
+
+
+@dataclass(frozen=True)
+class KernelCost:
+    """One call of a kernel on a device as a variant: latency, dynamic energy, resources, how it is known."""
+
+    latency_s: float
+    energy_j: float
+    source: str
+    """``measured``, ``calibrated`` or ``modelled`` (docs/cost-models.md)."""
+    resources: Mapping[str, float] = field(default_factory=dict)
+    setup_s: float = 0.0
+    """One-off seconds before the first call (a compile); its source is the cost's."""
+    threads: tuple[ThreadCost, ...] = ()
+    """The call at 2, 3, ... threads where it was costed so (the calibrated learner update)."""
+
+    def at(self, threads: int) -> KernelCost:
+        """The cost of one call at ``threads`` threads (itself at 1, or where none was costed)."""
+        if threads == 1:
+            return self
+        at = next((t for t in self.threads if t.threads == threads), None)
+        return self if at is None else dataclasses.replace(self, latency_s=at.latency_s, energy_j=at.energy_j)
+
+
+@dataclass(frozen=True)
+class DeviceInfo:
+    """A device as the plan used it: kind, catalogue model, power, parallel units, pool members."""
+
+    kind: str
+    model: str
+    idle_w: float
+    peak_w: float
+    units: int
+    members: int = 1
+
+
+@dataclass(frozen=True)
+class SolverInfo:
+    """How the plan was found and how sure: ``gap`` to the proven ``bound`` (0 when optimal)."""
+
+    name: str
+    optimal: bool
+    bound: float
+    gap: float
+    seconds: float
+
+
+@dataclass(frozen=True)
+class Figures:
+    """A plan's steady-state figures (modelled): speed, efficiency, power, what limits it."""
+
+    samples_per_s: float
+    samples_per_j: float
+    power_w: float
+    time_per_sample_s: float
+    energy_per_sample_j: float
+    bottleneck: str
+
+
+@dataclass(frozen=True)
+class Alternative:
+    """The other objective's plan, for the report's side-by-side table."""
+
+    objective: str
+    figures: Figures
+    placements: Mapping[str, Placement]
+
+
+@dataclass(frozen=True)
+class ParetoPoint:
+    """One plan of the throughput-power Pareto front."""
+
+    samples_per_s: float
+    samples_per_j: float
+    power_w: float
+    placements: Mapping[str, Placement]
+
+
+@dataclass(frozen=True)
+class WholeRun:
+    """The modelled time of a whole run: warm-up, learning phase, one-off setups (docs/optimizer.md)."""
+
+    env_steps: int
+    warmup_steps: int
+    warmup_s: float
+    learning_s: float
+    setup_s: float
+    seconds: float
+    warmup_samples_per_s: float
+    samples_per_s: float
+    source: str = "modelled"
+
+
+@dataclass(frozen=True)
+class CpuGpuRatio:
+    """Actor cores per GPU that runs the learner (None when the learner is on no GPU)."""
+
+    actor_cores: int
+    learner_gpus: int
+    ratio: float | None
+
+
+@dataclass(frozen=True)
+class PlatformInfo:
+    """The platform the plan was made for: its name, description and devices (name, kind, model, node)."""
+
+    name: str
+    description: str = ""
+    devices: tuple[Mapping[str, Any], ...] = ()
+    links: tuple[Mapping[str, Any], ...] = ()
+    counters: Mapping[str, bool] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Simulation:
+    """What a discrete-event simulation of the plan measured (every figure ``simulated``, docs/simulator.md)."""
+
+    samples_per_s: float
+    run_samples_per_s: float
+    elapsed_s: float
+    env_steps: int
+    updates: int
+    utilization: Mapping[str, float]
+    bottleneck: str
+    energy_per_sample_j: float
+    samples_per_j: float
+    power_w: float
+    timeline: tuple[tuple[str, float, float, str], ...] = ()
+    source: str = "simulated"
+
+
+@dataclass(frozen=True)
+class Trial:
+    """One candidate plan trialled by ``--tune``: its prediction and what its trial measured."""
+
+    rank: int
+    executor: str
+    mode: str
+    placements: Mapping[str, Placement]
+    predicted_samples_per_s: float | None
+    predicted_source: str
+    measured_samples_per_s: float | None = None
+    window_env_steps: int | None = None
+    window_s: float | None = None
+    trial_env_steps: int | None = None
+    trial_s: float | None = None
+    error: str | None = None
+    kept: bool = False
+    source: str = "measured"
+
+
+@dataclass(frozen=True)
+class Tuning:
+    """The record of ``--tune``: every trial, the one kept and why, and what tuning cost."""
+
+    top_k: int
+    seconds: float
+    kept: int
+    reason: str
+    tuning_s: float
+    trials: tuple[Trial, ...]
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """What the performance model predicts for a plan (every figure modelled unless it says otherwise)."""
+
+    figures: Figures
+    solver: SolverInfo
+    costs: Mapping[str, Mapping[str, Mapping[str, KernelCost]]]
+    """``costs[kernel][device][variant]``: every option the optimizer weighed, with its source."""
+    rates: Mapping[str, float]
+    """Calls per collected sample of each kernel (as the runtime runs it)."""
+    kinds: Mapping[str, str]
+    """Each kernel's kind."""
+    devices: Mapping[str, DeviceInfo]
+    throttled: bool = False
+    busy_s: Mapping[str, float] = field(default_factory=dict)
+    link_busy_s: Mapping[str, float] = field(default_factory=dict)
+    utilization: Mapping[str, float] = field(default_factory=dict)
+    cpu_gpu_ratio: CpuGpuRatio | None = None
+    infeasible: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    variant_notes: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    power_cap_w: float | None = None
+    limit: str = ""
+    """What limits throughput, in words."""
+    threads: tuple[str, ...] = ()
+    """Why a threaded kernel runs the threads it does, in words."""
+    comparison: str = ""
+    alternative: Alternative | None = None
+    pareto: tuple[ParetoPoint, ...] = ()
+    platform: PlatformInfo | None = None
+    horizon: float | None = None
+    run: WholeRun | None = None
+    simulation: Simulation | None = None
+    tuning: Tuning | None = None
+
+    # figures read often enough to deserve a name
+    @property
+    def samples_per_s(self) -> float:
+        return self.figures.samples_per_s
+
+    @property
+    def samples_per_j(self) -> float:
+        return self.figures.samples_per_j
+
+    @property
+    def bottleneck(self) -> str:
+        return self.figures.bottleneck
+
+    def cost(self, kernel: str, device: str, variant: str = "reference") -> KernelCost | None:
+        """The recorded cost of one call of ``kernel`` on ``device`` as ``variant`` (None if not weighed)."""
+        return self.costs.get(kernel, {}).get(device, {}).get(variant)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data (prediction.json); :meth:`from_dict` reads it back."""
+        return _plain(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Prediction:
+        """Read :meth:`to_dict`'s data, or the ``predicted`` mapping of a format-1 plan file."""
+        data = dict(data)
+        if "figures" not in data:  # format 1 kept the figures at the top level
+            data["figures"] = {name: data.pop(name) for name in _field_names(Figures)}
+        data.pop("mode", None)
+        data.pop("placements", None)
+        alternative = data.get("alternative")
+        if alternative and "figures" not in alternative:
+            data["alternative"] = {"objective": alternative["objective"], "placements": alternative["placements"],
+                                   "figures": {name: alternative[name] for name in _field_names(Figures)}}
+        data["pareto"] = [{**point, "placements": point.get("placements", point.get("assignment"))}
+                          for point in data.get("pareto") or []]
+        for point in data["pareto"]:
+            point.pop("assignment", None)
+        return _build(cls, data)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """An assignment of every kernel of a protocol to a device, and the model's prediction for it.
+
+    ``devices`` maps every device a placement names to its kind; ``prediction`` is None for a
+    hand-made plan (or a plan file without its prediction.json).
+    """
+
+    platform: str
+    objective: str
+    placements: Mapping[str, Placement]
+    mode: str = "overlapped"
+    devices: Mapping[str, str] = field(default_factory=dict)
+    solver: str = "none"
+    prediction: Prediction | None = None
+
+    def __post_init__(self) -> None:
+        if self.mode not in MODES:
+            raise PlanningError(f"plan mode must be one of {', '.join(MODES)}, got {self.mode!r}")
+
+    @classmethod
+    def single_device(cls, protocol: Any, device: str = "cpu", platform: str = "local", kind: str = "cpu") -> Plan:
+        """Every kernel on one device with its reference implementation, stages in series (the serial
+        executor's plan; an executor given it explicitly runs it its own way)."""
+        return cls(platform=platform, objective="none", placements={k.name: Placement(device) for k in protocol.kernels()},
+                   mode="serialized", devices={device: kind}, solver="single-device")
+
+    @property
+    def serialized(self) -> bool:
+        """Whether the stages run one after another (the serial executor's kind of plan)."""
+        return self.mode == "serialized"
+
+    @property
+    def learner_threads(self) -> int:
+        """Threads of the learner: the replicas of the kernel of a threaded kind (1 when the plan has none)."""
+        declared = {str(k): k for k in KernelKind}
+        threaded = [p for name, p in self.placements.items() if name in declared and declared[name].threaded]
+        return threaded[0].replicas if threaded else 1
+
+    def device_kind(self, device: str) -> str:
+        """The kind of a device a placement names (``cpu``, ``gpu``, ``fpga``, ...)."""
+        try:
+            return self.devices[device]
+        except KeyError:
+            raise PlanningError(f"plan: device {device!r} has no kind; the plan's devices: "
+                                f"{', '.join(f'{d} ({k})' for d, k in self.devices.items()) or 'none'}") from None
+
+    def with_prediction(self, prediction: Prediction) -> Plan:
+        """The same plan with another prediction (a simulation or a tuning record added)."""
+        return dataclasses.replace(self, prediction=prediction)
+
+    @property
+    def predicted(self) -> dict[str, Any]:
+        """The prediction as plain data with ``mode``, as plans held it before the typed :class:`Prediction`
+        (read-only; absent parts left out). New code reads :attr:`prediction`."""
+        if self.prediction is None:
+            return {}
+        data = self.prediction.to_dict()
+        figures = data.pop("figures")
+        return {**figures, **{k: v for k, v in data.items() if v is not None}, "mode": self.mode}
+
+    def to_dict(self, prediction: bool = True) -> dict[str, Any]:
+        """plan.yaml's data (``prediction=False``) or plan.json's (the prediction inline)."""
+        data = {"format": FORMAT, "platform": self.platform, "objective": self.objective, "solver": self.solver,
+                "mode": self.mode, "devices": dict(self.devices),
+                "placements": {name: dataclasses.asdict(p) for name, p in self.placements.items()}}
+        if prediction and self.prediction is not None:
+            data["prediction"] = self.prediction.to_dict()
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Plan:
+        """A plan from :meth:`to_dict`'s data (format 2) or a format-1 plan's (``predicted`` inline)."""
+        predicted = data.get("predicted")
+        prediction = data.get("prediction")
+        mode = data.get("mode") or (predicted or {}).get("mode") or "overlapped"
+        placements = {k: Placement(**v) for k, v in data["placements"].items()}
+        devices = dict(data.get("devices") or {})
+        if predicted and not devices:
+            devices = {name: info["kind"] for name, info in (predicted.get("devices") or {}).items()}
+        missing = sorted({p.device for p in placements.values()} - set(devices))
+        if missing:  # a format-1 or hand-written plan: the kinds are its platform's
+            devices.update(platform_kinds(data["platform"], missing))
+        return cls(platform=data["platform"], objective=data["objective"], solver=data.get("solver", "none"),
+                   placements=placements, mode=mode, devices=devices,
+                   prediction=Prediction.from_dict(prediction or predicted) if (prediction or predicted) else None)
+
+    def export(self, directory: str | Path, run: dict[str, Any] | None = None) -> dict[str, Path]:
+        """Write ``plan.yaml``, ``prediction.json``, ``plan.json``, ``report.md`` and ``report.html`` (each atomically).
+
+        ``run``: a run's result.json data; the reports then set what was measured beside the predictions.
+        """
+        from pearl_py.report.export import export_plan
+
+        return export_plan(self, Path(directory), run)
+
+    @classmethod
+    def load(cls, path: str | Path) -> Plan:
+        """Read a ``plan.yaml`` or ``plan.json`` written by :meth:`export` (a ``prediction.json`` beside a
+        plan.yaml is read with it); a mistake raises a ConfigError naming ``file:line: key``."""
+        return load_plan(cls, Path(path))
+
+
+def platform_kinds(platform: str, devices: list[str]) -> dict[str, str]:
+    """The kinds of ``devices`` on ``platform`` (``local`` or a catalogue name or path); a device it does
+    not have is a :class:`PlanningError` naming it and the platform's devices."""
+    from pearl_py.platform import Platform
+
+    target = Platform.local() if platform == "local" else Platform.load(platform)
+    unknown = [d for d in devices if d not in target.devices]
+    if unknown:
+        raise PlanningError(f"plan: platform {platform!r} has no device {unknown[0]!r}; its devices: "
+                            f"{', '.join(target.devices)}")
+    return {d: target.devices[d].kind for d in devices}
+
+
+# -- plain data <-> the frozen dataclasses above -------------------------------------------------------
+def _field_names(cls: type) -> list[str]:
+    return [f.name for f in dataclasses.fields(cls)]
+
+
+def _plain(value: Any) -> Any:
+    if dataclasses.is_dataclass(value):
+        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (tuple, list)):
+        return [_plain(v) for v in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return None if math.isnan(value) else ("inf" if value > 0 else "-inf")
+    return value
+
+
+def _build(hint: Any, data: Any) -> Any:
+    """``data`` (plain, from JSON or YAML) as the type ``hint`` (dataclasses, mappings, tuples, optionals)."""
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if dataclasses.is_dataclass(hint):
+        hints = typing.get_type_hints(hint)
+        known = {f.name for f in dataclasses.fields(hint)}
+        unknown = set(data) - known
+        if unknown:
+            raise ValueError(f"{hint.__name__} has no field {sorted(unknown)[0]!r}")
+        return hint(**{k: _build(hints[k], v) for k, v in data.items()})
+    if origin in (typing.Union, types.UnionType):
+        if data is None:
+            return None
+        options = [a for a in args if a is not type(None)]
+        return _build(options[0], data)
+    if origin in (Mapping, dict) or hint in (Mapping, dict):
+        value_type = args[1] if args else Any
+        return {k: _build(value_type, v) for k, v in dict(data).items()}
+    if origin is tuple:
+        if len(args) == 2 and args[1] is Ellipsis:
+            return tuple(_build(args[0], v) for v in data)
+        return tuple(_build(a, v) for a, v in zip(args, data))
+    if hint is float and isinstance(data, str):
+        return float(data)
+    if hint is float and isinstance(data, int):
+        return float(data)
+    return data

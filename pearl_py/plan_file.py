@@ -1,0 +1,86 @@
+"""Reading plan files: ``plan.yaml`` (with ``prediction.json`` beside it) or ``plan.json``, validated.
+
+Every mistake is a :class:`~pearl_py.errors.ConfigError` naming ``file:line: key`` and what would
+be valid (the CLI prints it on one line and exits with code 2). A plan written by the first
+format (its prediction inline under ``predicted``) still loads.
+
+Example::
+
+    >>> plan = load_plan(Plan, Path("out/plan/plan.yaml"))
+    >>> plan.prediction is not None           # out/plan/prediction.json was read with it
+    True
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pearl_py.config.yaml_source import YamlDocument
+from pearl_py.errors import ConfigError
+
+if TYPE_CHECKING:
+    from pearl_py.plan import Plan
+
+MODES = ("serialized", "overlapped")
+"""A plan's protocol modes: stages one after another (the serial executor) or collection beside training."""
+FORMAT = 2
+"""plan.yaml's format: 2 keeps the prediction beside the plan (1, the first, held it under ``predicted``)."""
+PREDICTION_FILE = "prediction.json"
+TOP_KEYS = ("format", "platform", "objective", "solver", "mode", "devices", "placements", "prediction", "predicted")
+PLACEMENT_KEYS = ("device", "variant", "replicas")
+
+
+def load_plan(cls: type[Plan], path: Path) -> Plan:
+    """Validate and read the plan file at ``path``; see the module docstring."""
+    doc = YamlDocument.load(path)  # JSON is YAML too
+    data = doc.data
+    if not isinstance(data, dict):
+        raise doc.error((), "a plan file is a mapping with platform, objective, mode, devices and placements")
+    for key in data:
+        if key not in TOP_KEYS:
+            raise doc.error((key,), f"unknown key; a plan file has {', '.join(TOP_KEYS[:-1])}")
+    for key in ("platform", "objective", "placements"):
+        if key not in data:
+            raise doc.error((), f"missing key {key!r}")
+    version = data.get("format", 1)
+    if version not in (1, FORMAT):
+        raise doc.error(("format",), f"format {version!r} is not one this pearl_py reads (1 or {FORMAT}); "
+                                     "make the plan again with `pearl plan`")
+    if "mode" in data and data["mode"] not in MODES:
+        raise doc.error(("mode",), f"must be one of {', '.join(MODES)}, got {data['mode']!r}")
+    devices = data.get("devices", {})
+    if not isinstance(devices, dict) or not all(isinstance(k, str) for k in devices.values()):
+        raise doc.error(("devices",), "must map device names to their kinds (cpu, gpu, fpga, ...)")
+    placements = data["placements"]
+    if not isinstance(placements, dict) or not placements:
+        raise doc.error(("placements",), "must map kernel names to {device, variant, replicas}")
+    for kernel, entry in placements.items():
+        if not isinstance(entry, dict) or "device" not in entry:
+            raise doc.error(("placements", kernel), "needs a device")
+        unknown = set(entry) - set(PLACEMENT_KEYS)
+        if unknown:
+            raise doc.error(("placements", kernel, sorted(unknown)[0]), "unknown key")
+        replicas = entry.get("replicas", 1)
+        if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 1:
+            raise doc.error(("placements", kernel, "replicas"), f"must be an integer >= 1, got {replicas!r}")
+    if "prediction" not in data and "predicted" not in data:
+        beside = path.parent / PREDICTION_FILE
+        if beside.is_file():
+            data = {**data, "prediction": _read_prediction(beside)}
+    try:
+        return cls.from_dict(data)
+    except (TypeError, ValueError, KeyError) as exc:
+        key = "predicted" if "predicted" in data else "prediction"
+        raise doc.error((key,), f"cannot be read ({exc}); make the plan again with `pearl plan`") from None
+
+
+def _read_prediction(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ConfigError(f"not a prediction written by pearl_py ({exc}); delete it or make the plan again with "
+                          "`pearl plan`", file=str(path)) from None
+    if not isinstance(data, dict):
+        raise ConfigError("not a prediction written by pearl_py (expected a JSON object)", file=str(path))
+    return data

@@ -1,0 +1,115 @@
+"""Device kinds, declared once: spec class, catalogue section, costing, kernel variants, run-time mapping.
+
+A :class:`DeviceKind` says everything a stage needs to know about a kind of device: the spec
+dataclass its catalogue entries validate into (and the catalogue section that holds them), how
+the estimator costs kernels on it (``calibrated`` where this machine was profiled and the
+roofline elsewhere, ``roofline`` only, or ``hls``: the FPGA HLS-style model), which kernel
+variants of :mod:`pearl_py.kernels` run on it (their device class), what it is at run time
+(``cpu`` a host process, ``cuda`` a torch device, ``simulated``: runs on the host CPU and is
+charged its modelled time) and the Ray resource it maps to. A new kind of device is one
+:func:`register` call plus its catalogue YAML (docs/extending.md).
+
+Example::
+
+    >>> device_kind("gpu").runtime, device_kind("fpga").runtime
+    ('cuda', 'simulated')
+    >>> register(DeviceKind("npu", NpuSpec, section="npus", costing="roofline", runtime="simulated",
+    ...                     ray_resource="NPU"))
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from pearl_py.platform.spec import CpuSpec, FpgaSpec, GpuSpec
+
+COSTINGS = ("calibrated", "roofline", "hls")
+RUNTIMES = ("cpu", "cuda", "simulated")
+
+
+def _one_unit(spec: Any) -> int:
+    return 1
+
+
+def _no_capacity(spec: Any) -> dict[str, float]:
+    return {}
+
+
+@dataclass(frozen=True)
+class DeviceKind:
+    """One kind of device; see the module docstring for what each field decides."""
+
+    name: str
+    spec: type
+    section: str
+    costing: str
+    runtime: str
+    ray_resource: str
+    variant_class: str | None = None
+    """The :mod:`pearl_py.kernels` device class whose variants run here (None: the reference only)."""
+    units: Callable[[Any], int] = _one_unit
+    """Parallel units of one device: single-threaded replicas that run at once (a CPU's cores)."""
+    capacity: Callable[[Any], dict[str, float]] = field(default=_no_capacity)
+    """Resources beyond memory that plans must fit in (an FPGA's DSP, LUT and RAM blocks)."""
+    one_host: bool = False
+    """Every device of this kind in a plan run on one machine is that machine (the CPU): kernels on two of
+    them do not cross a link at run time."""
+    poolable: bool = False
+    """Identical devices of one model form a pool that replicable kernels (actors) may spread over."""
+    roofline: str = "accelerator"
+    """The roofline machine model of its ``roofline`` costing (pearl_py/estimate/roofline.py: ``core`` or
+    ``accelerator``)."""
+
+    def __post_init__(self) -> None:
+        if self.costing not in COSTINGS:
+            raise ValueError(f"device kind {self.name!r}: costing must be one of {COSTINGS}, got {self.costing!r}")
+        if self.runtime not in RUNTIMES:
+            raise ValueError(f"device kind {self.name!r}: runtime must be one of {RUNTIMES}, got {self.runtime!r}")
+        if getattr(self.spec, "kind", None) != self.name:
+            raise ValueError(f"device kind {self.name!r}: its spec class {self.spec.__name__} must set "
+                             f"kind = {self.name!r}")
+
+    @property
+    def simulated(self) -> bool:
+        """Its kernels run on the host CPU at run time and are charged their modelled time."""
+        return self.runtime == "simulated"
+
+
+_KINDS: dict[str, DeviceKind] = {}
+
+
+def register(kind: DeviceKind) -> DeviceKind:
+    """Add a device kind (its name and catalogue section must be new)."""
+    if kind.name in _KINDS:
+        raise ValueError(f"device kind {kind.name!r} is already registered")
+    if any(k.section == kind.section for k in _KINDS.values()):
+        raise ValueError(f"catalogue section {kind.section!r} already belongs to another device kind")
+    _KINDS[kind.name] = kind
+    return kind
+
+
+def device_kind(name: str) -> DeviceKind:
+    """The registered kind ``name``; a clear error naming the known ones otherwise."""
+    try:
+        return _KINDS[name]
+    except KeyError:
+        raise KeyError(f"unknown device kind {name!r}; registered: {', '.join(_KINDS)}") from None
+
+
+def device_kinds() -> Iterator[DeviceKind]:
+    return iter(tuple(_KINDS.values()))
+
+
+def spec_by_section() -> dict[str, type]:
+    """Catalogue section -> spec class, for every registered kind."""
+    return {k.section: k.spec for k in _KINDS.values()}
+
+
+CPU = register(DeviceKind("cpu", CpuSpec, section="cpus", costing="calibrated", runtime="cpu", ray_resource="CPU",
+                          variant_class="cpu", units=lambda spec: spec.cores, one_host=True, poolable=True,
+                          roofline="core"))
+GPU = register(DeviceKind("gpu", GpuSpec, section="gpus", costing="roofline", runtime="cuda", ray_resource="GPU",
+                          variant_class="gpu"))
+FPGA = register(DeviceKind("fpga", FpgaSpec, section="fpgas", costing="hls", runtime="simulated",
+                           ray_resource="FPGA", capacity=lambda spec: {k: float(v) for k, v in spec.capacity().items()}))

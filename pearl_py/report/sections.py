@@ -1,0 +1,146 @@
+"""A plan's report as one ordered list of sections of typed blocks, rendered by both writers.
+
+:func:`sections` decides what a report says and in which order; :mod:`pearl_py.report.markdown`
+and :mod:`pearl_py.report.html` only lay the blocks out (Markdown leaves out the charts a
+table beside them already states, and keeps the simulated timeline).
+
+Example::
+
+    >>> parts = sections(plan, run=result.to_dict())
+    >>> [s.title for s in parts][:3]
+    ['Plan for local: throughput objective', 'Predicted and measured', 'Plan']
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from pearl_py.report import content, fmt, measured, simulation, svg, tuning
+
+if TYPE_CHECKING:
+    from pearl_py.plan import Plan
+
+
+@dataclass(frozen=True)
+class Paragraph:
+    """Text; ``style``: ``lead`` (the headline sentence), ``note`` (a boxed remark), ``small`` or plain."""
+
+    text: str
+    style: str = ""
+
+
+@dataclass(frozen=True)
+class Cards:
+    """A row of headline figures: ``(label, value)``."""
+
+    items: tuple[tuple[str, str], ...]
+
+
+@dataclass(frozen=True)
+class Table:
+    """A table; rows whose ``highlight`` is true stand out (a moved kernel, the kept trial)."""
+
+    header: tuple[str, ...]
+    rows: tuple[tuple[str, ...], ...]
+    highlight: tuple[bool, ...] = ()
+
+
+@dataclass(frozen=True)
+class Bullets:
+    items: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Figure:
+    """An inline SVG chart; ``in_markdown``: also in report.md (where no table states the same)."""
+
+    svg: str
+    in_markdown: bool = False
+
+
+Block = Paragraph | Cards | Table | Bullets | Figure
+
+
+@dataclass(frozen=True)
+class Section:
+    title: str
+    blocks: tuple[Block, ...] = field(default_factory=tuple)
+    level: int = 2
+
+
+def _table(header: list[str], rows: list[list[str]] | list[tuple[str, str]], highlight=None) -> Table:
+    return Table(tuple(header), tuple(tuple(r) for r in rows), tuple(highlight or ()))
+
+
+def title(plan: Plan, run: dict[str, Any] | None) -> str:
+    """The report's title: the run's algorithm, env and seed when there is a run, else the plan's platform."""
+    if run is not None:
+        return (f"{run['algorithm'].upper()} on {run['env']}, seed {run['seed']}: {plan.objective} plan "
+                f"on {plan.platform}")
+    return content.title(plan)
+
+
+def sections(plan: Plan, run: dict[str, Any] | None = None) -> list[Section]:
+    """Every section of the report of ``plan`` (and of ``run``, a result.json dict), in order."""
+    p = plan.prediction
+    summary = content.summary_rows(plan)
+    head: list[Block] = [Paragraph(p.limit, "lead")]
+    if content.optimality_sentence(plan):  # a plan with a gap says so before any figure
+        head.append(Paragraph(content.optimality_sentence(plan), "note"))
+    if run is not None:
+        head.append(Cards(tuple(measured.headline_cards(plan, run))))
+    else:
+        head.append(Cards(tuple(summary[:4])))
+    out = [Section(title(plan, run), tuple(head), level=1)]
+    if run is not None:
+        rows = measured.summary_rows(plan, run)
+        out.append(Section("Predicted and measured", (
+            _table(["figure", "value"], rows),
+            Figure(svg.paired_bars(measured.kernel_bars(plan, run), "Time per collected sample, by kernel",
+                                   ("predicted", "measured"))),
+            _table(measured.KERNEL_HEADER, measured.kernel_rows(plan, run)))))
+    out.append(Section("Plan", (_table(["figure", "value"], summary),)))
+    assignment: list[Block] = [_table(content.ASSIGNMENT_HEADER, content.assignment_rows(plan))]
+    why = content.choice_sentences(plan)
+    if why:
+        assignment.append(Bullets(tuple(why)))
+    out.append(Section("Assignment", tuple(assignment)))
+    if p.tuning is not None:
+        rows = tuning.trial_rows(plan)
+        out.append(Section(tuning.TITLE, (_table(tuning.HEADER, rows, [r[-1] == "kept" for r in rows]),
+                                          *(Paragraph(s, "small") for s in tuning.sentences(plan)))))
+    other, rows = content.alternative_rows(plan)
+    if rows:
+        out.append(Section(f"This plan beside the {other} objective's", (
+            Paragraph(p.comparison, "note"),
+            _table(["kernel", f"{plan.objective} plan", f"{other} plan", ""], rows, [bool(r[3]) for r in rows]))))
+    items = content.utilization_items(plan)
+    out.append(Section("Utilization", (
+        Figure(svg.bar_chart(items, "Busy share of each sample (bottleneck in orange)")),
+        _table(["device or link", "busy share of each sample"],
+               [[name, fmt.percent(v) + (" (bottleneck)" if hi else "")] for name, v, hi in items]))))
+    points = content.pareto_points(plan)
+    if len(points) > 1:
+        out.append(Section("Throughput-power Pareto front", (
+            Figure(svg.scatter(points, "samples per second", "samples per joule",
+                               "Every plan on the front: none is both faster and more frugal")),
+            _table(["samples/s", "samples/J", "power", "assignment"], content.pareto_rows(plan)))))
+    else:
+        out.append(Section("Throughput-power Pareto front", (
+            Paragraph("One plan is both the fastest and the most frugal, so the front is a single point."),)))
+    if p.simulation is not None:
+        out.append(Section(simulation.TITLE, (
+            _table(["figure", "value"], simulation.summary_rows(plan)),
+            _table(["device or link", "busy (simulated)", "busy (modelled)"], simulation.utilization_rows(plan)),
+            Figure(simulation.timeline_svg(plan), in_markdown=True))))
+    header, rows = content.cost_table(plan)
+    out.append(Section("Cost of each kernel on each device", (
+        Paragraph("Latency per call, and how it is known: measured, calibrated (fitted to micro-benchmarks on "
+                  "this machine) or modelled (from the device's specification).", "small"),
+        _table(header, rows))))
+    notes = content.infeasible_notes(plan)
+    if notes:
+        out.append(Section("Placements ruled out", (Bullets(tuple(notes)),)))
+    out.append(Section("", (Paragraph("All figures but those marked measured are predictions of pearl_py's "
+                                      "performance model (docs/optimizer.md).", "small"),)))
+    return out

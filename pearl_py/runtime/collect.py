@@ -1,0 +1,220 @@
+"""The training loop's pieces, written once for every executor.
+
+:class:`Collector` is the acting half of every family: one vector-env step (uniform random
+actions during an off-policy warm-up, the policy after), the episode bookkeeping and the true
+next observations of episodes that ended. :func:`gradient_step` is the off-policy learning
+half's step (sample, update, priorities in the serial order) and :class:`LossMeans` a round's
+average losses. The serial executors, the parallel runtime's actors and learner, and the Ray
+workers drive these; each only says where transitions go, where batches come from and how
+time is recorded.
+
+Example (the serial executor's loop, condensed)::
+
+    >>> collector = Collector(algo, seed=0, record=timer.add)
+    >>> while steps < total_steps:
+    ...     step = collector.step(None if warming_up else lambda obs: infer(obs, explore=True, progress=p))
+    ...     replay.add(step.obs, step.actions, step.rewards, step.next_obs, step.terminated)
+    ...     if schedule.is_round(vector_steps):
+    ...         means = LossMeans()
+    ...         for _ in range(gradient_steps):
+    ...             means.add(gradient_step(TimedReplay(replay, timer), update, batch_size, beta, device, timer))
+"""
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+import numpy as np
+import torch
+
+from pearl_py.algorithms.env_spec import make_vector_env
+from pearl_py.algorithms.off_policy.learner import TensorBatch, UpdateResult
+from pearl_py.protocol.kernel import (
+    ENV_STEP,
+    INFERENCE,
+    LEARNER_UPDATE,
+    PRIORITY_UPDATE,
+    REPLAY_SAMPLE,
+)
+
+if TYPE_CHECKING:
+    from pearl_py.algorithms.core import BaseAlgorithm
+    from pearl_py.algorithms.off_policy.base import OffPolicyAlgorithm
+    from pearl_py.protocol.schedule import TrainSchedule
+    from pearl_py.replay import ReplayBuffer, SampleBatch
+    from pearl_py.runtime.timing import KernelTimer
+
+Record = Callable[[str, float], None]
+"""``record(kernel, seconds)``: where a kernel's time goes (a KernelTimer's ``add``, an actor's control block)."""
+
+
+class EpisodeTracker:
+    """Running return and length of every env of a vector; reports the episodes that end."""
+
+    def __init__(self, n_envs: int) -> None:
+        self.returns = np.zeros(n_envs)
+        self.lengths = np.zeros(n_envs, dtype=np.int64)
+        self.finished = 0
+
+    def step(self, rewards: np.ndarray, done: np.ndarray) -> list[tuple[float, int]]:
+        self.returns += rewards
+        self.lengths += 1
+        if not done.any():  # most steps: nothing ends
+            return []
+        ended = [(float(self.returns[i]), int(self.lengths[i])) for i in np.flatnonzero(done)]
+        self.returns[done] = 0.0
+        self.lengths[done] = 0
+        self.finished += len(ended)
+        return ended
+
+
+def true_next_obs(next_obs: np.ndarray, done: np.ndarray, infos: dict) -> np.ndarray:
+    """Next observations with the final observation of every ended episode (SAME_STEP autoreset)."""
+    if not done.any():
+        return next_obs
+    real = next_obs.copy()
+    for i in np.flatnonzero(done):
+        real[i] = infos["final_obs"][i]
+    return real
+
+
+@dataclass(frozen=True)
+class Collected:
+    """One vector step: ``n_envs`` transitions and the episodes that ended with them.
+
+    ``next_obs`` holds the true next observations (an ended episode's final one); the envs
+    continue from :attr:`Collector.obs`. ``truncated``: episodes a time limit cut (not terminated);
+    ``ended``: ``(env index, return, length)`` per episode that ended.
+    """
+
+    obs: np.ndarray
+    actions: np.ndarray
+    rewards: np.ndarray
+    next_obs: np.ndarray
+    terminated: np.ndarray
+    truncated: np.ndarray
+    ended: tuple[tuple[int, float, int], ...]
+
+    @property
+    def done(self) -> np.ndarray:
+        return self.terminated | self.truncated
+
+
+class Collector:
+    """A vector of ``n_envs`` envs seeded ``seed``, stepped one vector step at a time.
+
+    Random actions of the warm-up come from its own generator (``default_rng(seed)``) and are
+    recorded as ``inference``; the policy's call is recorded as ``policy_kernel`` (``inference``,
+    or an actor's ``inference_request`` when a server infers), the env step as ``env_step``.
+    Call :meth:`close` (or use it as a context manager) to close the envs.
+    """
+
+    def __init__(self, algorithm: BaseAlgorithm, seed: int, record: Record, policy_kernel: str = INFERENCE) -> None:
+        self.spec = algorithm.spec
+        self.n_envs = algorithm.config.n_envs
+        self.rng = np.random.default_rng(seed)
+        self.envs = make_vector_env(algorithm.env_id, self.n_envs, seed)
+        self.tracker = EpisodeTracker(self.n_envs)
+        self.record, self.policy_kernel = record, policy_kernel
+        obs, _ = self.envs.reset(seed=seed)
+        self.obs = obs.astype(np.float32)
+
+    def step(self, policy: Callable[[np.ndarray], np.ndarray | None] | None) -> Collected | None:
+        """One vector step with ``policy(obs) -> actions`` (None: uniform random actions, the warm-up).
+        Returns None, having stepped nothing, when the policy returns None (the run stopped meanwhile)."""
+        start = time.perf_counter()
+        actions = self.spec.random_actions(self.n_envs, self.rng) if policy is None else policy(self.obs)
+        if actions is None:
+            return None
+        self.record(INFERENCE if policy is None else self.policy_kernel, time.perf_counter() - start)
+        start = time.perf_counter()
+        next_obs, rewards, terminated, truncated, infos = self.envs.step(self.spec.to_env_action(actions))
+        self.record(ENV_STEP, time.perf_counter() - start)
+        done = terminated | truncated
+        next_obs = next_obs.astype(np.float32)
+        ended = self.tracker.step(rewards, done)
+        step = Collected(self.obs, actions, rewards.astype(np.float32), true_next_obs(next_obs, done, infos),
+                         terminated, truncated, tuple((int(i), r, n) for i, (r, n) in zip(np.flatnonzero(done), ended)))
+        self.obs = next_obs
+        return step
+
+    @property
+    def episodes(self) -> int:
+        """Episodes finished so far."""
+        return self.tracker.finished
+
+    def close(self) -> None:
+        self.envs.close()
+
+    def __enter__(self) -> Collector:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class ReplayAccess(Protocol):
+    """Where a learner's batches come from and its priorities go: the replay itself or a server of it."""
+
+    @property
+    def prioritized(self) -> bool: ...
+
+    def sample(self, batch_size: int, beta: float) -> SampleBatch: ...
+
+    def update_priorities(self, indices: np.ndarray, td_abs: np.ndarray) -> None: ...
+
+
+class TimedReplay:
+    """A :class:`ReplayBuffer` in the learner's process, its sample and priority update timed."""
+
+    def __init__(self, replay: ReplayBuffer, timer: KernelTimer) -> None:
+        self.replay, self.timer = replay, timer
+
+    @property
+    def prioritized(self) -> bool:
+        return self.replay.prioritized
+
+    def sample(self, batch_size: int, beta: float) -> SampleBatch:
+        with self.timer(REPLAY_SAMPLE):
+            return self.replay.sample(batch_size, beta=beta)
+
+    def update_priorities(self, indices: np.ndarray, td_abs: np.ndarray) -> None:
+        with self.timer(PRIORITY_UPDATE):
+            self.replay.update_priorities(indices, td_abs)
+
+
+def gradient_step(replay: ReplayAccess, update: Callable[[TensorBatch], UpdateResult], batch_size: int,
+                  beta: float, device: torch.device,
+                  time_update: Callable[[str], AbstractContextManager[Any]]) -> UpdateResult:
+    """One update in the serial order: sample a batch, update (timed as ``learner_update``), send the priorities."""
+    sample = replay.sample(batch_size, beta)
+    with time_update(LEARNER_UPDATE):
+        out = update(TensorBatch.from_numpy(sample, device))
+    if replay.prioritized:
+        replay.update_priorities(sample.indices, out.td_abs.cpu().numpy())
+    return out
+
+
+def round_beta(algorithm: OffPolicyAlgorithm, schedule: TrainSchedule, step: int) -> float:
+    """Importance-sampling exponent of the training round at vector step ``step``: the serial loop's, which
+    anneals it by the progress before that step's transitions."""
+    return algorithm.beta_at((step - 1) * schedule.n_envs / schedule.total_steps)
+
+
+class LossMeans:
+    """Average losses over a round's updates (tensors summed lazily, read once at the end)."""
+
+    def __init__(self) -> None:
+        self.totals: dict[str, torch.Tensor | float] = {}
+        self.count = 0
+
+    def add(self, out: UpdateResult) -> None:
+        for name, value in out.losses.items():
+            self.totals[name] = self.totals.get(name, 0.0) + value
+        self.count += 1
+
+    def means(self) -> dict[str, float]:
+        return {name: float(total) / max(self.count, 1) for name, total in self.totals.items()}
