@@ -52,16 +52,19 @@ class IdleLevels:
         return min(bisect.bisect_left(self.watts, watts * (1 - 1e-9)), len(self.watts) - 1)
 
     def budget(self, j: int) -> float:
-        """The idle-power budget of an interval ending at level ``j``: halfway to the next level, so a
-        plan at level ``j`` is inside with room for HiGHS's tolerances and one at ``j + 1`` is outside."""
+        """The idle-power budget of an interval ending at level ``j``. Exact levels: halfway to the next level,
+        so a plan at level ``j`` is inside with room for HiGHS's tolerances and one at ``j + 1`` is outside. A
+        grid: up to the next level, since plans draw anything between levels (the next interval, priced at
+        that level, would over-price them)."""
         if j + 1 < len(self.watts):
-            return 0.5 * (self.watts[j] + self.watts[j + 1])
+            return 0.5 * (self.watts[j] + self.watts[j + 1]) if self.exact else self.watts[j + 1]
         return self.watts[j] * (1 + 1e-6) + 1e-9
 
 
-def idle_levels(idle_w: Iterable[float], least: float = 0.0, limit: int = MAX_LEVELS) -> IdleLevels:
+def idle_levels(idle_w: Iterable[float], least: float = 0.0, limit: int | None = None) -> IdleLevels:
     """Every sum of a subset of ``idle_w`` from ``least`` up (dynamic programming over the devices), or a
-    geometric grid from ``least`` to the total when there are more than ``limit`` distinct sums."""
+    geometric grid from ``least`` to the total when there are more than ``limit`` (``MAX_LEVELS``) distinct sums."""
+    limit = MAX_LEVELS if limit is None else limit
     watts = [float(w) for w in idle_w]
     total = sum(watts)
     sums = {0.0}

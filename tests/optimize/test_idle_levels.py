@@ -2,7 +2,11 @@
 from __future__ import annotations
 
 import pytest
+from random_instances import random_problem
 
+from pearl_py.errors import PlanningError
+from pearl_py.optimize import idle_levels as idle_module
+from pearl_py.optimize.exhaustive import solve_exhaustive
 from pearl_py.optimize.idle_levels import GRID_RATIO, idle_levels
 from pearl_py.optimize.milp import solve_milp
 from pearl_py.optimize.model import Choice, evaluate
@@ -23,6 +27,8 @@ def test_too_many_sums_become_a_geometric_grid():
     assert levels.watts[0] == 10.0 and levels.watts[-1] == pytest.approx(sum(watts))
     ratios = [b / a for a, b in zip(levels.watts, levels.watts[1:-1])]
     assert max(ratios) == pytest.approx(GRID_RATIO) and min(ratios) == pytest.approx(GRID_RATIO)
+    # plans draw any idle power between grid levels: an interval's budget reaches the next level
+    assert levels.budget(3) == levels.watts[4]
 
 
 def test_power_optimum_weighs_a_second_device_idle_power_against_the_time_it_saves():
@@ -42,3 +48,22 @@ def test_power_optimum_weighs_a_second_device_idle_power_against_the_time_it_sav
     # a 45 W cap is below the two devices' idle power (50 W): the CPU alone (62 mJ / 3 ms = 20.7 W) is the plan
     problem.power_cap_w = 45.0
     assert solve_milp(problem, "power").assignment["learn"].device == "cpu"
+
+
+def test_on_a_grid_the_search_proves_a_small_gap_and_a_valid_bound(monkeypatch):
+    """Too many distinct idle sums (forced here) make the levels a grid: the bound stays valid, the plan within
+    the grid's ratio of the optimum, and the plan is called optimal only when its gap is closed."""
+    monkeypatch.setattr(idle_module, "MAX_LEVELS", 2)
+    compared = 0
+    for seed in range(40):
+        problem = random_problem(seed, power_cap=seed % 3 == 0)
+        try:
+            exact = solve_exhaustive(problem, "power")
+        except PlanningError:
+            continue
+        sol = solve_milp(problem, "power")
+        assert sol.bound <= exact.value * (1 + 1e-9) <= sol.value * (1 + 1e-9) + 1e-12, seed
+        assert sol.gap <= 2 * (GRID_RATIO - 1), (seed, sol.gap)
+        assert sol.optimal == (sol.gap <= 1e-6), seed
+        compared += 1
+    assert compared >= 30
