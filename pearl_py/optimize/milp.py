@@ -514,7 +514,6 @@ def _stage(problem: AssignmentProblem, objective: str, scale, deadline: float | 
         return _Stage(assignment, perf, res.status == 0 and _gap(perf.objective(objective), bound) <= 1e-6, bound)
 
     d_floor = dynamic_floor_j(problem)
-    last: list = []
 
     def solve_node(price_w: float, budget_w: float, cutoff: float | None, time_limit_s: float | None,
                    node_gap: float):
@@ -525,7 +524,6 @@ def _stage(problem: AssignmentProblem, objective: str, scale, deadline: float | 
         if cutoff is not None:
             t_max = cutoff if objective == "throughput" else max(cutoff - d_floor, 0.0) / max(price_w, 1e-12)
         res = _run(form, objective, price_w, budget_w, time_limit_s=time_limit_s, t_max=t_max, gap=node_gap)
-        last[:] = [res]
         if res.x is None:
             if res.status == 1:  # time limit before a plan: the node stays open
                 return NodeResult(-math.inf, math.inf, 0.0, None)
@@ -545,11 +543,13 @@ def _stage(problem: AssignmentProblem, objective: str, scale, deadline: float | 
     levels = idle_levels([problem.devices[d].idle_w for d in form.usage_devices], least=least_idle_w(problem))
     found: SearchResult = branch_on_idle(levels, solve_node, start, deadline, tie=gap, intervals=intervals)
     if found.plan is None:
-        raise _infeasible(problem, last[0], remaining) if last else PlanningError(
-            f"no plan of {problem.name!r} satisfies every constraint together (cores, memory, FPGA resources, "
-            "power cap)")
+        if any(bound < math.inf for bound, _, _ in found.leaves):  # intervals left open: the time ran out
+            raise PlanningError(f"the MILP found no plan within {remaining:.3g} s")
+        raise PlanningError(f"no plan of {problem.name!r} satisfies every constraint together (cores, memory, "
+                            "FPGA resources, power cap)")
     assignment, perf = found.plan
-    bound = min(found.bound, perf.objective(objective))
+    # a search stopped before its first interval has no bound of its own: the interaction-free one holds
+    bound = min(max(found.bound, kernel_bound(problem, objective)), perf.objective(objective))
     return _Stage(assignment, perf, found.complete and _gap(perf.objective(objective), bound) <= 1e-6, bound,
                   found.leaves)
 

@@ -7,6 +7,7 @@ from random_instances import random_problem
 from pearl_py.errors import PlanningError
 from pearl_py.optimize import idle_levels as idle_module
 from pearl_py.optimize.exhaustive import solve_exhaustive
+from pearl_py.optimize.heuristic import solve_heuristic
 from pearl_py.optimize.idle_levels import GRID_RATIO, idle_levels
 from pearl_py.optimize.milp import solve_milp
 from pearl_py.optimize.model import Choice, evaluate
@@ -67,3 +68,14 @@ def test_on_a_grid_the_search_proves_a_small_gap_and_a_valid_bound(monkeypatch):
         assert sol.optimal == (sol.gap <= 1e-6), seed
         compared += 1
     assert compared >= 30
+
+
+def test_a_search_out_of_time_returns_its_incumbent_with_a_valid_bound_or_says_it_found_nothing():
+    problem = random_problem(5)
+    exact = solve_exhaustive(problem, "power")
+    greedy = solve_heuristic(problem, "power")
+    sol = solve_milp(problem, "power", time_limit_s=1e-9, incumbent=greedy.assignment)
+    assert sol.assignment == greedy.assignment and not sol.optimal
+    assert 0 < sol.bound <= exact.value and 0 < sol.gap < 1
+    with pytest.raises(PlanningError, match=r"^the MILP found no plan within "):
+        solve_milp(problem, "power", time_limit_s=1e-9)
