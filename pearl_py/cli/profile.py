@@ -1,4 +1,4 @@
-"""``pearl profile [--quick] [--out PATH]``: calibrate the cost models on this machine's CPU.
+"""``pearl profile [--quick] [--out PATH]``: calibrate the cost models on this machine's CPU and CUDA GPUs.
 
 Example::
 
@@ -15,10 +15,18 @@ from pearl_py.estimate.profiler import profile
 
 
 def profile_main(out: str | None, quick: bool) -> int:
-    """Calibrate every kernel kind on this CPU and cache (or write to ``out``) the fitted models."""
+    """Calibrate every kernel kind on this CPU and each CUDA GPU, and cache (or write to ``out``) the fitted models
+    with the power measured where a counter reads it."""
     start = time.perf_counter()
-    print(f"calibrating this CPU single-threaded ({'quick' if quick else 'full'} grid) ...", flush=True)
+    print(f"calibrating this machine ({'quick' if quick else 'full'} grid): the CPU single-threaded, then every "
+          "CUDA GPU (synchronized timing); power from the energy counters that read ...", flush=True)
     calibration = profile(quick=quick, log=lambda line: print(line, flush=True))
+    for device, entry in calibration.meta.get("energy", {}).items():
+        if entry["source"] == "measured":
+            print(f"{device}: power measured ({entry['counter']}): idle {entry['idle_w']:.1f} W, "
+                  f"{len(entry['kernels'])} kernel variants' dynamic power")
+        else:
+            print(f"{device}: power modelled ({entry['reason']})")
     path = calibration.save(out)
     print(f"calibration written to {path} in {time.perf_counter() - start:.1f} s")
     return 0

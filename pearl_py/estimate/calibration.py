@@ -1,4 +1,4 @@
-"""Per-machine calibration: fitted latency models by (kind, variant[, env id][, threads]), cached as JSON.
+"""Per-machine calibration: fitted latency models by ([GPU,] kind, variant[, env id][, threads]), cached as JSON.
 
 Models are one-thread unless their key says otherwise (``learner_update/fused@2threads``); a
 cache written before threaded calibration existed loads as it is and simply has no such keys
@@ -56,22 +56,26 @@ def default_path() -> Path:
     return cache_dir() / f"calibration-{machine_fingerprint()}.json"
 
 
-def model_key(kind: str, variant: str, env_id: str | None = None, threads: int = 1) -> str:
+def model_key(kind: str, variant: str, env_id: str | None = None, threads: int = 1, device: str | None = None) -> str:
     """``kind/variant`` or, for env_step, ``env_step/variant/<env id>``; a model at more than one
-    thread (the learner update's) ends in ``@<n>threads``: ``learner_update/fused@2threads``."""
-    return f"{kind}/{variant}" + (f"/{env_id}" if env_id else "") + (f"@{threads}threads" if threads > 1 else "")
+    thread (the learner update's) ends in ``@<n>threads``: ``learner_update/fused@2threads``; a model of a
+    local GPU starts with its device name: ``gpu0:learner_update/cuda_graph`` (CPU models have no prefix)."""
+    return (f"{device}:" if device else "") + f"{kind}/{variant}" + (f"/{env_id}" if env_id else "") + \
+        (f"@{threads}threads" if threads > 1 else "")
 
 
 @dataclass
 class Calibration:
-    """Fitted models of this machine's CPU, one per ``model_key``."""
+    """Fitted models of this machine's CPU (and its GPUs, keys ``gpuN:...``), one per ``model_key``; ``meta`` holds
+    the GPUs calibrated (``gpus``), one-off setups (``setup``) and measured power (``energy``)."""
 
     fingerprint: str
     models: dict[str, FittedModel] = field(default_factory=dict)
     meta: dict = field(default_factory=dict)
 
-    def model(self, kind: str, variant: str, env_id: str | None = None, threads: int = 1) -> FittedModel | None:
-        return self.models.get(model_key(kind, variant, env_id, threads))
+    def model(self, kind: str, variant: str, env_id: str | None = None, threads: int = 1,
+              device: str | None = None) -> FittedModel | None:
+        return self.models.get(model_key(kind, variant, env_id, threads, device))
 
     def to_dict(self) -> dict:
         return {"fingerprint": self.fingerprint, "meta": self.meta,

@@ -41,6 +41,7 @@ from pearl_py.estimate.microbench import (
     variants,
 )
 from pearl_py.estimate.neighbour import neighbour
+from pearl_py.estimate.power_profile import PowerProfile
 from pearl_py.kernels.affinity import pinned_threads, usable_cpus
 from pearl_py.protocol import Workload
 from pearl_py.protocol.kernel import (
@@ -181,7 +182,10 @@ def single_thread() -> contextlib.AbstractContextManager[None]:
 
 
 def measure(kind: str, variant: str, points: list[BenchPoint], passes: int = 3,
-            setup: list[tuple[Workload, float, bool]] | None = None, n_threads: int = 1) -> list[tuple[Workload, float]]:
+            setup: list[tuple[Workload, float, bool]] | None = None, n_threads: int = 1,
+            clock: Callable[[], float] | None = None,
+            window: Callable[[], contextlib.AbstractContextManager[object]] = contextlib.nullcontext,
+            ) -> list[tuple[Workload, float]]:
     """Seconds per call of ``kind``/``variant`` at every point, with ``n_threads`` threads (default one).
 
     The grid is timed ``passes`` times, interleaved. One thread: the process's CPU time, and
@@ -193,9 +197,14 @@ def measure(kind: str, variant: str, points: list[BenchPoint], passes: int = 3,
     and lost much more to other processes than one thread (docs/kernels.md), so a second
     thread is planned only where it pays in every pass.
     One-off setups paid while building the kernels (compiles: wall seconds, and whether no
-    cache shortened them) are appended to ``setup`` when given.
+    cache shortened them) are appended to ``setup`` when given. ``clock``: another clock for one thread
+    (a GPU's: it synchronizes the device before reading the time, :mod:`gpu_profile`); each point keeps its
+    fastest pass. ``window``: a context around the timed passes only (a power meter), not the building.
     """
-    clock, keep = (time.process_time, min) if n_threads == 1 else (time.perf_counter, max)
+    if clock is not None:
+        keep = min
+    else:
+        clock, keep = (time.process_time, min) if n_threads == 1 else (time.perf_counter, max)
     beside = neighbour("actor") if n_threads > 1 else contextlib.nullcontext()
     with threads(n_threads), beside:
         benches = [build(kind, variant, point) for point in points]
@@ -203,7 +212,7 @@ def measure(kind: str, variant: str, points: list[BenchPoint], passes: int = 3,
             setup += [(w, call.setup_s, getattr(call, "setup_cold", True)) for w, call in benches
                       if getattr(call, "setup_s", 0.0) > 0]
         samples: list[list[float]] = [[] for _ in benches]
-        with pinned_threads(n_threads):  # as the executors run a threaded learner
+        with pinned_threads(n_threads), window():  # pinned as the executors run a threaded learner
             for _ in range(passes):
                 for times, (_, call) in zip(samples, benches):
                     times.append(time_call(call, clock=clock))
@@ -221,14 +230,17 @@ def fit_measurements(kind: str, measured: list[tuple[Workload, float]]) -> dict[
             for key, rows in groups.items()}
 
 
-def variant_available(kind: str, variant: str) -> tuple[bool, str]:
-    """Whether ``pearl_py.kernels`` can run ``variant`` of ``kind`` on this CPU (kinds it does not list: yes)."""
+def variant_available(kind: str, variant: str, device_class: str = "cpu") -> tuple[bool, str]:
+    """Whether ``pearl_py.kernels`` can run ``variant`` of ``kind`` on this machine's ``device_class`` (``cpu`` or
+    ``gpu``; kinds it does not list: the reference only)."""
     from pearl_py.kernels import REGISTRY
 
     try:
-        return REGISTRY.get(kind, variant, "cpu").available()
+        return REGISTRY.get(kind, variant, device_class).available()
     except (KeyError, ValueError):
-        return (True, "") if variant == "reference" else (False, f"no {kind} variant {variant!r} on cpu")
+        if variant == "reference" and not REGISTRY.variants(kind, device_class):
+            return True, ""
+        return False, f"no {kind} variant {variant!r} on {device_class}"
 
 
 def setup_cached(kind: str, variant: str) -> bool:
@@ -261,12 +273,21 @@ def setup_entry(setup: list[tuple[Workload, float, bool]], cached: bool = False)
 
 
 def profile(quick: bool = False, kinds: tuple[str, ...] = KINDS,
-            log: Callable[[str], None] = lambda line: None) -> Calibration:
-    """Measure and fit every registered variant of every kind that can run on this CPU."""
+            log: Callable[[str], None] = lambda line: None, power: PowerProfile | None = None,
+            gpus: bool = True) -> Calibration:
+    """Measure and fit every registered variant of every kind that can run on this CPU, then on each local GPU
+    (``gpus``, where CUDA is present: :mod:`gpu_profile`); with the power each draws where a counter reads it
+    (``power``: default, this machine's counters; ``calibration.meta["energy"]``)."""
     threaded = {model_key(kind, v): [1, *thread_counts(kind, v)] for kind in kinds for v in variants(kind)
                 if thread_counts(kind, v)}
     calibration = Calibration(machine_fingerprint(), meta={"quick": quick, "threads": 1, "threaded": threaded,
                                                            "torch": torch.__version__})
+    if power is None:
+        from pearl_py.platform import Platform
+        from pearl_py.platform.energy import local_readers
+
+        power = PowerProfile(local_readers(Platform.local()))
+    power.start()
     start = time.perf_counter()
     try:
         for kind in kinds:
@@ -277,7 +298,8 @@ def profile(quick: bool = False, kinds: tuple[str, ...] = KINDS,
                     continue
                 t0 = time.perf_counter()
                 setup: list[tuple[Workload, float, bool]] = []
-                measured = measure(kind, variant, calibration_grid(kind, quick, variant), setup=setup)
+                measured = measure(kind, variant, calibration_grid(kind, quick, variant), setup=setup,
+                                   window=lambda k=kind, v=variant: power.window("cpu", model_key(k, v)))
                 if setup:
                     entry = setup_entry(setup, cached=setup_cached(kind, variant))
                     calibration.meta.setdefault("setup", {})[model_key(kind, variant)] = entry
@@ -287,14 +309,20 @@ def profile(quick: bool = False, kinds: tuple[str, ...] = KINDS,
                           for env_id, model in fit_measurements(kind, measured).items()}
                 for n in thread_counts(kind, variant):
                     t0 = time.perf_counter()
-                    at_n = measure(kind, variant, calibration_grid(kind, True, variant), THREAD_PASSES, n_threads=n)
+                    at_n = measure(kind, variant, calibration_grid(kind, True, variant), THREAD_PASSES, n_threads=n,
+                                   window=lambda k=kind, v=variant, n=n: power.window("cpu", model_key(k, v, threads=n)))
                     fitted[model_key(kind, variant, threads=n)] = (fit_measurements(kind, at_n)[None],
                                                                    time.perf_counter() - t0)
                 for key, (model, seconds) in fitted.items():
                     calibration.models[key] = model
                     log(f"{key:<33} {model.form:<9} cv error {model.cv_mape:5.1f}%  "
                         f"({model.n_points} points, {seconds:.1f}s)")
+        if gpus:
+            from pearl_py.estimate.gpu_profile import profile_gpus
+
+            profile_gpus(calibration, quick, kinds, log, power)
     finally:
         clear_compiled()
+        calibration.meta["energy"] = power.meta()
     calibration.meta["seconds"] = round(time.perf_counter() - start, 1)
     return calibration

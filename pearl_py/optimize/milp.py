@@ -227,6 +227,7 @@ def _formulate(problem: AssignmentProblem, scale: tuple[float, float] | None, en
         b.row({x: 1.0 for x, *_ in xvars[task.name]}, 1.0, 1.0)
     placed = _placement_sums(b, xvars)
 
+    _colocation_rows(b, problem, placed)
     _resource_rows(b, problem, cores, actor_cores, extra_threads, res_plain, res_inst)
     comm, link_terms = _edge_rows(b, problem, placed, t_scale, t_lo)
     if problem.serialized:
@@ -260,6 +261,20 @@ def _placement_sums(b: _Builder, xvars: dict[str, list[tuple[int, str, str, int]
                 placed[k][p] = b.var()
                 b.row({placed[k][p]: 1.0, **{x: -1.0 for x in xs}}, 0.0, 0.0)
     return placed
+
+
+def _colocation_rows(b: _Builder, problem: AssignmentProblem, placed: dict[str, dict[str, int]]) -> None:
+    """A colocation: on each of its devices, every kernel of the group there iff the first is, and the first
+    only where ``with_kernel`` is (``X`` is 0 or 1)."""
+    for rule in problem.colocations:
+        group = [k for k in rule.kernels if k in placed]
+        for d in rule.devices if group else ():
+            first = {placed[group[0]][d]: 1.0} if d in placed[group[0]] else {}
+            for k in group[1:]:
+                b.row({**first, **({placed[k][d]: -1.0} if d in placed[k] else {})}, 0.0, 0.0)
+            if rule.with_kernel in placed:
+                other = placed[rule.with_kernel]
+                b.row({**first, **({other[d]: -1.0} if d in other else {})}, -np.inf, 0.0)
 
 
 def _resource_rows(b: _Builder, problem: AssignmentProblem, cores, actor_cores, extra_threads, res_plain,

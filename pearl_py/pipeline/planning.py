@@ -19,6 +19,7 @@ from pearl_py.optimize.api import plan as optimize
 from pearl_py.optimize.api import ranked_plans
 from pearl_py.plan import Plan
 from pearl_py.platform import Platform
+from pearl_py.runtime.kernel_devices import plan_problems
 
 
 def ensure_calibration(log: Callable[[str], None] = print) -> None:
@@ -48,16 +49,28 @@ def candidate_plans(algorithm: Algorithm, k: int, objective: str = "throughput",
 
     Overlapped plans run on the parallel runtime, serialized ones on the serial executor; on
     one CPU the model predicts both alike (busy times add up either way), while measured they
-    differ, so ``--tune`` trials both. Calibrates first if needed; on ties the overlapped plan
-    (the one ``resolve_plan(algo, "auto")`` runs) comes first.
+    differ, so ``--tune`` trials both. Only plans this machine can run as planned
+    (:func:`~pearl_py.runtime.kernel_devices.plan_problems` finds none) are returned, each one
+    dropped said in ``log``. Calibrates first if needed; on ties the overlapped plan (the one
+    ``resolve_plan(algo, "auto")`` runs) comes first.
     """
     ensure_calibration(log)
     local = Platform.local()
     plans = [plan for serialized in (False, True)
              for plan in ranked_plans(algorithm.protocol(serialized=serialized), local, objective, k=k,
                                       horizon=total_steps)]
+    runnable = []
+    for plan in plans:  # only plans this machine runs as planned are trialled (and so can be kept)
+        problems = plan_problems(plan)
+        if problems:
+            article = "an" if plan.mode[0] in "aeiou" else "a"
+            log(f"tuning: skipping {article} {plan.mode} candidate this machine cannot run as planned: {problems[0]}")
+        else:
+            runnable.append(plan)
+    if not runnable:
+        raise PlanningError("tune: no candidate plan can run on this machine as planned: " + plan_problems(plans[0])[0])
     figure = "time_per_sample_s" if objective == "throughput" else "energy_per_sample_j"
-    return sorted(plans, key=lambda plan: float(f"{getattr(plan.prediction.figures, figure):.9g}"))[:k]  # ties as listed
+    return sorted(runnable, key=lambda plan: float(f"{getattr(plan.prediction.figures, figure):.9g}"))[:k]  # ties
 
 
 def resolve_plan(algorithm: Algorithm, plan: Plan | str | Path | None, objective: str = "throughput",

@@ -12,6 +12,7 @@ Example::
 """
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -21,7 +22,10 @@ from pearl_py.errors import UserError
 from pearl_py.pipeline.families import Executor, family_of
 from pearl_py.pipeline.planning import candidate_plans, resolve_plan
 from pearl_py.plan import Plan
+from pearl_py.platform import Platform
+from pearl_py.runtime.kernel_devices import check_runnable
 from pearl_py.runtime.result import RunResult
+from pearl_py.runtime.run_energy import run_energy_record, run_meter
 
 if TYPE_CHECKING:
     from pearl_py.pipeline.tune import TuneOptions
@@ -39,13 +43,16 @@ def make_executor(algorithm: BaseAlgorithm, plan: Plan, seed: int, *, backend: s
     """The executor of the algorithm's family that runs ``plan``: on Ray, the serial executor (serialized plans)
     or the local parallel runtime (:mod:`pearl_py.pipeline.families`).
 
-    ``common``: ``out_dir``, ``eval_episodes``, ``eval_freq``, ``progress``.
+    ``common``: ``out_dir``, ``eval_episodes``, ``eval_freq``, ``progress``. A plan this machine cannot run as
+    planned (a GPU without CUDA, a variant it cannot build) is a UserError naming the kernel and the device,
+    before anything starts (the Ray backend's cluster checks its own resources).
     """
     family = family_of(algorithm)
     if backend == "ray":
         if family.ray is None:
             raise UserError(f"{algorithm.name} ({family.name}) has no Ray executor yet; run it locally")
         return family.ray(algorithm, seed, plan=plan, address=address, **common)
+    check_runnable(plan)
     if runs_serially(plan):
         if resume is not None:
             raise UserError("--resume continues a parallel run; this plan runs serially (use --auto or a "
@@ -93,7 +100,12 @@ def train(algorithm: BaseAlgorithm, total_steps: int, seed: int = 0, *,
                              out_dir=out_dir, eval_episodes=eval_episodes, eval_freq=eval_freq, progress=progress)
     if out_dir is not None and resolved.prediction is not None:
         resolved.export(out_dir)  # the plan is on disk before the run: `--resume` finds it after a stop
-    result = executor.run(total_steps)
+    local = Platform.local() if backend == "local" else None  # Ray's workers run on the cluster's counters
+    meter = run_meter(resolved, local) if local is not None else None
+    with meter if meter is not None else contextlib.nullcontext():
+        result = executor.run(total_steps)
+    if meter is not None:
+        result.energy = run_energy_record(meter, resolved, result.kernel_times, local)
     if out_dir is not None:
         result.save(out_dir / "result.json")
         if resolved.prediction is not None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from pearl_py.report import content, fmt, measured, simulation, svg, tuning
+from pearl_py.report import content, energy, fmt, measured, simulation, svg, tuning
 
 if TYPE_CHECKING:
     from pearl_py.plan import Plan
@@ -99,7 +99,14 @@ def sections(plan: Plan, run: dict[str, Any] | None = None) -> list[Section]:
             Figure(svg.paired_bars(measured.kernel_bars(plan, run), "Time per collected sample, by kernel",
                                    ("predicted", "measured"))),
             _table(measured.KERNEL_HEADER, measured.kernel_rows(plan, run)))))
-    out.append(Section("Plan", (_table(["figure", "value"], summary),)))
+        if energy.energy_rows(run):
+            out.append(Section("Energy of the run, per device", (
+                Paragraph(energy.energy_window(run), "small"),
+                _table(energy.ENERGY_HEADER, energy.energy_rows(run)))))
+    plan_blocks: list[Block] = [_table(["figure", "value"], summary), Paragraph(energy.energy_source_sentence(plan),
+                                                                                 "small")]
+    plan_blocks += [Paragraph(text, "note") for text in energy.assumed_device_sentences(plan)]
+    out.append(Section("Plan", tuple(plan_blocks)))
     assignment: list[Block] = [_table(content.ASSIGNMENT_HEADER, content.assignment_rows(plan))]
     why = content.choice_sentences(plan)
     if why:

@@ -3,7 +3,11 @@
 Deterministic for a seed: the same seed gives the same returns, bit for bit. It drives the
 loop's two halves (:mod:`pearl_py.runtime.collect`) in the serial order: one vector step,
 its transitions into the replay, the per-step hook, then a training round when the schedule
-says so.
+says so. Each part runs where the plan puts it (:mod:`pearl_py.runtime.kernel_devices`): the
+learner, inference and the replay on their planned devices (a GPU replay is a
+``TorchReplayBuffer``; inference apart from the learner acts on a copy refreshed once per
+round, the plan's ``param_sync``), kernels on a GPU timed by CUDA events, kernels on a
+simulated device run on the CPU and charged their modelled time.
 
 Example::
 
@@ -26,24 +30,38 @@ from pearl_py.algorithms.off_policy.base import Algorithm
 from pearl_py.algorithms.off_policy.learner import Learner, TensorBatch, UpdateResult
 from pearl_py.kernels.affinity import pinned_threads
 from pearl_py.plan import Plan
-from pearl_py.protocol.kernel import INFERENCE, LEARNER_UPDATE, REPLAY_INSERT
+from pearl_py.protocol.kernel import (
+    INFERENCE,
+    LEARNER_UPDATE,
+    PARAM_SYNC,
+    REPLAY_INSERT,
+)
 from pearl_py.protocol.schedule import TrainSchedule
+from pearl_py.runtime.acting import ActingNetworks
 from pearl_py.runtime.collect import Collector, LossMeans, TimedReplay, gradient_step
+from pearl_py.runtime.device_replay import replay_on
 from pearl_py.runtime.evaluation import EVAL_SEED_OFFSET, evaluate
+from pearl_py.runtime.kernel_devices import (
+    REPLAY_KERNELS,
+    check_runnable,
+    device_of,
+    kernel_devices,
+    simulated_kernels,
+    timing_devices,
+)
 from pearl_py.runtime.result import RunResult
 from pearl_py.runtime.run_log import RunLog
-from pearl_py.runtime.timing import KernelTimer
+from pearl_py.runtime.timing import KernelTimer, merge_kernel_times
 
 
 class SerialExecutor:
     """Runs collection and learning alternately in this process, timing every kernel."""
 
-    def __init__(self, algorithm: Algorithm, seed: int = 0, *, device: str = "cpu",
-                 out_dir: Path | None = None, eval_episodes: int = 10, eval_freq: int = 0,
-                 progress: bool | None = None, plan: Plan | None = None, threads: int | None = None) -> None:
+    def __init__(self, algorithm: Algorithm, seed: int = 0, *, out_dir: Path | None = None, eval_episodes: int = 10,
+                 eval_freq: int = 0, progress: bool | None = None, plan: Plan | None = None,
+                 threads: int | None = None) -> None:
         self.algorithm = algorithm
         self.seed = seed
-        self.device = torch.device(device)
         self.out_dir = out_dir
         self.eval_episodes = eval_episodes
         self.eval_freq = eval_freq
@@ -52,18 +70,27 @@ class SerialExecutor:
         self.threads = threads if threads is not None else self.plan.learner_threads
         """Torch intra-op threads of this process (default: the plan's learner threads, ``Plan.learner_threads``;
         1 in the default plan, one core per process as the cost models are calibrated)."""
+        check_runnable(self.plan)
+        self.devices = kernel_devices(self.plan)
+        """Each kernel's torch device (the plan's placements on this machine)."""
+
+    @property
+    def device(self) -> torch.device:
+        """The learner's device."""
+        return self.devices[LEARNER_UPDATE]
 
     def run(self, total_steps: int) -> RunResult:
         algo, cfg = self.algorithm, self.algorithm.config
         torch.set_num_threads(self.threads)
-        torch.manual_seed(self.seed)
+        torch.manual_seed(self.seed)  # every device's generator
         learner = Learner(algo, self.device)
         update = self._learner_update(learner)
-        infer = self._inference(algo, learner)
-        timer = KernelTimer()
+        acting = ActingNetworks(algo, learner, self.devices[INFERENCE])
+        infer = self._inference(algo, acting)
+        timer = KernelTimer(timing_devices(self.plan))
         log = RunLog(self.out_dir, total_steps, self.progress)
-        collector = Collector(algo, self.seed, timer.add)
-        replay = algo.make_replay(seed=self.seed)
+        collector = Collector(algo, self.seed, timer.add, timed=timer)
+        replay = replay_on(algo, self.seed, self.devices[REPLAY_INSERT])
         timed_replay = TimedReplay(replay, timer)
         schedule = TrainSchedule.from_config(cfg, total_steps)
         eval_history: list[dict[str, float]] = []
@@ -91,6 +118,9 @@ class SerialExecutor:
                     for _ in range(cfg.gradient_steps):
                         means.add(gradient_step(timed_replay, update, cfg.batch_size, algo.beta_at(progress),
                                                 self.device, timer))
+                    if acting.copied:
+                        with timer(PARAM_SYNC):
+                            acting.sync()
                     log.train(steps, means.means(), steps / (time.perf_counter() - start - eval_seconds))
                 if self.eval_freq and steps % self.eval_freq < cfg.n_envs:
                     t0 = time.perf_counter()
@@ -100,13 +130,19 @@ class SerialExecutor:
                     eval_history.append({"step": steps, "return_mean": float(np.mean(returns)),
                                          "return_std": float(np.std(returns))})
                 log.tick(steps, steps / max(time.perf_counter() - start - eval_seconds, 1e-9))
+            timer.flush()  # the GPU's queued work is part of the training time
             wall = time.perf_counter() - start - eval_seconds
         eval_returns = evaluate(algo, learner.nets, self.device, self.eval_episodes,
                                 self.seed + EVAL_SEED_OFFSET)
         self.learner = learner
-        return RunResult(algorithm=algo.name, env=algo.env_id, seed=self.seed, env_steps=steps,
+        executed_on = {k: "cpu" for k in self.plan.placements}  # env_step and simulated kernels: the host
+        executed_on.update({INFERENCE: device_of(acting.nets), LEARNER_UPDATE: device_of(learner.nets),
+                            **{k: device_of(replay) for k in self.plan.placements if k in REPLAY_KERNELS},
+                            PARAM_SYNC: device_of(learner.nets)})
+        return RunResult(executed_on=executed_on, algorithm=algo.name, env=algo.env_id, seed=self.seed, env_steps=steps,
                          gradient_steps=learner.gradient_steps, wall_seconds=wall, eval_returns=eval_returns,
-                         plan=self.plan.to_dict(), kernel_times=timer.summary(), episodes=collector.episodes,
+                         plan=self.plan.to_dict(), episodes=collector.episodes,
+                         kernel_times=merge_kernel_times([timer.summary()], simulated_kernels(self.plan)),
                          eval_history=eval_history, backend="serial")
 
     def _learner_update(self, learner: Learner) -> Callable[[TensorBatch], UpdateResult]:
@@ -115,9 +151,9 @@ class SerialExecutor:
         return kernels.build(LEARNER_UPDATE, placement.variant if placement else "reference",
                              learner, device_class=kernels.device_class(self.device))
 
-    def _inference(self, algo: Algorithm, learner: Learner) -> kernels.inference.Inference:
+    def _inference(self, algo: Algorithm, acting: ActingNetworks) -> kernels.inference.Inference:
         """The plan's ``inference`` variant from ``pearl_py.kernels`` ("reference": ``algo.act`` under
-        ``no_grad``, what this loop always ran); built after ``torch.manual_seed(seed)``."""
+        ``no_grad``, what this loop always ran) on inference's networks; built after ``torch.manual_seed(seed)``."""
         placement = self.plan.placements.get(INFERENCE)
         return kernels.build(INFERENCE, placement.variant if placement else "reference",
-                             algo, learner.nets, device_class=kernels.device_class(self.device))
+                             algo, acting.nets, device_class=kernels.device_class(acting.device))

@@ -84,14 +84,21 @@ def test_the_estimator_costs_calibrated_thread_counts_only(cpu):
 
 
 def test_the_neighbour_process_runs_meanwhile_and_stops():
-    import multiprocessing as mp
-
+    """No timing, no counting of other processes: only this neighbour's own process and events, so load can
+    only make it slower, never fail it (it waits up to READY_TIMEOUT_S to start and STOP_TIMEOUT_S to stop)."""
     from pearl_py.estimate.neighbour import neighbour
 
-    with neighbour("actor"):
-        (child,) = mp.active_children()
-        assert child.is_alive()
-    assert not child.is_alive() and child.exitcode == 0
-    with pytest.raises(ValueError, match="neighbour kind"):
-        with neighbour("busy"):
-            pass
+    with neighbour("actor") as beside:
+        assert beside.ready.is_set()  # entered only once the neighbour's loop had begun: start-up is never timed
+        assert beside.process.is_alive()
+    assert not beside.process.is_alive() and beside.process.exitcode == 0
+    with pytest.raises(ValueError, match="neighbour kind"), neighbour("busy"):
+        pass
+
+
+def test_a_neighbour_that_does_not_start_in_time_stops_the_measurement():
+    from pearl_py.estimate.neighbour import neighbour
+
+    refused = pytest.raises(RuntimeError, match="did not start within 0 s")
+    with refused, neighbour("actor", ready_timeout_s=0.0) as beside:  # a spawned interpreter is never ready at once
+        pytest.fail(f"entered without the neighbour ready: {beside}")

@@ -3,7 +3,7 @@
 A checkpoint holds the learner (networks, optimizers, gradient-step count), the replay
 (items, priorities, counters, sampling generator), the run's progress (transitions
 consumed, episodes, evaluation history, training seconds, kernel times so far), the
-torch RNG state and the config it belongs to. It is taken at a consistent point:
+torch RNG states (the CPU's and every CUDA device's) and the config it belongs to. It is taken at a consistent point:
 between two updates, with every drained transition in the replay (transitions still in
 the actors' rings are dropped and collected again after resume).
 
@@ -58,6 +58,9 @@ class Checkpoint:
     replay: dict[str, Any]
     progress: Progress
     torch_rng: torch.Tensor
+    cuda_rng: list[torch.Tensor] = field(default_factory=list)
+    """Every CUDA device's generator state (``pearl_py.runtime.rng_state``; empty without CUDA or in a checkpoint
+    written before they were kept)."""
 
     def check_matches(self, algorithm: Algorithm, seed: int, total_steps: int) -> None:
         """Raise :class:`UserError` unless the checkpoint belongs to this algorithm, config and run."""

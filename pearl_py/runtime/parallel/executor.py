@@ -41,13 +41,26 @@ from pearl_py.algorithms.off_policy.base import Algorithm
 from pearl_py.algorithms.off_policy.learner import Learner
 from pearl_py.kernels.affinity import pinned_threads
 from pearl_py.plan import Plan
+from pearl_py.protocol.kernel import (
+    INFERENCE,
+    LEARNER_UPDATE,
+    PARAM_SYNC,
+    REPLAY_INSERT,
+)
 from pearl_py.protocol.schedule import (
     DEFAULT_POLICY_LAG,
     DEFAULT_SYNC_EVERY,
     TrainSchedule,
 )
-from pearl_py.replay import ReplayBuffer
+from pearl_py.runtime.device_replay import replay_from_state, replay_on
 from pearl_py.runtime.evaluation import EVAL_SEED_OFFSET, evaluate
+from pearl_py.runtime.kernel_devices import (
+    REPLAY_KERNELS,
+    check_runnable,
+    device_of,
+    kernel_devices,
+    timing_devices,
+)
 from pearl_py.runtime.parallel.actor import ActorSpec, ring_fields
 from pearl_py.runtime.parallel.checkpoint import (
     CHECKPOINT_DIR,
@@ -71,6 +84,7 @@ from pearl_py.runtime.parallel.services import (
 )
 from pearl_py.runtime.parallel.supervisor import ActorPool, Service, ServiceFailed, log
 from pearl_py.runtime.result import RunResult
+from pearl_py.runtime.rng_state import cuda_rng_states, restore_cuda_rng_states
 from pearl_py.runtime.run_log import RunLog
 from pearl_py.runtime.timing import KernelTimer, merge_kernel_times
 
@@ -121,6 +135,8 @@ class ParallelExecutor:
         self.learner: Learner | None = None
         """The learner of the current (or last) run; ``learner.gradient_steps`` shows its progress."""
         self._pool: ActorPool | None = None
+        self._replay_device = "cpu"
+        """Where the current run's replay lives (device_of its buffer)."""
         self._services: dict[str, Service] = {}
 
     @property
@@ -135,6 +151,7 @@ class ParallelExecutor:
 
     def run(self, total_steps: int) -> RunResult:
         algo = self.algorithm
+        check_runnable(self.plan)
         layout = RuntimeLayout.from_plan(self.plan, inference=self.inference, replay=self.replay,
                                          replay_prefetch=self.replay_prefetch, replay_order=self.replay_order)
         schedule = TrainSchedule.from_config(algo.config, total_steps, lookahead_rounds=self.lookahead_rounds,
@@ -143,7 +160,7 @@ class ParallelExecutor:
         torch.manual_seed(self.seed)  # the learner's initial weights (a resumed run loads its own)
         learner = self.learner = Learner(algo, layout.learner_device)
         progress, replay_state = self._restore(learner, total_steps)
-        timer = KernelTimer()
+        timer = KernelTimer(timing_devices(self.plan))
         log_dir = self.out_dir
         if self.out_dir is not None and progress.sessions:
             log_dir = self.out_dir / f"session{progress.sessions}"
@@ -163,10 +180,16 @@ class ParallelExecutor:
             progress.wall_seconds = loop.wall_seconds
             progress.max_policy_lag = max(progress.max_policy_lag, parts.control.max_policy_lag)
             times = merge_kernel_times([progress.kernel_times, timer.summary(), parts.control.kernel_times()],
-                                       layout.modelled_s)
+                                       layout.simulated)
         eval_returns = evaluate(algo, learner.nets, learner.device, self.eval_episodes,
                                 self.seed + EVAL_SEED_OFFSET)
-        return RunResult(algorithm=algo.name, env=algo.env_id, seed=self.seed, env_steps=progress.transitions,
+        executed_on = {k: "cpu" for k in self.plan.placements}  # actors, servers and simulated kernels: the host
+        executed_on.update({LEARNER_UPDATE: device_of(learner.nets), PARAM_SYNC: device_of(learner.nets),
+                            **{k: self._replay_device for k in self.plan.placements if k in REPLAY_KERNELS}})
+        if layout.inference == "central":
+            executed_on[INFERENCE] = str(layout.inference_device)
+        return RunResult(executed_on=executed_on,
+                         algorithm=algo.name, env=algo.env_id, seed=self.seed, env_steps=progress.transitions,
                          gradient_steps=learner.gradient_steps, wall_seconds=progress.wall_seconds,
                          eval_returns=eval_returns, plan=self.plan.to_dict(), kernel_times=times,
                          episodes=progress.episodes, eval_history=progress.eval_history,
@@ -182,6 +205,7 @@ class ParallelExecutor:
         ckpt.check_matches(self.algorithm, self.seed, total_steps)
         learner.load_state_dict(ckpt.learner)
         torch.set_rng_state(ckpt.torch_rng)
+        restore_cuda_rng_states(ckpt.cuda_rng)
         progress = ckpt.progress
         progress.sessions += 1
         return progress, ckpt.replay
@@ -207,6 +231,7 @@ class ParallelExecutor:
         base_seed = self.seed + SESSION_SEED_STRIDE * progress.sessions
         done = progress.transitions // n
         stack.callback(self._services.clear)
+        self._replay_device = "cpu"  # a replay server keeps the numpy buffer in shared memory
         if layout.replay == "server":
             replay, self._services["replay server"] = start_replay_server(
                 stack, prefix, algo, control, rings, schedule=schedule, seed=self.seed, errors=errors,
@@ -214,8 +239,10 @@ class ParallelExecutor:
                 updates=learner.gradient_steps, prefetch=layout.replay_prefetch,
                 strict=layout.replay_order == "strict", timer=timer)
         else:
-            buffer = (ReplayBuffer.load_state_dict(replay_state) if replay_state is not None
-                      else algo.make_replay(seed=self.seed))
+            device = kernel_devices(self.plan)[REPLAY_INSERT]  # a GPU replay is the learner's (check_runnable)
+            buffer = (replay_from_state(replay_state, device) if replay_state is not None
+                      else replay_on(algo, self.seed, device))
+            self._replay_device = device_of(buffer)
             stack.callback(buffer.close)
             replay = LocalReplay(RingFeed(rings, buffer, timer, n), timer)
         links = [None] * layout.actors
@@ -267,7 +294,7 @@ class ParallelExecutor:
         algo = self.algorithm
         ckpt = Checkpoint(algorithm=algo.name, env=algo.env_id, config=asdict(algo.config), seed=self.seed,
                           total_steps=total_steps, learner=learner.state_dict(), replay=replay.state_dict(),
-                          progress=progress, torch_rng=torch.get_rng_state())
+                          progress=progress, torch_rng=torch.get_rng_state(), cuda_rng=cuda_rng_states())
         return save_checkpoint(self.out_dir / CHECKPOINT_DIR, ckpt).parent
 
 

@@ -182,13 +182,14 @@ class LearnerLoop:
         self._published = self.p.learner.gradient_steps
 
     def _raise_limit(self) -> bool:
-        """Let actors collect as far as the schedule now allows; publish first if the policy lag held them.
+        """Let actors collect as far as the schedule now allows; publish first if the parameters they last got
+        are older than the policy lag allows for the steps now admitted (``TrainSchedule.params_needed``).
         Whether the limit rose (the caller wakes the actors: :meth:`ActorPool.wake`)."""
         p = self.p
         limit = p.schedule.actor_limit(self.progress.transitions, p.learner.gradient_steps)
         if limit <= p.control.limit:
             return False
-        if p.schedule.max_policy_lag is not None and self._published != p.learner.gradient_steps:
+        if self._published < p.schedule.params_needed(limit):
             self._publish()
         p.control.limit = limit
         return True
@@ -215,8 +216,16 @@ class LearnerLoop:
             return
         p.replay.pause()
         while finish and p.replay.outstanding():
-            self._update(round_beta(p.algorithm, p.schedule, self.step), self.step)
-        moved, episodes = p.replay.take(p.control.consumed - self.progress.transitions)
+            # a batch of a later round than the learner has reached (a stop can land while it takes the
+            # transitions before that round): account for them first, as the serial order inserts before training
+            step = p.replay.next_round_step()
+            self._catch_up(step * p.schedule.n_envs)
+            self._update(round_beta(p.algorithm, p.schedule, step), step)
+        self._catch_up(p.control.consumed)
+
+    def _catch_up(self, transitions: int) -> None:
+        """Account for the transitions the replay server inserted, up to ``transitions`` in all."""
+        moved, episodes = self.p.replay.take(transitions - self.progress.transitions)
         if moved:
             self._absorb(moved, episodes)
 
