@@ -96,7 +96,8 @@ def ranked_plans(algo: Any, platform: Any, objective: str = "throughput",
     fastest, frugal = (ranked[0], other) if objective == "throughput" else (other, ranked[0])
     exact = ranked[0].optimal and other.optimal and solver != "heuristic"
     front = tuple(ParetoPoint(p.samples_per_s, p.samples_per_j, p.power_w, placements_of(p.assignment))
-                  for p in pareto_front(problem, fastest, frugal, points=pareto_points, exact=exact))
+                  for p in pareto_front(problem, fastest, frugal, points=pareto_points, exact=exact,
+                                        time_limit_s=time_limit_s))
     alternative = Alternative(other_objective, figures(other), placements_of(other.assignment))
     plans = []
     for chosen in ranked:

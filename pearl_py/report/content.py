@@ -64,6 +64,20 @@ def _objective_value(plan: Plan, bound: float) -> str:
     return f"at most {fmt.rate(1.0 / bound)} {unit}"
 
 
+def optimality_sentence(plan: Plan) -> str:
+    """Empty for a proven optimum; else the gap and the bound, for the report's opening and ``pearl plan``'s
+    output, e.g. "Not proven optimal: heuristic stopped 3.20% above the best bound found (at most 1,234
+    samples/J); this plan reaches 1,195 samples/J."."""
+    solver = plan.prediction.solver
+    if solver.optimal:
+        return ""
+    f = plan.prediction.figures
+    reached = f"{fmt.rate(f.samples_per_j)} samples/J" if plan.objective == "power" \
+        else f"{fmt.rate(f.samples_per_s)} samples/s"
+    return (f"Not proven optimal: {plan.solver} stopped {100 * solver.gap:.2f}% above the best bound found "
+            f"({_objective_value(plan, solver.bound)}); this plan reaches {reached}.")
+
+
 def whole_run_row(run: WholeRun) -> tuple[str, str]:
     """The modelled whole run, e.g. ("Samples per second, whole run of 20,000 steps", "291 (68.7 s: ...)")."""
     parts = [f"{run.warmup_steps:,} warm-up steps {fmt.seconds(run.warmup_s)}",

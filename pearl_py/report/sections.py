@@ -103,6 +103,8 @@ def sections(plan: Plan, run: dict[str, Any] | None = None) -> list[Section]:
     p = plan.prediction
     summary = content.summary_rows(plan)
     head: list[Block] = [Paragraph(p.limit, "lead")]
+    if content.optimality_sentence(plan):  # a plan with a gap says so before any figure
+        head.append(Paragraph(content.optimality_sentence(plan), "note"))
     if run is not None:
         head.append(Cards(tuple(measured.headline_cards(plan, run))))
     else:
