@@ -56,8 +56,12 @@ def load_checked_plan(path: str | Path, algorithm: Algorithm) -> Plan:
     return plan
 
 
-def check_plan(plan: Plan, algorithm: Algorithm, source: PlanSource = PlanSource()) -> None:
-    """Raise a located :class:`ConfigError` at the first thing in ``plan`` that cannot run ``algorithm`` here."""
+def check_plan(plan: Plan, algorithm: Algorithm, source: PlanSource = PlanSource(), runs_here: bool = True) -> None:
+    """Raise a located :class:`ConfigError` at the first thing in ``plan`` that cannot run ``algorithm`` here.
+
+    ``runs_here=False`` (a plan only simulated): variants need not run on this machine, and the learner's
+    threads are bounded by its device's parallel units on the plan's platform, not by this machine's cores.
+    """
     kernels = {k.name: k for k in algorithm.protocol(serialized=plan.serialized).kernels()}
     platform = _platform(plan, source)
     for device, kind in plan.devices.items():
@@ -72,8 +76,9 @@ def check_plan(plan: Plan, algorithm: Algorithm, source: PlanSource = PlanSource
         if not kernel.kind.can_run_on(kind):
             raise source.error(where + ("device",), f"{name} cannot run on {placement.device!r}, a {kind} device: "
                                                    f"{kernel.kind.hosts_reason}")
-        _check_variant(kernel, placement, kind, where + ("variant",), source)
-        _check_replicas(kernel, placement, where + ("replicas",), source)
+        _check_variant(kernel, placement, kind, where + ("variant",), source, runs_here)
+        cores = usable_cores() if runs_here else platform.devices[placement.device].parallel_units
+        _check_replicas(kernel, placement, cores, where + ("replicas",), source)
     missing = [name for name in kernels if name not in plan.placements]
     if missing:
         raise source.error(("placements",), f"no placement for {', '.join(missing)}; {algorithm.name} runs "
@@ -110,8 +115,10 @@ def _unknown_kernel(name: str, algorithm: Algorithm, kernels: Mapping[str, Kerne
     return f"{algorithm.name} {what} {name!r}; its kernels: {known}"
 
 
-def _check_variant(kernel: Kernel, placement: Placement, kind: str, where: KeyPath, source: PlanSource) -> None:
-    """The variant exists for the kernel on the device kind, can run here and implements this kernel."""
+def _check_variant(kernel: Kernel, placement: Placement, kind: str, where: KeyPath, source: PlanSource,
+                   runs_here: bool) -> None:
+    """The variant exists for the kernel on the device kind, can run here (``runs_here``) and implements this
+    kernel."""
     from pearl_py.kernels import REGISTRY
 
     runtime = device_kind(kind)
@@ -124,7 +131,7 @@ def _check_variant(kernel: Kernel, placement: Placement, kind: str, where: KeyPa
     chosen = offered.get(placement.variant)
     if chosen is None:  # the runtime's own implementation (a kernel kind without registered variants)
         return
-    ok, why = chosen.available()
+    ok, why = chosen.available() if runs_here else (True, "")
     if not ok:
         raise source.error(where, f"{placement.variant!r} cannot run on this machine: {why}")
     unsupported = chosen.supports(kernel)
@@ -132,13 +139,12 @@ def _check_variant(kernel: Kernel, placement: Placement, kind: str, where: KeyPa
         raise source.error(where, f"{placement.variant!r} cannot run this {kernel.name}: {unsupported}")
 
 
-def _check_replicas(kernel: Kernel, placement: Placement, where: KeyPath, source: PlanSource) -> None:
-    """One replica for a kernel that neither replicates nor threads; at most this machine's cores as threads."""
+def _check_replicas(kernel: Kernel, placement: Placement, cores: int, where: KeyPath, source: PlanSource) -> None:
+    """One replica for a kernel that neither replicates nor threads; at most ``cores`` as threads."""
     if kernel.kind.threaded:
-        cores = usable_cores()
         if placement.replicas > cores:
-            raise source.error(where, f"{placement.replicas} threads for {kernel.name}, but this machine has "
-                                      f"{cores} usable cores; valid: 1 to {cores}")
+            raise source.error(where, f"{placement.replicas} threads for {kernel.name}, but {placement.device!r} "
+                                      f"has {cores} usable cores; valid: 1 to {cores}")
     elif not kernel.kind.replicable and placement.replicas != 1:
         raise source.error(where, f"{kernel.name} does not replicate (one instance serves the run); must be 1, "
                                   f"got {placement.replicas}")

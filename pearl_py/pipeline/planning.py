@@ -22,6 +22,10 @@ from pearl_py.plan import Plan
 from pearl_py.platform import Platform
 
 
+PLAN_WORDS = ("auto", "local", "serial")
+"""What ``plan`` may be besides a :class:`Plan` or a plan file's path."""
+
+
 def ensure_calibration(log: Callable[[str], None] = print) -> None:
     """Profile this machine's CPU once (about a minute) if no calibration is cached."""
     from pearl_py.estimate.calibration import Calibration

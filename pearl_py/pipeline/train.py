@@ -19,7 +19,10 @@ from typing import TYPE_CHECKING, Any
 from pearl_py.algorithms.off_policy.base import Algorithm
 from pearl_py.algorithms.on_policy import OnPolicyAlgorithm
 from pearl_py.errors import UserError
-from pearl_py.pipeline.planning import candidate_plans, resolve_plan
+from pearl_py.pipeline.admission import admit_config, admit_plan
+from pearl_py.pipeline.outputs import clear_run_state
+from pearl_py.pipeline.plan_check import PlanSource
+from pearl_py.pipeline.planning import PLAN_WORDS, candidate_plans, resolve_plan
 from pearl_py.plan import Plan
 from pearl_py.runtime.result import RunResult
 from pearl_py.runtime.serial import SerialExecutor
@@ -59,7 +62,7 @@ def train(algorithm: Algorithm | OnPolicyAlgorithm, total_steps: int, seed: int 
           plan: Plan | str | Path | None = None, out: str | Path | None = None, eval_episodes: int = 10,
           eval_freq: int = 0, progress: bool | None = None, objective: str = "throughput", backend: str = "local",
           address: str | None = None, resume: str | Path | None = None, tune: bool | TuneOptions = False,
-          log: Callable[[str], None] = print) -> RunResult:
+          log: Callable[[str], None] = print, overwrite: bool = False, oversubscribe: bool = False) -> RunResult:
     """Train ``algorithm`` for ``total_steps`` env steps under ``plan``.
 
     ``plan``: ``None`` (serial reference, no predictions), ``"local"`` (serial, with the
@@ -75,9 +78,14 @@ def train(algorithm: Algorithm | OnPolicyAlgorithm, total_steps: int, seed: int 
     with what the run measured beside them (``report.md``, ``report.html``, ``plan.yaml``, ``plan.json``).
     An on-policy algorithm (PPO, A2C) runs on the on-policy serial executor, unpredicted, for ``plan``
     None, "serial" or "local"; other plans are a UserError for now.
+    Before anything starts, the config and then the plan are admitted (:mod:`pearl_py.pipeline.admission`):
+    what cannot fit this machine is refused; a plan that keeps more cores busy than there are runs only with
+    ``oversubscribe`` (recorded in ``result.admission``). ``overwrite``: ``out`` may hold an earlier run, whose
+    result, checkpoint and logs are removed once every check passed (:func:`~pearl_py.pipeline.outputs.clear_run_state`).
     """
     if backend not in BACKENDS:
         raise UserError(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
+    admit_config(algorithm, replay=backend == "local")
     if isinstance(algorithm, OnPolicyAlgorithm):
         return _train_on_policy(algorithm, total_steps, seed, plan=plan, out=out, eval_episodes=eval_episodes,
                                 eval_freq=eval_freq, progress=progress, backend=backend, resume=resume, tune=tune,
@@ -86,12 +94,23 @@ def train(algorithm: Algorithm | OnPolicyAlgorithm, total_steps: int, seed: int 
         resolved = _tuned_plan(algorithm, total_steps, seed, plan, objective, backend, resume, tune, log)
     else:
         resolved = resolve_plan(algorithm, plan, objective, log, total_steps=total_steps)
+    admission = None
+    if backend == "local":
+        source = PlanSource.of(plan) if isinstance(plan, (str, Path)) and str(plan) not in PLAN_WORDS else PlanSource()
+        admission = admit_plan(resolved, algorithm, oversubscribe=oversubscribe, plan_error=source.error)
+        if admission.oversubscribed:
+            log(admission.describe())
     out_dir = Path(out) if out is not None else None
+    continues = resume is not None and out_dir is not None and out_dir.resolve() == Path(resume).resolve()
+    if overwrite and out_dir is not None and not continues:
+        clear_run_state(out_dir)
     executor = make_executor(algorithm, resolved, seed, backend=backend, address=address, resume=resume,
                              out_dir=out_dir, eval_episodes=eval_episodes, eval_freq=eval_freq, progress=progress)
-    if out_dir is not None and resolved.prediction is not None:
+    if out_dir is not None and resolved.prediction is not None and not continues:
         resolved.export(out_dir)  # the plan is on disk before the run: `--resume` finds it after a stop
     result = executor.run(total_steps)
+    if admission is not None:
+        result.admission = admission.to_dict()
     if out_dir is not None:
         result.save(out_dir / "result.json")
         if resolved.prediction is not None:

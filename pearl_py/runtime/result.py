@@ -40,6 +40,10 @@ class RunResult:
     unbounded) and the largest lag an actor noted (``max_observed``); 0 and 0 in the serial executor."""
     layout: dict[str, Any] = field(default_factory=dict)
     """How the parallel runtime laid the run out (actors, where inference and replay ran); empty elsewhere."""
+    admission: dict[str, Any] = field(default_factory=dict)
+    """What admission found before the run (:mod:`pearl_py.pipeline.admission`): processes, busy cores against
+    usable ones, whether it ran oversubscribed, memory needed against available (modelled, per-process memory
+    measured); empty where the pipeline did not admit the run (an executor called directly, Ray)."""
 
     @property
     def eval_return_mean(self) -> float:

@@ -106,6 +106,8 @@ def test_an_interrupted_parallel_run_leaves_its_plan_for_resume(write_config, tm
 
     def stop(self, total_steps):
         seen.update(resume_from=self.resume_from, placements=self.plan.placements)
+        (self.out_dir / "checkpoint").mkdir(parents=True, exist_ok=True)
+        (self.out_dir / "checkpoint" / "checkpoint.pt").touch()  # where the real run writes its checkpoint
         raise KeyboardInterrupt(f"interrupted; checkpoint written to {self.out_dir / 'checkpoint'}")
 
     monkeypatch.setattr(ParallelExecutor, "run", stop)

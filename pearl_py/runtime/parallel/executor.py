@@ -39,6 +39,7 @@ import torch
 from pearl_py import kernels
 from pearl_py.algorithms.off_policy.base import Algorithm
 from pearl_py.algorithms.off_policy.learner import Learner
+from pearl_py.errors import UserError
 from pearl_py.kernels.affinity import pinned_threads
 from pearl_py.plan import Plan
 from pearl_py.protocol.schedule import (
@@ -62,7 +63,7 @@ from pearl_py.runtime.parallel.interrupts import RunInterrupted, StopSignals
 from pearl_py.runtime.parallel.learner_loop import LearnerLoop, LoopParts, StopRequested
 from pearl_py.runtime.parallel.params import ParamBoard
 from pearl_py.runtime.parallel.placement import RuntimeLayout
-from pearl_py.runtime.parallel.process import Doorbell
+from pearl_py.runtime.parallel.process import Doorbell, ProcessGuard, sweep_stale_segments
 from pearl_py.runtime.parallel.replay_access import LocalReplay, ServedReplay
 from pearl_py.runtime.parallel.ring import ShmRing
 from pearl_py.runtime.parallel.services import (
@@ -180,8 +181,12 @@ class ParallelExecutor:
             return Progress(), None
         ckpt = load_checkpoint(self.resume_from)
         ckpt.check_matches(self.algorithm, self.seed, total_steps)
-        learner.load_state_dict(ckpt.learner)
-        torch.set_rng_state(ckpt.torch_rng)
+        try:
+            learner.load_state_dict(ckpt.learner)
+            torch.set_rng_state(ckpt.torch_rng)
+        except (RuntimeError, KeyError, TypeError, ValueError) as exc:  # the networks' shapes or names differ
+            raise UserError(f"resume: the checkpoint in {self.resume_from} does not fit this run's learner "
+                            f"({str(exc).splitlines()[0][:200]})") from None
         progress = ckpt.progress
         progress.sessions += 1
         return progress, ckpt.replay
@@ -191,7 +196,12 @@ class ParallelExecutor:
                log: RunLog) -> LoopParts:
         """Create the shared segments and start the actors; ``stack`` undoes it all in reverse."""
         algo, n = self.algorithm, self.algorithm.config.n_envs
+        swept = sweep_stale_segments(SHM_PREFIX)
+        if swept:
+            log.warning("removed %d shared-memory segments of runs that were killed (%s, ...)", len(swept), swept[0])
         prefix = f"{SHM_PREFIX}-{os.getpid()}-{secrets.token_hex(4)}"
+        guard = ProcessGuard.start(prefix)  # first: closed last, once every child and segment is gone
+        stack.callback(guard.close)
         control = ControlBlock.create(layout.actors, f"{prefix}-ctl")
         stack.callback(control.close)
         board = ParamBoard.create(learner.nets.acting_state(algo.acting_networks), f"{prefix}-params",
@@ -199,7 +209,7 @@ class ParallelExecutor:
         stack.callback(board.close)
         rings = []
         for i in range(layout.actors):
-            capacity = max(schedule.window, MIN_RING_RECORDS) + layout.actors * n
+            capacity = ring_capacity(schedule, layout.actors)
             ring = ShmRing.create(ring_fields(algo), capacity, f"{prefix}-ring{i}")
             stack.callback(ring.close)
             rings.append(ring)
@@ -212,7 +222,7 @@ class ParallelExecutor:
                 stack, prefix, algo, control, rings, schedule=schedule, seed=self.seed, errors=errors,
                 resume=self.resume_from if replay_state is not None else None, consumed=progress.transitions,
                 updates=learner.gradient_steps, prefetch=layout.replay_prefetch,
-                strict=layout.replay_order == "strict", timer=timer)
+                strict=layout.replay_order == "strict", timer=timer, guard=guard)
         else:
             buffer = (ReplayBuffer.load_state_dict(replay_state) if replay_state is not None
                       else algo.make_replay(seed=self.seed))
@@ -223,7 +233,7 @@ class ParallelExecutor:
             central = start_inference_server(stack, prefix, algo, control, board, actors=layout.actors,
                                              variant=layout.inference_variant, device=layout.inference_device,
                                              seed=base_seed + layout.actors, total_steps=schedule.total_steps,
-                                             errors=errors)
+                                             errors=errors, guard=guard)
             links, self._services["inference server"] = central.links, central.service
         warmups = _split(max(-(-algo.config.learning_starts // n) - done, 0), layout.actors)
         specs = [ActorSpec(algo, index=i, seed=base_seed, generation=0, quota=quota, total_steps=schedule.total_steps,
@@ -232,7 +242,7 @@ class ParallelExecutor:
                            warmup=warmups[i], actors=layout.actors, central=links[i],
                            replay_bell=replay.server_bell if replay.remote else None, room_bell=Doorbell())
                  for i, quota in enumerate(schedule.quotas(layout.actors, done))]
-        pool = ActorPool(specs, self.max_restarts)
+        pool = ActorPool(specs, self.max_restarts, guard)
         self._pool, self.restarts = pool, pool.restarts
         stack.callback(setattr, self, "_pool", None)
         stack.callback(pool.close, control)
@@ -269,6 +279,12 @@ class ParallelExecutor:
                           total_steps=total_steps, learner=learner.state_dict(), replay=replay.state_dict(),
                           progress=progress, torch_rng=torch.get_rng_state())
         return save_checkpoint(self.out_dir / CHECKPOINT_DIR, ckpt).parent
+
+
+def ring_capacity(schedule: TrainSchedule, actors: int) -> int:
+    """Records of each actor's ring: the limiter's window (at least ``MIN_RING_RECORDS``) plus a vector step of
+    every actor (the slack one round's interleaving needs)."""
+    return max(schedule.window, MIN_RING_RECORDS) + actors * schedule.n_envs
 
 
 def _split(total: int, parts: int) -> list[int]:
