@@ -136,9 +136,12 @@ def _checkpoint_globals() -> list[Any]:
 
 
 def _unreadable(exc: Exception) -> str:
-    if isinstance(exc, pickle.UnpicklingError) and "weights_only" in str(exc).lower():
+    text = str(exc)
+    if isinstance(exc, pickle.UnpicklingError) and "GLOBAL" in text:  # the data-only unpickler met a callable
         return "it holds Python objects other than a checkpoint's tensors and arrays (not loaded: they could run code)"
-    first = (str(exc).strip().splitlines() or [""])[0][:200]
+    if isinstance(exc, pickle.UnpicklingError) and "WeightsUnpickler error:" in text:  # its useful line is inside
+        text = text.split("WeightsUnpickler error:", 1)[1]
+    first = (text.strip().splitlines() or [""])[0][:200]
     return f"torch.load failed ({type(exc).__name__}{': ' + first if first else ''}); it is damaged, truncated or " \
            "not written by pearl_py"
 
