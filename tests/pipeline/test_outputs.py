@@ -2,6 +2,7 @@
 before any work; an earlier run is replaced only with --overwrite; a finished run is left as it is."""
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import os
@@ -162,3 +163,24 @@ def test_written_files_follow_the_umask(tmp_path, umask, mode):
         os.umask(old)
     assert stat.S_IMODE((tmp_path / "result.json").stat().st_mode) == mode
     assert [p.name for p in tmp_path.iterdir()] == ["result.json"]
+
+
+@pytest.mark.parametrize("prioritized", [False, True])
+def test_a_checkpoint_of_a_run_stopped_before_any_step_loads(tmp_path, prioritized):
+    """The checkpoint a run stopped at start-up writes (an empty replay: numpy pickles its arrays' bytes) loads."""
+    import pearl_py as pearl
+    from pearl_py.algorithms.off_policy.learner import Learner
+    from pearl_py.runtime.parallel.checkpoint import Checkpoint, Progress, save_checkpoint
+
+    algo = pearl.DQN("CartPole-v1", net_arch=[8], buffer_size=64, batch_size=8, prioritized_replay=prioritized)
+    replay = algo.make_replay(seed=0)
+    try:
+        ckpt = Checkpoint(algorithm=algo.name, env=algo.env_id, config=dataclasses.asdict(algo.config), seed=0,
+                          total_steps=100, learner=Learner(algo).state_dict(), replay=replay.state_dict(),
+                          progress=Progress(), torch_rng=torch.get_rng_state())
+    finally:
+        replay.close()
+    save_checkpoint(tmp_path / "checkpoint", ckpt)
+    loaded = load_checkpoint(tmp_path)
+    assert loaded.progress == Progress() and loaded.config == ckpt.config
+    assert torch.equal(loaded.torch_rng, ckpt.torch_rng)

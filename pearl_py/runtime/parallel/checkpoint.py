@@ -128,11 +128,11 @@ def load_checkpoint(path: Path) -> Checkpoint:
 
 
 def _checkpoint_globals() -> list[Any]:
-    """What a checkpoint holds besides tensors and plain data: numpy arrays (their reconstructor, dtypes) and
-    kernel kinds (timing keys, pickled as a look-up by name)."""
+    """What a checkpoint holds besides tensors and plain data: numpy arrays and scalars (their reconstructors,
+    dtypes, the bytes of an empty array) and kernel kinds (timing keys, pickled as a look-up by name)."""
     multiarray = importlib.import_module("numpy._core.multiarray" if hasattr(np, "_core") else "numpy.core.multiarray")
     dtypes = [c for c in vars(np.dtypes).values() if isinstance(c, type) and issubclass(c, np.dtype)]
-    return [np.ndarray, np.dtype, multiarray._reconstruct, KernelKind, *dtypes]
+    return [np.ndarray, np.dtype, multiarray._reconstruct, multiarray.scalar, bytes, KernelKind, *dtypes]
 
 
 def _unreadable(exc: Exception) -> str:
