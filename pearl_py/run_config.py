@@ -36,7 +36,6 @@ from pearl_py.config.yaml_source import YamlDocument
 from pearl_py.errors import ConfigError
 from pearl_py.protocol.schedule import TrainSchedule
 
-
 MAX_SEED = 2**32 - 1
 """Largest seed: 32 bits, as numpy's legacy seeding, gymnasium and Stable-Baselines3 take seeds."""
 

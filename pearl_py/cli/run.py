@@ -18,7 +18,11 @@ if TYPE_CHECKING:
 def run_main(args: argparse.Namespace) -> int:
     """Train the config's algorithm under the flags' plan; print the measured figures and where the files went."""
     from pearl_py.pipeline.admission import admit_config
-    from pearl_py.pipeline.outputs import check_output_dir, check_resume_dir, check_run_dir
+    from pearl_py.pipeline.outputs import (
+        check_output_dir,
+        check_resume_dir,
+        check_run_dir,
+    )
     from pearl_py.pipeline.train import train
     from pearl_py.pipeline.tune import TuneOptions
     from pearl_py.run_config import load_config

@@ -47,7 +47,11 @@ from pearl_py.algorithms.off_policy.base import Algorithm
 from pearl_py.errors import ConfigError
 from pearl_py.fileio import atomic_write_json
 from pearl_py.plan import Plan
-from pearl_py.platform.local import available_memory_bytes, shared_memory_bytes, usable_cores
+from pearl_py.platform.local import (
+    available_memory_bytes,
+    shared_memory_bytes,
+    usable_cores,
+)
 from pearl_py.protocol.kernel import ENV_STEP, INFERENCE, LEARNER_UPDATE, REPLAY_INSERT
 from pearl_py.protocol.workload import ADAM_COPIES, FLOAT_BYTES, TransitionLayout
 
@@ -194,6 +198,7 @@ def admit_plan(plan: Plan, algorithm: Algorithm, *, oversubscribe: bool = False,
     footprint = Footprint.of(algorithm)
     machine = machine or Machine.here(measure=not plan.serialized)
     locate = _locator(plan_error, config_error)
+    parallel: ParallelNeeds | None = None
     if plan.serialized:
         threads, actors, servers = plan.learner_threads, 0, []
         needs, shm = [footprint.networks, footprint.batch, footprint.storage], []
@@ -214,15 +219,16 @@ def admit_plan(plan: Plan, algorithm: Algorithm, *, oversubscribe: bool = False,
     for wanted, capacity, where in ((shm, machine.shm_bytes, "free in /dev/shm"),
                                     (needs + shm, machine.available_bytes, "of memory available here")):
         if sum(n.bytes for n in wanted) > capacity:
-            fits = parallel.most_actors(capacity, shared_only=wanted is shm) if actors else None
+            fits = parallel.most_actors(capacity, shared_only=wanted is shm) if parallel and actors else None
             raise _refusal(wanted, capacity, where, locate, fits)
     busy = threads + actors + len(servers)
     if busy > machine.cores and not oversubscribe:
-        key = ("placements", ENV_STEP, "replicas") if actors else ("placements", LEARNER_UPDATE, "replicas")
         fits = max(machine.cores - threads - len(servers), 1)
+        key, lower = (("placements", ENV_STEP, "replicas"), f"at most {fits} actor{'s' * (fits > 1)} here") if actors \
+            else (("placements", LEARNER_UPDATE, "replicas"), f"at most {machine.cores} threads here")
         raise plan_error(key, f"the plan keeps {busy} cores busy ({parts}) but this machine has {machine.cores} "
                               f"usable: pass --oversubscribe (oversubscribe=True) to run it anyway, its samples/s "
-                              f"measured as they come, or lower it (at most {fits} actor{'s' * (fits > 1)} here)")
+                              f"measured as they come, or lower it ({lower})")
     return Admission(processes=processes, busy=busy, cores=machine.cores,
                      memory_bytes=sum(n.bytes for n in needs + shm), available_bytes=machine.available_bytes,
                      shm_bytes=sum(n.bytes for n in shm), shm_available_bytes=machine.shm_bytes,

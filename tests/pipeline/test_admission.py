@@ -14,7 +14,13 @@ from pipeline_inputs import CONFIG
 import pearl_py as pearl
 from pearl_py.cli import main
 from pearl_py.errors import ConfigError
-from pearl_py.pipeline.admission import Footprint, Machine, admit_config, admit_plan, process_memory_bytes
+from pearl_py.pipeline.admission import (
+    Footprint,
+    Machine,
+    admit_config,
+    admit_plan,
+    process_memory_bytes,
+)
 from pearl_py.plan import Placement
 from pearl_py.platform.local import memory_gb
 

@@ -16,8 +16,14 @@ from pipeline_inputs import CONFIG, PLAN, shm_segments
 from pearl_py.cli import main
 from pearl_py.errors import UserError
 from pearl_py.fileio import atomic_write_text
-from pearl_py.pipeline.outputs import check_output_dir, check_resume_dir, check_run_dir, clear_run_state
+from pearl_py.pipeline.outputs import (
+    check_output_dir,
+    check_resume_dir,
+    check_run_dir,
+    clear_run_state,
+)
 from pearl_py.runtime.parallel.checkpoint import load_checkpoint
+
 
 @pytest.fixture
 def afile(tmp_path) -> Path:
@@ -170,7 +176,11 @@ def test_a_checkpoint_of_a_run_stopped_before_any_step_loads(tmp_path, prioritiz
     """The checkpoint a run stopped at start-up writes (an empty replay: numpy pickles its arrays' bytes) loads."""
     import pearl_py as pearl
     from pearl_py.algorithms.off_policy.learner import Learner
-    from pearl_py.runtime.parallel.checkpoint import Checkpoint, Progress, save_checkpoint
+    from pearl_py.runtime.parallel.checkpoint import (
+        Checkpoint,
+        Progress,
+        save_checkpoint,
+    )
 
     algo = pearl.DQN("CartPole-v1", net_arch=[8], buffer_size=64, batch_size=8, prioritized_replay=prioritized)
     replay = algo.make_replay(seed=0)

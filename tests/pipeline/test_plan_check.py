@@ -18,6 +18,7 @@ from pearl_py.pipeline.plan_check import PlanSource, check_plan, load_checked_pl
 from pearl_py.plan import Placement
 from pearl_py.platform.local import usable_cores
 
+
 def run_plan(write_config, tmp_path, capsys, text: str | bytes) -> tuple[int, str]:
     """``pearl run CONFIG --plan plan.yaml``; the exit code and stderr, asserting nothing started or was written."""
     config = write_config(CONFIG)
