@@ -207,8 +207,8 @@ def bad_plans(draw: st.DrawFn) -> tuple[str | bytes, str]:
     if kind == "threads":
         placements["learner_update"]["replicas"] = draw(st.integers(min_value=usable_cores() + 1, max_value=10**9))
         return dump(plan), "placements.learner_update.replicas: "
-    if kind == "actors":  # the learner's thread and these actors outnumber the cores, or the memory
-        placements["env_step"]["replicas"] = draw(st.integers(min_value=usable_cores(), max_value=10**7))
+    if kind == "actors":  # more actor processes than cores, or than the memory holds
+        placements["env_step"]["replicas"] = draw(st.integers(min_value=usable_cores() + 1, max_value=10**7))
         return dump(plan), "placements.env_step.replicas: "
     if kind == "top key":
         name = draw(NAME.filter(lambda k: k not in TOP_KEYS))

@@ -11,9 +11,11 @@ Two checks, each refusing with the figures and the key that sets the largest nee
   ``env_step.replicas`` actors, a replay or inference server) must fit in memory (each costs the memory
   of a freshly started pearl_py process, measured once on this machine and cached, plus its
   networks), the shared-memory segments in ``/dev/shm``, the processes in the user's process limit;
-  and the busy processes and threads (the learner's threads, one per actor and server) should not
-  outnumber the usable cores: an oversubscribed plan runs only with ``oversubscribe`` (the CLI's
-  ``--oversubscribe``), and the result records it.
+  and the cores it holds should not outnumber the usable cores, counted by the optimizer's rule
+  (docs/optimizer.md, "threads"): every actor process holds a core, and so does each learner thread
+  beyond the first (the first thread and any server share the cores, their time in the busy-time
+  model), so every plan the optimizer makes for this machine fits. An oversubscribed plan runs only
+  with ``oversubscribe`` (the CLI's ``--oversubscribe``), and the result records it.
 
 A refusal is a :class:`~pearl_py.errors.ConfigError` located at the key (``plan.yaml:12:
 placements.env_step.replicas: ...``); the CLI prints it on one line and exits with code 2.
@@ -154,6 +156,7 @@ class Admission:
 
     processes: int
     busy: int
+    """Cores the plan holds: its actor processes and the learner's threads beyond the first."""
     cores: int
     memory_bytes: float
     available_bytes: float
@@ -166,8 +169,8 @@ class Admission:
 
     def describe(self) -> str:
         over = " (oversubscribed: allowed by --oversubscribe)" if self.oversubscribed else ""
-        return (f"admission: {self.processes} process{'es' * (self.processes > 1)} ({self.parts}) keep {self.busy} "
-                f"cores busy of {self.cores} usable{over}; memory {_size(self.memory_bytes)} of "
+        return (f"admission: {self.processes} process{'es' * (self.processes > 1)} ({self.parts}) hold {self.busy} "
+                f"of {self.cores} usable cores{over}; memory {_size(self.memory_bytes)} of "
                 f"{_size(self.available_bytes)} available, shared memory {_size(self.shm_bytes)} of "
                 f"{_size(self.shm_available_bytes)} (modelled, per-process memory measured)")
 
@@ -221,12 +224,14 @@ def admit_plan(plan: Plan, algorithm: Algorithm, *, oversubscribe: bool = False,
         if sum(n.bytes for n in wanted) > capacity:
             fits = parallel.most_actors(capacity, shared_only=wanted is shm) if parallel and actors else None
             raise _refusal(wanted, capacity, where, locate, fits)
-    busy = threads + actors + len(servers)
+    busy = actors + threads - 1  # the optimizer's rule (docs/optimizer.md, "threads")
     if busy > machine.cores and not oversubscribe:
-        fits = max(machine.cores - threads - len(servers), 1)
+        fits = max(machine.cores - threads + 1, 1)
         key, lower = (("placements", ENV_STEP, "replicas"), f"at most {fits} actor{'s' * (fits > 1)} here") if actors \
             else (("placements", LEARNER_UPDATE, "replicas"), f"at most {machine.cores} threads here")
-        raise plan_error(key, f"the plan keeps {busy} cores busy ({parts}) but this machine has {machine.cores} "
+        held = f"{actors} actor process{'es' * (actors != 1)}" + \
+            (f" and {threads - 1} learner thread{'s' * (threads > 2)} beyond its first" if threads > 1 else "")
+        raise plan_error(key, f"the plan holds {busy} cores ({held}; {parts}) but this machine has {machine.cores} "
                               f"usable: pass --oversubscribe (oversubscribe=True) to run it anyway, its samples/s "
                               f"measured as they come, or lower it ({lower})")
     return Admission(processes=processes, busy=busy, cores=machine.cores,

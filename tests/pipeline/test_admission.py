@@ -83,7 +83,7 @@ def test_a_huge_config_in_a_file_is_refused_at_its_line_by_run_and_plan(write_co
 def test_a_plan_within_the_machine_is_admitted_with_its_figures():
     algo = tiny()
     admission = admit_plan(plan_with(algo), algo, machine=machine())
-    assert (admission.processes, admission.busy, admission.oversubscribed) == (2, 2, False)
+    assert (admission.processes, admission.busy, admission.oversubscribed) == (2, 1, False)
     assert admission.parts == "learner with 1 thread, 1 actor"
     footprint = Footprint.of(algo)
     learner = footprint.networks.bytes + footprint.batch.bytes + footprint.storage.bytes
@@ -112,12 +112,18 @@ def test_segments_that_do_not_fit_dev_shm_are_refused():
 
 def test_oversubscription_needs_the_flag_and_is_recorded():
     algo = tiny()
-    plan = plan_with(algo, env_step=Placement("cpu", replicas=2))
-    with pytest.raises(ConfigError, match=r"the plan keeps 3 cores busy \(learner with 1 thread, 2 actors\) but this "
-                                          r"machine has 2 usable: pass --oversubscribe .* \(at most 1 actor here\)"):
+    # the optimizer's rule: each actor process holds a core, the learner's first thread shares them
+    assert not admit_plan(plan_with(algo, env_step=Placement("cpu", replicas=2)), algo, machine=machine()).oversubscribed
+    plan = plan_with(algo, env_step=Placement("cpu", replicas=3))
+    with pytest.raises(ConfigError, match=r"^placements.env_step.replicas: the plan holds 3 cores \(3 actor processes; "
+                                          r"learner with 1 thread, 3 actors\) but this machine has 2 usable: pass "
+                                          r"--oversubscribe .* \(at most 2 actors here\)$"):
         admit_plan(plan, algo, machine=machine())
     admission = admit_plan(plan, algo, oversubscribe=True, machine=machine())
     assert admission.oversubscribed and "(oversubscribed: allowed by --oversubscribe)" in admission.describe()
+    two_threads = plan_with(algo, learner_update=Placement("cpu", replicas=2), env_step=Placement("cpu", replicas=2))
+    with pytest.raises(ConfigError, match=r"holds 3 cores \(2 actor processes and 1 learner thread beyond its first; "):
+        admit_plan(two_threads, algo, machine=machine())
 
 
 def test_the_process_limit_is_respected():
@@ -131,9 +137,10 @@ def test_a_serialized_plan_is_one_process_with_the_learner_threads():
     algo = tiny()
     plan = dataclasses.replace(pearl.Plan.single_device(algo.protocol(serialized=True)),
                                placements={**pearl.Plan.single_device(algo.protocol()).placements,
-                                           "learner_update": Placement("cpu", replicas=3)})
-    with pytest.raises(ConfigError, match=r"^placements.learner_update.replicas: the plan keeps 3 cores busy"):
-        admit_plan(plan, algo, machine=machine())
+                                           "learner_update": Placement("cpu", replicas=4)})
+    with pytest.raises(ConfigError, match=r"^placements.learner_update.replicas: the plan holds 3 cores \(0 actor "
+                                          r"processes and 3 learner threads beyond its first; .*at most 2 threads here"):
+        admit_plan(plan, algo, machine=machine(cores=2))
     assert admit_plan(plan, algo, oversubscribe=True, machine=machine()).processes == 1
 
 

@@ -95,8 +95,8 @@ def test_more_busy_processes_than_cores_need_oversubscribe(write_config, tmp_pat
                         f"env_step: {{device: cpu, variant: reference, replicas: {actors}}}")
     code, err = run_plan(write_config, tmp_path, capsys, text)
     assert code == 2
-    assert f"placements.env_step.replicas: the plan keeps {actors + 1} cores busy (learner with 1 thread, " \
-           f"{actors} actors) but this machine has {usable_cores()} usable: pass --oversubscribe" in err
+    assert f"placements.env_step.replicas: the plan holds {actors} cores ({actors} actor processes; learner with " \
+           f"1 thread, {actors} actors) but this machine has {usable_cores()} usable: pass --oversubscribe" in err
 
 
 def test_a_plan_made_in_python_is_checked_too(tmp_path):
