@@ -82,7 +82,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--overwrite", action="store_true",
                      help="--out may hold an earlier run: replace it (its result, checkpoint and logs are removed)")
     run.add_argument("--oversubscribe", action="store_true",
-                     help="run a plan that keeps more cores busy than this machine has (refused otherwise)")
+                     help="run a plan that holds more cores than this machine has (refused otherwise)")
     run.set_defaults(handler=_run, check=functools.partial(_check_run_flags, run))
 
     plan = sub.add_parser("plan", help="assign kernels to devices; write plan.yaml/json and report.md/html")

@@ -79,7 +79,7 @@ def train(algorithm: Algorithm | OnPolicyAlgorithm, total_steps: int, seed: int 
     An on-policy algorithm (PPO, A2C) runs on the on-policy serial executor, unpredicted, for ``plan``
     None, "serial" or "local"; other plans are a UserError for now.
     Before anything starts, the config and then the plan are admitted (:mod:`pearl_py.pipeline.admission`):
-    what cannot fit this machine is refused; a plan that keeps more cores busy than there are runs only with
+    what cannot fit this machine is refused; a plan that holds more cores than there are runs only with
     ``oversubscribe`` (recorded in ``result.admission``). ``overwrite``: ``out`` may hold an earlier run, whose
     result, checkpoint and logs are removed once every check passed (:func:`~pearl_py.pipeline.outputs.clear_run_state`).
     """

@@ -109,3 +109,21 @@ def test_the_guard_does_nothing_after_a_clean_end(tmp_path):
         child.kill()
         child.wait()
         segment.unlink()
+
+
+def test_a_run_sweeps_the_segments_of_killed_runs(caplog):
+    """Segments of a run whose process is gone (its guard killed too) are removed by the next run's start."""
+    from pearl_py.runtime.parallel.process import sweep_stale_segments
+
+    dead = next(pid for pid in range(4_000_000, 3_000_000, -1) if not Path(f"/proc/{pid}").exists())
+    stale, mine = Path(f"/dev/shm/pearl-{dead}-0badc0de-ctl"), Path(f"/dev/shm/pearl-{os.getpid()}-0badc0de-ctl")
+    stale.touch()
+    mine.touch()
+    try:
+        with caplog.at_level("WARNING", logger="pearl_py.runtime.parallel"):
+            assert stale.name in sweep_stale_segments("pearl")
+        assert not stale.exists() and mine.exists()  # a live run's segments stay
+        assert "shared-memory segments of runs that were killed" in caplog.text
+    finally:
+        stale.unlink(missing_ok=True)
+        mine.unlink(missing_ok=True)

@@ -63,7 +63,11 @@ from pearl_py.runtime.parallel.interrupts import RunInterrupted, StopSignals
 from pearl_py.runtime.parallel.learner_loop import LearnerLoop, LoopParts, StopRequested
 from pearl_py.runtime.parallel.params import ParamBoard
 from pearl_py.runtime.parallel.placement import RuntimeLayout
-from pearl_py.runtime.parallel.process import Doorbell, ProcessGuard, sweep_stale_segments
+from pearl_py.runtime.parallel.process import (
+    Doorbell,
+    ProcessGuard,
+    sweep_stale_segments,
+)
 from pearl_py.runtime.parallel.replay_access import LocalReplay, ServedReplay
 from pearl_py.runtime.parallel.ring import ShmRing
 from pearl_py.runtime.parallel.services import (
@@ -196,9 +200,7 @@ class ParallelExecutor:
                log: RunLog) -> LoopParts:
         """Create the shared segments and start the actors; ``stack`` undoes it all in reverse."""
         algo, n = self.algorithm, self.algorithm.config.n_envs
-        swept = sweep_stale_segments(SHM_PREFIX)
-        if swept:
-            log.warning("removed %d shared-memory segments of runs that were killed (%s, ...)", len(swept), swept[0])
+        sweep_stale_segments(SHM_PREFIX)  # of runs killed with their guard (logged)
         prefix = f"{SHM_PREFIX}-{os.getpid()}-{secrets.token_hex(4)}"
         guard = ProcessGuard.start(prefix)  # first: closed last, once every child and segment is gone
         stack.callback(guard.close)

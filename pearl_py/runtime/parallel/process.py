@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import logging
 import multiprocessing as mp
 import os
 import signal
@@ -140,6 +141,8 @@ if not done:
 """The guard's program: orders on stdin (``watch PID STARTTIME``, ``done``); at EOF without
 ``done`` it SIGKILLs the watched processes still alive and unlinks ``SHM_DIR/PREFIX*``."""
 
+log = logging.getLogger("pearl_py.runtime.parallel")
+
 SHM_DIR = Path("/dev/shm")
 EXIT_ORPHANED = 70
 """Exit code of a child that found its parent gone when it started."""
@@ -195,7 +198,7 @@ def start_time(pid: int) -> str | None:
 
 
 def sweep_stale_segments(prefix: str) -> list[str]:
-    """Unlink the segments ``prefix-<pid>-*`` of runs whose process ``pid`` is gone; the names removed."""
+    """Unlink the segments ``prefix-<pid>-*`` of runs whose process ``pid`` is gone (logged); the names removed."""
     removed = []
     try:
         names = os.listdir(SHM_DIR)
@@ -209,6 +212,8 @@ def sweep_stale_segments(prefix: str) -> list[str]:
                 removed.append(name)
             except OSError:  # another user's, or gone meanwhile
                 pass
+    if removed:
+        log.warning("removed %d shared-memory segments of runs that were killed (%s, ...)", len(removed), removed[0])
     return removed
 
 
