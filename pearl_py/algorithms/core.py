@@ -43,6 +43,9 @@ class BaseAlgorithm(abc.ABC):
     discrete_actions: ClassVar[bool | None] = None
     target_networks: ClassVar[tuple[str, ...]] = ()
     """Names of the networks that get a frozen target copy (the off-policy family's critics); none by default."""
+    acting_networks: ClassVar[tuple[str, ...]] = ()
+    """Names of the networks an actor needs to act (what param_sync moves); a family that declares none acts
+    with all of them (memory admission counts them all)."""
     initial_state: dict[str, Any] | None = None
     """Network tensors a learner starts from instead of fresh ones (``pearl.train(init_from=RUN_DIR)`` sets it
     from a saved policy, checked to fit); None: fresh networks."""

@@ -14,6 +14,7 @@ import argparse
 import functools
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from pearl_py.errors import UserError
 
@@ -54,10 +55,17 @@ def _devices(args: argparse.Namespace) -> int:
     return devices_main()
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """Usage mistakes as every other user mistake: one line naming the command and the problem, exit code 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     from pearl_py.version import __version__
 
-    parser = argparse.ArgumentParser(prog="pearl", description=__doc__.split("\n")[0])
+    parser = OneLineParser(prog="pearl", description=__doc__.split("\n")[0])
     parser.add_argument("--version", action="version", version=f"pearl_py {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="train from a config file and write result.json")
@@ -91,6 +99,10 @@ def build_parser() -> argparse.ArgumentParser:
                      help="steady-state seconds of each --tune trial (default 5)")
     run.add_argument("--init-from", metavar="RUN_DIR",
                      help="start the networks from the policy saved in RUN_DIR (same algorithm, env and shapes)")
+    run.add_argument("--overwrite", action="store_true",
+                     help="--out may hold an earlier run: replace it (its result, checkpoints, policy and logs are removed)")
+    run.add_argument("--oversubscribe", action="store_true",
+                     help="run a plan that holds more cores than this machine has (refused otherwise)")
     run.set_defaults(handler=_run, check=functools.partial(_check_run_flags, run))
 
     plan = sub.add_parser("plan", help="assign kernels to devices; write plan.yaml/json and report.md/html")

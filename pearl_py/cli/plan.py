@@ -18,16 +18,19 @@ def plan_main(config_path: str, platform: str, objective: str, out: str | None) 
     """
     from pearl_py.algorithms.on_policy.base import OnPolicyAlgorithm, OnPolicyNotPlanned
     from pearl_py.optimize.api import plan
+    from pearl_py.pipeline.admission import admit_config
+    from pearl_py.pipeline.outputs import check_output_dir
     from pearl_py.platform import Platform
     from pearl_py.report.content import optimality_sentence
     from pearl_py.run_config import load_config
 
     config = load_config(config_path)
+    directory = check_output_dir(Path(out or "plan-out"))
     algo = config.make_algorithm()
     if isinstance(algo, OnPolicyAlgorithm):
         raise OnPolicyNotPlanned(algo, "pearl plan")
+    admit_config(algo, replay=False, error=config.error)  # planning builds the networks and a batch here
     result = plan(algo, Platform.load(platform), objective=objective, horizon=config.settings.total_steps)
-    directory = Path(out or "plan-out")
     paths = result.export(directory)
     print(f"wrote {directory}/" + ", ".join(p.name for p in paths.values()))
     f = result.prediction.figures

@@ -108,7 +108,7 @@ def ranked_plans(algo: Any, platform: Any, objective: str = "throughput",
             platform=platform_info(platform), horizon=horizon,
             run=whole_run(problem, protocol, chosen.assignment, chosen.performance, horizon))
         used = {c.device for c in chosen.assignment.values()}
-        plans.append(Plan(platform=platform.name, objective=objective, placements=placements_of(chosen.assignment),
+        plans.append(Plan(platform=platform.reference or platform.name, objective=objective, placements=placements_of(chosen.assignment),
                           mode="serialized" if problem.serialized else "overlapped",
                           devices={d: problem.devices[d].kind for d in sorted(used)}, solver=chosen.solver,
                           prediction=prediction))

@@ -17,9 +17,13 @@ from pearl_py.algorithms.off_policy.base import Algorithm
 from pearl_py.errors import PlanningError
 from pearl_py.optimize.api import plan as optimize
 from pearl_py.optimize.api import ranked_plans
+from pearl_py.pipeline.plan_check import check_plan, load_checked_plan
 from pearl_py.plan import Plan
 from pearl_py.platform import Platform
 from pearl_py.runtime.kernel_devices import plan_problems
+
+PLAN_WORDS = ("auto", "local", "serial")
+"""What ``plan`` may be besides a :class:`Plan` or a plan file's path."""
 
 
 def ensure_calibration(log: Callable[[str], None] = print) -> None:
@@ -76,12 +80,14 @@ def candidate_plans(algorithm: Algorithm, k: int, objective: str = "throughput",
 def resolve_plan(algorithm: Algorithm, plan: Plan | str | Path | None, objective: str = "throughput",
                  log: Callable[[str], None] = print, total_steps: int | None = None) -> Plan:
     """``None``/"serial": all on one CPU, unpredicted; "local": the same, predicted; "auto": optimized
-    on :meth:`Platform.local` after calibrating; a path: a saved plan; a :class:`Plan`: itself.
+    on :meth:`Platform.local` after calibrating; a path: a saved plan; a :class:`Plan`: itself. A plan the user
+    gives (a path or a :class:`Plan`) is checked for ``algorithm`` first (:mod:`pearl_py.pipeline.plan_check`).
 
     ``total_steps`` (the run's length) lets the optimizer choose variants with a one-off setup
     (a compile) when they pay it back within the run.
     """
     if isinstance(plan, Plan):
+        check_plan(plan, algorithm)
         return plan
     if plan is None or plan == "serial":
         return Plan.single_device(algorithm.protocol(serialized=True))
@@ -93,4 +99,4 @@ def resolve_plan(algorithm: Algorithm, plan: Plan | str | Path | None, objective
     path = Path(plan)
     if not path.suffix:
         raise PlanningError(f"plan {plan!r}: expected 'auto', 'local', 'serial', a Plan or a plan.yaml path")
-    return Plan.load(path)
+    return load_checked_plan(path, algorithm)

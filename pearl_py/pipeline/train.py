@@ -19,9 +19,12 @@ from typing import TYPE_CHECKING, Any
 
 from pearl_py.algorithms.core import BaseAlgorithm
 from pearl_py.errors import UserError
+from pearl_py.pipeline.admission import admit_config, admit_plan
 from pearl_py.pipeline.announce import plan_lines
 from pearl_py.pipeline.families import Executor, family_of
-from pearl_py.pipeline.planning import candidate_plans, resolve_plan
+from pearl_py.pipeline.outputs import clear_run_state
+from pearl_py.pipeline.plan_check import PlanSource
+from pearl_py.pipeline.planning import PLAN_WORDS, candidate_plans, resolve_plan
 from pearl_py.plan import Plan
 from pearl_py.platform import Platform
 from pearl_py.report.curve import learning_curve
@@ -87,7 +90,7 @@ def train(algorithm: BaseAlgorithm, total_steps: int, seed: int = 0, *,
           eval_freq: int = 0, progress: bool | None = None, objective: str = "throughput", backend: str = "local",
           address: str | None = None, resume: str | Path | None = None, tune: bool | TuneOptions = False,
           init_from: str | Path | None = None, checkpoint_freq: int = 0, checkpoint_keep: int = 2,
-          log: Callable[[str], None] = print) -> RunResult:
+          log: Callable[[str], None] = print, overwrite: bool = False, oversubscribe: bool = False) -> RunResult:
     """Train ``algorithm`` for ``total_steps`` env steps under ``plan``.
 
     ``plan``: ``None`` (serial reference, no predictions), ``"local"`` (serial, with the
@@ -108,30 +111,44 @@ def train(algorithm: BaseAlgorithm, total_steps: int, seed: int = 0, *,
     with what the run measured beside them (``report.md``, ``report.html``, ``plan.yaml``, ``plan.json``).
     The executors are the algorithm's family's (:mod:`pearl_py.pipeline.families`); a family the model does not
     cover yet runs its serial executor, unpredicted, for ``plan`` None, "serial" or "local" (other plans: UserError).
+    Before anything starts, the config and then the plan are admitted (:mod:`pearl_py.pipeline.admission`):
+    what cannot fit this machine is refused; a plan that holds more cores than there are runs only with
+    ``oversubscribe`` (recorded in ``result.admission``). ``overwrite``: ``out`` may hold an earlier run, whose
+    result, checkpoint and logs are removed once every check passed (:func:`~pearl_py.pipeline.outputs.clear_run_state`).
     """
     if backend not in BACKENDS:
         raise UserError(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
     checkpoints = CheckpointOptions(checkpoint_freq, checkpoint_keep)
     if checkpoints.every and out is None:
         raise UserError("checkpoint_freq needs an output folder (out, --out) to write the checkpoints to")
+    admit_config(algorithm, replay=backend == "local")
     if init_from is not None:
         algorithm.initial_state = initial_state(init_from, algorithm)
         log(f"networks start from the policy saved in {init_from}")
     if not family_of(algorithm).planned:
         return _train_unplanned(algorithm, total_steps, seed, plan=plan, out=out, eval_episodes=eval_episodes,
                                 eval_freq=eval_freq, progress=progress, backend=backend, resume=resume, tune=tune,
-                                checkpoints=checkpoints, log=log)
+                                checkpoints=checkpoints, overwrite=overwrite, log=log)
     if tune:
         resolved = _tuned_plan(algorithm, total_steps, seed, plan, objective, backend, resume, tune, log)
     else:
         resolved = resolve_plan(algorithm, plan, objective, log, total_steps=total_steps)
     for line in plan_lines(resolved):
         log(line)
+    admission = None
+    if backend == "local":
+        source = PlanSource.of(plan) if isinstance(plan, (str, Path)) and str(plan) not in PLAN_WORDS else PlanSource()
+        admission = admit_plan(resolved, algorithm, oversubscribe=oversubscribe, plan_error=source.error)
+        if admission.oversubscribed:
+            log(admission.describe())
     out_dir = Path(out) if out is not None else None
+    continues = _continues_in_place(out_dir, resume)
+    if overwrite and out_dir is not None and not continues:
+        clear_run_state(out_dir)
     executor = make_executor(algorithm, resolved, seed, backend=backend, address=address, resume=resume,
                              checkpoints=checkpoints, out_dir=out_dir, eval_episodes=eval_episodes,
                              eval_freq=eval_freq, progress=progress)
-    if out_dir is not None and resolved.prediction is not None:
+    if out_dir is not None and resolved.prediction is not None and not continues:
         resolved.export(out_dir)  # the plan is on disk before the run: `--resume` finds it after a stop
     local = Platform.local() if backend == "local" else None  # Ray's workers run on the cluster's counters
     meter = run_meter(resolved, local) if local is not None else None
@@ -139,6 +156,8 @@ def train(algorithm: BaseAlgorithm, total_steps: int, seed: int = 0, *,
         result = executor.run(total_steps)
     if meter is not None:
         result.energy = run_energy_record(meter, resolved, result.kernel_times, local)
+    if admission is not None:
+        result.admission = admission.to_dict()
     if out_dir is not None:
         save_trained(out_dir, algorithm, executor, result)
         result.save(out_dir / "result.json")
@@ -150,7 +169,7 @@ def train(algorithm: BaseAlgorithm, total_steps: int, seed: int = 0, *,
 def _train_unplanned(algorithm: BaseAlgorithm, total_steps: int, seed: int, *, plan: Plan | str | Path | None,
                      out: str | Path | None, eval_episodes: int, eval_freq: int, progress: bool | None, backend: str,
                      resume: str | Path | None, tune: bool | TuneOptions, checkpoints: CheckpointOptions,
-                     log: Callable[[str], None]) -> RunResult:
+                     overwrite: bool, log: Callable[[str], None]) -> RunResult:
     """A family the performance model does not cover runs its serial executor, unpredicted. ``plan="local"``
     (`pearl run` without plan flags) runs the same, saying so."""
     family = family_of(algorithm)
@@ -161,6 +180,8 @@ def _train_unplanned(algorithm: BaseAlgorithm, total_steps: int, seed: int, *, p
         log(f"{algorithm.name} ({family.name}): running the serial reference executor without predictions "
             "(the performance model does not cover this family's kernels yet)")
     out_dir = Path(out) if out is not None else None
+    if overwrite and out_dir is not None and not _continues_in_place(out_dir, resume):
+        clear_run_state(out_dir)
     executor = family.serial(algorithm, seed, out_dir=out_dir, eval_episodes=eval_episodes, eval_freq=eval_freq,
                              progress=progress, **_resume_options(resume, checkpoints))
     result = executor.run(total_steps)
@@ -168,6 +189,11 @@ def _train_unplanned(algorithm: BaseAlgorithm, total_steps: int, seed: int, *, p
         save_trained(out_dir, algorithm, executor, result)
         result.save(out_dir / "result.json")
     return result
+
+
+def _continues_in_place(out_dir: Path | None, resume: str | Path | None) -> bool:
+    """True when the run resumes into the folder it continues (its state is kept, never cleared)."""
+    return resume is not None and out_dir is not None and out_dir.resolve() == Path(resume).resolve()
 
 
 def save_trained(out_dir: Path, algorithm: BaseAlgorithm, executor: Any, result: RunResult) -> Path:

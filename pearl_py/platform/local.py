@@ -47,13 +47,43 @@ def read_cpuinfo(path: Path = Path("/proc/cpuinfo")) -> dict[str, str]:
 
 def memory_gb(path: Path = Path("/proc/meminfo")) -> float:
     """Total memory in GB from ``/proc/meminfo`` (sysconf fallback)."""
+    total = _meminfo_bytes("MemTotal", path)
+    if total is not None:
+        return total / 1e9
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 1e9
+
+
+def available_memory_bytes(path: Path = Path("/proc/meminfo")) -> float:
+    """Bytes that can be allocated now without swapping: ``MemAvailable`` (the kernel's estimate; free pages
+    where the kernel is older than 3.14)."""
+    available = _meminfo_bytes("MemAvailable", path)
+    if available is not None:
+        return float(available)
+    return float(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_AVPHYS_PAGES"))
+
+
+def shared_memory_bytes(path: Path = Path("/dev/shm")) -> float:
+    """Free bytes of the shared-memory filesystem, where the parallel runtime's segments live (inf: none there)."""
+    try:
+        stat = os.statvfs(path)
+    except OSError:
+        return float("inf")
+    return float(stat.f_bavail * stat.f_frsize)
+
+
+def usable_cores() -> int:
+    """Cores this process may run on: its CPU affinity (a cpuset or ``taskset`` limits it), else every CPU."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def _meminfo_bytes(field: str, path: Path) -> int | None:
     try:
         for line in path.read_text().splitlines():
-            if line.startswith("MemTotal:"):
-                return int(line.split()[1]) * 1024 / 1e9
-    except OSError:
+            if line.startswith(f"{field}:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
         pass
-    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 1e9
+    return None
 
 
 def match_cpu(info: dict[str, str], catalogue: Catalogue) -> CpuSpec | None:
@@ -76,7 +106,7 @@ def _int(text: str | None) -> int | None:
 def local_cpu_spec(catalogue: Catalogue, info: dict[str, str] | None = None) -> CpuSpec:
     """This CPU: catalogue figures of the matching entry with the detected cores and memory."""
     info = read_cpuinfo() if info is None else info
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    cores = usable_cores()
     model_name = info.get("model name") or _pyplatform.processor() or "unknown CPU"
     matched = match_cpu(info, catalogue)
     if matched is not None:

@@ -185,9 +185,13 @@ def restore(algorithm: BaseAlgorithm, learner: Any, seed: int, total_steps: int,
         return Progress(), None
     ckpt = load_checkpoint(resume_from)
     ckpt.check_matches(algorithm, seed, total_steps)
-    learner.load_state_dict(ckpt.learner)
-    torch.set_rng_state(ckpt.torch_rng)
-    restore_cuda_rng_states(ckpt.cuda_rng)
+    try:
+        learner.load_state_dict(ckpt.learner)
+        torch.set_rng_state(ckpt.torch_rng)
+        restore_cuda_rng_states(ckpt.cuda_rng)
+    except (RuntimeError, KeyError, TypeError, ValueError) as exc:  # the networks' shapes or names differ
+        raise UserError(f"resume: the checkpoint in {resume_from} does not fit this run's learner "
+                        f"({str(exc).splitlines()[0][:200]})") from None
     progress = ckpt.progress
     progress.sessions += 1
     return progress, ckpt.replay

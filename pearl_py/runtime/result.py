@@ -47,6 +47,10 @@ class RunResult:
     energy: dict[str, Any] = field(default_factory=dict)
     """Joules per device over the run, each ``measured`` (RAPL, NVML) or ``modelled`` with the reason
     (:mod:`pearl_py.runtime.run_energy`); empty for a run not metered."""
+    admission: dict[str, Any] = field(default_factory=dict)
+    """What admission found before the run (:mod:`pearl_py.pipeline.admission`): processes, busy cores against
+    usable ones, whether it ran oversubscribed, memory needed against available (modelled, per-process memory
+    measured); empty where the pipeline did not admit the run (an executor called directly, Ray)."""
 
     @property
     def eval_return_mean(self) -> float:

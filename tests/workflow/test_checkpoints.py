@@ -133,7 +133,7 @@ def test_a_checkpoint_cut_short_is_never_resumed_from(tmp_path):
     (["--checkpoint-keep", "0"], "checkpoint_keep: must be >= 1, got 0"),
 ])
 def test_bad_checkpoint_flags_exit_2(write_config, tmp_path, capsys, flags, message):
-    config = write_config("algorithm: dqn\nenv: CartPole-v1\ntotal_steps: 100\n")
+    config = write_config("algorithm: dqn\nenv: CartPole-v1\ntotal_steps: 100\nhyperparameters:\n  learning_starts: 10\n")
     assert main(["run", str(config), "--out", str(tmp_path / "o"), *flags]) == 2
     assert message in capsys.readouterr().err
 

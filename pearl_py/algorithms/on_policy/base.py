@@ -101,7 +101,6 @@ class OnPolicyAlgorithm(BaseAlgorithm):
 
     family = "on_policy"
     Config: ClassVar[type[OnPolicyConfig]] = OnPolicyConfig
-    acting_networks: ClassVar[tuple[str, ...]]
 
     # -- what a subclass defines ------------------------------------------------------------
     @abc.abstractmethod

@@ -81,7 +81,11 @@ from pearl_py.runtime.parallel.interrupts import RunInterrupted, StopSignals
 from pearl_py.runtime.parallel.learner_loop import LearnerLoop, LoopParts, StopRequested
 from pearl_py.runtime.parallel.params import ParamBoard
 from pearl_py.runtime.parallel.placement import RuntimeLayout
-from pearl_py.runtime.parallel.process import Doorbell
+from pearl_py.runtime.parallel.process import (
+    Doorbell,
+    ProcessGuard,
+    sweep_stale_segments,
+)
 from pearl_py.runtime.parallel.replay_access import LocalReplay, ServedReplay
 from pearl_py.runtime.parallel.ring import ShmRing
 from pearl_py.runtime.parallel.services import (
@@ -211,7 +215,10 @@ class ParallelExecutor:
                log: RunLog) -> LoopParts:
         """Create the shared segments and start the actors; ``stack`` undoes it all in reverse."""
         algo, n = self.algorithm, self.algorithm.config.n_envs
+        sweep_stale_segments(SHM_PREFIX)  # of runs killed with their guard (logged)
         prefix = f"{SHM_PREFIX}-{os.getpid()}-{secrets.token_hex(4)}"
+        guard = ProcessGuard.start(prefix)  # first: closed last, once every child and segment is gone
+        stack.callback(guard.close)
         control = ControlBlock.create(layout.actors, f"{prefix}-ctl")
         stack.callback(control.close)
         board = ParamBoard.create(learner.nets.acting_state(algo.acting_networks), f"{prefix}-params",
@@ -219,7 +226,7 @@ class ParallelExecutor:
         stack.callback(board.close)
         rings = []
         for i in range(layout.actors):
-            capacity = max(schedule.window, MIN_RING_RECORDS) + layout.actors * n
+            capacity = ring_capacity(schedule, layout.actors)
             ring = ShmRing.create(ring_fields(algo), capacity, f"{prefix}-ring{i}")
             stack.callback(ring.close)
             rings.append(ring)
@@ -233,7 +240,7 @@ class ParallelExecutor:
                 stack, prefix, algo, control, rings, schedule=schedule, seed=self.seed, errors=errors,
                 resume=self.resume_from if replay_state is not None else None, consumed=progress.transitions,
                 updates=learner.gradient_steps, prefetch=layout.replay_prefetch,
-                strict=layout.replay_order == "strict", timer=timer)
+                strict=layout.replay_order == "strict", timer=timer, guard=guard)
         else:
             device = kernel_devices(self.plan)[REPLAY_INSERT]  # a GPU replay is the learner's (check_runnable)
             buffer = (replay_from_state(replay_state, device) if replay_state is not None
@@ -246,7 +253,7 @@ class ParallelExecutor:
             central = start_inference_server(stack, prefix, algo, control, board, actors=layout.actors,
                                              variant=layout.inference_variant, device=layout.inference_device,
                                              seed=base_seed + layout.actors, total_steps=schedule.total_steps,
-                                             errors=errors)
+                                             errors=errors, guard=guard)
             links, self._services["inference server"] = central.links, central.service
         warmups = _split(max(-(-algo.config.learning_starts // n) - done, 0), layout.actors)
         specs = [ActorSpec(algo, index=i, seed=base_seed, generation=0, quota=quota, total_steps=schedule.total_steps,
@@ -255,7 +262,7 @@ class ParallelExecutor:
                            warmup=warmups[i], actors=layout.actors, central=links[i],
                            replay_bell=replay.server_bell if replay.remote else None, room_bell=Doorbell())
                  for i, quota in enumerate(schedule.quotas(layout.actors, done))]
-        pool = ActorPool(specs, self.max_restarts)
+        pool = ActorPool(specs, self.max_restarts, guard)
         self._pool, self.restarts = pool, pool.restarts
         stack.callback(setattr, self, "_pool", None)
         stack.callback(pool.close, control)
@@ -305,6 +312,12 @@ class ParallelExecutor:
                           total_steps=total_steps, learner=learner.state_dict(), replay=replay.state_dict(),
                           progress=progress, torch_rng=torch.get_rng_state(), cuda_rng=cuda_rng_states())
         return save_checkpoint(self.out_dir / CHECKPOINT_DIR, ckpt).parent
+
+
+def ring_capacity(schedule: TrainSchedule, actors: int) -> int:
+    """Records of each actor's ring: the limiter's window (at least ``MIN_RING_RECORDS``) plus a vector step of
+    every actor (the slack one round's interleaving needs)."""
+    return max(schedule.window, MIN_RING_RECORDS) + actors * schedule.n_envs
 
 
 def _split(total: int, parts: int) -> list[int]:
