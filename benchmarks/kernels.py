@@ -40,7 +40,6 @@ import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-
 from pathlib import Path
 
 import torch

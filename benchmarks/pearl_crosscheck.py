@@ -18,7 +18,6 @@ Usage::
 """
 from __future__ import annotations
 
-
 from pearl_py.estimate.fpga_kernels import FpgaTemplates, mlp_design, sum_tree_design
 from pearl_py.platform import Catalogue
 from pearl_py.protocol import DenseLayer, NetworkWorkload, ReplayWorkload

@@ -85,7 +85,11 @@ def pearl_ops(capacity: int, batch: int, prefill: int, fanout: int | None) -> Op
 
 
 def tianshou_ops(capacity: int, batch: int, prefill: int) -> Ops:
-    from tianshou.data import Batch, PrioritizedReplayBuffer, PrioritizedVectorReplayBuffer
+    from tianshou.data import (
+        Batch,
+        PrioritizedReplayBuffer,
+        PrioritizedVectorReplayBuffer,
+    )
 
     d = data(batch)
     singles = [Batch(obs=d["obs"][i], act=d["act"][i], rew=d["rew"][i], terminated=d["term"][i], truncated=False,

@@ -37,13 +37,17 @@ LEARNER = "node0.gpu0"
 
 
 class HeavyEnv:
-    """The Estimator, except that one env step costs ``env_s`` per environment on a CPU core."""
+    """The Estimator, except that one env step costs ``env_s`` per environment on a CPU core (everything
+    else, the variants offered included, is the Estimator's)."""
 
     def __init__(self, estimator: Estimator, env_s: float) -> None:
         self.estimator, self.env_s = estimator, env_s
 
-    def cost(self, kernel, device, variant="reference"):
-        cost = self.estimator.cost(kernel, device, variant)
+    def __getattr__(self, name: str):
+        return getattr(self.estimator, name)
+
+    def cost(self, kernel, device, variant="reference", **options):
+        cost = self.estimator.cost(kernel, device, variant, **options)
         if kernel.kind != KernelKind.ENV_STEP:
             return cost
         latency = self.env_s * kernel.workload.n_envs

@@ -42,16 +42,13 @@ from pearl_py.platform import Platform
 from pearl_py.protocol import Kernel, KernelKind, ProtocolGraph
 from pearl_py.run_config import RunConfig, load_config
 from pearl_py.runtime import RunResult
-
-__version__ = "0.1.0"
+from pearl_py.saved_policy import TrainedPolicy, load
+from pearl_py.version import __version__
 
 __all__ = [
     "A2C", "A2CConfig", "Algorithm", "BaseAlgorithm", "ConfigError", "DDPG", "DDPGConfig", "DQN", "DQNConfig",
-    "Kernel", "KernelKind", "load_config", "Loss", "mlp", "Networks", "OffPolicyAlgorithm", "OffPolicyConfig",
+    "Kernel", "KernelKind", "load", "load_config", "Loss", "mlp", "Networks", "OffPolicyAlgorithm", "OffPolicyConfig",
     "OnPolicyAlgorithm", "OnPolicyConfig", "param", "Placement", "Plan", "plan", "Platform", "PPO", "PPOConfig",
-    "ProtocolGraph", "ranked_plans", "register", "RunConfig", "RunResult", "train", "TuneOptions", "UserError",
-    "Algorithm", "BaseAlgorithm", "ConfigError", "DDPG", "DDPGConfig", "DQN", "DQNConfig", "Kernel", "KernelKind",
-    "load_config", "Loss", "mlp", "Networks", "OffPolicyAlgorithm", "OffPolicyConfig", "param", "Placement", "Plan",
-    "plan", "Platform", "ProtocolGraph", "ranked_plans", "register", "RunConfig", "RunResult", "SAC", "SACConfig",
-    "TD3", "TD3Config", "train", "TuneOptions", "UserError",
+    "ProtocolGraph", "ranked_plans", "register", "RunConfig", "RunResult", "SAC", "SACConfig", "TD3", "TD3Config",
+    "train", "TrainedPolicy", "TuneOptions", "UserError", "__version__",
 ]

@@ -8,16 +8,23 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
+import secrets
 from pathlib import Path
 from typing import Any
 
+TMP_SUFFIX = ".tmp"
+"""Suffix of the temporary file a write goes to before its rename (``.<name>.<random>.tmp``)."""
+
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write ``data`` to a temporary file beside ``path``, fsync it, then rename it into place."""
+    """Write ``data`` to a temporary file beside ``path``, fsync it, then rename it into place.
+
+    The file gets the permissions any file the user creates gets (``0666`` less the umask), as ``open`` would
+    give it; ``tempfile.mkstemp`` would leave it ``0600``.
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    fd, tmp = _create_beside(path)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
@@ -27,6 +34,18 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def _create_beside(path: Path) -> tuple[int, str]:
+    """A new, empty temporary file ``.<name>.<random>.tmp`` beside ``path``, created with mode 0666 (the
+    umask applies), opened for writing."""
+    for _ in range(100):
+        tmp = path.parent / f".{path.name}.{secrets.token_hex(4)}{TMP_SUFFIX}"
+        try:
+            return os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o666), str(tmp)
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"no free temporary name beside {path}")
 
 
 def atomic_write_text(path: Path, text: str) -> None:

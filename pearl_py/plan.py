@@ -70,10 +70,14 @@ class KernelCost:
     """``measured``, ``calibrated`` or ``modelled`` (docs/cost-models.md)."""
     resources: Mapping[str, float] = field(default_factory=dict)
     setup_s: float = 0.0
-    """One-off seconds before the first call (a compile); its source is the cost's."""
+    """One-off seconds before the first call (a compile); its source is ``setup_source``."""
     threads: tuple[ThreadCost, ...] = ()
     """The call at 2, 3, ... threads where it was costed so (the calibrated learner update); for a synchronous
     plan's actor kernels, one replica's call on its share of the envs at 2, 3, ... replicas (``Option.shares``)."""
+    energy_source: str = "modelled"
+    """How ``energy_j`` is known: ``modelled`` (catalogue power) or ``measured`` (power measured by ``pearl profile``)."""
+    setup_source: str = "modelled"
+    """How ``setup_s`` is known (``calibrated``: timed here; ``modelled``: assumed), whatever the latency's source."""
 
     def at(self, threads: int) -> KernelCost:
         """The cost of one call at ``threads`` threads (itself at 1, or where none was costed)."""

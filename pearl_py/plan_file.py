@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pearl_py.config.yaml_source import YamlDocument
-from pearl_py.errors import ConfigError
+from pearl_py.errors import ConfigError, UserError
 
 if TYPE_CHECKING:
     from pearl_py.plan import Plan
@@ -45,6 +45,9 @@ def load_plan(cls: type[Plan], path: Path) -> Plan:
     for key in ("platform", "objective", "placements"):
         if key not in data:
             raise doc.error((), f"missing key {key!r}")
+    for key in ("platform", "objective", "solver"):
+        if key in data and (not isinstance(data[key], str) or not data[key]):
+            raise doc.error((key,), f"must be a name, got {data[key]!r}")
     version = data.get("format", 1)
     if version not in (1, FORMAT):
         raise doc.error(("format",), f"format {version!r} is not one this pearl_py reads (1 or {FORMAT}); "
@@ -62,7 +65,11 @@ def load_plan(cls: type[Plan], path: Path) -> Plan:
             raise doc.error(("placements", kernel), "needs a device")
         unknown = set(entry) - set(PLACEMENT_KEYS)
         if unknown:
-            raise doc.error(("placements", kernel, sorted(unknown)[0]), "unknown key")
+            raise doc.error(("placements", kernel, sorted(unknown)[0]), f"unknown key; a placement has "
+                                                                        f"{', '.join(PLACEMENT_KEYS)}")
+        for key in ("device", "variant"):
+            if key in entry and (not isinstance(entry[key], str) or not entry[key]):
+                raise doc.error(("placements", kernel, key), f"must be a name, got {entry[key]!r}")
         replicas = entry.get("replicas", 1)
         if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 1:
             raise doc.error(("placements", kernel, "replicas"), f"must be an integer >= 1, got {replicas!r}")
@@ -72,6 +79,11 @@ def load_plan(cls: type[Plan], path: Path) -> Plan:
             data = {**data, "prediction": _read_prediction(beside)}
     try:
         return cls.from_dict(data)
+    except UserError as exc:  # from_dict looks up on the platform the kinds of devices the file leaves out
+        kinds = data.get("devices", {})
+        unplaced = [k for k, entry in placements.items() if entry["device"] not in kinds]
+        where = ("platform",) if isinstance(exc, ConfigError) or not unplaced else ("placements", unplaced[0], "device")
+        raise doc.error(where, str(exc).removeprefix("plan: ")) from None
     except (TypeError, ValueError, KeyError) as exc:
         key = "predicted" if "predicted" in data else "prediction"
         raise doc.error((key,), f"cannot be read ({exc}); make the plan again with `pearl plan`") from None

@@ -63,10 +63,13 @@ def test_simulate_and_plan_reject_an_unknown_platform(write_config, capsys):
         assert "unknown platform 'nope'; known: " in capsys.readouterr().err
 
 
-def test_resume_of_a_serial_run_is_refused(write_config, tmp_path, capsys):
+def test_resume_without_a_checkpoint_is_refused(write_config, tmp_path, capsys):
     config = str(write_config(TINY))
+    (tmp_path / "checkpoint").mkdir()
+    (tmp_path / "checkpoint" / "checkpoint.pt").touch()  # an interrupted run's, as far as the folder shows
     assert main(["run", config, "--resume", str(tmp_path), "--plan", "local"]) == 2
-    assert "--resume continues a parallel run; this plan runs serially" in capsys.readouterr().err
+    assert (f"resume: {tmp_path / 'checkpoint' / 'checkpoint.pt'} is not a checkpoint pearl_py can read"
+            in capsys.readouterr().err)
 
 
 def test_unknown_backend_is_an_argument_error(write_config, capsys):

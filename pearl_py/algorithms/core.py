@@ -19,9 +19,12 @@ import abc
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from pearl_py.algorithms.env_spec import EnvError, EnvSpec
+from pearl_py.algorithms.networks import Networks
 from pearl_py.config.fields import rebuild
 
 if TYPE_CHECKING:
+    from torch import nn
+
     from pearl_py.protocol import ProtocolGraph
 
 
@@ -38,6 +41,14 @@ class BaseAlgorithm(abc.ABC):
     """``off_policy`` or ``on_policy``: which derivation, schedule, storage and executors the algorithm uses."""
     Config: ClassVar[type]
     discrete_actions: ClassVar[bool | None] = None
+    target_networks: ClassVar[tuple[str, ...]] = ()
+    """Names of the networks that get a frozen target copy (the off-policy family's critics); none by default."""
+    acting_networks: ClassVar[tuple[str, ...]] = ()
+    """Names of the networks an actor needs to act (what param_sync moves); a family that declares none acts
+    with all of them (memory admission counts them all)."""
+    initial_state: dict[str, Any] | None = None
+    """Network tensors a learner starts from instead of fresh ones (``pearl.train(init_from=RUN_DIR)`` sets it
+    from a saved policy, checked to fit); None: fresh networks."""
 
     def __init__(self, env: str, config: Any = None, **hyperparameters: Any) -> None:
         if config is not None and not isinstance(config, self.Config):
@@ -53,6 +64,17 @@ class BaseAlgorithm(abc.ABC):
     @abc.abstractmethod
     def protocol(self, serialized: bool = False) -> ProtocolGraph:
         """The kernels of this algorithm with their workloads, rates and data edges (the family's derivation)."""
+
+    @abc.abstractmethod
+    def build_networks(self) -> dict[str, nn.Module]:
+        """Fresh trainable networks by name (shapes from ``self.spec``, widths from ``self.config``)."""
+
+    def fresh_networks(self) -> Networks:
+        """Fresh networks as a learner builds them, with the target copies of :attr:`target_networks`.
+
+        Example: ``algo.fresh_networks().load_state_dict(saved)`` rebuilds a trained policy's modules.
+        """
+        return Networks(self.build_networks(), self.target_networks)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(env={self.env_id!r}, config={self.config})"

@@ -49,7 +49,6 @@ class DQN(Algorithm):
     acting_networks = ("q",)
     acting_form = "epsilon_greedy_q"
     target_update_unit = "env_steps"
-    acting_form = "epsilon_greedy_q"
 
     def build_networks(self) -> dict[str, torch.nn.Module]:
         return {"q": mlp(self.spec.obs_dim, self.config.net_arch, self.spec.action_dim)}

@@ -5,12 +5,22 @@ Example::
     $ pearl devices
     CPUs (per socket; one pearl_py process uses one core)
       epyc-7742                64 cores ...
+    ...
+    This machine (local)
+      cpu                    AMD EPYC 9B14 (as epyc-9b14) (2 cores, 25.3 GB)
+      energy, per device:
+        cpu                  modelled (no RAPL zone under /sys/class/powercap (...))
+      costs, per device:
+        cpu                  calibrated (~/.cache/pearl_py/calibration-1a2b3c4d5e6f.json)
 """
 from __future__ import annotations
 
 from pearl_py.estimate.calibration import Calibration, default_path
+from pearl_py.estimate.gpu_profile import calibrated_gpu
 from pearl_py.platform import Catalogue, CpuSpec, FpgaSpec, GpuSpec, Platform
-from pearl_py.platform.platform import build_platform
+from pearl_py.platform.energy import energy_statuses
+from pearl_py.platform.kinds import device_kind
+from pearl_py.platform.platform import Device, build_platform
 
 
 def devices_main() -> int:
@@ -44,10 +54,24 @@ def devices_main() -> int:
         extra = f"{device.spec.cores} cores, {device.spec.memory_gb:g} GB" if device.kind == "cpu" else \
             f"{device.spec.memory_gb:g} GB"
         print(f"  {device.name:<22} {device.spec.model_name} ({extra})")
-    print(f"  energy counters: RAPL {'readable' if local.counters['rapl'] else 'absent'}, "
-          f"NVML {'readable' if local.counters['nvml'] else 'absent'} -> energy is "
-          f"{'measured' if any(local.counters.values()) else 'modelled'}")
-    path = default_path()
-    status = f"calibrated ({path})" if Calibration.load_default() else "not calibrated: run `pearl profile`"
-    print(f"  CPU costs: {status}")
+    print("  energy, per device:")
+    for name, status in energy_statuses(local).items():
+        print(f"    {name:<20} {status.describe()}")
+    calibration = Calibration.load_default()
+    print("  costs, per device:")
+    for device in local:
+        print(f"    {device.name:<20} {cost_status(calibration, device)}")
     return 0
+
+
+def cost_status(calibration: Calibration | None, device: Device) -> str:
+    """How this machine's ``device`` is costed: from ``pearl profile``'s calibration, or modelled and why."""
+    path = default_path()
+    if calibration is None:
+        return "modelled (roofline): not calibrated: run `pearl profile`"
+    if device_kind(device.kind).runtime == "cuda":
+        prefix = calibrated_gpu(calibration, device)
+        if prefix is None:
+            return f"modelled (roofline): the calibration ({path}) has no model of this GPU; run `pearl profile`"
+        return f"calibrated ({path}, {prefix}'s models)"
+    return f"calibrated ({path})"

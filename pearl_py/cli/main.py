@@ -14,6 +14,7 @@ import argparse
 import functools
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from pearl_py.errors import UserError
 
@@ -39,7 +40,13 @@ def _plan(args: argparse.Namespace) -> int:
 def _profile(args: argparse.Namespace) -> int:
     from pearl_py.cli.profile import profile_main
 
-    return profile_main(args.out, args.quick)
+    return profile_main(args.out, args.quick, args.check_calibration)
+
+
+def _eval(args: argparse.Namespace) -> int:
+    from pearl_py.cli.eval import eval_main
+
+    return eval_main(args)
 
 
 def _devices(args: argparse.Namespace) -> int:
@@ -48,11 +55,26 @@ def _devices(args: argparse.Namespace) -> int:
     return devices_main()
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """Usage mistakes as every other user mistake: one line naming the command and the problem, exit code 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="pearl", description=__doc__.split("\n")[0])
+    from pearl_py.version import __version__
+
+    parser = OneLineParser(prog="pearl", description=__doc__.split("\n")[0])
+    parser.add_argument("--version", action="version", version=f"pearl_py {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="train from a config file and write result.json")
-    run.add_argument("config", help="run config YAML (see examples/configs)")
+    run.add_argument("config", nargs="?", help="run config YAML (see examples/configs); or --zoo and --env")
+    run.add_argument("--zoo", metavar="HYPERPARAMS.yml",
+                     help="an rl-baselines3-zoo hyperparameter file (hyperparams/dqn.yml: the algorithm is its name)")
+    run.add_argument("--env", help="with --zoo: the env id whose entry to run")
+    run.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", dest="sets",
+                     help="override any config key (repeatable): --set batch_size=128 --set net_arch=[64,64]")
     run.add_argument("--steps", type=int, help="override total_steps")
     run.add_argument("--seed", type=int, help="override seed")
     run.add_argument("--out", help="output folder (default: runs/<config>-seed<S>)")
@@ -65,12 +87,22 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--backend", default="local", choices=["local", "ray"],
                      help="local processes (default) or a Ray cluster")
     run.add_argument("--address", help="Ray cluster address (with --backend ray; default: start a local one)")
-    run.add_argument("--resume", metavar="DIR", help="continue an interrupted run from its checkpoint in DIR")
+    run.add_argument("--resume", metavar="DIR", help="continue a stopped run from the newest complete checkpoint "
+                     "in DIR (periodic, or written on Ctrl-C/SIGTERM)")
+    run.add_argument("--checkpoint-freq", type=int, metavar="N",
+                     help="override checkpoint_freq: a checkpoint every N env steps (0: none)")
+    run.add_argument("--checkpoint-keep", type=int, metavar="K", help="override checkpoint_keep: newest K kept")
     run.add_argument("--tune", action="store_true",
                      help="with --auto: trial the model's top-k plans for a few seconds each, run the fastest measured")
     run.add_argument("--tune-top-k", type=int, default=3, metavar="K", help="plans --tune trials (default 3)")
     run.add_argument("--tune-seconds", type=float, default=5.0, metavar="S",
                      help="steady-state seconds of each --tune trial (default 5)")
+    run.add_argument("--init-from", metavar="RUN_DIR",
+                     help="start the networks from the policy saved in RUN_DIR (same algorithm, env and shapes)")
+    run.add_argument("--overwrite", action="store_true",
+                     help="--out may hold an earlier run: replace it (its result, checkpoints, policy and logs are removed)")
+    run.add_argument("--oversubscribe", action="store_true",
+                     help="run a plan that holds more cores than this machine has (refused otherwise)")
     run.set_defaults(handler=_run, check=functools.partial(_check_run_flags, run))
 
     plan = sub.add_parser("plan", help="assign kernels to devices; write plan.yaml/json and report.md/html")
@@ -83,6 +115,8 @@ def build_parser() -> argparse.ArgumentParser:
     profile = sub.add_parser("profile", help="calibrate the cost models on this machine's devices")
     profile.add_argument("--quick", action="store_true", help="smaller grid (about half the time)")
     profile.add_argument("--out", help="write the calibration here instead of the per-machine cache")
+    profile.add_argument("--check", action="store_true", dest="check_calibration",
+                         help="re-time a few points: does the cached (or --out) calibration still hold? (exit 0/1)")
     profile.set_defaults(handler=_profile)
 
     simulate = sub.add_parser("simulate", help="discrete-event simulation of a plan on any platform")
@@ -92,13 +126,25 @@ def build_parser() -> argparse.ArgumentParser:
     simulate.add_argument("--out", help="write the plan's report with the simulated timeline here")
     simulate.set_defaults(handler=_simulate)
 
+    evaluate = sub.add_parser("eval", help="evaluate the policy a run saved (policy.pt); optionally film it")
+    evaluate.add_argument("run_dir", help="a run's output folder (holds policy.pt and policy.json)")
+    evaluate.add_argument("--episodes", type=int, default=10, help="greedy episodes (default 10)")
+    evaluate.add_argument("--seed", type=int, help="seed of the first episode (default: the run's evaluation seed)")
+    evaluate.add_argument("--render", choices=["rgb_array"], help="render frames (with --video)")
+    evaluate.add_argument("--video", metavar="OUT.mp4", help="film the first episode (needs the video extra)")
+    evaluate.set_defaults(handler=_eval)
+
     devices = sub.add_parser("devices", help="list the hardware catalogue and this machine's devices")
     devices.set_defaults(handler=_devices)
     return parser
 
 
 def _check_run_flags(run: argparse.ArgumentParser, args: argparse.Namespace, argv: Sequence[str]) -> None:
-    """The --tune flags only make sense together and with --auto: a usage error (exit 2) otherwise."""
+    """A config file or --zoo with --env; the --tune flags together and with --auto: a usage error (exit 2)."""
+    if (args.config is None) == (args.zoo is None):
+        run.error("give a config file or --zoo HYPERPARAMS.yml --env ENV_ID (one of them)")
+    if (args.zoo is None) != (args.env is None):
+        run.error("--zoo and --env go together (the zoo file's entry for that env)")
     if args.tune and not args.auto:
         run.error("--tune needs --auto (it trials the optimizer's top candidate plans)")
     given = [flag for flag in ("--tune-top-k", "--tune-seconds") if any(a.split("=")[0] == flag for a in argv)]

@@ -17,17 +17,22 @@ def plan_main(config_path: str, platform: str, objective: str, out: str | None) 
     User mistakes raise :class:`pearl_py.errors.UserError` (the CLI prints one line, exits 2).
     """
     from pearl_py.optimize.api import plan
+    from pearl_py.pipeline.admission import admit_config
+    from pearl_py.pipeline.outputs import check_output_dir
     from pearl_py.platform import Platform
+    from pearl_py.report.content import optimality_sentence
     from pearl_py.run_config import load_config
 
     config = load_config(config_path)
+    directory = check_output_dir(Path(out or "plan-out"))
     algo = config.make_algorithm()
+    admit_config(algo, replay=False, error=config.error)  # planning builds the networks and a batch here
     result = plan(algo, Platform.load(platform), objective=objective, horizon=config.settings.total_steps)
-    directory = Path(out or "plan-out")
     paths = result.export(directory)
     print(f"wrote {directory}/" + ", ".join(p.name for p in paths.values()))
-    f, solver = result.prediction.figures, result.prediction.solver
-    print(f"{f.samples_per_s:,.0f} samples/s, {f.samples_per_j:,.1f} samples/J, {f.power_w:,.0f} W "
-          f"({result.solver}{'' if solver.optimal else f', not proven optimal: {100 * solver.gap:.2f}% gap to the bound'})")
+    f = result.prediction.figures
+    print(f"{f.samples_per_s:,.0f} samples/s, {f.samples_per_j:,.1f} samples/J, {f.power_w:,.0f} W ({result.solver})")
     print(result.prediction.limit)
+    if optimality_sentence(result):  # the gap and the bound
+        print(optimality_sentence(result))
     return 0

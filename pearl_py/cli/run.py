@@ -1,4 +1,5 @@
-"""``pearl run CONFIG [--steps N] [--seed S] [--auto | --plan PLAN] [--out DIR] ...``: train from a config.
+"""``pearl run CONFIG | --zoo HYPERPARAMS.yml --env ENV [--set KEY=VALUE ...] [--steps N] [--seed S] [--auto | --plan
+PLAN] [--out DIR] ...``: train from a config file or an rl-baselines3-zoo entry.
 
 Example::
 
@@ -9,30 +10,78 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pearl_py.run_config import RunSettings
 
 
 def run_main(args: argparse.Namespace) -> int:
     """Train the config's algorithm under the flags' plan; print the measured figures and where the files went."""
+    from pearl_py.pipeline.admission import admit_config
+    from pearl_py.pipeline.outputs import (
+        check_output_dir,
+        check_resume_dir,
+        check_run_dir,
+    )
     from pearl_py.pipeline.train import train
     from pearl_py.pipeline.tune import TuneOptions
     from pearl_py.run_config import load_config
+    from pearl_py.run_config.overrides import apply_sets
+    from pearl_py.run_config.zoo import load_zoo
+    from pearl_py.runtime.run_log import TENSORBOARD_EXTRA
 
-    cfg = load_config(args.config).with_overrides(total_steps=args.steps, seed=args.seed)
+    cfg = load_zoo(args.zoo, args.env) if args.zoo else load_config(args.config)
+    cfg = apply_sets(cfg, args.sets).with_overrides(total_steps=args.steps, seed=args.seed,
+                                                    checkpoint_freq=args.checkpoint_freq,
+                                                    checkpoint_keep=args.checkpoint_keep)
     s = cfg.settings
-    out = Path(args.out) if args.out else Path("runs") / f"{Path(args.config).stem}-seed{s.seed}"
+    name = f"{s.algorithm}-{s.env}" if args.zoo else Path(args.config).stem
+    out = Path(args.out) if args.out else Path("runs") / f"{name}-seed{s.seed}"
+    if args.resume:
+        finished = check_resume_dir(args.resume)
+        if finished is not None:
+            return _finished(Path(args.resume), finished, s)
+        out = Path(args.out) if args.out else Path(args.resume)
+    if args.resume and out.resolve() == Path(args.resume).resolve():
+        check_output_dir(out)  # the run continues in its own folder
+    else:
+        check_run_dir(out, args.overwrite)
     algo = cfg.make_algorithm()
+    admit_config(algo, replay=args.backend == "local", error=cfg.error)
     plan = "auto" if args.auto else (args.plan or "local")
     if args.resume:
-        out = Path(args.out) if args.out else Path(args.resume)
-        plan = args.plan or Path(args.resume) / "plan.yaml"
+        saved = Path(args.resume) / "plan.yaml"  # the plan the run ran (a run without predictions saved none)
+        plan = args.plan or (saved if saved.is_file() else plan)
     tune = TuneOptions(args.tune_top_k, args.tune_seconds) if args.tune else False
     result = train(algo, total_steps=s.total_steps, seed=s.seed, out=out, eval_episodes=s.eval_episodes,
                    eval_freq=s.eval_freq, plan=plan, objective=args.objective, backend=args.backend,
-                   address=args.address, resume=args.resume, tune=tune)
+                   address=args.address, resume=args.resume, tune=tune, init_from=args.init_from,
+                   checkpoint_freq=s.checkpoint_freq, checkpoint_keep=s.checkpoint_keep,
+                   overwrite=args.overwrite, oversubscribe=args.oversubscribe)
     print(f"{s.algorithm} on {s.env}: {result.env_steps} env steps in {result.wall_seconds:.1f} s "
           f"({result.samples_per_second:.0f} samples/s, measured); eval return "
           f"{result.eval_return_mean:.1f} ± {result.eval_return_std:.1f} over {len(result.eval_returns)} episodes")
     if result.best_eval:
         print(f"best periodic evaluation: {result.best_eval['return_mean']:.1f} at step {result.best_eval['step']}")
-    print(f"wrote {out / 'result.json'}" + (f" and {out / 'report.html'}" if (out / "report.html").exists() else ""))
+    print(f"wrote {out / 'result.json'}, the trained policy {out / 'policy.pt'} (pearl eval {out})"
+          + (f" and {out / 'report.html'}" if (out / "report.html").exists() else ""))
+    if (out / "tensorboard").is_dir():
+        print(f"TensorBoard logs: tensorboard --logdir {out / 'tensorboard'}")
+    else:
+        print(f"TensorBoard logs off (CSV only): {TENSORBOARD_EXTRA}")
+    return 0
+
+
+def _finished(folder: Path, result: dict[str, Any], settings: RunSettings) -> int:
+    """``--resume`` of a finished run: say so, change nothing (a UserError when it is another config's run)."""
+    from pearl_py.errors import UserError
+
+    theirs = (result["algorithm"], result["env"], result["seed"])
+    mine = (settings.algorithm, settings.env, settings.seed)
+    if theirs != mine:
+        raise UserError(f"--resume {folder}: it holds a finished run of {theirs[0]} on {theirs[1]} (seed {theirs[2]}), "
+                        f"not of this config's {mine[0]} on {mine[1]} (seed {mine[2]})")
+    print(f"{folder} holds a finished run ({result['env_steps']} env steps, result.json); nothing to resume, "
+          "nothing changed")
     return 0

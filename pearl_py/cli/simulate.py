@@ -26,12 +26,18 @@ def simulate_main(config_path: str, platform: str, plan_path: str | None, out: s
     """
     from pearl_py.errors import UserError
     from pearl_py.optimize.api import plan as make_plan
+    from pearl_py.pipeline.admission import admit_config
+    from pearl_py.pipeline.outputs import check_output_dir
+    from pearl_py.pipeline.plan_check import PlanSource, check_plan
     from pearl_py.plan import Plan
     from pearl_py.platform import Platform
     from pearl_py.run_config import load_config
     from pearl_py.simulate.inputs import simulate_plan, with_simulation
 
-    algo = load_config(config_path).make_algorithm()
+    config = load_config(config_path)
+    directory = check_output_dir(Path(out or "sim-out"))
+    algo = config.make_algorithm()
+    admit_config(algo, replay=False, error=config.error)  # planning builds the networks and a batch here
     target = Platform.load(platform)
     if plan_path is None:
         chosen = make_plan(algo, target, objective="throughput")
@@ -39,6 +45,7 @@ def simulate_main(config_path: str, platform: str, plan_path: str | None, out: s
         chosen = Plan.load(plan_path)
         if chosen.platform != target.name:
             raise UserError(f"{plan_path}: the plan was made for platform {chosen.platform!r}, not {target.name!r}")
+        check_plan(chosen, algo, PlanSource.of(plan_path), runs_here=False)
     result = simulate_plan(chosen, algo, target)
     modelled = chosen.prediction.samples_per_s if chosen.prediction is not None else None
     versus = f" (model {modelled:,.0f}, {100 * (result.samples_per_s / modelled - 1):+.1f}%)" if modelled else ""
@@ -48,7 +55,6 @@ def simulate_main(config_path: str, platform: str, plan_path: str | None, out: s
           f"{result.power_w:,.0f} W average")
     busiest = list(result.utilization.items())[:SHOWN]
     print("simulated utilization: " + ", ".join(f"{name} {100 * u:.0f}%" for name, u in busiest))
-    directory = Path(out or "sim-out")
     paths = with_simulation(chosen, result).export(directory) if chosen.prediction is not None \
         else chosen.export(directory)
     print(f"wrote {directory}/" + ", ".join(p.name for p in paths.values()))

@@ -20,6 +20,11 @@ from pearl_py.errors import ConfigError
 
 KeyPath = tuple[str | int, ...]
 
+MAX_BYTES = 16 * 2**20
+"""Largest file read (16 MiB): configs, plans and catalogue files are a few kB; anything bigger is not one."""
+MAX_NODES = 1_000_000
+"""YAML nodes converted at most (aliases count each time they are used): a bound on "billion laughs" files."""
+
 
 @dataclass
 class YamlDocument:
@@ -30,6 +35,8 @@ class YamlDocument:
     lines: dict[KeyPath, int] = field(default_factory=dict)
     error_type: ClassVar[type[ConfigError]] = ConfigError
     """Error class raised for this kind of file (subclasses set e.g. CatalogueError)."""
+    _budget: int = field(default=MAX_NODES, repr=False)
+    """Nodes :meth:`_convert` may still convert."""
 
     def line_of(self, path: KeyPath) -> int | None:
         """Line of ``path``, or of its nearest parent that has one."""
@@ -45,13 +52,26 @@ class YamlDocument:
 
     @classmethod
     def load(cls, path: str | Path) -> YamlDocument:
+        """Read and parse a text file of at most :data:`MAX_BYTES`; anything else is a located error."""
         path = Path(path)
         try:
-            text = path.read_text()
+            if path.exists() and not path.is_file() and not path.is_dir():
+                raise cls.error_type("not a regular file (a device, a pipe or a socket)", file=str(path))
+            with path.open("rb") as f:
+                data = f.read(MAX_BYTES + 1)
         except FileNotFoundError:
             raise cls.error_type("file not found", file=str(path)) from None
         except OSError as exc:
             raise cls.error_type(f"cannot read: {exc.strerror}", file=str(path)) from None
+        if len(data) > MAX_BYTES:
+            raise cls.error_type(f"larger than {MAX_BYTES // 2**20} MiB: not a YAML file pearl_py wrote or reads",
+                                 file=str(path))
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            line = data[:exc.start].count(b"\n") + 1
+            raise cls.error_type(f"not a text file (byte 0x{data[exc.start]:02x} is not UTF-8)", file=str(path),
+                                 line=line) from None
         return cls.parse(text, str(path))
 
     @classmethod
@@ -63,15 +83,24 @@ class YamlDocument:
             problem = getattr(exc, "problem", None) or str(exc)
             raise cls.error_type(f"invalid YAML: {problem}", file=file,
                                  line=mark.line + 1 if mark else None) from None
+        except RecursionError:
+            raise cls.error_type("invalid YAML: nested too deeply", file=file) from None
         doc = cls(data=None, file=file)
         if node is None:
             doc.data = {}
             return doc
         doc.lines[()] = node.start_mark.line + 1
-        doc.data = doc._convert(node, ())
+        try:
+            doc.data = doc._convert(node, ())
+        except RecursionError:
+            raise cls.error_type("invalid YAML: nested too deeply", file=file) from None
         return doc
 
     def _convert(self, node: yaml.Node, path: KeyPath) -> Any:
+        self._budget -= 1
+        if self._budget < 0:
+            raise self.error_type(f"more than {MAX_NODES:,} values (aliases counted where used): not a file "
+                                  "pearl_py reads", file=self.file, line=node.start_mark.line + 1)
         if isinstance(node, yaml.MappingNode):
             out: dict[str, Any] = {}
             for key_node, value_node in node.value:
@@ -94,4 +123,9 @@ class YamlDocument:
                 items.append(self._convert(item, path + (i,)))
             return items
         loader = yaml.SafeLoader("")
-        return loader.construct_object(node, deep=True)
+        try:
+            return loader.construct_object(node, deep=True)
+        except (yaml.YAMLError, ValueError, OverflowError) as exc:  # a scalar its tag cannot build (!!int 12x)
+            raise self.error_type(f"invalid YAML: {getattr(exc, 'problem', None) or exc}",
+                                  key=".".join(map(str, path)) or None, file=self.file,
+                                  line=node.start_mark.line + 1) from None

@@ -1,13 +1,15 @@
-"""Per-machine calibration: fitted latency models by (kind, variant[, env id][, threads]), cached as JSON.
+"""Per-machine calibration: fitted latency models by ([GPU,] kind, variant[, env id][, threads]), cached as JSON.
 
 Models are one-thread unless their key says otherwise (``learner_update/fused@2threads``); a
 cache written before threaded calibration existed loads as it is and simply has no such keys
 (the estimator then offers one thread and says why: docs/cost-models.md §2).
 
 The cache lives in ``$PEARL_CACHE_DIR`` (default ``~/.cache/pearl_py``) as
-``calibration-<fingerprint>.json``; the fingerprint names the host, CPU model,
+``calibration-<fingerprint>-<install>.json``; the fingerprint names the host, CPU model,
 usable cores and torch version, so a different machine never reads another's
-figures. Files are written atomically (temporary file + ``os.replace``).
+figures, and the install key the pearl_py folder and version, so two installs (or two
+versions) never overwrite each other's calibration. Files are written atomically
+(temporary file + ``os.replace``). ``meta["load"]`` records the load the profile ran under.
 
 Example::
 
@@ -48,35 +50,47 @@ def machine_fingerprint() -> str:
     return hashlib.sha1(text.encode()).hexdigest()[:12]
 
 
+def install_key() -> str:
+    """Short hash of this pearl_py install's folder and version: two installs, or two versions, keep apart."""
+    from pearl_py.version import __version__
+
+    package = Path(__file__).resolve().parents[1]
+    return hashlib.sha1(f"{package}|{__version__}".encode()).hexdigest()[:8]
+
+
 def cache_dir() -> Path:
     return Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "pearl_py")
 
 
 def default_path() -> Path:
-    return cache_dir() / f"calibration-{machine_fingerprint()}.json"
+    """``calibration-<machine>-<install>.json`` in the cache folder."""
+    return cache_dir() / f"calibration-{machine_fingerprint()}-{install_key()}.json"
 
 
-def model_key(kind: str, variant: str, env_id: str | None = None, threads: int = 1, family: str | None = None) -> str:
+def model_key(kind: str, variant: str, env_id: str | None = None, threads: int = 1, device: str | None = None,
+              family: str | None = None) -> str:
     """``kind/variant`` or, for env_step, ``env_step/variant/<env id>``; a model at more than one
-    thread (the learner update's) ends in ``@<n>threads``: ``learner_update/fused@2threads``. A network
-    kernel of another algorithm family than the off-policy one (different code) starts with the family:
-    ``on_policy/learner_update/fused``."""
-    prefix = f"{family}/" if family not in (None, "off_policy") else ""
+    thread (the learner update's) ends in ``@<n>threads``: ``learner_update/fused@2threads``; a model of a
+    local GPU starts with its device name: ``gpu0:learner_update/cuda_graph`` (CPU models have no prefix).
+    A network kernel of another algorithm family than the off-policy one (different code) has the family
+    before its kind: ``on_policy/learner_update/fused``."""
+    prefix = (f"{device}:" if device else "") + (f"{family}/" if family not in (None, "off_policy") else "")
     return prefix + f"{kind}/{variant}" + (f"/{env_id}" if env_id else "") + \
         (f"@{threads}threads" if threads > 1 else "")
 
 
 @dataclass
 class Calibration:
-    """Fitted models of this machine's CPU, one per ``model_key``."""
+    """Fitted models of this machine's CPU (and its GPUs, keys ``gpuN:...``), one per ``model_key``; ``meta`` holds
+    the GPUs calibrated (``gpus``), one-off setups (``setup``) and measured power (``energy``)."""
 
     fingerprint: str
     models: dict[str, FittedModel] = field(default_factory=dict)
     meta: dict = field(default_factory=dict)
 
     def model(self, kind: str, variant: str, env_id: str | None = None, threads: int = 1,
-              family: str | None = None) -> FittedModel | None:
-        return self.models.get(model_key(kind, variant, env_id, threads, family))
+              device: str | None = None, family: str | None = None) -> FittedModel | None:
+        return self.models.get(model_key(kind, variant, env_id, threads, device, family))
 
     def to_dict(self) -> dict:
         return {"fingerprint": self.fingerprint, "meta": self.meta,
@@ -88,9 +102,12 @@ class Calibration:
 
     def save(self, path: str | Path | None = None) -> Path:
         """Write atomically; returns the path."""
+        from pearl_py.version import __version__
+
         path = Path(path) if path else default_path()
         path.parent.mkdir(parents=True, exist_ok=True)
         self.meta.setdefault("written", time.strftime("%Y-%m-%dT%H:%M:%S"))
+        self.meta.setdefault("pearl_py", {"version": __version__, "install": str(Path(__file__).resolve().parents[1])})
         fd, tmp = tempfile.mkstemp(prefix=path.name, suffix=".tmp", dir=path.parent)
         try:
             with os.fdopen(fd, "w") as f:

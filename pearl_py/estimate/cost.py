@@ -38,6 +38,12 @@ class Cost:
     setup_s: float = 0.0
     """One-off seconds the implementation pays before its first call (a compile, a graph capture);
     not part of ``latency_s``: a plan weighs it against the calls of the run (break-even)."""
+    energy_source: Source = "modelled"
+    """How ``energy_j`` is known: ``modelled`` (catalogue watts x latency) or ``measured`` (the dynamic power
+    ``pearl profile`` measured on this machine's counters x latency)."""
+    setup_source: Source = "modelled"
+    """How ``setup_s`` is known: ``calibrated`` (timed by ``pearl profile``) or ``modelled``
+    (``estimators/roofline.yaml``, e.g. a calibrated cost whose compile no profile measured cold)."""
 
     def __post_init__(self) -> None:
         if self.source not in SOURCES:
@@ -46,6 +52,9 @@ class Cost:
             raise ValueError(f"Cost.latency_s must be >= 0, got {self.latency_s}")
         if not self.setup_s >= 0:
             raise ValueError(f"Cost.setup_s must be >= 0, got {self.setup_s}")
+        for name in ("energy_source", "setup_source"):
+            if getattr(self, name) not in SOURCES:
+                raise ValueError(f"Cost.{name} must be one of {SOURCES}, got {getattr(self, name)!r}")
 
 
 class Infeasible(UserError):

@@ -2,10 +2,16 @@
 
 How a device is costed is its kind's (:mod:`pearl_py.platform.kinds`, ``costing``):
 
-- ``calibrated`` (CPUs): on this machine with a calibration (``pearl profile``) the fitted model,
-  ``source="calibrated"``; elsewhere the roofline;
-- ``roofline`` (GPUs): roofline + per-op dispatch from the catalogue, ``"modelled"``;
+- ``calibrated`` (CPUs, GPUs): on this machine with a calibration (``pearl profile``, which times
+  the CPU and every local GPU) the fitted model, ``source="calibrated"``; elsewhere (a catalogue
+  device, a GPU not profiled) the roofline + per-op dispatch from the catalogue, ``"modelled"``;
+- ``roofline``: the roofline everywhere, ``"modelled"``;
 - ``hls`` (FPGAs): the HLS-style model of :mod:`pearl_py.estimate.fpga_kernels`, ``"modelled"``.
+
+A calibrated cost's energy is its latency times the dynamic power ``pearl profile`` measured for
+the kernel on the device's counter (``energy_source="measured"``) where one was read, else the
+catalogue's power model (``"modelled"``); its one-off setup says whether it was timed
+(``setup_source="calibrated"``) or taken from ``estimators/roofline.yaml`` (``"modelled"``).
 
 Which model applies to a kernel follows its workload type (``ROOFLINE`` and ``FPGA_DESIGNS``
 below: a new workload type registers its models there); which devices may host it, its kind's
@@ -53,7 +59,9 @@ from pearl_py.estimate.fpga_kernels import (
     sync_design,
 )
 from pearl_py.estimate.fpga_on_policy import advantage_design, minibatch_learner_design
+from pearl_py.estimate.gpu_profile import calibrated_gpu
 from pearl_py.estimate.power import dynamic_energy_j
+from pearl_py.estimate.power_profile import measured_dynamic_w
 from pearl_py.estimate.roofline import RooflineParams
 from pearl_py.platform import Device, Platform
 from pearl_py.platform.kinds import device_kind
@@ -183,20 +191,24 @@ class Estimator:
         return status
 
     def _calibrated_here(self, device: Device) -> bool:
-        """Whether ``device`` is costed from this machine's calibration (a local device of a calibrated kind)."""
-        return device.local and self.calibration is not None and device_kind(device.kind).costing == "calibrated"
+        """Whether ``device`` is costed from this machine's calibration: a local device of a calibrated kind, and
+        for a GPU one that ``pearl profile`` calibrated (:func:`calibrated_gpu`)."""
+        if not (device.local and self.calibration is not None and device_kind(device.kind).costing == "calibrated"):
+            return False
+        return device_kind(device.kind).runtime != "cuda" or calibrated_gpu(self.calibration, device) is not None
 
     def _calibration_lacks(self, kernel: Kernel, device: Device, variant: str) -> bool:
         if not self._calibrated_here(device):
             return False
-        family = family_of(kernel)
-        return self.calibration.model(kernel.kind, "reference", family=family) is not None and \
-            self.calibration.model(kernel.kind, variant, family=family) is None
+        prefix, family = calibrated_gpu(self.calibration, device), family_of(kernel)
+        return self.calibration.model(kernel.kind, "reference", device=prefix, family=family) is not None and \
+            self.calibration.model(kernel.kind, variant, device=prefix, family=family) is None
 
     def thread_counts(self, kernel: Kernel, device: Device, variant: str = "reference") -> list[int]:
         """Thread counts ``variant`` of ``kernel`` is costed at on ``device``: 1, and on this machine's
         calibrated CPU every count up to its cores that has a model (the learner update's, ``pearl profile``)."""
-        if not (kernel.kind.threaded and self._calibrated_here(device)):
+        if not (kernel.kind.threaded and self._calibrated_here(device)
+                and device_kind(device.kind).runtime == "cpu"):
             return [1]
         return [1] + [n for n in range(2, device.parallel_units + 1)
                       if self.calibration.model(kernel.kind, variant, threads=n, family=family_of(kernel)) is not None]
@@ -205,7 +217,8 @@ class Estimator:
         """Why ``kernel`` is offered one thread only on this machine's multi-core CPU, when a newer
         ``pearl profile`` would offer more (a calibration cached before threaded calibration existed)."""
         kind = kernel.kind
-        if not (self._calibrated_here(device) and device.parallel_units > 1 and kind in THREADED_VARIANTS):
+        if not (self._calibrated_here(device) and device.parallel_units > 1 and kind in THREADED_VARIANTS
+                and device_kind(device.kind).runtime == "cpu"):
             return None
         if family_of(kernel) != "off_policy" or \
                 any(len(self.thread_counts(kernel, device, v)) > 1 for v in THREADED_VARIANTS[kind]):
@@ -257,18 +270,27 @@ class Estimator:
         if self.calibration is None:
             return None
         env_id = kernel.workload.env_id if isinstance(kernel.workload, EnvWorkload) else None
-        model = self.calibration.model(kernel.kind, variant, env_id, threads, family_of(kernel))
+        prefix = calibrated_gpu(self.calibration, device)  # None: the CPU's models (unprefixed keys)
+        model = self.calibration.model(kernel.kind, variant, env_id, threads, device=prefix, family=family_of(kernel))
         if model is None:
             return None
         features = workload_features(kernel.workload)
         latency = max(model.predict(features), 0.0)
-        setup = self.calibration.meta.get("setup", {}).get(model_key(kernel.kind, variant,
+        setup = self.calibration.meta.get("setup", {}).get(model_key(kernel.kind, variant, device=prefix,
                                                                       family=family_of(kernel))) or {}
-        setup_s = setup.get("seconds")
+        setup_s, setup_source = setup.get("seconds"), "calibrated"
         if setup_s is None:  # no cold setup measured here (a warm cache served every compile): the modelled one
             setup_s = self.params.setup_s(variant, kernel.kind) if variant != "reference" else 0.0
-        return Cost(latency, dynamic_energy_j(device.spec, latency, threads / device.spec.cores),
-                    {"cores": threads}, "calibrated", kernel.kind, {"model": model.cv_mape}, setup_s)
+            setup_source = "modelled"
+        share = threads / device.parallel_units if prefix is None else 1.0
+        watts = measured_dynamic_w(self.calibration, kernel.kind, variant, prefix or "cpu", threads)
+        if watts is None:
+            energy, energy_source = dynamic_energy_j(device.spec, latency, share), "modelled"
+        else:
+            energy, energy_source = latency * watts, "measured"
+        resources = {"cores": threads} if prefix is None else {}
+        return Cost(latency, energy, resources, "calibrated", kernel.kind, {"model": model.cv_mape}, setup_s,
+                    energy_source, setup_source)
 
     def _roofline(self, kernel: Kernel, device: Device, variant: str) -> Cost:
         model = ROOFLINE.get(type(kernel.workload))

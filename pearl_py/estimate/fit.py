@@ -98,7 +98,8 @@ def fit_form(form: str, xs: Sequence[dict], ys: Sequence[float], primary: str, f
     # but the total slope after every knot stays >= 0 (a hinge cannot make the model decrease).
     lower = np.zeros(basis.shape[1])
     lower[1 + len(features):] = -np.inf
-    coef = lsq_linear((basis / scale) / y[:, None], np.ones_like(y), bounds=(lower, np.inf)).x / scale
+    with np.errstate(invalid="ignore"):  # scipy's trf steps multiply the unbounded hinge bounds (-inf) by 0
+        coef = lsq_linear((basis / scale) / y[:, None], np.ones_like(y), bounds=(lower, np.inf)).x / scale
     if form == "piecewise":
         slope = coef[1 + list(features).index(primary)]
         for i in range(len(knots)):

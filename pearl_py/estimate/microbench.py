@@ -45,7 +45,8 @@ class BenchPoint:
     """One grid point. Network kinds read algo/width/depth/batch (or ``arch``, hidden widths, when
     given; ``env_id`` when not the algorithm's zoo env); replay reads capacity/batch/prioritized;
     env_step reads env_id/batch (= n_envs); param_sync reads nbytes; rollout_insert reads batch (envs) and
-    capacity (steps); advantage reads capacity (steps) and batch (envs)."""
+    capacity (steps); advantage reads capacity (steps) and batch (envs); every reference runner and
+    ``cuda_graph`` read ``device``."""
 
     kind: str
     algo: str = "dqn"
@@ -57,6 +58,8 @@ class BenchPoint:
     env_id: str = ""
     nbytes: int = 0
     arch: tuple[int, ...] = ()
+    device: str = "cpu"
+    """The torch device the kernel runs on (``cuda:0`` when ``pearl profile`` calibrates a GPU)."""
 
     @property
     def hidden(self) -> tuple[int, ...]:
@@ -133,7 +136,7 @@ def _algorithm(point: BenchPoint, **extra):
     return REGISTRY[point.algo](point.env_id or ALGO_ENVS[point.algo], net_arch=list(point.hidden), **extra)
 
 
-def _random_batch(algo, size: int, generator: torch.Generator):
+def _random_batch(algo, size: int, generator: torch.Generator, device: str = "cpu"):
     from pearl_py.algorithms.off_policy.learner import TensorBatch
 
     spec = algo.spec
@@ -142,19 +145,36 @@ def _random_batch(algo, size: int, generator: torch.Generator):
         actions = torch.randint(0, spec.action_dim, (size,), generator=generator)
     else:
         actions = torch.rand(size, spec.action_dim, generator=generator) * 2 - 1
-    return TensorBatch(obs, actions, torch.randn(size, generator=generator), torch.randn_like(obs),
-                       torch.zeros(size), torch.ones(size))
+    fields = (obs, actions, torch.randn(size, generator=generator), torch.randn_like(obs), torch.zeros(size),
+              torch.ones(size))
+    return TensorBatch(*(t.to(device) for t in fields))
 
 
 def learner_update_reference(point: BenchPoint):
-    """The algorithm's own gradient step (eager torch, Adam) on a random batch."""
+    """The algorithm's own gradient step (eager torch, Adam) on a random batch, on ``point.device``."""
     from pearl_py.algorithms.off_policy.learner import Learner
 
     algo = _algorithm(point, batch_size=point.batch)
     workload = algo.protocol().kernel(LEARNER_UPDATE).workload
-    learner = Learner(algo, device="cpu")
-    batch = _random_batch(algo, point.batch, torch.Generator().manual_seed(0))
+    learner = Learner(algo, device=point.device)
+    batch = _random_batch(algo, point.batch, torch.Generator().manual_seed(0), point.device)
     return workload, lambda: learner.update(batch)
+
+
+def learner_update_cuda_graph(point: BenchPoint):
+    """The ``cuda_graph`` variant on ``point.device`` (a CUDA device): the whole step captured once (its first
+    call, ``setup_s``), replayed after; the batch is copied into the graph's static inputs per call, as at run time."""
+    from pearl_py.algorithms.off_policy.learner import Learner
+    from pearl_py.kernels.cuda_graph import make_cuda_graph
+
+    algo = _algorithm(point, batch_size=point.batch)
+    workload = algo.protocol().kernel(LEARNER_UPDATE).workload
+    batch = _random_batch(algo, point.batch, torch.Generator().manual_seed(0), point.device)
+    start = time.perf_counter()
+    update = make_cuda_graph(Learner(algo, device=point.device))
+    update(batch)
+    torch.cuda.synchronize(point.device)
+    return workload, BenchCall(lambda: update(batch), time.perf_counter() - start)
 
 
 _COMPILED: dict[tuple[str, tuple[int, ...]], tuple[object, Callable]] = {}
@@ -227,7 +247,7 @@ def _acting(point: BenchPoint):
 
     algo = _algorithm(point, n_envs=point.batch)
     workload = algo.protocol().kernel(INFERENCE).workload
-    nets = Learner(algo, device="cpu").nets
+    nets = Learner(algo, device=point.device).nets
     obs = np.random.default_rng(0).standard_normal((point.batch, algo.spec.obs_dim), dtype=np.float32)
     return algo, nets, workload, obs
 
@@ -253,10 +273,16 @@ def inference_fused(point: BenchPoint):
 
 
 def _filled_replay(point: BenchPoint):
-    from pearl_py.replay import ReplayBuffer
+    """A full replay of ``point.capacity`` items: the numpy buffer on the CPU, a ``TorchReplayBuffer`` on a GPU
+    (what the runtime builds there, pearl_py.runtime.device_replay)."""
+    from pearl_py.replay import ReplayBuffer, TorchReplayBuffer
 
     obs_dim = 4
-    buf = ReplayBuffer(capacity=point.capacity, obs_shape=(obs_dim,), prioritized=point.prioritized, seed=0)
+    if point.device == "cpu":
+        buf = ReplayBuffer(capacity=point.capacity, obs_shape=(obs_dim,), prioritized=point.prioritized, seed=0)
+    else:
+        buf = TorchReplayBuffer(capacity=point.capacity, obs_shape=(obs_dim,), prioritized=point.prioritized, seed=0,
+                                device=point.device)
     rng = np.random.default_rng(0)
     chunk = min(point.capacity, 4096)
     for start in range(0, point.capacity, chunk):
@@ -282,6 +308,8 @@ def priority_update_reference(point: BenchPoint):
     buf, rng = _filled_replay(point)
     indices = buf.sample(point.batch).indices
     td = rng.random(point.batch) + 0.01
+    if point.device != "cpu":  # the learner's |td| tensor, where it is
+        td = torch.as_tensor(td, device=point.device)
     return buf.workload(point.batch), lambda: buf.update_priorities(indices, td)
 
 
@@ -302,9 +330,10 @@ def env_step_reference(point: BenchPoint):
 
 
 def param_sync_reference(point: BenchPoint):
-    """Copy of ``nbytes`` of float32 parameters into a second buffer (what a shared-memory sync costs)."""
+    """Copy of ``nbytes`` of float32 parameters into a host buffer (what a shared-memory sync costs); from
+    ``point.device``'s memory when it is a GPU (a GPU learner publishing its weights)."""
     n = max(1, point.nbytes // 4)
-    src, dst = torch.randn(n), torch.empty(n)
+    src, dst = torch.randn(n, device=point.device), torch.empty(n)
     return SyncWorkload(n * 4), lambda: dst.copy_(src)
 
 
@@ -316,5 +345,6 @@ for _kind, _runner in {
 }.items():
     register_runner(_kind, "reference", _runner)
 register_runner(LEARNER_UPDATE, "compiled", learner_update_compiled)
+register_runner(LEARNER_UPDATE, "cuda_graph", learner_update_cuda_graph)
 register_runner(LEARNER_UPDATE, "fused", learner_update_fused)
 register_runner(INFERENCE, "fused", inference_fused)

@@ -7,9 +7,13 @@ per step), then works ~30 us (Pendulum's step and the fused act) and sleeps agai
 may take a core from one of the update's threads, and the other thread then waits for it at the
 next GEMM; timing without the actor overstated the 2-thread gain (docs/kernels.md).
 
+The context returns only once the neighbour runs its loop: its start-up (a spawned interpreter
+importing this package, seconds of CPU on a busy machine) is never inside a timed pass.
+
 Example::
 
-    >>> with neighbour("actor"):
+    >>> with neighbour("actor") as beside:
+    ...     assert beside.ready.is_set()          # started before any timing
     ...     seconds = time_call(call, clock=time.perf_counter)
 """
 from __future__ import annotations
@@ -18,15 +22,22 @@ import contextlib
 import multiprocessing as mp
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
 
 KINDS = ("actor", "spin")
 WORK_EVERY_S = 6.8e-3
 """An actor-like neighbour works once per this long: one DDPG zoo update (fused, one thread, this VM)."""
 WORK_S = 30e-6
 """...for this long: one Pendulum step and one fused act."""
+READY_TIMEOUT_S = 120.0
+"""Longest wait for the neighbour to start (a spawned interpreter importing torch; seconds under load)."""
+STOP_TIMEOUT_S = 60.0
+"""Longest wait for a started neighbour to stop before it is killed."""
 
 
-def _run(kind: str, stop) -> None:
+def _run(kind: str, stop: Any, ready: Any) -> None:
+    ready.set()  # the loop starts now: everything before was start-up
     if kind == "spin":
         while not stop.is_set():
             pass
@@ -37,21 +48,32 @@ def _run(kind: str, stop) -> None:
             pass
 
 
+@dataclass(frozen=True)
+class Neighbour:
+    """The running neighbour: its process and the event it set when its loop began."""
+
+    process: Any
+    ready: Any
+
+
 @contextlib.contextmanager
-def neighbour(kind: str = "actor") -> Iterator[None]:
+def neighbour(kind: str = "actor", ready_timeout_s: float = READY_TIMEOUT_S) -> Iterator[Neighbour]:
     """Run a neighbour process (``actor``: wakes once per ``WORK_EVERY_S`` and works ``WORK_S``; ``spin``:
-    never sleeps) meanwhile."""
+    never sleeps) meanwhile; enters once it runs its loop (RuntimeError if not within ``ready_timeout_s``)."""
     if kind not in KINDS:
         raise ValueError(f"neighbour kind must be one of {KINDS}, got {kind!r}")
     ctx = mp.get_context("spawn")
-    stop = ctx.Event()
-    proc = ctx.Process(target=_run, args=(kind, stop), daemon=True)
+    stop, ready = ctx.Event(), ctx.Event()
+    proc = ctx.Process(target=_run, args=(kind, stop, ready), daemon=True)
     proc.start()
     try:
-        yield
+        if not ready.wait(ready_timeout_s):
+            raise RuntimeError(f"the {kind} neighbour process did not start within {ready_timeout_s:g} s: "
+                               "the machine is too busy to calibrate at more than one thread")
+        yield Neighbour(proc, ready)
     finally:
         stop.set()
-        proc.join(5)
+        proc.join(STOP_TIMEOUT_S)
         if proc.is_alive():
             proc.kill()
             proc.join()

@@ -34,6 +34,13 @@ from pearl_py.estimate.calibration import (
 )
 from pearl_py.estimate.features import workload_features
 from pearl_py.estimate.fit import FittedModel, select_model
+from pearl_py.estimate.load import (
+    MAX_REPEATS,
+    RULE,
+    LoadProbe,
+    LoadRecord,
+    load_average,
+)
 from pearl_py.estimate.microbench import (
     OFF_POLICY,
     BenchPoint,
@@ -44,6 +51,8 @@ from pearl_py.estimate.microbench import (
     variants,
 )
 from pearl_py.estimate.neighbour import neighbour
+from pearl_py.estimate.power_profile import PowerProfile
+from pearl_py.estimate.progress import ProfileProgress
 from pearl_py.kernels.affinity import pinned_threads, usable_cpus
 from pearl_py.protocol import Workload
 from pearl_py.protocol.kernel import (
@@ -224,7 +233,10 @@ def single_thread() -> contextlib.AbstractContextManager[None]:
 
 def measure(kind: str, variant: str, points: list[BenchPoint], passes: int = 3,
             setup: list[tuple[Workload, float, bool]] | None = None, n_threads: int = 1,
-            family: str = OFF_POLICY) -> list[tuple[Workload, float]]:
+            clock: Callable[[], float] | None = None,
+            window: Callable[[], contextlib.AbstractContextManager[object]] = contextlib.nullcontext,
+            probe: LoadProbe | None = None, load: LoadRecord | None = None,
+            on_point: Callable[[], None] | None = None, family: str = OFF_POLICY) -> list[tuple[Workload, float]]:
     """Seconds per call of ``kind``/``variant`` (of algorithm family ``family``) at every point, with
     ``n_threads`` threads (default one).
 
@@ -237,9 +249,17 @@ def measure(kind: str, variant: str, points: list[BenchPoint], passes: int = 3,
     and lost much more to other processes than one thread (docs/kernels.md), so a second
     thread is planned only where it pays in every pass.
     One-off setups paid while building the kernels (compiles: wall seconds, and whether no
-    cache shortened them) are appended to ``setup`` when given.
+    cache shortened them) are appended to ``setup`` when given. ``clock``: another clock for one thread
+    (a GPU's: it synchronizes the device before reading the time, :mod:`gpu_profile`); each point keeps its
+    fastest pass. ``window``: a context around the timed passes only (a power meter), not the building.
+    With ``probe``, every point is timed under the load rule of :mod:`pearl_py.estimate.load` (timed again
+    while other processes distort it) and ``load`` records what the probe saw; ``on_point`` is called after
+    each point.
     """
-    clock, keep = (time.process_time, min) if n_threads == 1 else (time.perf_counter, max)
+    if clock is not None:
+        keep = min
+    else:
+        clock, keep = (time.process_time, min) if n_threads == 1 else (time.perf_counter, max)
     beside = neighbour("actor") if n_threads > 1 else contextlib.nullcontext()
     with threads(n_threads), beside:
         benches = [build(kind, variant, point, family) for point in points]
@@ -247,11 +267,28 @@ def measure(kind: str, variant: str, points: list[BenchPoint], passes: int = 3,
             setup += [(w, call.setup_s, getattr(call, "setup_cold", True)) for w, call in benches
                       if getattr(call, "setup_s", 0.0) > 0]
         samples: list[list[float]] = [[] for _ in benches]
-        with pinned_threads(n_threads):  # as the executors run a threaded learner
+        with pinned_threads(n_threads), window():  # pinned as the executors run a threaded learner
             for _ in range(passes):
                 for times, (_, call) in zip(samples, benches):
-                    times.append(time_call(call, clock=clock))
+                    times.append(_timed(call, clock, n_threads, probe, load))
+                    if on_point is not None:
+                        on_point()
     return [(workload, keep(times)) for (workload, _), times in zip(benches, samples)]
+
+
+def _timed(call: Callable[[], object], clock: Callable[[], float], n_threads: int, probe: LoadProbe | None,
+           load: LoadRecord | None) -> float:
+    """One point's seconds per call; under ``probe``, timed again (up to MAX_REPEATS) while distorted."""
+    if probe is None:
+        return time_call(call, clock=clock)
+    for repeated in range(MAX_REPEATS + 1):
+        with probe.timing(n_threads) as sample:
+            seconds = time_call(call, clock=clock)
+        if not sample.distorted:
+            break
+    if load is not None:
+        load.add(sample, repeated)
+    return seconds
 
 
 def fit_measurements(kind: str, measured: list[tuple[Workload, float]]) -> dict[str | None, FittedModel]:
@@ -265,14 +302,19 @@ def fit_measurements(kind: str, measured: list[tuple[Workload, float]]) -> dict[
             for key, rows in groups.items()}
 
 
-def variant_available(kind: str, variant: str, family: str = OFF_POLICY) -> tuple[bool, str]:
-    """Whether ``pearl_py.kernels`` can run ``variant`` of ``kind`` on this CPU (kinds it does not list: yes)."""
+def variant_available(kind: str, variant: str, device_class: str = "cpu", family: str = OFF_POLICY
+                      ) -> tuple[bool, str]:
+    """Whether ``pearl_py.kernels`` can run ``variant`` of ``kind`` (algorithm family ``family``'s) on this machine's
+    ``device_class`` (``cpu`` or ``gpu``; kinds it does not list: the reference only)."""
     from pearl_py.kernels import registry_of
 
+    registry = registry_of(family)
     try:
-        return registry_of(family).get(kind, variant, "cpu").available()
+        return registry.get(kind, variant, device_class).available()
     except (KeyError, ValueError):
-        return (True, "") if variant == "reference" else (False, f"no {kind} variant {variant!r} on cpu")
+        if variant == "reference" and not registry.variants(kind, device_class):
+            return True, ""
+        return False, f"no {kind} variant {variant!r} on {device_class}"
 
 
 def setup_cached(kind: str, variant: str, family: str = OFF_POLICY) -> bool:
@@ -305,53 +347,116 @@ def setup_entry(setup: list[tuple[Workload, float, bool]], cached: bool = False)
 
 
 def profile(quick: bool = False, kinds: tuple[str, ...] = KINDS,
-            log: Callable[[str], None] = lambda line: None, families_of: tuple[str, ...] | None = None,
+            log: Callable[[str], None] = lambda line: None, power: PowerProfile | None = None,
+            gpus: bool = True, probe: LoadProbe | None = None, families_of: tuple[str, ...] | None = None,
             into: Calibration | None = None) -> Calibration:
-    """Measure and fit every registered variant of every kind that can run on this CPU.
+    """Measure and fit every registered variant of every kind that can run on this CPU, then on each local GPU
+    (``gpus``, where CUDA is present: :mod:`gpu_profile`); with the power each draws where a counter reads it
+    (``power``: default, this machine's counters; ``calibration.meta["energy"]``).
 
+    Reports its progress through ``log`` (phase, points done, time left), warns when the machine
+    is loaded, and applies the load rule (:mod:`pearl_py.estimate.load`): the load it ran under
+    goes to ``meta["load"]``, and a multi-thread model with points still distorted is refused.
+    ``probe``: what measures other processes' load (default: this machine's ``/proc/stat``).
     ``families_of``: calibrate only the implementations of these algorithm families (default: all);
-    ``into``: add the models to this calibration (a cache missing some kinds) instead of a new one.
+    ``into``: add the models to this calibration (a cache missing some kinds) instead of a new one (its
+    measured power and load records stay; the new models' load records are added).
     """
-    def selected(kind: str) -> list[str]:
-        return [f for f in families(kind) if families_of is None or f in families_of]
-
     threaded = {model_key(kind, v): [1, *thread_counts(kind, v)] for kind in kinds for v in variants(kind)
                 if thread_counts(kind, v)}
+    cores = usable_cores()
     calibration = into if into is not None else Calibration(
         machine_fingerprint(), meta={"quick": quick, "threads": 1, "threaded": threaded, "torch": torch.__version__})
+    if power is None:
+        from pearl_py.platform import Platform
+        from pearl_py.platform.energy import local_readers
+
+        power = PowerProfile(local_readers(Platform.local()))
+    power.start()
+    load_meta: dict = calibration.meta.setdefault("load", {
+        "usable_cores": cores, "rule": RULE, "load_average_start": load_average(), "models": {}, "refused": {}})
+    warn_if_loaded(load_average(), cores, log)
+    phases = profile_phases(kinds, quick, log, families_of)
+    progress = ProfileProgress(sum(len(points) * passes for _, _, _, points, passes, _ in phases), len(phases), log)
+    probe = probe or LoadProbe(cores)
     start = time.perf_counter()
+    fitted: dict[str, tuple[FittedModel, float]] = {}
     try:
-        for kind in kinds:
-            for family, variant in ((f, v) for f in selected(kind) for v in variants(kind, f)):
-                name = model_key(kind, variant) + ("" if family == OFF_POLICY else f" ({family})")
-                ok, reason = variant_available(kind, variant, family)
-                if not ok:
-                    log(f"{name:<32} skipped: {reason}")
-                    continue
-                t0 = time.perf_counter()
-                setup: list[tuple[Workload, float, bool]] = []
-                measured = measure(kind, variant, calibration_grid(kind, quick, variant, family), setup=setup,
-                                   family=family)
-                # a network kernel's model is its family's (different code); the other kinds' are shared
-                keyed = getattr(measured[0][0], "family", None)
-                if setup:
-                    entry = setup_entry(setup, cached=setup_cached(kind, variant, family))
-                    calibration.meta.setdefault("setup", {})[model_key(kind, variant, family=keyed)] = entry
-                    log(f"{name:<32} setup (compile) {sum(s for _, s, _ in setup):.1f}s "
-                        f"for {len(setup)} shapes ({len(entry['cold'])} cold)")
-                fitted = {model_key(kind, variant, env_id, family=keyed): (model, time.perf_counter() - t0)
-                          for env_id, model in fit_measurements(kind, measured).items()}
-                for n in thread_counts(kind, variant, family):
-                    t0 = time.perf_counter()
-                    at_n = measure(kind, variant, calibration_grid(kind, True, variant), THREAD_PASSES, n_threads=n)
-                    fitted[model_key(kind, variant, threads=n)] = (fit_measurements(kind, at_n)[None],
-                                                                   time.perf_counter() - t0)
-                for key, (model, seconds) in fitted.items():
-                    calibration.models[key] = model
-                    log(f"{key:<33} {model.form:<9} cv error {model.cv_mape:5.1f}%  "
-                        f"({model.n_points} points, {seconds:.1f}s)")
+        for kind, variant, n, points, passes, family in phases:
+            keyed = network_family(kind, family)   # a network kernel's model is its family's (different code)
+            key = model_key(kind, variant, threads=n, family=keyed)
+            progress.phase(key, len(points) * passes)
+            t0 = time.perf_counter()
+            record = LoadRecord()
+            setup: list[tuple[Workload, float, bool]] = []
+            measured = measure(kind, variant, points, passes, setup=setup if n == 1 else None, n_threads=n,
+                               window=lambda key=key: power.window("cpu", key), probe=probe, load=record,
+                               on_point=progress.point, family=family)
+            load_meta["models"][key] = record.to_dict()
+            if setup:
+                entry = setup_entry(setup, cached=setup_cached(kind, variant, family))
+                calibration.meta.setdefault("setup", {})[model_key(kind, variant, family=keyed)] = entry
+                log(f"{model_key(kind, variant, family=keyed):<32} setup (compile) {sum(s for _, s, _ in setup):.1f}s "
+                    f"for {len(setup)} shapes ({len(entry['cold'])} cold)")
+            if record.distorted and n > 1:
+                load_meta["refused"][key] = (f"{record.distorted} of {record.points} points distorted: other "
+                                             f"processes kept up to {record.max_others_cores:.1f} cores busy")
+                rule = "the load rule above" if len(load_meta["refused"]) > 1 else f"rule: {RULE}"
+                log(f"warning: {key} refused: {load_meta['refused'][key]} ({rule}); plans use one thread")
+                continue
+            if record.distorted:
+                log(f"warning: {key}: {record.distorted} of {record.points} points stayed distorted by other "
+                    f"processes (up to {record.max_others_cores:.1f} cores busy); kept (CPU time), flagged in meta")
+            models = fit_measurements(kind, measured)
+            for env_id, model in models.items():
+                fitted[model_key(kind, variant, env_id, n, family=keyed)] = (model, time.perf_counter() - t0)
+            for k in sorted(model_key(kind, variant, env_id, n, family=keyed) for env_id in models):
+                model, seconds = fitted[k]
+                calibration.models[k] = model
+                log(f"{k:<33} {model.form:<9} cv error {model.cv_mape:5.1f}%  ({model.n_points} points, "
+                    f"{seconds:.1f}s)")
+        if gpus:
+            from pearl_py.estimate.gpu_profile import profile_gpus
+
+            profile_gpus(calibration, quick, kinds, log, power)
     finally:
         clear_compiled()
+        if into is None or "energy" not in calibration.meta:
+            calibration.meta["energy"] = power.meta()
+    load_meta["load_average_end"] = load_average()
     before = calibration.meta.get("seconds", 0.0) if into is not None else 0.0
     calibration.meta["seconds"] = round(before + time.perf_counter() - start, 1)
     return calibration
+
+
+def network_family(kind: str, family: str) -> str | None:
+    """The family a model of ``kind`` is kept under: a network kernel's own (each family's code differs); None for
+    the other kinds (one implementation, shared)."""
+    return family if kind in (LEARNER_UPDATE, INFERENCE) else None
+
+
+def profile_phases(kinds: tuple[str, ...], quick: bool, log: Callable[[str], None],
+                   families_of: tuple[str, ...] | None = None
+                   ) -> list[tuple[str, str, int, list[BenchPoint], int, str]]:
+    """``(kind, variant, threads, points, passes, family)`` of every model the profile fits, in order (variants that
+    cannot run here are logged and left out); ``families_of``: only these algorithm families' (default: all)."""
+    phases = []
+    for kind in kinds:
+        for family in (f for f in families(kind) if families_of is None or f in families_of):
+            for variant in variants(kind, family):
+                ok, reason = variant_available(kind, variant, family=family)
+                if not ok:
+                    log(f"{model_key(kind, variant, family=network_family(kind, family)):<32} skipped: {reason}")
+                    continue
+                phases.append((kind, variant, 1, calibration_grid(kind, quick, variant, family), 3, family))
+                phases += [(kind, variant, n, calibration_grid(kind, True, variant), THREAD_PASSES, family)
+                           for n in thread_counts(kind, variant, family)]
+    return phases
+
+
+def warn_if_loaded(load: float | None, cores: int, log: Callable[[str], None]) -> None:
+    """Say so when the machine is already busy: its load will distort the timings."""
+    if load is not None and load > cores - 0.5:
+        log(f"warning: the machine's load average is {load:.1f} on {cores} usable cores: other processes will "
+            "distort the calibration (distorted points are timed again; multi-thread models they still distort "
+            "are refused). Calibrate on an idle machine for figures that hold.")

@@ -26,7 +26,7 @@ _SCHEMA = {
     "variants": None,
     "cpu": ["gemm_efficiency", "numpy_call_us", "replay_calls", "env_step_us", "env_step_default_us",
             "env_reference_ghz", "vector_env_us", "scan_calls"],
-    "gpu": ["gemm_efficiency", "tree_kernels_per_level", "scan_step_ns"],
+    "gpu": ["gemm_efficiency", "replay_calls", "scan_step_ns"],
 }
 
 
@@ -101,7 +101,8 @@ def network_latency(features: dict[str, float], spec: CpuSpec | GpuSpec, params:
 
 def replay_latency(kind: str, features: dict[str, float], spec: CpuSpec | GpuSpec,
                    params: RooflineParams, variant: str, machine: str = "core") -> tuple[float, dict[str, float]]:
-    """Seconds of a replay call: per-call dispatches, one DRAM miss per node visited, bytes moved."""
+    """Seconds of a replay call: per-call dispatches, one DRAM miss per node visited, bytes moved (a CPU core: the
+    numpy ``ReplayBuffer``); a GPU: the ``TorchReplayBuffer``'s torch calls, one launch each, plus bytes moved."""
     scale = params.dispatch_scale(variant, kind)
     if machine == "core":
         calls = params.cpu["replay_calls"][kind] + 2 * features["levels"]
@@ -109,7 +110,9 @@ def replay_latency(kind: str, features: dict[str, float], spec: CpuSpec | GpuSpe
         tree = features["tree_work"] * spec.dram_latency_ns * 1e-9
         memory = 2 * features["bytes"] / spec.core_bandwidth_bytes
         return dispatch + tree + memory, {"dispatch": dispatch, "tree": tree, "memory": memory}
-    launches = params.gpu["tree_kernels_per_level"] * max(features["levels"], 1) + 2
+    # the replay on a GPU is a TorchReplayBuffer: its torch calls per call, each a launch (counted, see the yaml)
+    fixed, per_level = params.gpu["replay_calls"]["prioritized" if features["prioritized"] else "uniform"][kind]
+    launches = fixed + per_level * features["levels"]
     dispatch = launches * spec.launch_overhead_us * 1e-6 * scale
     memory = 2 * features["bytes"] / (spec.mem_bandwidth_gbs * 1e9)
     return dispatch + memory, {"dispatch": dispatch, "memory": memory}

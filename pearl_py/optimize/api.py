@@ -96,7 +96,8 @@ def ranked_plans(algo: Any, platform: Any, objective: str = "throughput",
     fastest, frugal = (ranked[0], other) if objective == "throughput" else (other, ranked[0])
     exact = ranked[0].optimal and other.optimal and solver != "heuristic"
     front = tuple(ParetoPoint(p.samples_per_s, p.samples_per_j, p.power_w, placements_of(p.assignment))
-                  for p in pareto_front(problem, fastest, frugal, points=pareto_points, exact=exact))
+                  for p in pareto_front(problem, fastest, frugal, points=pareto_points, exact=exact,
+                                        time_limit_s=time_limit_s))
     alternative = Alternative(other_objective, figures(other), placements_of(other.assignment))
     plans = []
     for chosen in ranked:
@@ -107,8 +108,8 @@ def ranked_plans(algo: Any, platform: Any, objective: str = "throughput",
             platform=platform_info(platform), horizon=horizon,
             run=whole_run(problem, protocol, chosen.assignment, chosen.performance, horizon))
         used = {c.device for c in chosen.assignment.values()}
-        plans.append(Plan(platform=platform.name, objective=objective, placements=placements_of(chosen.assignment),
-                          mode=problem.mode,
+        plans.append(Plan(platform=platform.reference or platform.name, objective=objective,
+                          placements=placements_of(chosen.assignment), mode=problem.mode,
                           devices={d: problem.devices[d].kind for d in sorted(used)}, solver=chosen.solver,
                           prediction=prediction))
     return plans
@@ -153,7 +154,8 @@ def describe(problem: AssignmentProblem, protocol: ProtocolGraph, sol: Solution)
     for (kernel, device, variant), option in problem.options.items():
         costs.setdefault(kernel, {}).setdefault(device, {})[variant] = KernelCost(
             option.latency_s, option.energy_j, option.source, dict(option.resources), option.setup_s,
-            tuple(ThreadCost(n, lat, e) for n, (lat, e) in enumerate(option.threads or option.shares, start=2)))
+            tuple(ThreadCost(n, lat, e) for n, (lat, e) in enumerate(option.threads or option.shares, start=2)),
+            option.energy_source, option.setup_source)
     devices = {d.name: DeviceInfo(d.kind, d.model, d.idle_w, d.peak_w, d.units, len(d.physical))
                for d in problem.devices.values() if d.name in perf.busy or d.is_pool
                or any(d.name == dev for (_, dev, _) in problem.options)}

@@ -41,6 +41,7 @@ import networkx as nx
 from pearl_py.errors import PlanningError, UserError
 from pearl_py.optimize.problem import (
     AssignmentProblem,
+    Colocation,
     Device,
     Edge,
     Link,
@@ -50,6 +51,7 @@ from pearl_py.optimize.problem import (
 from pearl_py.platform import Platform
 from pearl_py.platform.kinds import device_kind
 from pearl_py.protocol import Kernel, ProtocolGraph
+from pearl_py.protocol.kernel import LEARNER_UPDATE, REPLAY_KINDS
 
 
 class KernelCost(Protocol):
@@ -308,16 +310,29 @@ def build_problem(protocol: ProtocolGraph, platform: Platform, estimator: CostMo
                 options[(kernel.name, target, variant)] = Option(
                     cost.latency_s, cost.energy_j, resources, cost.source, instance, setup_s,
                     _threaded(estimator, kernel, device, variant, target),
-                    _shares(estimator, kernel, device, variant, units) if split else ())
+                    getattr(cost, "energy_source", "modelled"), getattr(cost, "setup_source", cost.source),
+                    shares=_shares(estimator, kernel, device, variant, units) if split else ())
             if target == device.name:
                 note = estimator.thread_note(kernel, device)
                 if note:
                     notes[kernel.name].append(note)
     tasks = tuple(Task(k.name, k.rate, k.replicable, constraints.pin.get(k.name), k.kind.stage) for k in kernels)
+    colocations = _device_storage(kernels, [d for d in chosen if device_kind(d.kind).runtime == "cuda"])
     edges = tuple(Edge(src, dst, float(nbytes), float(rate)) for src, dst, nbytes, rate in protocol.edges())
     physical = {m for d in devices.values() for m in d.physical}
     links, routes = _routes(platform, physical)
     return AssignmentProblem(tasks, devices, options, edges, links, routes, serialized=protocol.serialized,
                              synchronous=protocol.synchronous and not protocol.serialized, overlap=protocol.overlap,
                              power_cap_w=constraints.power_cap_w, name=platform.name,
-                             infeasible=dict(infeasible), variant_notes=dict(notes))
+                             infeasible=dict(infeasible), variant_notes=dict(notes), colocations=colocations)
+
+
+def _device_storage(kernels: list[Kernel], gpus: list) -> tuple[Colocation, ...]:
+    """The replay on a GPU is a ``TorchReplayBuffer`` in the learner's process (pearl_py.runtime.device_replay):
+    its kernels go to a GPU together and with the learner (docs/optimizer.md)."""
+    replay = tuple(k.name for k in kernels if k.kind in REPLAY_KINDS)
+    learner = next((k.name for k in kernels if k.kind == LEARNER_UPDATE), None)
+    if not replay or not gpus:
+        return ()
+    return (Colocation(replay, tuple(d.name for d in gpus), learner,
+                       "a replay on a GPU is one TorchReplayBuffer in the learner's process"),)

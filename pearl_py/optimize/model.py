@@ -272,6 +272,9 @@ def evaluate(problem: AssignmentProblem, assignment: Assignment) -> Performance:
         if n and not problem.synchronous and actors[d] + n > problem.devices[d].units:
             violations.append(f"device {d!r}: {n} extra thread(s) beside {actors[d]} actor process(es) on "
                               f"{problem.devices[d].units} units")
+    devices_of = {kernel: choice.device for kernel, choice in assignment.items()}
+    for rule in problem.colocations:
+        violations += rule.breaches(devices_of)
     for d, res in usage.items():
         capacity = problem.devices[d].capacity
         for r, amount in res.items():

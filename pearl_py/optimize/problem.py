@@ -91,6 +91,8 @@ class Option:
     threads: tuple[tuple[float, float], ...] = ()
     """``(latency_s, energy_j)`` per call at 2, 3, ... threads, for a kernel that may run multi-threaded on a
     CPU (the learner update, where calibrated); ``latency_s``/``energy_j`` are the one-thread call."""
+    energy_source: str = "modelled"
+    setup_source: str = "modelled"
     shares: tuple[tuple[float, float], ...] = ()
     """``(latency_s, energy_j)`` of one replica's call when the call's envs are split over 2, 3, ... replicas:
     a synchronous protocol's actor-side kernels (each actor steps, infers for and stores its share of the envs,
@@ -143,6 +145,32 @@ class Link:
         return self.latency_s + nbytes / self.bandwidth_bps
 
 
+@dataclass(frozen=True)
+class Colocation:
+    """On each of ``devices``, the ``kernels`` are all placed there or none is, and where they are, ``with_kernel``
+    is too: one store on a device, beside the kernel that consumes it (the replay on a GPU is a
+    ``TorchReplayBuffer`` in the learner's process: its insert, sample and priority update there, with the learner)."""
+
+    kernels: tuple[str, ...]
+    devices: tuple[str, ...]
+    with_kernel: str | None = None
+    reason: str = ""
+
+    def breaches(self, placed: Mapping[str, str]) -> list[str]:
+        """What ``placed`` (kernel -> device, the kernels placed so far) breaks of this rule, in words."""
+        out = []
+        for device in self.devices:
+            here = [k for k in self.kernels if placed.get(k) == device]
+            if not here:
+                continue
+            away = [k for k in self.kernels if k in placed and placed[k] != device]
+            if away:
+                out.append(f"{', '.join(here)} on {device!r} but {', '.join(away)} elsewhere ({self.reason})")
+            if self.with_kernel in placed and placed[self.with_kernel] != device:
+                out.append(f"{', '.join(here)} on {device!r} without {self.with_kernel} ({self.reason})")
+        return out
+
+
 @dataclass
 class AssignmentProblem:
     """Kernels, devices, the cost table ``options[(kernel, device, variant)]``, edges, links, routes.
@@ -158,6 +186,7 @@ class AssignmentProblem:
     ``infeasible[kernel]`` keeps why a kernel cannot run on some devices (for error messages);
     ``variant_notes[kernel]`` why some implementation variants are not offered (not available
     on this machine, a one-off setup the run would not pay back), for reports.
+    ``colocations``: kernels that go together on some devices (:class:`Colocation`).
     """
 
     tasks: tuple[Task, ...]
@@ -173,6 +202,7 @@ class AssignmentProblem:
     name: str = "problem"
     infeasible: dict[str, list[str]] = field(default_factory=dict)
     variant_notes: dict[str, list[str]] = field(default_factory=dict)
+    colocations: tuple[Colocation, ...] = ()
 
     def __post_init__(self) -> None:
         self._task = {t.name: t for t in self.tasks}

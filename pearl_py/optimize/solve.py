@@ -1,8 +1,9 @@
 """One entry point for every solver: ``solve(problem, objective, solver="auto")``.
 
-``auto`` runs the greedy heuristic (it also scales the MILP), then the MILP within a
-time limit when the model is small enough; a MILP that times out or would be too
-large hands over to the heuristic, whose gap to the best proven bound is reported.
+``auto`` runs the greedy heuristic (it also scales the MILP and is its first incumbent), then
+the MILP within a time limit when the model is small enough. A MILP stopped by the limit returns
+its best plan as ``milp (time limit)``, or the heuristic's if that is better; one that would be too
+large hands over to the heuristic. Either way the gap to the best proven bound is reported.
 
 ``solve_ranked`` returns the ``k`` best distinct plans, best first (the first is ``solve``'s).
 
@@ -62,12 +63,15 @@ def solve(problem: AssignmentProblem, objective: str = "throughput", solver: str
         return trim_replicas(problem, greedy)
     size = milp_size(problem)
     if solver == "milp" or size <= MILP_SIZE_LIMIT:
-        best = solve_milp(problem, objective, time_limit_s=None if solver == "milp" else time_limit_s, scale=scale)
+        best = solve_milp(problem, objective, time_limit_s=None if solver == "milp" else time_limit_s, scale=scale,
+                          incumbent=greedy.assignment)
         # time limit hit before the incumbent beat the greedy plan (ties within float noise stay the MILP's:
         # on the one-CPU local problem both find the same plan, and it was reported as a time-out)
         if best.value > greedy.value * (1 + TIE):
             greedy.bound, best = min(best.bound, greedy.value), greedy
             best.solver = "heuristic (MILP time limit)"
+        elif not best.optimal:
+            best.solver = "milp (time limit)"
     else:
         greedy.bound = min(_bound(problem, objective, scale, time_limit_s), greedy.value)
         greedy.solver = f"heuristic (MILP too large: {size} variables)"

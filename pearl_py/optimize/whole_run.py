@@ -35,6 +35,15 @@ def whole_vector_steps(env_steps: float, n_envs: int) -> int:
     return -(-int(math.ceil(env_steps)) // n_envs) * n_envs
 
 
+def modelled_calls(protocol: ProtocolGraph, horizon: float) -> dict[str, float]:
+    """Calls of every kernel over a run of ``horizon`` env steps, as the model charges them: its rate over the whole
+    run for a kind that runs in the warm-up, over the learning steps only for the others."""
+    n = protocol.by_kind(ENV_STEP)[0].workload.n_envs if protocol.by_kind(ENV_STEP) else 1
+    steps = whole_vector_steps(horizon, n)
+    learning = steps - min(whole_vector_steps(protocol.warmup_steps, n), steps)
+    return {k.name: k.rate * (steps if k.kind.warmup else learning) for k in protocol.kernels()}
+
+
 def whole_run(problem: AssignmentProblem, protocol: ProtocolGraph, assignment: Assignment,
               steady: Performance, horizon: float | None) -> WholeRun | None:
     """The modelled time of a run of ``horizon`` env steps (None when the length is unknown or infinite)."""

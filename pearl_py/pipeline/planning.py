@@ -18,13 +18,19 @@ from pearl_py.algorithms.off_policy.base import Algorithm
 from pearl_py.errors import PlanningError
 from pearl_py.optimize.api import plan as optimize
 from pearl_py.optimize.api import ranked_plans
+from pearl_py.pipeline.plan_check import check_plan, load_checked_plan
 from pearl_py.plan import Plan
 from pearl_py.platform import Platform
+from pearl_py.runtime.kernel_devices import plan_problems
+
+PLAN_WORDS = ("auto", "local", "serial")
+"""What ``plan`` may be besides a :class:`Plan` or a plan file's path."""
 
 
 def ensure_calibration(log: Callable[[str], None] = print, algorithm: Any = None) -> None:
-    """Profile this machine's CPU once (about a minute) if no calibration is cached; with ``algorithm``, also
-    the kinds its family needs when the cached calibration predates them (the on-policy kernels: ~1 minute)."""
+    """Profile this machine's CPU once (minutes; its progress goes to ``log``) if no calibration is cached; with
+    ``algorithm``, also the kinds its family needs when the cached calibration predates them (the on-policy
+    kernels: about a minute)."""
     from pearl_py.estimate.calibration import Calibration
     from pearl_py.estimate.profiler import ON_POLICY_KINDS, profile
     from pearl_py.protocol.kernel import ADVANTAGE, LEARNER_UPDATE
@@ -32,7 +38,7 @@ def ensure_calibration(log: Callable[[str], None] = print, algorithm: Any = None
     cached = Calibration.load_default()
     if cached is None:
         log("no calibration of this machine is cached: profiling it once (pearl profile) ...")
-        path = profile().save()
+        path = profile(log=log).save()
         log(f"calibration cached at {path}; later runs reuse it")
         return
     family = getattr(algorithm, "family", "off_policy")
@@ -40,7 +46,7 @@ def ensure_calibration(log: Callable[[str], None] = print, algorithm: Any = None
                                   or cached.model(LEARNER_UPDATE, "reference", family=family) is None)
     if family == "on_policy" and predates:   # an empty calibration means "model every cost": left as it is
         log("the cached calibration has no on-policy kernels: profiling them once (pearl profile) ...")
-        path = profile(kinds=ON_POLICY_KINDS, families_of=(family,), into=cached).save()
+        path = profile(kinds=ON_POLICY_KINDS, log=log, gpus=False, families_of=(family,), into=cached).save()
         log(f"calibration cached at {path}; later runs reuse it")
 
 
@@ -59,27 +65,41 @@ def candidate_plans(algorithm: Algorithm, k: int, objective: str = "throughput",
 
     Overlapped plans run on the parallel runtime, serialized ones on the serial executor; on
     one CPU the model predicts both alike (busy times add up either way), while measured they
-    differ, so ``--tune`` trials both. Calibrates first if needed; on ties the overlapped plan
-    (the one ``resolve_plan(algo, "auto")`` runs) comes first.
+    differ, so ``--tune`` trials both. Only plans this machine can run as planned
+    (:func:`~pearl_py.runtime.kernel_devices.plan_problems` finds none) are returned, each one
+    dropped said in ``log``. Calibrates first if needed; on ties the overlapped plan (the one
+    ``resolve_plan(algo, "auto")`` runs) comes first.
     """
     ensure_calibration(log, algorithm)
     local = Platform.local()
     plans = [plan for serialized in (False, True)
              for plan in ranked_plans(algorithm.protocol(serialized=serialized), local, objective, k=k,
                                       horizon=total_steps)]
+    runnable = []
+    for plan in plans:  # only plans this machine runs as planned are trialled (and so can be kept)
+        problems = plan_problems(plan)
+        if problems:
+            article = "an" if plan.mode[0] in "aeiou" else "a"
+            log(f"tuning: skipping {article} {plan.mode} candidate this machine cannot run as planned: {problems[0]}")
+        else:
+            runnable.append(plan)
+    if not runnable:
+        raise PlanningError("tune: no candidate plan can run on this machine as planned: " + plan_problems(plans[0])[0])
     figure = "time_per_sample_s" if objective == "throughput" else "energy_per_sample_j"
-    return sorted(plans, key=lambda plan: float(f"{getattr(plan.prediction.figures, figure):.9g}"))[:k]  # ties as listed
+    return sorted(runnable, key=lambda plan: float(f"{getattr(plan.prediction.figures, figure):.9g}"))[:k]  # ties
 
 
 def resolve_plan(algorithm: Algorithm, plan: Plan | str | Path | None, objective: str = "throughput",
                  log: Callable[[str], None] = print, total_steps: int | None = None) -> Plan:
     """``None``/"serial": all on one CPU, unpredicted; "local": the same, predicted; "auto": optimized
-    on :meth:`Platform.local` after calibrating; a path: a saved plan; a :class:`Plan`: itself.
+    on :meth:`Platform.local` after calibrating; a path: a saved plan; a :class:`Plan`: itself. A plan the user
+    gives (a path or a :class:`Plan`) is checked for ``algorithm`` first (:mod:`pearl_py.pipeline.plan_check`).
 
     ``total_steps`` (the run's length) lets the optimizer choose variants with a one-off setup
     (a compile) when they pay it back within the run.
     """
     if isinstance(plan, Plan):
+        check_plan(plan, algorithm)
         return plan
     if plan is None or plan == "serial":
         return Plan.single_device(algorithm.protocol(serialized=True))
@@ -91,4 +111,4 @@ def resolve_plan(algorithm: Algorithm, plan: Plan | str | Path | None, objective
     path = Path(plan)
     if not path.suffix:
         raise PlanningError(f"plan {plan!r}: expected 'auto', 'local', 'serial', a Plan or a plan.yaml path")
-    return Plan.load(path)
+    return load_checked_plan(path, algorithm)

@@ -12,16 +12,27 @@ Example::
 """
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pearl_py.algorithms.core import BaseAlgorithm
 from pearl_py.errors import UserError
+from pearl_py.pipeline.admission import admit_config, admit_plan
+from pearl_py.pipeline.announce import plan_lines
 from pearl_py.pipeline.families import Executor, family_of
-from pearl_py.pipeline.planning import candidate_plans, resolve_plan
+from pearl_py.pipeline.outputs import clear_run_state
+from pearl_py.pipeline.plan_check import PlanSource
+from pearl_py.pipeline.planning import PLAN_WORDS, candidate_plans, resolve_plan
 from pearl_py.plan import Plan
+from pearl_py.platform import Platform
+from pearl_py.report.curve import learning_curve
+from pearl_py.runtime.checkpoints import CheckpointOptions
+from pearl_py.runtime.kernel_devices import check_runnable
 from pearl_py.runtime.result import RunResult
+from pearl_py.runtime.run_energy import run_energy_record, run_meter
+from pearl_py.saved_policy import initial_state, save_policy
 
 if TYPE_CHECKING:
     from pearl_py.pipeline.tune import TuneOptions
@@ -35,33 +46,51 @@ def runs_serially(plan: Plan) -> bool:
 
 
 def make_executor(algorithm: BaseAlgorithm, plan: Plan, seed: int, *, backend: str = "local",
-                  address: str | None = None, resume: str | Path | None = None, **common: Any) -> Executor:
+                  address: str | None = None, resume: str | Path | None = None,
+                  checkpoints: CheckpointOptions | None = None, **common: Any) -> Executor:
     """The executor of the algorithm's family that runs ``plan``: on Ray, the serial executor (serialized plans)
     or the local parallel runtime (:mod:`pearl_py.pipeline.families`).
 
-    ``common``: ``out_dir``, ``eval_episodes``, ``eval_freq``, ``progress``.
+    ``common``: ``out_dir``, ``eval_episodes``, ``eval_freq``, ``progress``. ``resume``: a run folder (or
+    checkpoint folder) to continue from; ``checkpoints``: periodic checkpoints (not on Ray yet). A plan this
+    machine cannot run as planned (a GPU without CUDA, a variant it cannot build) is a UserError naming the
+    kernel and the device, before anything starts (the Ray backend's cluster checks its own resources).
     """
     family = family_of(algorithm)
+    resume_options = _resume_options(resume, checkpoints)
     if backend == "ray":
         if family.ray is None:
             raise UserError(f"{algorithm.name} ({family.name}) has no Ray executor yet; run it locally")
+        if resume_options:
+            raise UserError("the Ray backend neither checkpoints nor resumes yet: run with --backend local to "
+                            "use checkpoint_freq or --resume")
         return family.ray(algorithm, seed, plan=plan, address=address, **common)
+    check_runnable(plan, family=family.name)
     if runs_serially(plan):
-        if resume is not None:
-            raise UserError("--resume continues a parallel run; this plan runs serially (use --auto or a "
-                            "parallel plan)")
-        return family.serial(algorithm, seed, plan=plan, **common)
+        return family.serial(algorithm, seed, plan=plan, **resume_options, **common)
     if family.parallel is None:
         raise UserError(f"{algorithm.name} ({family.name}) runs its serial executor only for now: its plans must be "
                         "serialized")
-    return family.parallel(algorithm, seed, plan=plan, resume_from=Path(resume) if resume else None, **common)
+    return family.parallel(algorithm, seed, plan=plan, **resume_options, **common)
+
+
+def _resume_options(resume: str | Path | None, checkpoints: CheckpointOptions | None) -> dict[str, Any]:
+    """The executor arguments for periodic checkpoints and resuming, when asked for (a family's executor that
+    supports neither is built without them)."""
+    options: dict[str, Any] = {}
+    if resume is not None:
+        options["resume_from"] = Path(resume)
+    if checkpoints is not None and checkpoints.every:
+        options["checkpoints"] = checkpoints
+    return options
 
 
 def train(algorithm: BaseAlgorithm, total_steps: int, seed: int = 0, *,
           plan: Plan | str | Path | None = None, out: str | Path | None = None, eval_episodes: int = 10,
           eval_freq: int = 0, progress: bool | None = None, objective: str = "throughput", backend: str = "local",
           address: str | None = None, resume: str | Path | None = None, tune: bool | TuneOptions = False,
-          log: Callable[[str], None] = print) -> RunResult:
+          init_from: str | Path | None = None, checkpoint_freq: int = 0, checkpoint_keep: int = 2,
+          log: Callable[[str], None] = print, overwrite: bool = False, oversubscribe: bool = False) -> RunResult:
     """Train ``algorithm`` for ``total_steps`` env steps under ``plan``.
 
     ``plan``: ``None`` (serial reference, no predictions), ``"local"`` (serial, with the
@@ -69,56 +98,112 @@ def train(algorithm: BaseAlgorithm, total_steps: int, seed: int = 0, *,
     ``objective``), a :class:`Plan`, or a path to a saved plan. Serialized plans run on the
     serial executor, overlapped ones on the local parallel runtime (``backend="local"``) or
     on Ray (``backend="ray"``, ``address`` of a running cluster or None for a local one).
-    ``resume``: a folder holding the checkpoint of an interrupted parallel run.
+    ``checkpoint_freq``: write a checkpoint every this many env steps into ``out/checkpoints`` (0: none),
+    keeping the newest ``checkpoint_keep``; ``resume``: a run folder whose newest complete checkpoint
+    (periodic, or a parallel run's stop checkpoint) the run continues from (docs/runtime.md).
     ``tune`` (with ``plan="auto"``, ``True`` or a :class:`~pearl_py.pipeline.tune.TuneOptions`):
     trial the model's top-k plans for a few seconds each and run the fastest measured; the
     trials are recorded in ``plan.prediction.tuning`` (docs/runtime.md).
-    With ``out``: logs, ``result.json`` and, when the plan has predictions, the plan's report
+    ``init_from``: a run folder whose saved policy (``policy.pt``) the networks start from (same
+    algorithm, env and network shapes; fresh optimizers: this continues training, it is not a resume).
+    With ``out``: logs, ``result.json``, the trained policy (``policy.pt`` and ``policy.json``, which
+    :func:`pearl_py.load` reads) and, when the plan has predictions, the plan's report
     with what the run measured beside them (``report.md``, ``report.html``, ``plan.yaml``, ``plan.json``).
     The executors are the algorithm's family's (:mod:`pearl_py.pipeline.families`); a family the model does not
     cover yet runs its serial executor, unpredicted, for ``plan`` None, "serial" or "local" (other plans: UserError).
+    Before anything starts, the config and then the plan are admitted (:mod:`pearl_py.pipeline.admission`):
+    what cannot fit this machine is refused; a plan that holds more cores than there are runs only with
+    ``oversubscribe`` (recorded in ``result.admission``). ``overwrite``: ``out`` may hold an earlier run, whose
+    result, checkpoint and logs are removed once every check passed (:func:`~pearl_py.pipeline.outputs.clear_run_state`).
     """
     if backend not in BACKENDS:
         raise UserError(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
+    checkpoints = CheckpointOptions(checkpoint_freq, checkpoint_keep)
+    if checkpoints.every and out is None:
+        raise UserError("checkpoint_freq needs an output folder (out, --out) to write the checkpoints to")
+    admit_config(algorithm, replay=backend == "local")
+    if init_from is not None:
+        algorithm.initial_state = initial_state(init_from, algorithm)
+        log(f"networks start from the policy saved in {init_from}")
     if not family_of(algorithm).planned:
         return _train_unplanned(algorithm, total_steps, seed, plan=plan, out=out, eval_episodes=eval_episodes,
                                 eval_freq=eval_freq, progress=progress, backend=backend, resume=resume, tune=tune,
-                                log=log)
+                                checkpoints=checkpoints, overwrite=overwrite, log=log)
     if tune:
         resolved = _tuned_plan(algorithm, total_steps, seed, plan, objective, backend, resume, tune, log)
     else:
         resolved = resolve_plan(algorithm, plan, objective, log, total_steps=total_steps)
+    for line in plan_lines(resolved):
+        log(line)
+    admission = None
+    if backend == "local":
+        source = PlanSource.of(plan) if isinstance(plan, (str, Path)) and str(plan) not in PLAN_WORDS else PlanSource()
+        admission = admit_plan(resolved, algorithm, oversubscribe=oversubscribe, plan_error=source.error)
+        if admission.oversubscribed:
+            log(admission.describe())
     out_dir = Path(out) if out is not None else None
+    continues = _continues_in_place(out_dir, resume)
+    if overwrite and out_dir is not None and not continues:
+        clear_run_state(out_dir)
     executor = make_executor(algorithm, resolved, seed, backend=backend, address=address, resume=resume,
-                             out_dir=out_dir, eval_episodes=eval_episodes, eval_freq=eval_freq, progress=progress)
-    if out_dir is not None and resolved.prediction is not None:
+                             checkpoints=checkpoints, out_dir=out_dir, eval_episodes=eval_episodes,
+                             eval_freq=eval_freq, progress=progress)
+    if out_dir is not None and resolved.prediction is not None and not continues:
         resolved.export(out_dir)  # the plan is on disk before the run: `--resume` finds it after a stop
-    result = executor.run(total_steps)
+    local = Platform.local() if backend == "local" else None  # Ray's workers run on the cluster's counters
+    meter = run_meter(resolved, local) if local is not None else None
+    with meter if meter is not None else contextlib.nullcontext():
+        result = executor.run(total_steps)
+    if meter is not None:
+        result.energy = run_energy_record(meter, resolved, result.kernel_times, local)
+    if admission is not None:
+        result.admission = admission.to_dict()
     if out_dir is not None:
+        save_trained(out_dir, algorithm, executor, result)
         result.save(out_dir / "result.json")
         if resolved.prediction is not None:
-            resolved.export(out_dir, run=result.to_dict())
+            resolved.export(out_dir, run=result.to_dict() | {"learning_curve": learning_curve(out_dir)})
     return result
 
 
 def _train_unplanned(algorithm: BaseAlgorithm, total_steps: int, seed: int, *, plan: Plan | str | Path | None,
                      out: str | Path | None, eval_episodes: int, eval_freq: int, progress: bool | None, backend: str,
-                     resume: str | Path | None, tune: bool | TuneOptions, log: Callable[[str], None]) -> RunResult:
+                     resume: str | Path | None, tune: bool | TuneOptions, checkpoints: CheckpointOptions,
+                     overwrite: bool, log: Callable[[str], None]) -> RunResult:
     """A family the performance model does not cover runs its serial executor, unpredicted. ``plan="local"``
     (`pearl run` without plan flags) runs the same, saying so."""
     family = family_of(algorithm)
-    if plan not in (None, "serial", "local") or backend != "local" or resume is not None or tune:
+    if plan not in (None, "serial", "local") or backend != "local" or tune:
         raise UserError(f"{algorithm.name} ({family.name}) runs on its serial executor only for now (plan None, "
-                        "'serial' or 'local'; no --auto, --plan, --tune, --resume or the Ray backend)")
+                        "'serial' or 'local'; no --auto, --plan, --tune or the Ray backend)")
     if plan == "local":
         log(f"{algorithm.name} ({family.name}): running the serial reference executor without predictions "
             "(the performance model does not cover this family's kernels yet)")
     out_dir = Path(out) if out is not None else None
-    result = family.serial(algorithm, seed, out_dir=out_dir, eval_episodes=eval_episodes, eval_freq=eval_freq,
-                           progress=progress).run(total_steps)
+    if overwrite and out_dir is not None and not _continues_in_place(out_dir, resume):
+        clear_run_state(out_dir)
+    executor = family.serial(algorithm, seed, out_dir=out_dir, eval_episodes=eval_episodes, eval_freq=eval_freq,
+                             progress=progress, **_resume_options(resume, checkpoints))
+    result = executor.run(total_steps)
     if out_dir is not None:
+        save_trained(out_dir, algorithm, executor, result)
         result.save(out_dir / "result.json")
     return result
+
+
+def _continues_in_place(out_dir: Path | None, resume: str | Path | None) -> bool:
+    """True when the run resumes into the folder it continues (its state is kept, never cleared)."""
+    return resume is not None and out_dir is not None and out_dir.resolve() == Path(resume).resolve()
+
+
+def save_trained(out_dir: Path, algorithm: BaseAlgorithm, executor: Any, result: RunResult) -> Path:
+    """The run's trained policy into ``out_dir`` (``policy.pt``, ``policy.json``): the networks of the executor's
+    learner (in this process, or fetched from a Ray learner as ``trained_networks``)."""
+    nets = getattr(executor, "trained_networks", None)
+    if nets is None:
+        nets = executor.learner.nets
+    return save_policy(out_dir, algorithm, nets, seed=result.seed, env_steps=result.env_steps,
+                       gradient_steps=result.gradient_steps)
 
 
 def _tuned_plan(algorithm: BaseAlgorithm, total_steps: int, seed: int, plan: Plan | str | Path | None,

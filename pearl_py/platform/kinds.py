@@ -2,8 +2,8 @@
 
 A :class:`DeviceKind` says everything a stage needs to know about a kind of device: the spec
 dataclass its catalogue entries validate into (and the catalogue section that holds them), how
-the estimator costs kernels on it (``calibrated`` where this machine was profiled and the
-roofline elsewhere, ``roofline`` only, or ``hls``: the FPGA HLS-style model), which kernel
+the estimator costs kernels on it (``calibrated`` where this machine was profiled — its CPU and
+its CUDA GPUs — and the roofline elsewhere, ``roofline`` only, or ``hls``: the FPGA HLS-style model), which kernel
 variants of :mod:`pearl_py.kernels` run on it (their device class), what it is at run time
 (``cpu`` a host process, ``cuda`` a torch device, ``simulated``: runs on the host CPU and is
 charged its modelled time) and the Ray resource it maps to. A new kind of device is one
@@ -18,6 +18,7 @@ Example::
 """
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -76,6 +77,12 @@ class DeviceKind:
         return self.runtime == "simulated"
 
 
+def cuda_index(device: str) -> int:
+    """The CUDA index of a GPU device name: its trailing number (``gpu1`` -> 1, ``node0.gpu3`` -> 3; none -> 0)."""
+    found = re.search(r"(\d+)$", device)
+    return int(found.group(1)) if found else 0
+
+
 _KINDS: dict[str, DeviceKind] = {}
 
 
@@ -109,7 +116,7 @@ def spec_by_section() -> dict[str, type]:
 CPU = register(DeviceKind("cpu", CpuSpec, section="cpus", costing="calibrated", runtime="cpu", ray_resource="CPU",
                           variant_class="cpu", units=lambda spec: spec.cores, one_host=True, poolable=True,
                           roofline="core"))
-GPU = register(DeviceKind("gpu", GpuSpec, section="gpus", costing="roofline", runtime="cuda", ray_resource="GPU",
+GPU = register(DeviceKind("gpu", GpuSpec, section="gpus", costing="calibrated", runtime="cuda", ray_resource="GPU",
                           variant_class="gpu"))
 FPGA = register(DeviceKind("fpga", FpgaSpec, section="fpgas", costing="hls", runtime="simulated",
                            ray_resource="FPGA", capacity=lambda spec: {k: float(v) for k, v in spec.capacity().items()}))

@@ -13,12 +13,14 @@ from __future__ import annotations
 import dataclasses
 import os
 import platform as _pyplatform
+import re
 from pathlib import Path
 
 from pearl_py.platform.catalogue import Catalogue
 from pearl_py.platform.counters import NvmlCounter, RaplCounter
 from pearl_py.platform.platform import Device, Platform
 from pearl_py.platform.spec import CpuSpec, GpuSpec
+from pearl_py.platform.yamlsrc import CatalogueError
 
 GENERIC_CPU = {
     # Used only when the CPU matches no catalogue entry; every figure is an assumption.
@@ -45,13 +47,43 @@ def read_cpuinfo(path: Path = Path("/proc/cpuinfo")) -> dict[str, str]:
 
 def memory_gb(path: Path = Path("/proc/meminfo")) -> float:
     """Total memory in GB from ``/proc/meminfo`` (sysconf fallback)."""
+    total = _meminfo_bytes("MemTotal", path)
+    if total is not None:
+        return total / 1e9
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 1e9
+
+
+def available_memory_bytes(path: Path = Path("/proc/meminfo")) -> float:
+    """Bytes that can be allocated now without swapping: ``MemAvailable`` (the kernel's estimate; free pages
+    where the kernel is older than 3.14)."""
+    available = _meminfo_bytes("MemAvailable", path)
+    if available is not None:
+        return float(available)
+    return float(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_AVPHYS_PAGES"))
+
+
+def shared_memory_bytes(path: Path = Path("/dev/shm")) -> float:
+    """Free bytes of the shared-memory filesystem, where the parallel runtime's segments live (inf: none there)."""
+    try:
+        stat = os.statvfs(path)
+    except OSError:
+        return float("inf")
+    return float(stat.f_bavail * stat.f_frsize)
+
+
+def usable_cores() -> int:
+    """Cores this process may run on: its CPU affinity (a cpuset or ``taskset`` limits it), else every CPU."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def _meminfo_bytes(field: str, path: Path) -> int | None:
     try:
         for line in path.read_text().splitlines():
-            if line.startswith("MemTotal:"):
-                return int(line.split()[1]) * 1024 / 1e9
-    except OSError:
+            if line.startswith(f"{field}:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
         pass
-    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 1e9
+    return None
 
 
 def match_cpu(info: dict[str, str], catalogue: Catalogue) -> CpuSpec | None:
@@ -74,7 +106,7 @@ def _int(text: str | None) -> int | None:
 def local_cpu_spec(catalogue: Catalogue, info: dict[str, str] | None = None) -> CpuSpec:
     """This CPU: catalogue figures of the matching entry with the detected cores and memory."""
     info = read_cpuinfo() if info is None else info
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    cores = usable_cores()
     model_name = info.get("model name") or _pyplatform.processor() or "unknown CPU"
     matched = match_cpu(info, catalogue)
     if matched is not None:
@@ -94,8 +126,33 @@ def local_cpu_spec(catalogue: Catalogue, info: dict[str, str] | None = None) -> 
     )
 
 
+GENERIC_GPU = "generic-gpu"
+"""Catalogue name of a CUDA device no entry matches: every figure of its spec is an assumption."""
+
+
+def match_gpu(name: str, catalogue: Catalogue) -> GpuSpec | None:
+    """The catalogue GPU whose ``name_match`` (a regular expression) matches the whole CUDA device ``name``,
+    case-insensitive; None if none does. Two entries matching one name is a catalogue error naming both."""
+    found = [s for s in catalogue.devices.values()
+             if isinstance(s, GpuSpec) and s.name_match and re.fullmatch(s.name_match, name.strip(), re.IGNORECASE)]
+    if len(found) > 1:
+        raise CatalogueError(f"the CUDA device name {name!r} matches the name_match of several GPUs: "
+                             f"{', '.join(s.name for s in found)}; make their name_match patterns exclusive")
+    return found[0] if found else None
+
+
+def generic_gpu_spec(name: str, multiprocessors: int, memory_bytes: float) -> GpuSpec:
+    """A CUDA device that matches no catalogue entry: assumed figures (128 fp32 lanes per SM at 1.5 GHz, an
+    Ampere/Ada SM; 500 GB/s; 30-300 W; PCIe Gen4), named ``generic-gpu`` so reports say they are assumed."""
+    return GpuSpec(vendor="nvidia", model_name=f"{name} (no catalogue entry: generic, assumed figures)",
+                   fp32_tflops=multiprocessors * 128 * 2 * 1.5e9 / 1e12, mem_bandwidth_gbs=500.0,
+                   memory_gb=round(memory_bytes / 1e9, 2), idle_w=30.0, peak_w=300.0, launch_overhead_us=10.0,
+                   host_link="pcie-gen4-x16", name=GENERIC_GPU)
+
+
 def local_gpu_specs(catalogue: Catalogue) -> list[GpuSpec]:
-    """CUDA devices visible to torch, each matched to the catalogue by ``name_match``."""
+    """CUDA devices visible to torch, each matched to the catalogue by ``name_match`` (:func:`match_gpu`); the
+    spec's ``model_name`` starts with torch's name of the device."""
     try:
         import torch
     except ImportError:
@@ -105,15 +162,12 @@ def local_gpu_specs(catalogue: Catalogue) -> list[GpuSpec]:
     specs = []
     for index in range(torch.cuda.device_count()):
         props = torch.cuda.get_device_properties(index)
-        matched = next((s for s in catalogue.devices.values()
-                        if isinstance(s, GpuSpec) and s.name_match and s.name_match in props.name), None)
+        matched = match_gpu(props.name, catalogue)
         if matched is None:
-            # Unknown card: 128 fp32 lanes per SM at 1.5 GHz (Ampere/Ada SM), PCIe Gen4; assumed.
-            matched = GpuSpec(vendor="nvidia", model_name=props.name,
-                              fp32_tflops=props.multi_processor_count * 128 * 2 * 1.5e9 / 1e12,
-                              mem_bandwidth_gbs=500.0, memory_gb=props.total_memory / 1e9, idle_w=30.0,
-                              peak_w=300.0, launch_overhead_us=10.0, host_link="pcie-gen4-x16", name="generic-gpu")
-        specs.append(dataclasses.replace(matched, memory_gb=round(props.total_memory / 1e9, 2)))
+            specs.append(generic_gpu_spec(props.name, props.multi_processor_count, props.total_memory))
+            continue
+        specs.append(dataclasses.replace(matched, memory_gb=round(props.total_memory / 1e9, 2),
+                                         model_name=f"{props.name} (as {matched.name})"))
     return specs
 
 

@@ -68,6 +68,9 @@ class Platform:
     description: str = ""
     counters: dict[str, bool] = field(default_factory=dict)
     """Readable energy counters (``rapl``, ``nvml``); filled by :meth:`local`."""
+    reference: str = ""
+    """What :meth:`load` loads it from again: a platform file's absolute path (a plan made on it records this, so
+    ``pearl run --plan`` finds the platform); empty for catalogue platforms and ``local`` (their name serves)."""
 
     def __post_init__(self) -> None:
         self._graph = nx.Graph()
@@ -136,7 +139,9 @@ class Platform:
             catalogue.check_references()
             if len(names) != 1:
                 raise CatalogueError(f"must define exactly one platform, found {len(names)}", file=str(path))
-            return build_platform(catalogue.platforms[names[0]], catalogue)
+            platform = build_platform(catalogue.platforms[names[0]], catalogue)
+            platform.reference = str(path.resolve())
+            return platform
         catalogue = catalogue or Catalogue.load()
         if str(name_or_path) not in catalogue.platforms:
             known = ", ".join(sorted(catalogue.platforms))

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -49,6 +50,8 @@ def _coerce(value: Any, kind: type, name: str, path: tuple, error: SpecError) ->
     if kind in (int, float):
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise error(path, f"must be a number, got {value!r}")
+        if not math.isfinite(value):  # .inf or .nan in YAML: no figure of a device is either
+            raise error(path, f"must be a finite number, got {value!r}")
         if kind is int and value != int(value):
             raise error(path, f"must be a whole number, got {value!r}")
         if value < 0 or (value == 0 and name not in _NON_NEGATIVE):

@@ -36,6 +36,7 @@ Example::
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -139,6 +140,47 @@ class TrainSchedule:
             return self.vector_steps
         rounds = (updates_done + self.max_policy_lag) // self.gradient_steps
         return min(self.first_round_step + rounds * self.train_freq, self.vector_steps)
+
+    def params_needed(self, limit: int) -> int:
+        """The fewest updates the published parameters must hold once actors may produce ``limit`` transitions:
+        the last step that admits is collected, in the serial order, after ``updates_until(step - 1)`` updates,
+        and may act on parameters at most ``max_policy_lag`` behind them (0 without a bound)."""
+        if self.max_policy_lag is None:
+            return 0
+        return max(self.updates_until(limit // self.n_envs - 1) - self.max_policy_lag, 0)
+
+    def publications_per_update(self, sync_every: int, rounds: int = 8) -> float:
+        """Parameter publications per update of the parallel runtime in the steady state (after the first round).
+
+        The learner publishes every ``sync_every``-th update, and whenever the actors' limit rises to admit
+        steps that need fresher parameters than the last published (:meth:`params_needed`). Worked out by
+        playing the learner loop's order (insert a vector step, raise the limit, run the round's updates, each
+        followed by a raise) over ``rounds`` rounds, with actors always at their limit."""
+        first, n = self.first_round_step, self.n_envs
+        play = dataclasses.replace(self, total_steps=(first + (rounds + 2) * self.train_freq) * n)
+        state = {"limit": play.actor_limit(0, 0), "published": 0, "publishes": 0, "updates": 0}
+
+        def publish() -> None:
+            state["published"], state["publishes"] = state["updates"], state["publishes"] + 1
+
+        def raise_limit(step: int) -> None:
+            limit = play.actor_limit(step * n, state["updates"])
+            if limit > state["limit"]:
+                if state["published"] < play.params_needed(limit):
+                    publish()
+                state["limit"] = limit
+
+        start = None
+        for step in range(1, first + (rounds + 1) * self.train_freq):
+            raise_limit(step)
+            while state["updates"] < play.updates_until(step):
+                state["updates"] += 1
+                if state["updates"] % sync_every == 0:
+                    publish()
+                raise_limit(step)
+            if start is None and step >= first + self.train_freq - 1:
+                start = (state["publishes"], state["updates"])
+        return (state["publishes"] - start[0]) / max(state["updates"] - start[1], 1)
 
     def actor_limit(self, consumed: int, updates_done: int = 0) -> int:
         """Transitions all actors together may have produced once the learner consumed ``consumed``

@@ -82,6 +82,13 @@ class ReplayBuffer:
         storage = Storage.create(_layout(meta), shared=shared_name is not None, name=shared_name)
         self._bind(storage, seed, fresh=True)
 
+    @staticmethod
+    def storage_bytes(capacity: int, obs_shape: tuple[int, ...], action_shape: tuple[int, ...] = (),
+                      action_dtype: Any = np.int64, prioritized: bool = False, fanout: int = 16) -> int:
+        """Bytes of the storage a buffer of these settings allocates (computed from its layout; nothing allocated)."""
+        meta = checks.buffer_settings(capacity, obs_shape, action_shape, action_dtype, prioritized, 0.6, fanout, 1e-6)
+        return _layout(meta).nbytes
+
     @classmethod
     def attach(cls, shared_name: str, seed: int = 0) -> ReplayBuffer:
         """Open the shared storage another process created with ``shared_name``.

@@ -17,8 +17,10 @@ Example::
 """
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -46,19 +48,28 @@ class RolloutBuffer:
             raise ValueError(f"a rollout needs n_steps >= 1 and n_envs >= 1, got {n_steps} x {n_envs}")
         self.n_steps, self.n_envs = n_steps, n_envs
         grid = (n_steps, n_envs)
-        self.obs = np.zeros(grid + tuple(obs_shape), dtype=np.float32)
-        self.actions = np.zeros(grid + tuple(action_shape), dtype=action_dtype)
-        self.rewards = np.zeros(grid, dtype=np.float32)
-        self.episode_starts = np.zeros(grid, dtype=np.float32)
-        """1 where the observation is the first of an episode (the previous step ended one)."""
-        self.values = np.zeros(grid, dtype=np.float32)
-        self.log_probs = np.zeros(grid, dtype=np.float32)
-        self.advantages = np.zeros(grid, dtype=np.float32)
-        self.returns = np.zeros(grid, dtype=np.float32)
+        # obs, actions, rewards, episode_starts (1 where the observation is the first of an episode: the previous
+        # step ended one), values, log_probs, advantages, returns: one item per (step, env)
+        for name, (dtype, shape) in self.fields(obs_shape, action_shape, action_dtype).items():
+            setattr(self, name, np.zeros(grid + shape, dtype=dtype))
         self.rng = np.random.default_rng(seed)
         self.pos = 0
         self.ready = False
         """True once the advantages of a full rollout are computed (minibatches may be read)."""
+
+    @staticmethod
+    def fields(obs_shape: tuple[int, ...], action_shape: tuple[int, ...], action_dtype: Any) -> dict[str, Any]:
+        """``{name: (dtype, shape of one (step, env) item)}`` of the arrays a rollout holds, in order."""
+        one = ()
+        return {"obs": (np.float32, tuple(obs_shape)), "actions": (np.dtype(action_dtype), tuple(action_shape)),
+                **{name: (np.float32, one) for name in ("rewards", "episode_starts", "values", "log_probs",
+                                                        "advantages", "returns")}}
+
+    @classmethod
+    def item_bytes(cls, obs_shape: tuple[int, ...], action_shape: tuple[int, ...], action_dtype: Any) -> int:
+        """Bytes one (step, env) item takes in a rollout (``n_steps * n_envs`` of them)."""
+        return sum(np.dtype(dtype).itemsize * math.prod(shape)
+                   for dtype, shape in cls.fields(obs_shape, action_shape, action_dtype).values())
 
     @property
     def size(self) -> int:

@@ -64,6 +64,20 @@ def _objective_value(plan: Plan, bound: float) -> str:
     return f"at most {fmt.rate(1.0 / bound)} {unit}"
 
 
+def optimality_sentence(plan: Plan) -> str:
+    """Empty for a proven optimum; else the gap and the bound, for the report's opening and ``pearl plan``'s
+    output, e.g. "Not proven optimal: heuristic stopped 3.20% above the best bound found (at most 1,234
+    samples/J); this plan reaches 1,195 samples/J."."""
+    solver = plan.prediction.solver
+    if solver.optimal:
+        return ""
+    f = plan.prediction.figures
+    reached = f"{fmt.rate(f.samples_per_j)} samples/J" if plan.objective == "power" \
+        else f"{fmt.rate(f.samples_per_s)} samples/s"
+    return (f"Not proven optimal: {plan.solver} stopped {100 * solver.gap:.2f}% above the best bound found "
+            f"({_objective_value(plan, solver.bound)}); this plan reaches {reached}.")
+
+
 def whole_run_row(run: WholeRun) -> tuple[str, str]:
     """The modelled whole run, e.g. ("Samples per second, whole run of 20,000 steps", "291 (68.7 s: ...)")."""
     parts = [f"{run.warmup_steps:,} warm-up steps {fmt.seconds(run.warmup_s)}",
@@ -104,11 +118,22 @@ def assignment_rows(plan: Plan) -> list[list[str]]:
 
 
 def _source(plan: Plan, kernel: str, cost: KernelCost | None) -> str:
-    """How a placed kernel's cost is known; a kernel on a simulated device says so (it runs on the host)."""
+    """How a placed kernel's cost is known; a kernel on a simulated device says so (it runs on the host), and so do
+    an energy or a one-off setup known otherwise than the latency ("calibrated; setup modelled")."""
     if cost is None:
         return "-"
     kind = plan.devices.get(plan.placements[kernel].device)
-    return f"{cost.source} (simulated {kind})" if kind is not None and _simulated(kind) else cost.source
+    return cost_source(cost, f"simulated {kind.upper()}" if kind is not None and _simulated(kind) else "")
+
+
+def cost_source(cost: KernelCost, where: str = "") -> str:
+    """``modelled``, ``calibrated; energy measured``, ``calibrated; setup modelled``, ``modelled (simulated FPGA)``."""
+    text = f"{cost.source} ({where})" if where else cost.source
+    if cost.energy_source != "modelled":
+        text += f"; energy {cost.energy_source}"
+    if cost.setup_s > 0 and cost.setup_source != cost.source:
+        text += f"; setup {cost.setup_source}"
+    return text
 
 
 def _simulated(kind: str) -> bool:
@@ -152,13 +177,14 @@ def variant_sentences(plan: Plan) -> list[str]:
             text += ", with no one-off setup."
         elif ref is not None and ref.latency_s > mine.latency_s:
             needed = setup / (ref.latency_s - mine.latency_s)
-            text += f"; its one-off setup of {setup:.1f} s pays back after {_count(needed)} {calls}"
+            text += (f"; its one-off setup of {setup:.1f} s ({mine.setup_source}) pays back after {_count(needed)} "
+                     f"{calls}")
             if p.horizon is not None and p.horizon != float("inf"):
                 text += f" (the run makes {_count(p.rates.get(kernel, 0.0) * p.horizon)})."
             else:
                 text += " (steady state assumed)."
         else:
-            text += f"; one-off setup {setup:.1f} s."
+            text += f"; one-off setup {setup:.1f} s ({mine.setup_source})."
         out.append(text)
     return out
 
@@ -191,7 +217,7 @@ def cost_table(plan: Plan) -> tuple[list[str], list[list[str]]]:
                 row.append("-")
                 continue
             name, best = min(variants.items(), key=lambda kv: kv[1].latency_s)
-            label = f"{fmt.seconds(best.latency_s)} {best.source}"
+            label = f"{fmt.seconds(best.latency_s)} {cost_source(best)}"
             if len(variants) > 1:
                 label += f" ({name})"
             row.append(label)

@@ -67,21 +67,20 @@ def kernel_rows(plan: Plan, run: dict[str, Any]) -> list[list[str]]:
         predicted_sample = latency * calls if latency is not None and calls is not None else None
         ratio = (f"{measured_sample / predicted_sample:.2f}×" if predicted_sample and timing and not modelled_here
                  else "–")
-        charged = "charged, modelled" if modelled_here else ""
+        label = timing.get("label", "modelled") if modelled_here else ""  # e.g. "modelled (simulated FPGA)"
         rows.append((measured_sample, [
             kernel, f"{placement.device} / {placement.variant}",
             f"{fmt.seconds(latency)} ({source})" if latency is not None else "–",
-            (f"not measured: {fmt.seconds(measured_call)} {charged}" if modelled_here
-             else fmt.seconds(measured_call) if timing else "not run"),
+            (f"not measured: {label}" if modelled_here else fmt.seconds(measured_call) if timing else "not run"),
             str(timing["calls"]) if timing else "0",
             fmt.seconds(predicted_sample) if predicted_sample is not None else "–",
-            f"not measured ({charged})" if modelled_here else fmt.seconds(measured_sample), ratio]))
+            f"not measured: {label}" if modelled_here else fmt.seconds(measured_sample), ratio]))
     return [row for _, row in sorted(rows, key=lambda r: -r[0])]
 
 
 def kernel_bars(plan: Plan, run: dict[str, Any]) -> list[tuple[str, float, float]]:
     """``(kernel, predicted s per sample, measured s per sample)`` for the paired bar chart; a kernel whose time
-    the run charged from its model (a simulated device) shows no measured bar."""
+    the run charged from its model (a simulated device) shows no measured bar, and its label says so."""
     steps = max(run["env_steps"], 1)
     items = []
     for kernel in plan.placements:
@@ -89,8 +88,10 @@ def kernel_bars(plan: Plan, run: dict[str, Any]) -> list[tuple[str, float, float
         timing = run["kernel_times"].get(kernel)
         predicted = latency * (predicted_calls_per_sample(plan, kernel, run["env_steps"]) or 0.0) \
             if latency is not None else 0.0
-        measured = timing["total_s"] / steps if timing and timing.get("source") != "modelled" else 0.0
-        items.append((kernel, predicted, measured))
+        modelled = timing is not None and timing.get("source") == "modelled"
+        measured = timing["total_s"] / steps if timing and not modelled else 0.0
+        items.append((f"{kernel}: {timing.get('label', 'modelled')}, not measured" if modelled else kernel,
+                      predicted, measured))
     return items
 
 

@@ -15,7 +15,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from pearl_py.report import content, fmt, measured, simulation, svg, tuning
+from pearl_py.report import (
+    content,
+    curve,
+    energy,
+    fmt,
+    measured,
+    simulation,
+    svg,
+    tuning,
+)
 
 if TYPE_CHECKING:
     from pearl_py.plan import Plan
@@ -80,11 +89,22 @@ def title(plan: Plan, run: dict[str, Any] | None) -> str:
     return content.title(plan)
 
 
+def _learning_curve(points: list[tuple[int, float]]) -> Section:
+    """The run's mean episode return against env steps (measured), as a chart and in words."""
+    blocks: list[Block] = [Paragraph(curve.curve_sentence(points))]
+    if len(points) > 1:
+        blocks.insert(0, Figure(svg.line_chart(points, "env steps", "mean return (last 100 episodes)",
+                                               "Learning curve (measured)")))
+    return Section("Learning curve", tuple(blocks))
+
+
 def sections(plan: Plan, run: dict[str, Any] | None = None) -> list[Section]:
     """Every section of the report of ``plan`` (and of ``run``, a result.json dict), in order."""
     p = plan.prediction
     summary = content.summary_rows(plan)
     head: list[Block] = [Paragraph(p.limit, "lead")]
+    if content.optimality_sentence(plan):  # a plan with a gap says so before any figure
+        head.append(Paragraph(content.optimality_sentence(plan), "note"))
     if run is not None:
         head.append(Cards(tuple(measured.headline_cards(plan, run))))
     else:
@@ -97,7 +117,16 @@ def sections(plan: Plan, run: dict[str, Any] | None = None) -> list[Section]:
             Figure(svg.paired_bars(measured.kernel_bars(plan, run), "Time per collected sample, by kernel",
                                    ("predicted", "measured"))),
             _table(measured.KERNEL_HEADER, measured.kernel_rows(plan, run)))))
-    out.append(Section("Plan", (_table(["figure", "value"], summary),)))
+        if "learning_curve" in run:
+            out.append(_learning_curve(run["learning_curve"]))
+        if energy.energy_rows(run):
+            out.append(Section("Energy of the run, per device", (
+                Paragraph(energy.energy_window(run), "small"),
+                _table(energy.ENERGY_HEADER, energy.energy_rows(run)))))
+    plan_blocks: list[Block] = [_table(["figure", "value"], summary), Paragraph(energy.energy_source_sentence(plan),
+                                                                                 "small")]
+    plan_blocks += [Paragraph(text, "note") for text in energy.assumed_device_sentences(plan)]
+    out.append(Section("Plan", tuple(plan_blocks)))
     assignment: list[Block] = [_table(content.ASSIGNMENT_HEADER, content.assignment_rows(plan))]
     why = content.choice_sentences(plan)
     if why:

@@ -1,4 +1,4 @@
-"""Inline SVG plots (no plotting library): horizontal bar charts and a two-axis scatter.
+"""Inline SVG plots (no plotting library): horizontal bar charts, a two-axis scatter and a line chart.
 
 Example::
 
@@ -120,5 +120,43 @@ def scatter(points: list[tuple[float, float, str, bool]], x_label: str, y_label:
             dx = -10 if anchor == "end" else 10
             out.append(f"<text x='{px(x) + dx:.1f}' y='{py(y) - 8:.1f}' text-anchor='{anchor}' "
                        f"font-weight='600'>{escape(label)}</text>")
+    out.append("</svg>")
+    return "\n".join(out)
+
+
+def line_chart(points: list[tuple[float, float]], x_label: str, y_label: str, title: str,
+               width: int = 640, height: int = 300) -> str:
+    """One series joined in x order (a learning curve); the y axis spans the data (negative returns too)."""
+    left, right, top, bottom = 80, 30, 40, 56
+    xs, ys = [p[0] for p in points], [p[1] for p in points]
+    x_lo, x_hi = min(xs), max(xs)
+    pad_y = (max(ys) - min(ys)) * 0.08 or abs(max(ys)) * 0.1 or 1.0
+    y_lo, y_hi = min(ys) - pad_y, max(ys) + pad_y
+    if x_hi <= x_lo:
+        x_lo, x_hi = x_lo - 1.0, x_hi + 1.0
+    pw, ph = width - left - right, height - top - bottom
+
+    def px(x: float) -> float:
+        return left + (x - x_lo) / (x_hi - x_lo) * pw
+
+    def py(y: float) -> float:
+        return top + ph - (y - y_lo) / (y_hi - y_lo) * ph
+
+    out = [f"<svg xmlns='http://www.w3.org/2000/svg' width='{width}' height='{height}' role='img' "
+           f"aria-label='{escape(title)}' {FONT} font-size='12'>",
+           f"<text x='0' y='18' font-weight='600' font-size='14'>{escape(title)}</text>",
+           f"<rect x='{left}' y='{top}' width='{pw}' height='{ph}' fill='none' stroke='{GRID}'/>"]
+    for t in _ticks(x_lo, x_hi):
+        out.append(f"<text x='{px(t):.1f}' y='{top + ph + 16}' text-anchor='middle' fill='#52525b'>"
+                   f"{t:,.0f}</text>")
+    for t in _ticks(y_lo, y_hi):
+        out.append(f"<line x1='{left}' y1='{py(t):.1f}' x2='{left + pw}' y2='{py(t):.1f}' stroke='{GRID}' "
+                   "stroke-dasharray='2,3'/>")
+        out.append(f"<text x='{left - 6}' y='{py(t) + 4:.1f}' text-anchor='end' fill='#52525b'>{t:.1f}</text>")
+    out.append(f"<text x='{left + pw / 2}' y='{height - 12}' text-anchor='middle'>{escape(x_label)}</text>")
+    out.append(f"<text x='16' y='{top + ph / 2}' text-anchor='middle' transform='rotate(-90 16 {top + ph / 2})'>"
+               f"{escape(y_label)}</text>")
+    path = " ".join(f"{px(x):.1f},{py(y):.1f}" for x, y in sorted(points))
+    out.append(f"<polyline points='{path}' fill='none' stroke='{MUTED}' stroke-width='1.8'/>")
     out.append("</svg>")
     return "\n".join(out)

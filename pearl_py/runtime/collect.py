@@ -21,8 +21,9 @@ Example (the serial executor's loop, condensed)::
 """
 from __future__ import annotations
 
+import contextlib
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
@@ -47,8 +48,27 @@ if TYPE_CHECKING:
     from pearl_py.replay import ReplayBuffer, SampleBatch
     from pearl_py.runtime.timing import KernelTimer
 
+WARMUP_ACTIONS = "warmup_actions"
+"""What drawing the warm-up's uniform random actions is recorded as (not the inference kernel)."""
+
+PARAM_READ = "param_read"
+"""What an actor's (or an inference server's) copy of newly published parameters into its networks is recorded as:
+the receiving end of ``param_sync``, whose calls are the learner's publications."""
+
 Record = Callable[[str, float], None]
 """``record(kernel, seconds)``: where a kernel's time goes (a KernelTimer's ``add``, an actor's control block)."""
+TimeBlock = Callable[[str], AbstractContextManager[Any]]
+"""``with time_block(kernel): ...`` times the block as one call of ``kernel`` on its device's clock (a KernelTimer)."""
+
+
+@contextlib.contextmanager
+def host_clock(record: Record, kernel: str) -> Iterator[None]:
+    """Times the block with the host clock and hands the seconds to ``record``."""
+    start = time.perf_counter()
+    try:
+        yield
+    finally:
+        record(kernel, time.perf_counter() - start)
 
 
 class EpisodeTracker:
@@ -110,13 +130,17 @@ class Collector:
     config); env ``i`` resets with seed ``seed + i`` wherever it runs, so actors that split a
     vector between them (an on-policy run) step the envs the serial executor steps.
     Random actions of the warm-up come from its own generator (``default_rng(seed)``) and are
-    recorded as ``inference``; the policy's call is recorded as ``policy_kernel`` (``inference``,
-    or an actor's ``inference_request`` when a server infers), the env step as ``env_step``.
+    recorded as ``warmup_actions`` (no kernel of the protocol: the warm-up runs no inference); the
+    policy's call is recorded as ``policy_kernel`` (``inference``, or an actor's ``inference_request``
+    when a server infers), the env step as ``env_step``. ``timed`` (a
+    :class:`~pearl_py.runtime.timing.KernelTimer`) times the policy's call (and the warm-up's random
+    actions) on the kernel's device clock (CUDA events for a policy on a GPU); without it, the host
+    clock times it and ``record`` receives the seconds (actors, on a CPU).
     Call :meth:`close` (or use it as a context manager) to close the envs.
     """
 
     def __init__(self, algorithm: BaseAlgorithm, seed: int, record: Record, policy_kernel: str = INFERENCE,
-                 envs: range | None = None) -> None:
+                 timed: TimeBlock | None = None, envs: range | None = None) -> None:
         envs = envs if envs is not None else range(algorithm.config.n_envs)
         self.spec = algorithm.spec
         self.n_envs = len(envs)
@@ -124,20 +148,26 @@ class Collector:
         self.envs = make_vector_env(algorithm.env_id, self.n_envs, seed + envs.start)
         self.tracker = EpisodeTracker(self.n_envs)
         self.record, self.policy_kernel = record, policy_kernel
-        obs, _ = self.envs.reset(seed=[seed + i for i in envs])
+        self.timed = timed
+        obs, _ = self.envs.reset(seed=[seed + i for i in envs])   # env i: seed + i, wherever it runs
         self.obs = obs.astype(np.float32)
 
     def step(self, policy: Callable[[np.ndarray], np.ndarray | None] | None) -> Collected | None:
         """One vector step with ``policy(obs) -> actions`` (None: uniform random actions, the warm-up).
-        Returns None, having stepped nothing, when the policy returns None (the run stopped meanwhile)."""
-        start = time.perf_counter()
-        actions = self.spec.random_actions(self.n_envs, self.rng) if policy is None else policy(self.obs)
-        if actions is None:
-            return None
-        self.record(INFERENCE if policy is None else self.policy_kernel, time.perf_counter() - start)
-        start = time.perf_counter()
-        next_obs, rewards, terminated, truncated, infos = self.envs.step(self.spec.to_env_action(actions))
-        self.record(ENV_STEP, time.perf_counter() - start)
+        Returns None, having stepped nothing, when the policy returns None (the run stopped meanwhile:
+        only an actor's request to an inference server does, and actors time on the host clock)."""
+        kernel = WARMUP_ACTIONS if policy is None else self.policy_kernel
+        if self.timed is not None:  # the kernel's device clock (events on a GPU); the policy never returns None
+            with self.timed(kernel):
+                actions = self.spec.random_actions(self.n_envs, self.rng) if policy is None else policy(self.obs)
+        else:
+            start = time.perf_counter()
+            actions = self.spec.random_actions(self.n_envs, self.rng) if policy is None else policy(self.obs)
+            if actions is None:
+                return None
+            self.record(kernel, time.perf_counter() - start)
+        with host_clock(self.record, ENV_STEP):
+            next_obs, rewards, terminated, truncated, infos = self.envs.step(self.spec.to_env_action(actions))
         done = terminated | truncated
         next_obs = next_obs.astype(np.float32)
         ended = self.tracker.step(rewards, done)
@@ -191,15 +221,27 @@ class TimedReplay:
             self.replay.update_priorities(indices, td_abs)
 
 
+def tensor_batch(sample: Any, device: torch.device) -> TensorBatch:
+    """A sampled batch on the learner's ``device``: numpy arrays (``ReplayBuffer``) or tensors (a
+    ``TorchReplayBuffer``'s, moved only if it lives on another device)."""
+    if not isinstance(sample.obs, torch.Tensor):
+        return TensorBatch.from_numpy(sample, device)
+    return TensorBatch(*(t.to(device, non_blocking=True) for t in (sample.obs, sample.actions, sample.rewards,
+                                                                   sample.next_obs, sample.dones, sample.weights)))
+
+
 def gradient_step(replay: ReplayAccess, update: Callable[[TensorBatch], UpdateResult], batch_size: int,
-                  beta: float, device: torch.device,
-                  time_update: Callable[[str], AbstractContextManager[Any]]) -> UpdateResult:
-    """One update in the serial order: sample a batch, update (timed as ``learner_update``), send the priorities."""
+                  beta: float, device: torch.device, time_update: TimeBlock) -> UpdateResult:
+    """One update in the serial order: sample a batch, update (timed as ``learner_update``), send the priorities.
+
+    A replay on a torch device (its batches are tensors) gets the learner's ``|δ|`` tensor where it is (no wait
+    for the GPU); a numpy replay gets it as a host array (the copy waits for the update, outside its timing)."""
     sample = replay.sample(batch_size, beta)
     with time_update(LEARNER_UPDATE):
-        out = update(TensorBatch.from_numpy(sample, device))
+        out = update(tensor_batch(sample, device))
     if replay.prioritized:
-        replay.update_priorities(sample.indices, out.td_abs.cpu().numpy())
+        on_device = isinstance(sample.indices, torch.Tensor)
+        replay.update_priorities(sample.indices, out.td_abs if on_device else out.td_abs.cpu().numpy())
     return out
 
 

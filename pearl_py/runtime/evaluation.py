@@ -8,6 +8,8 @@ Example::
 """
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import gymnasium as gym
 import numpy as np
 import torch
@@ -19,10 +21,13 @@ EVAL_SEED_OFFSET = 10_000
 """Evaluation episodes reset with seeds disjoint from the training envs'."""
 
 
-def evaluate(algorithm: Algorithm, nets: Networks, device: torch.device, episodes: int, seed: int
-             ) -> list[float]:
-    """Undiscounted returns of ``episodes`` greedy episodes; episode ``i`` resets with ``seed + i``."""
-    env = gym.make(algorithm.env_id)
+def evaluate(algorithm: Algorithm, nets: Networks, device: torch.device, episodes: int, seed: int,
+             make_env: Callable[[], gym.Env] | None = None) -> list[float]:
+    """Undiscounted returns of ``episodes`` greedy episodes; episode ``i`` resets with ``seed + i``.
+
+    ``make_env``: builds the env (default ``gym.make(algorithm.env_id)``; ``pearl eval --video`` wraps it).
+    """
+    env = make_env() if make_env is not None else gym.make(algorithm.env_id)
     returns: list[float] = []
     try:
         for i in range(episodes):

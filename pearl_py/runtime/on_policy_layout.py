@@ -23,12 +23,8 @@ import torch
 from pearl_py.errors import UserError
 from pearl_py.plan import Plan
 from pearl_py.protocol.kernel import ENV_STEP, INFERENCE, LEARNER_UPDATE
-from pearl_py.runtime.parallel.placement import (
-    _apart,
-    modelled_latency,
-    runtime_of,
-    torch_device,
-)
+from pearl_py.runtime.kernel_devices import SimulatedKernel, simulated_kernels
+from pearl_py.runtime.parallel.placement import _apart, torch_device
 
 
 @dataclass(frozen=True)
@@ -40,7 +36,8 @@ class OnPolicyLayout:
     learner_device: torch.device
     learner_variant: str
     learner_threads: int = 1
-    modelled_s: dict[str, float] = field(default_factory=dict)
+    simulated: dict[str, SimulatedKernel] = field(default_factory=dict)
+    """Every kernel planned on a simulated device (the FPGA): its modelled latency per call and label."""
 
     @classmethod
     def from_plan(cls, plan: Plan, algorithm: Any) -> OnPolicyLayout:
@@ -56,12 +53,10 @@ class OnPolicyLayout:
         if _apart(plan, inference.device, env.device):
             raise UserError(f"plan: inference on {inference.device!r} apart from env_step on {env.device!r}: the "
                             "on-policy runtime runs inference in its actors, beside their envs")
-        modelled = {k: modelled_latency(plan, k) for k, p in plan.placements.items()
-                    if runtime_of(plan, p.device).simulated}
         learner = plan.placements[LEARNER_UPDATE]
         return cls(actors=env.replicas, inference_variant=inference.variant,
                    learner_device=torch_device(plan, learner.device), learner_variant=learner.variant,
-                   learner_threads=plan.learner_threads, modelled_s=modelled)
+                   learner_threads=plan.learner_threads, simulated=simulated_kernels(plan))
 
     def describe(self) -> dict[str, Any]:
         """The layout in words and figures (``result.json``'s ``layout``, the report's summary)."""
@@ -70,4 +65,4 @@ class OnPolicyLayout:
                 "inference_variant": self.inference_variant,
                 INFERENCE: "on each actor (batched over its share of the envs)",
                 "rollout": "shared memory, each actor writing its envs' columns",
-                "modelled_kernels": sorted(self.modelled_s)}
+                "modelled_kernels": sorted(self.simulated)}

@@ -29,6 +29,7 @@ Example::
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import time
 from pathlib import Path
 
@@ -48,6 +49,13 @@ from pearl_py.protocol.kernel import (
     ROLLOUT_INSERT,
 )
 from pearl_py.protocol.schedule import RolloutSchedule
+from pearl_py.runtime.checkpoints import (
+    CheckpointOptions,
+    PeriodicCheckpoints,
+    restore,
+    session_log_dir,
+    session_seed,
+)
 from pearl_py.runtime.evaluation import EVAL_SEED_OFFSET, evaluate
 from pearl_py.runtime.on_policy_collect import RolloutCollector
 from pearl_py.runtime.on_policy_layout import OnPolicyLayout
@@ -80,7 +88,8 @@ class OnPolicySerialExecutor:
 
     def __init__(self, algorithm: OnPolicyAlgorithm, seed: int = 0, *, plan: Plan | None = None,
                  out_dir: Path | None = None, eval_episodes: int = 10, eval_freq: int = 0,
-                 progress: bool | None = None, threads: int | None = None) -> None:
+                 progress: bool | None = None, threads: int | None = None,
+                 checkpoints: CheckpointOptions | None = None, resume_from: Path | None = None) -> None:
         self.algorithm = algorithm
         self.seed = seed
         self.plan = plan or serial_plan()
@@ -93,6 +102,9 @@ class OnPolicySerialExecutor:
         self.threads = threads if threads is not None else self.layout.learner_threads
         """Torch intra-op threads of this process (default: the plan's learner threads; 1 in the default plan,
         one core per process as the cost models are calibrated)."""
+        self.checkpoints = checkpoints or CheckpointOptions()
+        """Periodic checkpoints (:mod:`pearl_py.runtime.checkpoints`), written between rollouts (no replay to save)."""
+        self.resume_from = Path(resume_from) if resume_from is not None else None
 
     def run(self, total_steps: int) -> RunResult:
         algo, cfg = self.algorithm, self.algorithm.config
@@ -100,26 +112,32 @@ class OnPolicySerialExecutor:
         torch.set_num_threads(self.threads)
         torch.manual_seed(self.seed)
         learner = OnPolicyLearner(algo, self.device)
+        done, _ = restore(algo, learner, self.seed, total_steps, self.resume_from)
         install_update(self.layout.learner_variant, learner)
         acting = build_acting(self.layout.inference_variant, algo, learner.nets)
         warm_up(algo, self.layout.learner_variant, acting)   # compiled variants load their code before the clock
         timer = KernelTimer()
-        log = RunLog(self.out_dir, total_steps, self.progress)
-        collector = RolloutCollector(algo, self.seed, acting, timer.add)
-        rollout = algo.make_rollout(seed=self.seed)
-        eval_history: list[dict[str, float]] = []
-        steps = 0
+        log = RunLog(session_log_dir(self.out_dir, done.sessions), total_steps, self.progress, algorithm=algo,
+                     kernel_times=timer.summary)
+        # a resumed session's envs start anew with session seeds; the noise streams stay keyed by the run's seed
+        collector = RolloutCollector(algo, self.seed, acting, timer.add,
+                                     env_seed=session_seed(self.seed, done.sessions))
+        rollout = algo.make_rollout(seed=session_seed(self.seed, done.sessions))
+        periodic = PeriodicCheckpoints(self.out_dir, self.checkpoints, algo, self.seed, total_steps, done.transitions)
+        eval_history: list[dict[str, float]] = done.eval_history
+        steps = done.transitions
         eval_seconds = 0.0
 
         def rate() -> float:
-            return steps / max(time.perf_counter() - start - eval_seconds, 1e-9)
+            """Env steps per training second of this session."""
+            return (steps - done.transitions) / max(time.perf_counter() - start - eval_seconds, 1e-9)
 
         with contextlib.ExitStack() as stack:
             for close in (log.close, collector.close):  # closed in the reverse order
                 stack.callback(close)
             stack.enter_context(pinned_threads(self.threads))
             start = time.perf_counter()
-            for k in range(schedule.rollouts):
+            for k in range(done.transitions // schedule.rollout_size, schedule.rollouts):
                 rollout.reset()
                 for t in range(cfg.n_steps):
                     step = collector.step(k * cfg.n_steps + t)
@@ -139,14 +157,21 @@ class OnPolicySerialExecutor:
                     rollout.compute_advantages(last_values, last_dones, cfg.gamma, cfg.gae_lambda)
                 stats = learner.learn(rollout, schedule.progress_remaining(k + 1), timer)
                 log.train(steps, stats.as_log(), rate())
-            wall = time.perf_counter() - start - eval_seconds
+                if periodic.due(steps):  # between rollouts: the learner holds the whole state
+                    t0 = time.perf_counter()
+                    periodic.save(learner.state_dict(), {}, dataclasses.replace(
+                        done, transitions=steps, episodes=done.episodes + collector.episodes,
+                        wall_seconds=done.wall_seconds + t0 - start - eval_seconds, eval_history=list(eval_history),
+                        kernel_times=merge_kernel_times([done.kernel_times, timer.summary()], {})))
+                    eval_seconds += time.perf_counter() - t0  # not training time
+            wall = done.wall_seconds + time.perf_counter() - start - eval_seconds
         eval_returns = evaluate(algo, learner.nets, self.device, self.eval_episodes, self.seed + EVAL_SEED_OFFSET)
         self.learner, self.rollout = learner, rollout  # the trained networks and the last rollout, for inspection
         return RunResult(algorithm=algo.name, env=algo.env_id, seed=self.seed, env_steps=steps,
                          gradient_steps=learner.gradient_steps, wall_seconds=wall, eval_returns=eval_returns,
                          plan=self.plan.to_dict(),
-                         kernel_times=merge_kernel_times([timer.summary()], self.layout.modelled_s),
-                         episodes=collector.episodes, eval_history=eval_history, backend="serial")
+                         kernel_times=merge_kernel_times([done.kernel_times, timer.summary()], self.layout.simulated),
+                         episodes=done.episodes + collector.episodes, eval_history=eval_history, backend="serial")
 
     def _evaluate(self, learner: OnPolicyLearner, at: int) -> dict[str, float]:
         returns = evaluate(self.algorithm, learner.nets, self.device, self.eval_episodes, self.seed + EVAL_SEED_OFFSET)

@@ -20,7 +20,8 @@ from pearl_py.fileio import atomic_write_json
 
 @dataclass
 class RunResult:
-    """Figures of one run; every one is measured on this machine (``kernel_times`` in seconds)."""
+    """Figures of one run, measured on this machine (``kernel_times`` in seconds) except what says ``modelled``:
+    a kernel on a simulated device (``kernel_times[k]["source"]``), a device without an energy counter."""
 
     algorithm: str
     env: str
@@ -40,6 +41,16 @@ class RunResult:
     unbounded) and the largest lag an actor noted (``max_observed``); 0 and 0 in the serial executor."""
     layout: dict[str, Any] = field(default_factory=dict)
     """How the parallel runtime laid the run out (actors, where inference and replay ran); empty elsewhere."""
+    executed_on: dict[str, str] = field(default_factory=dict)
+    """The torch device each kernel executed on, read from what the run built (the learner's parameters, the replay,
+    inference's networks; ``cpu`` for a simulated device's kernels): compare with the plan's (benchmarks/gpu_smoke.py)."""
+    energy: dict[str, Any] = field(default_factory=dict)
+    """Joules per device over the run, each ``measured`` (RAPL, NVML) or ``modelled`` with the reason
+    (:mod:`pearl_py.runtime.run_energy`); empty for a run not metered."""
+    admission: dict[str, Any] = field(default_factory=dict)
+    """What admission found before the run (:mod:`pearl_py.pipeline.admission`): processes, busy cores against
+    usable ones, whether it ran oversubscribed, memory needed against available (modelled, per-process memory
+    measured); empty where the pipeline did not admit the run (an executor called directly, Ray)."""
 
     @property
     def eval_return_mean(self) -> float:

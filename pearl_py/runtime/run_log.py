@@ -1,10 +1,24 @@
-"""Training logs: CSV always, TensorBoard when installed, a progress line on a terminal.
+"""Training logs and progress: CSV always, TensorBoard when its extra is installed, progress anywhere.
+
+``episodes.csv`` has one row per finished episode (step, return, length); ``train.csv`` one row
+per training round (a rollout's learning for on-policy algorithms) with the scalars
+Stable-Baselines3 logs — ``ep_rew_mean`` and ``ep_len_mean`` (the last 100 episodes),
+``exploration_rate``, the losses (``loss_<name>``), ``steps_per_second`` (SB3's fps), the
+episode count and elapsed seconds — and each kernel's mean time per call since the previous
+row (``time_<kernel>_ms``, measured). With the ``tensorboard`` extra the same scalars go to
+``tensorboard/`` under SB3's tags (``rollout/ep_rew_mean``, ``train/loss_q``, ``time/fps``, ...).
+
+Progress goes to stderr: on a terminal a live bar (steps, samples/s, mean return, elapsed,
+ETA at the pace of the last ~30 s); elsewhere (nohup, CI, a log file) the same figures as one line every ``every_s``
+seconds and once at the end.
 
 Example::
 
-    >>> log = RunLog(Path("runs/dqn"), total_steps=50_000)
+    >>> log = RunLog(Path("runs/dqn"), total_steps=50_000, algorithm=algo, kernel_times=timer.summary)
     >>> log.episode(step=200, episode_return=21.0, length=21)
     >>> log.train(step=1024, losses={"q": 0.13}, steps_per_second=812.0)
+    >>> log.tick(step=1024, steps_per_second=812.0)
+    [1024/50000   2%] 812 samples/s, return 21.0 (mean of 1), 0:01 elapsed, ETA 1:00
     >>> log.close()
 """
 from __future__ import annotations
@@ -12,27 +26,87 @@ from __future__ import annotations
 import csv
 import sys
 import time
+from collections import deque
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import IO, Any
 
+from pearl_py.report.curve import RETURN_WINDOW
+
+PROGRESS_EVERY_S = 10.0
+"""Seconds between progress lines when stderr is not a terminal."""
+BAR_EVERY_S = 0.25
+"""Seconds between redraws of the live bar on a terminal."""
+ETA_WINDOW_S = 30.0
+"""The ETA extrapolates the pace of about the last this many seconds (a warm-up of random actions runs faster)."""
+TENSORBOARD_EXTRA = 'pip install -c constraints.txt "pearl_py[tensorboard]"'
+
+KernelTimes = Callable[[], Mapping[str, Mapping[str, Any]]]
+
+
+def exploration_rate(algorithm: Any, progress: float) -> float | None:
+    """The exploration figure SB3 logs: DQN's epsilon at ``progress``, or the action-noise std; None otherwise."""
+    if algorithm is None:
+        return None
+    epsilon = getattr(algorithm, "epsilon", None)
+    if callable(epsilon):
+        return float(epsilon(progress))
+    noise = getattr(algorithm.config, "noise_std", None)
+    return float(noise) if noise is not None else None
+
+
+def clock(seconds: float) -> str:
+    """``m:ss`` or ``h:mm:ss``."""
+    seconds = max(int(round(seconds)), 0)
+    hours, rest = divmod(seconds, 3600)
+    return f"{hours}:{rest // 60:02d}:{rest % 60:02d}" if hours else f"{rest // 60}:{rest % 60:02d}"
+
 
 class RunLog:
-    """Writes ``episodes.csv`` (step, return, length) and ``train.csv`` (step, losses, steps/s)."""
+    """Writes ``episodes.csv`` and ``train.csv`` (and TensorBoard), and shows progress; see the module docstring.
 
-    def __init__(self, out_dir: Path | None, total_steps: int, progress: bool | None = None) -> None:
+    ``progress``: None (a bar on a terminal, periodic lines elsewhere), True (the bar), False (nothing).
+    ``algorithm``: for ``exploration_rate``; ``kernel_times``: a callable returning per-kernel
+    ``{calls, total_s}`` so far (a KernelTimer's ``summary``), for the ``time_<kernel>_ms`` columns.
+    """
+
+    def __init__(self, out_dir: Path | None, total_steps: int, progress: bool | None = None, *,
+                 algorithm: Any = None, kernel_times: KernelTimes | None = None,
+                 every_s: float = PROGRESS_EVERY_S, stream: IO[str] | None = None) -> None:
         self.total_steps = total_steps
-        self.progress = sys.stderr.isatty() if progress is None else progress
+        self.stream = stream if stream is not None else sys.stderr
+        on_terminal = self.stream.isatty()
+        self.mode = ("bar" if progress or on_terminal else "lines") if progress is not False else "off"
+        self.every_s = every_s if self.mode == "lines" else BAR_EVERY_S
+        self.algorithm = algorithm
+        self.kernel_times = kernel_times
         self._files: list[IO[str]] = []
         self._episodes = self._train = None
         self._train_fields: list[str] | None = None
         self._tb = None
-        self._last_draw = 0.0
-        self.last_return: float | None = None
+        self._started = time.monotonic()
+        self._first_step: int | None = None
+        self._last_draw = self._started
+        self._last_step = 0
+        self._last_rate = 0.0
+        self._last_kernels: dict[str, tuple[int, float]] = {}
+        self._shown: deque[tuple[float, int]] = deque()
+        """``(time, step)`` of recent progress displays, for the ETA's recent pace."""
+        self.returns: deque[float] = deque(maxlen=RETURN_WINDOW)
+        self.lengths: deque[int] = deque(maxlen=RETURN_WINDOW)
+        self.episodes = 0
         self.out_dir = out_dir
+        self.tensorboard_dir: Path | None = None
+        """Where TensorBoard logs go (None: no output folder, or the tensorboard extra is not installed)."""
         if out_dir is not None:
             out_dir.mkdir(parents=True, exist_ok=True)
             self._episodes = self._csv(out_dir / "episodes.csv", ["step", "episode_return", "episode_length"])
             self._tb = _tensorboard(out_dir / "tensorboard")
+            self.tensorboard_dir = out_dir / "tensorboard" if self._tb is not None else None
+
+    @property
+    def last_return(self) -> float | None:
+        return self.returns[-1] if self.returns else None
 
     def _csv(self, path: Path, header: list[str]) -> csv.writer:
         f = path.open("w", newline="")
@@ -42,49 +116,122 @@ class RunLog:
         return writer
 
     def episode(self, step: int, episode_return: float, length: int) -> None:
-        self.last_return = episode_return
+        self.returns.append(episode_return)
+        self.lengths.append(length)
+        self.episodes += 1
         if self._episodes is not None:
             self._episodes.writerow([step, f"{episode_return:.6g}", length])
         if self._tb is not None:
             self._tb.add_scalar("rollout/episode_return", episode_return, step)
 
-    def train(self, step: int, losses: dict[str, float], steps_per_second: float) -> None:
-        row: dict[str, Any] = {"step": step, **{f"loss_{k}": f"{v:.6g}" for k, v in losses.items()},
-                               "steps_per_second": f"{steps_per_second:.1f}"}
+    def scalars(self, step: int, losses: Mapping[str, float], steps_per_second: float) -> dict[str, float]:
+        """The figures of a ``train.csv`` row, by column name (empty figures left out)."""
+        row: dict[str, float] = {"episodes": self.episodes, "time_elapsed": time.monotonic() - self._started}
+        if self.returns:
+            row["ep_rew_mean"] = sum(self.returns) / len(self.returns)
+            row["ep_len_mean"] = sum(self.lengths) / len(self.lengths)
+        rate = exploration_rate(self.algorithm, step / max(self.total_steps, 1))
+        if rate is not None:
+            row["exploration_rate"] = rate
+        row.update({f"loss_{k}": float(v) for k, v in losses.items()})
+        row["steps_per_second"] = steps_per_second
+        row.update(self._kernel_ms())
+        return row
+
+    def _kernel_ms(self) -> dict[str, float]:
+        """Mean milliseconds per call of each kernel since the previous row (kernels not called since: left out)."""
+        if self.kernel_times is None:
+            return {}
+        out = {}
+        for kernel, t in self.kernel_times().items():
+            calls, total = int(t["calls"]), float(t["total_s"])
+            before_calls, before_total = self._last_kernels.get(kernel, (0, 0.0))
+            if calls > before_calls:
+                out[f"time_{kernel}_ms"] = 1e3 * (total - before_total) / (calls - before_calls)
+            self._last_kernels[kernel] = (calls, total)
+        return out
+
+    def train(self, step: int, losses: Mapping[str, float], steps_per_second: float) -> None:
+        row = self.scalars(step, losses, steps_per_second)
         if self.out_dir is not None:
             if self._train is None:
-                self._train_fields = list(row)
+                self._train_fields = ["step", *row]
                 self._train = self._csv(self.out_dir / "train.csv", self._train_fields)
-            self._train.writerow([row.get(k, "") for k in self._train_fields])
+            self._train.writerow([step] + [_cell(row.get(k)) for k in self._train_fields[1:]])
         if self._tb is not None:
-            for k, v in losses.items():
-                self._tb.add_scalar(f"train/loss_{k}", v, step)
-            self._tb.add_scalar("time/steps_per_second", steps_per_second, step)
+            for name, value in row.items():
+                self._tb.add_scalar(_tensorboard_tag(name), value, step)
 
     def tick(self, step: int, steps_per_second: float) -> None:
-        """Redraw the progress line (at most 4 times a second) when on a terminal."""
+        """Show progress: redraw the bar (at most 4 times a second) or print a line every ``every_s`` seconds."""
+        if self._first_step is None:
+            self._first_step = step
         now = time.monotonic()
-        if not self.progress or (now - self._last_draw < 0.25 and step < self.total_steps):
+        self._last_step, self._last_rate = step, steps_per_second
+        if self.mode == "off" or (now - self._last_draw < self.every_s and step < self.total_steps):
             return
+        if self.mode == "lines" and step >= self.total_steps:
+            return  # the final line comes from close()
         self._last_draw = now
-        width = 30
-        done = int(width * min(step / max(self.total_steps, 1), 1.0))
-        ret = f" return {self.last_return:8.1f}" if self.last_return is not None else ""
-        sys.stderr.write(f"\r[{'#' * done}{'.' * (width - done)}] {step}/{self.total_steps} "
-                         f"{steps_per_second:7.0f} steps/s{ret}")
-        sys.stderr.flush()
+        self._show(step, steps_per_second, now)
+
+    def _show(self, step: int, steps_per_second: float, now: float) -> None:
+        elapsed = now - self._started
+        eta = self._eta(step, steps_per_second, now)
+        done = min(step / max(self.total_steps, 1), 1.0)
+        ret = (f", return {sum(self.returns) / len(self.returns):.1f} (mean of {len(self.returns)})"
+               if self.returns else "")
+        figures = (f"{step}/{self.total_steps} {done:4.0%}] {steps_per_second:.0f} samples/s{ret}, "
+                   f"{clock(elapsed)} elapsed" + (f", ETA {clock(eta)}" if eta is not None and step < self.total_steps
+                                                  else ""))
+        if self.mode == "bar":
+            width = 24
+            filled = int(width * done)
+            self.stream.write(f"\r[{'#' * filled}{'.' * (width - filled)}] [{figures}\033[K")
+        else:
+            self.stream.write(f"[{figures}\n")
+        self.stream.flush()
+
+    def _eta(self, step: int, steps_per_second: float, now: float) -> float | None:
+        """Seconds left at the pace since the display about ``ETA_WINDOW_S`` ago (the given rate at first)."""
+        while len(self._shown) > 1 and now - self._shown[1][0] >= ETA_WINDOW_S:
+            self._shown.popleft()
+        then = self._shown[0] if self._shown else None
+        self._shown.append((now, step))
+        if then is not None and step > then[1] and now > then[0]:
+            steps_per_second = (step - then[1]) / (now - then[0])
+        return (self.total_steps - step) / steps_per_second if steps_per_second > 0 else None
 
     def close(self) -> None:
-        if self.progress:
-            sys.stderr.write("\n")
+        if self.mode == "bar":
+            self.stream.write("\n")
+        elif self.mode == "lines" and self._first_step is not None:
+            self._show(self._last_step, self._last_rate, time.monotonic())
         for f in self._files:
             f.close()
         if self._tb is not None:
             self._tb.close()
 
 
+def _cell(value: float | None) -> str:
+    if value is None:
+        return ""
+    return f"{value:.6g}" if isinstance(value, float) else str(value)
+
+
+def _tensorboard_tag(column: str) -> str:
+    """SB3's tag for a ``train.csv`` column."""
+    if column in ("ep_rew_mean", "ep_len_mean", "exploration_rate"):
+        return f"rollout/{column}"
+    if column.startswith("loss_"):
+        return f"train/{column}"
+    if column == "steps_per_second":
+        return "time/fps"
+    return f"time/{column}"
+
+
 def _tensorboard(path: Path):
-    """A TensorBoard SummaryWriter, or None when the tensorboard package is not installed."""
+    """A TensorBoard SummaryWriter, or None when the ``tensorboard`` extra is not installed."""
     try:
         from torch.utils.tensorboard import SummaryWriter
     except ImportError:

@@ -3,7 +3,11 @@
 Deterministic for a seed: the same seed gives the same returns, bit for bit. It drives the
 loop's two halves (:mod:`pearl_py.runtime.collect`) in the serial order: one vector step,
 its transitions into the replay, the per-step hook, then a training round when the schedule
-says so.
+says so. Each part runs where the plan puts it (:mod:`pearl_py.runtime.kernel_devices`): the
+learner, inference and the replay on their planned devices (a GPU replay is a
+``TorchReplayBuffer``; inference apart from the learner acts on a copy refreshed once per
+round, the plan's ``param_sync``), kernels on a GPU timed by CUDA events, kernels on a
+simulated device run on the CPU and charged their modelled time.
 
 Example::
 
@@ -14,6 +18,7 @@ Example::
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -26,24 +31,46 @@ from pearl_py.algorithms.off_policy.base import Algorithm
 from pearl_py.algorithms.off_policy.learner import Learner, TensorBatch, UpdateResult
 from pearl_py.kernels.affinity import pinned_threads
 from pearl_py.plan import Plan
-from pearl_py.protocol.kernel import INFERENCE, LEARNER_UPDATE, REPLAY_INSERT
+from pearl_py.protocol.kernel import (
+    INFERENCE,
+    LEARNER_UPDATE,
+    PARAM_SYNC,
+    REPLAY_INSERT,
+)
 from pearl_py.protocol.schedule import TrainSchedule
+from pearl_py.runtime.acting import ActingNetworks
+from pearl_py.runtime.checkpoints import (
+    CheckpointOptions,
+    PeriodicCheckpoints,
+    restore,
+    session_log_dir,
+    session_seed,
+)
 from pearl_py.runtime.collect import Collector, LossMeans, TimedReplay, gradient_step
+from pearl_py.runtime.device_replay import replay_from_state, replay_on
 from pearl_py.runtime.evaluation import EVAL_SEED_OFFSET, evaluate
+from pearl_py.runtime.kernel_devices import (
+    REPLAY_KERNELS,
+    check_runnable,
+    device_of,
+    kernel_devices,
+    simulated_kernels,
+    timing_devices,
+)
 from pearl_py.runtime.result import RunResult
 from pearl_py.runtime.run_log import RunLog
-from pearl_py.runtime.timing import KernelTimer
+from pearl_py.runtime.timing import KernelTimer, merge_kernel_times
 
 
 class SerialExecutor:
     """Runs collection and learning alternately in this process, timing every kernel."""
 
-    def __init__(self, algorithm: Algorithm, seed: int = 0, *, device: str = "cpu",
-                 out_dir: Path | None = None, eval_episodes: int = 10, eval_freq: int = 0,
-                 progress: bool | None = None, plan: Plan | None = None, threads: int | None = None) -> None:
+    def __init__(self, algorithm: Algorithm, seed: int = 0, *, out_dir: Path | None = None, eval_episodes: int = 10,
+                 eval_freq: int = 0, progress: bool | None = None, plan: Plan | None = None,
+                 threads: int | None = None, checkpoints: CheckpointOptions | None = None,
+                 resume_from: Path | None = None) -> None:
         self.algorithm = algorithm
         self.seed = seed
-        self.device = torch.device(device)
         self.out_dir = out_dir
         self.eval_episodes = eval_episodes
         self.eval_freq = eval_freq
@@ -52,28 +79,51 @@ class SerialExecutor:
         self.threads = threads if threads is not None else self.plan.learner_threads
         """Torch intra-op threads of this process (default: the plan's learner threads, ``Plan.learner_threads``;
         1 in the default plan, one core per process as the cost models are calibrated)."""
+        check_runnable(self.plan)
+        self.devices = kernel_devices(self.plan)
+        """Each kernel's torch device (the plan's placements on this machine)."""
+        self.checkpoints = checkpoints or CheckpointOptions()
+        """Periodic checkpoints (:mod:`pearl_py.runtime.checkpoints`), written after a training round."""
+        self.resume_from = Path(resume_from) if resume_from is not None else None
+
+    @property
+    def device(self) -> torch.device:
+        """The learner's device."""
+        return self.devices[LEARNER_UPDATE]
 
     def run(self, total_steps: int) -> RunResult:
         algo, cfg = self.algorithm, self.algorithm.config
         torch.set_num_threads(self.threads)
-        torch.manual_seed(self.seed)
+        torch.manual_seed(self.seed)  # every device's generator
         learner = Learner(algo, self.device)
+        done, replay_state = restore(algo, learner, self.seed, total_steps, self.resume_from)
         update = self._learner_update(learner)
-        infer = self._inference(algo, learner)
-        timer = KernelTimer()
-        log = RunLog(self.out_dir, total_steps, self.progress)
-        collector = Collector(algo, self.seed, timer.add)
-        replay = algo.make_replay(seed=self.seed)
+        acting = ActingNetworks(algo, learner, self.devices[INFERENCE])
+        infer = self._inference(algo, acting)
+        timer = KernelTimer(timing_devices(self.plan))
+        log = RunLog(session_log_dir(self.out_dir, done.sessions), total_steps, self.progress, algorithm=algo,
+                     kernel_times=timer.summary)
+        collector = Collector(algo, session_seed(self.seed, done.sessions), timer.add, timed=timer)
+        replay_device = self.devices[REPLAY_INSERT]
+        replay = (replay_from_state(replay_state, replay_device) if replay_state is not None
+                  else replay_on(algo, self.seed, replay_device))
         timed_replay = TimedReplay(replay, timer)
         schedule = TrainSchedule.from_config(cfg, total_steps)
-        eval_history: list[dict[str, float]] = []
-        steps = vector_steps = 0
+        periodic = PeriodicCheckpoints(self.out_dir, self.checkpoints, algo, self.seed, total_steps, done.transitions)
+        eval_history: list[dict[str, float]] = done.eval_history
+        steps = done.transitions
+        vector_steps = steps // cfg.n_envs
         eval_seconds = 0.0
         with contextlib.ExitStack() as stack:
             for close in (log.close, replay.close, collector.close):  # closed in the reverse order
                 stack.callback(close)
             stack.enter_context(pinned_threads(self.threads))
             start = time.perf_counter()
+
+            def rate() -> float:
+                """Env steps per training second of this session."""
+                return (steps - done.transitions) / max(time.perf_counter() - start - eval_seconds, 1e-9)
+
             while steps < total_steps:
                 progress = steps / total_steps
                 policy = None if steps < cfg.learning_starts else (
@@ -91,7 +141,10 @@ class SerialExecutor:
                     for _ in range(cfg.gradient_steps):
                         means.add(gradient_step(timed_replay, update, cfg.batch_size, algo.beta_at(progress),
                                                 self.device, timer))
-                    log.train(steps, means.means(), steps / (time.perf_counter() - start - eval_seconds))
+                    if acting.copied:
+                        with timer(PARAM_SYNC):
+                            acting.sync()
+                    log.train(steps, means.means(), rate())
                 if self.eval_freq and steps % self.eval_freq < cfg.n_envs:
                     t0 = time.perf_counter()
                     returns = evaluate(algo, learner.nets, self.device, self.eval_episodes,
@@ -99,14 +152,29 @@ class SerialExecutor:
                     eval_seconds += time.perf_counter() - t0
                     eval_history.append({"step": steps, "return_mean": float(np.mean(returns)),
                                          "return_std": float(np.std(returns))})
-                log.tick(steps, steps / max(time.perf_counter() - start - eval_seconds, 1e-9))
-            wall = time.perf_counter() - start - eval_seconds
+                if periodic.due(steps):
+                    t0 = time.perf_counter()
+                    periodic.save(learner.state_dict(), replay.state_dict(), dataclasses.replace(
+                        done, transitions=steps, episodes=done.episodes + collector.episodes,
+                        wall_seconds=done.wall_seconds + t0 - start - eval_seconds, eval_history=list(eval_history),
+                        kernel_times=merge_kernel_times([done.kernel_times, timer.summary()], {})))
+                    eval_seconds += time.perf_counter() - t0  # not training time
+                log.tick(steps, rate())
+            timer.flush()  # the GPU's queued work is part of the training time
+            wall = done.wall_seconds + time.perf_counter() - start - eval_seconds
         eval_returns = evaluate(algo, learner.nets, self.device, self.eval_episodes,
                                 self.seed + EVAL_SEED_OFFSET)
         self.learner = learner
-        return RunResult(algorithm=algo.name, env=algo.env_id, seed=self.seed, env_steps=steps,
+        executed_on = {k: "cpu" for k in self.plan.placements}  # env_step and simulated kernels: the host
+        executed_on.update({INFERENCE: device_of(acting.nets), LEARNER_UPDATE: device_of(learner.nets),
+                            **{k: device_of(replay) for k in self.plan.placements if k in REPLAY_KERNELS},
+                            PARAM_SYNC: device_of(learner.nets)})
+        return RunResult(executed_on=executed_on, algorithm=algo.name, env=algo.env_id, seed=self.seed, env_steps=steps,
                          gradient_steps=learner.gradient_steps, wall_seconds=wall, eval_returns=eval_returns,
-                         plan=self.plan.to_dict(), kernel_times=timer.summary(), episodes=collector.episodes,
+                         plan=self.plan.to_dict(),
+                         kernel_times=merge_kernel_times([done.kernel_times, timer.summary()],
+                                                         simulated_kernels(self.plan)),
+                         episodes=done.episodes + collector.episodes,
                          eval_history=eval_history, backend="serial")
 
     def _learner_update(self, learner: Learner) -> Callable[[TensorBatch], UpdateResult]:
@@ -115,9 +183,9 @@ class SerialExecutor:
         return kernels.build(LEARNER_UPDATE, placement.variant if placement else "reference",
                              learner, device_class=kernels.device_class(self.device))
 
-    def _inference(self, algo: Algorithm, learner: Learner) -> kernels.inference.Inference:
+    def _inference(self, algo: Algorithm, acting: ActingNetworks) -> kernels.inference.Inference:
         """The plan's ``inference`` variant from ``pearl_py.kernels`` ("reference": ``algo.act`` under
-        ``no_grad``, what this loop always ran); built after ``torch.manual_seed(seed)``."""
+        ``no_grad``, what this loop always ran) on inference's networks; built after ``torch.manual_seed(seed)``."""
         placement = self.plan.placements.get(INFERENCE)
         return kernels.build(INFERENCE, placement.variant if placement else "reference",
-                             algo, learner.nets, device_class=kernels.device_class(self.device))
+                             algo, acting.nets, device_class=kernels.device_class(acting.device))

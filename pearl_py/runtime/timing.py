@@ -1,11 +1,17 @@
-"""Per-kernel wall-clock timing, the "measured" column of every report, and how parts of a run add up.
+"""Per-kernel timing, the "measured" column of every report, and how parts of a run add up.
+
+A kernel on the CPU is timed by the host clock (``perf_counter``); a kernel on a CUDA device
+by CUDA events on its device's stream (:mod:`pearl_py.runtime.device_timing`), so its time is
+its own work, not its launches, and no later kernel is charged for it.
 
 Example::
 
-    >>> timer = KernelTimer()
-    >>> with timer(ENV_STEP):
+    >>> timer = KernelTimer({LEARNER_UPDATE: torch.device("cuda:0")})
+    >>> with timer(ENV_STEP):                   # host clock
     ...     envs.step(actions)
-    >>> timer.summary()[ENV_STEP]["calls"]
+    >>> with timer(LEARNER_UPDATE):             # CUDA events on cuda:0's stream
+    ...     update(batch)
+    >>> timer.summary()[LEARNER_UPDATE]["calls"]   # summary() waits for the GPU's last event
     1
 """
 from __future__ import annotations
@@ -16,29 +22,75 @@ from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
+import torch
+
+from pearl_py.runtime.device_timing import EventLog, EventSource, cuda_events
+from pearl_py.runtime.kernel_devices import SimulatedKernel
+
 
 class KernelTimer:
-    """Accumulates seconds and call counts per kernel name."""
+    """Accumulates seconds and call counts per kernel name.
 
-    def __init__(self) -> None:
+    ``devices``: the torch device each kernel runs on (:func:`pearl_py.runtime.kernel_devices.timing_devices`);
+    kernels on a CUDA device are timed with its events (``events``: the event source, tests pass fakes),
+    every other kernel with the host clock. ``seconds`` holds what has been read back; :meth:`summary`
+    (or :meth:`flush`) reads every pending event first.
+    """
+
+    def __init__(self, devices: Mapping[str, torch.device] | None = None, events: EventSource = cuda_events) -> None:
         self.seconds: dict[str, float] = defaultdict(float)
         self.calls: dict[str, int] = defaultdict(int)
+        logs: dict[torch.device, EventLog] = {}
+        self._logs: dict[str, EventLog] = {}
+        for kernel, device in (devices or {}).items():
+            device = torch.device(device)
+            if device.type == "cuda":
+                self._logs[kernel] = logs.setdefault(device, EventLog(events(device)))
+        self._devices = list(logs.values())
+
+    @property
+    def evented(self) -> frozenset[str]:
+        """Kernels timed with device events (on a CUDA device)."""
+        return frozenset(self._logs)
 
     @contextmanager
-    def __call__(self, kernel: str) -> Iterator[None]:
-        start = time.perf_counter()
+    def __call__(self, kernel: str, calls: int = 1) -> Iterator[None]:
+        """Time the block as ``calls`` calls of ``kernel``, on its device's clock."""
+        log = self._logs.get(kernel)
+        if log is None:
+            start = time.perf_counter()
+            try:
+                yield
+            finally:
+                self.seconds[kernel] += time.perf_counter() - start
+                self.calls[kernel] += calls
+            return
+        begin = log.start()
         try:
             yield
         finally:
-            self.seconds[kernel] += time.perf_counter() - start
-            self.calls[kernel] += 1
+            self.calls[kernel] += calls
+            self._credit(log.stop(kernel, begin))
 
     def add(self, kernel: str, seconds: float, calls: int = 1) -> None:
+        """Host-measured seconds (never for a kernel on a CUDA device: time it with ``timer(kernel)``)."""
+        if kernel in self._logs:
+            raise ValueError(f"{kernel} runs on a CUDA device: time it with the timer's events, not host seconds")
         self.seconds[kernel] += seconds
         self.calls[kernel] += calls
 
+    def flush(self) -> None:
+        """Read every pending device event (waits for the devices' queued work up to the last timed kernel)."""
+        for log in self._devices:
+            self._credit(log.flush())
+
+    def _credit(self, seconds: Mapping[str, float]) -> None:
+        for kernel, s in seconds.items():
+            self.seconds[kernel] += s
+
     def summary(self) -> dict[str, dict[str, float]]:
         """``{kernel: {calls, total_s, mean_s, source}}``, every figure measured."""
+        self.flush()
         return {
             name: {"calls": self.calls[name], "total_s": self.seconds[name],
                    "mean_s": self.seconds[name] / max(self.calls[name], 1), "source": "measured"}
@@ -47,17 +99,19 @@ class KernelTimer:
 
 
 def merge_kernel_times(parts: Iterable[Mapping[str, Mapping[str, Any]]],
-                       modelled_s: Mapping[str, float]) -> dict[str, dict[str, Any]]:
+                       simulated: Mapping[str, SimulatedKernel]) -> dict[str, dict[str, Any]]:
     """Per-kernel times summed over ``parts`` (processes, workers, earlier sessions of a resumed run).
 
-    A kernel in ``modelled_s`` ran on a simulated device (the FPGA: executed on the CPU): its
-    ``total_s`` is charged at its modelled latency per call and marked ``source: modelled``, and
-    the CPU's own time is kept as ``cpu_total_s``; every other figure is measured.
+    A kernel in ``simulated`` ran on a simulated device (the FPGA: executed on the CPU): its
+    ``total_s`` is charged at its modelled latency per call, marked ``source: modelled`` and labelled
+    (``label``: ``modelled (simulated FPGA)``), and the CPU's own time is kept as ``cpu_total_s``;
+    every other figure is measured (``label``: ``measured``).
 
     Example::
 
-        >>> merge_kernel_times([learner_timer.summary(), actor_times], {"replay_sample": 2e-6})["replay_sample"]
-        {'calls': 24576, 'total_s': 0.049, 'mean_s': 2e-06, 'source': 'modelled', 'cpu_total_s': 1.21}
+        >>> merge_kernel_times([learner_timer.summary(), actor_times], simulated_kernels(plan))["replay_sample"]
+        {'calls': 24576, 'total_s': 0.049, 'mean_s': 2e-06, 'source': 'modelled', 'label': 'modelled (simulated FPGA)',
+         'cpu_total_s': 1.21}
     """
     totals: dict[str, list[float]] = {}
     for part in parts:
@@ -67,9 +121,11 @@ def merge_kernel_times(parts: Iterable[Mapping[str, Mapping[str, Any]]],
     out: dict[str, dict[str, Any]] = {}
     for kernel in sorted(totals):
         calls, seconds = totals[kernel]
-        if kernel in modelled_s:
-            out[kernel] = {"calls": calls, "total_s": calls * modelled_s[kernel], "mean_s": modelled_s[kernel],
-                           "source": "modelled", "cpu_total_s": seconds}
+        if kernel in simulated:
+            charged = simulated[kernel]
+            out[kernel] = {"calls": calls, "total_s": calls * charged.latency_s, "mean_s": charged.latency_s,
+                           "source": "modelled", "label": charged.label, "cpu_total_s": seconds}
         else:
-            out[kernel] = {"calls": calls, "total_s": seconds, "mean_s": seconds / max(calls, 1), "source": "measured"}
+            out[kernel] = {"calls": calls, "total_s": seconds, "mean_s": seconds / max(calls, 1), "source": "measured",
+                           "label": "measured"}
     return out

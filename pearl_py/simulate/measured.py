@@ -54,6 +54,5 @@ def simulate_measured(algorithm: Any, plan: Plan, run: Any, units: int, sync_eve
     problem = measured_problem(algorithm, plan, run.kernel_times, units, publications)
     assignment = {t.name: Choice(plan.placements[t.name].device, plan.placements[t.name].variant,
                                  plan.placements[t.name].replicas) for t in problem.tasks}
-    schedule = SimSchedule.from_config(cfg, run.env_steps,
-                                       syncs_per_round=max(cfg.gradient_steps // sync_every, 1))
+    schedule = SimSchedule.from_config(cfg, run.env_steps, sync_every=sync_every)
     return simulate(problem, assignment, schedule, trace=False)

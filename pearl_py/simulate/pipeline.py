@@ -97,6 +97,8 @@ class Pipeline:
         self.batches_ready = 0
         self.priorities_pending = 0
         self.updates_done = 0
+        self.published = 0
+        """Updates of the parameters the actors may last have received."""
         self.dynamic_j = 0.0
         self.round_marks: list[tuple[float, dict[str, float]]] = []
         """``(time, busy seconds per resource)`` when each round's last update finishes."""

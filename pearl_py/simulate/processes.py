@@ -11,9 +11,10 @@
   schedule allows) and applies priority updates, while the **learner** trains on the
   batches it receives. Inserts stay at most ``lookahead_rounds`` rounds ahead of training.
 
-After each update the learner ships priorities and (every ``sync_every`` updates)
-publishes parameters: ``param_sync`` on its device, then one copy to every device that
-runs inference.
+After each update the learner ships priorities and publishes parameters as the parallel
+runtime does (every ``sync_every`` updates, and whenever the actors' limit admits steps that
+need fresher ones: ``TrainSchedule.params_needed``): ``param_sync`` on its device, then one
+copy to every device that runs inference.
 
 Example::
 
@@ -129,7 +130,8 @@ def _after_update(p: Pipeline, dev: str) -> Process:
     if topo.has(PARAM_SYNC):
         sync_dev = topo.device(PARAM_SYNC)
         p.send(dev, sync_dev, LEARNER_UPDATE, PARAM_SYNC)
-        if p.updates_done % s.sync_every == 0:
+        if p.updates_done % s.sync_every == 0 or p.published < s.params_needed(p.limiter.allowed * s.n_envs):
+            p.published = p.updates_done  # the runtime's rule: every sync_every updates, and where the lag needs it
             if sync_dev == dev:
                 yield p.call(PARAM_SYNC, dev)
                 _broadcast(p, dev)

@@ -17,32 +17,27 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pearl_py.protocol.schedule import TrainSchedule
+from pearl_py.protocol.schedule import DEFAULT_SYNC_EVERY, TrainSchedule
 
 
 @dataclass(frozen=True)
 class SimSchedule(TrainSchedule):
-    """:class:`TrainSchedule` plus parameter publications per round; rounds on vector steps."""
+    """:class:`TrainSchedule` plus how often parameters are published; rounds on vector steps."""
 
-    syncs_per_round: int = 1
-    """Parameter publications per round (the protocol's ``param_sync`` rate: one per round)."""
+    sync_every: int = DEFAULT_SYNC_EVERY
+    """Updates between two parameter publications (the parallel runtime's, as the protocol's ``param_sync`` rate)."""
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if self.syncs_per_round < 1:
-            raise ValueError(f"schedule: syncs_per_round must be >= 1, got {self.syncs_per_round}")
+        if self.sync_every < 1:
+            raise ValueError(f"schedule: sync_every must be >= 1, got {self.sync_every}")
 
     @property
     def round_transitions(self) -> int:
         return self.train_freq * self.n_envs
 
-    @property
-    def sync_every(self) -> int:
-        """Updates between two parameter publications."""
-        return max(self.gradient_steps // self.syncs_per_round, 1)
-
     def to_dict(self) -> dict[str, int]:
         return {"n_envs": self.n_envs, "train_freq": self.train_freq, "gradient_steps": self.gradient_steps,
                 "total_steps": self.total_steps, "learning_starts": self.learning_starts,
                 "lookahead_rounds": self.lookahead_rounds, "max_policy_lag": self.max_policy_lag,
-                "syncs_per_round": self.syncs_per_round}
+                "sync_every": self.sync_every}

@@ -1,6 +1,7 @@
 """Calibration at more than one thread (the learner update's) and how the estimator costs it."""
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 
 import pytest
@@ -11,6 +12,7 @@ from pearl_py.estimate import Calibration, Estimator, profiler
 from pearl_py.estimate.calibration import model_key
 from pearl_py.estimate.cost import Infeasible
 from pearl_py.estimate.fit import FittedModel
+from pearl_py.estimate.load import LoadProbe, LoadSample
 from pearl_py.estimate.microbench import BenchPoint
 from pearl_py.platform import Platform
 
@@ -31,6 +33,14 @@ def test_thread_counts_follow_the_cores_and_the_threaded_variants(monkeypatch):
     assert profiler.thread_counts("learner_update", "fused") == []
 
 
+class IdleMachine(LoadProbe):
+    """A probe that sees no other process (the load rule is tested in tests/workflow/test_calibration_load.py)."""
+
+    @contextlib.contextmanager
+    def timing(self, threads: int = 1):
+        yield LoadSample(threads=threads, spare_cores=self.usable_cores - threads, others_cores=0.0)
+
+
 def test_profile_fits_a_model_per_thread_count_and_restores_the_threads(monkeypatch):
     points = [BenchPoint("learner_update", algo="dqn", width=16, batch=8),
               BenchPoint("learner_update", algo="dqn", width=32, batch=16),
@@ -45,7 +55,7 @@ def test_profile_fits_a_model_per_thread_count_and_restores_the_threads(monkeypa
     monkeypatch.setattr(profiler, "THREAD_PASSES", 1)
     before = torch.get_num_threads()
     lines: list[str] = []
-    cal = profiler.profile(kinds=("learner_update",), log=lines.append)
+    cal = profiler.profile(kinds=("learner_update",), log=lines.append, probe=IdleMachine(2))
     assert torch.get_num_threads() == before
     assert set(cal.models) == {"learner_update/reference", "learner_update/reference@2threads"}
     assert cal.meta["threaded"] == {"learner_update/reference": [1, 2]}
@@ -86,14 +96,21 @@ def test_the_estimator_costs_calibrated_thread_counts_only(cpu):
 
 
 def test_the_neighbour_process_runs_meanwhile_and_stops():
-    import multiprocessing as mp
-
+    """No timing, no counting of other processes: only this neighbour's own process and events, so load can
+    only make it slower, never fail it (it waits up to READY_TIMEOUT_S to start and STOP_TIMEOUT_S to stop)."""
     from pearl_py.estimate.neighbour import neighbour
 
-    with neighbour("actor"):
-        (child,) = mp.active_children()
-        assert child.is_alive()
-    assert not child.is_alive() and child.exitcode == 0
-    with pytest.raises(ValueError, match="neighbour kind"):
-        with neighbour("busy"):
-            pass
+    with neighbour("actor") as beside:
+        assert beside.ready.is_set()  # entered only once the neighbour's loop had begun: start-up is never timed
+        assert beside.process.is_alive()
+    assert not beside.process.is_alive() and beside.process.exitcode == 0
+    with pytest.raises(ValueError, match="neighbour kind"), neighbour("busy"):
+        pass
+
+
+def test_a_neighbour_that_does_not_start_in_time_stops_the_measurement():
+    from pearl_py.estimate.neighbour import neighbour
+
+    refused = pytest.raises(RuntimeError, match="did not start within 0 s")
+    with refused, neighbour("actor", ready_timeout_s=0.0) as beside:  # a spawned interpreter is never ready at once
+        pytest.fail(f"entered without the neighbour ready: {beside}")

@@ -35,10 +35,11 @@ def test_throughput_and_power_plans_differ_and_report_says_why(pearl_platform, e
     assert moved, "the models favour different devices for some kernel"
     assert fast.predicted["samples_per_s"] > frugal.predicted["samples_per_s"]
     assert frugal.predicted["samples_per_j"] > fast.predicted["samples_per_j"]
-    # the power plan leaves the GPU idle: its 55 W idle power is what the power objective saves
-    assert "gpu" not in {p.device for p in frugal.placements.values()}
+    # neither plan switches the GPU on: it would add its 55 W idle power and no speed (among the fastest plans
+    # the throughput objective takes the least energy one); the power plan saves dynamic energy on the FPGA
+    assert "gpu" not in {p.device for p in [*fast.placements.values(), *frugal.placements.values()]}
     sentence = fast.predicted["comparison"]
-    assert sentence.startswith("The power objective moves") and "switching off gpu" in sentence
+    assert sentence.startswith("The power objective moves") and "less dynamic energy per sample" in sentence
     assert fast.predicted["alternative"]["placements"]["replay_sample"]["device"] == \
         frugal.placements["replay_sample"].device
     assert fast.predicted["solver"]["optimal"] and frugal.predicted["solver"]["optimal"]
@@ -80,7 +81,11 @@ def test_fpga_design_that_does_not_fit(pearl_platform, estimator):
 
 def test_power_cap_slows_the_plan_and_the_report_says_so(pearl_platform, estimator, wide_dqn):
     free = plan(wide_dqn, pearl_platform, objective="throughput", estimator=estimator)
-    cap = 0.97 * free.predicted["power_w"]
+    # the fastest plans tie (the FPGA learner bounds them); the most frugal of them sets the power a cap must undercut
+    tied = plan(wide_dqn, pearl_platform, objective="throughput", estimator=estimator,
+                constraints={"power_cap_w": 0.999 * free.predicted["power_w"]})
+    assert tied.predicted["samples_per_s"] <= free.predicted["samples_per_s"]
+    cap = 0.97 * tied.predicted["power_w"]
     capped = plan(wide_dqn, pearl_platform, objective="throughput", constraints={"power_cap_w": cap},
                   estimator=estimator)
     assert capped.predicted["power_w"] <= cap * (1 + 1e-9)

@@ -21,7 +21,9 @@ def test_kernels_and_rates_follow_the_update_to_data_ratio(dqn_graph):
     assert dqn_graph.kernel("env_step").rate == 1.0
     assert dqn_graph.kernel("learner_update").rate == pytest.approx(128 / 256)
     assert dqn_graph.kernel("replay_sample").rate == pytest.approx(0.5)
-    assert dqn_graph.kernel("param_sync").rate == pytest.approx(1 / 256)
+    # the parallel runtime publishes every 4 updates (DEFAULT_SYNC_EVERY); the serial executor never copies
+    assert dqn_graph.kernel("param_sync").rate == pytest.approx(128 / 256 / 4)
+    assert pearl.DQN("CartPole-v1").protocol(serialized=True).kernel("param_sync").rate == 0.0
     assert dqn_graph.kernel("env_step").replicable and not dqn_graph.kernel("learner_update").replicable
 
 

@@ -53,7 +53,7 @@ def test_saved_plan_round_trips_and_runs(tmp_path):
     ("platform: local\nobjective: x\nplacements:\n  env_step: {device: cpu, replicas: 0}\n",
      "plan.yaml:4: placements.env_step.replicas: must be an integer >= 1, got 0"),
     ("platform: local\nobjective: x\nplacements:\n  env_step: {device: cpu, colour: red}\n",
-     "plan.yaml:4: placements.env_step.colour: unknown key"),
+     "plan.yaml:4: placements.env_step.colour: unknown key; a placement has device, variant, replicas"),
 ])
 def test_bad_plan_files_name_file_line_and_key(write_config, text, message):
     with pytest.raises(UserError) as err:
@@ -62,7 +62,7 @@ def test_bad_plan_files_name_file_line_and_key(write_config, text, message):
 
 
 def test_cli_plan_flag_with_bad_file_exits_2(write_config, tmp_path, capsys):
-    config = write_config("algorithm: dqn\nenv: CartPole-v1\ntotal_steps: 100\n")
+    config = write_config("algorithm: dqn\nenv: CartPole-v1\ntotal_steps: 1000\n")
     bad = write_config("- just\n- a list\n", "plan.yaml")
     assert main(["run", str(config), "--plan", str(bad), "--out", str(tmp_path / "o")]) == 2
     assert "plan.yaml:1: a plan file is a mapping" in capsys.readouterr().err
@@ -115,6 +115,8 @@ def test_an_interrupted_parallel_run_leaves_its_plan_for_resume(write_config, tm
 
     def stop(self, total_steps):
         seen.update(resume_from=self.resume_from, placements=self.plan.placements)
+        (self.out_dir / "checkpoint").mkdir(parents=True, exist_ok=True)
+        (self.out_dir / "checkpoint" / "checkpoint.pt").touch()  # where the real run writes its checkpoint
         raise KeyboardInterrupt(f"interrupted; checkpoint written to {self.out_dir / 'checkpoint'}")
 
     monkeypatch.setattr(ParallelExecutor, "run", stop)

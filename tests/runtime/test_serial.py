@@ -14,7 +14,8 @@ def test_same_seed_gives_identical_returns_and_losses(tmp_path):
     runs = [pearl.train(pearl.DQN("CartPole-v1", **TINY_DQN), total_steps=1_200, seed=7, eval_episodes=3,
                         out=tmp_path / f"r{i}", progress=False) for i in range(2)]
     assert runs[0].eval_returns == runs[1].eval_returns
-    losses = [[row[:2] for row in csv.reader((tmp_path / f"r{i}" / "train.csv").open())] for i in range(2)]
+    losses = [[(row["step"], row["loss_q"]) for row in csv.DictReader((tmp_path / f"r{i}" / "train.csv").open())]
+              for i in range(2)]
     assert losses[0] == losses[1] and len(losses[0]) > 10
     assert (tmp_path / "r0" / "episodes.csv").read_text() == (tmp_path / "r1" / "episodes.csv").read_text()
     other = pearl.train(pearl.DQN("CartPole-v1", **TINY_DQN), total_steps=1_200, seed=8, eval_episodes=3,

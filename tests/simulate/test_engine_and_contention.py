@@ -32,10 +32,12 @@ def test_a_replay_sharing_the_learners_fpga_is_slower_than_the_model_says() -> N
     algo, problem = problem_for("pearl-cpu-gpu-fpga", train_freq=256, gradient_steps=128, batch_size=64,
                                 net_arch=(256, 256))
     problem = dataclasses.replace(problem, overlap=1.0)  # no policy-lag bound: contention alone
+    # the replay lives on one device (insert and sample on the FPGA), beside the learner's updates
     assignment = {"env_step": Choice("cpu", replicas=2), "inference": Choice("cpu", replicas=3),
-                  "replay_insert": Choice("fpga"), "replay_sample": Choice("gpu"),
+                  "replay_insert": Choice("fpga"), "replay_sample": Choice("fpga"),
                   "learner_update": Choice("fpga"), "param_sync": Choice("gpu")}
     model = evaluate(problem, assignment)
+    assert model.feasible
     sim = simulate(problem, assignment, SimSchedule.from_config(algo.config, 40 * 256, learning_starts=0,
                                                                 max_policy_lag=None))
     assert sim.samples_per_s < 0.95 * model.samples_per_s

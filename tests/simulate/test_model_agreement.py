@@ -37,10 +37,11 @@ CASES = {
         "env_step": Choice("cpu", replicas=8), "inference": Choice("cpu", replicas=8),
         "replay_insert": Choice("fpga"), "replay_sample": Choice("fpga"), "priority_update": Choice("fpga"),
         "learner_update": Choice("gpu"), "param_sync": Choice("gpu")}),
-    # one actor on each of 64 nodes, transitions over 40GbE TCP to a GPU replay
+    # one actor on each of 64 nodes, transitions over 40GbE TCP to a GPU replay (in the learner's process: a
+    # replay on a GPU is a TorchReplayBuffer beside the learner)
     "cluster: pooled actors": ("cluster-64x8gpu", LIGHT_LEARNER, {
         "env_step": Choice("pool:epyc-7742x64", replicas=64), "inference": Choice("pool:epyc-7742x64", replicas=64),
-        "replay_insert": Choice("node0.gpu1"), "replay_sample": Choice("node0.gpu1"),
+        "replay_insert": Choice("node0.gpu0"), "replay_sample": Choice("node0.gpu0"),
         "learner_update": Choice("node0.gpu0"), "param_sync": Choice("node0.gpu0")}),
 }
 

@@ -87,8 +87,6 @@ class OffPolicyAlgorithm(BaseAlgorithm):
     family = "off_policy"
     Config: ClassVar[type[OffPolicyConfig]] = OffPolicyConfig
     discrete_actions: ClassVar[bool]
-    target_networks: ClassVar[tuple[str, ...]] = ()
-    acting_networks: ClassVar[tuple[str, ...]]
     acting_form: ClassVar[str] = "custom"
     target_update_unit: ClassVar[str] = "gradient_steps"
     """Unit of ``target_update_interval``: "gradient_steps" or "env_steps" (vector steps, as SB3's DQN)."""
@@ -135,11 +133,18 @@ class OffPolicyAlgorithm(BaseAlgorithm):
     def make_replay(self, seed: int, shared_name: str | None = None) -> ReplayBuffer:
         from pearl_py.replay import ReplayBuffer
 
+        return ReplayBuffer(**self._replay_settings(), alpha=self.config.alpha, seed=seed, shared_name=shared_name)
+
+    def replay_bytes(self) -> int:
+        """Bytes of the storage :meth:`make_replay` allocates (computed from the config; nothing allocated)."""
+        from pearl_py.replay import ReplayBuffer
+
+        return ReplayBuffer.storage_bytes(**self._replay_settings())
+
+    def _replay_settings(self) -> dict:
         cfg = self.config
-        return ReplayBuffer(capacity=cfg.buffer_size, obs_shape=(self.spec.obs_dim,),
-                            action_shape=self.spec.action_shape, action_dtype=self.spec.action_dtype,
-                            prioritized=cfg.prioritized_replay, alpha=cfg.alpha, fanout=cfg.replay_fanout,
-                            seed=seed, shared_name=shared_name)
+        return dict(capacity=cfg.buffer_size, obs_shape=(self.spec.obs_dim,), action_shape=self.spec.action_shape,
+                    action_dtype=self.spec.action_dtype, prioritized=cfg.prioritized_replay, fanout=cfg.replay_fanout)
 
     def protocol(self, serialized: bool = False) -> ProtocolGraph:
         """The kernels of this algorithm with their workloads, rates and data edges."""

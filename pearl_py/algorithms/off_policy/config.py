@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pearl_py.config.fields import param
+from pearl_py.errors import ConfigError
 
 
 @dataclass(frozen=True)
@@ -43,6 +44,12 @@ class OffPolicyConfig:
     beta: float = param(0.4, "Initial importance-sampling exponent.", low=0.0, high=1.0)
     beta_final: float = param(1.0, "Importance-sampling exponent at the end of training.", low=0.0, high=1.0)
     replay_fanout: int = param(16, "Sum-tree fanout of prioritized replay (16 as PEARL; measured fastest).", low=2, high=64)
+
+    def __post_init__(self) -> None:
+        if self.buffer_size < self.batch_size:
+            raise ConfigError(f"{self.buffer_size} is less than batch_size {self.batch_size}: every batch would hold "
+                              "the same transitions more than once; the replay must hold at least one batch",
+                              key="buffer_size")
 
     @property
     def updates_per_transition(self) -> float:

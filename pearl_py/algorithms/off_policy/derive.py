@@ -31,7 +31,11 @@ from pearl_py.protocol.kernel import (
     REPLAY_SAMPLE,
     Kernel,
 )
-from pearl_py.protocol.schedule import DEFAULT_POLICY_LAG, TrainSchedule
+from pearl_py.protocol.schedule import (
+    DEFAULT_POLICY_LAG,
+    DEFAULT_SYNC_EVERY,
+    TrainSchedule,
+)
 from pearl_py.protocol.workload import (
     FLOAT_BYTES,
     EnvWorkload,
@@ -92,13 +96,15 @@ def derive_protocol(algorithm: Algorithm, serialized: bool = False) -> ProtocolG
     layout = TransitionLayout(spec.obs_dim, 1 if spec.discrete else spec.action_dim)
     per_step = 1.0 / n_envs
     per_update = cfg.updates_per_transition
-    per_round = 1.0 / (cfg.train_freq * n_envs)
+    lagged = TrainSchedule.from_config(cfg, total_steps=1, max_policy_lag=DEFAULT_POLICY_LAG)
+    # the parallel runtime publishes the acting networks every DEFAULT_SYNC_EVERY updates and where the policy-lag
+    # bound needs fresher ones; the serial executor acts with the learner's own networks and never copies them
+    per_sync = 0.0 if serialized else per_update * lagged.publications_per_update(DEFAULT_SYNC_EVERY)
 
     def replay(batch: int) -> ReplayWorkload:
         return ReplayWorkload(capacity=cfg.buffer_size, batch=batch, item_bytes=layout.item_bytes,
                               prioritized=cfg.prioritized_replay, fanout=cfg.replay_fanout)
 
-    lagged = TrainSchedule.from_config(cfg, total_steps=1, max_policy_lag=DEFAULT_POLICY_LAG)
     graph = ProtocolGraph(serialized=serialized, overlap=lagged.overlap, warmup_steps=cfg.learning_starts)
     forms = algorithm.loss_forms()
     kernels = [
@@ -111,7 +117,7 @@ def derive_protocol(algorithm: Algorithm, serialized: bool = False) -> ProtocolG
         Kernel(LEARNER_UPDATE, LEARNER_UPDATE, NetworkWorkload(learning, trained_params=trained_params,
                                                                batch=cfg.batch_size, period=period, forms=forms),
                rate=per_update),
-        Kernel(PARAM_SYNC, PARAM_SYNC, SyncWorkload(param_bytes), rate=per_round),
+        Kernel(PARAM_SYNC, PARAM_SYNC, SyncWorkload(param_bytes), rate=per_sync),
     ]
     if cfg.prioritized_replay:
         kernels.append(Kernel(PRIORITY_UPDATE, PRIORITY_UPDATE, replay(cfg.batch_size), rate=per_update))

@@ -15,8 +15,6 @@ from typing import TYPE_CHECKING
 import numpy as np
 import torch
 
-from pearl_py.algorithms.networks import Networks
-
 if TYPE_CHECKING:
     from pearl_py.algorithms.off_policy.base import Algorithm
 
@@ -60,7 +58,9 @@ class Learner:
         self.algorithm = algorithm
         self.device = torch.device(device)
         cfg = algorithm.config
-        self.nets = Networks(algorithm.build_networks(), algorithm.target_networks).to(self.device)
+        self.nets = algorithm.fresh_networks().to(self.device)
+        if algorithm.initial_state is not None:  # continue training from a saved policy (--init-from)
+            self.nets.load_state_dict(algorithm.initial_state)
         self.losses = tuple(algorithm.losses())
         self.optimizers = {
             loss.name: torch.optim.Adam(self.nets.online[loss.trains].parameters(), lr=cfg.learning_rate,

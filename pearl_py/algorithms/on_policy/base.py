@@ -99,7 +99,6 @@ class OnPolicyAlgorithm(BaseAlgorithm):
 
     family = "on_policy"
     Config: ClassVar[type[OnPolicyConfig]] = OnPolicyConfig
-    acting_networks: ClassVar[tuple[str, ...]]
     loss_form: ClassVar[str] = "custom"
     acting_form: ClassVar[str] = "custom"
 

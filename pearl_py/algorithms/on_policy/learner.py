@@ -110,6 +110,8 @@ class OnPolicyLearner:
         self.algorithm = algorithm
         self.device = torch.device(device)
         self.nets = Networks(algorithm.build_networks()).to(self.device)
+        if algorithm.initial_state is not None:  # continue training from a saved policy (--init-from)
+            self.nets.load_state_dict(algorithm.initial_state)
         self.parameters = [p for p in self.nets.online.parameters() if p.requires_grad]
         self.optimizer = algorithm.make_optimizer(self.parameters, algorithm.config.learning_rate(1.0))
         self.gradient_steps = 0

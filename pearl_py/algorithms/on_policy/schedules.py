@@ -57,5 +57,9 @@ class Schedule:
         raise ValueError(f"expected a number or a linear schedule such as lin_0.001, got "
                          f"{type(value).__name__} {value!r}")
 
+    def to_config(self) -> float | str:
+        """The config value :meth:`from_config` reads back exactly: the number, or ``lin_<number>`` (full precision)."""
+        return f"lin_{self.initial!r}" if self.linear else self.initial
+
     def __str__(self) -> str:
         return f"lin_{self.initial:g}" if self.linear else f"{self.initial:g}"

@@ -30,9 +30,9 @@ import torch
 from pearl_py import kernels
 from pearl_py.algorithms.networks import Networks
 from pearl_py.algorithms.off_policy.base import Algorithm
-from pearl_py.protocol.kernel import INFERENCE, PARAM_SYNC
+from pearl_py.protocol.kernel import INFERENCE
 from pearl_py.protocol.schedule import TrainSchedule
-from pearl_py.runtime.collect import Collector
+from pearl_py.runtime.collect import PARAM_READ, Collector
 from pearl_py.runtime.parallel.control import ControlBlock
 from pearl_py.runtime.parallel.inference_server import InferenceClient, InferenceLink
 from pearl_py.runtime.parallel.params import ParamBoard
@@ -132,7 +132,7 @@ class LocalPolicy:
         index, control = self.spec.index, self.control
         start = time.perf_counter()
         if self.board.read_into(self.acting):
-            control.add_time(index, PARAM_SYNC, time.perf_counter() - start)
+            control.add_time(index, PARAM_READ, time.perf_counter() - start)
         control.note_lag(index, self.schedule.policy_lag(steps, self.board.tag))
         return self.infer(obs, explore=True, progress=progress)
 

@@ -36,10 +36,11 @@ from pearl_py.protocol.kernel import (
     ROLLOUT_INSERT,
 )
 from pearl_py.replay.storage import Layout, Storage
+from pearl_py.runtime.collect import PARAM_READ, WARMUP_ACTIONS
 from pearl_py.runtime.timing import KernelTimer
 
 KERNELS = (ENV_STEP, INFERENCE, PARAM_SYNC, "actor_handoff", "inference_request",
-           REPLAY_INSERT, REPLAY_SAMPLE, PRIORITY_UPDATE, ROLLOUT_INSERT)
+           REPLAY_INSERT, REPLAY_SAMPLE, PRIORITY_UPDATE, WARMUP_ACTIONS, PARAM_READ, ROLLOUT_INSERT)
 """Kernels timed outside the learner process. ``actor_handoff`` is an actor's own work after
 a step (episode bookkeeping, writing the transitions into its ring), the actor's side of
 replay_insert; ``inference_request`` is an actor's wait for the central inference server
@@ -170,6 +171,7 @@ class ControlBlock:
 
     def store_times(self, row: int, timer: KernelTimer) -> None:
         """Overwrite row ``row`` with a process's own timer totals (a server's periodic flush)."""
+        timer.flush()  # a server on a GPU: its kernels' events (complete: the results are on the host)
         for kernel, seconds in timer.seconds.items():
             j = KERNELS.index(kernel)
             self._seconds[row, j] = seconds

@@ -41,19 +41,38 @@ from pearl_py.algorithms.off_policy.base import Algorithm
 from pearl_py.algorithms.off_policy.learner import Learner
 from pearl_py.kernels.affinity import pinned_threads
 from pearl_py.plan import Plan
+from pearl_py.protocol.kernel import (
+    INFERENCE,
+    LEARNER_UPDATE,
+    PARAM_SYNC,
+    REPLAY_INSERT,
+)
 from pearl_py.protocol.schedule import (
     DEFAULT_POLICY_LAG,
     DEFAULT_SYNC_EVERY,
     TrainSchedule,
 )
-from pearl_py.replay import ReplayBuffer
+from pearl_py.runtime.checkpoints import (
+    CheckpointOptions,
+    PeriodicCheckpoints,
+    restore,
+    session_log_dir,
+    session_seed,
+)
+from pearl_py.runtime.device_replay import replay_from_state, replay_on
 from pearl_py.runtime.evaluation import EVAL_SEED_OFFSET, evaluate
+from pearl_py.runtime.kernel_devices import (
+    REPLAY_KERNELS,
+    check_runnable,
+    device_of,
+    kernel_devices,
+    timing_devices,
+)
 from pearl_py.runtime.parallel.actor import ActorSpec, ring_fields
 from pearl_py.runtime.parallel.checkpoint import (
     CHECKPOINT_DIR,
     Checkpoint,
     Progress,
-    load_checkpoint,
     save_checkpoint,
 )
 from pearl_py.runtime.parallel.control import ControlBlock
@@ -62,7 +81,11 @@ from pearl_py.runtime.parallel.interrupts import RunInterrupted, StopSignals
 from pearl_py.runtime.parallel.learner_loop import LearnerLoop, LoopParts, StopRequested
 from pearl_py.runtime.parallel.params import ParamBoard
 from pearl_py.runtime.parallel.placement import RuntimeLayout
-from pearl_py.runtime.parallel.process import Doorbell
+from pearl_py.runtime.parallel.process import (
+    Doorbell,
+    ProcessGuard,
+    sweep_stale_segments,
+)
 from pearl_py.runtime.parallel.replay_access import LocalReplay, ServedReplay
 from pearl_py.runtime.parallel.ring import ShmRing
 from pearl_py.runtime.parallel.services import (
@@ -71,11 +94,9 @@ from pearl_py.runtime.parallel.services import (
 )
 from pearl_py.runtime.parallel.supervisor import ActorPool, Service, ServiceFailed, log
 from pearl_py.runtime.result import RunResult
+from pearl_py.runtime.rng_state import cuda_rng_states
 from pearl_py.runtime.run_log import RunLog
 from pearl_py.runtime.timing import KernelTimer, merge_kernel_times
-
-SESSION_SEED_STRIDE = 1_000_003
-"""Actor seed offset per resumed session (a resumed run does not replay the first session's episodes)."""
 
 MIN_RING_RECORDS = 1024
 """Ring slots per actor at least (room to run ahead during the warm-up, when the window does not bind)."""
@@ -92,7 +113,8 @@ class ParallelExecutor:
                  resume_from: Path | None = None, sync_every: int = DEFAULT_SYNC_EVERY, lookahead_rounds: int = 1,
                  max_policy_lag: int | None = DEFAULT_POLICY_LAG,
                  max_restarts: int = 3, inference: str | None = None, replay: str | None = None,
-                 replay_prefetch: int = 4, replay_order: str = "strict") -> None:
+                 replay_prefetch: int = 4, replay_order: str = "strict",
+                 checkpoints: CheckpointOptions | None = None) -> None:
         self.algorithm = algorithm
         self.plan = plan
         self.seed = seed
@@ -116,11 +138,16 @@ class ParallelExecutor:
         """Batches a replay server may draw ahead of the learner."""
         self.replay_order = replay_order
         """Prioritized replay behind a server: ``"strict"`` (serial order) or ``"relaxed"`` (see docs/runtime.md)."""
+        self.checkpoints = checkpoints or CheckpointOptions()
+        """Periodic checkpoints (:mod:`pearl_py.runtime.checkpoints`), after a training round; with the replay
+        in the learner's process only (a replay server's state is taken when the run stops)."""
         self.restarts: list = []
         """Actor restarts of the last run (:class:`supervisor.Restart`)."""
         self.learner: Learner | None = None
         """The learner of the current (or last) run; ``learner.gradient_steps`` shows its progress."""
         self._pool: ActorPool | None = None
+        self._replay_device = "cpu"
+        """Where the current run's replay lives (device_of its buffer)."""
         self._services: dict[str, Service] = {}
 
     @property
@@ -135,6 +162,7 @@ class ParallelExecutor:
 
     def run(self, total_steps: int) -> RunResult:
         algo = self.algorithm
+        check_runnable(self.plan)
         layout = RuntimeLayout.from_plan(self.plan, inference=self.inference, replay=self.replay,
                                          replay_prefetch=self.replay_prefetch, replay_order=self.replay_order)
         schedule = TrainSchedule.from_config(algo.config, total_steps, lookahead_rounds=self.lookahead_rounds,
@@ -143,14 +171,12 @@ class ParallelExecutor:
         torch.manual_seed(self.seed)  # the learner's initial weights (a resumed run loads its own)
         learner = self.learner = Learner(algo, layout.learner_device)
         progress, replay_state = self._restore(learner, total_steps)
-        timer = KernelTimer()
-        log_dir = self.out_dir
-        if self.out_dir is not None and progress.sessions:
-            log_dir = self.out_dir / f"session{progress.sessions}"
-        log = RunLog(log_dir, total_steps, self.progress)
+        timer = KernelTimer(timing_devices(self.plan))
+        log = RunLog(session_log_dir(self.out_dir, progress.sessions), total_steps, self.progress, algorithm=algo)
         with contextlib.ExitStack() as stack:
             stack.callback(log.close)
             parts = self._start(stack, layout, schedule, learner, replay_state, progress, timer, log)
+            log.kernel_times = lambda: merge_kernel_times([timer.summary(), parts.control.kernel_times()], {})
             stack.enter_context(pinned_threads(layout.learner_threads))  # after the actors started: they stay free
             loop = LearnerLoop(parts, progress, self.sync_every)
             try:
@@ -163,10 +189,16 @@ class ParallelExecutor:
             progress.wall_seconds = loop.wall_seconds
             progress.max_policy_lag = max(progress.max_policy_lag, parts.control.max_policy_lag)
             times = merge_kernel_times([progress.kernel_times, timer.summary(), parts.control.kernel_times()],
-                                       layout.modelled_s)
+                                       layout.simulated)
         eval_returns = evaluate(algo, learner.nets, learner.device, self.eval_episodes,
                                 self.seed + EVAL_SEED_OFFSET)
-        return RunResult(algorithm=algo.name, env=algo.env_id, seed=self.seed, env_steps=progress.transitions,
+        executed_on = {k: "cpu" for k in self.plan.placements}  # actors, servers and simulated kernels: the host
+        executed_on.update({LEARNER_UPDATE: device_of(learner.nets), PARAM_SYNC: device_of(learner.nets),
+                            **{k: self._replay_device for k in self.plan.placements if k in REPLAY_KERNELS}})
+        if layout.inference == "central":
+            executed_on[INFERENCE] = str(layout.inference_device)
+        return RunResult(executed_on=executed_on,
+                         algorithm=algo.name, env=algo.env_id, seed=self.seed, env_steps=progress.transitions,
                          gradient_steps=learner.gradient_steps, wall_seconds=progress.wall_seconds,
                          eval_returns=eval_returns, plan=self.plan.to_dict(), kernel_times=times,
                          episodes=progress.episodes, eval_history=progress.eval_history,
@@ -176,22 +208,17 @@ class ParallelExecutor:
 
     def _restore(self, learner: Learner, total_steps: int) -> tuple[Progress, dict | None]:
         """Fresh progress, or the checkpoint's with its replay state when resuming."""
-        if self.resume_from is None:
-            return Progress(), None
-        ckpt = load_checkpoint(self.resume_from)
-        ckpt.check_matches(self.algorithm, self.seed, total_steps)
-        learner.load_state_dict(ckpt.learner)
-        torch.set_rng_state(ckpt.torch_rng)
-        progress = ckpt.progress
-        progress.sessions += 1
-        return progress, ckpt.replay
+        return restore(self.algorithm, learner, self.seed, total_steps, self.resume_from)
 
     def _start(self, stack: contextlib.ExitStack, layout: RuntimeLayout, schedule: TrainSchedule,
                learner: Learner, replay_state: dict | None, progress: Progress, timer: KernelTimer,
                log: RunLog) -> LoopParts:
         """Create the shared segments and start the actors; ``stack`` undoes it all in reverse."""
         algo, n = self.algorithm, self.algorithm.config.n_envs
+        sweep_stale_segments(SHM_PREFIX)  # of runs killed with their guard (logged)
         prefix = f"{SHM_PREFIX}-{os.getpid()}-{secrets.token_hex(4)}"
+        guard = ProcessGuard.start(prefix)  # first: closed last, once every child and segment is gone
+        stack.callback(guard.close)
         control = ControlBlock.create(layout.actors, f"{prefix}-ctl")
         stack.callback(control.close)
         board = ParamBoard.create(learner.nets.acting_state(algo.acting_networks), f"{prefix}-params",
@@ -199,23 +226,26 @@ class ParallelExecutor:
         stack.callback(board.close)
         rings = []
         for i in range(layout.actors):
-            capacity = max(schedule.window, MIN_RING_RECORDS) + layout.actors * n
+            capacity = ring_capacity(schedule, layout.actors)
             ring = ShmRing.create(ring_fields(algo), capacity, f"{prefix}-ring{i}")
             stack.callback(ring.close)
             rings.append(ring)
         errors = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="pearl-actors-")))
-        base_seed = self.seed + SESSION_SEED_STRIDE * progress.sessions
+        base_seed = session_seed(self.seed, progress.sessions)
         done = progress.transitions // n
         stack.callback(self._services.clear)
+        self._replay_device = "cpu"  # a replay server keeps the numpy buffer in shared memory
         if layout.replay == "server":
             replay, self._services["replay server"] = start_replay_server(
                 stack, prefix, algo, control, rings, schedule=schedule, seed=self.seed, errors=errors,
                 resume=self.resume_from if replay_state is not None else None, consumed=progress.transitions,
                 updates=learner.gradient_steps, prefetch=layout.replay_prefetch,
-                strict=layout.replay_order == "strict", timer=timer)
+                strict=layout.replay_order == "strict", timer=timer, guard=guard)
         else:
-            buffer = (ReplayBuffer.load_state_dict(replay_state) if replay_state is not None
-                      else algo.make_replay(seed=self.seed))
+            device = kernel_devices(self.plan)[REPLAY_INSERT]  # a GPU replay is the learner's (check_runnable)
+            buffer = (replay_from_state(replay_state, device) if replay_state is not None
+                      else replay_on(algo, self.seed, device))
+            self._replay_device = device_of(buffer)
             stack.callback(buffer.close)
             replay = LocalReplay(RingFeed(rings, buffer, timer, n), timer)
         links = [None] * layout.actors
@@ -223,7 +253,7 @@ class ParallelExecutor:
             central = start_inference_server(stack, prefix, algo, control, board, actors=layout.actors,
                                              variant=layout.inference_variant, device=layout.inference_device,
                                              seed=base_seed + layout.actors, total_steps=schedule.total_steps,
-                                             errors=errors)
+                                             errors=errors, guard=guard)
             links, self._services["inference server"] = central.links, central.service
         warmups = _split(max(-(-algo.config.learning_starts // n) - done, 0), layout.actors)
         specs = [ActorSpec(algo, index=i, seed=base_seed, generation=0, quota=quota, total_steps=schedule.total_steps,
@@ -232,7 +262,7 @@ class ParallelExecutor:
                            warmup=warmups[i], actors=layout.actors, central=links[i],
                            replay_bell=replay.server_bell if replay.remote else None, room_bell=Doorbell())
                  for i, quota in enumerate(schedule.quotas(layout.actors, done))]
-        pool = ActorPool(specs, self.max_restarts)
+        pool = ActorPool(specs, self.max_restarts, guard)
         self._pool, self.restarts = pool, pool.restarts
         stack.callback(setattr, self, "_pool", None)
         stack.callback(pool.close, control)
@@ -244,7 +274,20 @@ class ParallelExecutor:
                          schedule=schedule, log=log, timer=timer, signals=signals,
                          evaluate=lambda: evaluate(algo, learner.nets, learner.device, self.eval_episodes,
                                                    self.seed + EVAL_SEED_OFFSET),
-                         eval_freq=self.eval_freq, services=list(self._services.values()))
+                         eval_freq=self.eval_freq, services=list(self._services.values()),
+                         checkpoint=self._periodic(layout, schedule.total_steps, progress))
+
+    def _periodic(self, layout: RuntimeLayout, total_steps: int, progress: Progress) -> PeriodicCheckpoints | None:
+        """The run's periodic checkpoints of the learner and the local replay (None when off)."""
+        periodic = PeriodicCheckpoints(self.out_dir, self.checkpoints, self.algorithm, self.seed, total_steps,
+                                       progress.transitions)
+        if not periodic.enabled:
+            return None
+        if layout.replay == "server":
+            log.warning("periodic checkpoints are off: the replay runs in a server process, whose state is "
+                        "taken only when the run stops (Ctrl-C, SIGTERM, a crash)")
+            return None
+        return periodic
 
     def _checkpoint_after(self, exc: BaseException, loop: LearnerLoop, parts: LoopParts, progress: Progress,
                           total_steps: int) -> Path | None:
@@ -267,8 +310,14 @@ class ParallelExecutor:
         algo = self.algorithm
         ckpt = Checkpoint(algorithm=algo.name, env=algo.env_id, config=asdict(algo.config), seed=self.seed,
                           total_steps=total_steps, learner=learner.state_dict(), replay=replay.state_dict(),
-                          progress=progress, torch_rng=torch.get_rng_state())
+                          progress=progress, torch_rng=torch.get_rng_state(), cuda_rng=cuda_rng_states())
         return save_checkpoint(self.out_dir / CHECKPOINT_DIR, ckpt).parent
+
+
+def ring_capacity(schedule: TrainSchedule, actors: int) -> int:
+    """Records of each actor's ring: the limiter's window (at least ``MIN_RING_RECORDS``) plus a vector step of
+    every actor (the slack one round's interleaving needs)."""
+    return max(schedule.window, MIN_RING_RECORDS) + actors * schedule.n_envs
 
 
 def _split(total: int, parts: int) -> list[int]:

@@ -28,7 +28,6 @@ creates the rings and doorbells and starts the server)::
 from __future__ import annotations
 
 import contextlib
-import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -37,8 +36,9 @@ import torch
 from pearl_py import kernels
 from pearl_py.algorithms.networks import Networks
 from pearl_py.algorithms.off_policy.base import Algorithm
-from pearl_py.protocol.kernel import INFERENCE, PARAM_SYNC
+from pearl_py.protocol.kernel import INFERENCE
 from pearl_py.protocol.schedule import TrainSchedule
+from pearl_py.runtime.collect import PARAM_READ
 from pearl_py.runtime.parallel.control import ControlBlock
 from pearl_py.runtime.parallel.params import ParamBoard
 from pearl_py.runtime.parallel.process import Doorbell, child_process
@@ -155,7 +155,7 @@ class InferenceServer:
         self.acting = nets.acting_state(algo.acting_networks)
         self.infer = kernels.build(kernels.KernelKind.INFERENCE, spec.variant, algo, nets,
                                    device_class=kernels.device_class(device))
-        self.timer = KernelTimer()
+        self.timer = KernelTimer({INFERENCE: device, PARAM_READ: device})  # CUDA events for a server on a GPU
         self.row = control.service_row(INFERENCE)
 
     def serve(self) -> None:
@@ -180,9 +180,9 @@ class InferenceServer:
     def _answer(self, members: list[int]) -> None:
         n, timer = self.n, self.timer
         rows = [self.requests[i].get(n) for i in members]
-        start = time.perf_counter()
-        if self.board.read_into(self.acting):
-            timer.add(PARAM_SYNC, time.perf_counter() - start)
+        if self.board.has_news():
+            with timer(PARAM_READ):
+                self.board.read_into(self.acting)
         with timer(INFERENCE):
             actions = self.infer(np.concatenate([r["obs"] for r in rows]), explore=True,
                                  progress=float(rows[0]["progress"][0]))

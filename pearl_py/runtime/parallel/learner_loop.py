@@ -23,6 +23,7 @@ Example (what :class:`ParallelExecutor` does)::
 """
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -33,6 +34,7 @@ from pearl_py.algorithms.off_policy.base import Algorithm
 from pearl_py.algorithms.off_policy.learner import Learner, TensorBatch, UpdateResult
 from pearl_py.protocol.kernel import PARAM_SYNC
 from pearl_py.protocol.schedule import TrainSchedule
+from pearl_py.runtime.checkpoints import PeriodicCheckpoints
 from pearl_py.runtime.collect import LossMeans, gradient_step, round_beta
 from pearl_py.runtime.parallel.checkpoint import Progress
 from pearl_py.runtime.parallel.control import ControlBlock
@@ -44,7 +46,7 @@ from pearl_py.runtime.parallel.replay_access import (
 )
 from pearl_py.runtime.parallel.supervisor import ActorPool, Service
 from pearl_py.runtime.run_log import RunLog
-from pearl_py.runtime.timing import KernelTimer
+from pearl_py.runtime.timing import KernelTimer, merge_kernel_times
 
 CHECK_EVERY_S = 0.05
 """How often the learner looks at the actors' health while it trains."""
@@ -77,6 +79,8 @@ class LoopParts:
     eval_freq: int = 0
     services: list[Service] = field(default_factory=list)
     """Server processes whose failure fails the run (replay server, inference server)."""
+    checkpoint: PeriodicCheckpoints | None = None
+    """Periodic checkpoints of the learner and the (local) replay, taken after a training round."""
 
 
 class LearnerLoop:
@@ -164,6 +168,20 @@ class LearnerLoop:
             means.add(self._update(beta, step))
             self._check()
         p.log.train(step * p.algorithm.config.n_envs, means.means(), self._rate())
+        if p.checkpoint is not None and p.checkpoint.due(self.progress.transitions):
+            self._periodic_checkpoint()
+
+    def _periodic_checkpoint(self) -> None:
+        """Write the learner, the replay (every drained transition in it) and the counters so far; the actors
+        run on meanwhile (their rings are drained after). Its time is not training time."""
+        p, started = self.p, time.perf_counter()
+        snapshot = dataclasses.replace(
+            self.progress, wall_seconds=self.wall_seconds, eval_history=list(self.progress.eval_history),
+            max_policy_lag=max(self.progress.max_policy_lag, p.control.max_policy_lag),
+            kernel_times=merge_kernel_times([self.progress.kernel_times, p.timer.summary(),
+                                             p.control.kernel_times()], {}))
+        p.checkpoint.save(p.learner.state_dict(), p.replay.state_dict(), snapshot)
+        self._eval_seconds += time.perf_counter() - started
 
     def _update(self, beta: float, step: int) -> UpdateResult:
         p = self.p
@@ -182,13 +200,14 @@ class LearnerLoop:
         self._published = self.p.learner.gradient_steps
 
     def _raise_limit(self) -> bool:
-        """Let actors collect as far as the schedule now allows; publish first if the policy lag held them.
+        """Let actors collect as far as the schedule now allows; publish first if the parameters they last got
+        are older than the policy lag allows for the steps now admitted (``TrainSchedule.params_needed``).
         Whether the limit rose (the caller wakes the actors: :meth:`ActorPool.wake`)."""
         p = self.p
         limit = p.schedule.actor_limit(self.progress.transitions, p.learner.gradient_steps)
         if limit <= p.control.limit:
             return False
-        if p.schedule.max_policy_lag is not None and self._published != p.learner.gradient_steps:
+        if self._published < p.schedule.params_needed(limit):
             self._publish()
         p.control.limit = limit
         return True
@@ -215,8 +234,16 @@ class LearnerLoop:
             return
         p.replay.pause()
         while finish and p.replay.outstanding():
-            self._update(round_beta(p.algorithm, p.schedule, self.step), self.step)
-        moved, episodes = p.replay.take(p.control.consumed - self.progress.transitions)
+            # a batch of a later round than the learner has reached (a stop can land while it takes the
+            # transitions before that round): account for them first, as the serial order inserts before training
+            step = p.replay.next_round_step()
+            self._catch_up(step * p.schedule.n_envs)
+            self._update(round_beta(p.algorithm, p.schedule, step), step)
+        self._catch_up(p.control.consumed)
+
+    def _catch_up(self, transitions: int) -> None:
+        """Account for the transitions the replay server inserted, up to ``transitions`` in all."""
+        moved, episodes = self.p.replay.take(transitions - self.progress.transitions)
         if moved:
             self._absorb(moved, episodes)
 

@@ -16,7 +16,8 @@ bit for bit, with the ``reference`` inference when one actor steps all envs
 (tests/runtime/parallel/test_on_policy_parallel.py).
 
 Ctrl-C, SIGTERM or a crash between rollouts write a checkpoint under ``out_dir/checkpoint``
-(networks, optimizer state, the minibatch generator, progress) that ``resume_from`` continues;
+(networks, optimizer state, the minibatch generator, progress) that ``resume_from`` continues, as
+do the periodic checkpoints ``checkpoints`` asks for (every ``every`` env steps, between rollouts);
 an actor that fails is restarted (up to ``max_restarts`` times) and re-collects the rollout it was
 in; every child process and shared-memory segment is gone when ``run`` returns or raises.
 
@@ -46,17 +47,23 @@ from pearl_py.kernels.on_policy import install_update, warm_up
 from pearl_py.plan import Plan
 from pearl_py.protocol.schedule import RolloutSchedule
 from pearl_py.replay.rollout import RolloutBuffer
+from pearl_py.runtime.checkpoints import (
+    CheckpointOptions,
+    PeriodicCheckpoints,
+    restore,
+    session_log_dir,
+    session_seed,
+)
 from pearl_py.runtime.evaluation import EVAL_SEED_OFFSET, evaluate
 from pearl_py.runtime.on_policy_layout import OnPolicyLayout
 from pearl_py.runtime.parallel.checkpoint import (
     CHECKPOINT_DIR,
     Checkpoint,
     Progress,
-    load_checkpoint,
     save_checkpoint,
 )
 from pearl_py.runtime.parallel.control import ControlBlock
-from pearl_py.runtime.parallel.executor import SESSION_SEED_STRIDE, SHM_PREFIX
+from pearl_py.runtime.parallel.executor import SHM_PREFIX
 from pearl_py.runtime.parallel.interrupts import RunInterrupted, StopSignals
 from pearl_py.runtime.parallel.learner_loop import StopRequested
 from pearl_py.runtime.parallel.on_policy_actor import (
@@ -65,10 +72,15 @@ from pearl_py.runtime.parallel.on_policy_actor import (
 )
 from pearl_py.runtime.parallel.on_policy_loop import OnPolicyLoop, OnPolicyLoopParts
 from pearl_py.runtime.parallel.params import ParamBoard
-from pearl_py.runtime.parallel.process import Doorbell
+from pearl_py.runtime.parallel.process import (
+    Doorbell,
+    ProcessGuard,
+    sweep_stale_segments,
+)
 from pearl_py.runtime.parallel.shared_rollout import SharedRollout
 from pearl_py.runtime.parallel.supervisor import ActorPool, log
 from pearl_py.runtime.result import RunResult
+from pearl_py.runtime.rng_state import cuda_rng_states
 from pearl_py.runtime.run_log import RunLog
 from pearl_py.runtime.timing import KernelTimer, merge_kernel_times
 
@@ -81,7 +93,8 @@ class OnPolicyParallelExecutor:
 
     def __init__(self, algorithm: OnPolicyAlgorithm, plan: Plan, seed: int = 0, *, out_dir: Path | None = None,
                  eval_episodes: int = 10, eval_freq: int = 0, progress: bool | None = None,
-                 resume_from: Path | None = None, max_restarts: int = 3) -> None:
+                 resume_from: Path | None = None, max_restarts: int = 3,
+                 checkpoints: CheckpointOptions | None = None) -> None:
         self.algorithm = algorithm
         self.plan = plan
         self.seed = seed
@@ -91,6 +104,8 @@ class OnPolicyParallelExecutor:
         self.progress = progress
         self.resume_from = Path(resume_from) if resume_from is not None else None
         self.max_restarts = max_restarts
+        self.checkpoints = checkpoints or CheckpointOptions()
+        """Periodic checkpoints (:mod:`pearl_py.runtime.checkpoints`), written between rollouts."""
         self.layout = OnPolicyLayout.from_plan(plan, algorithm)
         self.restarts: list = []
         """Actor restarts of the last run (:class:`supervisor.Restart`)."""
@@ -113,12 +128,11 @@ class OnPolicyParallelExecutor:
         progress = self._restore(learner, rollout, total_steps)
         install_update(layout.learner_variant, learner)
         timer = KernelTimer()
-        log_dir = self.out_dir / f"session{progress.sessions}" if self.out_dir is not None and progress.sessions \
-            else self.out_dir
-        run_log = RunLog(log_dir, total_steps, self.progress)
+        run_log = RunLog(session_log_dir(self.out_dir, progress.sessions), total_steps, self.progress, algorithm=algo)
         with contextlib.ExitStack() as stack:
             stack.callback(run_log.close)
             parts = self._start(stack, schedule, learner, rollout, progress, timer, run_log)
+            run_log.kernel_times = lambda: merge_kernel_times([timer.summary(), parts.control.kernel_times()], {})
             warm_up(algo, layout.learner_variant)  # while the actors start: the clock starts once they are ready
             stack.enter_context(pinned_threads(layout.learner_threads))  # after the actors started: they stay free
             loop = OnPolicyLoop(parts, progress)
@@ -131,7 +145,7 @@ class OnPolicyParallelExecutor:
                 raise
             progress.wall_seconds = loop.wall_seconds
             times = merge_kernel_times([progress.kernel_times, timer.summary(), parts.control.kernel_times()],
-                                       layout.modelled_s)
+                                       layout.simulated)
         eval_returns = evaluate(algo, learner.nets, learner.device, self.eval_episodes, self.seed + EVAL_SEED_OFFSET)
         self.rollout = rollout  # the last rollout, for inspection
         return RunResult(algorithm=algo.name, env=algo.env_id, seed=self.seed, env_steps=progress.transitions,
@@ -142,22 +156,19 @@ class OnPolicyParallelExecutor:
 
     def _restore(self, learner: OnPolicyLearner, rollout: RolloutBuffer, total_steps: int) -> Progress:
         """Fresh progress, or the checkpoint's (learner, minibatch generator, torch RNG) when resuming."""
-        if self.resume_from is None:
-            return Progress()
-        ckpt = load_checkpoint(self.resume_from)
-        ckpt.check_matches(self.algorithm, self.seed, total_steps)
-        learner.load_state_dict(ckpt.learner)
-        rollout.rng.bit_generator.state = ckpt.replay[ROLLOUT_STATE]
-        torch.set_rng_state(ckpt.torch_rng)
-        progress = ckpt.progress
-        progress.sessions += 1
+        progress, state = restore(self.algorithm, learner, self.seed, total_steps, self.resume_from)
+        if state and ROLLOUT_STATE in state:   # a periodic checkpoint of the serial executor has none
+            rollout.rng.bit_generator.state = state[ROLLOUT_STATE]
         return progress
 
     def _start(self, stack: contextlib.ExitStack, schedule: RolloutSchedule, learner: OnPolicyLearner,
                rollout: RolloutBuffer, progress: Progress, timer: KernelTimer, run_log: RunLog) -> OnPolicyLoopParts:
         """Create the shared segments and start the actors; ``stack`` undoes it all in reverse."""
         algo, layout = self.algorithm, self.layout
+        sweep_stale_segments(SHM_PREFIX)  # of runs killed with their guard (logged)
         prefix = f"{SHM_PREFIX}-{os.getpid()}-{secrets.token_hex(4)}"
+        guard = ProcessGuard.start(prefix)  # first: closed last, once every child and segment is gone
+        stack.callback(guard.close)
         control = ControlBlock.create(layout.actors, f"{prefix}-ctl")
         stack.callback(control.close)
         board = ParamBoard.create(learner.nets.acting_state(algo.acting_networks), f"{prefix}-params",
@@ -169,12 +180,12 @@ class OnPolicyParallelExecutor:
         learnt = progress.transitions // schedule.rollout_size
         done_bell = Doorbell()
         specs = [OnPolicyActorSpec(algo, index=i, envs=envs, seed=self.seed,
-                                   env_seed=self.seed + SESSION_SEED_STRIDE * progress.sessions, generation=0,
+                                   env_seed=session_seed(self.seed, progress.sessions), generation=0,
                                    rollouts=schedule.rollouts - learnt, rollouts_before=learnt, rollout=shared.name,
                                    params=board.name, control=control.name, error_file=str(errors / f"actor{i}.err"),
                                    inference=layout.inference_variant, room_bell=Doorbell(), done_bell=done_bell)
                  for i, envs in enumerate(schedule.env_split(layout.actors))]
-        pool = ActorPool(specs, self.max_restarts, target=run_on_policy_actor)
+        pool = ActorPool(specs, self.max_restarts, guard, target=run_on_policy_actor)
         self._pool, self.restarts = pool, pool.restarts
         stack.callback(setattr, self, "_pool", None)
         stack.callback(pool.close, control)
@@ -184,7 +195,15 @@ class OnPolicyParallelExecutor:
                                  control=control, pool=pool, schedule=schedule, log=run_log, timer=timer,
                                  signals=signals, done_bell=done_bell, eval_freq=self.eval_freq,
                                  evaluate=lambda: evaluate(algo, learner.nets, learner.device, self.eval_episodes,
-                                                           self.seed + EVAL_SEED_OFFSET))
+                                                           self.seed + EVAL_SEED_OFFSET),
+                                 checkpoint=self._periodic(schedule.total_steps, progress),
+                                 rollout_state=lambda: {ROLLOUT_STATE: rollout.rng.bit_generator.state})
+
+    def _periodic(self, total_steps: int, progress: Progress) -> PeriodicCheckpoints | None:
+        """The run's periodic checkpoints (None when off)."""
+        periodic = PeriodicCheckpoints(self.out_dir, self.checkpoints, self.algorithm, self.seed, total_steps,
+                                       progress.transitions)
+        return periodic if periodic.enabled else None
 
     def _checkpoint_after(self, loop: OnPolicyLoop, parts: OnPolicyLoopParts, progress: Progress,
                           total_steps: int) -> Path | None:
@@ -201,5 +220,5 @@ class OnPolicyParallelExecutor:
         ckpt = Checkpoint(algorithm=algo.name, env=algo.env_id, config=asdict(algo.config), seed=self.seed,
                           total_steps=total_steps, learner=parts.learner.state_dict(),
                           replay={ROLLOUT_STATE: parts.rollout.rng.bit_generator.state}, progress=progress,
-                          torch_rng=torch.get_rng_state())
+                          torch_rng=torch.get_rng_state(), cuda_rng=cuda_rng_states())
         return save_checkpoint(self.out_dir / CHECKPOINT_DIR, ckpt).parent

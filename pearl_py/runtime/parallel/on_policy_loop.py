@@ -19,6 +19,7 @@ Example (what :class:`OnPolicyParallelExecutor` does)::
 """
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -30,6 +31,7 @@ from pearl_py.algorithms.on_policy.learner import OnPolicyLearner
 from pearl_py.protocol.kernel import ADVANTAGE, PARAM_SYNC
 from pearl_py.protocol.schedule import RolloutSchedule
 from pearl_py.replay.rollout import RolloutBuffer
+from pearl_py.runtime.checkpoints import PeriodicCheckpoints
 from pearl_py.runtime.on_policy_serial import evaluation_points
 from pearl_py.runtime.parallel.actor import WAIT_S
 from pearl_py.runtime.parallel.checkpoint import Progress
@@ -41,7 +43,7 @@ from pearl_py.runtime.parallel.process import Doorbell
 from pearl_py.runtime.parallel.shared_rollout import SharedRollout
 from pearl_py.runtime.parallel.supervisor import ActorPool
 from pearl_py.runtime.run_log import RunLog
-from pearl_py.runtime.timing import KernelTimer
+from pearl_py.runtime.timing import KernelTimer, merge_kernel_times
 
 ROLLOUT_HANDOFF = "rollout_handoff"
 """The learner's copy of the shared rollout into its own storage (timed beside the kernels)."""
@@ -65,6 +67,10 @@ class OnPolicyLoopParts:
     done_bell: Doorbell
     evaluate: Callable[[], list[float]]
     eval_freq: int = 0
+    checkpoint: PeriodicCheckpoints | None = None
+    """Periodic checkpoints of the learner and the minibatch generator, taken between rollouts."""
+    rollout_state: Callable[[], dict] = dict
+    """The rollout part of a checkpoint (the minibatch generator's state)."""
 
 
 class OnPolicyLoop:
@@ -118,7 +124,20 @@ class OnPolicyLoop:
             self.between_rollouts = True
             p.log.train(self.progress.transitions, stats.as_log(), self._rate())
             p.log.tick(self.progress.transitions, self._rate())
+            if p.checkpoint is not None and p.checkpoint.due(self.progress.transitions):
+                self._periodic_checkpoint()
             self._check()
+
+    def _periodic_checkpoint(self) -> None:
+        """Write the learner, the minibatch generator and the counters so far (the actors wait for the next
+        rollout meanwhile); its time is not training time."""
+        p, started = self.p, time.perf_counter()
+        snapshot = dataclasses.replace(
+            self.progress, wall_seconds=self.wall_seconds, eval_history=list(self.progress.eval_history),
+            kernel_times=merge_kernel_times([self.progress.kernel_times, p.timer.summary(),
+                                             p.control.kernel_times()], {}))
+        p.checkpoint.save(p.learner.state_dict(), p.rollout_state(), snapshot)
+        self._eval_seconds += time.perf_counter() - started
 
     def _evaluations(self, before: int) -> None:
         """The periodic evaluations the serial run makes during this rollout's collection (same networks)."""

@@ -74,6 +74,10 @@ class ParamBoard:
                 offset += n
         self._version[0] += 1
 
+    def has_news(self) -> bool:
+        """Whether a publication newer than the last one read has begun (:meth:`read_into` then copies it)."""
+        return self.version != self._seen
+
     def read_into(self, state: dict[str, torch.Tensor]) -> bool:
         """Copy the newest stable publication into ``state``'s tensors; False when nothing new."""
         while True:

@@ -18,7 +18,7 @@ host. A device's kind is the plan's (``plan.devices``), its meaning at run time 
 (:mod:`pearl_py.platform.kinds`: ``cpu``, ``cuda``, or ``simulated``).
 
 Kernels on a simulated device (the FPGA) run on the CPU and are charged the latency the
-plan's cost model predicted for them (``plan.prediction``).
+plan's cost model predicted for them (``plan.prediction``; :func:`~pearl_py.runtime.kernel_devices.simulated_kernels`).
 
 Example::
 
@@ -37,7 +37,7 @@ import torch
 
 from pearl_py.errors import UserError
 from pearl_py.plan import Plan
-from pearl_py.platform.kinds import DeviceKind, device_kind
+from pearl_py.platform.kinds import DeviceKind, cuda_index, device_kind
 from pearl_py.protocol.kernel import (
     ENV_STEP,
     INFERENCE,
@@ -45,6 +45,7 @@ from pearl_py.protocol.kernel import (
     REPLAY_INSERT,
     REPLAY_SAMPLE,
 )
+from pearl_py.runtime.kernel_devices import SimulatedKernel, simulated_kernels
 
 ACTOR_SIDE = (ENV_STEP, INFERENCE)
 
@@ -58,17 +59,6 @@ def runtime_of(plan: Plan, device: str) -> DeviceKind:
         raise UserError(f"plan: device {device!r}: {exc.args[0]}") from None
 
 
-def modelled_latency(plan: Plan, kernel: str) -> float:
-    """Modelled seconds per call of ``kernel`` on its planned (simulated) device and variant (``plan.prediction``)."""
-    p = plan.placements[kernel]
-    cost = plan.prediction.cost(kernel, p.device, p.variant) if plan.prediction is not None else None
-    if cost is None:
-        raise UserError(f"plan: {kernel} is placed on simulated {plan.device_kind(p.device)} device {p.device!r} but "
-                        f"the plan has no modelled latency for it (keep prediction.json beside plan.yaml, or make "
-                        "the plan again with pearl plan)")
-    return cost.at(p.replicas).latency_s
-
-
 INFERENCE_MODES = ("actor", "central")
 REPLAY_MODES = ("colocated", "server")
 REPLAY_ORDERS = ("strict", "relaxed")
@@ -80,8 +70,7 @@ def torch_device(plan: Plan, device: str, kernel: str = LEARNER_UPDATE) -> torch
         return torch.device("cpu")
     if not torch.cuda.is_available():
         raise UserError(f"plan: {kernel} is placed on GPU {device!r} but torch sees no CUDA device here")
-    digits = "".join(c for c in device if c.isdigit())
-    return torch.device(f"cuda:{int(digits) if digits else 0}")
+    return torch.device("cuda", cuda_index(device))
 
 
 def _apart(plan: Plan, a: str, b: str) -> bool:
@@ -110,8 +99,8 @@ class RuntimeLayout:
     learner_device: torch.device
     learner_variant: str
     inference_variant: str
-    modelled_s: dict[str, float] = field(default_factory=dict)
-    """Per-call modelled latency of every kernel planned on a simulated device (the FPGA)."""
+    simulated: dict[str, SimulatedKernel] = field(default_factory=dict)
+    """Every kernel planned on a simulated device (the FPGA): its modelled latency per call and label."""
     inference: str = "actor"
     """``actor``: each actor infers for its envs; ``central``: one server batches every actor's requests."""
     inference_device: torch.device = torch.device("cpu")
@@ -135,8 +124,6 @@ class RuntimeLayout:
             raise UserError(f"plan: no placement for kernel(s) {', '.join(missing)}")
         placements = plan.placements
         learner = placements[LEARNER_UPDATE]
-        modelled = {k: modelled_latency(plan, k) for k, p in placements.items()
-                    if runtime_of(plan, p.device).simulated}
         central = _apart(plan, placements[INFERENCE].device, placements[ENV_STEP].device)
         served = any(_apart(plan, placements[k].device, learner.device) for k in (REPLAY_INSERT, REPLAY_SAMPLE))
         if isinstance(replay_prefetch, bool) or not isinstance(replay_prefetch, int) or replay_prefetch < 1:
@@ -146,7 +133,7 @@ class RuntimeLayout:
                             if inference == "central" else torch.device("cpu"))
         return cls(actors=max(placements[ENV_STEP].replicas, 1),
                    learner_device=torch_device(plan, learner.device), learner_variant=learner.variant,
-                   inference_variant=placements[INFERENCE].variant, modelled_s=modelled,
+                   inference_variant=placements[INFERENCE].variant, simulated=simulated_kernels(plan),
                    inference=inference, inference_device=inference_device,
                    replay=_choose("replay", replay, REPLAY_MODES, "server" if served else "colocated"),
                    replay_prefetch=replay_prefetch,
@@ -166,4 +153,4 @@ class RuntimeLayout:
         return {"actors": self.actors, "learner_device": str(self.learner_device),
                 "learner_variant": self.learner_variant, "learner_threads": self.learner_threads,
                 "inference_variant": self.inference_variant,
-                INFERENCE: inference, "replay": replay, "modelled_kernels": sorted(self.modelled_s)}
+                INFERENCE: inference, "replay": replay, "modelled_kernels": sorted(self.simulated)}

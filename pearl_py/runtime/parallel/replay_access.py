@@ -184,6 +184,10 @@ class ServedReplay:
         """Batches drawn but not taken yet (after :meth:`pause`, the ones left to train on)."""
         return self.batches.pending()
 
+    def next_round_step(self) -> int:
+        """The vector step of the round the next drawn batch belongs to (there must be one: :meth:`outstanding`)."""
+        return int(self.batches.peek("step"))
+
     def finish(self) -> None:
         """At the end of a run: wait until the server applied every priority sent (its times then count them)."""
         while self.prioritized and self.control.applied < self.control.completed:

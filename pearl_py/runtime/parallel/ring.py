@@ -90,6 +90,13 @@ class ShmRing:
         self._cursor[1] = tail + n
         return out
 
+    def peek(self, field: str) -> Any:
+        """The oldest pending record's ``field``, left in the ring (the caller checks ``pending()`` first)."""
+        self._check_open()
+        if self.head == self.tail:
+            raise ValueError(f"ring {self.name}: nothing pending to peek at")
+        return self._arrays[field][self.tail % self.capacity].copy()
+
     def _check_open(self) -> None:
         if not self._arrays:
             raise ValueError(f"ring {self.name} is closed")

@@ -33,7 +33,7 @@ from pearl_py.runtime.parallel.inference_server import (
     run_inference_server,
 )
 from pearl_py.runtime.parallel.params import ParamBoard
-from pearl_py.runtime.parallel.process import Doorbell, unlink_segment
+from pearl_py.runtime.parallel.process import Doorbell, ProcessGuard, unlink_segment
 from pearl_py.runtime.parallel.replay_access import ServedReplay
 from pearl_py.runtime.parallel.replay_server import (
     EPISODE_FIELDS,
@@ -59,7 +59,8 @@ def _ring(stack: contextlib.ExitStack, fields: dict, capacity: int, name: str) -
 def start_replay_server(stack: contextlib.ExitStack, prefix: str, algorithm: Algorithm, control: ControlBlock,
                         rings: list[ShmRing], *, schedule: TrainSchedule, seed: int, errors: Path,
                         resume: Path | None, consumed: int, updates: int, prefetch: int, strict: bool,
-                        timer: KernelTimer | None = None) -> tuple[ServedReplay, Service]:
+                        timer: KernelTimer | None = None, guard: ProcessGuard | None = None
+                        ) -> tuple[ServedReplay, Service]:
     """Start the replay server on ``rings``; returns the learner's side of it and the supervised process.
 
     ``resume``: the checkpoint whose replay the server continues; ``consumed``/``updates``:
@@ -76,7 +77,7 @@ def start_replay_server(stack: contextlib.ExitStack, prefix: str, algorithm: Alg
                             control.name, str(errors / "replay.err"), str(errors / "replay-rng.json"),
                             consumed, updates, prefetch, strict, bell=Doorbell(), learner_bell=Doorbell())
     stack.callback(unlink_segment, spec.replay)  # runs after the server is stopped: its leftover, if it crashed
-    service = Service("replay server", run_replay_server, spec, spec.error_file)
+    service = Service("replay server", run_replay_server, spec, spec.error_file, guard)
     stack.callback(service.close, control)
     service.start()
     served = ServedReplay(batches=batches, priorities=priorities, episodes=episodes, control=control,
@@ -96,7 +97,7 @@ class InferenceEndpoints:
 
 def start_inference_server(stack: contextlib.ExitStack, prefix: str, algorithm: Algorithm, control: ControlBlock,
                            board: ParamBoard, *, actors: int, variant: str, device: torch.device, seed: int,
-                           total_steps: int, errors: Path) -> InferenceEndpoints:
+                           total_steps: int, errors: Path, guard: ProcessGuard | None = None) -> InferenceEndpoints:
     """Create one request and one reply ring (and doorbell) per actor and start the central inference server."""
     n, bell = algorithm.config.n_envs, Doorbell()
     links = [InferenceLink(_ring(stack, request_fields(algorithm), 2 * n, f"{prefix}-infer-req{i}").name,
@@ -105,7 +106,7 @@ def start_inference_server(stack: contextlib.ExitStack, prefix: str, algorithm: 
              for i in range(actors)]
     spec = InferenceServerSpec(algorithm, variant, str(device), seed, total_steps, tuple(links), board.name,
                                control.name, str(errors / "inference.err"))
-    service = Service("inference server", run_inference_server, spec, spec.error_file)
+    service = Service("inference server", run_inference_server, spec, spec.error_file, guard)
     stack.callback(service.close, control)
     service.start()
     return InferenceEndpoints(links, service)

@@ -2,7 +2,7 @@
 
 Processes start with the ``spawn`` method (no inherited locks or CUDA state), ignore
 Ctrl-C (the learner decides how the run ends), and die with their parent
-(``PR_SET_PDEATHSIG``, :mod:`process`). An actor that exits non-zero before its quota is
+(``PR_SET_PDEATHSIG`` and the run's :class:`~process.ProcessGuard`, told each pid as it starts, :mod:`process`). An actor that exits non-zero before its quota is
 done is restarted with the next generation's seed, up to ``max_restarts`` times, and
 logged. A server (the replay server, the central inference server) holds state no
 restart could rebuild, so its failure fails the run with :class:`ServiceFailed`. Closing
@@ -31,6 +31,7 @@ from typing import Any
 
 from pearl_py.runtime.parallel.actor import ActorSpec, run_actor
 from pearl_py.runtime.parallel.control import ControlBlock
+from pearl_py.runtime.parallel.process import ProcessGuard
 
 log = logging.getLogger("pearl_py.runtime.parallel")
 
@@ -89,11 +90,13 @@ class ActorPool:
     """The actor processes of a run, by index. ``target(spec)`` is the actor's entry point (the off-policy
     actor's by default; a spec has ``generation``, ``error_file`` and ``room_bell``)."""
 
-    def __init__(self, specs: list[ActorSpec], max_restarts: int = 3, target: Callable[[Any], None] = run_actor
-                 ) -> None:
+    def __init__(self, specs: list[ActorSpec], max_restarts: int = 3, guard: ProcessGuard | None = None,
+                 target: Callable[[Any], None] = run_actor) -> None:
         self.specs = list(specs)
         self.max_restarts = max_restarts
         self.target = target
+        self.guard = guard
+        """Told every actor's pid as it starts (kills them should the run's process die first)."""
         self.restarts: list[Restart] = []
         self._procs: list[mp.process.BaseProcess | None] = [None] * len(specs)
 
@@ -104,6 +107,8 @@ class ActorPool:
     def _launch(self, i: int) -> None:
         proc = _CONTEXT.Process(target=self.target, args=(self.specs[i],), name=f"pearl-actor-{i}", daemon=True)
         proc.start()
+        if self.guard is not None:
+            self.guard.watch(proc.pid)
         self._procs[i] = proc
 
     def wake(self) -> None:
@@ -154,9 +159,11 @@ class ActorPool:
 class Service:
     """One supervised server process: started once, never restarted; its death fails the run."""
 
-    def __init__(self, name: str, target: Callable[[Any], None], spec: Any, error_file: str) -> None:
+    def __init__(self, name: str, target: Callable[[Any], None], spec: Any, error_file: str,
+                 guard: ProcessGuard | None = None) -> None:
         self.name = name
         self._target, self._spec, self._error_file = target, spec, Path(error_file)
+        self._guard = guard
         self._proc: mp.process.BaseProcess | None = None
         self._failure: ServiceFailed | None = None
 
@@ -164,6 +171,8 @@ class Service:
         self._proc = _CONTEXT.Process(target=self._target, args=(self._spec,), name=f"pearl-{self.name}",
                                       daemon=True)
         self._proc.start()
+        if self._guard is not None:
+            self._guard.watch(self._proc.pid)
 
     @property
     def pid(self) -> int | None:

@@ -26,14 +26,16 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from pearl_py.algorithms.networks import Networks
 from pearl_py.algorithms.off_policy.base import Algorithm
 from pearl_py.errors import UserError
 from pearl_py.plan import Plan
-from pearl_py.protocol.kernel import ENV_STEP, INFERENCE, LEARNER_UPDATE
+from pearl_py.protocol.kernel import ENV_STEP, INFERENCE, LEARNER_UPDATE, REPLAY_INSERT
 from pearl_py.protocol.schedule import TrainSchedule
 from pearl_py.runtime.collect import round_beta
 from pearl_py.runtime.evaluation import EVAL_SEED_OFFSET
-from pearl_py.runtime.parallel.placement import modelled_latency, runtime_of
+from pearl_py.runtime.kernel_devices import simulated_kernels
+from pearl_py.runtime.parallel.placement import runtime_of
 from pearl_py.runtime.ray_backend.require import import_ray
 from pearl_py.runtime.ray_backend.resources import component_resources, needs
 from pearl_py.runtime.result import RunResult
@@ -58,6 +60,8 @@ class RayExecutor:
         self.lookahead_rounds = lookahead_rounds
         self.resources = component_resources(plan)
         self.actors = max(plan.placements[ENV_STEP].replicas, 1)
+        self.trained_networks: Networks | None = None
+        """After ``run``: the learner's networks, fetched to this process (the trained policy)."""
         self.components: dict[str, Any] = {}
         """After ``run``: each component's process id, Ray actor id and resources."""
 
@@ -96,13 +100,13 @@ class RayExecutor:
         from pearl_py.runtime.ray_backend import workers
 
         algo, places, res = self.algorithm, self.plan.placements, self.resources
-        learner_runtime = runtime_of(self.plan, places[LEARNER_UPDATE].device).runtime
-        replay = ray.remote(workers.ReplayServer).options(**res["replay"]).remote(algo, self.seed)
+        replay = ray.remote(workers.ReplayServer).options(**res["replay"]).remote(
+            algo, self.seed, self._torch_device(REPLAY_INSERT))
         learner = ray.remote(workers.LearnerWorker).options(**res["learner"]).remote(
-            algo, self.seed, "cuda" if learner_runtime == "cuda" else "cpu", places[LEARNER_UPDATE].variant, replay)
+            algo, self.seed, self._torch_device(LEARNER_UPDATE), places[LEARNER_UPDATE].variant, replay)
         actor_cls = ray.remote(workers.ActorWorker).options(**res["actor"])
-        actors = [actor_cls.remote(algo, i, self.seed, total_steps, places[INFERENCE].variant)
-                  for i in range(self.actors)]
+        actors = [actor_cls.remote(algo, i, self.seed, total_steps, places[INFERENCE].variant,
+                                   self._torch_device(INFERENCE)) for i in range(self.actors)]
         pids = ray.get([replay.pid.remote(), learner.pid.remote()] + [a.pid.remote() for a in actors])
         self.components = {
             "replay": {"pid": pids[0], "actor_id": replay._actor_id.hex(), "resources": res["replay"]},
@@ -111,18 +115,25 @@ class RayExecutor:
                        for pid, a in zip(pids[2:], actors)]}
         return replay, learner, actors
 
+    def _torch_device(self, kernel: str) -> str:
+        """Where a component runs ``kernel`` in its Ray worker: ``"cuda"`` (the GPU Ray assigned it, which its
+        ``num_gpus`` asks for) when the plan puts the kernel on a GPU, else ``"cpu"``."""
+        return "cuda" if runtime_of(self.plan, self.plan.placements[kernel].device).runtime == "cuda" else "cpu"
+
     def _run(self, ray: ModuleType, total_steps: int) -> RunResult:
         algo = self.algorithm
         n = algo.config.n_envs
         schedule = TrainSchedule.from_config(algo.config, total_steps, lookahead_rounds=self.lookahead_rounds)
         replay, learner, actors = self._start(ray, total_steps)
-        log = RunLog(self.out_dir, total_steps, self.progress)
+        log = RunLog(self.out_dir, total_steps, self.progress, algorithm=algo)
         try:
             loop = _Driver(ray, schedule, replay, learner, actors, log, self)
             loop.run()
             eval_returns = ray.get(learner.evaluate.remote(self.eval_episodes, self.seed + EVAL_SEED_OFFSET))
             timings = ray.get([w.timings.remote() for w in (replay, learner, *actors)])
             gradient_steps = ray.get(learner.gradient_steps.remote())
+            self.trained_networks = algo.fresh_networks()
+            self.trained_networks.load_state_dict(ray.get(learner.networks_state.remote()))
         finally:
             log.close()
             for handle in (*actors, learner, replay):
@@ -136,9 +147,7 @@ class RayExecutor:
 
     def _kernel_times(self, timings: list[dict[str, dict[str, float]]]) -> dict[str, dict[str, Any]]:
         """Summed over every worker; kernels planned on a simulated device charged their modelled time."""
-        modelled = {kernel: modelled_latency(self.plan, kernel) for kernel, place in self.plan.placements.items()
-                    if runtime_of(self.plan, place.device).simulated}
-        return merge_kernel_times(timings, modelled)
+        return merge_kernel_times(timings, simulated_kernels(self.plan))
 
 
 class _Driver:

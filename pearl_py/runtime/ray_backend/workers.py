@@ -30,13 +30,15 @@ from pearl_py.algorithms.off_policy.base import Algorithm
 from pearl_py.algorithms.off_policy.learner import Learner
 from pearl_py.protocol.kernel import (
     INFERENCE,
+    LEARNER_UPDATE,
     PARAM_SYNC,
     PRIORITY_UPDATE,
     REPLAY_INSERT,
     REPLAY_SAMPLE,
 )
 from pearl_py.replay.buffer import SampleBatch
-from pearl_py.runtime.collect import Collector, LossMeans, gradient_step
+from pearl_py.runtime.collect import PARAM_READ, Collector, LossMeans, gradient_step
+from pearl_py.runtime.device_replay import replay_on
 from pearl_py.runtime.evaluation import evaluate
 from pearl_py.runtime.timing import KernelTimer
 
@@ -56,22 +58,25 @@ class _Timed:
 
 
 class ActorWorker(_Timed):
-    """``n_envs`` envs seeded ``seed + index`` and a copy of the acting networks."""
+    """``n_envs`` envs seeded ``seed + index`` and a copy of the acting networks on the planned inference
+    ``device`` (``"cuda"``: the GPU Ray gave this actor; inference is then timed with CUDA events)."""
 
     def __init__(self, algorithm: Algorithm, index: int, seed: int, total_steps: int,
-                 inference: str = "reference") -> None:
+                 inference: str = "reference", device: str = "cpu") -> None:
         torch.set_num_threads(1)
         self.algo, self.total_steps = algorithm, total_steps
         self.seed = seed + index
         torch.manual_seed(self.seed)
-        self.nets = Networks(algorithm.build_networks())
+        self.device = torch.device(device)
+        self.nets = Networks(algorithm.build_networks()).to(self.device)
         self.acting = self.nets.acting_state(algorithm.acting_networks)
-        self.infer = kernels.build(INFERENCE, inference, algorithm, self.nets, device_class="cpu")
-        self.timer = KernelTimer()
-        self.collector = Collector(algorithm, self.seed, self.timer.add)
+        self.infer = kernels.build(INFERENCE, inference, algorithm, self.nets,
+                                   device_class=kernels.device_class(self.device))
+        self.timer = KernelTimer({INFERENCE: self.device, PARAM_READ: self.device})
+        self.collector = Collector(algorithm, self.seed, self.timer.add, timed=self.timer)
 
     def load_params(self, state: dict[str, np.ndarray]) -> None:
-        with self.timer(PARAM_SYNC):
+        with self.timer(PARAM_READ):
             for name, value in state.items():
                 self.acting[name].copy_(torch.from_numpy(np.array(value)))  # object-store arrays are read-only
 
@@ -91,17 +96,17 @@ class ActorWorker(_Timed):
 
 
 class ReplayServer(_Timed):
-    """The algorithm's replay buffer in a process of its own."""
+    """The algorithm's replay buffer in a process of its own, on the planned ``device`` (a GPU: a TorchReplayBuffer)."""
 
-    def __init__(self, algorithm: Algorithm, seed: int) -> None:
-        self.replay = algorithm.make_replay(seed=seed)
+    def __init__(self, algorithm: Algorithm, seed: int, device: str = "cpu") -> None:
+        device = torch.device(device)
+        self.replay = replay_on(algorithm, seed, device)
         self.n_envs = algorithm.config.n_envs
-        self.timer = KernelTimer()
+        self.timer = KernelTimer({k: device for k in (REPLAY_INSERT, REPLAY_SAMPLE, PRIORITY_UPDATE)})
 
     def add(self, rows: Rows) -> int:
-        with self.timer(REPLAY_INSERT):
+        with self.timer(REPLAY_INSERT, calls=len(rows["rewards"]) // self.n_envs):  # one call per vector step
             self.replay.add(rows["obs"], rows["actions"], rows["rewards"], rows["next_obs"], rows["terminated"])
-        self.timer.calls[REPLAY_INSERT] += len(rows["rewards"]) // self.n_envs - 1  # one call per vector step
         return len(self.replay)
 
     def sample(self, batch_size: int, beta: float) -> SampleBatch:
@@ -142,7 +147,7 @@ class LearnerWorker(_Timed):
         self.update = kernels.build(kernels.KernelKind.LEARNER_UPDATE, variant, self.learner,
                                     device_class=kernels.device_class(self.learner.device))
         self.acting = self.learner.nets.acting_state(algorithm.acting_networks)
-        self.timer = KernelTimer()
+        self.timer = KernelTimer({LEARNER_UPDATE: self.learner.device, PARAM_SYNC: self.learner.device})
 
     def train(self, updates: int, beta: float) -> dict[str, float]:
         """``updates`` gradient steps on batches from the replay server (one request ahead); mean losses."""
@@ -165,6 +170,10 @@ class LearnerWorker(_Timed):
 
     def gradient_steps(self) -> int:
         return self.learner.gradient_steps
+
+    def networks_state(self) -> dict[str, torch.Tensor]:
+        """Every network's tensors on the CPU (the trained policy the driver saves)."""
+        return {k: v.detach().cpu() for k, v in self.learner.nets.state_dict().items()}
 
     def evaluate(self, episodes: int, seed: int) -> list[float]:
         return evaluate(self.algo, self.learner.nets, self.learner.device, episodes, seed)

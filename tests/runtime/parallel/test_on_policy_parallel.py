@@ -154,3 +154,19 @@ def test_killed_actor_is_restarted_and_the_run_completes(tmp_path):
     assert victims, "the actor was never killed"
     assert result.env_steps == 1_024 and result.gradient_steps == 1_024 // 128 * 8
     assert len(executor.restarts) == 1
+
+
+def test_periodic_checkpoints_between_rollouts_resume_to_the_same_counts(tmp_path):
+    from pearl_py.runtime.checkpoints import CheckpointOptions, periodic_checkpoints
+
+    plan = sync_plan(2)
+    first = OnPolicyParallelExecutor(pearl.PPO("CartPole-v1", **TINY_PPO), plan, seed=2, out_dir=tmp_path,
+                                     eval_episodes=1, progress=False,
+                                     checkpoints=CheckpointOptions(every=256, keep=2)).run(1_024)
+    saved = periodic_checkpoints(tmp_path)
+    assert len(saved) == 2 and [p.name.split("step")[1] for p in saved] == ["512", "768"]  # the newest two
+    ckpt = load_checkpoint(saved[-1])
+    assert ckpt.progress.transitions == 768 and ckpt.learner["gradient_steps"] == 768 // 128 * 8
+    resumed = OnPolicyParallelExecutor(pearl.PPO("CartPole-v1", **TINY_PPO), plan, seed=2, out_dir=tmp_path,
+                                       eval_episodes=1, progress=False, resume_from=saved[-1]).run(1_024)
+    assert (resumed.env_steps, resumed.gradient_steps) == (first.env_steps, first.gradient_steps) == (1_024, 64)

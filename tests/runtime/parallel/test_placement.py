@@ -6,6 +6,7 @@ import torch
 
 import pearl_py as pearl
 from pearl_py.plan import Figures, KernelCost, Placement, Plan, Prediction, SolverInfo
+from pearl_py.runtime.kernel_devices import SimulatedKernel
 from pearl_py.runtime.parallel.control import ControlBlock
 from pearl_py.runtime.parallel.placement import RuntimeLayout
 from pearl_py.runtime.timing import KernelTimer, merge_kernel_times
@@ -25,7 +26,7 @@ def fpga_plan(costs: dict | None = None) -> Plan:
 def test_layout_reads_actors_device_and_modelled_kernels():
     layout = RuntimeLayout.from_plan(fpga_plan())
     assert layout.actors == 3 and layout.learner_device == torch.device("cpu")
-    assert layout.modelled_s == {"replay_sample": 2e-6}
+    assert layout.simulated == {"replay_sample": SimulatedKernel(2e-6, "modelled (simulated FPGA)")}
 
 
 def test_fpga_kernel_without_a_modelled_cost_is_a_user_error():
@@ -43,10 +44,12 @@ def test_kernel_times_sum_processes_and_sessions_and_charge_fpga_kernels():
         control.add_time(0, "env_step", 0.25)
         control.add_time(1, "env_step", 0.75)
         before = {"env_step": {"calls": 10, "total_s": 1.0, "mean_s": 0.1}}
-        times = merge_kernel_times([before, timer.summary(), control.kernel_times()], {"replay_sample": 2e-6})
+        times = merge_kernel_times([before, timer.summary(), control.kernel_times()],
+                                   {"replay_sample": SimulatedKernel(2e-6, "modelled (simulated FPGA)")})
     finally:
         control.close()
-    assert times["env_step"] == {"calls": 12, "total_s": 2.0, "mean_s": 2.0 / 12, "source": "measured"}
+    assert times["env_step"] == {"calls": 12, "total_s": 2.0, "mean_s": 2.0 / 12, "source": "measured",
+                                 "label": "measured"}
     assert times["replay_sample"] == {"calls": 1000, "total_s": pytest.approx(2e-3), "mean_s": 2e-6,
-                                      "source": "modelled", "cpu_total_s": 0.5}
+                                      "source": "modelled", "label": "modelled (simulated FPGA)", "cpu_total_s": 0.5}
     assert times["learner_update"]["total_s"] == 2.0

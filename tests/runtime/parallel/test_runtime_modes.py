@@ -30,7 +30,8 @@ def test_cpu_devices_of_other_names_are_the_same_host(algo):
 def test_replay_kernels_on_another_device_than_the_learner_run_in_a_server(algo):
     plan = with_modelled_costs(plan_with(algo, replay_insert="fpga0"), {"replay_insert": 1e-6})
     layout = RuntimeLayout.from_plan(plan, replay_prefetch=2, replay_order="relaxed")
-    assert layout.replay == "server" and layout.modelled_s == {"replay_insert": 1e-6}
+    assert layout.replay == "server" and set(layout.simulated) == {"replay_insert"}
+    assert layout.simulated["replay_insert"].latency_s == 1e-6
     assert layout.describe()["replay"] == "server process (prefetch 2, relaxed priority order)"
 
 

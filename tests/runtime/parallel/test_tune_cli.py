@@ -41,10 +41,11 @@ def test_tune_trials_the_top_plans_and_reports_them(write_config, tmp_path, monk
     result = json.loads((out / "result.json").read_text())
     record = result["plan"]["prediction"]["tuning"]
     trials = record["trials"]
-    # the model predicts the overlapped and the serialized protocol alike on one CPU: both are tried, overlapped first
-    assert [(t["rank"], t["executor"], t["mode"]) for t in trials] == [(1, "parallel", "overlapped"),
-                                                                       (2, "serial", "serialized")]
-    assert trials[0]["predicted_samples_per_s"] == trials[1]["predicted_samples_per_s"] > 0
+    # on one CPU the model adds every kernel either way; the serialized protocol skips param_sync (the serial executor
+    # acts with the learner's networks), so it is predicted a little faster and is tried first; both are tried
+    assert [(t["rank"], t["executor"], t["mode"]) for t in trials] == [(1, "serial", "serialized"),
+                                                                       (2, "parallel", "overlapped")]
+    assert trials[0]["predicted_samples_per_s"] > trials[1]["predicted_samples_per_s"] > 0
     assert all(t["predicted_source"] == "modelled" and t["source"] == "measured" for t in trials)
     assert all(t["error"] is None and t["measured_samples_per_s"] > 0 for t in trials)
     assert all(t["window_env_steps"] >= 100 and t["trial_env_steps"] <= 400 for t in trials)
@@ -58,6 +59,6 @@ def test_tune_trials_the_top_plans_and_reports_them(write_config, tmp_path, monk
     assert json.loads((out / "prediction.json").read_text())["tuning"]["kept"] == record["kept"]
     report = (out / "report.md").read_text()
     assert f"## {tuning.TITLE}" in report and f"Kept plan {record['kept']} of 2: {record['reason']}" in report
-    assert "| 2 | serial (serialized) |" in report
+    assert "| 2 | parallel (overlapped) |" in report
     html = (out / "report.html").read_text()
     assert escape(tuning.TITLE) in html and "<tr class='moved'><td>" + str(record["kept"]) in html

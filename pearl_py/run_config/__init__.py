@@ -18,6 +18,7 @@ Example use::
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,11 @@ from pearl_py.algorithms import (
 from pearl_py.algorithms.env_spec import EnvError, check_env_id
 from pearl_py.config.fields import build, param
 from pearl_py.config.yaml_source import YamlDocument
+from pearl_py.errors import ConfigError
+from pearl_py.protocol.schedule import TrainSchedule
+
+MAX_SEED = 2**32 - 1
+"""Largest seed: 32 bits, as numpy's legacy seeding, gymnasium and Stable-Baselines3 take seeds."""
 
 
 @dataclass(frozen=True)
@@ -41,9 +47,12 @@ class RunSettings:
     algorithm: str = param("dqn", "Algorithm name: dqn, ddpg, td3, sac, ppo, a2c, or a registered user algorithm.")
     env: str = param("CartPole-v1", "Gymnasium environment id.")
     total_steps: int = param(50_000, "Env steps (transitions) to collect.", low=1)
-    seed: int = param(0, "Seed of networks, exploration, replay sampling and envs.", low=0)
+    seed: int = param(0, "Seed of networks, exploration, replay sampling and envs.", low=0, high=MAX_SEED)
     eval_episodes: int = param(10, "Greedy evaluation episodes at the end of training.", low=0)
     eval_freq: int = param(0, "Also evaluate every this many env steps (0: only at the end).", low=0)
+    checkpoint_freq: int = param(0, "Write a checkpoint every this many env steps into OUT/checkpoints "
+                                 "(0: none); `--resume OUT` continues from the newest.", low=0)
+    checkpoint_keep: int = param(2, "Newest periodic checkpoints kept (older ones are deleted).", low=1)
 
 
 @dataclass(frozen=True)
@@ -66,7 +75,15 @@ class RunConfig:
         """A copy with some top-level settings replaced (``--steps``, ``--seed`` on the CLI)."""
         given = {k: v for k, v in settings.items() if v is not None}
         merged = {f.name: getattr(self.settings, f.name) for f in dataclasses.fields(RunSettings)} | given
-        return dataclasses.replace(self, settings=build(RunSettings, merged))
+        config = dataclasses.replace(self, settings=build(RunSettings, merged))
+        check_trains(config.settings, config.hyperparameters, config.error)
+        return config
+
+    def error(self, path: tuple[str | int, ...], message: str) -> ConfigError:
+        """A :class:`ConfigError` at key ``path``, located in the config's file when it came from one."""
+        if self.source != "<python>" and Path(self.source).is_file():
+            return YamlDocument.load(self.source).error(path, message)
+        return ConfigError(message, key=".".join(map(str, path)))
 
 
 def load_config(path: str | Path) -> RunConfig:
@@ -79,6 +96,9 @@ def parse_config(doc: YamlDocument) -> RunConfig:
     data = doc.data
     if not isinstance(data, dict):
         raise doc.error((), "a run config is a mapping of keys (algorithm, env, total_steps, ...)")
+    if not data:
+        raise doc.error((), "the config is empty: a run config names at least its algorithm and env "
+                            "(see examples/configs)")
     top = {k: v for k, v in data.items() if k != "hyperparameters"}
     settings = build(RunSettings, top, doc=doc)
     if settings.algorithm not in REGISTRY:
@@ -90,4 +110,24 @@ def parse_config(doc: YamlDocument) -> RunConfig:
         raise doc.error(("env",), str(exc)) from None
     algo_cls = REGISTRY[settings.algorithm]
     hyper = build(algo_cls.Config, data.get("hyperparameters") or {}, doc=doc, path=("hyperparameters",))
+    check_trains(settings, hyper, doc.error)
     return RunConfig(settings=settings, hyperparameters=hyper, source=doc.file, raw=data)
+
+
+def check_trains(settings: RunSettings, hyper: OffPolicyConfig | OnPolicyConfig,
+                 error: Callable[[tuple[str, ...], str], ConfigError]) -> None:
+    """Raise ``error(key path, message)`` when an off-policy run of ``settings.total_steps`` would never update:
+    learning starts at or after its end, or its first training round falls after it. (An on-policy run always
+    learns from its first rollout, which may pass ``total_steps``.)"""
+    if not isinstance(hyper, OffPolicyConfig):
+        return
+    total = settings.total_steps
+    if hyper.learning_starts >= total:
+        raise error(("hyperparameters", "learning_starts"),
+                    f"{hyper.learning_starts} is not below total_steps {total}: the run would end before its first "
+                    "update (lower learning_starts or raise total_steps)")
+    schedule = TrainSchedule.from_config(hyper, total)
+    if schedule.total_updates == 0:
+        raise error(("hyperparameters", "train_freq"),
+                    f"the first training round comes at env step {schedule.first_round_step * hyper.n_envs}, "
+                    f"past total_steps {total}: the run would never update (lower train_freq or raise total_steps)")

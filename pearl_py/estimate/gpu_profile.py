@@ -1,0 +1,124 @@
+"""Calibrate this machine's CUDA GPUs as ``pearl profile`` calibrates its CPU: same grids, synchronized timing.
+
+Every kernel kind that runs on a GPU is timed there over the CPU's grid (``calibration_grid``):
+the learner update (``reference`` and ``cuda_graph``), inference (``reference``), the replay's
+kernels (a ``TorchReplayBuffer`` on the GPU, what the runtime builds there) and ``param_sync``
+(the GPU-to-host copy of a GPU learner's weights). The clock synchronizes the device before it
+reads the time (``torch.cuda.synchronize``), so a chunk of calls is charged its GPU work, not its
+launches. Models go into the same calibration, keyed by the GPU's local name
+(``gpu0:learner_update/cuda_graph``); GPUs of a model already calibrated share its models
+(``meta["gpus"]["gpu1"]["models"] == "gpu0"``). The estimator then costs this machine's GPUs
+from these models (``source: calibrated``) and every other GPU from the roofline.
+
+Example::
+
+    >>> cal = profile(quick=True)                  # pearl_py.estimate.profiler: CPU, then every local GPU
+    >>> cal.meta["gpus"]
+    {'gpu0': {'name': 'NVIDIA H100 PCIe', 'models': 'gpu0'}}
+    >>> cal.model("learner_update", "cuda_graph", device="gpu0").form
+    'linear'
+"""
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+import torch
+
+from pearl_py.estimate.calibration import Calibration, model_key
+from pearl_py.estimate.microbench import variants
+from pearl_py.platform.kinds import device_kind
+from pearl_py.protocol.kernel import ENV_STEP
+
+GPU_KINDS_SKIPPED = (ENV_STEP,)
+"""Kernel kinds that never run on a GPU (gymnasium environments run on CPUs)."""
+
+
+@dataclass(frozen=True)
+class LocalGpu:
+    """A CUDA device of this machine: its local platform name (``gpu0``), torch device and torch's name for it."""
+
+    name: str
+    device: torch.device
+    model: str
+
+
+def local_gpus() -> list[LocalGpu]:
+    """This machine's CUDA devices (empty without CUDA)."""
+    if not torch.cuda.is_available():
+        return []
+    return [LocalGpu(f"gpu{i}", torch.device("cuda", i), torch.cuda.get_device_properties(i).name)
+            for i in range(torch.cuda.device_count())]
+
+
+def synchronized_clock(device: torch.device, synchronize: Callable[[torch.device], None] | None = None,
+                       ) -> Callable[[], float]:
+    """A clock that first waits for every kernel queued on ``device`` (``torch.cuda.synchronize``)."""
+    wait = synchronize if synchronize is not None else torch.cuda.synchronize
+
+    def clock() -> float:
+        wait(device)
+        return time.perf_counter()
+
+    return clock
+
+
+def profile_gpus(calibration: Calibration, quick: bool, kinds: Sequence[str], log: Callable[[str], None],
+                 power: Any, gpus: Sequence[LocalGpu] | None = None,
+                 synchronize: Callable[[torch.device], None] | None = None) -> None:
+    """Add every local GPU's models to ``calibration`` (``gpus``: default :func:`local_gpus`; ``synchronize``:
+    default ``torch.cuda.synchronize``; tests pass the CPU device and a recording fake)."""
+    from pearl_py.estimate.profiler import (
+        calibration_grid,
+        fit_measurements,
+        measure,
+        variant_available,
+    )
+
+    gpus = local_gpus() if gpus is None else list(gpus)
+    calibrated: dict[str, str] = {}
+    meta = calibration.meta.setdefault("gpus", {})
+    for gpu in gpus:
+        if gpu.model in calibrated:
+            meta[gpu.name] = {"name": gpu.model, "models": calibrated[gpu.model]}
+            log(f"{gpu.name} ({gpu.model}): same model as {calibrated[gpu.model]}, its models serve")
+            continue
+        log(f"calibrating {gpu.name} ({gpu.model}), synchronized timing ...")
+        clock = synchronized_clock(gpu.device, synchronize)
+        for kind in kinds:
+            if kind in GPU_KINDS_SKIPPED:
+                continue
+            for variant in variants(kind):
+                ok, reason = variant_available(kind, variant, "gpu")
+                key = model_key(kind, variant, device=gpu.name)
+                if not ok:
+                    log(f"{key:<40} skipped: {reason}")
+                    continue
+                t0 = time.perf_counter()
+                points = [replace(p, device=str(gpu.device)) for p in calibration_grid(kind, quick, variant)]
+                setup: list = []
+                measured = measure(kind, variant, points, setup=setup, clock=clock,
+                                   window=lambda k=kind, v=variant, g=gpu.name: power.window(g, model_key(k, v)))
+                if setup:
+                    cold = sorted(s for _, s, _ in setup)
+                    calibration.meta.setdefault("setup", {})[key] = {
+                        "seconds": round(cold[len(cold) // 2], 2), "cold": [round(s, 2) for s in cold], "warm": []}
+                model = fit_measurements(kind, measured)[None]
+                calibration.models[key] = model
+                log(f"{key:<40} {model.form:<9} cv error {model.cv_mape:5.1f}%  ({model.n_points} points, "
+                    f"{time.perf_counter() - t0:.1f}s)")
+        meta[gpu.name] = {"name": gpu.model, "models": gpu.name}
+        calibrated[gpu.model] = gpu.name
+
+
+def calibrated_gpu(calibration: Calibration | None, device: Any) -> str | None:
+    """The model prefix of a local GPU ``device`` that ``pearl profile`` calibrated (its own name, or the name of
+    the GPU of its model that was); None for any other device (a CPU, a catalogue GPU, an uncalibrated one)."""
+    if calibration is None or not device.local or device_kind(device.kind).runtime != "cuda":
+        return None
+    entry = (calibration.meta.get("gpus") or {}).get(device.name)
+    if entry is None or not str(device.spec.model_name).startswith(entry["name"]):
+        return None  # not calibrated, or another GPU than the one calibrated under this name
+    return entry["models"]

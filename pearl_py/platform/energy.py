@@ -1,0 +1,111 @@
+"""Energy per device of this machine: what is measured (and by which counter), what is modelled (and why).
+
+The local platform's ``cpu`` is read by RAPL (its packages and their DRAM), each ``gpuN`` by
+NVML's counter of the GPU with torch index N's UUID (:mod:`pearl_py.platform.counters`). Where no
+counter answers, a device's energy is modelled from the catalogue's power model (idle + (peak -
+idle) x utilization, docs/cost-models.md §6) and :func:`energy_statuses` says why.
+
+:func:`run_energy` turns a meter's readings and a run's kernel times into ``result.json``'s
+``energy``: joules per device, each ``measured`` (the counter over the metered window) or
+``modelled`` (the power model over the same window, utilization from the run's measured kernel
+times on that device).
+
+Example::
+
+    >>> statuses = energy_statuses(Platform.local())
+    >>> statuses["cpu"].describe()
+    'modelled (no RAPL zone under /sys/class/powercap (no powercap driver: a VM or a container without it))'
+    >>> with EnergyMeter(readers=local_readers(Platform.local())) as meter:
+    ...     result = executor.run(steps)
+    >>> run_energy(meter, plan, result.kernel_times)["cpu"]["source"]
+    'modelled'
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from pearl_py.platform.counters import (
+    CounterStatus,
+    DeviceReader,
+    EnergyMeter,
+    NvmlCounter,
+    RaplCounter,
+    nvml_reader,
+    rapl_reader,
+)
+from pearl_py.platform.kinds import cuda_index, device_kind
+
+
+def cuda_uuid(index: int) -> str | None:
+    """The UUID torch reports for CUDA device ``index`` (None where this torch does not report one)."""
+    import torch
+
+    uuid = getattr(torch.cuda.get_device_properties(index), "uuid", None)
+    return str(uuid) if uuid is not None else None
+
+
+def local_readers(platform: Any, rapl: RaplCounter | None = None, nvml: NvmlCounter | None = None,
+                  uuid_of: Any = cuda_uuid) -> dict[str, DeviceReader]:
+    """A reader per local device: RAPL for the CPU, the matching NVML GPU for each ``gpuN`` (measured or not)."""
+    rapl = rapl if rapl is not None else RaplCounter()
+    readers: dict[str, DeviceReader] = {}
+    for device in platform:
+        if not device.local:
+            continue
+        runtime = device_kind(device.kind).runtime
+        if runtime == "cpu":
+            readers[device.name] = rapl_reader(rapl)
+        elif runtime == "cuda":
+            nvml = nvml if nvml is not None else NvmlCounter()
+            index = cuda_index(device.name)
+            match = nvml.device_for(uuid_of(index), index)
+            status = nvml.status(match)
+            readers[device.name] = nvml_reader(nvml, match) if status.measured else \
+                DeviceReader(status, dict, lambda a, b: 0.0)
+    return readers
+
+
+def energy_statuses(platform: Any, readers: Mapping[str, DeviceReader] | None = None) -> dict[str, CounterStatus]:
+    """Per device of ``platform``: measured by which counter, or modelled and why (a catalogue device: modelled)."""
+    readers = local_readers(platform) if readers is None else readers
+    out = {}
+    for device in platform:
+        if device.name in readers:
+            out[device.name] = readers[device.name].status
+        else:
+            kind = device_kind(device.kind)
+            why = ("a simulated device: its power is the model's" if kind.simulated
+                   else "not a device of this machine: its power is the catalogue's model")
+            out[device.name] = CounterStatus(False, "", why)
+    return out
+
+
+def modelled_joules(idle_w: float, peak_w: float, units: int, busy_s: float, window_s: float) -> float:
+    """The power model over ``window_s``: idle power all along, plus the above-idle power of the busy share
+    (``busy_s`` kernel-seconds over ``units`` parallel units)."""
+    if window_s <= 0:
+        return 0.0
+    utilization = min(busy_s / (max(units, 1) * window_s), 1.0)
+    return window_s * (idle_w + (peak_w - idle_w) * utilization)
+
+
+def run_energy(meter: EnergyMeter, devices: Mapping[str, Mapping[str, Any]],
+               busy_s: Mapping[str, float]) -> dict[str, dict[str, Any]]:
+    """``result.json``'s ``energy``: per device, joules over the meter's window, ``measured`` where its counter
+    read, else ``modelled`` from ``devices[name]`` (``idle_w``, ``peak_w``, ``units``; ``reason`` when no counter
+    was asked) and the run's busy seconds on it (``busy_s``: kernel time on the device), with the counter or the
+    reason."""
+    out: dict[str, dict[str, Any]] = {}
+    for name, info in devices.items():
+        status = meter.statuses.get(name)
+        if name in meter.by_device:
+            out[name] = {"joules": meter.by_device[name], "source": "measured", "counter": status.counter,
+                         "window_s": meter.seconds}
+            continue
+        why = status.reason if status is not None else info.get("reason", "no counter of this machine reads it")
+        joules = modelled_joules(info["idle_w"], info["peak_w"], int(info.get("units", 1)), busy_s.get(name, 0.0),
+                                 meter.seconds)
+        out[name] = {"joules": joules, "source": "modelled", "reason": why, "window_s": meter.seconds,
+                     "busy_s": busy_s.get(name, 0.0)}
+    return out

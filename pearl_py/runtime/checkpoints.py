@@ -1,0 +1,209 @@
+"""Periodic checkpoints of every executor: written whole or not at all, the newest ``keep`` kept, resumable.
+
+Every ``every`` env steps (``checkpoint_freq``) an executor writes its state — learner, replay
+(none for on-policy: it checkpoints between rollouts), counters, torch RNG; the format of
+:mod:`pearl_py.runtime.parallel.checkpoint` — to ``OUT/checkpoints/<seq>-step<steps>/``. A
+checkpoint is written into a hidden temporary folder first (each file fsynced) and renamed into
+place, so a folder under ``checkpoints/`` is always complete, whatever kills the run (SIGKILL,
+OOM, power cut); then all but the newest ``keep`` are deleted. ``--resume OUT`` continues
+from the newest complete checkpoint: the periodic ones, or the one a parallel run writes to
+``OUT/checkpoint`` when stopped (Ctrl-C, SIGTERM, a crash), whichever got further.
+
+A resumed session reseeds its envs and warm-up generator with ``seed + SESSION_SEED_STRIDE *
+session`` (env states are not saved: episodes in progress are dropped and collected anew),
+and restores networks, optimizers, replay contents and its sampling generator, the update
+count and the torch RNG, so the schedule (updates per transition, target updates,
+exploration) continues where it stopped.
+
+Example::
+
+    >>> options = CheckpointOptions(every=10_000, keep=2)
+    >>> periodic = PeriodicCheckpoints(Path("runs/x"), options, algo, seed=0, total_steps=50_000, done=0)
+    >>> periodic.due(10_000)
+    True
+    >>> periodic.save(learner.state_dict(), replay.state_dict(), progress)
+    PosixPath('runs/x/checkpoints/000001-step10000')
+    >>> newest_checkpoint(Path("runs/x"))
+    PosixPath('runs/x/checkpoints/000001-step10000')
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import secrets
+import shutil
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from pearl_py.algorithms.core import BaseAlgorithm
+from pearl_py.errors import UserError
+
+if TYPE_CHECKING:  # the parallel package imports this module: its checkpoint format is imported where used
+    from pearl_py.runtime.parallel.checkpoint import Progress
+
+CHECKPOINTS_DIR = "checkpoints"
+INTERRUPT_DIR = "checkpoint"
+"""Where a parallel run's stop (Ctrl-C, SIGTERM, crash) checkpoint goes (one, replaced each time)."""
+SESSION_SEED_STRIDE = 1_000_003
+"""Env seed offset per resumed session (a resumed run does not replay the first session's episodes)."""
+_NAME = re.compile(r"^(\d{6})-step(\d+)$")
+
+
+@dataclass(frozen=True)
+class CheckpointOptions:
+    """``every``: env steps between periodic checkpoints (0: none); ``keep``: newest complete ones kept."""
+
+    every: int = 0
+    keep: int = 2
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.every, int) or self.every < 0:
+            raise UserError(f"checkpoint_freq must be an integer >= 0 (env steps; 0: none), got {self.every!r}")
+        if not isinstance(self.keep, int) or self.keep < 1:
+            raise UserError(f"checkpoint_keep must be an integer >= 1, got {self.keep!r}")
+
+
+def _complete(folder: Path) -> bool:
+    """A checkpoint folder with both files (the summary is written last)."""
+    return (folder / "checkpoint.pt").is_file() and (folder / "checkpoint.json").is_file()
+
+
+def periodic_checkpoints(run_dir: Path) -> list[Path]:
+    """The complete periodic checkpoints of a run, oldest first."""
+    root = Path(run_dir) / CHECKPOINTS_DIR
+    if not root.is_dir():
+        return []
+    found = [p for p in root.iterdir() if _NAME.match(p.name) and _complete(p)]
+    return sorted(found, key=lambda p: int(_NAME.match(p.name).group(1)))
+
+
+def _reached(folder: Path) -> tuple[int, int]:
+    """(transitions, gradient steps) a checkpoint's summary records; (-1, -1) when unreadable."""
+    try:
+        summary = json.loads((folder / "checkpoint.json").read_text())
+        return int(summary["transitions"]), int(summary["gradient_steps"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return -1, -1
+
+
+def newest_checkpoint(run_dir: Path) -> Path | None:
+    """The complete checkpoint of ``run_dir`` that got furthest: the newest periodic one or the stop checkpoint."""
+    candidates = periodic_checkpoints(run_dir)[-1:]
+    stop = Path(run_dir) / INTERRUPT_DIR
+    if _complete(stop):
+        candidates.append(stop)  # last: on a tie the stop checkpoint (taken later) wins
+    return max(reversed(candidates), key=_reached, default=None) if candidates else None
+
+
+class CheckpointStore:
+    """The ``checkpoints/`` folder of a run: atomic writes, the newest ``keep`` kept."""
+
+    def __init__(self, run_dir: Path, keep: int) -> None:
+        self.root = Path(run_dir) / CHECKPOINTS_DIR
+        self.keep = keep
+
+    def save(self, write: Callable[[Path], object], transitions: int) -> Path:
+        """``write(folder)`` fills a temporary folder, renamed to ``<seq>-step<transitions>``; older ones pruned."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        existing = periodic_checkpoints(self.root.parent)
+        seq = int(_NAME.match(existing[-1].name).group(1)) + 1 if existing else 1
+        tmp = self.root / f".tmp-{secrets.token_hex(4)}"
+        tmp.mkdir()
+        try:
+            write(tmp)
+            final = self.root / f"{seq:06d}-step{transitions}"
+            os.replace(tmp, final)
+            _fsync_dir(self.root)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        for old in periodic_checkpoints(self.root.parent)[:-self.keep]:
+            shutil.rmtree(old, ignore_errors=True)
+        for stale in self.root.glob(".tmp-*"):  # a run killed mid-write left it; never a complete checkpoint
+            if stale != tmp:
+                shutil.rmtree(stale, ignore_errors=True)
+        return final
+
+
+def _fsync_dir(path: Path) -> None:
+    """Make a rename in ``path`` durable (a power cut after it keeps the new name)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+class PeriodicCheckpoints:
+    """When a run is due for a checkpoint, and writing it (see the module docstring)."""
+
+    def __init__(self, out_dir: Path | None, options: CheckpointOptions, algorithm: BaseAlgorithm, seed: int,
+                 total_steps: int, done: int = 0) -> None:
+        self.options, self.algorithm, self.seed, self.total_steps = options, algorithm, seed, total_steps
+        self.store = CheckpointStore(out_dir, options.keep) if out_dir is not None and options.every else None
+        self.next_at = (done // options.every + 1) * options.every if options.every else 0
+        """Env steps at which the next checkpoint is due."""
+        self.written: list[Path] = []
+
+    @property
+    def enabled(self) -> bool:
+        return self.store is not None
+
+    def due(self, transitions: int) -> bool:
+        """Whether ``transitions`` reached the next multiple of ``every`` (never at the run's end: it is done)."""
+        return self.enabled and self.next_at <= transitions < self.total_steps
+
+    def save(self, learner_state: dict[str, Any], replay_state: dict[str, Any], progress: Progress) -> Path:
+        """Write a checkpoint of the run at ``progress.transitions`` env steps (torch RNGs, CPU and CUDA: now)."""
+        from pearl_py.runtime.parallel.checkpoint import Checkpoint, save_checkpoint
+        from pearl_py.runtime.rng_state import cuda_rng_states
+
+        algo = self.algorithm
+        ckpt = Checkpoint(algorithm=algo.name, env=algo.env_id, config=asdict(algo.config), seed=self.seed,
+                          total_steps=self.total_steps, learner=learner_state, replay=replay_state, progress=progress,
+                          torch_rng=torch.get_rng_state(), cuda_rng=cuda_rng_states())
+        path = self.store.save(lambda folder: save_checkpoint(folder, ckpt), progress.transitions)
+        every = self.options.every
+        self.next_at = (progress.transitions // every + 1) * every
+        self.written.append(path)
+        return path
+
+
+def restore(algorithm: BaseAlgorithm, learner: Any, seed: int, total_steps: int, resume_from: Path | None
+            ) -> tuple[Progress, dict[str, Any] | None]:
+    """Fresh progress, or (resuming) the checkpoint's, its session counted, with its replay state;
+    ``learner`` and the torch RNGs (CPU and every CUDA device) are restored."""
+    from pearl_py.runtime.parallel.checkpoint import Progress, load_checkpoint
+    from pearl_py.runtime.rng_state import restore_cuda_rng_states
+
+    if resume_from is None:
+        return Progress(), None
+    ckpt = load_checkpoint(resume_from)
+    ckpt.check_matches(algorithm, seed, total_steps)
+    try:
+        learner.load_state_dict(ckpt.learner)
+        torch.set_rng_state(ckpt.torch_rng)
+        restore_cuda_rng_states(ckpt.cuda_rng)
+    except (RuntimeError, KeyError, TypeError, ValueError) as exc:  # the networks' shapes or names differ
+        raise UserError(f"resume: the checkpoint in {resume_from} does not fit this run's learner "
+                        f"({str(exc).splitlines()[0][:200]})") from None
+    progress = ckpt.progress
+    progress.sessions += 1
+    return progress, ckpt.replay
+
+
+def session_seed(seed: int, sessions: int) -> int:
+    """The env and warm-up seed of a run's ``sessions``-th resumed session (the seed itself at first)."""
+    return seed + SESSION_SEED_STRIDE * sessions
+
+
+def session_log_dir(out_dir: Path | None, sessions: int) -> Path | None:
+    """Where a session writes its CSV and TensorBoard logs: the run folder, then ``session<k>/`` per resume."""
+    if out_dir is None or not sessions:
+        return out_dir
+    return out_dir / f"session{sessions}"

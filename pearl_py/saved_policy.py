@@ -1,0 +1,219 @@
+"""The trained policy a run leaves in its folder, and :func:`load` that brings it back ready to act.
+
+Every run with an output folder writes two files there when training ends:
+
+- ``policy.pt``: ``torch.save`` of plain data only (``{"format": 1, "nets": <state dict>}``: every
+  online and target network's tensors), read back with ``torch.load(weights_only=True)``, so
+  loading a file never runs code from it;
+- ``policy.json``: the manifest (:class:`PolicyManifest`): algorithm, family, env id, every
+  hyperparameter as a config file holds it, the pearl_py version that wrote it, the observation
+  normalization (pearl_py normalizes none: null), and how far training got.
+
+A folder or file that is not such a pair (missing, foreign, corrupted, written for other
+networks) is a :class:`~pearl_py.errors.UserError` naming the file.
+
+Example::
+
+    >>> policy = pearl.load("runs/dqn")                      # the run folder, policy.pt or policy.json
+    >>> policy.algorithm.name, policy.manifest.env
+    ('dqn', 'CartPole-v1')
+    >>> policy.predict(obs)                                  # deterministic actions, in the env's space
+    array([1])
+    >>> policy.evaluate(episodes=10, seed=10_000)            # greedy returns, as the run's final evaluation
+    [500.0, 500.0, ...]
+"""
+from __future__ import annotations
+
+import dataclasses
+import io
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import torch
+
+from pearl_py.algorithms import REGISTRY, BaseAlgorithm, Networks
+from pearl_py.config.fields import build
+from pearl_py.config.plain import plain_values
+from pearl_py.errors import UserError
+from pearl_py.fileio import atomic_write_bytes, atomic_write_json
+from pearl_py.version import __version__
+
+POLICY_FILE = "policy.pt"
+MANIFEST_FILE = "policy.json"
+FORMAT = 1
+"""Format of both files; a reader refuses any other."""
+
+
+@dataclass(frozen=True)
+class PolicyManifest:
+    """What ``policy.json`` says of the networks in ``policy.pt``."""
+
+    format: int
+    algorithm: str
+    family: str
+    """``off_policy`` or ``on_policy``: which networks the algorithm builds (with target copies or not)."""
+    env: str
+    config: dict[str, Any]
+    """Every hyperparameter of the algorithm's config, as a config file holds it."""
+    pearl_py_version: str
+    seed: int
+    env_steps: int
+    gradient_steps: int
+    obs_normalization: dict[str, Any] | None = None
+    """Running observation statistics applied before the networks; pearl_py normalizes none (null)."""
+
+    @classmethod
+    def from_dict(cls, data: Any, file: Path) -> PolicyManifest:
+        if not isinstance(data, dict):
+            raise UserError(f"{file}: not a pearl_py policy manifest (expected a JSON object)")
+        if data.get("format") != FORMAT:
+            raise UserError(f"{file}: not a pearl_py policy manifest of format {FORMAT} "
+                            f"(format {data.get('format')!r})")
+        names = [f.name for f in dataclasses.fields(cls)]
+        missing = [n for n in names if n not in data and n != "obs_normalization"]
+        if missing:
+            raise UserError(f"{file}: policy manifest lacks {', '.join(missing)}")
+        return cls(**{n: data[n] for n in names if n in data})
+
+
+def save_policy(directory: str | Path, algorithm: BaseAlgorithm, nets: Networks, *, seed: int, env_steps: int,
+                gradient_steps: int) -> Path:
+    """Write ``policy.pt`` and ``policy.json`` into ``directory`` (each atomically); returns policy.pt's path."""
+    directory = Path(directory)
+    state = {name: tensor.detach().cpu().clone() for name, tensor in nets.state_dict().items()}
+    buffer = io.BytesIO()
+    torch.save({"format": FORMAT, "nets": state}, buffer)
+    manifest = PolicyManifest(format=FORMAT, algorithm=algorithm.name, family=algorithm.family, env=algorithm.env_id,
+                              config=plain_values(algorithm.config), pearl_py_version=__version__, seed=seed,
+                              env_steps=env_steps, gradient_steps=gradient_steps)
+    # the weights first: a manifest on disk always has its weights beside it
+    atomic_write_bytes(directory / POLICY_FILE, buffer.getvalue())
+    atomic_write_json(directory / MANIFEST_FILE, dataclasses.asdict(manifest))
+    return directory / POLICY_FILE
+
+
+class TrainedPolicy:
+    """A trained algorithm with its networks, on the CPU, ready to act (``predict``) or be evaluated."""
+
+    def __init__(self, algorithm: BaseAlgorithm, nets: Networks, manifest: PolicyManifest) -> None:
+        self.algorithm = algorithm
+        self.nets = nets.eval()
+        self.manifest = manifest
+        self.device = torch.device("cpu")
+
+    def predict(self, obs: np.ndarray, deterministic: bool = True) -> np.ndarray:
+        """Actions for one observation or a batch (first axis), in the env's action space.
+
+        ``deterministic``: the greedy action (as evaluation); otherwise the exploring one
+        (epsilon-greedy or noise at the end of training for the off-policy family, a sample of
+        the policy for the on-policy family).
+        """
+        batch = np.asarray(obs, dtype=np.float32)
+        single = batch.ndim == 1
+        batch = batch[None] if single else batch
+        if deterministic:
+            actions = self.algorithm.greedy_actions(self.nets, batch, self.device)
+        else:
+            with torch.no_grad():
+                t = torch.as_tensor(batch, device=self.device)
+                if self.algorithm.family == "on_policy":
+                    actions = self.algorithm.act(self.nets, t, explore=True).actions.numpy()
+                else:
+                    actions = self.algorithm.act(self.nets, t, explore=True, progress=1.0).numpy()
+        env_actions = self.algorithm.spec.to_env_action(actions)
+        return env_actions[0] if single else env_actions
+
+    def evaluate(self, episodes: int = 10, seed: int = 0, make_env: Callable[[], gym.Env] | None = None
+                 ) -> list[float]:
+        """Returns of ``episodes`` greedy episodes, episode ``i`` reset with ``seed + i`` (the run's final
+        evaluation used ``seed = run seed + 10_000``)."""
+        from pearl_py.runtime.evaluation import evaluate
+
+        return evaluate(self.algorithm, self.nets, self.device, episodes, seed, make_env=make_env)
+
+    def __repr__(self) -> str:
+        m = self.manifest
+        return (f"TrainedPolicy({m.algorithm} on {m.env}, {m.env_steps} env steps, seed {m.seed}, "
+                f"pearl_py {m.pearl_py_version})")
+
+
+def policy_files(path: str | Path) -> tuple[Path, Path]:
+    """``(policy.pt, policy.json)`` of a run folder, or of the folder holding the given file."""
+    path = Path(path)
+    folder = path.parent if path.name in (POLICY_FILE, MANIFEST_FILE) else path
+    weights, manifest = folder / POLICY_FILE, folder / MANIFEST_FILE
+    for file in (manifest, weights):
+        if not file.is_file():
+            raise UserError(f"{file}: no saved policy there (a run folder holds {POLICY_FILE} and {MANIFEST_FILE})")
+    return weights, manifest
+
+
+def read_manifest(file: Path) -> PolicyManifest:
+    try:
+        data = json.loads(file.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise UserError(f"{file}: not a pearl_py policy manifest ({exc})") from None
+    return PolicyManifest.from_dict(data, file)
+
+
+def read_weights(file: Path) -> dict[str, torch.Tensor]:
+    """The network state dict of a ``policy.pt``: plain tensors only (``weights_only=True``)."""
+    try:
+        data = torch.load(file, map_location="cpu", weights_only=True)
+    except Exception as exc:  # torch raises many kinds (UnpicklingError, RuntimeError, EOFError, ...)
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise UserError(f"{file}: not a pearl_py saved policy ({reason})") from None
+    if not isinstance(data, dict) or data.get("format") != FORMAT or not isinstance(data.get("nets"), dict):
+        raise UserError(f"{file}: not a pearl_py saved policy of format {FORMAT}")
+    if not all(isinstance(k, str) and isinstance(v, torch.Tensor) for k, v in data["nets"].items()):
+        raise UserError(f"{file}: not a pearl_py saved policy (its networks are not tensors by name)")
+    return data["nets"]
+
+
+def load_networks(nets: Networks, state: dict[str, torch.Tensor], file: Path) -> None:
+    """Load ``state`` into ``nets``; a state for other networks (names or shapes) is a UserError naming ``file``."""
+    try:
+        nets.load_state_dict(state, strict=True)
+    except RuntimeError as exc:
+        detail = " ".join(str(exc).split())
+        raise UserError(f"{file}: its networks do not fit this algorithm's ({detail[:300]})") from None
+
+
+def algorithm_of(manifest: PolicyManifest, file: Path) -> BaseAlgorithm:
+    """The algorithm a manifest names, with its saved hyperparameters."""
+    cls = REGISTRY.get(manifest.algorithm)
+    if cls is None:
+        raise UserError(f"{file}: algorithm {manifest.algorithm!r} is not registered here (known: "
+                        f"{', '.join(sorted(REGISTRY))}); import the module that defines it and pearl.register it")
+    try:
+        return cls(manifest.env, build(cls.Config, manifest.config))
+    except UserError as exc:
+        raise UserError(f"{file}: {exc}") from None
+
+
+def load(path: str | Path) -> TrainedPolicy:
+    """The trained policy saved in a run folder (or given by its ``policy.pt``/``policy.json``), ready to act."""
+    weights, manifest_file = policy_files(path)
+    manifest = read_manifest(manifest_file)
+    algorithm = algorithm_of(manifest, manifest_file)
+    nets = algorithm.fresh_networks()
+    load_networks(nets, read_weights(weights), weights)
+    return TrainedPolicy(algorithm, nets, manifest)
+
+
+def initial_state(path: str | Path, algorithm: BaseAlgorithm) -> dict[str, torch.Tensor]:
+    """The saved networks of the run at ``path``, checked to fit ``algorithm`` (``--init-from``): same
+    algorithm and env, networks of the same names and shapes. Training then starts from them."""
+    weights, manifest_file = policy_files(path)
+    manifest = read_manifest(manifest_file)
+    if (manifest.algorithm, manifest.env) != (algorithm.name, algorithm.env_id):
+        raise UserError(f"{manifest_file}: the saved policy is {manifest.algorithm} on {manifest.env}; this run is "
+                        f"{algorithm.name} on {algorithm.env_id}")
+    state = read_weights(weights)
+    load_networks(algorithm.fresh_networks(), state, weights)
+    return state

@@ -1,0 +1,74 @@
+"""Checkpoints keep every CUDA generator (fakes: no CUDA here); the Ray backend builds each component on the device
+the plan names (inference on a GPU included)."""
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+import torch
+
+import pearl_py as pearl
+from pearl_py.errors import UserError
+from pearl_py.plan import Placement, Plan
+from pearl_py.runtime import rng_state
+from pearl_py.runtime.parallel.checkpoint import (
+    Checkpoint,
+    Progress,
+    load_checkpoint,
+    save_checkpoint,
+)
+
+
+@pytest.fixture
+def two_gpus(monkeypatch):
+    """torch sees two CUDA devices whose generators are tensors kept here."""
+    states = [torch.tensor([1, 2], dtype=torch.uint8), torch.tensor([3, 4], dtype=torch.uint8)]
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: len(states))
+    monkeypatch.setattr(torch.cuda, "get_rng_state_all", lambda: [s.clone() for s in states])
+    monkeypatch.setattr(torch.cuda, "set_rng_state_all", lambda new: states.__setitem__(slice(None), list(new)))
+    return states
+
+
+def test_checkpoints_keep_and_restore_every_cuda_generator(two_gpus, tmp_path: Path):
+    algo = pearl.DQN("CartPole-v1")
+    kept = rng_state.cuda_rng_states()
+    ckpt = Checkpoint(algorithm=algo.name, env=algo.env_id, config={}, seed=0, total_steps=10, learner={
+        "gradient_steps": 0}, replay={}, progress=Progress(), torch_rng=torch.get_rng_state(), cuda_rng=kept)
+    save_checkpoint(tmp_path, ckpt)
+    two_gpus[:] = [torch.zeros(2, dtype=torch.uint8)] * 2  # the generators moved on
+    rng_state.restore_cuda_rng_states(load_checkpoint(tmp_path).cuda_rng)
+    assert [s.tolist() for s in two_gpus] == [[1, 2], [3, 4]]
+
+
+def test_a_checkpoint_of_more_gpus_than_here_cannot_continue_exactly(two_gpus):
+    with pytest.raises(UserError, match="generators of 3 CUDA device.*this machine has 2"):
+        rng_state.restore_cuda_rng_states([torch.zeros(2, dtype=torch.uint8)] * 3)
+
+
+def test_without_cuda_nothing_is_kept_and_old_checkpoints_load(tmp_path: Path):
+    if not torch.cuda.is_available():
+        assert rng_state.cuda_rng_states() == []
+    rng_state.restore_cuda_rng_states([])  # an old checkpoint, or one written without CUDA
+    fields = {f.name for f in dataclasses.fields(Checkpoint)}
+    assert "cuda_rng" in fields and Checkpoint.__dataclass_fields__["cuda_rng"].default_factory() == []
+
+
+def test_ray_components_take_the_plans_devices():
+    pytest.importorskip("ray", reason='ray is an optional extra: pip install -c constraints.txt ".[ray]"')
+    from pearl_py.runtime.ray_backend import RayExecutor
+    from pearl_py.runtime.ray_backend.workers import ActorWorker, ReplayServer
+
+    algo = pearl.DQN("CartPole-v1", net_arch=[16])
+    base = Plan.single_device(algo.protocol())
+    plan = dataclasses.replace(base, mode="overlapped", devices={"cpu": "cpu", "gpu0": "gpu"},
+                               placements={**base.placements, "inference": Placement("gpu0"),
+                                           "learner_update": Placement("gpu0")})
+    executor = RayExecutor(algo, plan, seed=0)
+    assert [executor._torch_device(k) for k in ("inference", "learner_update", "replay_insert")] == \
+        ["cuda", "cuda", "cpu"]
+    assert executor.resources["actor"]["num_gpus"] == 1.0  # the actor's GPU, which its inference runs on
+    actor = ActorWorker(algo, 0, 0, 1000, device="cpu")
+    assert actor.timer.evented == frozenset() and next(actor.nets.parameters()).device.type == "cpu"
+    assert type(ReplayServer(algo, seed=0).replay).__name__ == "ReplayBuffer"

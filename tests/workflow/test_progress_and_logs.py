@@ -1,0 +1,151 @@
+"""Progress that works without a terminal, the printed plan, SB3's scalars in train.csv and TensorBoard,
+and the report's learning curve."""
+from __future__ import annotations
+
+import csv
+import io
+import re
+import subprocess
+import sys
+from collections import deque
+from pathlib import Path
+
+import pytest
+
+import pearl_py as pearl
+from pearl_py.runtime.run_log import RunLog, clock
+
+ROOT = Path(__file__).resolve().parents[2]
+TINY = {"learning_starts": 100, "train_freq": 50, "gradient_steps": 5, "batch_size": 16, "net_arch": [16]}
+LINE = re.compile(r"^\[(\d+)/1000 +(\d+)%\] (\d+) samples/s(, return ([-\d.]+) \(mean of (\d+)\))?, "
+                  r"(\d+:\d\d) elapsed(, ETA (\d+:\d\d))?$")
+
+
+class Pipe(io.StringIO):
+    """A stream that is not a terminal (nohup, CI, a log file)."""
+
+    def isatty(self) -> bool:
+        return False
+
+
+class Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_without_a_terminal_progress_is_whole_lines_with_the_figures():
+    stream = Pipe()
+    log = RunLog(None, total_steps=1000, stream=stream, every_s=0.0)
+    log.tick(100, 500.0)
+    log.episode(150, 20.0, 20)
+    log.episode(180, 30.0, 30)
+    log.tick(200, 510.0)
+    log.tick(1000, 520.0)  # the end: printed once, by close
+    log.close()
+    lines = stream.getvalue().splitlines()
+    assert "\r" not in stream.getvalue() and len(lines) == 3
+    parsed = [LINE.match(line) for line in lines]
+    assert all(parsed), lines
+    assert [m.group(1) for m in parsed] == ["100", "200", "1000"]
+    assert [m.group(3) for m in parsed] == ["500", "510", "520"]
+    assert parsed[1].group(5, 6) == ("25.0", "2") and parsed[0].group(4) is None
+    assert parsed[0].group(9) is not None and parsed[2].group(9) is None  # an ETA until the end
+
+
+def test_lines_come_every_n_seconds_not_every_step():
+    stream = Pipe()
+    log = RunLog(None, total_steps=1000, stream=stream, every_s=3600.0)
+    for step in range(1, 1000):
+        log.tick(step, 100.0)
+    log.tick(1000, 100.0)
+    log.close()
+    assert len(stream.getvalue().splitlines()) == 1 and stream.getvalue().startswith("[1000/1000 100%]")
+
+
+def test_on_a_terminal_a_live_bar_redraws_in_place():
+    stream = Terminal()
+    log = RunLog(None, total_steps=1000, stream=stream)
+    log.tick(1000, 42.0)
+    log.close()
+    text = stream.getvalue()
+    assert text.startswith("\r[########################] [1000/1000 100%] 42 samples/s") and text.endswith("\n")
+    quiet = Pipe()
+    log = RunLog(None, total_steps=1000, progress=False, stream=quiet)
+    log.tick(1000, 1.0)
+    log.close()
+    assert quiet.getvalue() == ""
+
+
+def test_the_eta_follows_the_recent_pace_not_the_whole_runs():
+    log = RunLog(None, total_steps=10_000, progress=False)
+    assert log._eta(1_000, 1_000.0, now=1.0) == pytest.approx(9.0)        # no history: the given rate
+    assert log._eta(2_000, 900.0, now=11.0) == pytest.approx(80.0)        # 1,000 steps in 10 s since: 100/s
+    assert log._eta(2_500, 800.0, now=51.0) == pytest.approx(7_500 / 12.5)  # the pace since 40 s ago (2,000)
+
+
+def test_clock():
+    assert (clock(5), clock(65), clock(3725)) == ("0:05", "1:05", "1:02:05")
+
+
+def test_train_csv_has_sb3s_scalars_and_kernel_times(tmp_path):
+    algo = pearl.DQN("CartPole-v1", **TINY)
+    lines: list[str] = []
+    pearl.train(algo, total_steps=1_000, seed=0, out=tmp_path, eval_episodes=1, progress=False, log=lines.append)
+    assert lines[0] == "plan: serialized (one process, stages in turn)" and "learner_update" in lines[5]
+    with (tmp_path / "train.csv").open() as f:
+        rows = list(csv.DictReader(f))
+    with (tmp_path / "episodes.csv").open() as f:
+        episodes = [(int(r["step"]), float(r["episode_return"]), int(r["episode_length"])) for r in csv.DictReader(f)]
+    assert {"ep_rew_mean", "ep_len_mean", "exploration_rate", "loss_q", "steps_per_second", "episodes",
+            "time_elapsed", "time_learner_update_ms", "time_env_step_ms", "time_replay_sample_ms"} <= set(rows[0])
+    assert len(rows) == (1_000 - 100) // 50  # one per training round
+    for row in rows:
+        step = int(row["step"])
+        assert float(row["exploration_rate"]) == pytest.approx(algo.epsilon(step / 1_000), rel=1e-5)
+        window = deque((r for s, r, _ in episodes if s <= step), maxlen=100)
+        assert float(row["ep_rew_mean"]) == pytest.approx(sum(window) / len(window), rel=1e-5)
+        assert int(row["episodes"]) == sum(1 for s, _, _ in episodes if s <= step)
+        assert float(row["time_learner_update_ms"]) > 0
+
+
+def test_tensorboard_gets_the_same_scalars_under_sb3s_tags(tmp_path):
+    pytest.importorskip("tensorboard", reason="the tensorboard extra is not installed")
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    pearl.train(pearl.DQN("CartPole-v1", **TINY), total_steps=400, seed=0, out=tmp_path, eval_episodes=1,
+                progress=False)
+    events = EventAccumulator(str(tmp_path / "tensorboard"))
+    events.Reload()
+    tags = set(events.Tags()["scalars"])
+    assert {"rollout/ep_rew_mean", "rollout/ep_len_mean", "rollout/exploration_rate", "train/loss_q", "time/fps",
+            "time/time_learner_update_ms", "rollout/episode_return"} <= tags
+    with (tmp_path / "train.csv").open() as f:
+        first = next(csv.DictReader(f))
+    fps = events.Scalars("time/fps")[0]
+    assert fps.step == int(first["step"]) and fps.value == pytest.approx(float(first["steps_per_second"]), rel=1e-5)
+
+
+def test_the_run_report_has_a_learning_curve(tmp_path):
+    pearl.train(pearl.DQN("CartPole-v1", **TINY), total_steps=1_000, seed=0, out=tmp_path, plan="local",
+                eval_episodes=1, progress=False, log=lambda line: None)
+    markdown = (tmp_path / "report.md").read_text()
+    assert "## Learning curve" in markdown
+    with (tmp_path / "episodes.csv").open() as f:
+        last = list(csv.DictReader(f))[-100:]
+    mean = sum(float(r["episode_return"]) for r in last) / len(last)
+    assert f"{mean:.1f} at step {int(last[-1]['step']):,}" in markdown
+    html = (tmp_path / "report.html").read_text()
+    assert "Learning curve (measured)" in html and "<polyline" in html
+
+
+def test_the_cli_prints_the_plan_and_progress_lines_without_a_terminal(write_config, tmp_path):
+    config = write_config("algorithm: dqn\nenv: CartPole-v1\ntotal_steps: 600\neval_episodes: 1\nhyperparameters:\n"
+                          + "".join(f"  {k}: {v}\n" for k, v in TINY.items()))
+    proc = subprocess.run([sys.executable, "-m", "pearl_py.cli", "run", str(config), "--plan", "serial",
+                           "--out", str(tmp_path / "out")], capture_output=True, text=True, cwd=ROOT, timeout=600,
+                          env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)})
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines()[0] == "plan: serialized (one process, stages in turn)"
+    assert re.search(r"^\[600/600 100%\] \d+ samples/s, return [\d.]+ \(mean of \d+\), \d+:\d\d elapsed$",
+                     proc.stderr, re.MULTILINE), proc.stderr
+    assert f"pearl eval {tmp_path / 'out'}" in proc.stdout

@@ -1,0 +1,151 @@
+"""Every run saves its trained policy; pearl.load brings it back in another process with the same actions."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+import pearl_py as pearl
+from pearl_py.cli import main
+from pearl_py.errors import UserError
+from pearl_py.saved_policy import MANIFEST_FILE, POLICY_FILE
+
+TINY = dict(learning_starts=100, train_freq=50, gradient_steps=5, batch_size=16, net_arch=[16])
+ROOT = Path(__file__).resolve().parents[2]
+
+LOAD_IN_A_NEW_PROCESS = textwrap.dedent("""
+    import json, sys
+    import numpy as np
+    import pearl_py as pearl
+    policy = pearl.load(sys.argv[1])
+    obs = np.load(sys.argv[2])
+    print(json.dumps({"actions": policy.predict(obs).tolist(), "returns": policy.evaluate(3, seed=int(sys.argv[3])),
+                      "algorithm": policy.algorithm.name}))
+""")
+
+
+def _observations(env_id: str, n: int = 32) -> np.ndarray:
+    import gymnasium as gym
+
+    env = gym.make(env_id)
+    return np.stack([env.observation_space.sample() for _ in range(n)]).astype(np.float32)
+
+
+def _in_new_process(run_dir: Path, obs_file: Path, seed: int) -> dict:
+    proc = subprocess.run([sys.executable, "-c", LOAD_IN_A_NEW_PROCESS, str(run_dir), str(obs_file), str(seed)],
+                          capture_output=True, text=True, cwd=ROOT, timeout=300,
+                          env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize("make, env_id", [
+    (lambda: pearl.DQN("CartPole-v1", **TINY), "CartPole-v1"),
+    (lambda: pearl.DDPG("Pendulum-v1", **TINY), "Pendulum-v1"),
+    (lambda: pearl.PPO("CartPole-v1", n_steps=64, batch_size=32, n_epochs=2, net_arch=[16]), "CartPole-v1"),
+])
+def test_a_trained_policy_acts_the_same_after_loading_in_a_new_process(tmp_path, make, env_id):
+    algo = make()
+    result = pearl.train(algo, total_steps=300, seed=4, out=tmp_path / "run", eval_episodes=3, progress=False)
+    assert (tmp_path / "run" / POLICY_FILE).is_file() and (tmp_path / "run" / MANIFEST_FILE).is_file()
+    obs = _observations(env_id)
+    np.save(tmp_path / "obs.npy", obs)
+    here = pearl.load(tmp_path / "run")
+    there = _in_new_process(tmp_path / "run", tmp_path / "obs.npy", seed=4 + 10_000)
+    assert there["algorithm"] == algo.name
+    np.testing.assert_array_equal(np.asarray(there["actions"], dtype=here.predict(obs).dtype), here.predict(obs))
+    # the run's final evaluation (seed + 10,000) comes out again: the saved networks are the trained ones
+    assert there["returns"] == result.eval_returns
+    manifest = json.loads((tmp_path / "run" / MANIFEST_FILE).read_text())
+    assert manifest["pearl_py_version"] == pearl.__version__ and manifest["env_steps"] == result.env_steps
+    assert manifest["family"] == algo.family and manifest["obs_normalization"] is None
+
+
+def test_the_manifest_keeps_schedules_exactly(tmp_path):
+    algo = pearl.PPO("CartPole-v1", n_steps=32, batch_size=32, n_epochs=1, learning_rate="lin_0.00123456789")
+    pearl.train(algo, total_steps=32, seed=0, out=tmp_path, eval_episodes=1, progress=False)
+    loaded = pearl.load(tmp_path / POLICY_FILE)
+    assert loaded.algorithm.config == algo.config
+    assert json.loads((tmp_path / MANIFEST_FILE).read_text())["config"]["learning_rate"] == "lin_0.00123456789"
+
+
+def _trained(tmp_path: Path, name: str = "run", **hyper) -> Path:
+    pearl.train(pearl.DQN("CartPole-v1", **(TINY | hyper)), total_steps=200, seed=0, out=tmp_path / name,
+                eval_episodes=1, progress=False)
+    return tmp_path / name
+
+
+def test_a_corrupted_or_foreign_policy_file_is_a_user_error_naming_it(tmp_path):
+    run = _trained(tmp_path)
+    weights = run / POLICY_FILE
+    good = weights.read_bytes()
+    weights.write_bytes(good[: len(good) // 2])
+    with pytest.raises(UserError, match=f"{weights}: not a pearl_py saved policy"):
+        pearl.load(run)
+    torch.save({"format": 1, "nets": {"q.0.weight": np.zeros(3)}}, weights)  # a pickled numpy array: refused
+    with pytest.raises(UserError, match=f"{weights}: not a pearl_py saved policy"):
+        pearl.load(run)
+    weights.write_bytes(good)
+    manifest = run / MANIFEST_FILE
+    manifest.write_text(manifest.read_text().replace('"format": 1', '"format": 7'))
+    with pytest.raises(UserError, match=f"{manifest}: not a pearl_py policy manifest of format 1"):
+        pearl.load(run)
+    with pytest.raises(UserError, match=f"{tmp_path / 'nothing' / MANIFEST_FILE}: no saved policy there"):
+        pearl.load(tmp_path / "nothing")
+
+
+def test_init_from_starts_from_the_saved_networks(tmp_path):
+    first = _trained(tmp_path, "first")
+    # no update in the second run (learning starts after it): its saved networks are the first run's
+    second = pearl.DQN("CartPole-v1", **(TINY | {"learning_starts": 10_000}))
+    pearl.train(second, total_steps=100, seed=9, out=tmp_path / "second", eval_episodes=1, progress=False,
+                init_from=first)
+    a, b = pearl.load(first).nets.state_dict(), pearl.load(tmp_path / "second").nets.state_dict()
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+
+
+def test_init_from_refuses_other_networks_or_another_algorithm(tmp_path):
+    first = _trained(tmp_path, "first")
+    with pytest.raises(UserError, match="its networks do not fit this algorithm's"):
+        pearl.train(pearl.DQN("CartPole-v1", **(TINY | {"net_arch": [32]})), total_steps=10, init_from=first)
+    with pytest.raises(UserError, match="the saved policy is dqn on CartPole-v1; this run is ddpg on Pendulum-v1"):
+        pearl.train(pearl.DDPG("Pendulum-v1", **TINY), total_steps=10, init_from=first)
+
+
+def test_pearl_eval_prints_the_runs_evaluation_again(tmp_path, capsys):
+    run = _trained(tmp_path)
+    expected = json.loads((run / "result.json").read_text())["eval_returns"]
+    assert main(["eval", str(run), "--episodes", "1"]) == 0
+    out = capsys.readouterr().out
+    assert f"eval return {expected[0]:.1f} ± 0.0 over 1 episodes (seeds 10000..10000)" in out
+    assert main(["eval", str(tmp_path / "none")]) == 2
+    assert "no saved policy there" in capsys.readouterr().err
+
+
+def test_pearl_version(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(["--version"])
+    assert exit_.value.code == 0 and capsys.readouterr().out.strip() == f"pearl_py {pearl.__version__}"
+
+
+def test_eval_video_needs_render_and_an_mp4_name(tmp_path, capsys):
+    run = _trained(tmp_path)
+    assert main(["eval", str(run), "--video", str(tmp_path / "v.mp4")]) == 2
+    assert "--render rgb_array and --video PATH go together" in capsys.readouterr().err
+
+
+def test_eval_films_the_first_episode(tmp_path, capsys):
+    pytest.importorskip("moviepy", reason="the video extra (moviepy) is not installed")
+    run = _trained(tmp_path)
+    video = tmp_path / "films" / "cartpole.mp4"
+    assert main(["eval", str(run), "--episodes", "2", "--render", "rgb_array", "--video", str(video)]) == 0
+    assert f"video of episode 1: {video}" in capsys.readouterr().out
+    data = video.read_bytes()
+    assert len(data) > 1000 and data[4:8] == b"ftyp"  # an MP4 container
+    assert [p.name for p in video.parent.iterdir()] == ["cartpole.mp4"]  # the temporary folder is gone
