@@ -41,12 +41,12 @@ class RolloutBuffer:
     """One rollout: observations, actions, rewards, episode starts, values and log-probs per (step, env)."""
 
     def __init__(self, n_steps: int, n_envs: int, obs_shape: tuple[int, ...], action_shape: tuple[int, ...],
-                 action_dtype: type, seed: int = 0) -> None:
+                 action_dtype: type, seed: int = 0, obs_dtype: type | str = np.float32) -> None:
         if n_steps < 1 or n_envs < 1:
             raise ValueError(f"a rollout needs n_steps >= 1 and n_envs >= 1, got {n_steps} x {n_envs}")
         self.n_steps, self.n_envs = n_steps, n_envs
         grid = (n_steps, n_envs)
-        self.obs = np.zeros(grid + tuple(obs_shape), dtype=np.float32)
+        self.obs = np.zeros(grid + tuple(obs_shape), dtype=obs_dtype)     # uint8 frames stay uint8
         self.actions = np.zeros(grid + tuple(action_shape), dtype=action_dtype)
         self.rewards = np.zeros(grid, dtype=np.float32)
         self.episode_starts = np.zeros(grid, dtype=np.float32)

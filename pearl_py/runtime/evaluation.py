@@ -8,10 +8,10 @@ Example::
 """
 from __future__ import annotations
 
-import gymnasium as gym
 import numpy as np
 import torch
 
+from pearl_py.algorithms.env_make import make_env
 from pearl_py.algorithms.networks import Networks
 from pearl_py.algorithms.off_policy.base import Algorithm
 
@@ -22,14 +22,14 @@ EVAL_SEED_OFFSET = 10_000
 def evaluate(algorithm: Algorithm, nets: Networks, device: torch.device, episodes: int, seed: int
              ) -> list[float]:
     """Undiscounted returns of ``episodes`` greedy episodes; episode ``i`` resets with ``seed + i``."""
-    env = gym.make(algorithm.env_id)
+    env = make_env(algorithm.env_id, algorithm.spec.frame_stack)
     returns: list[float] = []
     try:
         for i in range(episodes):
             obs, _ = env.reset(seed=seed + i)
             total, done = 0.0, False
             while not done:
-                action = algorithm.greedy_actions(nets, np.asarray(obs, dtype=np.float32)[None], device)[0]
+                action = algorithm.greedy_actions(nets, np.asarray(obs, dtype=algorithm.spec.obs_dtype)[None], device)[0]
                 obs, reward, terminated, truncated, _ = env.step(algorithm.spec.to_env_action(action))
                 total += float(reward)
                 done = terminated or truncated

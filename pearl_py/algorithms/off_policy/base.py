@@ -136,7 +136,7 @@ class OffPolicyAlgorithm(BaseAlgorithm):
         from pearl_py.replay import ReplayBuffer
 
         cfg = self.config
-        return ReplayBuffer(capacity=cfg.buffer_size, obs_shape=(self.spec.obs_dim,),
+        return ReplayBuffer(capacity=cfg.buffer_size, obs_shape=self.spec.obs_shape, obs_dtype=self.spec.obs_dtype,
                             action_shape=self.spec.action_shape, action_dtype=self.spec.action_dtype,
                             prioritized=cfg.prioritized_replay, alpha=cfg.alpha, fanout=cfg.replay_fanout,
                             seed=seed, shared_name=shared_name)

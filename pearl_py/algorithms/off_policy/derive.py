@@ -42,6 +42,7 @@ from pearl_py.protocol.workload import (
 )
 
 if TYPE_CHECKING:
+    from pearl_py.algorithms.env_spec import EnvSpec
     from pearl_py.algorithms.off_policy.base import Algorithm
     from pearl_py.algorithms.off_policy.learner import Learner
 
@@ -62,12 +63,19 @@ def _random_batch(algorithm: Algorithm, size: int):
 
     spec = algorithm.spec
     g = torch.Generator().manual_seed(0)
-    obs = torch.randn(size, spec.obs_dim, generator=g)
+    obs = example_obs(spec, size, g)
     if spec.discrete:
         actions = torch.randint(0, spec.action_dim, (size,), generator=g)
     else:
         actions = torch.rand(size, spec.action_dim, generator=g) * 2 - 1
     return TensorBatch(obs, actions, torch.zeros(size), obs.clone(), torch.zeros(size), torch.ones(size))
+
+
+def example_obs(spec: EnvSpec, size: int, generator: torch.Generator) -> torch.Tensor:
+    """``size`` random observations as the env makes them: float32 vectors or uint8 frames of ``spec.obs_shape``."""
+    if spec.obs_dtype == "uint8":
+        return torch.randint(0, 256, (size, *spec.obs_shape), generator=generator, dtype=torch.uint8)
+    return torch.randn(size, *spec.obs_shape, generator=generator)
 
 
 def derive_protocol(algorithm: Algorithm, serialized: bool = False) -> ProtocolGraph:
@@ -80,7 +88,7 @@ def derive_protocol(algorithm: Algorithm, serialized: bool = False) -> ProtocolG
                          for p in learner.nets.online[loss.trains].parameters())
 
     with torch.random.fork_rng():
-        obs = torch.zeros(n_envs, spec.obs_dim)
+        obs = example_obs(spec, n_envs, torch.Generator().manual_seed(1))
         with torch.no_grad():
             acting = record_layers(learner.nets, lambda: algorithm.act(
                 learner.nets, obs, explore=False, progress=1.0))
