@@ -81,8 +81,9 @@ def make_env(env_id: str, frame_stack: int | None = None) -> gym.Env:
     stack = default_frame_stack(env_id) if frame_stack is None else frame_stack
     if stack > 1:
         env = gym.wrappers.FrameStackObservation(env, stack_size=stack)
-        if len(env.observation_space.shape) == 4 and env.observation_space.shape[1] == 1:
-            env = gym.wrappers.ReshapeObservation(env, (stack, *env.observation_space.shape[2:]))
+        shape = env.observation_space.shape
+        if len(shape) == 4:                  # stacked (C, H, W) frames: channel-first (stack * C, H, W)
+            env = gym.wrappers.ReshapeObservation(env, (stack * shape[1], *shape[2:]))
     return env
 
 

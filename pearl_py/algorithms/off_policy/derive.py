@@ -97,7 +97,7 @@ def derive_protocol(algorithm: Algorithm, serialized: bool = False) -> ProtocolG
 
     acting_params = [p for name in algorithm.acting_networks for p in learner.nets.online[name].parameters()]
     param_bytes = sum(p.numel() * p.element_size() for p in acting_params)
-    layout = TransitionLayout(spec.obs_dim, 1 if spec.discrete else spec.action_dim)
+    layout = algorithm.transition_layout()
     per_step = 1.0 / n_envs
     per_update = cfg.updates_per_transition
     per_round = 1.0 / (cfg.train_freq * n_envs)
@@ -110,8 +110,8 @@ def derive_protocol(algorithm: Algorithm, serialized: bool = False) -> ProtocolG
     graph = ProtocolGraph(serialized=serialized, overlap=lagged.overlap, warmup_steps=cfg.learning_starts)
     forms = algorithm.loss_forms()
     kernels = [
-        Kernel(ENV_STEP, ENV_STEP, EnvWorkload(spec.env_id, spec.obs_dim, spec.action_dim, n_envs, spec.discrete),
-               rate=per_step),
+        Kernel(ENV_STEP, ENV_STEP, EnvWorkload(spec.env_id, spec.obs_dim, spec.action_dim, n_envs, spec.discrete,
+                                               spec.obs_item_bytes), rate=per_step),
         Kernel(INFERENCE, INFERENCE, NetworkWorkload(acting, trained_params=0, batch=n_envs,
                                                      forms=(algorithm.declared_acting_form(),)), rate=per_step),
         Kernel(REPLAY_INSERT, REPLAY_INSERT, replay(n_envs), rate=per_step),
@@ -127,10 +127,10 @@ def derive_protocol(algorithm: Algorithm, serialized: bool = False) -> ProtocolG
         graph.add_kernel(kernel)
 
     action_bytes = n_envs * (8 if spec.discrete else FLOAT_BYTES * spec.action_dim)
-    graph.connect(ENV_STEP, INFERENCE, n_envs * spec.obs_dim * FLOAT_BYTES)
+    graph.connect(ENV_STEP, INFERENCE, n_envs * spec.obs_item_bytes)
     graph.connect(INFERENCE, ENV_STEP, action_bytes)
-    graph.connect(ENV_STEP, REPLAY_INSERT, n_envs * layout.item_bytes)
-    graph.connect(REPLAY_SAMPLE, LEARNER_UPDATE, cfg.batch_size * (layout.item_bytes + FLOAT_BYTES))
+    graph.connect(ENV_STEP, REPLAY_INSERT, n_envs * layout.sampled_bytes)
+    graph.connect(REPLAY_SAMPLE, LEARNER_UPDATE, cfg.batch_size * (layout.sampled_bytes + FLOAT_BYTES))
     graph.connect(LEARNER_UPDATE, PARAM_SYNC, param_bytes)
     graph.connect(PARAM_SYNC, INFERENCE, param_bytes)
     if cfg.prioritized_replay:

@@ -46,7 +46,7 @@ from pearl_py.protocol.schedule import (
     DEFAULT_SYNC_EVERY,
     TrainSchedule,
 )
-from pearl_py.replay import ReplayBuffer
+from pearl_py.replay.restore import replay_from_state
 from pearl_py.runtime.evaluation import EVAL_SEED_OFFSET, evaluate
 from pearl_py.runtime.parallel.actor import ActorSpec, ring_fields
 from pearl_py.runtime.parallel.checkpoint import (
@@ -214,7 +214,7 @@ class ParallelExecutor:
                 updates=learner.gradient_steps, prefetch=layout.replay_prefetch,
                 strict=layout.replay_order == "strict", timer=timer)
         else:
-            buffer = (ReplayBuffer.load_state_dict(replay_state) if replay_state is not None
+            buffer = (replay_from_state(replay_state) if replay_state is not None
                       else algo.make_replay(seed=self.seed))
             stack.callback(buffer.close)
             replay = LocalReplay(RingFeed(rings, buffer, timer, n), timer)
