@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from pearl_py.errors import UserError
+from pearl_py.plan import LayerCost
 
 Source = Literal["measured", "calibrated", "modelled"]
 SOURCES = ("measured", "calibrated", "modelled")
@@ -38,6 +39,8 @@ class Cost:
     setup_s: float = 0.0
     """One-off seconds the implementation pays before its first call (a compile, a graph capture);
     not part of ``latency_s``: a plan weighs it against the calls of the run (break-even)."""
+    layers: tuple[LayerCost, ...] = ()
+    """Per-layer modelled breakdown of a network kernel with convolutions (reports; empty otherwise)."""
 
     def __post_init__(self) -> None:
         if self.source not in SOURCES:

@@ -45,7 +45,7 @@ from typing import Any
 from pearl_py.estimate import roofline
 from pearl_py.estimate.calibration import THREADED_VARIANTS, Calibration
 from pearl_py.estimate.cost import Cost, Infeasible
-from pearl_py.estimate.features import workload_features
+from pearl_py.estimate.features import model_group, workload_features
 from pearl_py.estimate.fpga_kernels import (
     FpgaTemplates,
     mlp_design,
@@ -54,10 +54,13 @@ from pearl_py.estimate.fpga_kernels import (
 )
 from pearl_py.estimate.power import dynamic_energy_j
 from pearl_py.estimate.roofline import RooflineParams
+from pearl_py.plan import LayerCost
 from pearl_py.platform import Device, Platform
 from pearl_py.platform.kinds import device_kind
 from pearl_py.protocol import Kernel, KernelKind
+from pearl_py.protocol.layers import Conv2dLayer
 from pearl_py.protocol.workload import (
+    FLOAT_BYTES,
     EnvWorkload,
     NetworkWorkload,
     ReplayWorkload,
@@ -164,8 +167,9 @@ class Estimator:
     def _calibration_lacks(self, kernel: Kernel, device: Device, variant: str) -> bool:
         if not self._calibrated_here(device):
             return False
-        return self.calibration.model(kernel.kind, "reference") is not None and \
-            self.calibration.model(kernel.kind, variant) is None
+        group = model_group(kernel.workload)
+        return self.calibration.model(kernel.kind, "reference", group) is not None and \
+            self.calibration.model(kernel.kind, variant, group) is None
 
     def thread_counts(self, kernel: Kernel, device: Device, variant: str = "reference") -> list[int]:
         """Thread counts ``variant`` of ``kernel`` is costed at on ``device``: 1, and on this machine's
@@ -228,8 +232,7 @@ class Estimator:
     def _calibrated(self, kernel: Kernel, device: Device, variant: str, threads: int = 1) -> Cost | None:
         if self.calibration is None:
             return None
-        env_id = kernel.workload.env_id if isinstance(kernel.workload, EnvWorkload) else None
-        model = self.calibration.model(kernel.kind, variant, env_id, threads)
+        model = self.calibration.model(kernel.kind, variant, model_group(kernel.workload), threads)
         if model is None:
             return None
         features = workload_features(kernel.workload)
@@ -239,7 +242,8 @@ class Estimator:
         if setup_s is None:  # no cold setup measured here (a warm cache served every compile): the modelled one
             setup_s = self.params.setup_s(variant, kernel.kind) if variant != "reference" else 0.0
         return Cost(latency, dynamic_energy_j(device.spec, latency, threads / device.spec.cores),
-                    {"cores": threads}, "calibrated", kernel.kind, {"model": model.cv_mape}, setup_s)
+                    {"cores": threads}, "calibrated", kernel.kind, {"model": model.cv_mape}, setup_s,
+                    self._roofline_layers(kernel, device))
 
     def _roofline(self, kernel: Kernel, device: Device, variant: str) -> Cost:
         model = ROOFLINE.get(type(kernel.workload))
@@ -253,7 +257,22 @@ class Estimator:
         else:  # an accelerator draws dynamic power for the bound (compute or memory) part, not while launching
             share, resources = (latency - detail.get("dispatch", 0.0)) / latency if latency else 0.0, {}
         return Cost(latency, dynamic_energy_j(device.spec, latency, share), resources, "modelled", kernel.kind,
-                    detail, self.params.setup_s(variant, kernel.kind))
+                    detail, self.params.setup_s(variant, kernel.kind), self._roofline_layers(kernel, device))
+
+    def _roofline_layers(self, kernel: Kernel, device: Device) -> tuple[LayerCost, ...]:
+        """Each layer of a network kernel with convolutions on its own roofline (modelled; empty otherwise)."""
+        workload = kernel.workload
+        if not (isinstance(workload, NetworkWorkload) and workload.has_conv):
+            return ()
+        machine = device_kind(device.kind).roofline
+        out = []
+        for layer in workload.layers:
+            flops = (layer.forward_flops + layer.backward_flops) / workload.period
+            nbytes = FLOAT_BYTES * (layer.activation_elements + layer.weights) / workload.period
+            seconds = roofline.layer_latency(flops, nbytes, layer.dispatches / workload.period,
+                                             isinstance(layer, Conv2dLayer), device.spec, self.params, machine)
+            out.append(LayerCost(layer.label, flops, seconds))
+        return tuple(out)
 
     def _fpga(self, kernel: Kernel, device: Device) -> Cost:
         board = device.spec
@@ -264,5 +283,7 @@ class Estimator:
         design = design_of(kernel, board, self.templates)
         capacity = board.capacity()
         share = max((used / capacity[name] for name, used in design.resources.items()), default=0.0)
+        layers = tuple(LayerCost(layer.label, (layer.forward_flops + layer.backward_flops) / kernel.workload.period,
+                                 cycles / board.clock_hz, resources) for layer, cycles, resources in design.layers)
         return Cost(design.seconds, dynamic_energy_j(board, design.seconds, share), design.resources,
-                    "modelled", design.instance, dict(design.phases))
+                    "modelled", design.instance, dict(design.phases), layers=layers)

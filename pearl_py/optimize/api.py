@@ -148,7 +148,7 @@ def describe(problem: AssignmentProblem, protocol: ProtocolGraph, sol: Solution)
     for (kernel, device, variant), option in problem.options.items():
         costs.setdefault(kernel, {}).setdefault(device, {})[variant] = KernelCost(
             option.latency_s, option.energy_j, option.source, dict(option.resources), option.setup_s,
-            tuple(ThreadCost(n, lat, e) for n, (lat, e) in enumerate(option.threads, start=2)))
+            tuple(ThreadCost(n, lat, e) for n, (lat, e) in enumerate(option.threads, start=2)), option.layers)
     devices = {d.name: DeviceInfo(d.kind, d.model, d.idle_w, d.peak_w, d.units, len(d.physical))
                for d in problem.devices.values() if d.name in perf.busy or d.is_pool
                or any(d.name == dev for (_, dev, _) in problem.options)}

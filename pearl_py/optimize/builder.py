@@ -288,7 +288,8 @@ def build_problem(protocol: ProtocolGraph, platform: Platform, estimator: CostMo
                 instance = cost.instance if device_kind(device.kind).costing == "hls" else kernel.kind.storage
                 options[(kernel.name, target, variant)] = Option(cost.latency_s, cost.energy_j, resources,
                                                                  cost.source, instance, setup_s,
-                                                                 _threaded(estimator, kernel, device, variant, target))
+                                                                 _threaded(estimator, kernel, device, variant, target),
+                                                                 tuple(getattr(cost, "layers", ())))
             if target == device.name:
                 note = estimator.thread_note(kernel, device)
                 if note:

@@ -91,6 +91,8 @@ class Option:
     threads: tuple[tuple[float, float], ...] = ()
     """``(latency_s, energy_j)`` per call at 2, 3, ... threads, for a kernel that may run multi-threaded on a
     CPU (the learner update, where calibrated); ``latency_s``/``energy_j`` are the one-thread call."""
+    layers: tuple = ()
+    """Per-layer breakdown (:class:`pearl_py.plan.LayerCost`), carried to the prediction for reports."""
 
     @property
     def max_threads(self) -> int:

@@ -88,6 +88,12 @@ class Conv2dLayer:
         return (self.batch * self.out_h * self.out_w, self.patch, self.out_channels)
 
     @property
+    def label(self) -> str:
+        (kh, kw), (sh, sw) = self.kernel, self.stride
+        return (f"conv2d {self.in_channels}->{self.out_channels} {kh}x{kw}/{sh}" + (f"x{sw}" if sw != sh else "")
+                + f" {self.in_h}x{self.in_w}->{self.out_h}x{self.out_w} (x{self.batch})")
+
+    @property
     def line_buffer_words(self) -> int:
         """Words a streaming sliding-window unit keeps: ``kh - 1`` input rows plus ``kw`` pixels (FINN's SWU)."""
         return ((self.kernel[0] - 1) * (self.in_w + 2 * self.padding[1]) + self.kernel[1]) * self.in_channels
@@ -139,6 +145,11 @@ class PoolLayer:
     def dispatches(self) -> int:
         return 2 if self.backward else 1
 
+    @property
+    def label(self) -> str:
+        return (f"{self.mode}pool {self.kernel[0]}x{self.kernel[1]}/{self.stride[0]} {self.channels}x{self.in_h}x"
+                f"{self.in_w}->{self.out_h}x{self.out_w} (x{self.batch})")
+
 
 @dataclass(frozen=True)
 class FlattenLayer:
@@ -158,3 +169,7 @@ class FlattenLayer:
     @property
     def weight_key(self) -> tuple:
         return ("flatten",)
+
+    @property
+    def label(self) -> str:
+        return f"flatten {'x'.join(map(str, self.shape))} (x{self.batch})"

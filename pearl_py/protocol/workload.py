@@ -75,6 +75,10 @@ class DenseLayer:
         """The matrix product: ``batch`` rows of ``n_in`` against ``n_out`` outputs."""
         return (self.batch, self.n_in, self.n_out)
 
+    @property
+    def label(self) -> str:
+        return f"dense {self.n_in}->{self.n_out} (x{self.batch})"
+
 
 Layer = DenseLayer | Conv2dLayer | PoolLayer | FlattenLayer
 """A recorded layer call; every layer type has ``weights``, ``weight_key``, ``activation_elements``,
