@@ -7,7 +7,10 @@ the last two, 84x84 grayscale), rewards clipped to their sign, and ``FrameStackO
 stacking the last 4 frames, channel-first: ``(4, 84, 84)`` uint8. MinAtar ids
 (``MinAtar/Breakout-v1``) get their 10x10 boolean planes as channel-first uint8 frames of 0 and
 255 (``(4, 10, 10)`` for Breakout), so every image observation is a uint8 frame that networks
-divide by 255, as Stable-Baselines3 does. Other ids are made as gymnasium registers them.
+divide by 255, as Stable-Baselines3 does. ``pearl/Frames-CxHxW-v0`` (3 discrete actions) and
+``pearl/FramesBox-CxHxW-v0`` (2 continuous actions) are random uint8 frames of any shape, 32 steps
+an episode, registered on first use: CNN micro-benchmarks and tests need no optional package.
+Other ids are made as gymnasium registers them.
 ``frame_stack`` overrides the number of stacked frames (None: 4 for Atari, none otherwise).
 
 Example::
@@ -19,6 +22,7 @@ Example::
 from __future__ import annotations
 
 import importlib
+import re
 
 import gymnasium as gym
 import numpy as np
@@ -36,12 +40,18 @@ class EnvError(UserError):
     """The environment id is unknown or its spaces are not ones pearl_py supports."""
 
 
+SYNTHETIC = re.compile(r"^pearl/Frames(Box)?-(\d+)x(\d+)x(\d+)-v0$")
+"""Ids of the random-frame envs: ``pearl/Frames-4x10x10-v0`` (discrete), ``pearl/FramesBox-4x84x84-v0``."""
+
+
 def family(env_id: str) -> str:
-    """``atari``, ``minatar`` or ``gym`` (no preprocessing), read from the id."""
+    """``atari``, ``minatar``, ``frames`` (random frames) or ``gym`` (no preprocessing), read from the id."""
     if env_id.startswith("ALE/") or env_id.endswith("NoFrameskip-v4"):
         return "atari"
     if env_id.startswith("MinAtar/"):
         return "minatar"
+    if SYNTHETIC.match(env_id):
+        return "frames"
     return "gym"
 
 
@@ -49,6 +59,12 @@ def register_family(env_id: str) -> None:
     """Register the ids of ``env_id``'s optional env package with gymnasium (no-op for plain ids)."""
     kind = family(env_id)
     if kind == "gym":
+        return
+    if kind == "frames":
+        if env_id not in gym.registry:
+            box, *shape = SYNTHETIC.match(env_id).groups()
+            gym.register(env_id, entry_point=RandomFrames, max_episode_steps=RandomFrames.EPISODE,
+                         kwargs={"shape": tuple(int(d) for d in shape), "continuous": bool(box)})
         return
     module, extra = EXTRAS[kind]
     try:
@@ -97,3 +113,29 @@ class ChannelFirstFrames(gym.ObservationWrapper):
 
     def observation(self, observation: np.ndarray) -> np.ndarray:
         return np.ascontiguousarray(np.moveaxis(observation, -1, 0)).astype(np.uint8) * np.uint8(255)
+
+
+class RandomFrames(gym.Env):
+    """Uniform random uint8 frames of ``shape``; reward 1 for action 0 (discrete) or ``-|a|^2`` (continuous).
+
+    Nothing to learn beyond the reward rule: it exercises CNN workloads (micro-benchmarks, tests) without
+    an optional env package. Episodes end after ``EPISODE`` steps (a time limit: truncated).
+    """
+
+    EPISODE = 32
+
+    def __init__(self, shape: tuple[int, int, int], continuous: bool = False) -> None:
+        self.observation_space = gym.spaces.Box(0, 255, shape, np.uint8)
+        self.action_space = gym.spaces.Box(-1.0, 1.0, (2,), np.float32) if continuous else gym.spaces.Discrete(3)
+        self.continuous = continuous
+
+    def _frame(self) -> np.ndarray:
+        return self.np_random.integers(0, 256, self.observation_space.shape, dtype=np.uint8)
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[np.ndarray, dict]:
+        super().reset(seed=seed)
+        return self._frame(), {}
+
+    def step(self, action) -> tuple[np.ndarray, float, bool, bool, dict]:
+        reward = -float(np.sum(np.square(action))) if self.continuous else float(action == 0)
+        return self._frame(), reward, False, False, {}

@@ -42,8 +42,9 @@ ALGO_ENVS = {"dqn": "CartPole-v1", "ddpg": "Pendulum-v1", "td3": "Pendulum-v1", 
 @dataclass(frozen=True)
 class BenchPoint:
     """One grid point. Network kinds read algo/width/depth/batch (or ``arch``, hidden widths, when
-    given); replay reads capacity/batch/prioritized; env_step reads env_id/batch (= n_envs);
-    param_sync reads nbytes."""
+    given), and for a CNN point ``frames`` (the ``(C, H, W)`` uint8 observations, on the random-frame env
+    ``pearl/Frames-CxHxW-v0``) and ``extractor`` (``small_cnn``, ``nature_cnn``); replay reads
+    capacity/batch/prioritized; env_step reads env_id/batch (= n_envs); param_sync reads nbytes."""
 
     kind: str
     algo: str = "dqn"
@@ -55,6 +56,8 @@ class BenchPoint:
     env_id: str = ""
     nbytes: int = 0
     arch: tuple[int, ...] = ()
+    frames: tuple[int, ...] = ()
+    extractor: str = "auto"
 
     @property
     def hidden(self) -> tuple[int, ...]:
@@ -118,22 +121,32 @@ def time_call(call: Callable[[], object], target_s: float = 0.03, samples: int =
     return float(np.median(chunks))
 
 
+def frames_env(frames: tuple[int, ...], discrete: bool) -> str:
+    """The random-frame env id of ``(C, H, W)`` frames (:mod:`pearl_py.algorithms.env_make`)."""
+    return f"pearl/Frames{'' if discrete else 'Box'}-{'x'.join(map(str, frames))}-v0"
+
+
 def _algorithm(point: BenchPoint, **extra):
     from pearl_py.algorithms import REGISTRY
 
-    return REGISTRY[point.algo](ALGO_ENVS[point.algo], net_arch=list(point.hidden), **extra)
+    cls = REGISTRY[point.algo]
+    if point.frames:
+        env = frames_env(point.frames, cls.discrete_actions)
+        return cls(env, net_arch=list(point.hidden), features_extractor=point.extractor, **extra)
+    return cls(ALGO_ENVS[point.algo], net_arch=list(point.hidden), **extra)
 
 
 def _random_batch(algo, size: int, generator: torch.Generator):
+    from pearl_py.algorithms.off_policy.derive import example_obs
     from pearl_py.algorithms.off_policy.learner import TensorBatch
 
     spec = algo.spec
-    obs = torch.randn(size, spec.obs_dim, generator=generator)
+    obs = example_obs(spec, size, generator)
     if spec.discrete:
         actions = torch.randint(0, spec.action_dim, (size,), generator=generator)
     else:
         actions = torch.rand(size, spec.action_dim, generator=generator) * 2 - 1
-    return TensorBatch(obs, actions, torch.randn(size, generator=generator), torch.randn_like(obs),
+    return TensorBatch(obs, actions, torch.randn(size, generator=generator), example_obs(spec, size, generator),
                        torch.zeros(size), torch.ones(size))
 
 
@@ -219,7 +232,9 @@ def _acting(point: BenchPoint):
     algo = _algorithm(point, n_envs=point.batch)
     workload = algo.protocol().kernel(INFERENCE).workload
     nets = Learner(algo, device="cpu").nets
-    obs = np.random.default_rng(0).standard_normal((point.batch, algo.spec.obs_dim), dtype=np.float32)
+    from pearl_py.algorithms.off_policy.derive import example_obs
+
+    obs = example_obs(algo.spec, point.batch, torch.Generator().manual_seed(0)).numpy()
     return algo, nets, workload, obs
 
 
