@@ -176,8 +176,9 @@ class Estimator:
         calibrated CPU every count up to its cores that has a model (the learner update's, ``pearl profile``)."""
         if not (kernel.kind.threaded and self._calibrated_here(device)):
             return [1]
+        group = model_group(kernel.workload)
         return [1] + [n for n in range(2, device.parallel_units + 1)
-                      if self.calibration.model(kernel.kind, variant, threads=n) is not None]
+                      if self.calibration.model(kernel.kind, variant, group, threads=n) is not None]
 
     def thread_note(self, kernel: Kernel, device: Device) -> str | None:
         """Why ``kernel`` is offered one thread only on this machine's multi-core CPU, when a newer

@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from pearl_py.errors import PlanningError
+from pearl_py.optimize.admission import check_replay_memory
 from pearl_py.optimize.builder import Constraints, CostModel, build_problem
 from pearl_py.optimize.explain import compare_sentence, limit_sentence, thread_sentences
 from pearl_py.optimize.model import OBJECTIVES, Assignment
@@ -88,6 +89,7 @@ def ranked_plans(algo: Any, platform: Any, objective: str = "throughput",
 
         estimator = Estimator()
     protocol = algo if isinstance(algo, ProtocolGraph) else algo.protocol()
+    check_replay_memory(protocol, platform)     # a replay no device can hold is refused with its size
     problem = build_problem(protocol, platform, estimator, constraints, horizon=horizon,
                             refused_variants=refused_variants)
     ranked = solve_ranked(problem, objective, k, solver, time_limit_s)

@@ -84,6 +84,7 @@ def train(algorithm: BaseAlgorithm, total_steps: int, seed: int = 0, *,
         return _train_unplanned(algorithm, total_steps, seed, plan=plan, out=out, eval_episodes=eval_episodes,
                                 eval_freq=eval_freq, progress=progress, backend=backend, resume=resume, tune=tune,
                                 log=log)
+    _admit_replay(algorithm)
     if tune:
         resolved = _tuned_plan(algorithm, total_steps, seed, plan, objective, backend, resume, tune, log)
     else:
@@ -99,6 +100,16 @@ def train(algorithm: BaseAlgorithm, total_steps: int, seed: int = 0, *,
         if resolved.prediction is not None:
             resolved.export(out_dir, run=result.to_dict())
     return result
+
+
+def _admit_replay(algorithm: BaseAlgorithm) -> None:
+    """Refuse, before anything is allocated, a replay larger than this machine's available memory."""
+    from pearl_py.optimize.admission import check_replay_memory
+    from pearl_py.platform import Platform
+    from pearl_py.platform.local import memory_gb
+
+    check_replay_memory(algorithm.protocol(), Platform.local(), memory_gb(field="MemAvailable") * 1e9,
+                        "this machine's available memory (MemAvailable)")
 
 
 def _train_unplanned(algorithm: BaseAlgorithm, total_steps: int, seed: int, *, plan: Plan | str | Path | None,

@@ -43,11 +43,12 @@ def read_cpuinfo(path: Path = Path("/proc/cpuinfo")) -> dict[str, str]:
     return fields
 
 
-def memory_gb(path: Path = Path("/proc/meminfo")) -> float:
-    """Total memory in GB from ``/proc/meminfo`` (sysconf fallback)."""
+def memory_gb(path: Path = Path("/proc/meminfo"), field: str = "MemTotal") -> float:
+    """Memory in GB from ``/proc/meminfo``: ``MemTotal`` (or ``MemAvailable``: what a new allocation may take
+    without swapping); the sysconf total as the fallback."""
     try:
         for line in path.read_text().splitlines():
-            if line.startswith("MemTotal:"):
+            if line.startswith(f"{field}:"):
                 return int(line.split()[1]) * 1024 / 1e9
     except OSError:
         pass
