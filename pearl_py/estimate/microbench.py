@@ -170,6 +170,18 @@ def clear_compiled() -> None:
     _COMPILED.clear()
 
 
+def learner_update_channels_last(point: BenchPoint):
+    """The ``channels_last`` variant: the eager step with NHWC convolutions (CNN points only)."""
+    from pearl_py.algorithms.off_policy.learner import Learner
+    from pearl_py.kernels.channels_last import make_channels_last
+
+    algo = _algorithm(point, batch_size=point.batch)
+    workload = algo.protocol().kernel(LEARNER_UPDATE).workload
+    update = make_channels_last(Learner(algo, device="cpu"))
+    batch = _random_batch(algo, point.batch, torch.Generator().manual_seed(0))
+    return workload, lambda: update(batch)
+
+
 def learner_update_compiled(point: BenchPoint):
     """The ``compiled`` variant's whole step: one ``torch.compile`` per (algo, hidden widths), batch dim dynamic.
 
@@ -321,6 +333,7 @@ for _kind, _runner in {
     PARAM_SYNC: param_sync_reference,
 }.items():
     register_runner(_kind, "reference", _runner)
+register_runner(LEARNER_UPDATE, "channels_last", learner_update_channels_last)
 register_runner(LEARNER_UPDATE, "compiled", learner_update_compiled)
 register_runner(LEARNER_UPDATE, "fused", learner_update_fused)
 register_runner(INFERENCE, "fused", inference_fused)

@@ -112,6 +112,8 @@ def calibration_grid(kind: str, quick: bool = False, variant: str = "reference")
     2-core VM) and not per batch size (the batch dimension is dynamic), so its grid is the
     smallest and largest width at every batch size.
     """
+    if kind == LEARNER_UPDATE and variant == "channels_last":     # it changes only convolutions
+        return _cnn(kind, CNN_SHAPES, (32, 128), (8, 32))
     if kind == LEARNER_UPDATE and variant == "compiled":
         batches = (32, 128, 256) if quick else (32, 64, 128, 256)
         return _network(kind, COMPILED_WIDTHS, batches)
@@ -143,11 +145,13 @@ ZOO_POINTS = (BenchPoint(LEARNER_UPDATE, algo="dqn", width=256, batch=64),
 
 def heldout_grid(kind: str, variant: str = "reference") -> list[BenchPoint]:
     """Points never used in calibration (other batch sizes, widths, frame shapes, capacities, sizes); CNN points
-    for the reference variant, the one calibrated on CNNs."""
+    for the variants calibrated on CNNs (reference; channels_last has only those)."""
     if kind in (LEARNER_UPDATE, INFERENCE):
         batches = (48, 96, 192) if kind == LEARNER_UPDATE else (2, 8, 32)
         cnn = _cnn(kind, CNN_HELDOUT_SHAPES, (48, 96), (16,)) if kind == LEARNER_UPDATE else \
             _cnn(kind, CNN_HELDOUT_SHAPES, (2, 8), (2,))
+        if variant == "channels_last":
+            return cnn
         return _network(kind, (48, 96, 192), batches, HELDOUT_ALGORITHMS) + (cnn if variant == "reference" else [])
     if kind in (REPLAY_INSERT, REPLAY_SAMPLE, PRIORITY_UPDATE):
         return _replay(kind, (3_000, 30_000), (4, 32, 128))
