@@ -45,6 +45,10 @@ class BaseAlgorithm(abc.ABC):
         self.env_id = env
         self.config = rebuild(self.Config, config, hyperparameters)
         self.spec = EnvSpec.from_env_id(env, getattr(self.config, "frame_stack", None))
+        if hasattr(self.config, "features_extractor"):     # an extractor that cannot read these observations
+            from pearl_py.algorithms.cnn import resolve_extractor
+
+            resolve_extractor(self.spec, self.config.features_extractor)
         if self.discrete_actions is not None and self.spec.discrete != self.discrete_actions:
             kind = "discrete" if self.discrete_actions else "continuous"
             raise EnvError(f"env {env!r}: {self.name} needs {kind} actions, "

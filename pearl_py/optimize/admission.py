@@ -54,6 +54,14 @@ def check_replay_memory(protocol: ProtocolGraph, platform, available_bytes: floa
         return
     fitting = int(largest // max(workload.item_bytes, 1))
     raise PlanningError(
-        f"replay of {workload.capacity:,} transitions x {workload.item_bytes:,} B = {need / 1e9:,.1f} GB does not fit "
-        f"in the memory of any device that can hold it (largest: {name}, {largest / 1e9:,.1f} GB); lower "
+        f"replay of {workload.capacity:,} transitions x {workload.item_bytes:,} B = {size(need)} does not fit "
+        f"in the memory of any device that can hold it (largest: {name}, {size(largest)}); lower "
         f"buffer_size to at most {fitting:,}")
+
+
+def size(nbytes: float) -> str:
+    """``nbytes`` in B, KB, MB or GB (decimal units, as the catalogue's memory_gb)."""
+    for unit, factor in (("GB", 1e9), ("MB", 1e6), ("KB", 1e3)):
+        if nbytes >= factor:
+            return f"{nbytes / factor:,.1f} {unit}"
+    return f"{nbytes:,.0f} B"
