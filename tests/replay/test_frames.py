@@ -125,3 +125,16 @@ def test_replay_buffer_stores_uint8_observations_of_any_shape():
         assert buf.workload(1).item_bytes == 2 * 18 + 8 + 4 + 4
         with pytest.raises(ValueError, match="obs: dtype float32 cannot be stored as uint8"):
             buf.add(obs.astype(np.float32), [1], [0.5], obs, [False])
+
+
+def test_torch_replay_keeps_uint8_frames_on_the_device():
+    from pearl_py.replay import TorchReplayBuffer
+
+    buf = TorchReplayBuffer(capacity=8, obs_shape=(2, 3, 3), obs_dtype=np.uint8, seed=0, device="cpu")
+    obs = np.full((2, 2, 3, 3), 200, np.uint8)
+    buf.add(obs, [0, 1], [0.0, 1.0], obs, [False, True])
+    batch = buf.sample(4)
+    assert str(batch.obs.dtype) == "torch.uint8" and int(batch.next_obs.max()) == 200
+    assert buf.workload(1).item_bytes == 2 * 18 + 8 + 4 + 4
+    restored = ReplayBuffer.load_state_dict(buf.state_dict())
+    assert restored.sample(1).obs.dtype == np.uint8
