@@ -146,3 +146,9 @@ def test_dqn_trains_on_frames_through_the_serial_executor_with_uint8_replay():
     result = pearl.train(algo, total_steps=256, seed=0, eval_episodes=1, progress=False)
     assert result.env_steps == 256 and result.gradient_steps == (256 - 64) // 4
     assert result.eval_returns[0] >= 0
+
+
+def test_ppo_trains_on_frames_with_a_uint8_rollout():
+    algo = pearl.PPO(FRAMES, net_arch=[16], n_steps=64, batch_size=32, n_epochs=2)
+    result = pearl.train(algo, total_steps=128, seed=0, eval_episodes=1, progress=False)
+    assert result.env_steps == 128 and 0.0 <= result.eval_returns[0] <= 32.0   # 32 steps, reward 1 for action 0
