@@ -7,7 +7,8 @@ measured at batch sizes, layer widths, buffer capacities and copy sizes that wer
 calibrated (:func:`heldout_grid`). CNN learners and acting networks (DQN with the MinAtar small CNN
 and NatureCNN on random frames) have a model of their own (``learner_update/reference/cnn``,
 ``inference/reference/cnn``), calibrated on some frame shapes and batch sizes and held out on others.
-Prints median and worst absolute percentage error per kind and variant, then the learner update at the zoo shapes (DQN CartPole batch 64 [256, 256],
+Prints median and worst absolute percentage error per kind and variant, then the learner update at the zoo
+shapes (DQN CartPole batch 64 [256, 256],
 DDPG Pendulum batch 256 [400, 300]): predicted and measured per variant, and the speed-up.
 
 The ``compiled`` learner update is calibrated as ``pearl profile`` does it (one compile per

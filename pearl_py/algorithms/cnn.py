@@ -68,7 +68,7 @@ def small_cnn(channels: int, filters: int = 16) -> nn.Sequential:
 
 
 def resolve_extractor(spec: EnvSpec, choice: str) -> str:
-    """The extractor ``choice`` names for ``spec``'s observations (``auto`` resolved), or EnvError if it cannot apply."""
+    """The extractor ``choice`` names for ``spec``'s observations (``auto`` resolved); EnvError if it cannot apply."""
     if choice not in EXTRACTORS:
         raise EnvError(f"features_extractor: expected one of {', '.join(EXTRACTORS)}, got {choice!r}")
     if choice == "auto":

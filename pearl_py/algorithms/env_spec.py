@@ -55,7 +55,7 @@ class EnvSpec:
 
     @classmethod
     def from_env_id(cls, env_id: str, frame_stack: int | None = None) -> EnvSpec:
-        """The spec of ``env_id`` made by :func:`~pearl_py.algorithms.env_make.make_env` (its family's preprocessing)."""
+        """The spec of ``env_id`` as :func:`~pearl_py.algorithms.env_make.make_env` makes it (family preprocessing)."""
         check_env_id(env_id)
         env = make_env(env_id, frame_stack)
         try:

@@ -100,7 +100,8 @@ def network_latency(features: dict[str, float], spec: CpuSpec | GpuSpec, params:
     peak, bandwidth, per_dispatch, section = _machine(spec, params, machine)
     dispatch = (v["fixed_ops"] + features["ops"] * v["dispatch_scale"]) * per_dispatch
     conv = features.get("conv_flops", 0.0)
-    compute = (features["flops"] - conv) / (peak * section["gemm_efficiency"]) + conv / (peak * section["conv_efficiency"])
+    compute = ((features["flops"] - conv) / (peak * section["gemm_efficiency"])
+               + conv / (peak * section["conv_efficiency"]))
     memory = features["bytes"] / bandwidth
     return dispatch + max(compute, memory), {"dispatch": dispatch, "compute": compute, "memory": memory}
 

@@ -28,7 +28,8 @@ from pearl_py.protocol.workload import (
 )
 
 __all__ = [
-    "Conv2dLayer", "FlattenLayer", "PoolLayer", "DenseLayer", "ENV_STEP", "EnvWorkload", "INFERENCE", "Kernel", "KernelKind", "LEARNER_UPDATE",
+    "Conv2dLayer", "FlattenLayer", "PoolLayer",
+    "DenseLayer", "ENV_STEP", "EnvWorkload", "INFERENCE", "Kernel", "KernelKind", "LEARNER_UPDATE",
     "NetworkWorkload", "PARAM_SYNC", "PRIORITY_UPDATE", "ProtocolGraph", "REPLAY_INSERT", "REPLAY_KINDS",
     "REPLAY_SAMPLE", "ReplayWorkload", "SyncWorkload", "TransitionLayout", "Workload",
 ]

@@ -181,7 +181,8 @@ class ReplayBuffer:
 
     def _sample(self, batch_size: int, beta: float, size: int) -> SampleBatch:
         rows = (batch_size,)
-        obs, next_obs = np.empty(rows + self._obs_shape, self._obs_dtype), np.empty(rows + self._obs_shape, self._obs_dtype)
+        obs = np.empty(rows + self._obs_shape, self._obs_dtype)
+        next_obs = np.empty(rows + self._obs_shape, self._obs_dtype)
         actions = np.empty(rows + self._action_shape, self._action_dtype)
         rewards, dones = np.empty(batch_size, _F32), np.empty(batch_size, _F32)
         indices, weights = self._sampler.sample(batch_size, size, beta, self._stream.array, self._sources,

@@ -280,9 +280,9 @@ class FrameReplayBuffer:
         obs_refs, next_refs = np.empty((n, self._stack), np.int64), np.empty((n, self._stack), np.int64)
         oldest = np.empty(n, np.int64)
         s = self._storage
-        add_frames(np.ascontiguousarray(rows["obs"]).reshape(shape), np.ascontiguousarray(rows["next_obs"]).reshape(shape),
-                   s["frames"], s["hashes"], s["table"], s["frame_count"], self._meta["reuse_window"], obs_refs,
-                   next_refs, oldest)
+        add_frames(np.ascontiguousarray(rows["obs"]).reshape(shape),
+                   np.ascontiguousarray(rows["next_obs"]).reshape(shape), s["frames"], s["hashes"], s["table"],
+                   s["frame_count"], self._meta["reuse_window"], obs_refs, next_refs, oldest)
         slots = []
         done = 0
         for start, stop in self._writer.write(n):

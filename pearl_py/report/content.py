@@ -216,7 +216,8 @@ def layer_tables(plan: Plan) -> list[tuple[str, list[str], list[list[str]], list
                 dsp = cost.resources.get("dsp")
                 row.append(fmt.seconds(cost.latency_s) + (f", {dsp:,.0f} DSP" if dsp else ""))
             rows.append(row)
-        resources = [f"{d}: " + ", ".join(f"{name} {amount:,.0f}" for name, amount in sorted(options[d].resources.items()))
+        resources = [f"{d}: " + ", ".join(f"{name} {amount:,.0f}"
+                                          for name, amount in sorted(options[d].resources.items()))
                      + f" ({options[d].source})" for d in devices
                      if set(options[d].resources) - {"cores", "memory_bytes"}]
         tables.append((kernel, ["layer", "MFLOP per call", *devices], rows, resources))

@@ -29,7 +29,8 @@ def evaluate(algorithm: Algorithm, nets: Networks, device: torch.device, episode
             obs, _ = env.reset(seed=seed + i)
             total, done = 0.0, False
             while not done:
-                action = algorithm.greedy_actions(nets, np.asarray(obs, dtype=algorithm.spec.obs_dtype)[None], device)[0]
+                batch = np.asarray(obs, dtype=algorithm.spec.obs_dtype)[None]
+                action = algorithm.greedy_actions(nets, batch, device)[0]
                 obs, reward, terminated, truncated, _ = env.step(algorithm.spec.to_env_action(action))
                 total += float(reward)
                 done = terminated or truncated

@@ -30,7 +30,8 @@ def test_a_replay_no_device_can_hold_is_refused_at_plan_time_with_the_figure():
 def test_a_replay_that_fits_passes_and_available_memory_overrides():
     protocol = pearl.DQN("CartPole-v1", buffer_size=1000).protocol()
     check_replay_memory(protocol, Platform.load("pearl-cpu-gpu-fpga"))
-    with pytest.raises(PlanningError, match=r"x 44 B = 44.0 KB does not fit .*largest: this machine, 1.0 KB\); lower buffer_size to at most 22$"):
+    message = r"x 44 B = 44.0 KB does not fit .*largest: this machine, 1.0 KB\); lower buffer_size to at most 22$"
+    with pytest.raises(PlanningError, match=message):
         check_replay_memory(protocol, Platform.local(), available_bytes=1000.0, where="this machine")
 
 

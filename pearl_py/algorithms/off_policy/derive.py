@@ -38,7 +38,6 @@ from pearl_py.protocol.workload import (
     NetworkWorkload,
     ReplayWorkload,
     SyncWorkload,
-    TransitionLayout,
 )
 
 if TYPE_CHECKING:
