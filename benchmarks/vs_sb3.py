@@ -29,7 +29,8 @@ same preprocessed env (``pearl_py.algorithms.env_make.make_env``) and the same h
 it measures throughput, not learning: a fixed number of steps without evaluation.
 
     python benchmarks/vs_sb3.py examples/configs/dqn_minatar_breakout.yaml --seeds 0 1 2 --backends sb3 serial
-    python benchmarks/vs_sb3.py examples/configs/dqn_breakout.yaml --steps 20000 --eval-episodes 0 --seeds 0 1 2
+    python benchmarks/vs_sb3.py examples/configs/dqn_breakout.yaml --steps 50000 --set learning_starts=10000 \
+        --eval-episodes 0 --seeds 0 1 2 --backends sb3 serial parallel
 
 Printed per seed besides: ``process s``, the whole process's wall time (start to exit: imports, env and
 network construction, training, evaluation).
@@ -181,10 +182,26 @@ SOLVED = {"CartPole-v1": 475.0, "Pendulum-v1": -200.0, "LunarLanderContinuous-v3
 """Eval return that counts as solved (issue 6's bar; LunarLander's own threshold), per env."""
 
 
+def configured(config: str, steps: int | None, settings: list[str]) -> pearl.RunConfig:
+    """The config with ``total_steps`` and ``KEY=VALUE`` hyperparameters overridden (values read as YAML)."""
+    import dataclasses
+
+    import yaml
+
+    from pearl_py.config.fields import rebuild
+
+    cfg = pearl.load_config(config).with_overrides(total_steps=steps)
+    values = dict(item.split("=", 1) for item in settings)
+    if not values:
+        return cfg
+    hyper = rebuild(type(cfg.hyperparameters), cfg.hyperparameters, {k: yaml.safe_load(v) for k, v in values.items()})
+    return dataclasses.replace(cfg, hyperparameters=hyper)
+
+
 def _in_child(queue: mp.Queue, backend: str, config: str, steps: int | None, seed: int,
               args: argparse.Namespace) -> None:
     torch.set_num_threads(args.sb3_threads if backend == "sb3" else 1)
-    cfg = pearl.load_config(config).with_overrides(total_steps=steps)
+    cfg = configured(config, steps, args.set)
     wall, ret = BACKENDS[backend](cfg, seed, args)
     peak_kb = max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
                   resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
@@ -212,6 +229,8 @@ def main() -> None:
     parser.add_argument("--backends", nargs="+", choices=sorted(BACKENDS), default=["sb3", "serial", "parallel"])
     parser.add_argument("--plan", choices=["auto", "single"], default="auto",
                         help="plan of the parallel backend (default: solved for this machine)")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="override a hyperparameter for both backends (e.g. learning_starts=10000)")
     parser.add_argument("--eval-episodes", type=int, default=10,
                         help="greedy evaluation episodes after training (0: none, for throughput runs)")
     parser.add_argument("--solved", type=float, help="return that counts as solved (default: SOLVED by env)")
@@ -221,7 +240,7 @@ def main() -> None:
     parser.add_argument("--learner-threads", type=int, choices=[1, 2],
                         help="the parallel backend's learner threads (default: the plan's), pinned as the runtime pins them")
     args = parser.parse_args()
-    cfg = pearl.load_config(args.config).with_overrides(total_steps=args.steps)
+    cfg = configured(args.config, args.steps, args.set)
     print(f"{cfg.settings.algorithm} {cfg.settings.env}, {cfg.settings.total_steps} steps, {args.sb3_threads} torch "
           f"thread(s) for SB3, 1 per pearl_py process but the learner's (the plan's), each backend in a fresh process")
     print(f"{'seed':>4} {'backend':>9} {'wall s':>8} {'SB3/this':>8} {'return':>8} {'peak MiB':>9} {'process s':>9}")
