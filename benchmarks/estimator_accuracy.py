@@ -4,8 +4,11 @@ Every kernel kind and every implementation variant with a micro-benchmark
 (``reference``; ``learner_update/compiled``, ``inference/fused``) is calibrated exactly as
 ``pearl profile`` does (grid of :func:`pearl_py.estimate.profiler.calibration_grid`), then
 measured at batch sizes, layer widths, buffer capacities and copy sizes that were never
-calibrated (:func:`heldout_grid`). Prints median and worst absolute percentage error per
-kind and variant, then the learner update at the zoo shapes (DQN CartPole batch 64 [256, 256],
+calibrated (:func:`heldout_grid`). CNN learners and acting networks (DQN with the MinAtar small CNN
+and NatureCNN on random frames) have a model of their own (``learner_update/reference/cnn``,
+``inference/reference/cnn``), calibrated on some frame shapes and batch sizes and held out on others.
+Prints median and worst absolute percentage error per kind and variant, then the learner update at the zoo
+shapes (DQN CartPole batch 64 [256, 256],
 DDPG Pendulum batch 256 [400, 300]): predicted and measured per variant, and the speed-up.
 
 The ``compiled`` learner update is calibrated as ``pearl profile`` does it (one compile per
@@ -34,6 +37,7 @@ import torch
 
 from pearl_py.estimate.calibration import Calibration, machine_fingerprint, model_key
 from pearl_py.estimate.estimator import Estimator
+from pearl_py.estimate.features import model_group
 from pearl_py.estimate.microbench import (
     BenchPoint,
     _algorithm,
@@ -116,9 +120,9 @@ def main() -> int:
             if variant == "compiled":
                 clear_compiled()
                 register_runner("learner_update", "compiled_static", static_compiled)
-                heldout[(kind, variant)] = measure(kind, "compiled_static", heldout_grid(kind))
+                heldout[(kind, variant)] = measure(kind, "compiled_static", heldout_grid(kind, variant))
             else:
-                heldout[(kind, variant)] = measure(kind, variant, heldout_grid(kind))
+                heldout[(kind, variant)] = measure(kind, variant, heldout_grid(kind, variant))
             print(f"  measured {kind}/{variant} ({time.perf_counter() - start:.0f} s)", file=sys.stderr, flush=True)
     estimator = Estimator(calibration)
     cpu = Platform.local().device("cpu")
@@ -130,7 +134,7 @@ def main() -> int:
         for workload, seconds in measured:
             cost = estimator.cost(Kernel(kind, KernelKind(kind), workload, rate=1.0), cpu, variant)
             assert cost.source == "calibrated"
-            key = model_key(kind, variant, getattr(workload, "env_id", None) if kind == "env_step" else None)
+            key = model_key(kind, variant, model_group(workload))
             rows.setdefault(key, []).append(abs(cost.latency_s - seconds) / seconds * 100)
     for key, errors in rows.items():
         median = statistics.median(errors)

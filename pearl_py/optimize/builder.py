@@ -291,7 +291,8 @@ def build_problem(protocol: ProtocolGraph, platform: Platform, estimator: CostMo
                 options[(kernel.name, target, variant)] = Option(
                     cost.latency_s, cost.energy_j, resources, cost.source, instance, setup_s,
                     _threaded(estimator, kernel, device, variant, target),
-                    getattr(cost, "energy_source", "modelled"), getattr(cost, "setup_source", cost.source))
+                    getattr(cost, "energy_source", "modelled"), getattr(cost, "setup_source", cost.source),
+                    tuple(getattr(cost, "layers", ())))
             if target == device.name:
                 note = estimator.thread_note(kernel, device)
                 if note:

@@ -93,6 +93,8 @@ class Option:
     CPU (the learner update, where calibrated); ``latency_s``/``energy_j`` are the one-thread call."""
     energy_source: str = "modelled"
     setup_source: str = "modelled"
+    layers: tuple = ()
+    """Per-layer breakdown (:class:`pearl_py.plan.LayerCost`), carried to the prediction for reports."""
 
     @property
     def max_threads(self) -> int:

@@ -16,6 +16,7 @@ from pearl_py.protocol.kernel import (
     Kernel,
     KernelKind,
 )
+from pearl_py.protocol.layers import Conv2dLayer, FlattenLayer, PoolLayer
 from pearl_py.protocol.workload import (
     DenseLayer,
     EnvWorkload,
@@ -27,6 +28,7 @@ from pearl_py.protocol.workload import (
 )
 
 __all__ = [
+    "Conv2dLayer", "FlattenLayer", "PoolLayer",
     "DenseLayer", "ENV_STEP", "EnvWorkload", "INFERENCE", "Kernel", "KernelKind", "LEARNER_UPDATE",
     "NetworkWorkload", "PARAM_SYNC", "PRIORITY_UPDATE", "ProtocolGraph", "REPLAY_INSERT", "REPLAY_KINDS",
     "REPLAY_SAMPLE", "ReplayWorkload", "SyncWorkload", "TransitionLayout", "Workload",
