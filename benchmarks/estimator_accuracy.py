@@ -6,8 +6,11 @@ Every kernel kind and every implementation variant with a micro-benchmark, of ev
 is calibrated exactly as
 ``pearl profile`` does (grid of :func:`pearl_py.estimate.profiler.calibration_grid`), then
 measured at batch sizes, layer widths, buffer capacities and copy sizes that were never
-calibrated (:func:`heldout_grid`). Prints median and worst absolute percentage error per
-kind and variant, then the learner update at the zoo shapes (DQN CartPole batch 64 [256, 256],
+calibrated (:func:`heldout_grid`). CNN learners and acting networks (DQN with the MinAtar small CNN
+and NatureCNN on random frames) have a model of their own (``learner_update/reference/cnn``,
+``inference/reference/cnn``), calibrated on some frame shapes and batch sizes and held out on others.
+Prints median and worst absolute percentage error per kind and variant, then the learner update at the zoo
+shapes (DQN CartPole batch 64 [256, 256],
 DDPG Pendulum batch 256 [400, 300]): predicted and measured per variant, and the speed-up.
 
 The ``compiled`` learner update is calibrated as ``pearl profile`` does it (one compile per
@@ -36,6 +39,7 @@ import torch
 
 from pearl_py.estimate.calibration import Calibration, machine_fingerprint, model_key
 from pearl_py.estimate.estimator import Estimator
+from pearl_py.estimate.features import model_group
 from pearl_py.estimate.microbench import (
     OFF_POLICY,
     BenchPoint,
@@ -122,9 +126,9 @@ def main() -> int:
             if variant == "compiled":
                 clear_compiled()
                 register_runner("learner_update", "compiled_static", static_compiled)
-                heldout[key] = measure(kind, "compiled_static", heldout_grid(kind))
+                heldout[key] = measure(kind, "compiled_static", heldout_grid(kind, variant))
             else:
-                heldout[key] = measure(kind, variant, heldout_grid(kind, family), family=family)
+                heldout[key] = measure(kind, variant, heldout_grid(kind, variant, family), family=family)
             print(f"  measured {kind}/{variant} ({family}) ({time.perf_counter() - start:.0f} s)", file=sys.stderr,
                   flush=True)
     estimator = Estimator(calibration)
@@ -137,8 +141,7 @@ def main() -> int:
         for workload, seconds in measured:
             cost = estimator.cost(Kernel(kind, KernelKind(kind), workload, rate=1.0), cpu, variant)
             assert cost.source == "calibrated"
-            key = model_key(kind, variant, getattr(workload, "env_id", None) if kind == "env_step" else None,
-                            family=_model_family([(workload, seconds)]))
+            key = model_key(kind, variant, model_group(workload), family=_model_family([(workload, seconds)]))
             rows.setdefault(key, []).append(abs(cost.latency_s - seconds) / seconds * 100)
     for key, errors in rows.items():
         median = statistics.median(errors)

@@ -25,6 +25,18 @@ compare these counts over several seeds, not one seed's return.
     python benchmarks/vs_sb3.py examples/configs/ppo_cartpole.yaml --seeds 0 1 2
     python benchmarks/vs_sb3.py examples/configs/a2c_cartpole.yaml --seeds 0 1 2
 
+Pixels (issue 20): DQN on MinAtar Breakout learns side by side with SB3's ``CnnPolicy`` DQN given the
+same feature extractor (pearl_py's ``small_cnn`` module inside an SB3 ``BaseFeaturesExtractor``), the
+same preprocessed env (``pearl_py.algorithms.env_make.make_env``) and the same hyperparameters; on Atari
+it measures throughput, not learning: a fixed number of steps without evaluation.
+
+    python benchmarks/vs_sb3.py examples/configs/dqn_minatar_breakout.yaml --seeds 0 1 2 --backends sb3 serial
+    python benchmarks/vs_sb3.py examples/configs/dqn_breakout.yaml --steps 50000 --set learning_starts=10000 \
+        --eval-episodes 0 --seeds 0 1 2 --backends sb3 serial parallel
+
+Printed per seed besides: ``process s``, the whole process's wall time (start to exit: imports, env and
+network construction, training, evaluation).
+
 TD3 and SAC map one to one too: TD3's ``policy_delay``, ``target_policy_noise``,
 ``target_noise_clip`` and ``noise_std`` (SB3's ``NormalActionNoise``; pearl_py's unset
 ``target_update_interval`` is SB3's: the targets move with the actor), SAC's ``ent_coef``
@@ -49,24 +61,58 @@ import torch
 import pearl_py as pearl
 
 
+def sb3_env(cfg: pearl.RunConfig) -> gym.Env:
+    """The env as pearl_py makes it (its family's preprocessing: Atari, MinAtar frames, or none)."""
+    from pearl_py.algorithms.env_make import make_env
+
+    return make_env(cfg.settings.env, cfg.hyperparameters.frame_stack)
+
+
+def sb3_policy(cfg: pearl.RunConfig) -> tuple[str, dict]:
+    """SB3's policy name and extra policy kwargs: CnnPolicy with pearl_py's extractor module for frames."""
+    from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
+
+    from pearl_py.algorithms.cnn import build_extractor, resolve_extractor
+    from pearl_py.algorithms.env_spec import EnvSpec
+
+    spec = EnvSpec.from_env_id(cfg.settings.env, cfg.hyperparameters.frame_stack)
+    if resolve_extractor(spec, cfg.hyperparameters.features_extractor) == "flatten":
+        return "MlpPolicy", {}
+
+    class PearlExtractor(BaseFeaturesExtractor):
+        """pearl_py's extractor (it divides by 255 itself: SB3's normalize_images is off)."""
+
+        def __init__(self, observation_space: gym.Space) -> None:
+            extractor = build_extractor(spec, cfg.hyperparameters.features_extractor)
+            super().__init__(observation_space, extractor.n_features)
+            self.net = extractor.net
+
+        def forward(self, obs: torch.Tensor) -> torch.Tensor:
+            return self.net(obs)
+
+    return "CnnPolicy", dict(features_extractor_class=PearlExtractor, normalize_images=False)
+
+
 def sb3_model(cfg: pearl.RunConfig, seed: int):
     """The SB3 model with the same hyperparameters (zoo names map one to one)."""
     from stable_baselines3 import DDPG, DQN, SAC, TD3
     from stable_baselines3.common.noise import NormalActionNoise
 
-    h, env = cfg.hyperparameters, cfg.settings.env
+    h, env = cfg.hyperparameters, sb3_env(cfg)
+    policy, policy_kwargs = sb3_policy(cfg)
     common = dict(learning_rate=h.learning_rate, batch_size=h.batch_size, buffer_size=h.buffer_size,
                   learning_starts=h.learning_starts, gamma=h.gamma, tau=h.tau, train_freq=h.train_freq,
                   gradient_steps=h.gradient_steps, seed=seed,
-                  policy_kwargs=dict(net_arch=list(h.net_arch), optimizer_kwargs=dict(eps=h.adam_eps)))
+                  policy_kwargs=dict(net_arch=list(h.net_arch), optimizer_kwargs=dict(eps=h.adam_eps),
+                                     **policy_kwargs))
     if cfg.settings.algorithm == "dqn":
-        return DQN("MlpPolicy", env, target_update_interval=h.target_update_interval,
+        return DQN(policy, env, target_update_interval=h.target_update_interval,
                    exploration_fraction=h.exploration_fraction, exploration_final_eps=h.exploration_final_eps,
                    exploration_initial_eps=h.exploration_initial_eps, max_grad_norm=h.max_grad_norm, **common)
     if cfg.settings.algorithm == "sac":
         return SAC("MlpPolicy", env, ent_coef=h.ent_coef, target_entropy=h.target_entropy,
                    target_update_interval=h.target_update_interval, **common)
-    n_actions = gym.make(env).action_space.shape[0]
+    n_actions = env.action_space.shape[0]
     # SB3 adds action noise in the scaled [-1, 1] space, as pearl_py does
     noise = NormalActionNoise(np.zeros(n_actions), h.noise_std * np.ones(n_actions))
     if cfg.settings.algorithm == "td3":
@@ -109,7 +155,9 @@ def run_sb3(cfg: pearl.RunConfig, seed: int, args: argparse.Namespace) -> tuple[
     start = time.perf_counter()
     model.learn(cfg.settings.total_steps)
     wall = time.perf_counter() - start
-    mean, _ = evaluate_policy(model, Monitor(gym.make(cfg.settings.env)), n_eval_episodes=10, deterministic=True)
+    if not args.eval_episodes:
+        return wall, float("nan")
+    mean, _ = evaluate_policy(model, Monitor(sb3_env(cfg)), n_eval_episodes=args.eval_episodes, deterministic=True)
     return wall, float(mean)
 
 
@@ -117,7 +165,8 @@ def run_serial(cfg: pearl.RunConfig, seed: int, args: argparse.Namespace) -> tup
     algo = cfg.make_algorithm()
     plan = with_variant(pearl.Plan.single_device(algo.protocol(serialized=True)), args.variant, algo.family) \
         if args.variant else None
-    result = pearl.train(algo, total_steps=cfg.settings.total_steps, seed=seed, plan=plan, progress=False)
+    result = pearl.train(algo, total_steps=cfg.settings.total_steps, seed=seed, plan=plan, progress=False,
+                         eval_episodes=args.eval_episodes)
     return result.wall_seconds, result.eval_return_mean
 
 
@@ -152,7 +201,8 @@ def run_parallel(cfg: pearl.RunConfig, seed: int, args: argparse.Namespace) -> t
     from pearl_py.pipeline.families import family_of
 
     algo = cfg.make_algorithm()
-    executor = family_of(algo).parallel(algo, seed, plan=parallel_plan(algo, args), progress=False)
+    executor = family_of(algo).parallel(algo, seed, plan=parallel_plan(algo, args), progress=False,
+                                        eval_episodes=args.eval_episodes)
     result = executor.run(cfg.settings.total_steps)
     print(f"     parallel: learner {result.layout['learner_variant']} at {result.layout['learner_threads']} "
           f"thread(s), {result.layout['actors']} actor(s)", flush=True)
@@ -166,25 +216,43 @@ SOLVED = {"CartPole-v1": 475.0, "Pendulum-v1": -200.0, "LunarLanderContinuous-v3
 """Eval return that counts as solved (issue 6's bar; LunarLander's own threshold), per env."""
 
 
+def configured(config: str, steps: int | None, settings: list[str]) -> pearl.RunConfig:
+    """The config with ``total_steps`` and ``KEY=VALUE`` hyperparameters overridden (values read as YAML)."""
+    import dataclasses
+
+    import yaml
+
+    from pearl_py.config.fields import rebuild
+
+    cfg = pearl.load_config(config).with_overrides(total_steps=steps)
+    values = dict(item.split("=", 1) for item in settings)
+    if not values:
+        return cfg
+    hyper = rebuild(type(cfg.hyperparameters), cfg.hyperparameters, {k: yaml.safe_load(v) for k, v in values.items()})
+    return dataclasses.replace(cfg, hyperparameters=hyper)
+
+
 def _in_child(queue: mp.Queue, backend: str, config: str, steps: int | None, seed: int,
               args: argparse.Namespace) -> None:
     torch.set_num_threads(args.sb3_threads if backend == "sb3" else 1)
-    cfg = pearl.load_config(config).with_overrides(total_steps=steps)
+    cfg = configured(config, steps, args.set)
     wall, ret = BACKENDS[backend](cfg, seed, args)
     peak_kb = max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
                   resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
     queue.put((wall, ret, peak_kb / 1024))
 
 
-def measure(backend: str, seed: int, args: argparse.Namespace) -> tuple[float, float, float]:
-    """(wall seconds, eval return, peak MiB of one process) of one backend, in a fresh process."""
+def measure(backend: str, seed: int, args: argparse.Namespace) -> tuple[float, float, float, float]:
+    """(training wall seconds, eval return, peak MiB of one process, whole-process wall seconds) of one
+    backend, in a fresh process."""
     ctx = mp.get_context("spawn")
     queue = ctx.Queue()
+    start = time.perf_counter()
     proc = ctx.Process(target=_in_child, args=(queue, backend, args.config, args.steps, seed, args))
     proc.start()
-    out = queue.get()
+    wall, ret, peak = queue.get()
     proc.join()
-    return out
+    return wall, ret, peak, time.perf_counter() - start
 
 
 def main() -> None:
@@ -195,6 +263,10 @@ def main() -> None:
     parser.add_argument("--backends", nargs="+", choices=sorted(BACKENDS), default=["sb3", "serial", "parallel"])
     parser.add_argument("--plan", choices=["auto", "single"], default="auto",
                         help="plan of the parallel backend (default: solved for this machine)")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="override a hyperparameter for both backends (e.g. learning_starts=10000)")
+    parser.add_argument("--eval-episodes", type=int, default=10,
+                        help="greedy evaluation episodes after training (0: none, for throughput runs)")
     parser.add_argument("--solved", type=float, help="return that counts as solved (default: SOLVED by env)")
     parser.add_argument("--sb3-threads", type=int, default=1, help="torch threads of the SB3 process (default 1)")
     parser.add_argument("--variant", help="learner_update variant, and inference variant where one has this name, "
@@ -202,21 +274,21 @@ def main() -> None:
     parser.add_argument("--learner-threads", type=int, choices=[1, 2],
                         help="the parallel backend's learner threads (default: the plan's), pinned as the runtime pins them")
     args = parser.parse_args()
-    cfg = pearl.load_config(args.config).with_overrides(total_steps=args.steps)
+    cfg = configured(args.config, args.steps, args.set)
     print(f"{cfg.settings.algorithm} {cfg.settings.env}, {cfg.settings.total_steps} steps, {args.sb3_threads} torch "
           f"thread(s) for SB3, 1 per pearl_py process but the learner's (the plan's), each backend in a fresh process")
-    print(f"{'seed':>4} {'backend':>9} {'wall s':>8} {'SB3/this':>8} {'return':>8} {'peak MiB':>9}")
+    print(f"{'seed':>4} {'backend':>9} {'wall s':>8} {'SB3/this':>8} {'return':>8} {'peak MiB':>9} {'process s':>9}")
     ratios: dict[str, list[float]] = {b: [] for b in args.backends}
     returns: dict[str, list[float]] = {b: [] for b in args.backends}
     for seed in args.seeds:
         walls = {}
         for backend in args.backends:
-            wall, ret, peak = measure(backend, seed, args)
+            wall, ret, peak, process = measure(backend, seed, args)
             walls[backend] = wall
             ratio = walls["sb3"] / wall if "sb3" in walls else float("nan")
             ratios[backend].append(ratio)
             returns[backend].append(ret)
-            print(f"{seed:>4} {backend:>9} {wall:8.1f} {ratio:8.2f} {ret:8.1f} {peak:9.0f}", flush=True)
+            print(f"{seed:>4} {backend:>9} {wall:8.1f} {ratio:8.2f} {ret:8.1f} {peak:9.0f} {process:9.1f}", flush=True)
     for backend, values in ratios.items():
         if backend != "sb3" and "sb3" in ratios:
             print(f"median wall-time ratio SB3/{backend}: {np.median(values):.2f} (measured)")

@@ -61,6 +61,22 @@ class ThreadCost:
 
 
 @dataclass(frozen=True)
+class LayerCost:
+    """One recorded layer of a network kernel on a device: its modelled share of a call (reports only).
+
+    CPUs and GPUs: the layer's own roofline (dispatches + max(compute, memory), docs/cost-models.md); FPGAs:
+    its loop nests' cycles at the design's reuse factor and the DSPs and RAM blocks they use.
+    """
+
+    layer: str
+    """What the layer is, with its shapes (``Conv2dLayer.label``)."""
+    flops: float
+    """Forward and backward FLOPs of the layer per call."""
+    latency_s: float
+    resources: Mapping[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class KernelCost:
     """One call of a kernel on a device as a variant: latency, dynamic energy, resources, how it is known."""
 
@@ -78,6 +94,8 @@ class KernelCost:
     """How ``energy_j`` is known: ``modelled`` (catalogue power) or ``measured`` (power measured by ``pearl profile``)."""
     setup_source: str = "modelled"
     """How ``setup_s`` is known (``calibrated``: timed here; ``modelled``: assumed), whatever the latency's source."""
+    layers: tuple[LayerCost, ...] = ()
+    """Per-layer modelled breakdown of a network kernel with convolutions (empty otherwise)."""
 
     def at(self, threads: int) -> KernelCost:
         """The cost of one call at ``threads`` threads (itself at 1, or where none was costed)."""

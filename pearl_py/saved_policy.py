@@ -128,13 +128,13 @@ class TrainedPolicy:
         env_actions = self.algorithm.spec.to_env_action(actions)
         return env_actions[0] if single else env_actions
 
-    def evaluate(self, episodes: int = 10, seed: int = 0, make_env: Callable[[], gym.Env] | None = None
+    def evaluate(self, episodes: int = 10, seed: int = 0, env_factory: Callable[[], gym.Env] | None = None
                  ) -> list[float]:
         """Returns of ``episodes`` greedy episodes, episode ``i`` reset with ``seed + i`` (the run's final
         evaluation used ``seed = run seed + 10_000``)."""
         from pearl_py.runtime.evaluation import evaluate
 
-        return evaluate(self.algorithm, self.nets, self.device, episodes, seed, make_env=make_env)
+        return evaluate(self.algorithm, self.nets, self.device, episodes, seed, env_factory=env_factory)
 
     def __repr__(self) -> str:
         m = self.manifest

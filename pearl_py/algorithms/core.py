@@ -55,7 +55,11 @@ class BaseAlgorithm(abc.ABC):
             raise TypeError(f"{type(self).__name__} takes a {self.Config.__name__}, got {type(config).__name__}")
         self.env_id = env
         self.config = rebuild(self.Config, config, hyperparameters)
-        self.spec = EnvSpec.from_env_id(env)
+        self.spec = EnvSpec.from_env_id(env, getattr(self.config, "frame_stack", None))
+        if hasattr(self.config, "features_extractor"):     # an extractor that cannot read these observations
+            from pearl_py.algorithms.cnn import resolve_extractor
+
+            resolve_extractor(self.spec, self.config.features_extractor)
         if self.discrete_actions is not None and self.spec.discrete != self.discrete_actions:
             kind = "discrete" if self.discrete_actions else "continuous"
             raise EnvError(f"env {env!r}: {self.name} needs {kind} actions, "

@@ -17,8 +17,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from pearl_py.algorithms.cnn import critic, obs_mlp
 from pearl_py.algorithms.losses import td_target, weighted_mean
-from pearl_py.algorithms.networks import Networks, StateActionValue, mlp
+from pearl_py.algorithms.networks import Networks
 from pearl_py.algorithms.off_policy.base import Algorithm, Loss
 from pearl_py.algorithms.off_policy.config import OffPolicyConfig
 from pearl_py.algorithms.off_policy.learner import TensorBatch
@@ -50,10 +51,10 @@ class DDPG(Algorithm):
     acting_form = "deterministic_actor_noise"
 
     def build_networks(self) -> dict[str, nn.Module]:
-        spec, arch = self.spec, self.config.net_arch
+        spec, arch, extractor = self.spec, self.config.net_arch, self.config.features_extractor
         return {
-            "actor": mlp(spec.obs_dim, arch, spec.action_dim, output_activation=nn.Tanh),
-            "critic": StateActionValue(spec.obs_dim, spec.action_dim, arch),
+            "actor": obs_mlp(spec, extractor, arch, spec.action_dim, output_activation=nn.Tanh),
+            "critic": critic(spec, extractor, arch),
         }
 
     def losses(self) -> Sequence[Loss]:

@@ -16,8 +16,9 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
+from pearl_py.algorithms.cnn import obs_mlp
 from pearl_py.algorithms.losses import td_target, weighted_mean
-from pearl_py.algorithms.networks import Networks, mlp
+from pearl_py.algorithms.networks import Networks
 from pearl_py.algorithms.off_policy.base import Algorithm, Loss
 from pearl_py.algorithms.off_policy.config import OffPolicyConfig
 from pearl_py.algorithms.off_policy.learner import TensorBatch
@@ -51,7 +52,8 @@ class DQN(Algorithm):
     target_update_unit = "env_steps"
 
     def build_networks(self) -> dict[str, torch.nn.Module]:
-        return {"q": mlp(self.spec.obs_dim, self.config.net_arch, self.spec.action_dim)}
+        cfg = self.config
+        return {"q": obs_mlp(self.spec, cfg.features_extractor, cfg.net_arch, self.spec.action_dim)}
 
     def losses(self) -> Sequence[Loss]:
         return [Loss("q", trains="q", fn=self._q_loss, form="dqn_td")]

@@ -10,6 +10,9 @@ Example::
     (3, 1, False)
     >>> spec.to_env_action(np.array([[1.0]], dtype=np.float32))
     array([[2.]], dtype=float32)
+    >>> pixels = EnvSpec.from_env_id("MinAtar/Breakout-v1")     # image observations (pip install 'pearl_py[minatar]')
+    >>> pixels.obs_shape, pixels.obs_dtype, pixels.is_image
+    ((4, 10, 10), 'uint8', True)
 """
 from __future__ import annotations
 
@@ -18,49 +21,82 @@ from dataclasses import dataclass
 import gymnasium as gym
 import numpy as np
 
-from pearl_py.errors import UserError
+from pearl_py.algorithms.env_make import (
+    EnvError,
+    default_frame_stack,
+    make_env,
+    register_family,
+)
 
-
-class EnvError(UserError):
-    """The environment id is unknown or its spaces are not ones pearl_py supports."""
+__all__ = ["EnvError", "EnvSpec", "check_env_id", "make_vector_env"]
 
 
 @dataclass(frozen=True)
 class EnvSpec:
-    """Observation and action shapes of a gymnasium env, read once from its spaces."""
+    """Observation and action shapes of a gymnasium env (after its family's preprocessing), read once.
+
+    Observations are Boxes of any rank: float32 vectors (``obs_shape == (obs_dim,)``) or uint8
+    frames, channel-first (``(C, H, W)``), stored and moved as uint8 and divided by 255 in the network.
+    """
 
     env_id: str
     obs_dim: int
+    """Elements of one observation (the product of ``obs_shape``)."""
     action_dim: int
     """Number of discrete actions, or the size of the continuous action vector."""
     discrete: bool
     action_low: tuple[float, ...] = ()
     action_high: tuple[float, ...] = ()
+    obs_shape: tuple[int, ...] = ()
+    """Shape of one observation; () is read as ``(obs_dim,)``."""
+    obs_dtype: str = "float32"
+    """``float32``, or ``uint8`` for image frames."""
+    frame_stack: int = 1
+    """Frames stacked by the env's preprocessing (:mod:`pearl_py.algorithms.env_make`)."""
+
+    def __post_init__(self) -> None:
+        if not self.obs_shape:
+            object.__setattr__(self, "obs_shape", (self.obs_dim,))
 
     @classmethod
-    def from_env_id(cls, env_id: str) -> EnvSpec:
+    def from_env_id(cls, env_id: str, frame_stack: int | None = None) -> EnvSpec:
+        """The spec of ``env_id`` as :func:`~pearl_py.algorithms.env_make.make_env` makes it (family preprocessing)."""
         check_env_id(env_id)
-        env = gym.make(env_id)
+        env = make_env(env_id, frame_stack)
         try:
-            return cls.from_spaces(env_id, env.observation_space, env.action_space)
+            stack = default_frame_stack(env_id) if frame_stack is None else frame_stack
+            return cls.from_spaces(env_id, env.observation_space, env.action_space, stack)
         finally:
             env.close()
 
     @classmethod
-    def from_spaces(cls, env_id: str, obs_space: gym.Space, action_space: gym.Space) -> EnvSpec:
-        if not isinstance(obs_space, gym.spaces.Box):
-            raise EnvError(f"env {env_id!r}: observation space {obs_space} is not a Box; "
-                           "pearl_py supports flat continuous observations")
+    def from_spaces(cls, env_id: str, obs_space: gym.Space, action_space: gym.Space,
+                    frame_stack: int = 1) -> EnvSpec:
+        if not isinstance(obs_space, gym.spaces.Box) or not obs_space.shape:
+            raise EnvError(f"env {env_id!r}: observation space {obs_space} is not a Box with a shape; "
+                           "pearl_py supports Box observations of any rank")
+        obs_dtype = "uint8" if obs_space.dtype == np.uint8 else "float32"
+        obs = {"obs_shape": tuple(int(d) for d in obs_space.shape), "obs_dtype": obs_dtype, "frame_stack": frame_stack}
         obs_dim = int(np.prod(obs_space.shape))
         if isinstance(action_space, gym.spaces.Discrete):
-            return cls(env_id, obs_dim, int(action_space.n), True)
+            return cls(env_id, obs_dim, int(action_space.n), True, **obs)
         if isinstance(action_space, gym.spaces.Box) and len(action_space.shape) == 1:
             low = tuple(float(x) for x in action_space.low)
             high = tuple(float(x) for x in action_space.high)
             if not all(np.isfinite(low + high)):
                 raise EnvError(f"env {env_id!r}: action bounds must be finite, got {low}..{high}")
-            return cls(env_id, obs_dim, int(action_space.shape[0]), False, low, high)
+            return cls(env_id, obs_dim, int(action_space.shape[0]), False, low, high, **obs)
         raise EnvError(f"env {env_id!r}: action space {action_space} is neither Discrete nor a 1-D Box")
+
+    @property
+    def is_image(self) -> bool:
+        """uint8 frames of rank 3, channel-first (what the CNN feature extractors take)."""
+        return self.obs_dtype == "uint8" and len(self.obs_shape) == 3
+
+    @property
+    def obs_item_bytes(self) -> int:
+        """Bytes of one stored observation (uint8 frames: one byte per element)."""
+        return self.obs_dim * np.dtype(self.obs_dtype).itemsize
 
     @property
     def action_shape(self) -> tuple[int, ...]:
@@ -87,21 +123,22 @@ class EnvSpec:
 
 
 def check_env_id(env_id: str) -> None:
-    """Raise :class:`EnvError` unless gymnasium knows ``env_id``."""
+    """Raise :class:`EnvError` unless gymnasium knows ``env_id`` (registering Atari and MinAtar ids first)."""
+    register_family(env_id)
     try:
         gym.spec(env_id)
     except gym.error.Error as exc:
         raise EnvError(f"unknown gymnasium env id {env_id!r} ({exc})") from None
 
 
-def make_vector_env(env_id: str, n_envs: int, seed: int) -> gym.vector.VectorEnv:
-    """A synchronous vector of ``n_envs`` envs that reset in the same step they end.
+def make_vector_env(env_id: str, n_envs: int, seed: int, frame_stack: int | None = None) -> gym.vector.VectorEnv:
+    """A synchronous vector of ``n_envs`` envs (their family's preprocessing) that reset in the same step they end.
 
     With ``SAME_STEP`` autoreset the final observation of an ended episode is in
     ``info["final_obs"]``, so stored transitions keep the true next observation.
     """
     envs = gym.vector.SyncVectorEnv(
-        [lambda: gym.make(env_id) for _ in range(n_envs)],
+        [lambda: make_env(env_id, frame_stack) for _ in range(n_envs)],
         autoreset_mode=gym.vector.AutoresetMode.SAME_STEP,
     )
     envs.action_space.seed(seed)

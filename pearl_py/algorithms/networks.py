@@ -31,23 +31,33 @@ def mlp(n_in: int, hidden: Sequence[int], n_out: int, output_activation: type[nn
 
 
 class StateActionValue(nn.Module):
-    """Q(s, a) for continuous actions: an MLP over the concatenated observation and action."""
+    """Q(s, a) for continuous actions: an MLP over the concatenated observation (or its features) and action.
 
-    def __init__(self, obs_dim: int, action_dim: int, hidden: Sequence[int]) -> None:
+    ``encoder`` (frames: a CNN, :mod:`pearl_py.algorithms.cnn`) maps observations to ``obs_dim`` features first.
+    """
+
+    def __init__(self, obs_dim: int, action_dim: int, hidden: Sequence[int], encoder: nn.Module | None = None) -> None:
         super().__init__()
+        if encoder is not None:
+            self.encoder = encoder
         self.net = mlp(obs_dim + action_dim, hidden, 1)
 
     def forward(self, obs: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
-        return self.net(torch.cat([obs, action], dim=-1)).squeeze(-1)
+        features = self.encoder(obs) if hasattr(self, "encoder") else obs
+        return self.net(torch.cat([features, action], dim=-1)).squeeze(-1)
 
 
 class TwinStateActionValue(nn.Module):
-    """Two independent Q(s, a) estimates (TD3, SAC: the smaller one fights overestimation)."""
+    """Two independent Q(s, a) estimates (TD3, SAC: the smaller one fights overestimation).
 
-    def __init__(self, obs_dim: int, action_dim: int, hidden: Sequence[int]) -> None:
+    ``encoders``: one observation encoder per estimate (None: the observations as they are)."""
+
+    def __init__(self, obs_dim: int, action_dim: int, hidden: Sequence[int],
+                 encoders: tuple[nn.Module, nn.Module] | None = None) -> None:
         super().__init__()
-        self.q1 = StateActionValue(obs_dim, action_dim, hidden)
-        self.q2 = StateActionValue(obs_dim, action_dim, hidden)
+        first, second = encoders if encoders is not None else (None, None)
+        self.q1 = StateActionValue(obs_dim, action_dim, hidden, first)
+        self.q2 = StateActionValue(obs_dim, action_dim, hidden, second)
 
     def forward(self, obs: torch.Tensor, action: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         return self.q1(obs, action), self.q2(obs, action)

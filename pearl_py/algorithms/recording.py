@@ -1,8 +1,10 @@
 """Record the layers a network runs by observing it: forward hooks per layer type, open to new types.
 
 Each recorder turns one module call into a layer workload (:class:`~pearl_py.protocol.workload.DenseLayer`
-for ``nn.Linear``); :func:`register_layer` adds a type (a convolution, a pooling layer) without
-touching the derivations that use it.
+for ``nn.Linear``; :class:`~pearl_py.protocol.layers.Conv2dLayer` for ``nn.Conv2d``,
+:class:`~pearl_py.protocol.layers.PoolLayer` for max and average pooling,
+:class:`~pearl_py.protocol.layers.FlattenLayer` for ``nn.Flatten``, with their shapes as called);
+:func:`register_layer` adds a type without touching the derivations that use it.
 
 Example::
 
@@ -18,6 +20,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from pearl_py.protocol.layers import Conv2dLayer, FlattenLayer, PoolLayer
 from pearl_py.protocol.workload import DenseLayer, Layer
 
 Recorder = Callable[[nn.Module, tuple[torch.Tensor, ...], torch.Tensor], Layer]
@@ -38,6 +41,46 @@ def _dense(layer: nn.Linear, inputs: tuple[torch.Tensor, ...], output: torch.Ten
 
 
 register_layer(nn.Linear, _dense)
+
+
+def _pair(value: int | tuple[int, ...]) -> tuple[int, int]:
+    return (value, value) if isinstance(value, int) else (int(value[0]), int(value[1]))
+
+
+def _frames(x: torch.Tensor) -> tuple[int, int, int, int]:
+    """``(batch, channels, h, w)`` of a call's input (an unbatched ``(C, H, W)`` input is one frame)."""
+    return (1, *x.shape) if x.dim() == 3 else tuple(int(d) for d in x.shape)
+
+
+def _conv(layer: nn.Conv2d, inputs: tuple[torch.Tensor, ...], output: torch.Tensor) -> Conv2dLayer:
+    if not isinstance(layer.padding, tuple):
+        raise ValueError(f"recording {layer}: padding {layer.padding!r} by name is not supported; give it in pixels")
+    if _pair(layer.dilation) != (1, 1):
+        raise ValueError(f"recording {layer}: dilated convolutions are not modelled")
+    batch, channels, h, w = _frames(inputs[0])
+    return Conv2dLayer(channels, layer.out_channels, h, w, _pair(layer.kernel_size), _pair(layer.stride),
+                       _pair(layer.padding), batch, layer.groups, layer.bias is not None,
+                       backward=output.requires_grad, input_grad=inputs[0].requires_grad)
+
+
+def _pool(mode: str) -> Recorder:
+    def record(layer: nn.MaxPool2d | nn.AvgPool2d, inputs: tuple[torch.Tensor, ...], output: torch.Tensor) -> PoolLayer:
+        batch, channels, h, w = _frames(inputs[0])
+        stride = layer.stride if layer.stride is not None else layer.kernel_size
+        return PoolLayer(mode, channels, h, w, _pair(layer.kernel_size), _pair(stride), _pair(layer.padding), batch,
+                         backward=output.requires_grad)
+    return record
+
+
+def _flatten(layer: nn.Flatten, inputs: tuple[torch.Tensor, ...], output: torch.Tensor) -> FlattenLayer:
+    shape = tuple(int(d) for d in inputs[0].shape)
+    return FlattenLayer(shape[1:], shape[0], backward=output.requires_grad)
+
+
+register_layer(nn.Conv2d, _conv)
+register_layer(nn.MaxPool2d, _pool("max"))
+register_layer(nn.AvgPool2d, _pool("avg"))
+register_layer(nn.Flatten, _flatten)
 
 
 def record_layers(module: nn.Module, run: Callable[[], object]) -> tuple[Layer, ...]:

@@ -37,8 +37,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from pearl_py.algorithms.cnn import critic, obs_mlp
 from pearl_py.algorithms.losses import td_target, weighted_mean
-from pearl_py.algorithms.networks import Networks, TwinStateActionValue, mlp
+from pearl_py.algorithms.networks import Networks
 from pearl_py.algorithms.off_policy.base import Algorithm, Loss
 from pearl_py.algorithms.off_policy.config import OffPolicyConfig
 from pearl_py.algorithms.off_policy.learner import TensorBatch
@@ -145,8 +146,8 @@ class SAC(Algorithm):
     def build_networks(self) -> dict[str, nn.Module]:
         spec, cfg = self.spec, self.config
         nets: dict[str, nn.Module] = {
-            "actor": mlp(spec.obs_dim, cfg.net_arch, 2 * spec.action_dim),
-            "critic": TwinStateActionValue(spec.obs_dim, spec.action_dim, cfg.net_arch),
+            "actor": obs_mlp(spec, cfg.features_extractor, cfg.net_arch, 2 * spec.action_dim),
+            "critic": critic(spec, cfg.features_extractor, cfg.net_arch, twin=True),
         }
         if cfg.learns_ent_coef:
             nets["ent_coef"] = EntropyCoefficient(cfg.initial_ent_coef)

@@ -21,9 +21,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from pearl_py.algorithms.cnn import critic, obs_mlp
 from pearl_py.algorithms.ddpg import DDPG, DDPGConfig
 from pearl_py.algorithms.losses import td_target, weighted_mean
-from pearl_py.algorithms.networks import Networks, TwinStateActionValue, mlp
+from pearl_py.algorithms.networks import Networks
 from pearl_py.algorithms.off_policy.base import Loss
 from pearl_py.algorithms.off_policy.learner import TensorBatch
 from pearl_py.config.fields import param
@@ -56,10 +57,10 @@ class TD3(DDPG):
     Config = TD3Config
 
     def build_networks(self) -> dict[str, nn.Module]:
-        spec, arch = self.spec, self.config.net_arch
+        spec, arch, extractor = self.spec, self.config.net_arch, self.config.features_extractor
         return {
-            "actor": mlp(spec.obs_dim, arch, spec.action_dim, output_activation=nn.Tanh),
-            "critic": TwinStateActionValue(spec.obs_dim, spec.action_dim, arch),
+            "actor": obs_mlp(spec, extractor, arch, spec.action_dim, output_activation=nn.Tanh),
+            "critic": critic(spec, extractor, arch, twin=True),
         }
 
     def losses(self) -> Sequence[Loss]:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from pearl_py.errors import UserError
+from pearl_py.plan import LayerCost
 
 Source = Literal["measured", "calibrated", "modelled"]
 SOURCES = ("measured", "calibrated", "modelled")
@@ -44,6 +45,8 @@ class Cost:
     setup_source: Source = "modelled"
     """How ``setup_s`` is known: ``calibrated`` (timed by ``pearl profile``) or ``modelled``
     (``estimators/roofline.yaml``, e.g. a calibrated cost whose compile no profile measured cold)."""
+    layers: tuple[LayerCost, ...] = ()
+    """Per-layer modelled breakdown of a network kernel with convolutions (reports; empty otherwise)."""
 
     def __post_init__(self) -> None:
         if self.source not in SOURCES:

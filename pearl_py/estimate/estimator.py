@@ -51,7 +51,7 @@ from typing import Any
 from pearl_py.estimate import roofline
 from pearl_py.estimate.calibration import THREADED_VARIANTS, Calibration, model_key
 from pearl_py.estimate.cost import Cost, Infeasible
-from pearl_py.estimate.features import workload_features
+from pearl_py.estimate.features import model_group, workload_features
 from pearl_py.estimate.fpga_kernels import (
     FpgaTemplates,
     mlp_design,
@@ -63,10 +63,13 @@ from pearl_py.estimate.gpu_profile import calibrated_gpu
 from pearl_py.estimate.power import dynamic_energy_j
 from pearl_py.estimate.power_profile import measured_dynamic_w
 from pearl_py.estimate.roofline import RooflineParams
+from pearl_py.plan import LayerCost
 from pearl_py.platform import Device, Platform
 from pearl_py.platform.kinds import device_kind
 from pearl_py.protocol import Kernel, KernelKind
+from pearl_py.protocol.layers import Conv2dLayer
 from pearl_py.protocol.workload import (
+    FLOAT_BYTES,
     AdvantageWorkload,
     EnvWorkload,
     NetworkWorkload,
@@ -201,8 +204,9 @@ class Estimator:
         if not self._calibrated_here(device):
             return False
         prefix, family = calibrated_gpu(self.calibration, device), family_of(kernel)
-        return self.calibration.model(kernel.kind, "reference", device=prefix, family=family) is not None and \
-            self.calibration.model(kernel.kind, variant, device=prefix, family=family) is None
+        group = model_group(kernel.workload)
+        return self.calibration.model(kernel.kind, "reference", group, device=prefix, family=family) is not None \
+            and self.calibration.model(kernel.kind, variant, group, device=prefix, family=family) is None
 
     def thread_counts(self, kernel: Kernel, device: Device, variant: str = "reference") -> list[int]:
         """Thread counts ``variant`` of ``kernel`` is costed at on ``device``: 1, and on this machine's
@@ -210,8 +214,9 @@ class Estimator:
         if not (kernel.kind.threaded and self._calibrated_here(device)
                 and device_kind(device.kind).runtime == "cpu"):
             return [1]
+        group = model_group(kernel.workload)
         return [1] + [n for n in range(2, device.parallel_units + 1)
-                      if self.calibration.model(kernel.kind, variant, threads=n, family=family_of(kernel)) is not None]
+                      if self.calibration.model(kernel.kind, variant, group, threads=n, family=family_of(kernel)) is not None]
 
     def thread_note(self, kernel: Kernel, device: Device) -> str | None:
         """Why ``kernel`` is offered one thread only on this machine's multi-core CPU, when a newer
@@ -269,9 +274,9 @@ class Estimator:
     def _calibrated(self, kernel: Kernel, device: Device, variant: str, threads: int = 1) -> Cost | None:
         if self.calibration is None:
             return None
-        env_id = kernel.workload.env_id if isinstance(kernel.workload, EnvWorkload) else None
         prefix = calibrated_gpu(self.calibration, device)  # None: the CPU's models (unprefixed keys)
-        model = self.calibration.model(kernel.kind, variant, env_id, threads, device=prefix, family=family_of(kernel))
+        model = self.calibration.model(kernel.kind, variant, model_group(kernel.workload), threads, device=prefix,
+                                       family=family_of(kernel))
         if model is None:
             return None
         features = workload_features(kernel.workload)
@@ -290,7 +295,7 @@ class Estimator:
             energy, energy_source = latency * watts, "measured"
         resources = {"cores": threads} if prefix is None else {}
         return Cost(latency, energy, resources, "calibrated", kernel.kind, {"model": model.cv_mape}, setup_s,
-                    energy_source, setup_source)
+                    energy_source, setup_source, layers=self._roofline_layers(kernel, device))
 
     def _roofline(self, kernel: Kernel, device: Device, variant: str) -> Cost:
         model = ROOFLINE.get(type(kernel.workload))
@@ -304,7 +309,22 @@ class Estimator:
         else:  # an accelerator draws dynamic power for the bound (compute or memory) part, not while launching
             share, resources = (latency - detail.get("dispatch", 0.0)) / latency if latency else 0.0, {}
         return Cost(latency, dynamic_energy_j(device.spec, latency, share), resources, "modelled", kernel.kind,
-                    detail, self.params.setup_s(variant, kernel.kind))
+                    detail, self.params.setup_s(variant, kernel.kind), layers=self._roofline_layers(kernel, device))
+
+    def _roofline_layers(self, kernel: Kernel, device: Device) -> tuple[LayerCost, ...]:
+        """Each layer of a network kernel with convolutions on its own roofline (modelled; empty otherwise)."""
+        workload = kernel.workload
+        if not (isinstance(workload, NetworkWorkload) and workload.has_conv):
+            return ()
+        machine = device_kind(device.kind).roofline
+        out = []
+        for layer in workload.layers:
+            flops = (layer.forward_flops + layer.backward_flops) / workload.period
+            nbytes = FLOAT_BYTES * (layer.activation_elements + layer.weights) / workload.period
+            seconds = roofline.layer_latency(flops, nbytes, layer.dispatches / workload.period,
+                                             isinstance(layer, Conv2dLayer), device.spec, self.params, machine)
+            out.append(LayerCost(layer.label, flops, seconds))
+        return tuple(out)
 
     def _fpga(self, kernel: Kernel, device: Device) -> Cost:
         board = device.spec
@@ -315,5 +335,7 @@ class Estimator:
         design = design_of(kernel, board, self.templates)
         capacity = board.capacity()
         share = max((used / capacity[name] for name, used in design.resources.items()), default=0.0)
+        layers = tuple(LayerCost(layer.label, (layer.forward_flops + layer.backward_flops) / kernel.workload.period,
+                                 cycles / board.clock_hz, resources) for layer, cycles, resources in design.layers)
         return Cost(design.seconds, dynamic_energy_j(board, design.seconds, share), design.resources,
-                    "modelled", design.instance, dict(design.phases))
+                    "modelled", design.instance, dict(design.phases), layers=layers)

@@ -26,11 +26,22 @@ ADAM_STATE_WORDS = 4
 """Adam reads and writes parameter, gradient and two moments per trained parameter."""
 
 
+def model_group(workload: Workload) -> str | None:
+    """Which calibrated model of its kind predicts ``workload``: its env id (``env_step``), ``cnn`` (a network with
+    convolutions: fitted on CNN micro-benchmarks of its own), or None (the kind's one model)."""
+    if isinstance(workload, EnvWorkload):
+        return workload.env_id
+    if isinstance(workload, NetworkWorkload) and workload.has_conv:
+        return "cnn"
+    return None
+
+
 def workload_features(workload: Workload) -> dict[str, float]:
     """Features of one call; keys depend on the workload type (see docs/cost-models.md)."""
     if isinstance(workload, NetworkWorkload):
         return {
             "flops": workload.flops,
+            "conv_flops": workload.conv_flops,
             "bytes": float(workload.weight_bytes + workload.activation_bytes
                            + ADAM_STATE_WORDS * FLOAT_BYTES * workload.trained_params),
             "ops": float(workload.n_ops),

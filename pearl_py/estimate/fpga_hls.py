@@ -77,7 +77,20 @@ class DenseOp:
         return self.reuse + self.fmul_latency + self.fadd_latency * math.ceil(math.log2(max(self.n_in, 2)))
 
 
-def dataflow_cycles(ops: list[DenseOp]) -> int:
+@dataclass(frozen=True)
+class StreamOp:
+    """A multiplier-free pass over ``rows`` stream elements at II 1 (pooling: a compare or add tree over the window).
+
+    hls4ml and FINN stream pooling this way: one output per cycle once the window is full.
+    """
+
+    rows: int
+    depth: int
+    ii: int = 1
+    multipliers: int = 0
+
+
+def dataflow_cycles(ops: list[DenseOp | StreamOp]) -> int:
     """Ops chained in a dataflow region: every op's fill plus the slowest op's steady state."""
     if not ops:
         return 0

@@ -1,4 +1,10 @@
-"""FPGA designs of pearl_py's kernels: MLP learner/inference, sum tree, parameter sync.
+"""FPGA designs of pearl_py's kernels: MLP and CNN learner/inference, sum tree, parameter sync.
+
+A network's layers map through their matrix-product view (``layer.gemm``): a dense layer's ``batch``
+rows, or a convolution's ``batch x out_h x out_w`` output pixels, each a dot product of a
+``in_channels x kh x kw`` window with every filter, as hls4ml's streaming convolutions and FINN's
+matrix-vector unit behind a sliding-window unit compute them; the sliding window keeps ``kh - 1``
+input rows in a line buffer (its own RAM banks). Pooling streams at one output per cycle.
 
 Each design picks its parallelism under the board budget of ``estimators/fpga.yaml``,
 counts cycles with :mod:`pearl_py.estimate.fpga_hls`, and checks DSP, LUT and RAM blocks;
@@ -21,6 +27,7 @@ from pearl_py.estimate.cost import Infeasible
 from pearl_py.estimate.fpga_hls import (
     DenseOp,
     Resources,
+    StreamOp,
     dataflow_cycles,
     pipelined_cycles,
     rec_mii,
@@ -35,6 +42,8 @@ from pearl_py.protocol.kernel import (
     REPLAY_INSERT,
     REPLAY_SAMPLE,
 )
+from pearl_py.protocol.layers import Conv2dLayer, PoolLayer
+from pearl_py.protocol.workload import Layer
 from pearl_py.resources import estimators_dir
 
 _SHARE_KEYS = ("dsp", "lut", "ram")
@@ -86,6 +95,8 @@ class Design:
     resources: dict[str, float]
     phases: dict[str, float]
     instance: str
+    layers: tuple[tuple[Layer, int, dict[str, float]], ...] = ()
+    """Per recorded layer: its cycles (forward and backward loop nests) and the DSPs its multipliers use."""
 
 
 def board_budget(board: FpgaSpec, share: dict[str, float]) -> dict[str, float]:
@@ -101,21 +112,60 @@ def _check(resources: Resources, budget: dict[str, float], kernel: str, board: F
                          reason=f"its budget share of the board's {board.capacity()[name]:g}, estimators/fpga.yaml")
 
 
-def _dense_ops(workload: NetworkWorkload, board: FpgaSpec, reuse: int, parallelism: str, train: bool) -> dict:
-    """Forward, input-gradient and weight-gradient ops of the workload at target reuse ``reuse``."""
+LayerOps = tuple[Layer, list, list]
+"""A layer and its forward and backward ops (:class:`DenseOp` or :class:`StreamOp`)."""
+
+
+def _layer_ops(workload: NetworkWorkload, board: FpgaSpec, reuse: int, parallelism: str, train: bool
+               ) -> list[LayerOps]:
+    """Each layer's forward, input-gradient and weight-gradient ops at target reuse ``reuse``.
+
+    ``reuse`` is the reuse factor of the layers with the fewest rows (a dense layer's batch); a layer with more
+    rows (a convolution's output pixels) gets proportionally fewer (``ceil(reuse x fewest / rows)``, hls4ml's
+    per-layer reuse factors), so every layer of the dataflow region takes about as many cycles: for an MLP,
+    every layer has the batch's rows and exactly ``reuse``.
+    """
+    fewest = _fewest_rows(workload)
+
     def op(n_in, n_out, rows, cap, accumulate=False):
-        r = min(max(reuse, math.ceil(n_in * n_out / cap)), n_in * n_out)
+        target = math.ceil(reuse * fewest / rows)
+        r = min(max(target, math.ceil(n_in * n_out / cap)), n_in * n_out)
         return DenseOp(n_in, n_out, rows, r, board.fmul_latency, board.fadd_latency, accumulate)
 
     full = parallelism == "full"
-    forward, backward = [], []
+    out = []
     for layer in workload.layers:
-        forward.append(op(layer.n_in, layer.n_out, layer.batch, layer.n_in * layer.n_out if full else layer.n_out))
-    if train:
-        for layer in reversed([la for la in workload.layers if la.backward]):
-            backward.append(op(layer.n_out, layer.n_in, layer.batch, layer.n_in * layer.n_out if full else layer.n_in))
-            backward.append(op(layer.n_in, layer.n_out, layer.batch, layer.n_in * layer.n_out, accumulate=True))
-    return {"forward": forward, "backward": backward}
+        forward, backward = [], []
+        if isinstance(layer, PoolLayer):
+            window = layer.kernel[0] * layer.kernel[1]
+            rows = layer.batch * layer.channels * layer.out_h * layer.out_w
+            forward.append(StreamOp(rows, window + board.fadd_latency * math.ceil(math.log2(max(window, 2)))))
+            if train and layer.backward:
+                backward.append(StreamOp(rows, window + board.fadd_latency))
+        elif layer.gemm is not None:
+            rows, n_in, n_out = layer.gemm
+            forward.append(op(n_in, n_out, rows, n_in * n_out if full else n_out))
+            if train and layer.backward:
+                if getattr(layer, "input_grad", True):
+                    backward.append(op(n_out, n_in, rows, n_in * n_out if full else n_in))
+                backward.append(op(n_in, n_out, rows, n_in * n_out, accumulate=True))
+        out.append((layer, forward, backward))
+    return out
+
+
+def _fewest_rows(workload: NetworkWorkload) -> int:
+    return min(layer.gemm[0] for layer in workload.layers if layer.gemm is not None)
+
+
+def _dense_ops(workload: NetworkWorkload, board: FpgaSpec, reuse: int, parallelism: str, train: bool) -> dict:
+    """Forward and backward (input-gradient, weight-gradient) ops of the workload at target reuse ``reuse``."""
+    layers = _layer_ops(workload, board, reuse, parallelism, train)
+    return {"forward": [op for _, forward, _ in layers for op in forward],
+            "backward": [op for _, _, backward in reversed(layers) for op in backward]}
+
+
+def _op_cycles(ops: list) -> int:
+    return sum(pipelined_cycles(op.rows, op.ii, op.depth) for op in ops)
 
 
 def mlp_design(workload: NetworkWorkload, kernel: str, board: FpgaSpec, templates: FpgaTemplates) -> Design:
@@ -124,7 +174,35 @@ def mlp_design(workload: NetworkWorkload, kernel: str, board: FpgaSpec, template
     Design-space exploration: from the smallest reuse factor R that fits every budget
     (DSP, LUT, RAM), each R with the most Adam lanes that still fit, until a larger R
     cannot win; the fastest pair is the exact optimum, so a bigger budget is never slower.
+    Weights (and the learner's Adam state) live on chip when they fit; otherwise they stay in the
+    board's off-chip memory and stream through double-buffered on-chip tiles (a NatureCNN learner's
+    1.7M parameters: see :func:`_offchip_bytes`), or the kernel is infeasible naming the resource.
     """
+    try:
+        return _mlp_design(workload, kernel, board, templates, offchip=False)
+    except Infeasible as on_chip:
+        try:
+            return _mlp_design(workload, kernel, board, templates, offchip=True)
+        except Infeasible:
+            raise on_chip from None
+
+
+def _offchip_bytes(workload: NetworkWorkload, train: bool) -> float:
+    """Bytes one call moves to and from off-chip memory when weights stay there: every layer call reads its weights
+    once (weight-stationary tiles, every row streamed past them), a back-propagated call reads them again for the
+    input gradient and writes its weight gradient; Adam reads weights, gradients and both moments and writes
+    weights and moments (7 words per trained parameter)."""
+    words = 0.0
+    for layer in workload.layers:
+        if layer.gemm is not None:
+            words += layer.weights * (3 if train and layer.backward else 1)
+    if train:
+        words += 7 * workload.trained_params
+    return 4.0 * words / workload.period
+
+
+def _mlp_design(workload: NetworkWorkload, kernel: str, board: FpgaSpec, templates: FpgaTemplates,
+                offchip: bool) -> Design:
     t = templates.mlp
     train = kernel == LEARNER_UPDATE
     share = templates.budget_share[kernel]
@@ -140,13 +218,21 @@ def mlp_design(workload: NetworkWorkload, kernel: str, board: FpgaSpec, template
         res = Resources()
         res.add("dsp", multipliers * board.dsp_per_mac + adam_lanes * t["adam_macs_per_lane"] * board.dsp_per_mac)
         res.add("lut", t["lut_base"] + t["lut_per_multiplier"] * (multipliers + adam_lanes))
-        for n_in, n_out in sorted({(la.n_in, la.n_out) for la in workload.layers}):
+        weighted = {la.weight_key: la for la in workload.layers if la.gemm is not None}
+        for key in sorted(weighted):            # one weight array per distinct weight matrix
+            _, n_in, n_out = weighted[key].gemm
             banks = math.ceil(math.ceil(n_in * n_out / reuse) / 2)  # 2 ports feed 2 multipliers per cycle
-            res.allocate_array(n_in * n_out + n_out, banks, board, t["lutram_max_bits"], budget)
-        if train:
+            # off chip: a double-buffered tile of one pass's operands (2 x the multipliers' weights) instead
+            words = 2 * math.ceil(n_in * n_out / reuse) if offchip else weighted[key].weights
+            res.allocate_array(words, banks, board, t["lutram_max_bits"], budget)
+        for la in workload.layers:              # a sliding-window unit per convolution call: kw banks (FINN's SWU)
+            if isinstance(la, Conv2dLayer):
+                res.allocate_array(la.line_buffer_words, la.kernel[1], board, t["lutram_max_bits"], budget)
+        if train and not offchip:
             state_words = 3 * workload.trained_params  # gradient, first and second moments
             res.allocate_array(state_words, max(1, adam_lanes), board, t["lutram_max_bits"], budget)
-            activations = sum(la.batch * la.n_out for la in workload.layers if la.backward)
+        if train:
+            activations = sum(la.gemm[0] * la.gemm[2] for la in workload.layers if la.backward and la.gemm)
             res.allocate_array(activations, 2, board, t["lutram_max_bits"], budget)
         return res
 
@@ -168,7 +254,9 @@ def mlp_design(workload: NetworkWorkload, kernel: str, board: FpgaSpec, template
             low, high = (low, mid) if predicate(mid) else (mid + 1, high)
         return low
 
-    largest = max(layer.n_in * layer.n_out for layer in workload.layers)
+    fewest = _fewest_rows(workload)    # the reuse at which every layer is down to one multiplier
+    largest = max(math.ceil(la.gemm[1] * la.gemm[2] * la.gemm[0] / fewest) for la in workload.layers
+                  if la.gemm is not None)
     min_lanes = 1 if max_lanes else 0
     _check(resources_at(largest, min_lanes), budget, kernel, board)  # not even the smallest design fits
     reuse = first_true(1, largest, lambda r: fits(r, min_lanes))
@@ -189,7 +277,16 @@ def mlp_design(workload: NetworkWorkload, kernel: str, board: FpgaSpec, template
     res = resources_at(low, lanes)
     phases = {**phases, "adam_lanes": lanes}
     cycles = int(sum(v for k, v in phases.items() if k != "adam_lanes"))
-    return Design(cycles, cycles / board.clock_hz, dict(res.used), {**phases, "reuse_factor": low}, kernel)
+    layers = tuple((layer, _op_cycles(forward) + _op_cycles(backward),
+                    {"dsp": sum(op.multipliers for op in forward + backward) * board.dsp_per_mac})
+                   for layer, forward, backward in _layer_ops(workload, board, low, t["parallelism"], train))
+    seconds = cycles / board.clock_hz
+    if offchip:  # streamed through double-buffered tiles: transfers overlap the loop nests (HLS dataflow)
+        stream_s = _offchip_s(board, _offchip_bytes(workload, train))
+        phases = {**phases, "weights_offchip": 1, "offchip_s": stream_s}
+        seconds = max(seconds, stream_s)
+    return Design(cycles, seconds, dict(res.used), {**phases, "reuse_factor": low}, kernel,
+                  layers if workload.has_conv else ())
 
 
 def sum_tree_design(workload: ReplayWorkload, kernel: str, board: FpgaSpec, templates: FpgaTemplates) -> Design:

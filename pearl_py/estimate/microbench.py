@@ -43,10 +43,11 @@ ALGO_ENVS = {"dqn": "CartPole-v1", "ddpg": "Pendulum-v1", "td3": "Pendulum-v1", 
 @dataclass(frozen=True)
 class BenchPoint:
     """One grid point. Network kinds read algo/width/depth/batch (or ``arch``, hidden widths, when
-    given; ``env_id`` when not the algorithm's zoo env); replay reads capacity/batch/prioritized;
-    env_step reads env_id/batch (= n_envs); param_sync reads nbytes; rollout_insert reads batch (envs) and
-    capacity (steps); advantage reads capacity (steps) and batch (envs); every reference runner and
-    ``cuda_graph`` read ``device``."""
+    given; ``env_id`` when not the algorithm's zoo env), and for a CNN point ``frames`` (the ``(C, H, W)`` uint8
+    observations, on the random-frame env ``pearl/Frames-CxHxW-v0``) and ``extractor`` (``small_cnn``,
+    ``nature_cnn``); replay reads capacity/batch/prioritized; env_step reads env_id/batch (= n_envs); param_sync
+    reads nbytes; rollout_insert reads batch (envs) and capacity (steps); advantage reads capacity (steps) and
+    batch (envs); every reference runner and ``cuda_graph`` read ``device``."""
 
     kind: str
     algo: str = "dqn"
@@ -60,6 +61,8 @@ class BenchPoint:
     arch: tuple[int, ...] = ()
     device: str = "cpu"
     """The torch device the kernel runs on (``cuda:0`` when ``pearl profile`` calibrates a GPU)."""
+    frames: tuple[int, ...] = ()
+    extractor: str = "auto"
 
     @property
     def hidden(self) -> tuple[int, ...]:
@@ -130,23 +133,33 @@ def time_call(call: Callable[[], object], target_s: float = 0.03, samples: int =
     return float(np.median(chunks))
 
 
+def frames_env(frames: tuple[int, ...], discrete: bool) -> str:
+    """The random-frame env id of ``(C, H, W)`` frames (:mod:`pearl_py.algorithms.env_make`)."""
+    return f"pearl/Frames{'' if discrete else 'Box'}-{'x'.join(map(str, frames))}-v0"
+
+
 def _algorithm(point: BenchPoint, **extra):
     from pearl_py.algorithms import REGISTRY
 
-    return REGISTRY[point.algo](point.env_id or ALGO_ENVS[point.algo], net_arch=list(point.hidden), **extra)
+    cls = REGISTRY[point.algo]
+    if point.frames:
+        env = frames_env(point.frames, cls.discrete_actions)
+        return cls(env, net_arch=list(point.hidden), features_extractor=point.extractor, **extra)
+    return cls(point.env_id or ALGO_ENVS[point.algo], net_arch=list(point.hidden), **extra)
 
 
 def _random_batch(algo, size: int, generator: torch.Generator, device: str = "cpu"):
+    from pearl_py.algorithms.off_policy.derive import example_obs
     from pearl_py.algorithms.off_policy.learner import TensorBatch
 
     spec = algo.spec
-    obs = torch.randn(size, spec.obs_dim, generator=generator)
+    obs = example_obs(spec, size, generator)
     if spec.discrete:
         actions = torch.randint(0, spec.action_dim, (size,), generator=generator)
     else:
         actions = torch.rand(size, spec.action_dim, generator=generator) * 2 - 1
-    fields = (obs, actions, torch.randn(size, generator=generator), torch.randn_like(obs), torch.zeros(size),
-              torch.ones(size))
+    fields = (obs, actions, torch.randn(size, generator=generator), example_obs(spec, size, generator),
+              torch.zeros(size), torch.ones(size))
     return TensorBatch(*(t.to(device) for t in fields))
 
 
@@ -184,6 +197,18 @@ _COMPILED: dict[tuple[str, tuple[int, ...]], tuple[object, Callable]] = {}
 def clear_compiled() -> None:
     """Drop the compiled learners kept for calibration (their graphs stay in the inductor disk cache)."""
     _COMPILED.clear()
+
+
+def learner_update_channels_last(point: BenchPoint):
+    """The ``channels_last`` variant: the eager step with NHWC convolutions (CNN points only)."""
+    from pearl_py.algorithms.off_policy.learner import Learner
+    from pearl_py.kernels.channels_last import make_channels_last
+
+    algo = _algorithm(point, batch_size=point.batch)
+    workload = algo.protocol().kernel(LEARNER_UPDATE).workload
+    update = make_channels_last(Learner(algo, device="cpu"))
+    batch = _random_batch(algo, point.batch, torch.Generator().manual_seed(0))
+    return workload, lambda: update(batch)
 
 
 def learner_update_compiled(point: BenchPoint):
@@ -248,7 +273,9 @@ def _acting(point: BenchPoint):
     algo = _algorithm(point, n_envs=point.batch)
     workload = algo.protocol().kernel(INFERENCE).workload
     nets = Learner(algo, device=point.device).nets
-    obs = np.random.default_rng(0).standard_normal((point.batch, algo.spec.obs_dim), dtype=np.float32)
+    from pearl_py.algorithms.off_policy.derive import example_obs
+
+    obs = example_obs(algo.spec, point.batch, torch.Generator().manual_seed(0)).numpy()
     return algo, nets, workload, obs
 
 
@@ -344,6 +371,7 @@ for _kind, _runner in {
     PARAM_SYNC: param_sync_reference,
 }.items():
     register_runner(_kind, "reference", _runner)
+register_runner(LEARNER_UPDATE, "channels_last", learner_update_channels_last)
 register_runner(LEARNER_UPDATE, "compiled", learner_update_compiled)
 register_runner(LEARNER_UPDATE, "cuda_graph", learner_update_cuda_graph)
 register_runner(LEARNER_UPDATE, "fused", learner_update_fused)

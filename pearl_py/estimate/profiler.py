@@ -32,7 +32,7 @@ from pearl_py.estimate.calibration import (
     machine_fingerprint,
     model_key,
 )
-from pearl_py.estimate.features import workload_features
+from pearl_py.estimate.features import model_group, workload_features
 from pearl_py.estimate.fit import FittedModel, select_model
 from pearl_py.estimate.load import (
     MAX_REPEATS,
@@ -101,6 +101,20 @@ def _network(kind: str, widths, batches, algos=CALIBRATED_ALGORITHMS) -> list[Be
     return [BenchPoint(kind, algo=a, width=w, batch=b) for a, w, b in itertools.product(algos, widths, batches)]
 
 
+CNN_SHAPES = {"small_cnn": ((4, 10, 10), (8, 10, 10), (4, 16, 16)), "nature_cnn": ((4, 84, 84),)}
+"""Frames of the CNN calibration points: MinAtar-sized frames with the small CNN, Atari's with NatureCNN."""
+CNN_HELDOUT_SHAPES = {"small_cnn": ((6, 10, 10), (4, 12, 12)), "nature_cnn": ((4, 64, 64),)}
+CNN_HEADS = {"small_cnn": (128,), "nature_cnn": ()}
+"""Hidden layers after each extractor (MinAtar's DQN: 128; NatureCNN's 512 features go straight to the outputs)."""
+
+
+def _cnn(kind: str, shapes: dict, small_batches, nature_batches) -> list[BenchPoint]:
+    """DQN points with a CNN extractor on random frames: a model of their own (``model_group`` "cnn")."""
+    batches = {"small_cnn": small_batches, "nature_cnn": nature_batches}
+    return [BenchPoint(kind, algo="dqn", batch=b, arch=CNN_HEADS[name], frames=frames, extractor=name)
+            for name, frame_list in shapes.items() for frames in frame_list for b in batches[name]]
+
+
 def _replay(kind: str, capacities, batches) -> list[BenchPoint]:
     flags = (True,) if kind == PRIORITY_UPDATE else (False, True)
     return [BenchPoint(kind, capacity=c, batch=b, prioritized=p) for c, b, p in itertools.product(capacities, batches, flags)]
@@ -139,6 +153,8 @@ def calibration_grid(kind: str, quick: bool = False, variant: str = "reference",
     if kind == ADVANTAGE:
         steps = (5, 32, 256, 2048) if not quick else (5, 256, 2048)
         return [BenchPoint(kind, capacity=s, batch=n) for s, n in itertools.product(steps, (1, 8, 32))]
+    if kind == LEARNER_UPDATE and variant == "channels_last":     # it changes only convolutions
+        return _cnn(kind, CNN_SHAPES, (32, 128), (8, 32))
     if kind == LEARNER_UPDATE and variant == "compiled":
         batches = (32, 128, 256) if quick else (32, 64, 128, 256)
         return _network(kind, COMPILED_WIDTHS, batches)
@@ -147,7 +163,9 @@ def calibration_grid(kind: str, quick: bool = False, variant: str = "reference",
         widths = WIDTHS
         if quick:
             batches, widths = batches[::2] + batches[-1:], (32, 128, 400)
-        return _network(kind, widths, batches)
+        cnn = _cnn(kind, CNN_SHAPES, (32, 128), (8, 32)) if kind == LEARNER_UPDATE else \
+            _cnn(kind, CNN_SHAPES, (1, 16), (1, 4))
+        return _network(kind, widths, batches) + (cnn if variant == "reference" else [])
     if kind in (REPLAY_INSERT, REPLAY_SAMPLE, PRIORITY_UPDATE):
         return _replay(kind, (1_000, 100_000) if quick else (1_000, 10_000, 100_000),
                        (1, 16, 256) if quick else (1, 8, 64, 256))
@@ -166,9 +184,10 @@ ZOO_POINTS = (BenchPoint(LEARNER_UPDATE, algo="dqn", width=256, batch=64),
 [400, 300]; SAC Pendulum batch 256 [256, 256])."""
 
 
-def heldout_grid(kind: str, family: str = OFF_POLICY) -> list[BenchPoint]:
-    """Points never used in calibration (other batch sizes, widths, capacities, sizes; on-policy: also PPO's
-    Gaussian policy)."""
+def heldout_grid(kind: str, variant: str = "reference", family: str = OFF_POLICY) -> list[BenchPoint]:
+    """Points never used in calibration (other batch sizes, widths, frame shapes, capacities, sizes); CNN points
+    for the variants calibrated on CNNs (reference; channels_last has only those); on-policy: also PPO's Gaussian
+    policy."""
     if family != OFF_POLICY and kind in (LEARNER_UPDATE, INFERENCE):
         batches = (40, 128, 384) if kind == LEARNER_UPDATE else (2, 6, 12)
         points = [(a, "") for a in ON_POLICY_ALGORITHMS] + [("ppo", "Pendulum-v1")]
@@ -179,7 +198,11 @@ def heldout_grid(kind: str, family: str = OFF_POLICY) -> list[BenchPoint]:
         return [BenchPoint(kind, capacity=s, batch=n) for s, n in itertools.product((16, 128, 1024), (4, 16))]
     if kind in (LEARNER_UPDATE, INFERENCE):
         batches = (48, 96, 192) if kind == LEARNER_UPDATE else (2, 8, 32)
-        return _network(kind, (48, 96, 192), batches, HELDOUT_ALGORITHMS)
+        cnn = _cnn(kind, CNN_HELDOUT_SHAPES, (48, 96), (16,)) if kind == LEARNER_UPDATE else \
+            _cnn(kind, CNN_HELDOUT_SHAPES, (2, 8), (2,))
+        if variant == "channels_last":
+            return cnn
+        return _network(kind, (48, 96, 192), batches, HELDOUT_ALGORITHMS) + (cnn if variant == "reference" else [])
     if kind in (REPLAY_INSERT, REPLAY_SAMPLE, PRIORITY_UPDATE):
         return _replay(kind, (3_000, 30_000), (4, 32, 128))
     if kind == ENV_STEP:
@@ -292,12 +315,12 @@ def _timed(call: Callable[[], object], clock: Callable[[], float], n_threads: in
 
 
 def fit_measurements(kind: str, measured: list[tuple[Workload, float]]) -> dict[str | None, FittedModel]:
-    """One model per kind, or per env id for ``env_step`` (keyed by env id, else None)."""
+    """One model per kind and :func:`~pearl_py.estimate.features.model_group`: per env id for ``env_step``, one for
+    the CNN networks (``cnn``) and one for the rest (None)."""
     primary, features = KIND_FEATURES[kind]
     groups: dict[str | None, list[tuple[Workload, float]]] = {}
     for workload, seconds in measured:
-        groups.setdefault(getattr(workload, "env_id", None) if kind == ENV_STEP else None, []).append(
-            (workload, seconds))
+        groups.setdefault(model_group(workload), []).append((workload, seconds))
     return {key: select_model([workload_features(w) for w, _ in rows], [s for _, s in rows], primary, features)
             for key, rows in groups.items()}
 

@@ -24,9 +24,9 @@ from pearl_py.resources import estimators_dir
 
 _SCHEMA = {
     "variants": None,
-    "cpu": ["gemm_efficiency", "numpy_call_us", "replay_calls", "env_step_us", "env_step_default_us",
+    "cpu": ["gemm_efficiency", "conv_efficiency", "numpy_call_us", "replay_calls", "env_step_us", "env_step_default_us",
             "env_reference_ghz", "vector_env_us", "scan_calls"],
-    "gpu": ["gemm_efficiency", "replay_calls", "scan_step_ns"],
+    "gpu": ["gemm_efficiency", "conv_efficiency", "replay_calls", "scan_step_ns"],
 }
 
 
@@ -83,20 +83,36 @@ params section ``cpu``) and ``accelerator`` (a GPU-like device: fp32 peak, memor
 params section ``gpu``). A device kind names its model (``pearl_py.platform.kinds``)."""
 
 
+def _machine(spec: CpuSpec | GpuSpec, params: RooflineParams, machine: str) -> tuple[float, float, float, dict]:
+    """``(peak flop/s, bandwidth bytes/s, seconds per dispatch, params section)`` of a roofline machine."""
+    if machine == "core":
+        return spec.core_peak_flops, spec.core_bandwidth_bytes, spec.dispatch_overhead_us * 1e-6, params.cpu
+    return spec.fp32_tflops * 1e12, spec.mem_bandwidth_gbs * 1e9, spec.launch_overhead_us * 1e-6, params.gpu
+
+
 def network_latency(features: dict[str, float], spec: CpuSpec | GpuSpec, params: RooflineParams,
                     variant: str, kind: str | None = None, machine: str = "core") -> tuple[float, dict[str, float]]:
-    """Seconds of a dense-network call (inference or learner update) and its terms."""
+    """Seconds of a network call (inference or learner update) and its terms.
+
+    Convolution FLOPs (``conv_flops``) run at the machine's ``conv_efficiency``, the rest at its ``gemm_efficiency``.
+    """
     v = params.variant(variant, kind)
-    launches = v["fixed_ops"] + features["ops"] * v["dispatch_scale"]
-    if machine == "core":
-        dispatch = launches * spec.dispatch_overhead_us * 1e-6
-        compute = features["flops"] / (spec.core_peak_flops * params.cpu["gemm_efficiency"])
-        memory = features["bytes"] / spec.core_bandwidth_bytes
-    else:
-        dispatch = launches * spec.launch_overhead_us * 1e-6
-        compute = features["flops"] / (spec.fp32_tflops * 1e12 * params.gpu["gemm_efficiency"])
-        memory = features["bytes"] / (spec.mem_bandwidth_gbs * 1e9)
+    peak, bandwidth, per_dispatch, section = _machine(spec, params, machine)
+    dispatch = (v["fixed_ops"] + features["ops"] * v["dispatch_scale"]) * per_dispatch
+    conv = features.get("conv_flops", 0.0)
+    compute = ((features["flops"] - conv) / (peak * section["gemm_efficiency"])
+               + conv / (peak * section["conv_efficiency"]))
+    memory = features["bytes"] / bandwidth
     return dispatch + max(compute, memory), {"dispatch": dispatch, "compute": compute, "memory": memory}
+
+
+def layer_latency(flops: float, nbytes: float, dispatches: float, conv: bool, spec: CpuSpec | GpuSpec,
+                  params: RooflineParams, machine: str = "core") -> float:
+    """Seconds of one layer's share of a call, as the roofline sees it alone: its dispatches plus the larger of
+    its compute (at the conv or GEMM efficiency) and its memory traffic."""
+    peak, bandwidth, per_dispatch, section = _machine(spec, params, machine)
+    efficiency = section["conv_efficiency" if conv else "gemm_efficiency"]
+    return dispatches * per_dispatch + max(flops / (peak * efficiency), nbytes / bandwidth)
 
 
 def replay_latency(kind: str, features: dict[str, float], spec: CpuSpec | GpuSpec,

@@ -30,6 +30,7 @@ warning, if a network turns out not to be one they handle. Example::
     >>> out = update(batch)                                             # like learner.update(batch)
 """
 from pearl_py.kernels import inference, learner_update
+from pearl_py.kernels.channels_last import make_channels_last
 from pearl_py.kernels.cuda_graph import cuda_available, make_cuda_graph
 from pearl_py.kernels.fused_cpu import FORMS as FUSED_UPDATE_FORMS
 from pearl_py.kernels.fused_cpu import make_fused_cpu, numba_available
@@ -49,9 +50,12 @@ from pearl_py.kernels.registry import (
 from pearl_py.protocol.kernel import INFERENCE as _INFERENCE
 from pearl_py.protocol.kernel import LEARNER_UPDATE as _LEARNER
 from pearl_py.protocol.kernel import KernelKind
+from pearl_py.protocol.layers import Conv2dLayer
 from pearl_py.protocol.workload import DenseLayer
 
 MLP_ONLY = frozenset({DenseLayer})
+CONV = frozenset({Conv2dLayer})
+_CHANNELS_LAST = "Learner.update with convolution weights and frames in channels-last (NHWC) memory order"
 _EAGER_UPDATE = "Learner.update: eager autograd and torch.optim.Adam, parameter by parameter"
 _EAGER_ACT = "algorithm.act under torch.no_grad"
 
@@ -63,7 +67,10 @@ for _variant in (
             "DQN/DDPG/TD3/SAC whole step (target and online forward, loss, backward, clip, Adam, soft target "
             "update) as one numba function over BLAS, in the learner's memory", requires=numba_available,
             fallback="reference", setup_cached=True, forms=FUSED_UPDATE_FORMS, layers=MLP_ONLY),
+    Variant("channels_last", _LEARNER, "cpu", make_channels_last, _CHANNELS_LAST, needs_layers=CONV),
     Variant("reference", _LEARNER, "gpu", learner_update.make_reference, _EAGER_UPDATE, requires=cuda_available),
+    Variant("channels_last", _LEARNER, "gpu", make_channels_last, _CHANNELS_LAST, requires=cuda_available,
+            needs_layers=CONV),
     Variant("cuda_graph", _LEARNER, "gpu", make_cuda_graph,
             "whole step captured in a CUDA graph, replayed with one launch", requires=cuda_available),
     Variant("reference", _INFERENCE, "cpu", inference.make_reference, _EAGER_ACT),

@@ -101,9 +101,13 @@ def warm_up(algorithm: OnPolicyAlgorithm, learner_variant: str | None = None, ac
     from pearl_py.replay.rollout import RolloutSample
 
     spec = algorithm.spec
+
+    def obs(rows: int) -> np.ndarray:   # as the env makes them: float32 vectors or uint8 frames
+        return np.zeros((rows, *spec.obs_shape), spec.obs_dtype)
+
     if acting is not None:
-        acting(np.zeros((1, spec.obs_dim), np.float32), np.full((1, acting.noise_width), 0.5, np.float32))
-        acting.values(np.zeros((1, spec.obs_dim), np.float32))
+        acting(obs(1), np.full((1, acting.noise_width), 0.5, np.float32))
+        acting.values(obs(1))
     if learner_variant is not None:
         with torch.random.fork_rng():
             throwaway = OnPolicyLearner(algorithm, "cpu")
@@ -111,7 +115,7 @@ def warm_up(algorithm: OnPolicyAlgorithm, learner_variant: str | None = None, ac
             rows = 2
             actions = np.zeros(rows, np.int64) if spec.discrete else np.zeros((rows, spec.action_dim), np.float32)
             zeros = np.zeros(rows, np.float32)
-            throwaway.update(RolloutSample(np.zeros((rows, spec.obs_dim), np.float32), actions, zeros, zeros,
+            throwaway.update(RolloutSample(obs(rows), actions, zeros, zeros,
                                            np.arange(rows, dtype=np.float32), zeros), 1.0)
     one = np.zeros((1, 1), np.float32)
     gae(one, one, one, one[0], one[0], 0.99, 0.95)

@@ -90,6 +90,9 @@ class Variant:
     update in order, or the acting form); None: any (a generic variant)."""
     layers: frozenset[type] | None = None
     """Layer types it handles in a network kernel's workload (None: any)."""
+    needs_layers: frozenset[type] | None = None
+    """Layer types a network kernel must have for this variant to change anything (channels-last: a
+    convolution); None: none needed."""
 
     def __post_init__(self) -> None:
         if self.device_class not in DEVICE_CLASSES:
@@ -113,6 +116,9 @@ class Variant:
             other = sorted({type(layer).__name__ for layer in workload.layers if type(layer) not in self.layers})
             if other:
                 return f"handles {', '.join(sorted(t.__name__ for t in self.layers))} layers, not {', '.join(other)}"
+        if self.needs_layers is not None and not any(type(layer) in self.needs_layers for layer in workload.layers):
+            return (f"changes only {', '.join(sorted(t.__name__ for t in self.needs_layers))} layers; this kernel "
+                    "has none")
         return None
 
     def build(self, *args: Any, **kwargs: Any) -> Any:

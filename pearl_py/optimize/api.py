@@ -24,6 +24,7 @@ from pearl_py.optimize.explain import compare_sentence, limit_sentence, thread_s
 from pearl_py.optimize.model import OBJECTIVES, Assignment
 from pearl_py.optimize.pareto import pareto_front
 from pearl_py.optimize.problem import AssignmentProblem
+from pearl_py.optimize.replay_memory import check_replay_memory
 from pearl_py.optimize.solution import Solution
 from pearl_py.optimize.solve import solve, solve_ranked
 from pearl_py.optimize.whole_run import whole_run
@@ -88,6 +89,7 @@ def ranked_plans(algo: Any, platform: Any, objective: str = "throughput",
 
         estimator = Estimator()
     protocol = algo if isinstance(algo, ProtocolGraph) else algo.protocol()
+    check_replay_memory(protocol, platform)     # a replay no device can hold is refused with its size
     problem = build_problem(protocol, platform, estimator, constraints, horizon=horizon,
                             refused_variants=refused_variants)
     ranked = solve_ranked(problem, objective, k, solver, time_limit_s)
@@ -155,7 +157,7 @@ def describe(problem: AssignmentProblem, protocol: ProtocolGraph, sol: Solution)
         costs.setdefault(kernel, {}).setdefault(device, {})[variant] = KernelCost(
             option.latency_s, option.energy_j, option.source, dict(option.resources), option.setup_s,
             tuple(ThreadCost(n, lat, e) for n, (lat, e) in enumerate(option.threads or option.shares, start=2)),
-            option.energy_source, option.setup_source)
+            option.energy_source, option.setup_source, option.layers)
     devices = {d.name: DeviceInfo(d.kind, d.model, d.idle_w, d.peak_w, d.units, len(d.physical))
                for d in problem.devices.values() if d.name in perf.busy or d.is_pool
                or any(d.name == dev for (_, dev, _) in problem.options)}

@@ -311,6 +311,7 @@ def build_problem(protocol: ProtocolGraph, platform: Platform, estimator: CostMo
                     cost.latency_s, cost.energy_j, resources, cost.source, instance, setup_s,
                     _threaded(estimator, kernel, device, variant, target),
                     getattr(cost, "energy_source", "modelled"), getattr(cost, "setup_source", cost.source),
+                    tuple(getattr(cost, "layers", ())),
                     shares=_shares(estimator, kernel, device, variant, units) if split else ())
             if target == device.name:
                 note = estimator.thread_note(kernel, device)

@@ -93,6 +93,8 @@ class Option:
     CPU (the learner update, where calibrated); ``latency_s``/``energy_j`` are the one-thread call."""
     energy_source: str = "modelled"
     setup_source: str = "modelled"
+    layers: tuple = ()
+    """Per-layer breakdown (:class:`pearl_py.plan.LayerCost`), carried to the prediction for reports."""
     shares: tuple[tuple[float, float], ...] = ()
     """``(latency_s, energy_j)`` of one replica's call when the call's envs are split over 2, 3, ... replicas:
     a synchronous protocol's actor-side kernels (each actor steps, infers for and stores its share of the envs,

@@ -56,7 +56,7 @@ from pearl_py.platform.local import (
     usable_cores,
 )
 from pearl_py.protocol.kernel import ENV_STEP, INFERENCE, LEARNER_UPDATE, REPLAY_INSERT
-from pearl_py.protocol.workload import ADAM_COPIES, FLOAT_BYTES, TransitionLayout
+from pearl_py.protocol.workload import ADAM_COPIES, FLOAT_BYTES
 
 KeyPath = tuple[str, ...]
 Locate = Callable[[KeyPath, str], ConfigError]
@@ -134,14 +134,14 @@ class Footprint:
                                f"Adam's two moments" + (f", + {targets:.3g} target parameters" if targets else "")
                                + ", modelled")
         if isinstance(algorithm, Algorithm):
-            rows, item = cfg.batch_size, TransitionLayout(spec.obs_dim, 1 if spec.discrete else spec.action_dim).item_bytes
+            rows, item = cfg.batch_size, algorithm.transition_layout().sampled_bytes
             storage = Need("the replay", float(algorithm.replay_bytes()), ("hyperparameters", "buffer_size"),
                            detail=f"{cfg.buffer_size:,} transitions, its storage layout")
         elif isinstance(algorithm, OnPolicyAlgorithm):
             from pearl_py.replay.rollout import RolloutBuffer
 
             rows = min(cfg.minibatch_size, cfg.rollout_size)
-            item = RolloutBuffer.item_bytes((spec.obs_dim,), spec.action_shape, spec.action_dtype)
+            item = RolloutBuffer.item_bytes(spec.obs_shape, spec.action_shape, spec.action_dtype, spec.obs_dtype)
             storage = Need("the rollout", float(cfg.rollout_size * item), ("hyperparameters", "n_steps"),
                            detail=f"n_steps x n_envs = {cfg.rollout_size:,} items of {item} B, modelled")
         else:  # a family without replay or rollout storage: its networks and one observation per row

@@ -188,6 +188,8 @@ class FpgaSpec(Spec):
     peak_w: float
     host_link: str
     name: str = ""
+    memory_gb: float = 0.0
+    """Off-chip memory the board's kernels may keep data in (a replay); 0: unknown, not checked."""
 
     @classmethod
     def _field_value(cls, name: str, value: Any, kind: type, path: tuple, error: SpecError) -> Any:

@@ -18,6 +18,7 @@ from pearl_py.protocol.kernel import (
     Kernel,
     KernelKind,
 )
+from pearl_py.protocol.layers import Conv2dLayer, FlattenLayer, PoolLayer
 from pearl_py.protocol.workload import (
     AdvantageWorkload,
     DenseLayer,
@@ -31,7 +32,8 @@ from pearl_py.protocol.workload import (
 )
 
 __all__ = [
-    "ADVANTAGE", "AdvantageWorkload", "ROLLOUT_INSERT", "RolloutWorkload", "DenseLayer", "ENV_STEP", "EnvWorkload", "INFERENCE", "Kernel", "KernelKind", "LEARNER_UPDATE",
+    "ADVANTAGE", "AdvantageWorkload", "ROLLOUT_INSERT", "RolloutWorkload", "Conv2dLayer", "FlattenLayer", "PoolLayer",
+    "DenseLayer", "ENV_STEP", "EnvWorkload", "INFERENCE", "Kernel", "KernelKind", "LEARNER_UPDATE",
     "NetworkWorkload", "PARAM_SYNC", "PRIORITY_UPDATE", "ProtocolGraph", "REPLAY_INSERT", "REPLAY_KINDS",
     "REPLAY_SAMPLE", "ReplayWorkload", "SyncWorkload", "TransitionLayout", "Workload",
 ]

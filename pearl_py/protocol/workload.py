@@ -17,6 +17,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from pearl_py.protocol.layers import Conv2dLayer, FlattenLayer, PoolLayer
+
 FLOAT_BYTES = 4
 """Parameters, activations and observations are float32 throughout pearl_py."""
 
@@ -63,10 +65,25 @@ class DenseLayer:
         """Gradient w.r.t. input plus gradient w.r.t. weights: two GEMMs the size of the forward."""
         return 2 * self.forward_flops if self.backward else 0
 
+    @property
+    def dispatches(self) -> int:
+        """Operators launched: the forward GEMM, and two more when back-propagated."""
+        return 3 if self.backward else 1
 
-Layer = DenseLayer
+    @property
+    def gemm(self) -> tuple[int, int, int]:
+        """The matrix product: ``batch`` rows of ``n_in`` against ``n_out`` outputs."""
+        return (self.batch, self.n_in, self.n_out)
+
+    @property
+    def label(self) -> str:
+        return f"dense {self.n_in}->{self.n_out} (x{self.batch})"
+
+
+Layer = DenseLayer | Conv2dLayer | PoolLayer | FlattenLayer
 """A recorded layer call; every layer type has ``weights``, ``weight_key``, ``activation_elements``,
-``forward_flops`` and ``backward_flops`` (pearl_py/algorithms/recording.py records them)."""
+``forward_flops``, ``backward_flops``, ``dispatches`` and ``gemm`` (pearl_py/algorithms/recording.py records
+them; the layer types besides dense ones live in :mod:`pearl_py.protocol.layers`)."""
 
 
 @dataclass(frozen=True)
@@ -124,13 +141,23 @@ class NetworkWorkload:
         return FLOAT_BYTES * sum(layer.activation_elements for layer in self.layers)
 
     @property
+    def conv_flops(self) -> float:
+        """FLOPs of the convolution calls (forward and backward), per call: their own efficiency in the cost models."""
+        convs = [layer for layer in self.layers if isinstance(layer, Conv2dLayer)]
+        return sum(layer.forward_flops + layer.backward_flops for layer in convs) / self.period
+
+    @property
+    def has_conv(self) -> bool:
+        return any(isinstance(layer, Conv2dLayer) for layer in self.layers)
+
+    @property
     def n_ops(self) -> float:
         """Separately dispatched operations per call (launch-overhead term of the cost models): as observed,
         or a rough count from the layers."""
         if self.dispatched_ops is not None:
             return self.dispatched_ops
-        per_layer = sum(3 if layer.backward else 1 for layer in self.layers)
-        optimizer_ops = 4 * len(self.layers) if self.trained_params else 0
+        per_layer = sum(layer.dispatches for layer in self.layers)
+        optimizer_ops = 4 * sum(1 for layer in self.layers if layer.weights) if self.trained_params else 0
         return (per_layer + optimizer_ops) / self.period
 
 
@@ -158,17 +185,19 @@ class ReplayWorkload:
 
 @dataclass(frozen=True)
 class EnvWorkload:
-    """One ``step`` of a vector of ``n_envs`` gymnasium environments."""
+    """One ``step`` of a vector of ``n_envs`` gymnasium environments (``obs_item_bytes``: bytes of one
+    observation as stored: 4 per element for float32 vectors, 1 for uint8 frames; 0 means float32)."""
 
     env_id: str
     obs_dim: int
     action_dim: int
     n_envs: int
     discrete_actions: bool = False
+    obs_item_bytes: int = 0
 
     @property
     def obs_bytes(self) -> int:
-        return FLOAT_BYTES * self.obs_dim * self.n_envs
+        return (self.obs_item_bytes or FLOAT_BYTES * self.obs_dim) * self.n_envs
 
 
 @dataclass(frozen=True)
@@ -234,11 +263,24 @@ Workload = NetworkWorkload | ReplayWorkload | EnvWorkload | SyncWorkload | Rollo
 
 @dataclass(frozen=True)
 class TransitionLayout:
-    """Byte size of one stored transition: obs, action, reward, next_obs, done (+ priority)."""
+    """Byte size of one stored transition: obs, action, reward, next_obs, done (+ priority).
+
+    ``obs_bytes``: bytes of one observation as stored (0: float32, ``4 * obs_dim``; uint8 frames: ``obs_dim``);
+    ``obs_copies``: observations stored per transition (2: obs and next_obs; about 1 in the frame replay,
+    which keeps every distinct frame once: :mod:`pearl_py.replay.frames`).
+    """
 
     obs_dim: int
     action_dim: int
+    obs_bytes: int = 0
+    obs_copies: float = 2.0
 
     @property
     def item_bytes(self) -> int:
-        return FLOAT_BYTES * (2 * self.obs_dim + self.action_dim + 2)
+        obs = self.obs_bytes or FLOAT_BYTES * self.obs_dim
+        return int(math.ceil(self.obs_copies * obs)) + FLOAT_BYTES * (self.action_dim + 2)
+
+    @property
+    def sampled_bytes(self) -> int:
+        """Bytes of one transition as a sampled batch carries it (obs and next_obs both, whatever is stored)."""
+        return 2 * (self.obs_bytes or FLOAT_BYTES * self.obs_dim) + FLOAT_BYTES * (self.action_dim + 2)

@@ -74,9 +74,9 @@ class ReplayBuffer:
 
     def __init__(self, capacity: int, obs_shape: tuple[int, ...], action_shape: tuple[int, ...] = (),
                  action_dtype: Any = np.int64, prioritized: bool = False, alpha: float = 0.6, fanout: int = 16,
-                 seed: int = 0, shared_name: str | None = None, eps: float = 1e-6) -> None:
+                 seed: int = 0, shared_name: str | None = None, eps: float = 1e-6, obs_dtype: Any = np.float32) -> None:
         meta = checks.buffer_settings(capacity, obs_shape, action_shape, action_dtype, prioritized, alpha, fanout,
-                                      eps)
+                                      eps, obs_dtype)
         if shared_name is not None and (not isinstance(shared_name, str) or not shared_name):
             raise ValueError(f"shared_name: expected a non-empty string or None, got {shared_name!r}")
         storage = Storage.create(_layout(meta), shared=shared_name is not None, name=shared_name)
@@ -84,9 +84,11 @@ class ReplayBuffer:
 
     @staticmethod
     def storage_bytes(capacity: int, obs_shape: tuple[int, ...], action_shape: tuple[int, ...] = (),
-                      action_dtype: Any = np.int64, prioritized: bool = False, fanout: int = 16) -> int:
+                      action_dtype: Any = np.int64, prioritized: bool = False, fanout: int = 16,
+                      obs_dtype: Any = np.float32) -> int:
         """Bytes of the storage a buffer of these settings allocates (computed from its layout; nothing allocated)."""
-        meta = checks.buffer_settings(capacity, obs_shape, action_shape, action_dtype, prioritized, 0.6, fanout, 1e-6)
+        meta = checks.buffer_settings(capacity, obs_shape, action_shape, action_dtype, prioritized, 0.6, fanout, 1e-6,
+                                      obs_dtype)
         return _layout(meta).nbytes
 
     @classmethod
@@ -117,6 +119,7 @@ class ReplayBuffer:
                 storage["max_seen"][0] = 1.0
             self._sampler = PrioritizedSampler(tree, storage["max_seen"], meta["alpha"], meta["eps"])
         self._obs_shape = tuple(meta["obs_shape"])
+        self._obs_dtype = np.dtype(meta.get("obs_dtype", _F32.str))
         self._action_shape = tuple(meta["action_shape"])
         self._action_dtype = np.dtype(meta["action_dtype"])
         self._sources = tuple(storage[name] for name in TRANSITION_FIELDS)
@@ -154,7 +157,7 @@ class ReplayBuffer:
         """
         self._check_open()
         rows = checks.transition_rows(obs, actions, rewards, next_obs, terminated, self.capacity, self._obs_shape,
-                                      self._action_shape, self._action_dtype)
+                                      self._action_shape, self._action_dtype, self._obs_dtype)
         return self._add(rows, len(rows["obs"]))
 
     def _add(self, rows: dict[str, np.ndarray], n: int) -> np.ndarray:
@@ -187,7 +190,8 @@ class ReplayBuffer:
 
     def _sample(self, batch_size: int, beta: float, size: int) -> SampleBatch:
         rows = (batch_size,)
-        obs, next_obs = np.empty(rows + self._obs_shape, _F32), np.empty(rows + self._obs_shape, _F32)
+        obs = np.empty(rows + self._obs_shape, self._obs_dtype)
+        next_obs = np.empty(rows + self._obs_shape, self._obs_dtype)
         actions = np.empty(rows + self._action_shape, self._action_dtype)
         rewards, dones = np.empty(batch_size, _F32), np.empty(batch_size, _F32)
         indices, weights = self._sampler.sample(batch_size, size, beta, self._stream.array, self._sources,
@@ -240,7 +244,7 @@ class ReplayBuffer:
             meta, counters = state["meta"], np.asarray(state["counters"], dtype=np.int64)
             buffer = cls(meta["capacity"], tuple(meta["obs_shape"]), tuple(meta["action_shape"]),
                          meta["action_dtype"], meta["prioritized"], meta["alpha"], meta["fanout"],
-                         shared_name=shared_name, eps=meta["eps"])
+                         shared_name=shared_name, eps=meta["eps"], obs_dtype=meta.get("obs_dtype", _F32.str))
             size = int(counters[1])
             for name in TRANSITION_FIELDS:
                 buffer._storage[name][:size] = state[name]
@@ -275,10 +279,10 @@ def _layout(meta: dict[str, Any]) -> Layout:
     capacity = meta["capacity"]
     obs_shape, action_shape = tuple(meta["obs_shape"]), tuple(meta["action_shape"])
     arrays: dict[str, tuple[Any, tuple[int, ...]]] = {
-        "obs": (np.float32, (capacity, *obs_shape)),
+        "obs": (np.dtype(meta.get("obs_dtype", _F32.str)), (capacity, *obs_shape)),
         "actions": (np.dtype(meta["action_dtype"]), (capacity, *action_shape)),
         "rewards": (np.float32, (capacity,)),
-        "next_obs": (np.float32, (capacity, *obs_shape)),
+        "next_obs": (np.dtype(meta.get("obs_dtype", _F32.str)), (capacity, *obs_shape)),
         "dones": (np.float32, (capacity,)),
         "counters": (np.int64, (2,)),
     }

@@ -68,7 +68,7 @@ def non_negative_int(name: str, value: Any) -> int:
 
 
 def buffer_settings(capacity: Any, obs_shape: Any, action_shape: Any, action_dtype: Any, prioritized: Any,
-                    alpha: Any, fanout: Any, eps: Any) -> dict[str, Any]:
+                    alpha: Any, fanout: Any, eps: Any, obs_dtype: Any = np.float32) -> dict[str, Any]:
     """A replay buffer's validated settings, as the JSON-able ``meta`` its storage header and checkpoints carry.
 
     >>> buffer_settings(8, (4,), (), np.int64, True, 0.6, 16, 1e-6)["action_dtype"]
@@ -81,11 +81,15 @@ def buffer_settings(capacity: Any, obs_shape: Any, action_shape: Any, action_dty
     action_dtype = np.dtype(action_dtype)
     if action_dtype.kind not in "iuf":
         raise ValueError(f"action_dtype: expected an integer or float dtype, got {action_dtype}")
+    obs_dtype = np.dtype(obs_dtype)
+    if obs_dtype not in (np.dtype(np.float32), np.dtype(np.uint8)):
+        raise ValueError(f"obs_dtype: expected float32 or uint8 (image frames), got {obs_dtype}")
     return {
         "capacity": capacity,
         "obs_shape": list(shape_tuple("obs_shape", obs_shape)),
         "action_shape": list(shape_tuple("action_shape", action_shape)),
         "action_dtype": action_dtype.str,
+        "obs_dtype": obs_dtype.str,
         "prioritized": bool(prioritized),
         "alpha": finite_float("alpha", alpha, 0.0),
         "eps": finite_float("eps", eps, np.nextafter(0.0, 1.0)),
@@ -137,13 +141,13 @@ def as_flags(name: str, value: Any) -> np.ndarray:
 
 def transition_rows(obs: Any, actions: Any, rewards: Any, next_obs: Any, terminated: Any, capacity: int,
                     obs_shape: tuple[int, ...], action_shape: tuple[int, ...],
-                    action_dtype: np.dtype) -> dict[str, np.ndarray]:
+                    action_dtype: np.dtype, obs_dtype: np.dtype = np.dtype(np.float32)) -> dict[str, np.ndarray]:
     """A batch of ``N`` transitions (``1 <= N <= capacity``) as the stored fields' arrays, each with ``N`` rows.
 
     Keys are the stored fields: ``obs``, ``actions``, ``rewards``, ``next_obs`` and
     ``dones`` (``terminated`` as 0/1 float32).
     """
-    obs = as_rows("obs", obs, np.float32, obs_shape)
+    obs = as_rows("obs", obs, obs_dtype, obs_shape)
     n = len(obs)
     if n == 0 or n > capacity:
         raise ValueError(f"obs: batch of {n} transitions; expected 1..{capacity} (the capacity)")
@@ -151,7 +155,7 @@ def transition_rows(obs: Any, actions: Any, rewards: Any, next_obs: Any, termina
         "obs": obs,
         "actions": as_rows("actions", actions, action_dtype, action_shape),
         "rewards": as_rows("rewards", rewards, np.float32, ()),
-        "next_obs": as_rows("next_obs", next_obs, np.float32, obs_shape),
+        "next_obs": as_rows("next_obs", next_obs, obs_dtype, obs_shape),
         "dones": as_flags("terminated", terminated),
     }
     for name, arg in (("actions", "actions"), ("rewards", "rewards"), ("next_obs", "next_obs"),

@@ -43,14 +43,14 @@ class RolloutBuffer:
     """One rollout: observations, actions, rewards, episode starts, values and log-probs per (step, env)."""
 
     def __init__(self, n_steps: int, n_envs: int, obs_shape: tuple[int, ...], action_shape: tuple[int, ...],
-                 action_dtype: type, seed: int = 0) -> None:
+                 action_dtype: type, seed: int = 0, obs_dtype: type | str = np.float32) -> None:
         if n_steps < 1 or n_envs < 1:
             raise ValueError(f"a rollout needs n_steps >= 1 and n_envs >= 1, got {n_steps} x {n_envs}")
         self.n_steps, self.n_envs = n_steps, n_envs
         grid = (n_steps, n_envs)
-        # obs, actions, rewards, episode_starts (1 where the observation is the first of an episode: the previous
+        # obs (uint8 frames stay uint8), actions, rewards, episode_starts (1 where the observation is the first of an episode: the previous
         # step ended one), values, log_probs, advantages, returns: one item per (step, env)
-        for name, (dtype, shape) in self.fields(obs_shape, action_shape, action_dtype).items():
+        for name, (dtype, shape) in self.fields(obs_shape, action_shape, action_dtype, obs_dtype).items():
             setattr(self, name, np.zeros(grid + shape, dtype=dtype))
         self.rng = np.random.default_rng(seed)
         self.pos = 0
@@ -58,18 +58,20 @@ class RolloutBuffer:
         """True once the advantages of a full rollout are computed (minibatches may be read)."""
 
     @staticmethod
-    def fields(obs_shape: tuple[int, ...], action_shape: tuple[int, ...], action_dtype: Any) -> dict[str, Any]:
+    def fields(obs_shape: tuple[int, ...], action_shape: tuple[int, ...], action_dtype: Any,
+               obs_dtype: Any = np.float32) -> dict[str, Any]:
         """``{name: (dtype, shape of one (step, env) item)}`` of the arrays a rollout holds, in order."""
         one = ()
-        return {"obs": (np.float32, tuple(obs_shape)), "actions": (np.dtype(action_dtype), tuple(action_shape)),
+        return {"obs": (np.dtype(obs_dtype), tuple(obs_shape)), "actions": (np.dtype(action_dtype), tuple(action_shape)),
                 **{name: (np.float32, one) for name in ("rewards", "episode_starts", "values", "log_probs",
                                                         "advantages", "returns")}}
 
     @classmethod
-    def item_bytes(cls, obs_shape: tuple[int, ...], action_shape: tuple[int, ...], action_dtype: Any) -> int:
+    def item_bytes(cls, obs_shape: tuple[int, ...], action_shape: tuple[int, ...], action_dtype: Any,
+                   obs_dtype: Any = np.float32) -> int:
         """Bytes one (step, env) item takes in a rollout (``n_steps * n_envs`` of them)."""
         return sum(np.dtype(dtype).itemsize * math.prod(shape)
-                   for dtype, shape in cls.fields(obs_shape, action_shape, action_dtype).values())
+                   for dtype, shape in cls.fields(obs_shape, action_shape, action_dtype, obs_dtype).values())
 
     @property
     def size(self) -> int:

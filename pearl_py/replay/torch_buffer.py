@@ -84,9 +84,12 @@ class TorchReplayBuffer:
 
     def __init__(self, capacity: int, obs_shape: tuple[int, ...], action_shape: tuple[int, ...] = (),
                  action_dtype: Any = np.int64, prioritized: bool = False, alpha: float = 0.6, fanout: int = 16,
-                 seed: int = 0, device: torch.device | str = "cpu", eps: float = 1e-6) -> None:
+                 seed: int = 0, device: torch.device | str = "cpu", eps: float = 1e-6, obs_dtype: Any = np.float32
+                 ) -> None:
         meta = checks.buffer_settings(capacity, obs_shape, action_shape, action_dtype, prioritized, alpha, fanout,
-                                      eps)
+                                      eps, obs_dtype)
+        self._obs_dtype = np.dtype(meta["obs_dtype"])      # uint8 frames stay uint8 on the device (1/4 the bytes)
+        obs_torch = torch.uint8 if self._obs_dtype == np.uint8 else torch.float32
         self._device = _device(device)
         self._action_dtype = np.dtype(meta["action_dtype"])
         if self._action_dtype.kind == "u" and self._action_dtype.itemsize > 1:
@@ -97,10 +100,10 @@ class TorchReplayBuffer:
         self._action_shape = tuple(meta["action_shape"])
         self._writer = RingWriter(capacity, np.zeros(2, dtype=np.int64))
         rows = {
-            "obs": (torch.float32, self._obs_shape),
+            "obs": (obs_torch, self._obs_shape),
             "actions": (_torch_dtype(self._action_dtype), self._action_shape),
             "rewards": (torch.float32, ()),
-            "next_obs": (torch.float32, self._obs_shape),
+            "next_obs": (obs_torch, self._obs_shape),
             "dones": (torch.float32, ()),
         }
         self._fields = {name: torch.zeros((capacity, *shape), dtype=dtype, device=self._device)
@@ -157,7 +160,7 @@ class TorchReplayBuffer:
         """
         self._check_open()
         rows = checks.transition_rows(obs, actions, rewards, next_obs, terminated, self.capacity, self._obs_shape,
-                                      self._action_shape, self._action_dtype)
+                                      self._action_shape, self._action_dtype, self._obs_dtype)
         return self._add(rows, len(rows["obs"]))
 
     def _add(self, rows: dict[str, np.ndarray], n: int) -> np.ndarray:
@@ -299,7 +302,7 @@ class TorchReplayBuffer:
             meta, counters = state["meta"], np.asarray(state["counters"], dtype=np.int64)
             buffer = cls(meta["capacity"], tuple(meta["obs_shape"]), tuple(meta["action_shape"]),
                          meta["action_dtype"], meta["prioritized"], meta["alpha"], meta["fanout"],
-                         device=device, eps=meta["eps"])
+                         device=device, eps=meta["eps"], obs_dtype=meta.get("obs_dtype", "<f4"))
             size = int(counters[1])
             for name in TRANSITION_FIELDS:
                 field = buffer._fields[name]

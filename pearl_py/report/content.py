@@ -225,6 +225,39 @@ def cost_table(plan: Plan) -> tuple[list[str], list[list[str]]]:
     return ["kernel", *devices], rows
 
 
+def layer_tables(plan: Plan) -> list[tuple[str, list[str], list[list[str]], list[str]]]:
+    """Per network kernel with convolutions: ``(kernel, header, rows, resource lines)``: each recorded layer's
+    FLOPs and modelled time on one device of each model the plan weighed (FPGA: with the DSPs of its loop
+    nests), and the whole kernel's resources on each device that reports some beyond cores."""
+    p = plan.prediction
+    tables = []
+    for kernel in plan.placements:
+        options = {d: variants["reference"] for d, variants in p.costs.get(kernel, {}).items()
+                   if "reference" in variants and variants["reference"].layers}
+        shown: dict[str, str] = {}
+        for device in options:
+            model = p.devices[device].model if device in p.devices else device
+            shown.setdefault(model, device)
+        if not shown:
+            continue
+        devices = list(shown.values())
+        first = options[devices[0]].layers
+        rows = []
+        for i, layer in enumerate(first):
+            row = [layer.layer, f"{layer.flops / 1e6:,.2f}"]
+            for d in devices:
+                cost = options[d].layers[i]
+                dsp = cost.resources.get("dsp")
+                row.append(fmt.seconds(cost.latency_s) + (f", {dsp:,.0f} DSP" if dsp else ""))
+            rows.append(row)
+        resources = [f"{d}: " + ", ".join(f"{name} {amount:,.0f}"
+                                          for name, amount in sorted(options[d].resources.items()))
+                     + f" ({options[d].source})" for d in devices
+                     if set(options[d].resources) - {"cores", "memory_bytes"}]
+        tables.append((kernel, ["layer", "MFLOP per call", *devices], rows, resources))
+    return tables
+
+
 def utilization_items(plan: Plan) -> list[tuple[str, float, bool]]:
     p = plan.prediction
     ranked = sorted(p.utilization.items(), key=lambda kv: -kv[1])

@@ -165,6 +165,15 @@ def sections(plan: Plan, run: dict[str, Any] | None = None) -> list[Section]:
         Paragraph("Latency per call, and how it is known: measured, calibrated (fitted to micro-benchmarks on "
                   "this machine) or modelled (from the device's specification).", "small"),
         _table(header, rows))))
+    for kernel, header, rows, resources in content.layer_tables(plan):
+        out.append(Section(f"Layers of {kernel} (modelled)", (
+            Paragraph("Each recorded layer on one device of each model: on CPUs and GPUs its own roofline "
+                      "(dispatches plus the larger of compute, at the convolution or GEMM efficiency, and memory "
+                      "traffic); on the FPGA its loop nests' cycles at the design's reuse factors, with the DSPs "
+                      "they use (in the dataflow region the layers overlap: the kernel takes about the slowest "
+                      "one's time, not the sum). docs/cost-models.md.", "small"),
+            _table(header, rows),
+            *((Bullets(tuple(f"whole {kernel} on {line}" for line in resources)),) if resources else ()))))
     notes = content.infeasible_notes(plan)
     if notes:
         out.append(Section("Placements ruled out", (Bullets(tuple(notes)),)))

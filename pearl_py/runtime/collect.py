@@ -145,12 +145,13 @@ class Collector:
         self.spec = algorithm.spec
         self.n_envs = len(envs)
         self.rng = np.random.default_rng(seed)
-        self.envs = make_vector_env(algorithm.env_id, self.n_envs, seed + envs.start)
+        self.envs = make_vector_env(algorithm.env_id, self.n_envs, seed + envs.start, self.spec.frame_stack)
+        self.obs_dtype = np.dtype(self.spec.obs_dtype)     # uint8 frames stay uint8 (4x fewer bytes than float32)
         self.tracker = EpisodeTracker(self.n_envs)
         self.record, self.policy_kernel = record, policy_kernel
         self.timed = timed
         obs, _ = self.envs.reset(seed=[seed + i for i in envs])   # env i: seed + i, wherever it runs
-        self.obs = obs.astype(np.float32)
+        self.obs = obs.astype(self.obs_dtype, copy=False)
 
     def step(self, policy: Callable[[np.ndarray], np.ndarray | None] | None) -> Collected | None:
         """One vector step with ``policy(obs) -> actions`` (None: uniform random actions, the warm-up).
@@ -169,7 +170,7 @@ class Collector:
         with host_clock(self.record, ENV_STEP):
             next_obs, rewards, terminated, truncated, infos = self.envs.step(self.spec.to_env_action(actions))
         done = terminated | truncated
-        next_obs = next_obs.astype(np.float32)
+        next_obs = next_obs.astype(self.obs_dtype, copy=False)
         ended = self.tracker.step(rewards, done)
         step = Collected(self.obs, actions, rewards.astype(np.float32), true_next_obs(next_obs, done, infos),
                          terminated, truncated, tuple((int(i), r, n) for i, (r, n) in zip(np.flatnonzero(done), ended)))

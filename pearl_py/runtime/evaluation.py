@@ -14,6 +14,7 @@ import gymnasium as gym
 import numpy as np
 import torch
 
+from pearl_py.algorithms.env_make import make_env
 from pearl_py.algorithms.networks import Networks
 from pearl_py.algorithms.off_policy.base import Algorithm
 
@@ -22,19 +23,21 @@ EVAL_SEED_OFFSET = 10_000
 
 
 def evaluate(algorithm: Algorithm, nets: Networks, device: torch.device, episodes: int, seed: int,
-             make_env: Callable[[], gym.Env] | None = None) -> list[float]:
+             env_factory: Callable[[], gym.Env] | None = None) -> list[float]:
     """Undiscounted returns of ``episodes`` greedy episodes; episode ``i`` resets with ``seed + i``.
 
-    ``make_env``: builds the env (default ``gym.make(algorithm.env_id)``; ``pearl eval --video`` wraps it).
+    ``env_factory``: builds the env (default: the algorithm's env with its family's preprocessing and frame stack,
+    :func:`~pearl_py.algorithms.env_make.make_env`; ``pearl eval --video`` films it).
     """
-    env = make_env() if make_env is not None else gym.make(algorithm.env_id)
+    env = env_factory() if env_factory is not None else make_env(algorithm.env_id, algorithm.spec.frame_stack)
     returns: list[float] = []
     try:
         for i in range(episodes):
             obs, _ = env.reset(seed=seed + i)
             total, done = 0.0, False
             while not done:
-                action = algorithm.greedy_actions(nets, np.asarray(obs, dtype=np.float32)[None], device)[0]
+                batch = np.asarray(obs, dtype=algorithm.spec.obs_dtype)[None]
+                action = algorithm.greedy_actions(nets, batch, device)[0]
                 obs, reward, terminated, truncated, _ = env.step(algorithm.spec.to_env_action(action))
                 total += float(reward)
                 done = terminated or truncated

@@ -3,7 +3,7 @@
 Example::
 
     >>> video = EpisodeVideo("CartPole-v1", Path("cartpole.mp4"))
-    >>> returns = policy.evaluate(episodes=3, make_env=video.make_env)   # the first episode is filmed
+    >>> returns = policy.evaluate(episodes=3, env_factory=video.make_env)   # the first episode is filmed
     >>> video.finish()
     PosixPath('cartpole.mp4')
 """
@@ -16,6 +16,7 @@ from pathlib import Path
 
 import gymnasium as gym
 
+from pearl_py.algorithms.env_make import make_env
 from pearl_py.errors import UserError
 
 VIDEO_EXTRA = 'pip install -c constraints.txt "pearl_py[video]" (moviepy, as gymnasium[other])'
@@ -32,18 +33,18 @@ def check_video_support() -> None:
 class EpisodeVideo:
     """Films the first episode of the envs :meth:`make_env` builds into ``path`` (an .mp4)."""
 
-    def __init__(self, env_id: str, path: Path) -> None:
+    def __init__(self, env_id: str, path: Path, frame_stack: int | None = None) -> None:
         if path.suffix.lower() != ".mp4":
             raise UserError(f"--video {path}: the video is written as MP4; name it <something>.mp4")
         check_video_support()
-        self.env_id, self.path = env_id, path
+        self.env_id, self.path, self.frame_stack = env_id, path, frame_stack
         path.parent.mkdir(parents=True, exist_ok=True)
         self._folder = Path(tempfile.mkdtemp(prefix=".pearl-video-", dir=path.parent))
 
     def make_env(self) -> gym.Env:
         for driver in ("SDL_VIDEODRIVER", "SDL_AUDIODRIVER"):  # frames are drawn off screen: no display, no sound
             os.environ.setdefault(driver, "dummy")
-        env = gym.make(self.env_id, render_mode="rgb_array")
+        env = make_env(self.env_id, self.frame_stack, render_mode="rgb_array")  # the preprocessing trained on
         # a folder RecordVideo creates itself (it warns about overwriting an existing one)
         return gym.wrappers.RecordVideo(env, str(self._folder / "frames"), episode_trigger=lambda episode: episode == 0,
                                         name_prefix="eval", disable_logger=True)

@@ -41,7 +41,9 @@ def plan_inputs(plan: Plan, algorithm: Any, platform: Any, estimator: CostModel 
         from pearl_py.estimate import Estimator
 
         estimator = Estimator()
-    problem = build_problem(algorithm.protocol(), platform, estimator)
+    # the plan's horizon: variants with a one-off setup (a compile) are offered as the plan weighed them
+    horizon = plan.prediction.horizon if plan.prediction is not None else None
+    problem = build_problem(algorithm.protocol(), platform, estimator, horizon=horizon)
     assignment = {}
     for kernel, place in plan.placements.items():
         if place.device not in problem.devices:

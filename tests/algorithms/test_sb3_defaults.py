@@ -119,6 +119,8 @@ def _sb3_on_policy_defaults(sb3_cls: type, env_id: str) -> tuple[dict[str, objec
         ortho_init=policy_defaults["ortho_init"],
         log_std_init=policy_defaults["log_std_init"],
         n_envs=model.n_envs,
+        features_extractor="auto",   # SB3's MlpPolicy/CnnPolicy choice, made by the observation space
+        frame_stack=None,            # SB3 stacks no frames unless a VecFrameStack wrapper is added
     )
     return by_key, model
 

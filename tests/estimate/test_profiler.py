@@ -54,7 +54,7 @@ def test_every_kind_runs_its_real_kernel(kind, family):
 def test_heldout_grid_shares_no_point_with_calibration():
     for kind in KINDS:
         for family in families(kind):
-            assert not set(calibration_grid(kind, family=family)) & set(heldout_grid(kind, family))
+            assert not set(calibration_grid(kind, family=family)) & set(heldout_grid(kind, family=family))
 
 
 def test_measure_and_fit_one_model_per_env():

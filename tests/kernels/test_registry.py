@@ -14,8 +14,8 @@ def test_shipped_variants_per_kind_and_device_class():
     names = {(v.kind.value, v.device_class): [] for v in REGISTRY.variants(KernelKind.LEARNER_UPDATE)}
     for v in REGISTRY.variants(KernelKind.LEARNER_UPDATE):
         names[(v.kind.value, v.device_class)].append(v.name)
-    assert names == {("learner_update", "cpu"): ["reference", "compiled", "fused"],
-                     ("learner_update", "gpu"): ["reference", "cuda_graph"]}
+    assert names == {("learner_update", "cpu"): ["reference", "compiled", "fused", "channels_last"],
+                     ("learner_update", "gpu"): ["reference", "channels_last", "cuda_graph"]}
     assert [v.name for v in REGISTRY.variants("inference", "cpu")] == ["reference", "fused"]
     assert REGISTRY.variants(KernelKind.REPLAY_SAMPLE) == []
 
@@ -53,7 +53,7 @@ def test_build_by_plan_name_returns_the_reference_update():
 
 
 def test_unknown_name_lists_the_known_ones():
-    with pytest.raises(KeyError, match=r"'warp'.*\['compiled', 'fused', 'reference'\]"):
+    with pytest.raises(KeyError, match=r"'warp'.*\['channels_last', 'compiled', 'fused', 'reference'\]"):
         REGISTRY.get("learner_update", "warp", "cpu")
 
 

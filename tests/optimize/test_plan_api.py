@@ -73,7 +73,8 @@ def test_power_cap_below_idle_power(pearl_platform, estimator, wide_dqn):
 
 
 def test_fpga_design_that_does_not_fit(pearl_platform, estimator):
-    big = pearl.DQN("CartPole-v1", net_arch=[1024, 1024], batch_size=256).protocol()
+    # weights that do not fit on chip stream from off-chip memory; a batch's activations kept for backward must fit
+    big = pearl.DQN("CartPole-v1", net_arch=[1024, 1024], batch_size=1024).protocol()
     with pytest.raises(PlanningError, match=r"kernel 'learner_update' is pinned to 'fpga', which cannot host it "
                                             r"\(learner_update does not fit on (fpga|agilex-agf014): (dsp|lut|m20k|mlab): needs"):
         plan(big, pearl_platform, constraints={"pin": {"learner_update": "fpga"}}, estimator=estimator)

@@ -47,11 +47,13 @@ from torch import nn
 from pearl_py.algorithms.core import BaseAlgorithm
 from pearl_py.algorithms.networks import Networks
 from pearl_py.algorithms.off_policy.config import OffPolicyConfig
+from pearl_py.protocol.workload import TransitionLayout
 
 if TYPE_CHECKING:
     from pearl_py.algorithms.off_policy.learner import TensorBatch
     from pearl_py.protocol import ProtocolGraph
     from pearl_py.replay import ReplayBuffer
+    from pearl_py.replay.frames import FrameReplayBuffer
 
 LossFn = Callable[[Networks, "TensorBatch"], tuple[torch.Tensor, "torch.Tensor | None"]]
 
@@ -130,21 +132,49 @@ class OffPolicyAlgorithm(BaseAlgorithm):
         cfg = self.config
         return cfg.beta + min(max(progress, 0.0), 1.0) * (cfg.beta_final - cfg.beta)
 
-    def make_replay(self, seed: int, shared_name: str | None = None) -> ReplayBuffer:
-        from pearl_py.replay import ReplayBuffer
+    def uses_frame_replay(self) -> bool:
+        """Whether the replay stores frames once (:class:`~pearl_py.replay.frames.FrameReplayBuffer`): uint8
+        frames with uniform replay; prioritized image replay stores both observations (uint8)."""
+        return self.spec.obs_dtype == "uint8" and not self.config.prioritized_replay
 
+    def transition_layout(self) -> TransitionLayout:
+        """Bytes of one stored transition as this algorithm's replay keeps it (cost models, memory admission)."""
+        from pearl_py.replay.frames import stored_obs_bytes
+
+        spec = self.spec
+        action = 1 if spec.discrete else spec.action_dim
+        if not self.uses_frame_replay():
+            return TransitionLayout(spec.obs_dim, action, spec.obs_item_bytes)
+        stored = stored_obs_bytes(spec.obs_shape, spec.frame_stack, self.config.buffer_size)
+        return TransitionLayout(spec.obs_dim, action, spec.obs_item_bytes, stored / spec.obs_item_bytes)
+
+    def make_replay(self, seed: int, shared_name: str | None = None) -> ReplayBuffer | FrameReplayBuffer:
+        from pearl_py.replay import ReplayBuffer
+        from pearl_py.replay.frames import FrameReplayBuffer
+
+        if self.uses_frame_replay():
+            return FrameReplayBuffer(**self._frame_settings(), seed=seed, shared_name=shared_name)
         return ReplayBuffer(**self._replay_settings(), alpha=self.config.alpha, seed=seed, shared_name=shared_name)
 
     def replay_bytes(self) -> int:
         """Bytes of the storage :meth:`make_replay` allocates (computed from the config; nothing allocated)."""
         from pearl_py.replay import ReplayBuffer
+        from pearl_py.replay.frames import FrameReplayBuffer
 
+        if self.uses_frame_replay():
+            return FrameReplayBuffer.storage_bytes(**self._frame_settings())
         return ReplayBuffer.storage_bytes(**self._replay_settings())
 
     def _replay_settings(self) -> dict:
-        cfg = self.config
-        return dict(capacity=cfg.buffer_size, obs_shape=(self.spec.obs_dim,), action_shape=self.spec.action_shape,
-                    action_dtype=self.spec.action_dtype, prioritized=cfg.prioritized_replay, fanout=cfg.replay_fanout)
+        cfg, spec = self.config, self.spec
+        return dict(capacity=cfg.buffer_size, obs_shape=spec.obs_shape, obs_dtype=spec.obs_dtype,
+                    action_shape=spec.action_shape, action_dtype=spec.action_dtype, prioritized=cfg.prioritized_replay,
+                    fanout=cfg.replay_fanout)
+
+    def _frame_settings(self) -> dict:
+        spec = self.spec
+        return dict(capacity=self.config.buffer_size, obs_shape=spec.obs_shape, frame_stack=spec.frame_stack,
+                    action_shape=spec.action_shape, action_dtype=spec.action_dtype)
 
     def protocol(self, serialized: bool = False) -> ProtocolGraph:
         """The kernels of this algorithm with their workloads, rates and data edges."""

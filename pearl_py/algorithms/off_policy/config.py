@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from pearl_py.algorithms.obs_config import features_extractor_param, frame_stack_param
 from pearl_py.config.fields import param
 from pearl_py.errors import ConfigError
 
@@ -44,6 +45,8 @@ class OffPolicyConfig:
     beta: float = param(0.4, "Initial importance-sampling exponent.", low=0.0, high=1.0)
     beta_final: float = param(1.0, "Importance-sampling exponent at the end of training.", low=0.0, high=1.0)
     replay_fanout: int = param(16, "Sum-tree fanout of prioritized replay (16 as PEARL; measured fastest).", low=2, high=64)
+    features_extractor: str = features_extractor_param()
+    frame_stack: int | None = frame_stack_param()
 
     def __post_init__(self) -> None:
         if self.buffer_size < self.batch_size:

@@ -42,10 +42,10 @@ from pearl_py.protocol.workload import (
     NetworkWorkload,
     ReplayWorkload,
     SyncWorkload,
-    TransitionLayout,
 )
 
 if TYPE_CHECKING:
+    from pearl_py.algorithms.env_spec import EnvSpec
     from pearl_py.algorithms.off_policy.base import Algorithm
     from pearl_py.algorithms.off_policy.learner import Learner
 
@@ -66,12 +66,19 @@ def _random_batch(algorithm: Algorithm, size: int):
 
     spec = algorithm.spec
     g = torch.Generator().manual_seed(0)
-    obs = torch.randn(size, spec.obs_dim, generator=g)
+    obs = example_obs(spec, size, g)
     if spec.discrete:
         actions = torch.randint(0, spec.action_dim, (size,), generator=g)
     else:
         actions = torch.rand(size, spec.action_dim, generator=g) * 2 - 1
     return TensorBatch(obs, actions, torch.zeros(size), obs.clone(), torch.zeros(size), torch.ones(size))
+
+
+def example_obs(spec: EnvSpec, size: int, generator: torch.Generator) -> torch.Tensor:
+    """``size`` random observations as the env makes them: float32 vectors or uint8 frames of ``spec.obs_shape``."""
+    if spec.obs_dtype == "uint8":
+        return torch.randint(0, 256, (size, *spec.obs_shape), generator=generator, dtype=torch.uint8)
+    return torch.randn(size, *spec.obs_shape, generator=generator)
 
 
 def derive_protocol(algorithm: Algorithm, serialized: bool = False) -> ProtocolGraph:
@@ -84,7 +91,7 @@ def derive_protocol(algorithm: Algorithm, serialized: bool = False) -> ProtocolG
                          for p in learner.nets.online[loss.trains].parameters())
 
     with torch.random.fork_rng():
-        obs = torch.zeros(n_envs, spec.obs_dim)
+        obs = example_obs(spec, n_envs, torch.Generator().manual_seed(1))
         with torch.no_grad():
             acting = record_layers(learner.nets, lambda: algorithm.act(
                 learner.nets, obs, explore=False, progress=1.0))
@@ -93,7 +100,7 @@ def derive_protocol(algorithm: Algorithm, serialized: bool = False) -> ProtocolG
 
     acting_params = [p for name in algorithm.acting_networks for p in learner.nets.online[name].parameters()]
     param_bytes = sum(p.numel() * p.element_size() for p in acting_params)
-    layout = TransitionLayout(spec.obs_dim, 1 if spec.discrete else spec.action_dim)
+    layout = algorithm.transition_layout()
     per_step = 1.0 / n_envs
     per_update = cfg.updates_per_transition
     lagged = TrainSchedule.from_config(cfg, total_steps=1, max_policy_lag=DEFAULT_POLICY_LAG)
@@ -108,8 +115,8 @@ def derive_protocol(algorithm: Algorithm, serialized: bool = False) -> ProtocolG
     graph = ProtocolGraph(serialized=serialized, overlap=lagged.overlap, warmup_steps=cfg.learning_starts)
     forms = algorithm.loss_forms()
     kernels = [
-        Kernel(ENV_STEP, ENV_STEP, EnvWorkload(spec.env_id, spec.obs_dim, spec.action_dim, n_envs, spec.discrete),
-               rate=per_step),
+        Kernel(ENV_STEP, ENV_STEP, EnvWorkload(spec.env_id, spec.obs_dim, spec.action_dim, n_envs, spec.discrete,
+                                               spec.obs_item_bytes), rate=per_step),
         Kernel(INFERENCE, INFERENCE, NetworkWorkload(acting, trained_params=0, batch=n_envs,
                                                      forms=(algorithm.declared_acting_form(),)), rate=per_step),
         Kernel(REPLAY_INSERT, REPLAY_INSERT, replay(n_envs), rate=per_step),
@@ -125,10 +132,10 @@ def derive_protocol(algorithm: Algorithm, serialized: bool = False) -> ProtocolG
         graph.add_kernel(kernel)
 
     action_bytes = n_envs * (8 if spec.discrete else FLOAT_BYTES * spec.action_dim)
-    graph.connect(ENV_STEP, INFERENCE, n_envs * spec.obs_dim * FLOAT_BYTES)
+    graph.connect(ENV_STEP, INFERENCE, n_envs * spec.obs_item_bytes)
     graph.connect(INFERENCE, ENV_STEP, action_bytes)
-    graph.connect(ENV_STEP, REPLAY_INSERT, n_envs * layout.item_bytes)
-    graph.connect(REPLAY_SAMPLE, LEARNER_UPDATE, cfg.batch_size * (layout.item_bytes + FLOAT_BYTES))
+    graph.connect(ENV_STEP, REPLAY_INSERT, n_envs * layout.sampled_bytes)
+    graph.connect(REPLAY_SAMPLE, LEARNER_UPDATE, cfg.batch_size * (layout.sampled_bytes + FLOAT_BYTES))
     graph.connect(LEARNER_UPDATE, PARAM_SYNC, param_bytes)
     graph.connect(PARAM_SYNC, INFERENCE, param_bytes)
     if cfg.prioritized_replay:

@@ -14,6 +14,7 @@ import abc
 import torch
 from torch import nn
 
+from pearl_py.algorithms.cnn import build_extractor
 from pearl_py.algorithms.networks import Networks
 from pearl_py.algorithms.on_policy.base import OnPolicyAlgorithm, PolicyStep
 from pearl_py.algorithms.on_policy.policy import ActorCritic
@@ -27,15 +28,18 @@ class ActorCriticAlgorithm(OnPolicyAlgorithm, abc.ABC):
 
     def build_networks(self) -> dict[str, nn.Module]:
         cfg, spec = self.config, self.spec
-        return {"policy": ActorCritic(spec.obs_dim, spec.action_dim, spec.discrete, cfg.net_arch,
-                                      cfg.activation_fn, cfg.ortho_init, cfg.log_std_init)}
+        extractor = build_extractor(spec, cfg.features_extractor)
+        width, encoder = (spec.obs_dim, None) if extractor is None else (extractor.n_features, extractor.net)
+        return {"policy": ActorCritic(width, spec.action_dim, spec.discrete, cfg.net_arch,
+                                      cfg.activation_fn, cfg.ortho_init, cfg.log_std_init, encoder)}
 
     def act(self, nets: Networks, obs: torch.Tensor, *, explore: bool, noise: torch.Tensor | None = None
             ) -> PolicyStep:
         policy = nets.online.policy
-        dist = policy.distribution(obs)
+        features = policy.encode(obs)
+        dist = policy.distribution_of(features)
         actions = dist.sample(noise) if explore else dist.mode()
-        return PolicyStep(actions, policy.value(obs), dist.log_prob(actions))
+        return PolicyStep(actions, policy.vf(features).squeeze(-1), dist.log_prob(actions))
 
     def value(self, nets: Networks, obs: torch.Tensor) -> torch.Tensor:
         return nets.online.policy.value(obs)

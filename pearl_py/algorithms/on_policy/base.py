@@ -156,8 +156,8 @@ class OnPolicyAlgorithm(BaseAlgorithm):
         from pearl_py.replay.rollout import RolloutBuffer
 
         cfg = self.config
-        return RolloutBuffer(cfg.n_steps, cfg.n_envs, (self.spec.obs_dim,), self.spec.action_shape,
-                             self.spec.action_dtype, seed=seed)
+        return RolloutBuffer(cfg.n_steps, cfg.n_envs, self.spec.obs_shape, self.spec.action_shape,
+                             self.spec.action_dtype, seed=seed, obs_dtype=self.spec.obs_dtype)
 
     def greedy_actions(self, nets: Networks, obs: np.ndarray, device: torch.device) -> np.ndarray:
         """Deterministic actions for evaluation, as a numpy array."""

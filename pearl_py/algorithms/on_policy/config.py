@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from pearl_py.algorithms.obs_config import features_extractor_param, frame_stack_param
 from pearl_py.algorithms.on_policy.schedules import Schedule
 from pearl_py.config.fields import param
 from pearl_py.errors import ConfigError
@@ -45,6 +46,8 @@ class OnPolicyConfig:
                              "1 value head), biases 0.")
     log_std_init: float = param(0.0, "Initial log standard deviation of the Gaussian policy (Box actions).")
     adam_eps: float = param(1e-5, "Adam epsilon (SB3's actor-critic policies use 1e-5).", low=0.0, low_open=True)
+    features_extractor: str = features_extractor_param()
+    frame_stack: int | None = frame_stack_param()
 
     def __post_init__(self) -> None:
         if self.normalize_advantage and self.rollout_size < 2:

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
+from pearl_py.algorithms.off_policy.derive import example_obs
 from pearl_py.algorithms.recording import count_dispatched, record_layers
 from pearl_py.protocol.graph import ProtocolGraph
 from pearl_py.protocol.kernel import (
@@ -72,7 +73,7 @@ def action_bytes(algorithm: OnPolicyAlgorithm) -> int:
 
 def item_bytes(algorithm: OnPolicyAlgorithm) -> int:
     """Bytes of one rollout slot: observation, action, reward, episode start, value, log-probability."""
-    return FLOAT_BYTES * (algorithm.spec.obs_dim + 4) + action_bytes(algorithm)
+    return algorithm.spec.obs_item_bytes + FLOAT_BYTES * 4 + action_bytes(algorithm)
 
 
 def _probe_learner(algorithm: OnPolicyAlgorithm) -> OnPolicyLearner:
@@ -89,7 +90,7 @@ def _random_minibatch(algorithm: OnPolicyAlgorithm, learner: OnPolicyLearner, ro
     from pearl_py.algorithms.on_policy.learner import RolloutBatch
 
     g = torch.Generator().manual_seed(0)
-    obs = torch.randn(rows, algorithm.spec.obs_dim, generator=g)
+    obs = example_obs(algorithm.spec, rows, g)
     noise = torch.rand(rows, algorithm.noise_width, generator=g).clamp_(1e-6, 1 - 1e-6)
     with torch.no_grad():
         step = algorithm.act(learner.nets, obs, explore=True, noise=noise)
@@ -107,7 +108,7 @@ def derive_protocol(algorithm: OnPolicyAlgorithm, serialized: bool = False) -> P
     trained_params = sum(p.numel() for p in learner.parameters)
 
     with torch.random.fork_rng():
-        obs = torch.zeros(n_envs, spec.obs_dim)
+        obs = example_obs(spec, n_envs, torch.Generator().manual_seed(0))
         noise = torch.full((n_envs, algorithm.noise_width), 0.5)
 
         def act() -> object:
@@ -131,7 +132,8 @@ def derive_protocol(algorithm: OnPolicyAlgorithm, serialized: bool = False) -> P
     acting_form, loss_form = algorithm.declared_acting_form(), algorithm.declared_loss_form()
     graph = ProtocolGraph(serialized=serialized, synchronous=not serialized, rollout_size=size)
     for kernel in (
-        Kernel(ENV_STEP, ENV_STEP, EnvWorkload(spec.env_id, spec.obs_dim, spec.action_dim, n_envs, spec.discrete),
+        Kernel(ENV_STEP, ENV_STEP, EnvWorkload(spec.env_id, spec.obs_dim, spec.action_dim, n_envs, spec.discrete,
+                                            spec.obs_item_bytes),
                rate=per_step),
         Kernel(INFERENCE, INFERENCE, NetworkWorkload(acting, trained_params=0, batch=n_envs, forms=(acting_form,),
                                                      family=FAMILY, dispatched_ops=float(acting_ops)),
@@ -150,7 +152,7 @@ def derive_protocol(algorithm: OnPolicyAlgorithm, serialized: bool = False) -> P
     ):
         graph.add_kernel(kernel)
 
-    obs_bytes = n_envs * spec.obs_dim * FLOAT_BYTES
+    obs_bytes = n_envs * spec.obs_item_bytes
     graph.connect(ENV_STEP, INFERENCE, obs_bytes)
     graph.connect(INFERENCE, ENV_STEP, n_envs * action_bytes(algorithm))
     graph.connect(ENV_STEP, ROLLOUT_INSERT, n_envs * item_bytes(algorithm))

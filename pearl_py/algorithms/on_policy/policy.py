@@ -40,11 +40,18 @@ VALUE_HEAD_GAIN = 1.0
 
 
 class ActorCritic(nn.Module):
-    """``pi``: obs -> logits (Discrete) or Gaussian mean (Box); ``vf``: obs -> V(s); ``log_std`` for Box."""
+    """``pi``: obs -> logits (Discrete) or Gaussian mean (Box); ``vf``: obs -> V(s); ``log_std`` for Box.
+
+    ``encoder`` (frames: a CNN, :mod:`pearl_py.algorithms.cnn`) maps observations to ``obs_dim`` features
+    that ``pi`` and ``vf`` share, as SB3's ``CnnPolicy`` shares its features extractor.
+    """
 
     def __init__(self, obs_dim: int, action_dim: int, discrete: bool, net_arch: Sequence[int] = (64, 64),
-                 activation_fn: str = "tanh", ortho_init: bool = True, log_std_init: float = 0.0) -> None:
+                 activation_fn: str = "tanh", ortho_init: bool = True, log_std_init: float = 0.0,
+                 encoder: nn.Module | None = None) -> None:
         super().__init__()
+        if encoder is not None:
+            self.features = encoder
         activation = ACTIVATIONS[activation_fn]
         self.discrete = discrete
         self.pi = mlp(obs_dim, net_arch, action_dim, activation=activation)
@@ -55,19 +62,28 @@ class ActorCritic(nn.Module):
             orthogonal_init(self.pi, POLICY_HEAD_GAIN)
             orthogonal_init(self.vf, VALUE_HEAD_GAIN)
 
+    def encode(self, obs: torch.Tensor) -> torch.Tensor:
+        """The shared features of ``obs`` (the observations themselves without an encoder)."""
+        return self.features(obs) if hasattr(self, "features") else obs
+
     def distribution(self, obs: torch.Tensor) -> Distribution:
-        out = self.pi(obs)
+        return self.distribution_of(self.encode(obs))
+
+    def distribution_of(self, features: torch.Tensor) -> Distribution:
+        """The action distribution given features already encoded (:meth:`encode`)."""
+        out = self.pi(features)
         return Categorical(out) if self.discrete else DiagGaussian(out, self.log_std)
 
     def value(self, obs: torch.Tensor) -> torch.Tensor:
         """V(s), one value per observation (shape ``(batch,)``)."""
-        return self.vf(obs).squeeze(-1)
+        return self.vf(self.encode(obs)).squeeze(-1)
 
     def evaluate(self, obs: torch.Tensor, actions: torch.Tensor
                  ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """``(values, log_probs, entropies)`` of taken ``actions``: what the losses differentiate."""
-        dist = self.distribution(obs)
-        return self.value(obs), dist.log_prob(actions), dist.entropy()
+        features = self.encode(obs)
+        dist = self.distribution_of(features)
+        return self.vf(features).squeeze(-1), dist.log_prob(actions), dist.entropy()
 
 
 def orthogonal_init(net: nn.Sequential, head_gain: float) -> None:

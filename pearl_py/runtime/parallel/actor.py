@@ -55,10 +55,12 @@ POLL_S = 0.0005
 
 
 def ring_fields(algorithm: Algorithm) -> dict[str, tuple[type, tuple[int, ...]]]:
-    """Record layout of a transition ring: a transition plus the episode that ended with it."""
+    """Record layout of a transition ring: a transition plus the episode that ended with it (observations as
+    the env makes them: float32 vectors or uint8 frames of any shape)."""
     spec = algorithm.spec
-    return {"obs": (np.float32, (spec.obs_dim,)), "actions": (spec.action_dtype, spec.action_shape),
-            "rewards": (np.float32, ()), "next_obs": (np.float32, (spec.obs_dim,)),
+    obs = (np.dtype(spec.obs_dtype), spec.obs_shape)
+    return {"obs": obs, "actions": (spec.action_dtype, spec.action_shape),
+            "rewards": (np.float32, ()), "next_obs": obs,
             "terminated": (np.bool_, ()), "episode_return": (np.float64, ()), "episode_length": (np.int64, ())}
 
 

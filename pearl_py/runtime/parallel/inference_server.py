@@ -48,7 +48,8 @@ from pearl_py.runtime.timing import KernelTimer
 
 def request_fields(algorithm: Algorithm) -> dict[str, tuple[type, tuple[int, ...]]]:
     """One row per env: its observation, the run's global transition count and the actor's progress."""
-    return {"obs": (np.float32, (algorithm.spec.obs_dim,)), "steps": (np.int64, ()), "progress": (np.float64, ())}
+    spec = algorithm.spec
+    return {"obs": (np.dtype(spec.obs_dtype), spec.obs_shape), "steps": (np.int64, ()), "progress": (np.float64, ())}
 
 
 def reply_fields(algorithm: Algorithm) -> dict[str, tuple[type, tuple[int, ...]]]:

@@ -31,7 +31,8 @@ from typing import Any
 
 import numpy as np
 
-from pearl_py.replay import ReplayBuffer, SampleBatch
+from pearl_py.replay import SampleBatch
+from pearl_py.replay.restore import attach_replay
 from pearl_py.runtime.collect import TimedReplay
 from pearl_py.runtime.parallel.control import ControlBlock
 from pearl_py.runtime.parallel.feed import RingFeed
@@ -196,7 +197,7 @@ class ServedReplay:
     def state_dict(self) -> dict[str, Any]:
         """The replay as the server holds it (paused, every sent priority applied), with its generator."""
         self.finish()
-        view = ReplayBuffer.attach(self.replay_name)
+        view = attach_replay(self.replay_name)
         try:
             state = view.state_dict()
         finally:

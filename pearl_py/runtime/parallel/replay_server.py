@@ -40,6 +40,7 @@ from pearl_py.fileio import atomic_write_json
 from pearl_py.protocol.kernel import PRIORITY_UPDATE, REPLAY_SAMPLE
 from pearl_py.protocol.schedule import TrainSchedule
 from pearl_py.replay import ReplayBuffer
+from pearl_py.replay.restore import replay_from_state
 from pearl_py.runtime.collect import round_beta
 from pearl_py.runtime.parallel.checkpoint import load_checkpoint
 from pearl_py.runtime.parallel.control import ControlBlock
@@ -57,8 +58,9 @@ WAIT_S = 0.05
 def batch_fields(algorithm: Algorithm) -> Fields:
     """One record per sampled batch: the batch, and its round step, replay size and priorities applied."""
     spec, b = algorithm.spec, algorithm.config.batch_size
-    return {"obs": (np.float32, (b, spec.obs_dim)), "actions": (spec.action_dtype, (b, *spec.action_shape)),
-            "rewards": (np.float32, (b,)), "next_obs": (np.float32, (b, spec.obs_dim)),
+    obs = (np.dtype(spec.obs_dtype), (b, *spec.obs_shape))
+    return {"obs": obs, "actions": (spec.action_dtype, (b, *spec.action_shape)),
+            "rewards": (np.float32, (b,)), "next_obs": obs,
             "dones": (np.float32, (b,)), "indices": (np.int64, (b,)), "weights": (np.float32, (b,)),
             "step": (np.int64, ()), "stored": (np.int64, ()), "applied": (np.int64, ())}
 
@@ -111,7 +113,7 @@ def run_replay_server(spec: ReplayServerSpec) -> None:
         if spec.resume is None:
             replay = spec.algorithm.make_replay(seed=spec.seed, shared_name=spec.replay)
         else:
-            replay = ReplayBuffer.load_state_dict(load_checkpoint(Path(spec.resume)).replay, shared_name=spec.replay)
+            replay = replay_from_state(load_checkpoint(Path(spec.resume)).replay, shared_name=spec.replay)
         stack.callback(replay.close)
         control = ControlBlock.attach(spec.control)
         stack.callback(control.close)

@@ -41,7 +41,7 @@ class SharedRollout:
     def create(cls, algorithm: OnPolicyAlgorithm, name: str) -> SharedRollout:
         cfg, spec = algorithm.config, algorithm.spec
         grid = (cfg.n_steps, cfg.n_envs)
-        layout = Layout.of({"obs": (np.float32, grid + (spec.obs_dim,)),
+        layout = Layout.of({"obs": (np.dtype(spec.obs_dtype), grid + tuple(spec.obs_shape)),   # uint8 frames stay uint8
                             "actions": (spec.action_dtype, grid + spec.action_shape),
                             "rewards": (np.float32, grid), "episode_starts": (np.float32, grid),
                             "values": (np.float32, grid), "log_probs": (np.float32, grid),

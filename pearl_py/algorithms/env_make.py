@@ -1,0 +1,143 @@
+"""Make gymnasium envs with the standard preprocessing of their family: Atari, MinAtar, or none.
+
+Atari ids (``ALE/Breakout-v5``, ``BreakoutNoFrameskip-v4``; ale-py ships the ROMs) get the
+preprocessing of Mnih et al. (2015) as rl-baselines3-zoo applies it: gymnasium's
+``AtariPreprocessing`` (up to 30 no-op starts, an action repeated on 4 frames with the max of
+the last two, 84x84 grayscale), rewards clipped to their sign, and ``FrameStackObservation``
+stacking the last 4 frames, channel-first: ``(4, 84, 84)`` uint8. MinAtar ids
+(``MinAtar/Breakout-v1``) get their 10x10 boolean planes as channel-first uint8 frames of 0 and
+255 (``(4, 10, 10)`` for Breakout), so every image observation is a uint8 frame that networks
+divide by 255, as Stable-Baselines3 does. ``pearl/Frames-CxHxW-v0`` (3 discrete actions) and
+``pearl/FramesBox-CxHxW-v0`` (2 continuous actions) are random uint8 frames of any shape, 32 steps
+an episode, registered on first use: CNN micro-benchmarks and tests need no optional package.
+Other ids are made as gymnasium registers them.
+``frame_stack`` overrides the number of stacked frames (None: 4 for Atari, none otherwise).
+
+Example::
+
+    >>> env = make_env("MinAtar/Breakout-v1")
+    >>> env.observation_space.shape, env.observation_space.dtype
+    ((4, 10, 10), dtype('uint8'))
+"""
+from __future__ import annotations
+
+import importlib
+import re
+
+import gymnasium as gym
+import numpy as np
+
+from pearl_py.errors import UserError
+
+ATARI_FRAME_STACK = 4
+"""Frames stacked for Atari (Mnih et al. 2015; rl-baselines3-zoo's ``frame_stack: 4``)."""
+
+EXTRAS = {"atari": ("ale_py", "atari"), "minatar": ("minatar", "minatar")}
+"""Env family -> (module that registers its ids, the pearl_py extra that installs it)."""
+
+
+class EnvError(UserError):
+    """The environment id is unknown or its spaces are not ones pearl_py supports."""
+
+
+SYNTHETIC = re.compile(r"^pearl/Frames(Box)?-(\d+)x(\d+)x(\d+)-v0$")
+"""Ids of the random-frame envs: ``pearl/Frames-4x10x10-v0`` (discrete), ``pearl/FramesBox-4x84x84-v0``."""
+
+
+def family(env_id: str) -> str:
+    """``atari``, ``minatar``, ``frames`` (random frames) or ``gym`` (no preprocessing), read from the id."""
+    if env_id.startswith("ALE/") or env_id.endswith("NoFrameskip-v4"):
+        return "atari"
+    if env_id.startswith("MinAtar/"):
+        return "minatar"
+    if SYNTHETIC.match(env_id):
+        return "frames"
+    return "gym"
+
+
+def register_family(env_id: str) -> None:
+    """Register the ids of ``env_id``'s optional env package with gymnasium (no-op for plain ids)."""
+    kind = family(env_id)
+    if kind == "gym":
+        return
+    if kind == "frames":
+        if env_id not in gym.registry:
+            box, *shape = SYNTHETIC.match(env_id).groups()
+            gym.register(env_id, entry_point=RandomFrames, max_episode_steps=RandomFrames.EPISODE,
+                         kwargs={"shape": tuple(int(d) for d in shape), "continuous": bool(box)})
+        return
+    module, extra = EXTRAS[kind]
+    try:
+        package = importlib.import_module(module)
+    except ImportError:
+        raise EnvError(f"env {env_id!r} needs the {module} package: pip install 'pearl_py[{extra}]'") from None
+    if kind == "atari":
+        gym.register_envs(package)
+    elif "MinAtar/Breakout-v1" not in gym.registry:
+        importlib.import_module("minatar.gym").register_envs()
+
+
+def default_frame_stack(env_id: str) -> int:
+    """Frames stacked when the config does not say: 4 for Atari, 1 (no stacking) otherwise."""
+    return ATARI_FRAME_STACK if family(env_id) == "atari" else 1
+
+
+def make_env(env_id: str, frame_stack: int | None = None, render_mode: str | None = None) -> gym.Env:
+    """``env_id`` with its family's preprocessing and ``frame_stack`` frames stacked (None: the family's);
+    ``render_mode`` as gymnasium's (``rgb_array`` to film it)."""
+    register_family(env_id)
+    kind = family(env_id)
+    made = {"render_mode": render_mode} if render_mode else {}
+    if kind == "atari":
+        env: gym.Env = gym.make(env_id, frameskip=1, **made) if env_id.startswith("ALE/") else gym.make(env_id, **made)
+        env = gym.wrappers.AtariPreprocessing(env, noop_max=30, frame_skip=4, screen_size=84, grayscale_obs=True)
+        env = gym.wrappers.TransformReward(env, lambda r: float(np.sign(r)))
+    elif kind == "minatar":
+        env = ChannelFirstFrames(gym.make(env_id, **made))
+    else:
+        env = gym.make(env_id, **made)
+    stack = default_frame_stack(env_id) if frame_stack is None else frame_stack
+    if stack > 1:
+        env = gym.wrappers.FrameStackObservation(env, stack_size=stack)
+        shape = env.observation_space.shape
+        if len(shape) == 4:                  # stacked (C, H, W) frames: channel-first (stack * C, H, W)
+            env = gym.wrappers.ReshapeObservation(env, (stack * shape[1], *shape[2:]))
+    return env
+
+
+class ChannelFirstFrames(gym.ObservationWrapper):
+    """Boolean or 0..1 ``(H, W, C)`` planes (MinAtar's) as ``(C, H, W)`` uint8 frames of 0 and 255."""
+
+    def __init__(self, env: gym.Env) -> None:
+        super().__init__(env)
+        h, w, c = env.observation_space.shape
+        self.observation_space = gym.spaces.Box(0, 255, (c, h, w), np.uint8)
+
+    def observation(self, observation: np.ndarray) -> np.ndarray:
+        return np.ascontiguousarray(np.moveaxis(observation, -1, 0)).astype(np.uint8) * np.uint8(255)
+
+
+class RandomFrames(gym.Env):
+    """Uniform random uint8 frames of ``shape``; reward 1 for action 0 (discrete) or ``-|a|^2`` (continuous).
+
+    Nothing to learn beyond the reward rule: it exercises CNN workloads (micro-benchmarks, tests) without
+    an optional env package. Episodes end after ``EPISODE`` steps (a time limit: truncated).
+    """
+
+    EPISODE = 32
+
+    def __init__(self, shape: tuple[int, int, int], continuous: bool = False) -> None:
+        self.observation_space = gym.spaces.Box(0, 255, shape, np.uint8)
+        self.action_space = gym.spaces.Box(-1.0, 1.0, (2,), np.float32) if continuous else gym.spaces.Discrete(3)
+        self.continuous = continuous
+
+    def _frame(self) -> np.ndarray:
+        return self.np_random.integers(0, 256, self.observation_space.shape, dtype=np.uint8)
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[np.ndarray, dict]:
+        super().reset(seed=seed)
+        return self._frame(), {}
+
+    def step(self, action) -> tuple[np.ndarray, float, bool, bool, dict]:
+        reward = -float(np.sum(np.square(action))) if self.continuous else float(action == 0)
+        return self._frame(), reward, False, False, {}

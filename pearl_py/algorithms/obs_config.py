@@ -1,0 +1,28 @@
+"""The observation hyperparameters every family shares: the feature extractor and the frames stacked.
+
+Both config families (off-policy, on-policy) declare them with these factories, so the keys,
+their documentation and their checks are written once.
+
+Example::
+
+    >>> pearl.DQN("MinAtar/Breakout-v1", features_extractor="small_cnn", net_arch=[128]).config.features_extractor
+    'small_cnn'
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from pearl_py.config.fields import param
+
+EXTRACTORS = ("auto", "flatten", "nature_cnn", "small_cnn")
+"""Values of the ``features_extractor`` hyperparameter (pearl_py.algorithms.cnn builds them)."""
+
+
+def features_extractor_param() -> Any:
+    return param("auto", "Observation encoder before the hidden layers: auto (uint8 frames: nature_cnn from "
+                 "36x36 up, small_cnn below; vectors: none), flatten, nature_cnn, small_cnn.", choices=EXTRACTORS)
+
+
+def frame_stack_param() -> Any:
+    return param(None, "Frames stacked by the env's preprocessing (null: 4 for Atari ids, none otherwise).",
+                 low=1, high=64)
