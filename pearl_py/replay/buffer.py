@@ -181,11 +181,8 @@ class ReplayBuffer:
         weights ``(N * P(i))^-beta / max_j w_j``; uniform buffers return unit weights.
         """
         self._check_open()
-        batch_size = checks.positive_int("batch_size", batch_size)
-        beta = checks.finite_float("beta", beta, 0.0, 1.0)
         size = self._writer.size
-        if size == 0:
-            raise ValueError("batch_size: cannot sample from an empty buffer (add transitions first)")
+        batch_size, beta = checks.sample_request(batch_size, beta, size)
         return self._sample(batch_size, beta, size)
 
     def _sample(self, batch_size: int, beta: float, size: int) -> SampleBatch:

@@ -48,6 +48,15 @@ def finite_float(name: str, value: Any, low: float, high: float = np.inf) -> flo
     return float(value)
 
 
+def sample_request(batch_size: Any, beta: Any, size: int) -> tuple[int, float]:
+    """A ``sample(batch_size, beta)`` call's arguments checked against a buffer holding ``size`` items."""
+    batch_size = positive_int("batch_size", batch_size)
+    beta = finite_float("beta", beta, 0.0, 1.0)
+    if size == 0:
+        raise ValueError("batch_size: cannot sample from an empty buffer (add transitions first)")
+    return batch_size, beta
+
+
 def shape_tuple(name: str, value: Any) -> tuple[int, ...]:
     """``value`` as a tuple of non-negative ints (a single int means a 1-D shape)."""
     dims = (value,) if isinstance(value, numbers.Integral) else value

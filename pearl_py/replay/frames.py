@@ -308,11 +308,8 @@ class FrameReplayBuffer:
     def sample(self, batch_size: int, beta: float = 0.4) -> SampleBatch:
         """``batch_size`` live transitions drawn uniformly with replacement; unit weights (``beta`` is ignored)."""
         self._check_open()
-        batch_size = checks.positive_int("batch_size", batch_size)
-        checks.finite_float("beta", beta, 0.0, 1.0)
         size = self._writer.size
-        if size == 0:
-            raise ValueError("batch_size: cannot sample from an empty buffer (add transitions first)")
+        batch_size, _ = checks.sample_request(batch_size, beta, size)
         s = self._storage
         words = s["frames"].shape[1]
         obs = np.empty((batch_size, self._stack, words), np.uint64)
