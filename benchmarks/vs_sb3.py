@@ -182,13 +182,13 @@ def with_variant(chosen: pearl.Plan, variant: str, family: str = "off_policy") -
     return chosen
 
 
-def parallel_plan(algo: pearl.Algorithm, args: argparse.Namespace) -> pearl.Plan:
-    """The plan of the parallel backend: solved for this machine, or all on the CPU."""
+def parallel_plan(algo: pearl.Algorithm, args: argparse.Namespace, total_steps: int) -> pearl.Plan:
+    """The plan of the parallel backend: the one `pearl run --auto` solves for this machine (the run's length
+    as the horizon, so variants with a one-off compile are weighed over the run), or all on the CPU."""
     if args.plan == "auto":
-        from pearl_py.optimize.api import plan
-        from pearl_py.platform import Platform
+        from pearl_py.pipeline.planning import resolve_plan
 
-        chosen = plan(algo, Platform.local())
+        chosen = resolve_plan(algo, "auto", "throughput", log=lambda line: None, total_steps=total_steps)
     else:
         chosen = pearl.Plan.single_device(algo.protocol())
     if args.learner_threads:
@@ -201,7 +201,8 @@ def run_parallel(cfg: pearl.RunConfig, seed: int, args: argparse.Namespace) -> t
     from pearl_py.pipeline.families import family_of
 
     algo = cfg.make_algorithm()
-    executor = family_of(algo).parallel(algo, seed, plan=parallel_plan(algo, args), progress=False,
+    plan = parallel_plan(algo, args, cfg.settings.total_steps)
+    executor = family_of(algo).parallel(algo, seed, plan=plan, progress=False,
                                         eval_episodes=args.eval_episodes)
     result = executor.run(cfg.settings.total_steps)
     print(f"     parallel: learner {result.layout['learner_variant']} at {result.layout['learner_threads']} "
