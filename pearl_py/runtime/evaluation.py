@@ -8,6 +8,7 @@ Example::
 """
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 
 import gymnasium as gym
@@ -45,3 +46,41 @@ def evaluate(algorithm: Algorithm, nets: Networks, device: torch.device, episode
     finally:
         env.close()
     return returns
+
+
+def evaluation_points(eval_freq: int, n_envs: int, before: int, after: int) -> list[int]:
+    """The env-step counts after the vector steps from ``before`` (excluded) to ``after`` at which a run evaluates
+    every ``eval_freq`` steps: those with ``steps % eval_freq < n_envs`` (the vector step that reaches a multiple).
+    The parallel runtime evaluates at the end of a rollout's collection for every such step: the networks do not
+    change while a rollout is collected, so the returns are the serial run's."""
+    if not eval_freq:
+        return []
+    return [s for s in range(before + n_envs, after + 1, n_envs) if s % eval_freq < n_envs]
+
+
+def eval_point(step: int, returns: list[float]) -> dict[str, float]:
+    """One periodic evaluation as a run's ``eval_history`` records it."""
+    return {"step": step, "return_mean": float(np.mean(returns)), "return_std": float(np.std(returns))}
+
+
+class PeriodicEvaluation:
+    """A serial executor's evaluations during training, appended to a run's ``eval_history``.
+
+    Example::
+
+        >>> evals = PeriodicEvaluation(algo, device, episodes=10, seed=run_seed + EVAL_SEED_OFFSET, history=[])
+        >>> evals.run(learner.nets, step=5_000)       # appends {"step": 5000, "return_mean": ..., ...}
+        0.41
+    """
+
+    def __init__(self, algorithm: Algorithm, device: torch.device, episodes: int, seed: int,
+                 history: list[dict[str, float]]) -> None:
+        self.algorithm, self.device, self.episodes, self.seed = algorithm, device, episodes, seed
+        self.history = history
+
+    def run(self, nets: Networks, step: int) -> float:
+        """Evaluate at ``step``; the seconds it took (not training time: executors take them off their clock)."""
+        started = time.perf_counter()
+        returns = evaluate(self.algorithm, nets, self.device, self.episodes, self.seed)
+        self.history.append(eval_point(step, returns))
+        return time.perf_counter() - started

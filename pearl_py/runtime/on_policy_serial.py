@@ -33,7 +33,6 @@ import dataclasses
 import time
 from pathlib import Path
 
-import numpy as np
 import torch
 
 from pearl_py.algorithms.on_policy.base import OnPolicyAlgorithm
@@ -56,7 +55,12 @@ from pearl_py.runtime.checkpoints import (
     session_log_dir,
     session_seed,
 )
-from pearl_py.runtime.evaluation import EVAL_SEED_OFFSET, evaluate
+from pearl_py.runtime.evaluation import (
+    EVAL_SEED_OFFSET,
+    PeriodicEvaluation,
+    evaluate,
+    evaluation_points,
+)
 from pearl_py.runtime.on_policy_collect import RolloutCollector
 from pearl_py.runtime.on_policy_layout import OnPolicyLayout
 from pearl_py.runtime.result import RunResult
@@ -71,16 +75,6 @@ def serial_plan(device: str = "cpu") -> Plan:
     """Every on-policy kernel on one device, reference implementation, unpredicted (this executor's plan)."""
     return Plan(platform="local", objective="none", placements={k: Placement(device) for k in ON_POLICY_KERNELS},
                 mode="serialized", devices={device: "cpu"}, solver="single-device")
-
-
-def evaluation_points(eval_freq: int, n_envs: int, before: int, after: int) -> list[int]:
-    """The env-step counts after the vector steps from ``before`` (excluded) to ``after`` at which a run evaluates
-    every ``eval_freq`` steps: those with ``steps % eval_freq < n_envs`` (the vector step that reaches a multiple).
-    The parallel runtime evaluates at the end of a rollout's collection for every such step: the networks do not
-    change while a rollout is collected, so the returns are the serial run's."""
-    if not eval_freq:
-        return []
-    return [s for s in range(before + n_envs, after + 1, n_envs) if s % eval_freq < n_envs]
 
 
 class OnPolicySerialExecutor:
@@ -125,6 +119,7 @@ class OnPolicySerialExecutor:
         rollout = algo.make_rollout(seed=session_seed(self.seed, done.sessions))
         periodic = PeriodicCheckpoints(self.out_dir, self.checkpoints, algo, self.seed, total_steps, done.transitions)
         eval_history: list[dict[str, float]] = done.eval_history
+        evals = PeriodicEvaluation(algo, self.device, self.eval_episodes, self.seed + EVAL_SEED_OFFSET, eval_history)
         steps = done.transitions
         eval_seconds = 0.0
 
@@ -148,9 +143,7 @@ class OnPolicySerialExecutor:
                     for _, episode_return, length in step.step.ended:
                         log.episode(steps, episode_return, length)
                     for at in evaluation_points(self.eval_freq, cfg.n_envs, before, steps):
-                        t0 = time.perf_counter()
-                        eval_history.append(self._evaluate(learner, at))
-                        eval_seconds += time.perf_counter() - t0
+                        eval_seconds += evals.run(learner.nets, at)
                     log.tick(steps, rate())
                 last_values, last_dones = collector.last_values()
                 with timer(ADVANTAGE):
@@ -172,7 +165,3 @@ class OnPolicySerialExecutor:
                          plan=self.plan.to_dict(),
                          kernel_times=merge_kernel_times([done.kernel_times, timer.summary()], self.layout.simulated),
                          episodes=done.episodes + collector.episodes, eval_history=eval_history, backend="serial")
-
-    def _evaluate(self, learner: OnPolicyLearner, at: int) -> dict[str, float]:
-        returns = evaluate(self.algorithm, learner.nets, self.device, self.eval_episodes, self.seed + EVAL_SEED_OFFSET)
-        return {"step": at, "return_mean": float(np.mean(returns)), "return_std": float(np.std(returns))}

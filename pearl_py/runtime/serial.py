@@ -23,7 +23,6 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-import numpy as np
 import torch
 
 from pearl_py import kernels
@@ -48,7 +47,7 @@ from pearl_py.runtime.checkpoints import (
 )
 from pearl_py.runtime.collect import Collector, LossMeans, TimedReplay, gradient_step
 from pearl_py.runtime.device_replay import replay_from_state, replay_on
-from pearl_py.runtime.evaluation import EVAL_SEED_OFFSET, evaluate
+from pearl_py.runtime.evaluation import EVAL_SEED_OFFSET, PeriodicEvaluation, evaluate
 from pearl_py.runtime.kernel_devices import (
     REPLAY_KERNELS,
     check_runnable,
@@ -111,6 +110,7 @@ class SerialExecutor:
         schedule = TrainSchedule.from_config(cfg, total_steps)
         periodic = PeriodicCheckpoints(self.out_dir, self.checkpoints, algo, self.seed, total_steps, done.transitions)
         eval_history: list[dict[str, float]] = done.eval_history
+        evals = PeriodicEvaluation(algo, self.device, self.eval_episodes, self.seed + EVAL_SEED_OFFSET, eval_history)
         steps = done.transitions
         vector_steps = steps // cfg.n_envs
         eval_seconds = 0.0
@@ -146,12 +146,7 @@ class SerialExecutor:
                             acting.sync()
                     log.train(steps, means.means(), rate())
                 if self.eval_freq and steps % self.eval_freq < cfg.n_envs:
-                    t0 = time.perf_counter()
-                    returns = evaluate(algo, learner.nets, self.device, self.eval_episodes,
-                                       self.seed + EVAL_SEED_OFFSET)
-                    eval_seconds += time.perf_counter() - t0
-                    eval_history.append({"step": steps, "return_mean": float(np.mean(returns)),
-                                         "return_std": float(np.std(returns))})
+                    eval_seconds += evals.run(learner.nets, steps)
                 if periodic.due(steps):
                     t0 = time.perf_counter()
                     periodic.save(learner.state_dict(), replay.state_dict(), dataclasses.replace(

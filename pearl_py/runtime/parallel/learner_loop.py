@@ -28,14 +28,13 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-import numpy as np
-
 from pearl_py.algorithms.off_policy.base import Algorithm
 from pearl_py.algorithms.off_policy.learner import Learner, TensorBatch, UpdateResult
 from pearl_py.protocol.kernel import PARAM_SYNC
 from pearl_py.protocol.schedule import TrainSchedule
 from pearl_py.runtime.checkpoints import PeriodicCheckpoints
 from pearl_py.runtime.collect import LossMeans, gradient_step, round_beta
+from pearl_py.runtime.evaluation import eval_point
 from pearl_py.runtime.parallel.checkpoint import Progress
 from pearl_py.runtime.parallel.control import ControlBlock
 from pearl_py.runtime.parallel.interrupts import StopSignals
@@ -219,7 +218,7 @@ class LearnerLoop:
         start = time.perf_counter()
         returns = p.evaluate()
         self._eval_seconds += time.perf_counter() - start
-        self.progress.eval_history.append({"step": step * n, "return_mean": float(np.mean(returns))})
+        self.progress.eval_history.append(eval_point(step * n, returns))
 
     def settle(self, finish: bool) -> None:
         """Before a checkpoint: pause a replay server, train on the batches it drew (``finish``), catch up.

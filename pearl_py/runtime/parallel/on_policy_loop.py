@@ -24,15 +24,13 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import numpy as np
-
 from pearl_py.algorithms.on_policy.base import OnPolicyAlgorithm
 from pearl_py.algorithms.on_policy.learner import OnPolicyLearner
 from pearl_py.protocol.kernel import ADVANTAGE, PARAM_SYNC
 from pearl_py.protocol.schedule import RolloutSchedule
 from pearl_py.replay.rollout import RolloutBuffer
 from pearl_py.runtime.checkpoints import PeriodicCheckpoints
-from pearl_py.runtime.on_policy_serial import evaluation_points
+from pearl_py.runtime.evaluation import eval_point, evaluation_points
 from pearl_py.runtime.parallel.actor import WAIT_S
 from pearl_py.runtime.parallel.checkpoint import Progress
 from pearl_py.runtime.parallel.control import ControlBlock
@@ -146,8 +144,7 @@ class OnPolicyLoop:
             start = time.perf_counter()
             returns = self.p.evaluate()
             self._eval_seconds += time.perf_counter() - start
-            self.progress.eval_history.append({"step": at, "return_mean": float(np.mean(returns)),
-                                               "return_std": float(np.std(returns))})
+            self.progress.eval_history.append(eval_point(at, returns))
 
     def _wait(self, done: Callable[[], bool]) -> None:
         """Sleep on the learner's doorbell until ``done()``, honouring stop requests and restarting failed actors."""
