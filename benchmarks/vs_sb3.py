@@ -219,18 +219,10 @@ SOLVED = {"CartPole-v1": 475.0, "Pendulum-v1": -200.0, "LunarLanderContinuous-v3
 
 def configured(config: str, steps: int | None, settings: list[str]) -> pearl.RunConfig:
     """The config with ``total_steps`` and ``KEY=VALUE`` hyperparameters overridden (values read as YAML)."""
-    import dataclasses
+    from pearl_py.run_config.overrides import apply_sets
 
-    import yaml
-
-    from pearl_py.config.fields import rebuild
-
-    cfg = pearl.load_config(config).with_overrides(total_steps=steps)
-    values = dict(item.split("=", 1) for item in settings)
-    if not values:
-        return cfg
-    hyper = rebuild(type(cfg.hyperparameters), cfg.hyperparameters, {k: yaml.safe_load(v) for k, v in values.items()})
-    return dataclasses.replace(cfg, hyperparameters=hyper)
+    # the overrides first, then the steps: --set learning_starts=... may be what lets a short run train
+    return apply_sets(pearl.load_config(config), settings).with_overrides(total_steps=steps)
 
 
 def _in_child(queue: mp.Queue, backend: str, config: str, steps: int | None, seed: int,
