@@ -59,6 +59,24 @@ class StopRequested(Exception):
         self.signal_name = signal_name
 
 
+class HealthClock:
+    """When a learner loop looks at its processes' health: a stop request raises :class:`StopRequested` at
+    once; a health check is due every ``CHECK_EVERY_S`` of training, or whenever forced (while waiting)."""
+
+    def __init__(self, signals: StopSignals) -> None:
+        self.signals = signals
+        self.last = 0.0
+
+    def due(self, force: bool = False) -> bool:
+        if self.signals.requested:
+            raise StopRequested(self.signals.requested)
+        now = time.perf_counter()
+        if not force and now - self.last < CHECK_EVERY_S:
+            return False
+        self.last = now
+        return True
+
+
 @dataclass
 class LoopParts:
     """What the learner loop works with (built and torn down by the executor)."""
@@ -94,7 +112,7 @@ class LearnerLoop:
         """Gradient steps of the parameters last published to the actors."""
         self._start = 0.0
         self._eval_seconds = 0.0
-        self._last_check = 0.0
+        self._health = HealthClock(parts.signals)
         self._session_start = progress.transitions
         self.step = progress.transitions // parts.schedule.n_envs
         """The vector step the learner is at (a training round's, while it trains)."""
@@ -109,7 +127,7 @@ class LearnerLoop:
 
     def run(self) -> None:
         p = self.p
-        self._last_check = time.perf_counter()
+        self._health.last = time.perf_counter()
         p.control.limit = p.schedule.actor_limit(self.progress.transitions, p.learner.gradient_steps)
         p.pool.wake()
         while True:
@@ -253,12 +271,8 @@ class LearnerLoop:
 
     def _check(self, force: bool = False) -> None:
         """Honour a stop request; every ``CHECK_EVERY_S`` (or when idle) restart failed actors, check servers."""
-        if self.p.signals.requested:
-            raise StopRequested(self.p.signals.requested)
-        now = time.perf_counter()
-        if not force and now - self._last_check < CHECK_EVERY_S:
+        if not self._health.due(force):
             return
-        self._last_check = now
         self.p.pool.check()
         for service in self.p.services:
             service.check()

@@ -35,7 +35,7 @@ from pearl_py.runtime.parallel.actor import WAIT_S
 from pearl_py.runtime.parallel.checkpoint import Progress
 from pearl_py.runtime.parallel.control import ControlBlock
 from pearl_py.runtime.parallel.interrupts import StopSignals
-from pearl_py.runtime.parallel.learner_loop import CHECK_EVERY_S, StopRequested
+from pearl_py.runtime.parallel.learner_loop import HealthClock
 from pearl_py.runtime.parallel.params import ParamBoard
 from pearl_py.runtime.parallel.process import Doorbell
 from pearl_py.runtime.parallel.shared_rollout import SharedRollout
@@ -82,7 +82,7 @@ class OnPolicyLoop:
         self._first = self.learnt
         self._start = 0.0
         self._eval_seconds = 0.0
-        self._last_check = 0.0
+        self._health = HealthClock(parts.signals)
         self.between_rollouts = True
         """False while the learner learns on a rollout (a checkpoint then would not be consistent)."""
 
@@ -154,12 +154,8 @@ class OnPolicyLoop:
 
     def _check(self, force: bool = False) -> None:
         """Honour a stop request; every ``CHECK_EVERY_S`` (or when waiting) restart failed actors."""
-        if self.p.signals.requested:
-            raise StopRequested(self.p.signals.requested)
-        now = time.perf_counter()
-        if not force and now - self._last_check < CHECK_EVERY_S:
+        if not self._health.due(force):
             return
-        self._last_check = now
         self.p.pool.check()
         if force and self.p.pool.finished and self.p.control.least_produced < self.learnt - self._first + 1:
             raise RuntimeError(f"actors finished after {self.p.control.least_produced} of "
