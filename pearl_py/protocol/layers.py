@@ -22,8 +22,27 @@ def conv_out(size: int, kernel: int, stride: int, padding: int) -> int:
     return (size + 2 * padding - kernel) // stride + 1
 
 
+class SlidingWindow:
+    """The output size of a layer that slides a ``kernel`` window by ``stride`` over ``padding``-ed inputs
+    (convolutions and pooling share it)."""
+
+    in_h: int
+    in_w: int
+    kernel: tuple[int, int]
+    stride: tuple[int, int]
+    padding: tuple[int, int]
+
+    @property
+    def out_h(self) -> int:
+        return conv_out(self.in_h, self.kernel[0], self.stride[0], self.padding[0])
+
+    @property
+    def out_w(self) -> int:
+        return conv_out(self.in_w, self.kernel[1], self.stride[1], self.padding[1])
+
+
 @dataclass(frozen=True)
-class Conv2dLayer:
+class Conv2dLayer(SlidingWindow):
     """One ``nn.Conv2d`` call on ``batch`` frames of ``in_channels x in_h x in_w``.
 
     ``backward``: the learner back-propagates through it (the weight gradient, as large as the forward);
@@ -42,14 +61,6 @@ class Conv2dLayer:
     bias: bool = True
     backward: bool = False
     input_grad: bool = True
-
-    @property
-    def out_h(self) -> int:
-        return conv_out(self.in_h, self.kernel[0], self.stride[0], self.padding[0])
-
-    @property
-    def out_w(self) -> int:
-        return conv_out(self.in_w, self.kernel[1], self.stride[1], self.padding[1])
 
     @property
     def patch(self) -> int:
@@ -100,7 +111,7 @@ class Conv2dLayer:
 
 
 @dataclass(frozen=True)
-class PoolLayer:
+class PoolLayer(SlidingWindow):
     """One max or average pooling call on ``batch`` frames of ``channels x in_h x in_w``."""
 
     mode: str
@@ -112,14 +123,6 @@ class PoolLayer:
     padding: tuple[int, int]
     batch: int
     backward: bool = False
-
-    @property
-    def out_h(self) -> int:
-        return conv_out(self.in_h, self.kernel[0], self.stride[0], self.padding[0])
-
-    @property
-    def out_w(self) -> int:
-        return conv_out(self.in_w, self.kernel[1], self.stride[1], self.padding[1])
 
     weights = 0
     gemm = None
