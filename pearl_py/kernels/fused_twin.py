@@ -51,6 +51,7 @@ if numba is not None:
         forward,
         lerp,
         output,
+        tanh32,
     )
 
     @njit(**JIT)
@@ -173,7 +174,7 @@ if numba is not None:
             for j in range(n_act):
                 log_std = min(max(out[i, n_act + j], LOG_STD_MIN), LOG_STD_MAX)
                 e = eps[i, j]
-                a = np.tanh(out[i, j] + np.exp(log_std) * e)
+                a = tanh32(out[i, j] + np.exp(log_std) * e)
                 action[i, j] = a
                 gauss += (np.float32(-0.5) * (e * e) - log_std) - HALF_LOG_2PI
                 correction += np.log((one - a * a) + SQUASH_EPS)

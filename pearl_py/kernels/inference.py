@@ -70,7 +70,7 @@ def make_reference(algorithm: Algorithm, nets: Networks) -> Inference:
 if numba is not None:
     from numba import njit
 
-    from pearl_py.kernels.mlp_numba import ACT_NONE, ACT_RELU, ACT_TANH, linear
+    from pearl_py.kernels.mlp_numba import ACT_NONE, ACT_RELU, ACT_TANH, linear, tanh32
 
     @njit(**JIT)
     def _next_uniform(state):
@@ -156,7 +156,7 @@ if numba is not None:
                 if explore:
                     log_std = min(max(y[i, D + j], np.float32(-20.0)), np.float32(2.0))
                     u = u + np.exp(log_std) * np.float32(_normal(state))
-                out[i, j] = np.tanh(u)
+                out[i, j] = tanh32(u)
         return out
 
     ACT_KERNELS = {"epsilon_greedy_q": dqn_act, "deterministic_actor_noise": ddpg_act, "squashed_gaussian": sac_act}

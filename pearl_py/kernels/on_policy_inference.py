@@ -103,6 +103,8 @@ HIDDEN_CODES = {nn.Tanh: 2, nn.ReLU: 1}
 if numba is not None:
     from numba import njit
 
+    from pearl_py.kernels.mlp_numba import tanh32
+
     @njit(**JIT)
     def mlp_columns(Ws, bs, x, hidden):
         """``x`` (rows, n_in) through the layers ``(Ws[l], bs[l])`` (torch's ``(out, in)`` weights), ``hidden``
@@ -131,7 +133,7 @@ if numba is not None:
                     v = zj[i] + bj
                     if layer < n - 1:
                         if hidden == 2:
-                            v = np.tanh(v)
+                            v = tanh32(v)
                         elif v < 0:
                             v = np.float32(0.0)
                     zj[i] = v
