@@ -4,15 +4,17 @@ Each backend trains the config's algorithm for its total_steps (one torch thread
 process, except pearl_py's learner, which runs the plan's threads: 2 where the optimizer finds
 the calibrated 2-thread update faster, docs/optimizer.md; ``--sb3-threads`` gives SB3 more),
 then runs 10 greedy evaluation episodes. Backends: ``sb3``; ``serial``
-(pearl_py's reference executor); ``parallel`` (pearl_py's local parallel runtime: an
-actor process collecting while the learner trains, under the plan ``--plan`` names:
-``auto`` solves one for this machine, ``single`` puts every kernel on the CPU; the
-kernel variants are ``--variant`` when given: the learner update's, and the inference's
-where the kernel library has a variant of that name, for ``serial`` and ``parallel``; its learner's
-threads are ``--learner-threads`` when given). Printed per seed: training wall time of
-each backend, the ratio SB3 / backend (> 1: pearl_py is faster), eval returns, and the
-peak resident memory of the process tree (this process and its reaped children). At the
-end, per backend: the median wall-time ratio and how many seeds reached the env's
+(pearl_py's reference executor); ``auto`` (what ``pearl run --auto`` runs: the plan the model finds
+fastest over the run for this machine, serialized in one process or parallel with actor processes,
+``pearl_py.pipeline.planning.auto_plan``); ``parallel`` (pearl_py's local parallel runtime: actor
+processes collecting while the learner trains, under the best parallel plan). ``--plan single``
+puts every kernel on the CPU instead of solving; the kernel variants are ``--variant`` when given:
+the learner update's, and the inference's where the kernel library has a variant of that name; the
+learner's threads are ``--learner-threads`` when given. Printed per seed: training wall time of
+each backend, the ratio SB3 / backend (> 1: pearl_py is faster), eval returns, the
+peak resident memory of the process tree (this process and its reaped children) and the whole
+process's wall time. At the end, per backend: the median ratios (whole process and training) and how
+many seeds reached the env's
 "solved" return (the issue's bar: 475 on CartPole-v1, -200 on Pendulum-v1; ``--solved``).
 Final returns of DQN on CartPole are bimodal for every implementation (SB3 included), so
 compare these counts over several seeds, not one seed's return.
@@ -51,6 +53,7 @@ from __future__ import annotations
 
 import argparse
 import multiprocessing as mp
+import os
 import resource
 import time
 
@@ -182,35 +185,41 @@ def with_variant(chosen: pearl.Plan, variant: str, family: str = "off_policy") -
     return chosen
 
 
-def parallel_plan(algo: pearl.Algorithm, args: argparse.Namespace, total_steps: int) -> pearl.Plan:
-    """The plan of the parallel backend: the one `pearl run --auto` solves for this machine (the run's length
-    as the horizon, so variants with a one-off compile are weighed over the run), or all on the CPU."""
+def solved_plan(algo: pearl.Algorithm, args: argparse.Namespace, total_steps: int, one_process: bool) -> pearl.Plan:
+    """The plan `pearl run --auto` solves for this machine (the run's length as the horizon, so variants with a
+    one-off compile and the actors' start-up are weighed over the run; ``one_process``: a serialized plan may
+    win, as in `pearl run --auto`; else the best parallel plan), or with ``--plan single`` all on the CPU."""
     if args.plan == "auto":
         from pearl_py.pipeline.planning import resolve_plan
 
-        chosen = resolve_plan(algo, "auto", "throughput", log=lambda line: None, total_steps=total_steps)
+        chosen = resolve_plan(algo, "auto", "throughput", log=lambda line: None, total_steps=total_steps,
+                              one_process=one_process)
     else:
-        chosen = pearl.Plan.single_device(algo.protocol())
+        chosen = pearl.Plan.single_device(algo.protocol(serialized=one_process))
     if args.learner_threads:
         old = chosen.placements["learner_update"]
         chosen.placements["learner_update"] = pearl.Placement(old.device, old.variant, args.learner_threads)
     return with_variant(chosen, args.variant, algo.family) if args.variant else chosen
 
 
-def run_parallel(cfg: pearl.RunConfig, seed: int, args: argparse.Namespace) -> tuple[float, float]:
-    from pearl_py.pipeline.families import family_of
+def run_planned(cfg: pearl.RunConfig, seed: int, args: argparse.Namespace, one_process: bool) -> tuple[float, float]:
+    """pearl_py under :func:`solved_plan`, on the executor its mode names (as `pearl run` picks it)."""
+    from pearl_py.pipeline.train import make_executor
 
     algo = cfg.make_algorithm()
-    plan = parallel_plan(algo, args, cfg.settings.total_steps)
-    executor = family_of(algo).parallel(algo, seed, plan=plan, progress=False,
-                                        eval_episodes=args.eval_episodes)
+    plan = solved_plan(algo, args, cfg.settings.total_steps, one_process)
+    executor = make_executor(algo, plan, seed, progress=False, eval_episodes=args.eval_episodes)
     result = executor.run(cfg.settings.total_steps)
-    print(f"     parallel: learner {result.layout['learner_variant']} at {result.layout['learner_threads']} "
-          f"thread(s), {result.layout['actors']} actor(s)", flush=True)
+    learner = plan.placements["learner_update"]
+    actors = result.layout.get("actors", "no")
+    print(f"     {plan.mode} plan: learner {learner.variant} at {learner.replicas} thread(s), {actors} actor(s); "
+          f"start-up {result.startup_seconds:.1f} s (measured)", flush=True)
     return result.wall_seconds, result.eval_return_mean
 
 
-BACKENDS = {"sb3": run_sb3, "serial": run_serial, "parallel": run_parallel}
+BACKENDS = {"sb3": run_sb3, "serial": run_serial,
+            "parallel": lambda cfg, seed, args: run_planned(cfg, seed, args, one_process=False),
+            "auto": lambda cfg, seed, args: run_planned(cfg, seed, args, one_process=True)}
 ON_POLICY = ("ppo", "a2c")
 """The configs' algorithms SB3 runs as on-policy models (:func:`sb3_on_policy_model`)."""
 SOLVED = {"CartPole-v1": 475.0, "Pendulum-v1": -200.0, "LunarLanderContinuous-v3": 200.0}
@@ -253,9 +262,9 @@ def main() -> None:
     parser.add_argument("config")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0])
     parser.add_argument("--steps", type=int, help="override total_steps (quick looks only)")
-    parser.add_argument("--backends", nargs="+", choices=sorted(BACKENDS), default=["sb3", "serial", "parallel"])
+    parser.add_argument("--backends", nargs="+", choices=sorted(BACKENDS), default=["sb3", "auto"])
     parser.add_argument("--plan", choices=["auto", "single"], default="auto",
-                        help="plan of the parallel backend (default: solved for this machine)")
+                        help="plan of the auto and parallel backends (default: solved for this machine)")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="override a hyperparameter for both backends (e.g. learning_starts=10000)")
     parser.add_argument("--eval-episodes", type=int, default=10,
@@ -263,28 +272,31 @@ def main() -> None:
     parser.add_argument("--solved", type=float, help="return that counts as solved (default: SOLVED by env)")
     parser.add_argument("--sb3-threads", type=int, default=1, help="torch threads of the SB3 process (default 1)")
     parser.add_argument("--variant", help="learner_update variant, and inference variant where one has this name, "
-                             "for the serial and parallel backends (default: the plan's)")
+                             "for the pearl_py backends (default: the plan's)")
     parser.add_argument("--learner-threads", type=int, choices=[1, 2],
-                        help="the parallel backend's learner threads (default: the plan's), pinned as the runtime pins them")
+                        help="the auto and parallel backends' learner threads (default: the plan's), pinned as the runtime pins them")
     args = parser.parse_args()
     cfg = configured(args.config, args.steps, args.set)
     print(f"{cfg.settings.algorithm} {cfg.settings.env}, {cfg.settings.total_steps} steps, {args.sb3_threads} torch "
           f"thread(s) for SB3, 1 per pearl_py process but the learner's (the plan's), each backend in a fresh process")
     print(f"{'seed':>4} {'backend':>9} {'wall s':>8} {'SB3/this':>8} {'return':>8} {'peak MiB':>9} {'process s':>9}")
     ratios: dict[str, list[float]] = {b: [] for b in args.backends}
+    process_ratios: dict[str, list[float]] = {b: [] for b in args.backends}
     returns: dict[str, list[float]] = {b: [] for b in args.backends}
     for seed in args.seeds:
-        walls = {}
+        walls, processes = {}, {}
         for backend in args.backends:
             wall, ret, peak, process = measure(backend, seed, args)
-            walls[backend] = wall
+            walls[backend], processes[backend] = wall, process
             ratio = walls["sb3"] / wall if "sb3" in walls else float("nan")
             ratios[backend].append(ratio)
+            process_ratios[backend].append(processes["sb3"] / process if "sb3" in processes else float("nan"))
             returns[backend].append(ret)
             print(f"{seed:>4} {backend:>9} {wall:8.1f} {ratio:8.2f} {ret:8.1f} {peak:9.0f} {process:9.1f}", flush=True)
-    for backend, values in ratios.items():
-        if backend != "sb3" and "sb3" in ratios:
-            print(f"median wall-time ratio SB3/{backend}: {np.median(values):.2f} (measured)")
+    for backend in args.backends:
+        if backend != "sb3" and "sb3" in args.backends:
+            print(f"median ratio SB3/{backend}: whole process {np.median(process_ratios[backend]):.2f}, training "
+                  f"{np.median(ratios[backend]):.2f} (measured; load {os.getloadavg()[0]:.2f})")
     solved = args.solved if args.solved is not None else SOLVED.get(cfg.settings.env)
     for backend, values in returns.items():
         reached = "" if solved is None else f"; {sum(r >= solved for r in values)}/{len(values)} seeds >= {solved:g}"

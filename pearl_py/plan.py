@@ -161,7 +161,8 @@ class ParetoPoint:
 
 @dataclass(frozen=True)
 class WholeRun:
-    """The modelled time of a whole run: warm-up, learning phase, one-off setups (docs/optimizer.md)."""
+    """The modelled time of a whole run: process start-up, warm-up, learning phase, one-off setups
+    (docs/optimizer.md)."""
 
     env_steps: int
     warmup_steps: int
@@ -172,6 +173,11 @@ class WholeRun:
     warmup_samples_per_s: float
     samples_per_s: float
     source: str = "modelled"
+    startup_s: float = 0.0
+    """Starting the runtime's child processes (actors) before training, in ``seconds``; 0 for a plan run in one
+    process (serialized). How it is known: ``startup_source``."""
+    startup_source: str = "modelled"
+    """``calibrated`` (``pearl profile`` timed a process start here) or ``modelled`` (assumed)."""
 
 
 @dataclass(frozen=True)

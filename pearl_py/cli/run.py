@@ -59,7 +59,8 @@ def run_main(args: argparse.Namespace) -> int:
                    address=args.address, resume=args.resume, tune=tune, init_from=args.init_from,
                    checkpoint_freq=s.checkpoint_freq, checkpoint_keep=s.checkpoint_keep,
                    overwrite=args.overwrite, oversubscribe=args.oversubscribe)
-    print(f"{s.algorithm} on {s.env}: {result.env_steps} env steps in {result.wall_seconds:.1f} s "
+    startup = f" after {result.startup_seconds:.1f} s of start-up" if result.startup_seconds is not None else ""
+    print(f"{s.algorithm} on {s.env}: {result.env_steps} env steps in {result.wall_seconds:.1f} s{startup} "
           f"({result.samples_per_second:.0f} samples/s, measured); eval return "
           f"{result.eval_return_mean:.1f} ± {result.eval_return_std:.1f} over {len(result.eval_returns)} episodes")
     if result.best_eval:

@@ -62,6 +62,7 @@ from pearl_py.estimate.fpga_on_policy import advantage_design, minibatch_learner
 from pearl_py.estimate.gpu_profile import calibrated_gpu
 from pearl_py.estimate.power import dynamic_energy_j
 from pearl_py.estimate.power_profile import measured_dynamic_w
+from pearl_py.estimate.process_start import PROCESS_START_KEY
 from pearl_py.estimate.roofline import RooflineParams
 from pearl_py.plan import LayerCost
 from pearl_py.platform import Device, Platform
@@ -230,6 +231,15 @@ class Estimator:
             return None
         return (f"{kernel.name}: one thread only on {device.name}: the cached calibration has no model at 2 or more "
                 "threads (it predates threaded calibration: run `pearl profile`)")
+
+    def process_start(self) -> tuple[float, str]:
+        """``(seconds, source)`` until a child process of the runtime runs its loop on this host: timed by
+        ``pearl profile`` (``calibrated``, :mod:`pearl_py.estimate.process_start`), else the assumed figure of
+        ``estimators/roofline.yaml`` (``modelled``)."""
+        timed = (self.calibration.meta.get(PROCESS_START_KEY) if self.calibration is not None else None)
+        if timed is not None:
+            return float(timed), "calibrated"
+        return float(self.params.cpu["process_start_s"]), "modelled"
 
     def cost(self, kernel: Kernel, device: Device, variant: str = "reference", threads: int = 1) -> Cost:
         """Cost of one call of ``kernel`` on ``device``; raises :class:`Infeasible` if it cannot run there.

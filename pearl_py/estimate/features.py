@@ -46,6 +46,7 @@ def workload_features(workload: Workload) -> dict[str, float]:
                            + ADAM_STATE_WORDS * FLOAT_BYTES * workload.trained_params),
             "ops": float(workload.n_ops),
             "batch": float(workload.batch),
+            "activations": float(workload.activation_elements),
         }
     if isinstance(workload, ReplayWorkload):
         return {

@@ -52,6 +52,7 @@ from pearl_py.estimate.microbench import (
 )
 from pearl_py.estimate.neighbour import neighbour
 from pearl_py.estimate.power_profile import PowerProfile
+from pearl_py.estimate.process_start import PROCESS_START_KEY, time_process_start
 from pearl_py.estimate.progress import ProfileProgress
 from pearl_py.kernels.affinity import pinned_threads, usable_cpus
 from pearl_py.protocol import Workload
@@ -74,7 +75,7 @@ ON_POLICY_KINDS = (LEARNER_UPDATE, INFERENCE, ROLLOUT_INSERT, ADVANTAGE)
 CALIBRATED_ENVS = ("CartPole-v1", "Pendulum-v1")
 
 KIND_FEATURES: dict[str, tuple[str, list[str]]] = {
-    LEARNER_UPDATE: ("flops", ["flops", "bytes", "ops"]),
+    LEARNER_UPDATE: ("flops", ["flops", "bytes", "ops", "activations"]),
     INFERENCE: ("flops", ["flops", "bytes", "ops"]),
     REPLAY_INSERT: ("batch", ["batch", "bytes", "levels", "tree_work", "prioritized"]),
     REPLAY_SAMPLE: ("batch", ["batch", "bytes", "levels", "tree_work", "prioritized"]),
@@ -438,6 +439,10 @@ def profile(quick: bool = False, kinds: tuple[str, ...] = KINDS,
                 calibration.models[k] = model
                 log(f"{k:<33} {model.form:<9} cv error {model.cv_mape:5.1f}%  ({model.n_points} points, "
                     f"{seconds:.1f}s)")
+        started = time_process_start()
+        if started is not None:
+            calibration.meta[PROCESS_START_KEY] = round(started, 3)
+            log(f"{'process start (spawn, imports)':<33} {started:.2f}s")
         if gpus:
             from pearl_py.estimate.gpu_profile import profile_gpus
 

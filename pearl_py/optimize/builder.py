@@ -87,6 +87,9 @@ class CostModel(Protocol):
     def cost(self, kernel: Kernel, device: Any, variant: str = "reference", threads: int = 1) -> KernelCost:
         """One call of ``kernel`` on ``device`` as ``variant`` at ``threads`` threads."""
 
+    def process_start(self) -> tuple[float, str]:
+        """``(seconds, source)`` until one child process of the runtime (an actor) runs its loop on this host."""
+
 
 def break_even_calls(setup_s: float, latency_s: float, reference_latency_s: float) -> float:
     """Calls after which a variant's one-off setup is paid back by its faster calls (inf if it is not faster)."""
@@ -322,10 +325,12 @@ def build_problem(protocol: ProtocolGraph, platform: Platform, estimator: CostMo
     edges = tuple(Edge(src, dst, float(nbytes), float(rate)) for src, dst, nbytes, rate in protocol.edges())
     physical = {m for d in devices.values() for m in d.physical}
     links, routes = _routes(platform, physical)
+    process_start_s, process_start_source = estimator.process_start()
     return AssignmentProblem(tasks, devices, options, edges, links, routes, serialized=protocol.serialized,
                              synchronous=protocol.synchronous and not protocol.serialized, overlap=protocol.overlap,
                              power_cap_w=constraints.power_cap_w, name=platform.name,
-                             infeasible=dict(infeasible), variant_notes=dict(notes), colocations=colocations)
+                             infeasible=dict(infeasible), variant_notes=dict(notes), colocations=colocations,
+                             process_start_s=process_start_s, process_start_source=process_start_source)
 
 
 def _device_storage(kernels: list[Kernel], gpus: list) -> tuple[Colocation, ...]:

@@ -205,6 +205,11 @@ class AssignmentProblem:
     infeasible: dict[str, list[str]] = field(default_factory=dict)
     variant_notes: dict[str, list[str]] = field(default_factory=dict)
     colocations: tuple[Colocation, ...] = ()
+    process_start_s: float = 0.0
+    """Seconds until one child process of the runtime (an actor) runs its loop: a spawned interpreter importing
+    the runtime, paid once per run by plans that are not serialized (:mod:`pearl_py.optimize.whole_run`)."""
+    process_start_source: str = "modelled"
+    """How ``process_start_s`` is known: ``calibrated`` (timed by ``pearl profile``) or ``modelled``."""
 
     def __post_init__(self) -> None:
         self._task = {t.name: t for t in self.tasks}

@@ -1,4 +1,4 @@
-"""The model's figure for a whole run: the warm-up that fills replay, then the learning phase.
+"""The model's figure for a whole run: the actors' start, the warm-up that fills replay, then the learning phase.
 
 An off-policy run first collects ``learning_starts`` transitions with uniform random
 actions: only the env step and the replay insert run (no inference, no update). The steady
@@ -7,12 +7,15 @@ the learning phase only; for a run of ``horizon`` env steps this adds the warm-u
 rate the same model gives the warm-up kernels alone, plus the chosen variants' one-off
 setups::
 
-    seconds = W · T(warm-up kernels) + (H − W) · T(all kernels) + Σ setup_s,   W = min(warmup, H)
+    seconds = S + W · T(warm-up kernels) + (H − W) · T(all kernels) + Σ setup_s,   W = min(warmup, H)
 
-with ``H`` and ``W`` rounded up to whole vector steps of ``n_envs`` envs (an on-policy protocol's to whole
+where ``S`` is the start of the plan's actor processes (0 for a serialized plan, which runs in one
+process; else ``process_start_s`` per wave of actors, :func:`startup_seconds`), measured on a run as
+``RunResult.startup_seconds``; with ``H`` and ``W`` rounded up to whole vector steps of ``n_envs`` envs (an on-policy protocol's to whole
 rollouts, ``ProtocolGraph.rollout_size``: it has no warm-up), as the executors run
 and count them, so the whole run's samples/s (``H / seconds``) is comparable with what a run measures
-(``RunResult.samples_per_second``: env steps over training time). docs/optimizer.md §"Whole run".
+(``RunResult.run_samples_per_second``: env steps over start-up and training time). docs/optimizer.md
+§"Whole run".
 
 Example::
 
@@ -58,10 +61,26 @@ def whole_run(problem: AssignmentProblem, protocol: ProtocolGraph, assignment: A
     horizon = whole_vector_steps(horizon, n)  # the executors step all n envs (collect whole rollouts): may overshoot
     warmup_steps = min(whole_vector_steps(protocol.warmup_steps, n), horizon)
     setup_s = sum(problem.option(k, c.device, c.variant).setup_s for k, c in assignment.items())
+    startup_s = startup_seconds(problem, assignment)
     warmup_s = warmup_steps * warm.time_per_sample
     learning_s = (horizon - warmup_steps) * steady.time_per_sample
-    seconds = warmup_s + learning_s + setup_s
+    seconds = startup_s + warmup_s + learning_s + setup_s
     return WholeRun(env_steps=int(horizon), warmup_steps=int(warmup_steps), warmup_s=warmup_s, learning_s=learning_s,
                     setup_s=setup_s, seconds=seconds,
                     warmup_samples_per_s=1.0 / warm.time_per_sample if warm.time_per_sample > 0 else math.inf,
-                    samples_per_s=horizon / seconds if seconds > 0 else math.inf)
+                    samples_per_s=horizon / seconds if seconds > 0 else math.inf,
+                    startup_s=startup_s, startup_source=problem.process_start_source)
+
+
+def startup_seconds(problem: AssignmentProblem, assignment: Assignment) -> float:
+    """Seconds before training starts the plan's actor processes: none for a serialized plan (one process);
+    otherwise one process start per wave of actors, the actors of a wave starting side by side on the cores of
+    the device (or pool) they run on (``ceil(actors / cores)`` waves)."""
+    if problem.serialized:
+        return 0.0
+    waves = 1
+    for kernel, choice in assignment.items():
+        if problem.task(kernel).replicable:
+            cores = max(1, problem.devices[choice.device].units * len(problem.devices[choice.device].physical))
+            waves = max(waves, math.ceil(choice.replicas / cores))
+    return problem.process_start_s * waves

@@ -2,7 +2,7 @@
 
 Example::
 
-    >>> plan = resolve_plan(algo, "auto")          # calibrate if needed, optimize on this machine
+    >>> plan = resolve_plan(algo, "auto")          # calibrate if needed, optimize on this machine (either mode)
     >>> plan = resolve_plan(algo, "local")         # every kernel on the local CPU, serially
     >>> plan = resolve_plan(algo, "out/plan.yaml") # a plan written by `pearl plan`
     >>> [p.mode for p in candidate_plans(algo, k=3)]   # what `--tune` trials
@@ -89,14 +89,44 @@ def candidate_plans(algorithm: Algorithm, k: int, objective: str = "throughput",
     return sorted(runnable, key=lambda plan: float(f"{getattr(plan.prediction.figures, figure):.9g}"))[:k]  # ties
 
 
+def auto_plan(algorithm: Algorithm, objective: str = "throughput", total_steps: int | None = None,
+              one_process: bool = True) -> Plan:
+    """The optimizer's plan for this machine: the best plan of the algorithm's parallel protocol (overlapped or
+    synchronous, actor processes) and, with ``one_process``, the best serialized one (every stage in this
+    process), whichever the model finds faster (or more frugal). With the run's length (``total_steps``) the two
+    compare over the whole run, the actors' start-up included (a short run may not repay it,
+    :mod:`pearl_py.optimize.whole_run`); else in the steady state. On a tie the parallel plan.
+
+    Example::
+
+        >>> auto_plan(pearl.PPO("CartPole-v1", n_envs=8, n_steps=32), total_steps=100_000).mode
+        'serialized'
+    """
+    local = Platform.local()
+    modes = (False, True) if one_process else (False,)
+    plans = [optimize(algorithm.protocol(serialized=serialized), local, objective, horizon=total_steps)
+             for serialized in modes]
+    return min(plans, key=lambda plan: _plan_cost(plan, objective))   # min keeps the first of equals
+
+
+def _plan_cost(plan: Plan, objective: str) -> float:
+    """What ``auto`` minimises: the whole run's seconds when known (throughput), else the objective per sample."""
+    figures = plan.prediction.figures
+    if objective == "throughput":
+        whole = plan.prediction.run
+        return float(f"{whole.seconds if whole is not None else figures.time_per_sample_s:.9g}")
+    return float(f"{figures.energy_per_sample_j:.9g}")
+
+
 def resolve_plan(algorithm: Algorithm, plan: Plan | str | Path | None, objective: str = "throughput",
-                 log: Callable[[str], None] = print, total_steps: int | None = None) -> Plan:
+                 log: Callable[[str], None] = print, total_steps: int | None = None, one_process: bool = True) -> Plan:
     """``None``/"serial": all on one CPU, unpredicted; "local": the same, predicted; "auto": optimized
-    on :meth:`Platform.local` after calibrating; a path: a saved plan; a :class:`Plan`: itself. A plan the user
-    gives (a path or a :class:`Plan`) is checked for ``algorithm`` first (:mod:`pearl_py.pipeline.plan_check`).
+    on :meth:`Platform.local` after calibrating (:func:`auto_plan`; ``one_process``: a serialized plan may win, as
+    for the local runtime; Ray runs only parallel plans); a path: a saved plan; a :class:`Plan`: itself. A plan the
+    user gives (a path or a :class:`Plan`) is checked for ``algorithm`` first (:mod:`pearl_py.pipeline.plan_check`).
 
     ``total_steps`` (the run's length) lets the optimizer choose variants with a one-off setup
-    (a compile) when they pay it back within the run.
+    (a compile) when they pay it back within the run, and weigh the actors' start-up.
     """
     if isinstance(plan, Plan):
         check_plan(plan, algorithm)
@@ -107,7 +137,7 @@ def resolve_plan(algorithm: Algorithm, plan: Plan | str | Path | None, objective
         return local_serial_plan(algorithm, total_steps)
     if plan == "auto":
         ensure_calibration(log, algorithm)
-        return optimize(algorithm, Platform.local(), objective, horizon=total_steps)
+        return auto_plan(algorithm, objective, total_steps, one_process)
     path = Path(plan)
     if not path.suffix:
         raise PlanningError(f"plan {plan!r}: expected 'auto', 'local', 'serial', a Plan or a plan.yaml path")

@@ -132,7 +132,8 @@ def train(algorithm: BaseAlgorithm, total_steps: int, seed: int = 0, *,
     if tune:
         resolved = _tuned_plan(algorithm, total_steps, seed, plan, objective, backend, resume, tune, log)
     else:
-        resolved = resolve_plan(algorithm, plan, objective, log, total_steps=total_steps)
+        resolved = resolve_plan(algorithm, plan, objective, log, total_steps=total_steps,
+                                one_process=backend == "local")
     for line in plan_lines(resolved):
         log(line)
     admission = None

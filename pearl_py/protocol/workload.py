@@ -137,8 +137,14 @@ class NetworkWorkload:
         return FLOAT_BYTES * sum(distinct.values())
 
     @property
+    def activation_elements(self) -> int:
+        """Inputs and outputs of every layer call: the elementwise work (bias, activation functions such as
+        tanh, their derivatives) that grows with the widths, not with their products as the GEMMs do."""
+        return sum(layer.activation_elements for layer in self.layers)
+
+    @property
     def activation_bytes(self) -> int:
-        return FLOAT_BYTES * sum(layer.activation_elements for layer in self.layers)
+        return FLOAT_BYTES * self.activation_elements
 
     @property
     def conv_flops(self) -> float:

@@ -80,7 +80,8 @@ def optimality_sentence(plan: Plan) -> str:
 
 def whole_run_row(run: WholeRun) -> tuple[str, str]:
     """The modelled whole run, e.g. ("Samples per second, whole run of 20,000 steps", "291 (68.7 s: ...)")."""
-    parts = [f"{run.warmup_steps:,} warm-up steps {fmt.seconds(run.warmup_s)}",
+    parts = [f"actor start-up {fmt.seconds(run.startup_s)} ({run.startup_source})"] if run.startup_s else []
+    parts += [f"{run.warmup_steps:,} warm-up steps {fmt.seconds(run.warmup_s)}",
              f"{run.env_steps - run.warmup_steps:,} learning steps {fmt.seconds(run.learning_s)}"]
     if run.setup_s:
         parts.append(f"one-off setup {fmt.seconds(run.setup_s)}")

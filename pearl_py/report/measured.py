@@ -98,22 +98,35 @@ def kernel_bars(plan: Plan, run: dict[str, Any]) -> list[tuple[str, float, float
 def predicted_run_rate(plan: Plan, env_steps: int) -> tuple[float | None, str]:
     """The predicted samples/s to set beside a run's measured one, and what it covers.
 
-    The whole-run figure (warm-up, learning, one-off setups: :mod:`pearl_py.optimize.whole_run`)
-    when the plan was made for a run of this length; else the steady state of the learning phase.
+    The whole-run figure (actor start-up, warm-up, learning, one-off setups:
+    :mod:`pearl_py.optimize.whole_run`) when the plan was made for a run of this length; else the steady
+    state of the learning phase.
     """
     if plan.prediction is None:
         return None, "the plan has no prediction"
     whole = plan.prediction.run
     if whole is not None and whole.env_steps == env_steps:
-        return whole.samples_per_s, (f"whole run: {whole.warmup_steps:,} warm-up + "
+        startup = f"{fmt.seconds(whole.startup_s)} start-up + " if whole.startup_s else ""
+        return whole.samples_per_s, (f"whole run: {startup}{whole.warmup_steps:,} warm-up + "
                                      f"{env_steps - whole.warmup_steps:,} learning steps")
     return plan.prediction.samples_per_s, "steady state of the learning phase"
+
+
+def measured_run_rate(plan: Plan, run: dict[str, Any]) -> tuple[float, str]:
+    """The measured samples/s that compares with :func:`predicted_run_rate`, and what it covers: env steps over
+    start-up and training when the prediction is a whole run's and the run measured its start-up; else over
+    training alone (the runtime's clock)."""
+    whole = plan.prediction.run if plan.prediction is not None else None
+    with_startup = run.get("run_samples_per_second")
+    if whole is not None and whole.env_steps == run["env_steps"] and with_startup is not None:
+        return with_startup, "whole run: start-up + training"
+    return run["samples_per_second"], "training"
 
 
 def headline_cards(plan: Plan, run: dict[str, Any]) -> list[tuple[str, str]]:
     """The four figures a run's report opens with: measured first, the prediction beside it."""
     predicted, _ = predicted_run_rate(plan, run["env_steps"])
-    measured = run["samples_per_second"]
+    measured, _ = measured_run_rate(plan, run)
     versus = f" (predicted {fmt.rate(predicted)})" if predicted else ""
     return [("samples/s measured", fmt.rate(measured) + versus),
             ("eval return (measured)", f"{run['eval_return_mean']:.1f} ± {run['eval_return_std']:.1f}"),
@@ -123,14 +136,18 @@ def headline_cards(plan: Plan, run: dict[str, Any]) -> list[tuple[str, str]]:
 
 def summary_rows(plan: Plan, run: dict[str, Any]) -> list[tuple[str, str]]:
     predicted, covers = predicted_run_rate(plan, run["env_steps"])
-    measured = run["samples_per_second"]
-    rows = [("samples/s measured (whole run)", fmt.rate(measured)),
+    measured, measured_covers = measured_run_rate(plan, run)
+    rows = [(f"samples/s measured ({measured_covers})", fmt.rate(measured)),
             (f"samples/s predicted ({covers})", fmt.rate(predicted) if predicted else "–")]
     if predicted:
         rows.append(("measured / predicted", f"{measured / predicted:.2f}"))
+    if measured_covers != "training":
+        rows.append(("samples/s measured (training)", fmt.rate(run["samples_per_second"])))
     steady = plan.prediction.samples_per_s if plan.prediction is not None else None
     if steady and predicted != steady:
         rows.append(("samples/s predicted (steady state of the learning phase)", fmt.rate(steady)))
+    if run.get("startup_seconds") is not None:
+        rows.append(("start-up (measured)", fmt.seconds(run["startup_seconds"])))
     rows += [("env steps (measured)", str(run["env_steps"])),
              ("training wall time (measured)", fmt.seconds(run["wall_seconds"])),
              ("eval return (measured)", f"{run['eval_return_mean']:.1f} ± {run['eval_return_std']:.1f}"),

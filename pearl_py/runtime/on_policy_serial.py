@@ -101,6 +101,7 @@ class OnPolicySerialExecutor:
         self.resume_from = Path(resume_from) if resume_from is not None else None
 
     def run(self, total_steps: int) -> RunResult:
+        entered = time.perf_counter()
         algo, cfg = self.algorithm, self.algorithm.config
         schedule = RolloutSchedule.from_config(cfg, total_steps)
         torch.set_num_threads(self.threads)
@@ -132,6 +133,7 @@ class OnPolicySerialExecutor:
                 stack.callback(close)
             stack.enter_context(pinned_threads(self.threads))
             start = time.perf_counter()
+            startup = start - entered
             for k in range(done.transitions // schedule.rollout_size, schedule.rollouts):
                 rollout.reset()
                 for t in range(cfg.n_steps):
@@ -161,7 +163,8 @@ class OnPolicySerialExecutor:
         eval_returns = evaluate(algo, learner.nets, self.device, self.eval_episodes, self.seed + EVAL_SEED_OFFSET)
         self.learner, self.rollout = learner, rollout  # the trained networks and the last rollout, for inspection
         return RunResult(algorithm=algo.name, env=algo.env_id, seed=self.seed, env_steps=steps,
-                         gradient_steps=learner.gradient_steps, wall_seconds=wall, eval_returns=eval_returns,
+                         gradient_steps=learner.gradient_steps, wall_seconds=wall, startup_seconds=startup,
+                         eval_returns=eval_returns,
                          plan=self.plan.to_dict(),
                          kernel_times=merge_kernel_times([done.kernel_times, timer.summary()], self.layout.simulated),
                          episodes=done.episodes + collector.episodes, eval_history=eval_history, backend="serial")

@@ -51,6 +51,9 @@ class RunResult:
     """What admission found before the run (:mod:`pearl_py.pipeline.admission`): processes, busy cores against
     usable ones, whether it ran oversubscribed, memory needed against available (modelled, per-process memory
     measured); empty where the pipeline did not admit the run (an executor called directly, Ray)."""
+    startup_seconds: float | None = None
+    """Start-up of this session, not in ``wall_seconds``: from the executor's ``run`` to the first env step of
+    training (child processes spawned and ready, envs built, kernels warmed up); None where not measured (Ray)."""
 
     @property
     def eval_return_mean(self) -> float:
@@ -65,6 +68,15 @@ class RunResult:
         return self.env_steps / self.wall_seconds if self.wall_seconds > 0 else 0.0
 
     @property
+    def run_samples_per_second(self) -> float | None:
+        """Env steps over start-up plus training (what the model's whole-run figure predicts); None without a
+        measured start-up."""
+        if self.startup_seconds is None:
+            return None
+        seconds = self.startup_seconds + self.wall_seconds
+        return self.env_steps / seconds if seconds > 0 else 0.0
+
+    @property
     def best_eval(self) -> dict[str, float] | None:
         """The periodic evaluation (``eval_freq``) with the highest mean return, if any ran."""
         return max(self.eval_history, key=lambda e: e["return_mean"], default=None)
@@ -73,7 +85,7 @@ class RunResult:
         data = asdict(self)
         best = self.best_eval
         data.update(eval_return_mean=self.eval_return_mean, eval_return_std=self.eval_return_std,
-                    samples_per_second=self.samples_per_second,
+                    samples_per_second=self.samples_per_second, run_samples_per_second=self.run_samples_per_second,
                     best_eval_return_mean=best["return_mean"] if best else None,
                     best_eval_step=best["step"] if best else None, source="measured")
         return data

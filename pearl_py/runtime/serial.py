@@ -91,6 +91,7 @@ class SerialExecutor:
         return self.devices[LEARNER_UPDATE]
 
     def run(self, total_steps: int) -> RunResult:
+        entered = time.perf_counter()
         algo, cfg = self.algorithm, self.algorithm.config
         torch.set_num_threads(self.threads)
         torch.manual_seed(self.seed)  # every device's generator
@@ -119,6 +120,7 @@ class SerialExecutor:
                 stack.callback(close)
             stack.enter_context(pinned_threads(self.threads))
             start = time.perf_counter()
+            startup = start - entered
 
             def rate() -> float:
                 """Env steps per training second of this session."""
@@ -165,7 +167,8 @@ class SerialExecutor:
                             **{k: device_of(replay) for k in self.plan.placements if k in REPLAY_KERNELS},
                             PARAM_SYNC: device_of(learner.nets)})
         return RunResult(executed_on=executed_on, algorithm=algo.name, env=algo.env_id, seed=self.seed, env_steps=steps,
-                         gradient_steps=learner.gradient_steps, wall_seconds=wall, eval_returns=eval_returns,
+                         gradient_steps=learner.gradient_steps, wall_seconds=wall, startup_seconds=startup,
+                         eval_returns=eval_returns,
                          plan=self.plan.to_dict(),
                          kernel_times=merge_kernel_times([done.kernel_times, timer.summary()],
                                                          simulated_kernels(self.plan)),

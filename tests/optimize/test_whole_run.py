@@ -1,5 +1,6 @@
-"""The whole-run prediction: warm-up steps at the env-step-and-insert rate, learning steps at the plan's
-steady state, plus one-off setups; shown in the plan's report and set beside a run's measured samples/s."""
+"""The whole-run prediction: the actors' start, warm-up steps at the env-step-and-insert rate, learning steps at
+the plan's steady state, plus one-off setups; shown in the plan's report and set beside a run's measured
+samples/s (start-up included when the run measured it)."""
 from __future__ import annotations
 
 import pytest
@@ -30,11 +31,11 @@ def test_warmup_runs_at_the_rate_of_env_step_and_insert_alone(ddpg):
     assert run.warmup_steps == 10_000 and run.env_steps == 20_000
     assert run.warmup_s == pytest.approx(10_000 * warm.time_per_sample)
     assert run.learning_s == pytest.approx(10_000 * p.predicted["time_per_sample_s"])
-    assert run.seconds == pytest.approx(run.warmup_s + run.learning_s + run.setup_s)
+    assert run.seconds == pytest.approx(run.startup_s + run.warmup_s + run.learning_s + run.setup_s)
     assert run.samples_per_s == pytest.approx(20_000 / run.seconds)
     # random actions skip inference and training, so warming up is faster than learning
     assert warm.time_per_sample < p.predicted["time_per_sample_s"]
-    assert run.samples_per_s > p.predicted["samples_per_s"]
+    assert (run.seconds - run.startup_s) < 20_000 * p.predicted["time_per_sample_s"]
 
 
 def test_warmup_longer_than_the_run_is_cut_to_the_run(ddpg):
@@ -69,7 +70,8 @@ def test_a_run_is_compared_with_the_whole_run_prediction_of_its_length(ddpg):
            "eval_return_std": 0.0}
     rows = dict(measured.summary_rows(p, run))
     assert rows["measured / predicted"] == "0.90"
-    assert "samples/s predicted (whole run: 10,000 warm-up + 10,000 learning steps)" in rows
+    assert "samples/s measured (training)" in rows  # no start-up measured: the training clock's figure
+    assert "samples/s predicted (whole run: 2.5 s start-up + 10,000 warm-up + 10,000 learning steps)" in rows
     assert "samples/s predicted (steady state of the learning phase)" in rows
     # a run of another length than the plan was made for is compared with the steady state
     rows = dict(measured.summary_rows(p, {**run, "env_steps": 5_000}))
@@ -104,3 +106,36 @@ def test_steps_are_whole_vector_steps_as_the_executors_count_them():
     run = p.prediction.run
     assert run.env_steps == 10_004 and run.warmup_steps == 1_004  # ceil to multiples of 4
     assert whole_vector_steps(10_000, 4) == 10_000 and whole_vector_steps(1, 4) == 4
+
+
+def test_actor_processes_start_once_per_wave_and_a_serialized_plan_starts_none(ddpg):
+    platform = pearl.Platform.load("pearl-cpu-gpu-fpga")
+    modelled = Estimator(use_cache=False)
+    assert modelled.process_start() == (2.5, "modelled")    # estimators/roofline.yaml's assumed figure
+    p = plan(ddpg, platform, estimator=modelled, horizon=20_000, pareto_points=2)
+    actors = p.placements["env_step"].replicas
+    cores = platform.device(p.placements["env_step"].device).parallel_units
+    assert p.mode == "overlapped" and actors >= 1
+    assert p.prediction.run.startup_s == pytest.approx(2.5 * -(-actors // cores))
+    assert p.prediction.run.startup_source == "modelled"
+    serial = plan(ddpg.protocol(serialized=True), platform, estimator=modelled, horizon=20_000, pareto_points=2)
+    assert serial.prediction.run.startup_s == 0.0
+    assert "start-up" not in content.whole_run_row(serial.prediction.run)[1]
+    # a calibration that timed the process start costs it as timed, labelled calibrated
+    timed = synthetic_calibration()
+    timed.meta["process_start_s"] = 1.25
+    local = plan(ddpg, pearl.Platform.local(), estimator=Estimator(timed), horizon=20_000, pareto_points=2)
+    assert (local.prediction.run.startup_s, local.prediction.run.startup_source) == (1.25, "calibrated")
+    assert "actor start-up 1.2 s (calibrated)" in content.whole_run_row(local.prediction.run)[1]
+
+
+def test_a_measured_start_up_is_compared_with_the_predicted_one(ddpg):
+    p = plan(ddpg, "pearl-cpu-gpu-fpga", estimator=Estimator(use_cache=False), horizon=20_000, pareto_points=2)
+    whole = p.prediction.run
+    run = {"env_steps": 20_000, "samples_per_second": 20_000 / 1.0, "wall_seconds": 1.0, "startup_seconds": 3.0,
+           "run_samples_per_second": 20_000 / 4.0, "eval_return_mean": 0.0, "eval_return_std": 0.0}
+    rows = dict(measured.summary_rows(p, run))
+    assert rows["samples/s measured (whole run: start-up + training)"] == "5,000"
+    assert rows["measured / predicted"] == f"{5_000 / whole.samples_per_s:.2f}"
+    assert rows["samples/s measured (training)"] == "20,000"
+    assert rows["start-up (measured)"] == "3.0 s"

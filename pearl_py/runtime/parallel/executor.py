@@ -31,6 +31,7 @@ import contextlib
 import os
 import secrets
 import tempfile
+import time
 from dataclasses import asdict
 from pathlib import Path
 
@@ -161,6 +162,7 @@ class ParallelExecutor:
         return {name: s.pid for name, s in self._services.items() if s.pid is not None}
 
     def run(self, total_steps: int) -> RunResult:
+        entered = time.perf_counter()
         algo = self.algorithm
         check_runnable(self.plan)
         layout = RuntimeLayout.from_plan(self.plan, inference=self.inference, replay=self.replay,
@@ -187,6 +189,7 @@ class ParallelExecutor:
                     raise RunInterrupted(exc.signal_name, saved) from None
                 raise
             progress.wall_seconds = loop.wall_seconds
+            startup = loop.clock_started - entered if loop.clock_started else None
             progress.max_policy_lag = max(progress.max_policy_lag, parts.control.max_policy_lag)
             times = merge_kernel_times([progress.kernel_times, timer.summary(), parts.control.kernel_times()],
                                        layout.simulated)
@@ -200,6 +203,7 @@ class ParallelExecutor:
         return RunResult(executed_on=executed_on,
                          algorithm=algo.name, env=algo.env_id, seed=self.seed, env_steps=progress.transitions,
                          gradient_steps=learner.gradient_steps, wall_seconds=progress.wall_seconds,
+                         startup_seconds=startup,
                          eval_returns=eval_returns, plan=self.plan.to_dict(), kernel_times=times,
                          episodes=progress.episodes, eval_history=progress.eval_history,
                          backend="local-parallel",

@@ -119,6 +119,11 @@ class LearnerLoop:
         parts.replay.wait = self._wait
 
     @property
+    def clock_started(self) -> float | None:
+        """``time.perf_counter()`` when this session's training clock started (None before it did)."""
+        return self._start or None
+
+    @property
     def wall_seconds(self) -> float:
         """Training seconds of this session (evaluation excluded) plus earlier sessions'."""
         if not self._start:

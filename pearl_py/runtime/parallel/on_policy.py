@@ -35,6 +35,7 @@ import contextlib
 import os
 import secrets
 import tempfile
+import time
 from dataclasses import asdict
 from pathlib import Path
 
@@ -119,6 +120,7 @@ class OnPolicyParallelExecutor:
         return self._pool.pids if self._pool is not None else []
 
     def run(self, total_steps: int) -> RunResult:
+        entered = time.perf_counter()
         algo, layout = self.algorithm, self.layout
         schedule = RolloutSchedule.from_config(algo.config, total_steps)
         torch.set_num_threads(layout.learner_threads)  # the plan's; actors set their own (one)
@@ -144,13 +146,14 @@ class OnPolicyParallelExecutor:
                     raise RunInterrupted(exc.signal_name, saved) from None
                 raise
             progress.wall_seconds = loop.wall_seconds
+            startup = loop.clock_started - entered if loop.clock_started else None
             times = merge_kernel_times([progress.kernel_times, timer.summary(), parts.control.kernel_times()],
                                        layout.simulated)
         eval_returns = evaluate(algo, learner.nets, learner.device, self.eval_episodes, self.seed + EVAL_SEED_OFFSET)
         self.rollout = rollout  # the last rollout, for inspection
         return RunResult(algorithm=algo.name, env=algo.env_id, seed=self.seed, env_steps=progress.transitions,
                          gradient_steps=learner.gradient_steps, wall_seconds=progress.wall_seconds,
-                         eval_returns=eval_returns, plan=self.plan.to_dict(), kernel_times=times,
+                         startup_seconds=startup, eval_returns=eval_returns, plan=self.plan.to_dict(), kernel_times=times,
                          episodes=progress.episodes, eval_history=progress.eval_history, backend="local-parallel",
                          layout=layout.describe())
 

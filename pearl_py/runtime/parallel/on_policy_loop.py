@@ -87,6 +87,11 @@ class OnPolicyLoop:
         """False while the learner learns on a rollout (a checkpoint then would not be consistent)."""
 
     @property
+    def clock_started(self) -> float | None:
+        """``time.perf_counter()`` when this session's training clock started (None before it did)."""
+        return self._start or None
+
+    @property
     def wall_seconds(self) -> float:
         """Training seconds of this session (actor start-up and evaluation excluded) plus earlier sessions'."""
         if not self._start:
