@@ -96,6 +96,10 @@ class KernelCost:
     """How ``setup_s`` is known (``calibrated``: timed here; ``modelled``: assumed), whatever the latency's source."""
     layers: tuple[LayerCost, ...] = ()
     """Per-layer modelled breakdown of a network kernel with convolutions (empty otherwise)."""
+    loop_s: float = 0.0
+    """The part of ``latency_s`` that is the training loop's own work per call (an ``env_step``'s:
+    ``pearl_py.protocol.kernel.LOOP_WORK``); its source is ``loop_source``."""
+    loop_source: str = "modelled"
 
     def at(self, threads: int) -> KernelCost:
         """The cost of one call at ``threads`` threads (itself at 1, or where none was costed)."""

@@ -47,6 +47,10 @@ class Cost:
     (``estimators/roofline.yaml``, e.g. a calibrated cost whose compile no profile measured cold)."""
     layers: tuple[LayerCost, ...] = ()
     """Per-layer modelled breakdown of a network kernel with convolutions (reports; empty otherwise)."""
+    loop_s: float = 0.0
+    """The part of ``latency_s`` that is the runtime loop's own work per call (an ``env_step``'s: the per-step
+    bookkeeping around it, ``pearl_py.protocol.kernel.LOOP_WORK``); its source is ``loop_source``."""
+    loop_source: Source = "modelled"
 
     def __post_init__(self) -> None:
         if self.source not in SOURCES:

@@ -41,6 +41,8 @@ from pearl_py.estimate.load import (
     LoadRecord,
     load_average,
 )
+from pearl_py.estimate.loop_overhead import FAMILIES as LOOP_FAMILIES
+from pearl_py.estimate.loop_overhead import LOOP_STEP_KEY, time_loop_step
 from pearl_py.estimate.microbench import (
     OFF_POLICY,
     BenchPoint,
@@ -439,10 +441,8 @@ def profile(quick: bool = False, kinds: tuple[str, ...] = KINDS,
                 calibration.models[k] = model
                 log(f"{k:<33} {model.form:<9} cv error {model.cv_mape:5.1f}%  ({model.n_points} points, "
                     f"{seconds:.1f}s)")
-        started = time_process_start()
-        if started is not None:
-            calibration.meta[PROCESS_START_KEY] = round(started, 3)
-            log(f"{'process start (spawn, imports)':<33} {started:.2f}s")
+        if ENV_STEP in kinds or ROLLOUT_INSERT in kinds:   # a profile of the collection side: its loop, its actors
+            profile_loops(calibration, families_of, log)
         if gpus:
             from pearl_py.estimate.gpu_profile import profile_gpus
 
@@ -455,6 +455,20 @@ def profile(quick: bool = False, kinds: tuple[str, ...] = KINDS,
     before = calibration.meta.get("seconds", 0.0) if into is not None else 0.0
     calibration.meta["seconds"] = round(before + time.perf_counter() - start, 1)
     return calibration
+
+
+def profile_loops(calibration: Calibration, families_of: tuple[str, ...] | None, log: Callable[[str], None]) -> None:
+    """Time the training loop's own work per vector step of each family (:mod:`loop_overhead`) and the start of
+    a child process (:mod:`process_start`) into ``calibration.meta``."""
+    for family in (f for f in LOOP_FAMILIES if families_of is None or f in families_of):
+        step = time_loop_step(family)
+        if step is not None:
+            calibration.meta.setdefault(LOOP_STEP_KEY, {})[family] = round(step, 9)
+            log(f"{'loop work per vector step (' + family + ')':<33} {step * 1e6:.1f}us")
+    started = time_process_start()
+    if started is not None:
+        calibration.meta[PROCESS_START_KEY] = round(started, 3)
+        log(f"{'process start (spawn, imports)':<33} {started:.2f}s")
 
 
 def network_family(kind: str, family: str) -> str | None:

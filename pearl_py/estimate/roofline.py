@@ -25,7 +25,7 @@ from pearl_py.resources import estimators_dir
 _SCHEMA = {
     "variants": None,
     "cpu": ["gemm_efficiency", "conv_efficiency", "numpy_call_us", "replay_calls", "env_step_us", "env_step_default_us",
-            "env_reference_ghz", "vector_env_us", "scan_calls", "process_start_s"],
+            "env_reference_ghz", "vector_env_us", "scan_calls", "process_start_s", "loop_step_us"],
     "gpu": ["gemm_efficiency", "conv_efficiency", "replay_calls", "scan_step_ns"],
 }
 

@@ -99,6 +99,10 @@ class Option:
     """``(latency_s, energy_j)`` of one replica's call when the call's envs are split over 2, 3, ... replicas:
     a synchronous protocol's actor-side kernels (each actor steps, infers for and stores its share of the envs,
     the largest share setting the pace). Empty: the call cannot be split (one replica at most there)."""
+    loop_s: float = 0.0
+    """The part of ``latency_s`` (and of every share) that is the training loop's own work per call (an
+    ``env_step``'s, ``Cost.loop_s``); reports show it apart from the kernel."""
+    loop_source: str = "modelled"
 
     @property
     def max_threads(self) -> int:

@@ -184,6 +184,11 @@ ADVANTAGE = KernelKind.declare(
 for _kind in tuple(KernelKind):  # enum-style access: KernelKind.ENV_STEP
     setattr(KernelKind, _kind.upper(), _kind)
 
+LOOP_WORK = "loop"
+"""Not a kernel: the timing entry of a training loop's own work per vector step outside its kernels (the
+collector's bookkeeping, episode tracking, logs). The serial executors measure it (their training time minus
+their kernels'); the cost model charges it with the ``env_step`` it accompanies (``Cost.loop_s``)."""
+
 REPLAY_KINDS = frozenset(k for k in KernelKind if k.storage == "replay")
 """Kernels that touch the replay storage and so must run where it lives."""
 

@@ -200,6 +200,9 @@ class EnvWorkload:
     n_envs: int
     discrete_actions: bool = False
     obs_item_bytes: int = 0
+    loop_family: str = "off_policy"
+    """The algorithm family whose training loop steps these envs: its own work per vector step besides the
+    kernels (``pearl_py.protocol.kernel.LOOP_WORK``) is calibrated per family."""
 
     @property
     def obs_bytes(self) -> int:

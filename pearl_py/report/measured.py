@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from pearl_py.protocol.kernel import KernelKind
+from pearl_py.protocol.kernel import LOOP_WORK, KernelKind
 from pearl_py.report import content, fmt
 
 if TYPE_CHECKING:
@@ -25,10 +25,40 @@ RUNTIME_FIGURES = ("actors", "learner_threads", "inference", "replay")
 
 
 def _predicted_latency(plan: Plan, kernel: str) -> tuple[float | None, str]:
+    """One call's predicted seconds, the kernel alone (the loop's work it carries is its own row) and the source."""
     cost = content.placed_cost(plan, kernel)
     if cost is None:
         return None, "none"
-    return cost.latency_s, cost.source
+    return cost.latency_s - cost.loop_s, cost.source
+
+
+def _loop_carrier(plan: Plan) -> tuple[str, float, str] | None:
+    """``(kernel, loop seconds per call, source)`` of the placed kernel that carries the training loop's own work
+    (the env step's), or None when the plan charges none."""
+    for kernel in plan.placements:
+        cost = content.placed_cost(plan, kernel)
+        if cost is not None and cost.loop_s > 0:
+            return kernel, cost.loop_s, cost.loop_source
+    return None
+
+
+def _loop_row(plan: Plan, run: dict[str, Any], steps: int) -> tuple[float, list[str]] | None:
+    """The row of the loop's own work per vector step: predicted with the env step's calls, measured by a serial
+    executor (training time no kernel took); a parallel run's actors do not time it."""
+    carrier = _loop_carrier(plan)
+    if carrier is None:
+        return None
+    kernel, loop_s, source = carrier
+    calls = predicted_calls_per_sample(plan, kernel, run["env_steps"]) or 0.0
+    predicted_sample = loop_s * calls
+    timing = run["kernel_times"].get(LOOP_WORK)
+    measured_sample = timing["total_s"] / steps if timing else 0.0
+    ratio = f"{measured_sample / predicted_sample:.2f}×" if timing and predicted_sample else "–"
+    return measured_sample, [
+        f"{LOOP_WORK} (per vector step, beside the kernels)", "cpu", f"{fmt.seconds(loop_s)} ({source})",
+        fmt.seconds(timing["mean_s"]) if timing else "not measured (actor loops are not timed)",
+        str(timing["calls"]) if timing else "0", fmt.seconds(predicted_sample),
+        fmt.seconds(measured_sample) if timing else "–", ratio]
 
 
 def _warmup_kernel(plan: Plan, kernel: str) -> bool:
@@ -75,6 +105,9 @@ def kernel_rows(plan: Plan, run: dict[str, Any]) -> list[list[str]]:
             str(timing["calls"]) if timing else "0",
             fmt.seconds(predicted_sample) if predicted_sample is not None else "–",
             f"not measured: {label}" if modelled_here else fmt.seconds(measured_sample), ratio]))
+    loop = _loop_row(plan, run, steps)
+    if loop is not None:
+        rows.append(loop)
     return [row for _, row in sorted(rows, key=lambda r: -r[0])]
 
 
@@ -92,6 +125,11 @@ def kernel_bars(plan: Plan, run: dict[str, Any]) -> list[tuple[str, float, float
         measured = timing["total_s"] / steps if timing and not modelled else 0.0
         items.append((f"{kernel}: {timing.get('label', 'modelled')}, not measured" if modelled else kernel,
                       predicted, measured))
+    carrier = _loop_carrier(plan)
+    if carrier is not None:
+        timing = run["kernel_times"].get(LOOP_WORK)
+        calls = predicted_calls_per_sample(plan, carrier[0], run["env_steps"]) or 0.0
+        items.append((LOOP_WORK, carrier[1] * calls, timing["total_s"] / steps if timing else 0.0))
     return items
 
 

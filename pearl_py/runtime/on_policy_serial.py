@@ -65,7 +65,7 @@ from pearl_py.runtime.on_policy_collect import RolloutCollector
 from pearl_py.runtime.on_policy_layout import OnPolicyLayout
 from pearl_py.runtime.result import RunResult
 from pearl_py.runtime.run_log import RunLog
-from pearl_py.runtime.timing import KernelTimer, merge_kernel_times
+from pearl_py.runtime.timing import KernelTimer, merge_kernel_times, record_loop_work
 
 ON_POLICY_KERNELS = (ENV_STEP, INFERENCE, ROLLOUT_INSERT, ADVANTAGE, LEARNER_UPDATE)
 """The kernels of the serial on-policy loop, in the order one rollout runs them."""
@@ -160,6 +160,7 @@ class OnPolicySerialExecutor:
                         kernel_times=merge_kernel_times([done.kernel_times, timer.summary()], {})))
                     eval_seconds += time.perf_counter() - t0  # not training time
             wall = done.wall_seconds + time.perf_counter() - start - eval_seconds
+            record_loop_work(timer, wall - done.wall_seconds, (steps - done.transitions) // cfg.n_envs)
         eval_returns = evaluate(algo, learner.nets, self.device, self.eval_episodes, self.seed + EVAL_SEED_OFFSET)
         self.learner, self.rollout = learner, rollout  # the trained networks and the last rollout, for inspection
         return RunResult(algorithm=algo.name, env=algo.env_id, seed=self.seed, env_steps=steps,

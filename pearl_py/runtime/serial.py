@@ -58,7 +58,7 @@ from pearl_py.runtime.kernel_devices import (
 )
 from pearl_py.runtime.result import RunResult
 from pearl_py.runtime.run_log import RunLog
-from pearl_py.runtime.timing import KernelTimer, merge_kernel_times
+from pearl_py.runtime.timing import KernelTimer, merge_kernel_times, record_loop_work
 
 
 class SerialExecutor:
@@ -159,6 +159,7 @@ class SerialExecutor:
                 log.tick(steps, rate())
             timer.flush()  # the GPU's queued work is part of the training time
             wall = done.wall_seconds + time.perf_counter() - start - eval_seconds
+            record_loop_work(timer, wall - done.wall_seconds, (steps - done.transitions) // cfg.n_envs)
         eval_returns = evaluate(algo, learner.nets, self.device, self.eval_episodes,
                                 self.seed + EVAL_SEED_OFFSET)
         self.learner = learner

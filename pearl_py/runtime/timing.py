@@ -24,6 +24,7 @@ from typing import Any
 
 import torch
 
+from pearl_py.protocol.kernel import LOOP_WORK
 from pearl_py.runtime.device_timing import EventLog, EventSource, cuda_events
 from pearl_py.runtime.kernel_devices import SimulatedKernel
 
@@ -96,6 +97,14 @@ class KernelTimer:
                    "mean_s": self.seconds[name] / max(self.calls[name], 1), "source": "measured"}
             for name in sorted(self.seconds)
         }
+
+
+def record_loop_work(timer: KernelTimer, session_seconds: float, vector_steps: int) -> None:
+    """Credit a serial session's training seconds that no timed kernel took to ``LOOP_WORK`` (the loop's own
+    work), as ``vector_steps`` calls; never below 0 (a GPU kernel's events may overlap the host's waiting)."""
+    timer.flush()
+    busy = sum(s for kernel, s in timer.seconds.items() if kernel != LOOP_WORK)
+    timer.add(LOOP_WORK, max(session_seconds - busy, 0.0), calls=vector_steps)
 
 
 def merge_kernel_times(parts: Iterable[Mapping[str, Mapping[str, Any]]],

@@ -133,7 +133,7 @@ def derive_protocol(algorithm: OnPolicyAlgorithm, serialized: bool = False) -> P
     graph = ProtocolGraph(serialized=serialized, synchronous=not serialized, rollout_size=size)
     for kernel in (
         Kernel(ENV_STEP, ENV_STEP, EnvWorkload(spec.env_id, spec.obs_dim, spec.action_dim, n_envs, spec.discrete,
-                                            spec.obs_item_bytes),
+                                            spec.obs_item_bytes, loop_family=FAMILY),
                rate=per_step),
         Kernel(INFERENCE, INFERENCE, NetworkWorkload(acting, trained_params=0, batch=n_envs, forms=(acting_form,),
                                                      family=FAMILY, dispatched_ops=float(acting_ops)),
