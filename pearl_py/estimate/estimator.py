@@ -61,7 +61,7 @@ from pearl_py.estimate.fpga_kernels import (
 )
 from pearl_py.estimate.fpga_on_policy import advantage_design, minibatch_learner_design
 from pearl_py.estimate.gpu_profile import calibrated_gpu
-from pearl_py.estimate.loop_overhead import LOOP_STEP_KEY
+from pearl_py.estimate.loop_overhead import LOOP_KEY
 from pearl_py.estimate.power import dynamic_energy_j
 from pearl_py.estimate.power_profile import measured_dynamic_w
 from pearl_py.estimate.process_start import PROCESS_START_KEY
@@ -69,7 +69,7 @@ from pearl_py.estimate.roofline import RooflineParams
 from pearl_py.plan import LayerCost
 from pearl_py.platform import Device, Platform
 from pearl_py.platform.kinds import device_kind
-from pearl_py.protocol import ENV_STEP, Kernel, KernelKind
+from pearl_py.protocol import ENV_STEP, LEARNER_UPDATE, Kernel, KernelKind
 from pearl_py.protocol.layers import Conv2dLayer
 from pearl_py.protocol.workload import (
     FLOAT_BYTES,
@@ -250,27 +250,31 @@ class Estimator:
         :class:`Infeasible` (resource ``variant``); a name no estimator knows is a ``KeyError``.
         ``threads`` > 1: the call at that many threads, known only where calibrated
         (:meth:`thread_counts`); elsewhere :class:`Infeasible` (resource ``threads``).
-        An ``env_step`` call carries the training loop's own work per vector step with it (``Cost.loop_s``,
-        :meth:`loop_step`): every loop that steps envs (the serial executor's, each actor's) does that work.
+        An ``env_step`` or ``learner_update`` call carries the training loop's own work with it (``Cost.loop_s``,
+        :meth:`loop_work`): every loop that steps envs or updates (the serial executor's, the actors', the
+        learner's) does that work.
         """
         cost = self._kernel_cost(kernel, device, variant, threads)
-        if kernel.kind != ENV_STEP:
+        loop_s, loop_source = self.loop_work(kernel)
+        if not loop_s:
             return cost
-        loop_s, loop_source = self.loop_step(kernel)
         scale = (cost.latency_s + loop_s) / cost.latency_s if cost.latency_s > 0 else 1.0
         return dataclasses.replace(cost, latency_s=cost.latency_s + loop_s, energy_j=cost.energy_j * scale,
                                    loop_s=loop_s, loop_source=loop_source)
 
-    def loop_step(self, kernel: Kernel) -> tuple[float, str]:
-        """``(seconds, source)`` of the training loop's own work per vector step of ``kernel``'s envs: timed by
-        ``pearl profile`` for the family whose loop steps them (``calibrated``, :mod:`loop_overhead`), else the
-        assumed figure of ``estimators/roofline.yaml`` (``modelled``)."""
-        family = getattr(kernel.workload, "loop_family", "off_policy")
-        timed = (self.calibration.meta.get(LOOP_STEP_KEY) or {}).get(family) if self.calibration is not None \
-            else None
+    def loop_work(self, kernel: Kernel) -> tuple[float, str]:
+        """``(seconds, source)`` of the training loop's own work that comes with one call of ``kernel``: per vector
+        step with an ``env_step``, per update with a ``learner_update``, none with the others. Timed by ``pearl
+        profile`` for the algorithm family whose loop runs it (``calibrated``, :mod:`loop_overhead`), else the
+        assumed figures of ``estimators/roofline.yaml`` (``modelled``)."""
+        part = {ENV_STEP: "per_step", LEARNER_UPDATE: "per_update"}.get(kernel.kind)
+        if part is None:
+            return 0.0, "modelled"
+        family = getattr(kernel.workload, "loop_family", None) or family_of(kernel)
+        timed = (self.calibration.meta.get(LOOP_KEY) or {}).get(family) if self.calibration is not None else None
         if timed is not None:
-            return float(timed), "calibrated"
-        return float(self.params.cpu["loop_step_us"]) * 1e-6, "modelled"
+            return float(timed[part]), "calibrated"
+        return float(self.params.cpu[f"loop_{part}_us"]) * 1e-6, "modelled"
 
     def _kernel_cost(self, kernel: Kernel, device: Device, variant: str, threads: int) -> Cost:
         if threads != 1:

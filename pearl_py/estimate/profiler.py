@@ -42,7 +42,7 @@ from pearl_py.estimate.load import (
     load_average,
 )
 from pearl_py.estimate.loop_overhead import FAMILIES as LOOP_FAMILIES
-from pearl_py.estimate.loop_overhead import LOOP_STEP_KEY, time_loop_step
+from pearl_py.estimate.loop_overhead import LOOP_KEY, time_loop_work
 from pearl_py.estimate.microbench import (
     OFF_POLICY,
     BenchPoint,
@@ -461,10 +461,11 @@ def profile_loops(calibration: Calibration, families_of: tuple[str, ...] | None,
     """Time the training loop's own work per vector step of each family (:mod:`loop_overhead`) and the start of
     a child process (:mod:`process_start`) into ``calibration.meta``."""
     for family in (f for f in LOOP_FAMILIES if families_of is None or f in families_of):
-        step = time_loop_step(family)
-        if step is not None:
-            calibration.meta.setdefault(LOOP_STEP_KEY, {})[family] = round(step, 9)
-            log(f"{'loop work per vector step (' + family + ')':<33} {step * 1e6:.1f}us")
+        work = time_loop_work(family)
+        if work is not None:
+            calibration.meta.setdefault(LOOP_KEY, {})[family] = work.to_dict()
+            log(f"{'loop work (' + family + ')':<33} {work.per_step * 1e6:.1f}us per vector step, "
+                f"{work.per_update * 1e6:.1f}us per update")
     started = time_process_start()
     if started is not None:
         calibration.meta[PROCESS_START_KEY] = round(started, 3)

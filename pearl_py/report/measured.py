@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from pearl_py.protocol.kernel import LOOP_WORK, KernelKind
+from pearl_py.protocol.kernel import ENV_STEP, LOOP_WORK, KernelKind
 from pearl_py.report import content, fmt
 
 if TYPE_CHECKING:
@@ -32,31 +32,38 @@ def _predicted_latency(plan: Plan, kernel: str) -> tuple[float | None, str]:
     return cost.latency_s - cost.loop_s, cost.source
 
 
-def _loop_carrier(plan: Plan) -> tuple[str, float, str] | None:
-    """``(kernel, loop seconds per call, source)`` of the placed kernel that carries the training loop's own work
-    (the env step's), or None when the plan charges none."""
+def _predicted_loop(plan: Plan, env_steps: int) -> tuple[float, float, str] | None:
+    """``(seconds per sample, seconds per vector step, source)`` of the training loop's own work the plan charges
+    with its kernels (``KernelCost.loop_s``: per env step call and per update), or None when it charges none."""
+    per_sample, sources, per_vector_step = 0.0, set(), None
     for kernel in plan.placements:
         cost = content.placed_cost(plan, kernel)
-        if cost is not None and cost.loop_s > 0:
-            return kernel, cost.loop_s, cost.loop_source
-    return None
+        if cost is None or cost.loop_s <= 0:
+            continue
+        calls = predicted_calls_per_sample(plan, kernel, env_steps) or 0.0
+        per_sample += cost.loop_s * calls
+        sources.add(cost.loop_source)
+        if plan.prediction.kinds.get(kernel) == ENV_STEP and calls:
+            per_vector_step = 1.0 / calls
+    if not sources:
+        return None
+    source = sources.pop() if len(sources) == 1 else "calibrated and modelled"
+    return per_sample, per_sample * (per_vector_step or 1.0), source
 
 
 def _loop_row(plan: Plan, run: dict[str, Any], steps: int) -> tuple[float, list[str]] | None:
-    """The row of the loop's own work per vector step: predicted with the env step's calls, measured by a serial
-    executor (training time no kernel took); a parallel run's actors do not time it."""
-    carrier = _loop_carrier(plan)
-    if carrier is None:
+    """The row of the loop's own work, per vector step: predicted from the kernels that carry it, measured by a
+    serial executor (training time no kernel took); a parallel run's processes do not time it."""
+    predicted = _predicted_loop(plan, run["env_steps"])
+    if predicted is None:
         return None
-    kernel, loop_s, source = carrier
-    calls = predicted_calls_per_sample(plan, kernel, run["env_steps"]) or 0.0
-    predicted_sample = loop_s * calls
+    predicted_sample, per_step, source = predicted
     timing = run["kernel_times"].get(LOOP_WORK)
     measured_sample = timing["total_s"] / steps if timing else 0.0
     ratio = f"{measured_sample / predicted_sample:.2f}×" if timing and predicted_sample else "–"
     return measured_sample, [
-        f"{LOOP_WORK} (per vector step, beside the kernels)", "cpu", f"{fmt.seconds(loop_s)} ({source})",
-        fmt.seconds(timing["mean_s"]) if timing else "not measured (actor loops are not timed)",
+        f"{LOOP_WORK} (per vector step, beside the kernels)", "cpu", f"{fmt.seconds(per_step)} ({source})",
+        fmt.seconds(timing["mean_s"]) if timing else "not measured (a parallel run's loops are not timed)",
         str(timing["calls"]) if timing else "0", fmt.seconds(predicted_sample),
         fmt.seconds(measured_sample) if timing else "–", ratio]
 
@@ -125,11 +132,10 @@ def kernel_bars(plan: Plan, run: dict[str, Any]) -> list[tuple[str, float, float
         measured = timing["total_s"] / steps if timing and not modelled else 0.0
         items.append((f"{kernel}: {timing.get('label', 'modelled')}, not measured" if modelled else kernel,
                       predicted, measured))
-    carrier = _loop_carrier(plan)
-    if carrier is not None:
+    loop = _predicted_loop(plan, run["env_steps"])
+    if loop is not None:
         timing = run["kernel_times"].get(LOOP_WORK)
-        calls = predicted_calls_per_sample(plan, carrier[0], run["env_steps"]) or 0.0
-        items.append((LOOP_WORK, carrier[1] * calls, timing["total_s"] / steps if timing else 0.0))
+        items.append((LOOP_WORK, loop[0], timing["total_s"] / steps if timing else 0.0))
     return items
 
 

@@ -1,5 +1,5 @@
-"""The training loop's own work per vector step: measured by the serial executors, calibrated per family, charged
-with every env step by the cost model, and shown as its own row beside the kernels in a run's report."""
+"""The training loop's own work: measured by the serial executors, calibrated per family (per vector step and per
+update), charged with every env step and update by the cost model, and shown as its own row in a run's report."""
 from __future__ import annotations
 
 import pytest
@@ -7,9 +7,9 @@ from variant_helpers import synthetic_calibration
 
 import pearl_py as pearl
 from pearl_py.estimate import Estimator
-from pearl_py.estimate.loop_overhead import LOOP_STEP_KEY
+from pearl_py.estimate.loop_overhead import LOOP_KEY, LoopWork, time_loop_work
 from pearl_py.optimize.api import plan
-from pearl_py.protocol.kernel import ENV_STEP, LOOP_WORK
+from pearl_py.protocol.kernel import ENV_STEP, LEARNER_UPDATE, LOOP_WORK
 from pearl_py.report import measured
 
 
@@ -17,24 +17,45 @@ def _env_step(algo):
     return algo.protocol().by_kind(ENV_STEP)[0]
 
 
-def test_an_env_step_call_carries_its_familys_calibrated_loop_work():
+def _timed(**families):
     calibration = synthetic_calibration()
-    calibration.meta[LOOP_STEP_KEY] = {"off_policy": 20e-6, "on_policy": 50e-6}
-    timed, untimed = Estimator(calibration), Estimator(use_cache=False)
+    calibration.meta[LOOP_KEY] = {family: LoopWork(*work).to_dict() for family, work in families.items()}
+    return calibration
+
+
+def test_env_steps_and_updates_carry_their_familys_calibrated_loop_work():
+    timed = Estimator(_timed(off_policy=(20e-6, 5e-6), on_policy=(50e-6, 30e-6)))
+    untimed = Estimator(use_cache=False)
     cpu = pearl.Platform.local().by_kind("cpu")[0]
-    for algo, loop in ((pearl.DQN("CartPole-v1"), 20e-6), (pearl.PPO("CartPole-v1", n_envs=8, n_steps=32), 50e-6)):
-        kernel = _env_step(algo)
-        cost = timed.cost(kernel, cpu)
-        assert (cost.loop_s, cost.loop_source) == (pytest.approx(loop), "calibrated")
-        bare = timed._kernel_cost(kernel, cpu, "reference", 1)
-        assert cost.latency_s == pytest.approx(bare.latency_s + loop)
-        assert cost.energy_j == pytest.approx(bare.energy_j * cost.latency_s / bare.latency_s)
-        # without a timed figure: the assumed one of estimators/roofline.yaml, labelled modelled
-        assert untimed.cost(kernel, cpu).loop_s == pytest.approx(20e-6)
-        assert untimed.cost(kernel, cpu).loop_source == "modelled"
-    # only the env step carries it
-    inference = pearl.DQN("CartPole-v1").protocol().by_kind("inference")[0]
-    assert timed.cost(inference, cpu).loop_s == 0.0
+    for algo, per_step, per_update in ((pearl.DQN("CartPole-v1"), 20e-6, 5e-6),
+                                       (pearl.PPO("CartPole-v1", n_envs=8, n_steps=32), 50e-6, 30e-6)):
+        protocol = algo.protocol()
+        for kind, loop in ((ENV_STEP, per_step), (LEARNER_UPDATE, per_update)):
+            kernel = protocol.by_kind(kind)[0]
+            cost = timed.cost(kernel, cpu)
+            assert (cost.loop_s, cost.loop_source) == (pytest.approx(loop), "calibrated")
+            bare = timed._kernel_cost(kernel, cpu, "reference", 1)
+            assert cost.latency_s == pytest.approx(bare.latency_s + loop)
+            assert cost.energy_j == pytest.approx(bare.energy_j * cost.latency_s / bare.latency_s)
+            # without a timed figure: the assumed ones of estimators/roofline.yaml, labelled modelled
+            assert untimed.cost(kernel, cpu).loop_s == pytest.approx(20e-6)
+            assert untimed.cost(kernel, cpu).loop_source == "modelled"
+        # the other kernels carry none
+        assert timed.cost(protocol.by_kind("inference")[0], cpu).loop_s == 0.0
+
+
+def test_the_calibration_splits_the_loop_into_per_step_and_per_update_work(monkeypatch):
+    import pearl_py.estimate.loop_overhead as loop_overhead
+
+    # two runs: 100 steps with 10 updates and 100 steps with 40 updates, a = 30 us, b = 20 us exactly
+    runs = iter([(100 * 30e-6 + 10 * 20e-6, 100, 10), (100 * 30e-6 + 40 * 20e-6, 100, 40)])
+    monkeypatch.setattr(loop_overhead, "_loop_of_run", lambda algo, steps, out_dir: next(runs))
+    work = time_loop_work("on_policy")
+    assert (work.per_step, work.per_update) == (pytest.approx(30e-6), pytest.approx(20e-6))
+    # runs that differ by less than their noise: all of it per step, never a negative figure
+    runs = iter([(0.004, 100, 10), (0.0039, 100, 40)])
+    work = time_loop_work("on_policy")
+    assert work.per_update == 0.0 and work.per_step == pytest.approx(0.0079 / 200)
 
 
 def test_a_serial_run_times_its_loop_work_and_the_parts_add_up_to_its_training_time():
@@ -48,20 +69,19 @@ def test_a_serial_run_times_its_loop_work_and_the_parts_add_up_to_its_training_t
 
 
 def test_the_report_sets_the_measured_loop_beside_the_predicted_one():
-    calibration = synthetic_calibration()
-    calibration.meta[LOOP_STEP_KEY] = {"off_policy": 20e-6}
-    algo = pearl.DQN("CartPole-v1", learning_starts=0)
-    p = plan(algo.protocol(serialized=True), pearl.Platform.local(), estimator=Estimator(calibration),
-             horizon=1_000, pareto_points=2)
+    algo = pearl.DQN("CartPole-v1", learning_starts=0, train_freq=4)
+    p = plan(algo.protocol(serialized=True), pearl.Platform.local(), estimator=Estimator(_timed(
+        off_policy=(20e-6, 40e-6))), horizon=1_000, pareto_points=2)
     env_cost = p.prediction.cost(ENV_STEP, p.placements[ENV_STEP].device, p.placements[ENV_STEP].variant)
     run = {"env_steps": 1_000, "kernel_times": {
         ENV_STEP: {"calls": 1_000, "total_s": 1_000 * (env_cost.latency_s - env_cost.loop_s), "mean_s": 1e-5},
-        LOOP_WORK: {"calls": 1_000, "total_s": 1_000 * 30e-6, "mean_s": 30e-6}}}
+        LOOP_WORK: {"calls": 1_000, "total_s": 1_000 * 45e-6, "mean_s": 45e-6}}}
     rows = {row[0]: row for row in measured.kernel_rows(p, run)}
     assert rows[ENV_STEP][-1] == "1.00×"            # the env step alone, as the executor times it
     loop = next(row for name, row in rows.items() if name.startswith(LOOP_WORK))
-    assert loop[2] == "20.0 us (calibrated)" and loop[3] == "30.0 us" and loop[-1] == "1.50×"
-    # a parallel run's actors do not time their loop: predicted, not measured
+    # per vector step: 20 us with the step, 40 us with every 4th step's update
+    assert loop[2] == "30.0 us (calibrated)" and loop[3] == "45.0 us" and loop[-1] == "1.50×"
+    # a parallel run's loops are not timed: predicted, not measured
     del run["kernel_times"][LOOP_WORK]
     loop = next(row for row in measured.kernel_rows(p, run) if row[0].startswith(LOOP_WORK))
     assert loop[3].startswith("not measured") and loop[-1] == "–"

@@ -125,6 +125,28 @@ def test_tensorboard_gets_the_same_scalars_under_sb3s_tags(tmp_path):
     assert fps.step == int(first["step"]) and fps.value == pytest.approx(float(first["steps_per_second"]), rel=1e-5)
 
 
+def test_tensorboard_gets_at_most_one_point_per_interval_while_the_csv_keeps_every_row(tmp_path, monkeypatch):
+    pytest.importorskip("tensorboard", reason="the tensorboard extra is not installed")
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    from pearl_py.runtime import run_log
+
+    now = [100.0]
+    monkeypatch.setattr(run_log.time, "monotonic", lambda: now[0])
+    log = run_log.RunLog(tmp_path, total_steps=1_000, progress=False)
+    for step in range(10):                      # a row every 0.125 s: points at 0, 0.5 and 1.0 s
+        log.train(step, {"q": 0.1 * step}, 100.0)
+        log.episode(step, float(step), 1)
+        now[0] += 0.125
+    log.close()
+    events = EventAccumulator(str(tmp_path / "tensorboard"))
+    events.Reload()
+    assert [e.step for e in events.Scalars("train/loss_q")] == [0, 4, 8]
+    assert [e.step for e in events.Scalars("rollout/episode_return")] == [0, 4, 8]
+    with (tmp_path / "train.csv").open() as f:
+        assert len(list(csv.DictReader(f))) == 10
+
+
 def test_the_run_report_has_a_learning_curve(tmp_path):
     pearl.train(pearl.DQN("CartPole-v1", **TINY), total_steps=1_000, seed=0, out=tmp_path, plan="local",
                 eval_episodes=1, progress=False, log=lambda line: None)
