@@ -5,8 +5,8 @@ collector's bookkeeping (episode tracking, final observations, the step record) 
 counters; per update the minibatch's indices, the loss figures kept for the logs and the timing
 around the call; per training round or rollout the log rows (``train.csv``, TensorBoard). The serial
 executors measure that remainder as the timing entry ``loop`` (:data:`pearl_py.protocol.kernel.LOOP_WORK`).
-Here each family's calibration config (CartPole at the README's and the zoo's shapes, reference kernels,
-logs written to a temporary folder as ``pearl run`` writes them) runs twice, with few and with many
+Here each family's calibration config (CartPole at the README's and the zoo's shapes, the ``fused`` learner
+update and inference where they run, logs written to a temporary folder as ``pearl run`` writes them) runs twice, with few and with many
 updates per env step, and the two ``loop`` totals give the work per vector step ``a`` and per update
 ``b`` (``loop = a * vector steps + b * updates``), kept as ``calibration.meta["loop_s"][family]``. The
 cost model charges ``a`` with every ``env_step`` call and ``b`` with every ``learner_update`` call
@@ -27,11 +27,13 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from pearl_py.protocol.kernel import LEARNER_UPDATE, LOOP_WORK
+from pearl_py.protocol.kernel import INFERENCE, LEARNER_UPDATE, LOOP_WORK
 
 LOOP_KEY = "loop_s"
 """``Calibration.meta`` key: ``{family: {"per_step": s, "per_update": s}}``."""
 FAMILIES = ("off_policy", "on_policy")
+FUSED = "fused"
+"""The kernel variant the calibration runs use where this machine has it (:func:`calibration_plan`)."""
 
 
 @dataclass(frozen=True)
@@ -58,15 +60,31 @@ def _calibration_runs(family: str):
                        gradient_steps=updates, buffer_size=10_000), 6_000) for updates in (1, 4)]
 
 
+def calibration_plan(algo):
+    """Every kernel on the CPU in one process, the learner update and the inference ``fused`` where this machine
+    runs it (what ``pearl run --auto`` picks on a CPU; the loop around a reference update costs more: its loss
+    figures are autograd tensors), else the reference."""
+    from pearl_py.kernels import registry_of
+    from pearl_py.plan import Placement, Plan
+
+    protocol = algo.protocol(serialized=True)
+    plan = Plan.single_device(protocol)
+    for kind in (LEARNER_UPDATE, INFERENCE):
+        kernel = protocol.by_kind(kind)[0]
+        fused = next((v for v in registry_of(algo.family).variants(kind) if v.name == FUSED), None)
+        if fused is not None and fused.available()[0] and fused.supports(kernel) is None:
+            plan.placements[kernel.name] = Placement("cpu", FUSED)
+    return plan
+
+
 def _loop_of_run(algo, steps: int, out_dir: Path) -> tuple[float, int, int]:
     """``(loop seconds, vector steps, updates)`` of one serial run of ``algo`` (one torch thread, logs in
     ``out_dir``)."""
-    from pearl_py.plan import Plan
     from pearl_py.runtime.on_policy_serial import OnPolicySerialExecutor
     from pearl_py.runtime.serial import SerialExecutor
 
     executor = OnPolicySerialExecutor if algo.family == "on_policy" else SerialExecutor
-    result = executor(algo, seed=0, plan=Plan.single_device(algo.protocol(serialized=True)), eval_episodes=0,
+    result = executor(algo, seed=0, plan=calibration_plan(algo), eval_episodes=0,
                       progress=False, threads=1, out_dir=out_dir).run(steps)
     loop, updates = result.kernel_times.get(LOOP_WORK), result.kernel_times.get(LEARNER_UPDATE)
     return (loop["total_s"] if loop else 0.0, int(loop["calls"]) if loop else 0,
