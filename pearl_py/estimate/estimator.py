@@ -61,7 +61,7 @@ from pearl_py.estimate.fpga_kernels import (
 )
 from pearl_py.estimate.fpga_on_policy import advantage_design, minibatch_learner_design
 from pearl_py.estimate.gpu_profile import calibrated_gpu
-from pearl_py.estimate.loop_overhead import LOOP_KEY
+from pearl_py.estimate.loop_overhead import IN_LOOP_KEY, LOOP_KEY
 from pearl_py.estimate.power import dynamic_energy_j
 from pearl_py.estimate.power_profile import measured_dynamic_w
 from pearl_py.estimate.process_start import PROCESS_START_KEY
@@ -252,15 +252,30 @@ class Estimator:
         (:meth:`thread_counts`); elsewhere :class:`Infeasible` (resource ``threads``).
         An ``env_step`` or ``learner_update`` call carries the training loop's own work with it (``Cost.loop_s``,
         :meth:`loop_work`): every loop that steps envs or updates (the serial executor's, the actors', the
-        learner's) does that work.
+        learner's) does that work; on this machine's calibrated CPU every call also takes its kind's excess in a
+        loop over the back-to-back timing (:meth:`in_loop_excess`, ``Cost.detail["in_loop"]``).
         """
-        cost = self._kernel_cost(kernel, device, variant, threads)
+        cost = self.kernel_cost(kernel, device, variant, threads)
         loop_s, loop_source = self.loop_work(kernel)
-        if not loop_s:
+        excess = self.in_loop_excess(kernel, device)
+        if not (loop_s or excess):
             return cost
-        scale = (cost.latency_s + loop_s) / cost.latency_s if cost.latency_s > 0 else 1.0
-        return dataclasses.replace(cost, latency_s=cost.latency_s + loop_s, energy_j=cost.energy_j * scale,
+        latency = cost.latency_s + excess + loop_s
+        scale = latency / cost.latency_s if cost.latency_s > 0 else 1.0
+        return dataclasses.replace(cost, latency_s=latency, energy_j=cost.energy_j * scale,
+                                   detail={**cost.detail, "in_loop": excess} if excess else cost.detail,
                                    loop_s=loop_s, loop_source=loop_source)
+
+    def in_loop_excess(self, kernel: Kernel, device: Device) -> float:
+        """Seconds one call of ``kernel`` takes more inside a training loop than timed back to back, on this
+        machine's calibrated CPU (``pearl profile``'s loop runs, :mod:`loop_overhead`; 0 elsewhere or untimed):
+        the excess of the family whose loop runs the kernel, else of any family whose loop ran its kind."""
+        if self.calibration is None or device_kind(device.kind).runtime != "cpu" or not self._calibrated_here(device):
+            return 0.0
+        timed = self.calibration.meta.get(IN_LOOP_KEY) or {}
+        family = getattr(kernel.workload, "loop_family", None) or getattr(kernel.workload, "family", None)
+        ordered = ([family] if family in timed else []) + [f for f in timed if f != family]
+        return next((float(timed[f][kernel.kind]) for f in ordered if kernel.kind in timed[f]), 0.0)
 
     def loop_work(self, kernel: Kernel) -> tuple[float, str]:
         """``(seconds, source)`` of the training loop's own work that comes with one call of ``kernel``: per vector
@@ -276,7 +291,9 @@ class Estimator:
             return float(timed[part]), "calibrated"
         return float(self.params.cpu[f"loop_{part}_us"]) * 1e-6, "modelled"
 
-    def _kernel_cost(self, kernel: Kernel, device: Device, variant: str, threads: int) -> Cost:
+    def kernel_cost(self, kernel: Kernel, device: Device, variant: str = "reference", threads: int = 1) -> Cost:
+        """One call of the kernel alone, as calibrated or modelled: :meth:`cost` without the loop's work or the
+        in-loop excess."""
         if threads != 1:
             if threads not in self.thread_counts(kernel, device, variant):
                 raise Infeasible(kernel.name, device.name, "threads", reason=f"{variant!r} is not calibrated at "

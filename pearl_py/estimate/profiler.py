@@ -42,7 +42,7 @@ from pearl_py.estimate.load import (
     load_average,
 )
 from pearl_py.estimate.loop_overhead import FAMILIES as LOOP_FAMILIES
-from pearl_py.estimate.loop_overhead import LOOP_KEY, time_loop_work
+from pearl_py.estimate.loop_overhead import IN_LOOP_KEY, LOOP_KEY, time_loop_work
 from pearl_py.estimate.microbench import (
     OFF_POLICY,
     BenchPoint,
@@ -460,12 +460,18 @@ def profile(quick: bool = False, kinds: tuple[str, ...] = KINDS,
 def profile_loops(calibration: Calibration, families_of: tuple[str, ...] | None, log: Callable[[str], None]) -> None:
     """Time the training loop's own work per vector step of each family (:mod:`loop_overhead`) and the start of
     a child process (:mod:`process_start`) into ``calibration.meta``."""
+    from pearl_py.estimate.estimator import Estimator
+    from pearl_py.platform import Platform
+
+    estimator, cpu = Estimator(calibration), Platform.local().by_kind("cpu")[0]
     for family in (f for f in LOOP_FAMILIES if families_of is None or f in families_of):
-        work = time_loop_work(family)
+        work = time_loop_work(family, alone=lambda kernel, variant: estimator.kernel_cost(kernel, cpu, variant).latency_s)
         if work is not None:
             calibration.meta.setdefault(LOOP_KEY, {})[family] = work.to_dict()
+            calibration.meta.setdefault(IN_LOOP_KEY, {})[family] = work.in_loop
+            excess = ", ".join(f"{kind} +{seconds * 1e6:.1f}us" for kind, seconds in sorted(work.in_loop.items()))
             log(f"{'loop work (' + family + ')':<33} {work.per_step * 1e6:.1f}us per vector step, "
-                f"{work.per_update * 1e6:.1f}us per update")
+                f"{work.per_update * 1e6:.1f}us per update; in a loop: {excess}")
     started = time_process_start()
     if started is not None:
         calibration.meta[PROCESS_START_KEY] = round(started, 3)

@@ -7,7 +7,7 @@ from variant_helpers import synthetic_calibration
 
 import pearl_py as pearl
 from pearl_py.estimate import Estimator
-from pearl_py.estimate.loop_overhead import LOOP_KEY, LoopWork, time_loop_work
+from pearl_py.estimate.loop_overhead import IN_LOOP_KEY, LOOP_KEY, LoopWork, time_loop_work
 from pearl_py.optimize.api import plan
 from pearl_py.protocol.kernel import ENV_STEP, LEARNER_UPDATE, LOOP_WORK
 from pearl_py.report import measured
@@ -34,7 +34,7 @@ def test_env_steps_and_updates_carry_their_familys_calibrated_loop_work():
             kernel = protocol.by_kind(kind)[0]
             cost = timed.cost(kernel, cpu)
             assert (cost.loop_s, cost.loop_source) == (pytest.approx(loop), "calibrated")
-            bare = timed._kernel_cost(kernel, cpu, "reference", 1)
+            bare = timed.kernel_cost(kernel, cpu)
             assert cost.latency_s == pytest.approx(bare.latency_s + loop)
             assert cost.energy_j == pytest.approx(bare.energy_j * cost.latency_s / bare.latency_s)
             # without a timed figure: the assumed ones of estimators/roofline.yaml, labelled modelled
@@ -44,18 +44,48 @@ def test_env_steps_and_updates_carry_their_familys_calibrated_loop_work():
         assert timed.cost(protocol.by_kind("inference")[0], cpu).loop_s == 0.0
 
 
+class _Ran:
+    """What a calibration run returns: its kernel times (and a plan placing everything as the reference)."""
+
+    def __init__(self, loop_s: float, steps: int, updates: int, env_s: float = 0.0):
+        self.kernel_times = {LOOP_WORK: {"calls": steps, "total_s": loop_s},
+                             LEARNER_UPDATE: {"calls": updates, "total_s": 0.0},
+                             ENV_STEP: {"calls": steps, "total_s": env_s}}
+
+
 def test_the_calibration_splits_the_loop_into_per_step_and_per_update_work(monkeypatch):
     import pearl_py.estimate.loop_overhead as loop_overhead
 
-    # two runs: 100 steps with 10 updates and 100 steps with 40 updates, a = 30 us, b = 20 us exactly
-    runs = iter([(100 * 30e-6 + 10 * 20e-6, 100, 10), (100 * 30e-6 + 40 * 20e-6, 100, 40)])
-    monkeypatch.setattr(loop_overhead, "_loop_of_run", lambda algo, steps, out_dir: next(runs))
-    work = time_loop_work("on_policy")
+    plan = loop_overhead.calibration_plan(pearl.PPO("CartPole-v1", n_envs=8, n_steps=32))
+    # two runs: 100 steps with 10 updates and 100 steps with 40 updates, a = 30 us, b = 20 us exactly; the env
+    # steps took 5 us a call where they take 3 us alone
+    runs = iter([_Ran(100 * 30e-6 + 10 * 20e-6, 100, 10, 100 * 5e-6), _Ran(100 * 30e-6 + 40 * 20e-6, 100, 40, 100 * 5e-6)])
+    monkeypatch.setattr(loop_overhead, "_loop_of_run", lambda algo, steps, out_dir: (next(runs), plan))
+    alone = {ENV_STEP: 3e-6, LEARNER_UPDATE: 0.0}
+    work = time_loop_work("on_policy", alone=lambda kernel, variant: alone.get(str(kernel.kind), 0.0))
     assert (work.per_step, work.per_update) == (pytest.approx(30e-6), pytest.approx(20e-6))
+    assert work.in_loop[ENV_STEP] == pytest.approx(2e-6) and work.in_loop[LEARNER_UPDATE] == 0.0
     # runs that differ by less than their noise: all of it per step, never a negative figure
-    runs = iter([(0.004, 100, 10), (0.0039, 100, 40)])
+    runs = iter([_Ran(0.004, 100, 10), _Ran(0.0039, 100, 40)])
     work = time_loop_work("on_policy")
-    assert work.per_update == 0.0 and work.per_step == pytest.approx(0.0079 / 200)
+    assert work.per_update == 0.0 and work.per_step == pytest.approx(0.0079 / 200) and work.in_loop == {}
+
+
+def test_a_calibrated_cpu_adds_each_kinds_in_loop_excess():
+    calibration = _timed(off_policy=(20e-6, 5e-6))
+    calibration.meta[IN_LOOP_KEY] = {"off_policy": {ENV_STEP: 8e-6, LEARNER_UPDATE: 40e-6}}
+    timed = Estimator(calibration)
+    protocol = pearl.DQN("CartPole-v1").protocol()
+    local = pearl.Platform.local().by_kind("cpu")[0]
+    for kind, excess, loop in ((ENV_STEP, 8e-6, 20e-6), (LEARNER_UPDATE, 40e-6, 5e-6)):
+        kernel = protocol.by_kind(kind)[0]
+        cost = timed.cost(kernel, local)
+        assert cost.latency_s == pytest.approx(timed.kernel_cost(kernel, local).latency_s + excess + loop)
+        assert cost.detail["in_loop"] == pytest.approx(excess)
+    # a catalogue CPU is not this machine: its costs take no excess measured here
+    other = pearl.Platform.load("pearl-cpu-gpu-fpga").by_kind("cpu")[0]
+    kernel = protocol.by_kind(ENV_STEP)[0]
+    assert timed.cost(kernel, other).latency_s == pytest.approx(timed.kernel_cost(kernel, other).latency_s + 20e-6)
 
 
 def test_a_serial_run_times_its_loop_work_and_the_parts_add_up_to_its_training_time():
