@@ -279,17 +279,22 @@ class Estimator:
 
     def loop_work(self, kernel: Kernel) -> tuple[float, str]:
         """``(seconds, source)`` of the training loop's own work that comes with one call of ``kernel``: per vector
-        step with an ``env_step``, per update with a ``learner_update``, none with the others. Timed by ``pearl
+        step with an ``env_step``, per update (and its share of the round's) with a ``learner_update``, none with
+        the others. Timed by ``pearl
         profile`` for the algorithm family whose loop runs it (``calibrated``, :mod:`loop_overhead`), else the
         assumed figures of ``estimators/roofline.yaml`` (``modelled``)."""
-        part = {ENV_STEP: "per_step", LEARNER_UPDATE: "per_update"}.get(kernel.kind)
-        if part is None:
+        if kernel.kind not in (ENV_STEP, LEARNER_UPDATE):
             return 0.0, "modelled"
         family = getattr(kernel.workload, "loop_family", None) or family_of(kernel)
         timed = (self.calibration.meta.get(LOOP_KEY) or {}).get(family) if self.calibration is not None else None
-        if timed is not None:
-            return float(timed[part]), "calibrated"
-        return float(self.params.cpu[f"loop_{part}_us"]) * 1e-6, "modelled"
+        source = "calibrated" if timed is not None else "modelled"
+        if timed is None:
+            timed = {part: float(self.params.cpu[f"loop_{part}_us"]) * 1e-6
+                     for part in ("per_step", "per_update", "per_round")}
+        if kernel.kind == ENV_STEP:
+            return float(timed["per_step"]), source
+        rounds = 1.0 / max(getattr(kernel.workload, "updates_per_round", 1), 1)  # a round's log row, per update
+        return float(timed["per_update"]) + float(timed.get("per_round", 0.0)) * rounds, source
 
     def kernel_cost(self, kernel: Kernel, device: Device, variant: str = "reference", threads: int = 1) -> Cost:
         """One call of the kernel alone, as calibrated or modelled: :meth:`cost` without the loop's work or the

@@ -471,7 +471,8 @@ def profile_loops(calibration: Calibration, families_of: tuple[str, ...] | None,
             calibration.meta.setdefault(IN_LOOP_KEY, {})[family] = work.in_loop
             excess = ", ".join(f"{kind} +{seconds * 1e6:.1f}us" for kind, seconds in sorted(work.in_loop.items()))
             log(f"{'loop work (' + family + ')':<33} {work.per_step * 1e6:.1f}us per vector step, "
-                f"{work.per_update * 1e6:.1f}us per update; in a loop: {excess}")
+                f"{work.per_update * 1e6:.1f}us per update, {work.per_round * 1e6:.1f}us per round; "
+                f"in a loop: {excess}")
     started = time_process_start()
     if started is not None:
         calibration.meta[PROCESS_START_KEY] = round(started, 3)

@@ -101,7 +101,9 @@ class NetworkWorkload:
     kernels are different code, calibrated apart). ``dispatched_ops``: operators one call
     dispatched when its derivation observed it (None: estimated from the layers, :attr:`n_ops`).
     ``resident_bytes``: training data the kernel keeps on its device across calls (an on-policy
-    learner's rollout, reread every epoch; 0 for a learner fed sampled batches).
+    learner's rollout, reread every epoch; 0 for a learner fed sampled batches). ``updates_per_round``: a
+    learner's calls per training round (``gradient_steps``; epochs x minibatches of a rollout), over which the
+    loop's work per round (its log row) is spread (``pearl_py.protocol.kernel.LOOP_WORK``).
     """
 
     layers: tuple[Layer, ...]
@@ -113,6 +115,7 @@ class NetworkWorkload:
     family: str = "off_policy"
     dispatched_ops: float | None = None
     resident_bytes: int = 0
+    updates_per_round: int = 1
 
     @property
     def forward_flops(self) -> float:

@@ -7,7 +7,12 @@ from variant_helpers import synthetic_calibration
 
 import pearl_py as pearl
 from pearl_py.estimate import Estimator
-from pearl_py.estimate.loop_overhead import IN_LOOP_KEY, LOOP_KEY, LoopWork, time_loop_work
+from pearl_py.estimate.loop_overhead import (
+    IN_LOOP_KEY,
+    LOOP_KEY,
+    LoopWork,
+    time_loop_work,
+)
 from pearl_py.optimize.api import plan
 from pearl_py.protocol.kernel import ENV_STEP, LEARNER_UPDATE, LOOP_WORK
 from pearl_py.report import measured
@@ -37,15 +42,18 @@ def test_env_steps_and_updates_carry_their_familys_calibrated_loop_work():
             bare = timed.kernel_cost(kernel, cpu)
             assert cost.latency_s == pytest.approx(bare.latency_s + loop)
             assert cost.energy_j == pytest.approx(bare.energy_j * cost.latency_s / bare.latency_s)
-            # without a timed figure: the assumed ones of estimators/roofline.yaml, labelled modelled
-            assert untimed.cost(kernel, cpu).loop_s == pytest.approx(20e-6)
+            # without a timed figure: the assumed ones of estimators/roofline.yaml, labelled modelled (an update
+            # carries its share of the round's log row)
+            rounds = 1 / getattr(kernel.workload, "updates_per_round", 1)
+            assumed = 20e-6 if kind == ENV_STEP else 10e-6 + 40e-6 * rounds
+            assert untimed.cost(kernel, cpu).loop_s == pytest.approx(assumed)
             assert untimed.cost(kernel, cpu).loop_source == "modelled"
         # the other kernels carry none
         assert timed.cost(protocol.by_kind("inference")[0], cpu).loop_s == 0.0
 
 
 class _Ran:
-    """What a calibration run returns: its kernel times (and a plan placing everything as the reference)."""
+    """What a calibration run returns: its kernel times."""
 
     def __init__(self, loop_s: float, steps: int, updates: int, env_s: float = 0.0):
         self.kernel_times = {LOOP_WORK: {"calls": steps, "total_s": loop_s},
@@ -53,22 +61,27 @@ class _Ran:
                              ENV_STEP: {"calls": steps, "total_s": env_s}}
 
 
-def test_the_calibration_splits_the_loop_into_per_step_and_per_update_work(monkeypatch):
+def test_the_calibration_splits_the_loop_into_per_step_per_update_and_per_round_work(monkeypatch):
     import pearl_py.estimate.loop_overhead as loop_overhead
 
     plan = loop_overhead.calibration_plan(pearl.PPO("CartPole-v1", n_envs=8, n_steps=32))
-    # two runs: 100 steps with 10 updates and 100 steps with 40 updates, a = 30 us, b = 20 us exactly; the env
-    # steps took 5 us a call where they take 3 us alone
-    runs = iter([_Ran(100 * 30e-6 + 10 * 20e-6, 100, 10, 100 * 5e-6), _Ran(100 * 30e-6 + 40 * 20e-6, 100, 40, 100 * 5e-6)])
-    monkeypatch.setattr(loop_overhead, "_loop_of_run", lambda algo, steps, out_dir: (next(runs), plan))
-    alone = {ENV_STEP: 3e-6, LEARNER_UPDATE: 0.0}
+    runs = loop_overhead._calibration_runs("on_policy")     # 2, 16 and 2 updates per round
+    a, b, c = 30e-6, 20e-6, 50e-6                            # per step, per update, per round
+
+    def ran(steps: int, updates: int, per_round: int) -> _Ran:
+        return _Ran(steps * a + updates * b + updates / per_round * c, steps, updates, steps * 5e-6)
+
+    fakes = iter([ran(100, 10, runs[0].updates_per_round), ran(100, 80, runs[1].updates_per_round),
+                  ran(100, 40, runs[2].updates_per_round)])
+    monkeypatch.setattr(loop_overhead, "_loop_of_run", lambda algo, steps, out_dir: (next(fakes), plan))
+    alone = {ENV_STEP: 3e-6, LEARNER_UPDATE: 0.0}     # the env steps took 5 us a call, 3 us alone
     work = time_loop_work("on_policy", alone=lambda kernel, variant: alone.get(str(kernel.kind), 0.0))
-    assert (work.per_step, work.per_update) == (pytest.approx(30e-6), pytest.approx(20e-6))
+    assert (work.per_step, work.per_update, work.per_round) == (pytest.approx(a), pytest.approx(b), pytest.approx(c))
     assert work.in_loop[ENV_STEP] == pytest.approx(2e-6) and work.in_loop[LEARNER_UPDATE] == 0.0
-    # runs that differ by less than their noise: all of it per step, never a negative figure
-    runs = iter([_Ran(0.004, 100, 10), _Ran(0.0039, 100, 40)])
+    # noise that would make a term negative leaves it at 0 (non-negative least squares), never below
+    fakes = iter([_Ran(0.004, 100, 10), _Ran(0.0039, 100, 80), _Ran(0.004, 100, 40)])
     work = time_loop_work("on_policy")
-    assert work.per_update == 0.0 and work.per_step == pytest.approx(0.0079 / 200) and work.in_loop == {}
+    assert min(work.per_step, work.per_update, work.per_round) >= 0.0 and work.in_loop == {}
 
 
 def test_a_calibrated_cpu_adds_each_kinds_in_loop_excess():

@@ -122,7 +122,8 @@ def derive_protocol(algorithm: Algorithm, serialized: bool = False) -> ProtocolG
         Kernel(REPLAY_INSERT, REPLAY_INSERT, replay(n_envs), rate=per_step),
         Kernel(REPLAY_SAMPLE, REPLAY_SAMPLE, replay(cfg.batch_size), rate=per_update),
         Kernel(LEARNER_UPDATE, LEARNER_UPDATE, NetworkWorkload(learning, trained_params=trained_params,
-                                                               batch=cfg.batch_size, period=period, forms=forms),
+                                                               batch=cfg.batch_size, period=period, forms=forms,
+                                                               updates_per_round=cfg.gradient_steps),
                rate=per_update),
         Kernel(PARAM_SYNC, PARAM_SYNC, SyncWorkload(param_bytes), rate=per_sync),
     ]

@@ -146,7 +146,7 @@ def derive_protocol(algorithm: OnPolicyAlgorithm, serialized: bool = False) -> P
                NetworkWorkload(learning, trained_params=trained_params, batch=rows, forms=(loss_form, acting_form),
                                family=FAMILY, dispatched_ops=float(learning_ops),
                                optimizer=type(learner.optimizer).__name__.lower(),
-                               resident_bytes=size * (item_bytes(algorithm) + TARGET_BYTES)),
+                               resident_bytes=size * (item_bytes(algorithm) + TARGET_BYTES), updates_per_round=updates),
                rate=updates / size),
         Kernel(PARAM_SYNC, PARAM_SYNC, SyncWorkload(param_bytes), rate=per_rollout),
     ):
