@@ -262,8 +262,9 @@ def test_serial_run_counts_steps_rollouts_and_kernels():
     calls = {k: v["calls"] for k, v in result.kernel_times.items()}
     # inference: one per vector step, one per rollout end (V of the last obs); more for truncated episodes
     # (none here: CartPole's 500-step limit is not reached in 1024 steps of 4 envs)
+    # and the loop's own work: one entry per vector step (docs/cost-models.md §8)
     assert calls == {"env_step": 256, "rollout_insert": 256, "inference": 256 + 16, "advantage": 16,
-                     "learner_update": 96}
+                     "learner_update": 96, "loop": 256}
     assert result.plan["solver"] == "single-device" and set(result.plan["placements"]) == set(calls)
 
 

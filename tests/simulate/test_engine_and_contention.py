@@ -29,8 +29,8 @@ def test_units_serve_in_parallel_and_the_rest_queue() -> None:
 
 def test_a_replay_sharing_the_learners_fpga_is_slower_than_the_model_says() -> None:
     """Inserts wait behind learner updates on the one FPGA: the replay server falls behind (contention)."""
-    algo, problem = problem_for("pearl-cpu-gpu-fpga", train_freq=256, gradient_steps=128, batch_size=64,
-                                net_arch=(256, 256))
+    algo, problem = problem_for("pearl-cpu-gpu-fpga", kernels_only=True, train_freq=256, gradient_steps=128,
+                                batch_size=64, net_arch=(256, 256))
     problem = dataclasses.replace(problem, overlap=1.0)  # no policy-lag bound: contention alone
     # the replay lives on one device (insert and sample on the FPGA), beside the learner's updates
     assignment = {"env_step": Choice("cpu", replicas=2), "inference": Choice("cpu", replicas=3),
