@@ -64,12 +64,12 @@ from pearl_py.estimate.gpu_profile import calibrated_gpu
 from pearl_py.estimate.loop_overhead import IN_LOOP_KEY, LOOP_KEY
 from pearl_py.estimate.power import dynamic_energy_j
 from pearl_py.estimate.power_profile import measured_dynamic_w
-from pearl_py.estimate.process_start import PROCESS_START_KEY
+from pearl_py.estimate.process_start import PROCESS_START_KEY, ROUND_TRIP_KEY
 from pearl_py.estimate.roofline import RooflineParams
 from pearl_py.plan import LayerCost
 from pearl_py.platform import Device, Platform
 from pearl_py.platform.kinds import device_kind
-from pearl_py.protocol import ENV_STEP, LEARNER_UPDATE, Kernel, KernelKind
+from pearl_py.protocol import ENV_STEP, LEARNER_UPDATE, PARAM_SYNC, Kernel, KernelKind
 from pearl_py.protocol.layers import Conv2dLayer
 from pearl_py.protocol.workload import (
     FLOAT_BYTES,
@@ -266,6 +266,16 @@ class Estimator:
                                    detail={**cost.detail, "in_loop": excess} if excess else cost.detail,
                                    loop_s=loop_s, loop_source=loop_source)
 
+    def _handshake(self, kernel: Kernel) -> tuple[float, str]:
+        """``(seconds, source)`` of the turn a synchronous publication hands to the actors and back (a wake-up and
+        its answer between processes, :mod:`process_start`); 0 for a publication without one."""
+        if not getattr(kernel.workload, "handshake", False):
+            return 0.0, "modelled"
+        timed = self.calibration.meta.get(ROUND_TRIP_KEY) if self.calibration is not None else None
+        if timed is not None:
+            return float(timed), "calibrated"
+        return float(self.params.cpu["round_trip_us"]) * 1e-6, "modelled"
+
     def in_loop_excess(self, kernel: Kernel, device: Device) -> float:
         """Seconds one call of ``kernel`` takes more inside a training loop than timed back to back, on this
         machine's calibrated CPU (``pearl profile``'s loop runs, :mod:`loop_overhead`; 0 elsewhere or untimed):
@@ -279,10 +289,12 @@ class Estimator:
 
     def loop_work(self, kernel: Kernel) -> tuple[float, str]:
         """``(seconds, source)`` of the training loop's own work that comes with one call of ``kernel``: per vector
-        step with an ``env_step``, per update (and its share of the round's) with a ``learner_update``, none with
-        the others. Timed by ``pearl
+        step with an ``env_step``, per update (and its share of the round's) with a ``learner_update``, the
+        handshake with the actors with a synchronous ``param_sync``, none with the others. Timed by ``pearl
         profile`` for the algorithm family whose loop runs it (``calibrated``, :mod:`loop_overhead`), else the
         assumed figures of ``estimators/roofline.yaml`` (``modelled``)."""
+        if kernel.kind == PARAM_SYNC:
+            return self._handshake(kernel)
         if kernel.kind not in (ENV_STEP, LEARNER_UPDATE):
             return 0.0, "modelled"
         family = getattr(kernel.workload, "loop_family", None) or family_of(kernel)

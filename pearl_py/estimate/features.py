@@ -60,7 +60,7 @@ def workload_features(workload: Workload) -> dict[str, float]:
     if isinstance(workload, EnvWorkload):
         return {"n_envs": float(workload.n_envs), "obs_bytes": float(workload.obs_bytes)}
     if isinstance(workload, SyncWorkload):
-        return {"bytes": float(workload.param_bytes)}
+        return {"bytes": float(workload.param_bytes), "tensors": float(workload.tensors)}
     if isinstance(workload, RolloutWorkload):   # a replay insert without a tree (the replay roofline reads these)
         return {"batch": float(workload.batch), "bytes": float(workload.bytes_moved), "levels": 0.0, "tree_work": 0.0}
     if isinstance(workload, AdvantageWorkload):

@@ -46,7 +46,7 @@ class BenchPoint:
     given; ``env_id`` when not the algorithm's zoo env), and for a CNN point ``frames`` (the ``(C, H, W)`` uint8
     observations, on the random-frame env ``pearl/Frames-CxHxW-v0``) and ``extractor`` (``small_cnn``,
     ``nature_cnn``); replay reads capacity/batch/prioritized; env_step reads env_id/batch (= n_envs); param_sync
-    reads nbytes; rollout_insert reads batch (envs) and capacity (steps); advantage reads capacity (steps) and
+    reads nbytes and batch (the tensors they are in); rollout_insert reads batch (envs) and capacity (steps); advantage reads capacity (steps) and
     batch (envs); every reference runner and ``cuda_graph`` read ``device``."""
 
     kind: str
@@ -357,11 +357,28 @@ def env_step_reference(point: BenchPoint):
 
 
 def param_sync_reference(point: BenchPoint):
-    """Copy of ``nbytes`` of float32 parameters into a host buffer (what a shared-memory sync costs); from
-    ``point.device``'s memory when it is a GPU (a GPU learner publishing its weights)."""
-    n = max(1, point.nbytes // 4)
-    src, dst = torch.randn(n, device=point.device), torch.empty(n)
-    return SyncWorkload(n * 4), lambda: dst.copy_(src)
+    """One publication as the parallel runtime makes it (:class:`~pearl_py.runtime.parallel.params.ParamBoard`):
+    ``batch`` float32 tensors of ``nbytes`` in all written one by one into a flat buffer (the board's shared
+    memory) by the learner, then copied out of it into an actor's tensors; the learner's tensors in
+    ``point.device``'s memory (a GPU learner publishing its weights)."""
+    count = max(1, point.batch)
+    total = max(count, point.nbytes // 4)
+    sizes = [total // count + (1 if i < total % count else 0) for i in range(count)]
+    learner = [torch.randn(k, device=point.device) for k in sizes]
+    actor = [torch.empty(k) for k in sizes]
+    flat = torch.empty(total)
+
+    def call() -> None:
+        offset = 0
+        for tensor in learner:
+            flat[offset:offset + tensor.numel()].copy_(tensor)
+            offset += tensor.numel()
+        offset = 0
+        for tensor in actor:
+            tensor.copy_(flat[offset:offset + tensor.numel()])
+            offset += tensor.numel()
+
+    return SyncWorkload(total * 4, tensors=count), call
 
 
 for _kind, _runner in {

@@ -54,7 +54,11 @@ from pearl_py.estimate.microbench import (
 )
 from pearl_py.estimate.neighbour import neighbour
 from pearl_py.estimate.power_profile import PowerProfile
-from pearl_py.estimate.process_start import PROCESS_START_KEY, time_process_start
+from pearl_py.estimate.process_start import (
+    PROCESS_START_KEY,
+    ROUND_TRIP_KEY,
+    time_child_process,
+)
 from pearl_py.estimate.progress import ProfileProgress
 from pearl_py.kernels.affinity import pinned_threads, usable_cpus
 from pearl_py.protocol import Workload
@@ -83,7 +87,7 @@ KIND_FEATURES: dict[str, tuple[str, list[str]]] = {
     REPLAY_SAMPLE: ("batch", ["batch", "bytes", "levels", "tree_work", "prioritized"]),
     PRIORITY_UPDATE: ("batch", ["batch", "levels", "tree_work"]),
     ENV_STEP: ("n_envs", ["n_envs"]),
-    PARAM_SYNC: ("bytes", ["bytes"]),
+    PARAM_SYNC: ("bytes", ["bytes", "tensors"]),
     ROLLOUT_INSERT: ("batch", ["batch", "bytes"]),
     ADVANTAGE: ("elements", ["steps", "elements"]),
 }
@@ -174,8 +178,9 @@ def calibration_grid(kind: str, quick: bool = False, variant: str = "reference",
                        (1, 16, 256) if quick else (1, 8, 64, 256))
     if kind == ENV_STEP:
         return [BenchPoint(kind, env_id=e, batch=n) for e in CALIBRATED_ENVS for n in (1, 2, 4, 8, 16)]
-    if kind == PARAM_SYNC:
-        return [BenchPoint(kind, nbytes=n) for n in (1_000, 10_000, 100_000, 1_000_000, 4_000_000)]
+    if kind == PARAM_SYNC:   # batch: the tensors the bytes are in
+        return [BenchPoint(kind, nbytes=n, batch=t) for n, t in itertools.product(
+            (1_000, 10_000, 100_000, 1_000_000, 4_000_000), (2, 8, 32))]
     raise KeyError(kind)
 
 
@@ -211,7 +216,8 @@ def heldout_grid(kind: str, variant: str = "reference", family: str = OFF_POLICY
     if kind == ENV_STEP:
         return [BenchPoint(kind, env_id=e, batch=n) for e in CALIBRATED_ENVS for n in (3, 6, 12)]
     if kind == PARAM_SYNC:
-        return [BenchPoint(kind, nbytes=n) for n in (3_000, 30_000, 300_000, 2_000_000)]
+        return [BenchPoint(kind, nbytes=n, batch=t) for n, t in itertools.product(
+            (3_000, 30_000, 300_000, 2_000_000), (4, 16))]
     raise KeyError(kind)
 
 
@@ -458,8 +464,8 @@ def profile(quick: bool = False, kinds: tuple[str, ...] = KINDS,
 
 
 def profile_loops(calibration: Calibration, families_of: tuple[str, ...] | None, log: Callable[[str], None]) -> None:
-    """Time the training loop's own work per vector step of each family (:mod:`loop_overhead`) and the start of
-    a child process (:mod:`process_start`) into ``calibration.meta``."""
+    """Time the training loop's own work of each family (:mod:`loop_overhead`), the start of a child process and a
+    handshake with it (:mod:`process_start`) into ``calibration.meta``."""
     from pearl_py.estimate.estimator import Estimator
     from pearl_py.platform import Platform
 
@@ -473,10 +479,12 @@ def profile_loops(calibration: Calibration, families_of: tuple[str, ...] | None,
             log(f"{'loop work (' + family + ')':<33} {work.per_step * 1e6:.1f}us per vector step, "
                 f"{work.per_update * 1e6:.1f}us per update, {work.per_round * 1e6:.1f}us per round; "
                 f"in a loop: {excess}")
-    started = time_process_start()
-    if started is not None:
-        calibration.meta[PROCESS_START_KEY] = round(started, 3)
-        log(f"{'process start (spawn, imports)':<33} {started:.2f}s")
+    child = time_child_process()
+    if child is not None:
+        calibration.meta[PROCESS_START_KEY] = round(child.start_s, 3)
+        calibration.meta[ROUND_TRIP_KEY] = round(child.round_trip_s, 9)
+        log(f"{'process start (spawn, imports)':<33} {child.start_s:.2f}s; a handshake with it "
+            f"{child.round_trip_s * 1e6:.0f}us")
 
 
 def network_family(kind: str, family: str) -> str | None:

@@ -26,7 +26,8 @@ _SCHEMA = {
     "variants": None,
     "cpu": ["gemm_efficiency", "conv_efficiency", "numpy_call_us", "replay_calls", "env_step_us", "env_step_default_us",
             "env_reference_ghz", "vector_env_us", "scan_calls", "process_start_s", "loop_per_step_us",
-            "loop_per_update_us", "loop_per_round_us"],
+            "loop_per_update_us", "loop_per_round_us",
+            "round_trip_us"],
     "gpu": ["gemm_efficiency", "conv_efficiency", "replay_calls", "scan_step_ns"],
 }
 

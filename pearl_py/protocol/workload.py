@@ -214,9 +214,13 @@ class EnvWorkload:
 
 @dataclass(frozen=True)
 class SyncWorkload:
-    """Copy of the acting networks' parameters from learner to actors."""
+    """Copy of the acting networks' parameters from learner to actors: ``param_bytes`` in ``tensors`` tensors (one
+    copy each way per tensor); ``handshake``: each publication also hands the turn to the actors and back (the
+    synchronous on-policy loop: the learner wakes its actors, they wake it with the next rollout)."""
 
     param_bytes: int
+    tensors: int = 1
+    handshake: bool = False
 
 
 @dataclass(frozen=True)

@@ -125,7 +125,7 @@ def derive_protocol(algorithm: Algorithm, serialized: bool = False) -> ProtocolG
                                                                batch=cfg.batch_size, period=period, forms=forms,
                                                                updates_per_round=cfg.gradient_steps),
                rate=per_update),
-        Kernel(PARAM_SYNC, PARAM_SYNC, SyncWorkload(param_bytes), rate=per_sync),
+        Kernel(PARAM_SYNC, PARAM_SYNC, SyncWorkload(param_bytes, tensors=len(acting_params)), rate=per_sync),
     ]
     if cfg.prioritized_replay:
         kernels.append(Kernel(PRIORITY_UPDATE, PRIORITY_UPDATE, replay(cfg.batch_size), rate=per_update))

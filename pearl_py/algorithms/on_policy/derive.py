@@ -148,7 +148,9 @@ def derive_protocol(algorithm: OnPolicyAlgorithm, serialized: bool = False) -> P
                                optimizer=type(learner.optimizer).__name__.lower(),
                                resident_bytes=size * (item_bytes(algorithm) + TARGET_BYTES), updates_per_round=updates),
                rate=updates / size),
-        Kernel(PARAM_SYNC, PARAM_SYNC, SyncWorkload(param_bytes), rate=per_rollout),
+        # the serial executor acts with the learner's own networks: it publishes nothing
+        Kernel(PARAM_SYNC, PARAM_SYNC, SyncWorkload(param_bytes, tensors=len(acting_params), handshake=not serialized),
+               rate=0.0 if serialized else per_rollout),
     ):
         graph.add_kernel(kernel)
 

@@ -100,11 +100,13 @@ class Doorbell:
             pass
         self._sem.release()
 
-    def wait(self, timeout: float) -> None:
-        """Return after a ring (swallowing any more pending) or after ``timeout`` seconds."""
-        if self._sem.acquire(timeout=timeout):
-            while self._sem.acquire(False):
-                pass
+    def wait(self, timeout: float) -> bool:
+        """Return after a ring (swallowing any more pending; True) or after ``timeout`` seconds (False)."""
+        if not self._sem.acquire(timeout=timeout):
+            return False
+        while self._sem.acquire(False):
+            pass
+        return True
 
 
 GUARD_SOURCE = r"""
