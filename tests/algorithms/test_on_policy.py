@@ -265,7 +265,7 @@ def test_serial_run_counts_steps_rollouts_and_kernels():
     # and the loop's own work: one entry per vector step (docs/cost-models.md §8)
     assert calls == {"env_step": 256, "rollout_insert": 256, "inference": 256 + 16, "advantage": 16,
                      "learner_update": 96, "loop": 256}
-    assert result.plan["solver"] == "single-device" and set(result.plan["placements"]) == set(calls)
+    assert result.plan["solver"] == "single-device" and set(result.plan["placements"]) == set(calls) - {"loop"}
 
 
 def test_truncated_episodes_get_the_value_of_their_final_observation():
