@@ -15,6 +15,7 @@ import os
 import string
 import tempfile
 from collections import Counter
+from multiprocessing import resource_tracker
 from pathlib import Path
 
 import pytest
@@ -53,6 +54,10 @@ FUZZ = settings(deadline=None, derandomize=True, database=None, print_blob=False
 
 
 def children() -> set[int]:
+    """Live child processes of this (pytest) process, started before the case or by it. The multiprocessing
+    resource tracker is started first: a process that lives as long as the interpreter (here: pytest's), started
+    by whichever spawn comes first (admission's memory probe, a run's actors), not left behind by a CLI run."""
+    resource_tracker.ensure_running()
     kids = set()
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():

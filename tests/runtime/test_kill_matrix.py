@@ -74,6 +74,9 @@ def test_the_guard_kills_the_children_of_a_killed_process(tmp_path):
     parent = subprocess.Popen([sys.executable, str(script), prefix], stdout=subprocess.PIPE, text=True,
                               env={**os.environ, "PYTHONPATH": str(_PATH.parents[1])})
     child, guard = map(int, parent.stdout.readline().split())
+    started = time.monotonic() + 10
+    while _state(child) == "R" and time.monotonic() < started:   # just forked: running until `sleep` sleeps
+        time.sleep(0.01)
     assert Path(f"/dev/shm/{prefix}-ring0").exists() and _state(child) == "S"
     parent.kill()
     parent.wait()
