@@ -134,6 +134,12 @@ def family_of(kernel: Kernel) -> str:
     return getattr(kernel.workload, "family", "off_policy")
 
 
+def _loop_family(kernel: Kernel) -> str | None:
+    """The algorithm family whose training loop runs ``kernel``, where its workload says (an env step's
+    ``loop_family``, a network kernel's ``family``); None for the shared kinds (replay, rollout, sync)."""
+    return getattr(kernel.workload, "loop_family", None) or getattr(kernel.workload, "family", None)
+
+
 def registered_variants(kind: KernelKind, device_kind_name: str, family: str = "off_policy") -> list[tuple[str, Any]]:
     """``[(name, Variant)]`` that ``pearl_py.kernels`` registers for ``kind`` on the device kind's class, for
     algorithm family ``family``."""
@@ -238,10 +244,15 @@ class Estimator:
         """``(seconds, source)`` until a child process of the runtime runs its loop on this host: timed by
         ``pearl profile`` (``calibrated``, :mod:`pearl_py.estimate.process_start`), else the assumed figure of
         ``estimators/roofline.yaml`` (``modelled``)."""
-        timed = (self.calibration.meta.get(PROCESS_START_KEY) if self.calibration is not None else None)
+        return self._timed_or_assumed(PROCESS_START_KEY, "process_start_s")
+
+    def _timed_or_assumed(self, key: str, assumed: str, scale: float = 1.0) -> tuple[float, str]:
+        """``(seconds, source)``: ``pearl profile``'s figure ``calibration.meta[key]`` (``calibrated``), else
+        ``estimators/roofline.yaml``'s ``cpu.<assumed>`` times ``scale`` (``modelled``)."""
+        timed = self.calibration.meta.get(key) if self.calibration is not None else None
         if timed is not None:
             return float(timed), "calibrated"
-        return float(self.params.cpu["process_start_s"]), "modelled"
+        return float(self.params.cpu[assumed]) * scale, "modelled"
 
     def cost(self, kernel: Kernel, device: Device, variant: str = "reference", threads: int = 1) -> Cost:
         """Cost of one call of ``kernel`` on ``device``; raises :class:`Infeasible` if it cannot run there.
@@ -271,10 +282,7 @@ class Estimator:
         its answer between processes, :mod:`process_start`); 0 for a publication without one."""
         if not getattr(kernel.workload, "handshake", False):
             return 0.0, "modelled"
-        timed = self.calibration.meta.get(ROUND_TRIP_KEY) if self.calibration is not None else None
-        if timed is not None:
-            return float(timed), "calibrated"
-        return float(self.params.cpu["round_trip_us"]) * 1e-6, "modelled"
+        return self._timed_or_assumed(ROUND_TRIP_KEY, "round_trip_us", 1e-6)
 
     def in_loop_excess(self, kernel: Kernel, device: Device) -> float:
         """Seconds one call of ``kernel`` takes more inside a training loop than timed back to back, on this
@@ -283,7 +291,7 @@ class Estimator:
         if self.calibration is None or device_kind(device.kind).runtime != "cpu" or not self._calibrated_here(device):
             return 0.0
         timed = self.calibration.meta.get(IN_LOOP_KEY) or {}
-        family = getattr(kernel.workload, "loop_family", None) or getattr(kernel.workload, "family", None)
+        family = _loop_family(kernel)
         ordered = ([family] if family in timed else []) + [f for f in timed if f != family]
         return next((float(timed[f][kernel.kind]) for f in ordered if kernel.kind in timed[f]), 0.0)
 
@@ -297,7 +305,7 @@ class Estimator:
             return self._handshake(kernel)
         if kernel.kind not in (ENV_STEP, LEARNER_UPDATE):
             return 0.0, "modelled"
-        family = getattr(kernel.workload, "loop_family", None) or family_of(kernel)
+        family = _loop_family(kernel) or family_of(kernel)
         timed = (self.calibration.meta.get(LOOP_KEY) or {}).get(family) if self.calibration is not None else None
         source = "calibrated" if timed is not None else "modelled"
         if timed is None:
