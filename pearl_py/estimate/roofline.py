@@ -30,6 +30,8 @@ _SCHEMA = {
             "round_trip_us"],
     "gpu": ["gemm_efficiency", "conv_efficiency", "replay_calls", "scan_step_ns"],
 }
+_RUN_SECONDS = ("process_start_s", "loop_per_step_us", "loop_per_update_us", "loop_per_round_us", "round_trip_us")
+"""The ``cpu`` keys the whole run's costs read besides the kernels' (a process start, the loop's work, a handshake)."""
 
 
 @dataclass(frozen=True)
@@ -47,6 +49,10 @@ class RooflineParams:
         for section, keys in _SCHEMA.items():
             if keys is not None:
                 check_keys(doc.data[section], keys, keys, (section,), doc.error)
+        for key in _RUN_SECONDS:   # the whole run's assumed figures: plain non-negative numbers
+            value = doc.data["cpu"][key]
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < float("inf"):
+                raise doc.error(("cpu", key), f"must be a number >= 0, got {value!r}")
         return cls(doc.data["variants"], doc.data["cpu"], doc.data["gpu"])
 
     def variant(self, variant: str, kind: str | None = None) -> dict[str, float]:

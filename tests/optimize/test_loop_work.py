@@ -2,6 +2,8 @@
 update), charged with every env step and update by the cost model, and shown as its own row in a run's report."""
 from __future__ import annotations
 
+import re
+
 import pytest
 from variant_helpers import synthetic_calibration
 
@@ -128,3 +130,22 @@ def test_the_report_sets_the_measured_loop_beside_the_predicted_one():
     del run["kernel_times"][LOOP_WORK]
     loop = next(row for row in measured.kernel_rows(p, run) if row[0].startswith(LOOP_WORK))
     assert loop[3].startswith("not measured") and loop[-1] == "–"
+
+
+@pytest.mark.parametrize(("edit", "message"), [
+    (lambda text: re.sub(r"\n  loop_per_step_us:.*", "", text), "cpu: missing required key 'loop_per_step_us'"),
+    (lambda text: text.replace("  round_trip_us: 50.0", "  round_trip_us: fast"),
+     "cpu.round_trip_us: must be a number >= 0, got 'fast'"),
+    (lambda text: text.replace("  process_start_s: 2.5", "  process_start_s: -1"),
+     "cpu.process_start_s: must be a number >= 0, got -1"),
+])
+def test_a_bad_assumed_figure_in_the_roofline_file_is_refused_at_its_line(tmp_path, edit, message):
+    from pearl_py.errors import UserError
+    from pearl_py.estimate.roofline import RooflineParams
+    from pearl_py.resources import estimators_dir
+
+    path = tmp_path / "roofline.yaml"
+    path.write_text(edit((estimators_dir() / "roofline.yaml").read_text()))
+    with pytest.raises(UserError) as refused:
+        RooflineParams.load(path)
+    assert re.fullmatch(rf"{re.escape(str(path))}:\d+: {re.escape(message)}", str(refused.value)), str(refused.value)
