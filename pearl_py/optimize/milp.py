@@ -204,6 +204,10 @@ def _formulate(problem: AssignmentProblem, scale: tuple[float, float] | None, en
     xvars: dict[str, list[tuple[int, str, str, int]]] = {}
     load: dict[int, float] = {}
     busy: dict[str, dict[int, float]] = defaultdict(dict)
+    actor_work: dict[str, dict[int, float]] = defaultdict(dict)
+    other_work: dict[str, dict[int, float]] = defaultdict(dict)
+    core_work: dict[str, dict[int, float]] = defaultdict(dict)
+    threads: dict[str, dict[int, float]] = defaultdict(dict)
     cores: dict[str, dict[int, float]] = defaultdict(dict)
     actor_cores: dict[tuple[str, str], dict[int, float]] = defaultdict(dict)
     extra_threads: dict[str, dict[int, float]] = defaultdict(dict)
@@ -224,6 +228,10 @@ def _formulate(problem: AssignmentProblem, scale: tuple[float, float] | None, en
                 dynamic[x] = dynamic_energy(problem, task.name, choice) / e_scale
                 for d in device.physical:
                     busy[d][x] = load[x]
+                    (actor_work if task.replicable else other_work)[d][x] = load[x]
+                    core_work[d][x] = load[x] * j / problem.devices[d].units
+                    if not task.replicable and j > 1:
+                        threads[d][x] = j
                     if task.replicable:
                         cores[d][x] = j
                         actor_cores[(task.name, d)][x] = j
@@ -255,8 +263,10 @@ def _formulate(problem: AssignmentProblem, scale: tuple[float, float] | None, en
         b.row({**load, **comm, t_var: -1.0}, -np.inf, 0.0)
     else:
         comm, link_terms = _edge_rows(b, problem, placed, t_scale, t_lo)
-        for terms in list(busy.values()) + list(link_terms.values()):
+        for terms in link_terms.values():
             b.row({**terms, t_var: -1.0}, -np.inf, 0.0)
+        _device_work_rows(b, problem, busy, actor_work, other_work, core_work, threads, actor_cores, t_var)
+        busy = core_work   # what the energy rows bound by the longest time: each device's work is at most T
         for task in problem.tasks:  # valid cut: a kernel's own load is at most its device's busy time
             b.row({**{x: load[x] for x, *_ in xvars[task.name]}, t_var: -1.0}, -np.inf, 0.0)
         if problem.overlap < 1.0:
@@ -266,6 +276,33 @@ def _formulate(problem: AssignmentProblem, scale: tuple[float, float] | None, en
     if energy:
         _energy_rows(form, problem, placed, busy, max_energy)
     return form
+
+
+def _device_work_rows(b: _Builder, problem: AssignmentProblem, busy, actor_work, other_work, core_work, threads,
+                      actor_cores, t_var: int) -> None:
+    """Overlapped protocols: every device's work is at most ``T`` (:class:`~pearl_py.optimize.model.DeviceWork`).
+
+    One unit: ``sum of its loads <= T``. Several: the actors' work, the other process's and the core-seconds
+    over the units each ``<= T``; where a multi-threaded kernel may share cores with the actors, a binary ``z``
+    marks it (``actors + threads - units <= M z``, one row per replicable kernel: the most replicated one
+    counts) and ``sum of its loads - T <= M (1 - z)``.
+    """
+    for d, terms in busy.items():
+        units = problem.devices[d].units
+        if units == 1:
+            b.row({**terms, t_var: -1.0}, -np.inf, 0.0)
+            continue
+        for part in (actor_work[d], other_work[d], core_work[d]):
+            if part:
+                b.row({**part, t_var: -1.0}, -np.inf, 0.0)
+        if not threads[d]:
+            continue
+        shared = b.var(integer=True)
+        excess = units + sum(threads[d].values())  # the most actors + threads - units can be
+        for terms_k in [terms_k for (_, dev), terms_k in actor_cores.items() if dev == d] or [{}]:
+            b.row({**terms_k, **threads[d], shared: -float(excess)}, -np.inf, float(units))
+        big_m = sum(terms.values())
+        b.row({**terms, t_var: -1.0, shared: big_m}, -np.inf, big_m)
 
 
 def _placement_sums(b: _Builder, xvars: dict[str, list[tuple[int, str, str, int]]]) -> dict[str, dict[str, int]]:

@@ -71,6 +71,9 @@ class Performance:
     """Synchronous protocols: seconds per sample of the collection phase (0 otherwise)."""
     learn_s: float = 0.0
     """Synchronous protocols: seconds per sample of the learning phase (0 otherwise)."""
+    unit_busy: dict[str, float] = field(default_factory=dict)
+    """Overlapped protocols, devices of several units: busy unit-seconds per sample over the units its processes
+    use at once (what :attr:`utilization` divides by ``T``; ``busy`` is the device's binding time)."""
 
     @property
     def feasible(self) -> bool:
@@ -90,9 +93,10 @@ class Performance:
 
     @property
     def utilization(self) -> dict[str, float]:
-        """Busy fraction of every device and link in use (1.0 at the bottleneck of an overlapped plan)."""
+        """Busy fraction of every device and link in use (1.0 at the bottleneck of an overlapped plan that
+        runs one process there; a device of several units: the busy fraction of the units it uses)."""
         t = self.time_per_sample
-        both = {**self.busy, **self.link_busy}
+        both = {**self.busy, **self.unit_busy, **self.link_busy}
         return {name: (b / t if t > 0 else 0.0) for name, b in both.items()}
 
     def objective(self, name: str) -> float:
@@ -218,6 +222,7 @@ def evaluate(problem: AssignmentProblem, assignment: Assignment) -> Performance:
     extra_threads: dict[str, int] = defaultdict(int)
     usage: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
     instances: dict[tuple[str, str], dict[str, float]] = {}
+    device_work: dict[str, DeviceWork] = defaultdict(DeviceWork)
     serial_work = 0.0
     placed: dict[str, Choice] = {}
     stage_work: dict[str, float] = defaultdict(float)
@@ -244,6 +249,7 @@ def evaluate(problem: AssignmentProblem, assignment: Assignment) -> Performance:
         dynamic += dynamic_energy(problem, kernel, choice)
         for d in device.physical:
             busy[d] += load
+            device_work[d].add(load, task.replicable, per_member)
             if task.stage not in COLLECTION:
                 learner_side[d] += load
             if task.replicable:
@@ -292,6 +298,7 @@ def evaluate(problem: AssignmentProblem, assignment: Assignment) -> Performance:
             link_busy[link_name] += t
 
     collect_s = learn_s = 0.0
+    unit_busy: dict[str, float] = {}
     if problem.serialized:
         t_min = serial_work + comm
         bottleneck = max(busy, key=busy.get, default="none")
@@ -299,6 +306,9 @@ def evaluate(problem: AssignmentProblem, assignment: Assignment) -> Performance:
         collect_s, learn_s, bottleneck = synchronous_phases(problem, placed)
         t_min = collect_s + learn_s
     else:
+        busy = {d: work.busy_s(problem.devices[d].units) for d, work in device_work.items()}
+        unit_busy = {d: work.unit_busy_s(problem.devices[d].units) for d, work in device_work.items()
+                     if problem.devices[d].units > 1}
         both = {**busy, **link_busy}
         bottleneck = max(both, key=both.get, default="none")
         t_min = both.get(bottleneck, 0.0)
@@ -321,7 +331,60 @@ def evaluate(problem: AssignmentProblem, assignment: Assignment) -> Performance:
             violations.append("the power cap slows the plan below the model's time limit")
     return Performance(time_per_sample=t, energy_per_sample_j=idle * t + dynamic, busy=dict(busy),
                        link_busy=dict(link_busy), bottleneck=bottleneck, throttled=throttled,
-                       violations=violations, idle_w=idle, dynamic_j=dynamic, collect_s=collect_s, learn_s=learn_s)
+                       violations=violations, idle_w=idle, dynamic_j=dynamic, collect_s=collect_s, learn_s=learn_s,
+                       unit_busy=unit_busy)
+
+
+@dataclass
+class DeviceWork:
+    """The work per sample an overlapped plan puts on one physical device, by the processes that do it.
+
+    The actor processes each run their share of every replicable kernel's calls in turn (``actor_s``: one
+    actor's work per sample); one more process runs the other kernels on the device in turn (``other_s``: the
+    learner's, the replay's); ``core_s`` is the core-seconds of both (a replicable kernel's calls over all its
+    replicas; a threaded kernel's latency at ``j`` threads times ``j``).
+
+        >>> work = DeviceWork(); work.add(40e-6, replicable=True, count=1); work.add(25e-6, False, 1)
+        >>> round(work.busy_s(units=2) * 1e6), round(work.busy_s(units=1) * 1e6)
+        (40, 65)
+    """
+
+    actor_s: float = 0.0
+    other_s: float = 0.0
+    core_s: float = 0.0
+    actors: int = 0
+    threads: int = 0
+    """Threads of the threaded kernels running more than one (0 when none does)."""
+
+    def add(self, load: float, replicable: bool, count: int) -> None:
+        """A kernel's busy seconds per sample on this device; ``count``: its replicas on the device, or its
+        threads (a non-replicable kernel)."""
+        self.core_s += load * count
+        if replicable:
+            self.actor_s += load
+            self.actors = max(self.actors, count)
+        else:
+            self.other_s += load
+            self.threads += count if count > 1 else 0
+
+    def oversubscribed(self, units: int) -> bool:
+        """Whether a multi-threaded kernel's threads share cores with the actors: its threads then wait for
+        an actor at every parallel section (docs/optimizer.md), so nothing on the device overlaps."""
+        return self.threads > 1 and self.actors + self.threads > units
+
+    def busy_s(self, units: int) -> float:
+        """Seconds per sample the device needs: each process's own work in series, and the cores' share of
+        all of it (an OS shares ``units`` cores among more processes); everything in series when
+        oversubscribed. One unit: the sum of the work (every process takes turns)."""
+        if self.oversubscribed(units):
+            return self.actor_s + self.other_s
+        return max(self.actor_s, self.other_s, self.core_s / units)
+
+    def unit_busy_s(self, units: int) -> float:
+        """Core-seconds per sample over the cores the processes use at once (the actors, and the other
+        process's threads), at most ``units``."""
+        used = self.actors + (max(self.threads, 1) if self.other_s > 0 else 0)
+        return self.core_s / max(min(used, units), 1)
 
 
 def collecting(problem: AssignmentProblem, kernel: str) -> bool:

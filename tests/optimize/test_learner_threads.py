@@ -66,6 +66,28 @@ def test_threads_are_charged_at_their_latency_and_take_free_cores():
     assert "3 threads" in evaluate(problem, {"act": Choice("cpu"), "learn": Choice("cpu", replicas=3)}).violations[0]
 
 
+def test_the_actor_and_a_one_thread_learner_run_side_by_side_on_two_cores():
+    problem = two_stage(act_s=40e-6, one_thread_s=25e-6, two_threads_s=20e-6)
+    side_by_side = evaluate(problem, {"act": Choice("cpu"), "learn": Choice("cpu")})
+    assert side_by_side.time_per_sample == pytest.approx(40e-6)          # the actor's process sets the pace
+    assert side_by_side.utilization["cpu"] == pytest.approx(65 / 80)     # 65 us of work on 2 cores for 40 us
+    # two actors and the learner: three processes time-share two cores
+    shared = evaluate(problem, {"act": Choice("cpu", replicas=2), "learn": Choice("cpu")})
+    assert shared.time_per_sample == pytest.approx((40e-6 + 25e-6) / 2)
+    # the learner's second thread shares the actor's core: everything in series
+    crowded = evaluate(problem, {"act": Choice("cpu"), "learn": Choice("cpu", replicas=2)})
+    assert crowded.time_per_sample == pytest.approx(40e-6 + 20e-6)
+    for assignment in chosen(problem):
+        assert assignment == {"act": Choice("cpu", "reference", 2), "learn": Choice("cpu", "reference", 1)}
+    one_core = dataclasses.replace(problem, devices={"cpu": Device("cpu", "cpu", units=1, idle_w=10.0, peak_w=50.0)})
+    assert evaluate(one_core, {"act": Choice("cpu"), "learn": Choice("cpu")}).time_per_sample == pytest.approx(65e-6)
+
+
+def test_a_serialized_plan_runs_everything_in_turn_on_any_cores():
+    problem = dataclasses.replace(two_stage(act_s=40e-6, one_thread_s=25e-6, two_threads_s=20e-6), serialized=True)
+    assert evaluate(problem, {"act": Choice("cpu"), "learn": Choice("cpu")}).time_per_sample == pytest.approx(65e-6)
+
+
 def test_a_replicable_kernel_cannot_be_threaded():
     with pytest.raises(ValueError, match="replicable kernel cannot also be threaded"):
         AssignmentProblem(tasks=(Task("act", 1.0, replicable=True),), devices={"cpu": Device("cpu", "cpu", 2, 1, 2)},

@@ -1,8 +1,8 @@
 """The simulator agrees with the performance model within 5% where the model is exact.
 
-The model is exact when every device and link in use serves one process's stream of
-calls (no two processes contend for a unit) and the actors' inference runs beside their
-envs: then the steady-state rate is set by the busiest resource alone. Every plan below
+The model is exact when no two processes contend for a unit (every device and link in use serves one
+process's stream of calls, or a CPU's processes have a core each) and the actors' inference runs beside
+their envs: then the steady-state rate is set by the busiest resource, or the busiest process, alone. Every plan below
 is such a pipeline, on a different platform or with a different bottleneck.
 """
 from __future__ import annotations
@@ -30,6 +30,16 @@ CASES = {
     # replay with the learner in one process (the local runtime's layout) on a CPU of its own
     "dgx: replay in the learner process": ("dgx-a100-node", ZOO, {
         "env_step": Choice("cpu1", replicas=2), "inference": Choice("cpu1", replicas=2),
+        "replay_insert": Choice("cpu0"), "replay_sample": Choice("cpu0"),
+        "learner_update": Choice("cpu0"), "param_sync": Choice("cpu0")}),
+    # actor processes and the learner process side by side on the cores of one CPU (the local runtime's layout
+    # on one machine): the learner's process sets the pace, then the actors' (each runs its share in turn)
+    "one CPU's cores: learner-bound": ("dgx-a100-node", ZOO, {
+        "env_step": Choice("cpu0", replicas=2), "inference": Choice("cpu0", replicas=2),
+        "replay_insert": Choice("cpu0"), "replay_sample": Choice("cpu0"),
+        "learner_update": Choice("cpu0"), "param_sync": Choice("cpu0")}),
+    "one CPU's cores: actor-bound": ("dgx-a100-node", LIGHT_LEARNER, {
+        "env_step": Choice("cpu0"), "inference": Choice("cpu0"),
         "replay_insert": Choice("cpu0"), "replay_sample": Choice("cpu0"),
         "learner_update": Choice("cpu0"), "param_sync": Choice("cpu0")}),
     # PEARL's box: prioritized replay on the FPGA, learner on the GPU
