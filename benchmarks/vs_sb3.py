@@ -37,14 +37,16 @@ it measures throughput, not learning: a fixed number of steps without evaluation
         --eval-episodes 0 --seeds 0 1 2 --backends sb3 serial parallel
 
 Printed per seed besides: ``process s``, the whole process's wall time (start to exit: imports, env and
-network construction, training, evaluation).
+network construction, training, evaluation). SB3's process imports only what an SB3 script would (torch,
+gymnasium, stable_baselines3: its model comes as plain values, ``sb3_side.py``); before 2026-11-24 it also
+imported pearl_py (~0.7 s of its measured time, flattering pearl_py's whole-process ratios by ~4%).
 
 TD3 and SAC map one to one too: TD3's ``policy_delay``, ``target_policy_noise``,
 ``target_noise_clip`` and ``noise_std`` (SB3's ``NormalActionNoise``; pearl_py's unset
 ``target_update_interval`` is SB3's: the targets move with the actor), SAC's ``ent_coef``
 ("auto", "auto_0.1" or a number), ``target_entropy`` and ``target_update_interval``.
 
-PPO and A2C map one to one as well (:func:`sb3_on_policy_model`): SB3 steps the config's ``n_envs``
+PPO and A2C map one to one as well (:func:`sb3_job`): SB3 steps the config's ``n_envs``
 CartPole envs in one ``DummyVecEnv`` (as the zoo does), pearl_py's serial executor in one vector
 env, its parallel runtime split among the plan's actors (synchronous: collection, then the
 epochs); ``lin_<x>`` schedules are the same callables of the remaining progress for both.
@@ -56,115 +58,84 @@ import multiprocessing as mp
 import os
 import resource
 import time
+from typing import TYPE_CHECKING, Any
 
-import gymnasium as gym
 import numpy as np
-import torch
+import sb3_side
 
-import pearl_py as pearl
+if TYPE_CHECKING:
+    import pearl_py as pearl
 
-
-def sb3_env(cfg: pearl.RunConfig) -> gym.Env:
-    """The env as pearl_py makes it (its family's preprocessing: Atari, MinAtar frames, or none)."""
-    from pearl_py.algorithms.env_make import make_env
-
-    return make_env(cfg.settings.env, cfg.hyperparameters.frame_stack)
+# pearl_py is imported inside the functions its side runs: this module is re-imported by every spawned child,
+# SB3's included, which must pay only its own imports (sb3_side.py)
 
 
-def sb3_policy(cfg: pearl.RunConfig) -> tuple[str, dict]:
-    """SB3's policy name and extra policy kwargs: CnnPolicy with pearl_py's extractor module for frames."""
-    from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
+def plain(value: Any) -> Any:
+    """A hyperparameter as a job carries it: a schedule as ``[sb3_side.LINEAR, start]`` or its number."""
+    from pearl_py.algorithms.on_policy.schedules import Schedule
 
-    from pearl_py.algorithms.cnn import build_extractor, resolve_extractor
+    if isinstance(value, Schedule):
+        return [sb3_side.LINEAR, value.initial] if value.linear else value.initial
+    return value
+
+
+def pixels_of(cfg: pearl.RunConfig) -> dict[str, Any] | None:
+    """For a config whose observations are frames: the frame stack and extractor SB3 gets (pearl_py's CNN)."""
+    from pearl_py.algorithms.cnn import resolve_extractor
     from pearl_py.algorithms.env_spec import EnvSpec
 
-    spec = EnvSpec.from_env_id(cfg.settings.env, cfg.hyperparameters.frame_stack)
-    if resolve_extractor(spec, cfg.hyperparameters.features_extractor) == "flatten":
-        return "MlpPolicy", {}
-
-    class PearlExtractor(BaseFeaturesExtractor):
-        """pearl_py's extractor (it divides by 255 itself: SB3's normalize_images is off)."""
-
-        def __init__(self, observation_space: gym.Space) -> None:
-            extractor = build_extractor(spec, cfg.hyperparameters.features_extractor)
-            super().__init__(observation_space, extractor.n_features)
-            self.net = extractor.net
-
-        def forward(self, obs: torch.Tensor) -> torch.Tensor:
-            return self.net(obs)
-
-    return "CnnPolicy", dict(features_extractor_class=PearlExtractor, normalize_images=False)
+    h = cfg.hyperparameters
+    spec = EnvSpec.from_env_id(cfg.settings.env, h.frame_stack)
+    if resolve_extractor(spec, h.features_extractor) == "flatten":
+        return None
+    return {"frame_stack": h.frame_stack, "features_extractor": h.features_extractor}
 
 
-def sb3_model(cfg: pearl.RunConfig, seed: int):
-    """The SB3 model with the same hyperparameters (zoo names map one to one)."""
-    from stable_baselines3 import DDPG, DQN, SAC, TD3
-    from stable_baselines3.common.noise import NormalActionNoise
-
-    h, env = cfg.hyperparameters, sb3_env(cfg)
-    policy, policy_kwargs = sb3_policy(cfg)
-    common = dict(learning_rate=h.learning_rate, batch_size=h.batch_size, buffer_size=h.buffer_size,
+def sb3_job(cfg: pearl.RunConfig) -> dict[str, Any]:
+    """SB3's model for the config as plain values (``sb3_side``): zoo names map one to one."""
+    h, name = cfg.hyperparameters, cfg.settings.algorithm
+    job: dict[str, Any] = {"algorithm": name, "env": cfg.settings.env, "total_steps": cfg.settings.total_steps,
+                           "n_envs": None, "noise_std": None, "activation_fn": None, "pixels": None}
+    if name in ON_POLICY:
+        kwargs = dict(learning_rate=plain(h.learning_rate), n_steps=h.n_steps, gamma=h.gamma,
+                      gae_lambda=h.gae_lambda, ent_coef=h.ent_coef, vf_coef=h.vf_coef, max_grad_norm=h.max_grad_norm,
+                      normalize_advantage=h.normalize_advantage, device="cpu",
+                      policy_kwargs=dict(net_arch=dict(pi=list(h.net_arch), vf=list(h.net_arch)),
+                                         ortho_init=h.ortho_init, log_std_init=h.log_std_init))
+        if name == "ppo":
+            kwargs.update(batch_size=h.batch_size, n_epochs=h.n_epochs, clip_range=plain(h.clip_range),
+                          clip_range_vf=plain(h.clip_range_vf), target_kl=h.target_kl)
+        else:
+            kwargs.update(use_rms_prop=h.use_rms_prop, rms_prop_eps=h.rms_prop_eps)
+        if name == "ppo" or not h.use_rms_prop:
+            kwargs["policy_kwargs"]["optimizer_kwargs"] = dict(eps=h.adam_eps)
+        return dict(job, policy=h.policy, n_envs=h.n_envs, activation_fn=h.activation_fn, kwargs=kwargs)
+    kwargs = dict(learning_rate=plain(h.learning_rate), batch_size=h.batch_size, buffer_size=h.buffer_size,
                   learning_starts=h.learning_starts, gamma=h.gamma, tau=h.tau, train_freq=h.train_freq,
-                  gradient_steps=h.gradient_steps, seed=seed,
-                  policy_kwargs=dict(net_arch=list(h.net_arch), optimizer_kwargs=dict(eps=h.adam_eps),
-                                     **policy_kwargs))
-    if cfg.settings.algorithm == "dqn":
-        return DQN(policy, env, target_update_interval=h.target_update_interval,
-                   exploration_fraction=h.exploration_fraction, exploration_final_eps=h.exploration_final_eps,
-                   exploration_initial_eps=h.exploration_initial_eps, max_grad_norm=h.max_grad_norm, **common)
-    if cfg.settings.algorithm == "sac":
-        return SAC("MlpPolicy", env, ent_coef=h.ent_coef, target_entropy=h.target_entropy,
-                   target_update_interval=h.target_update_interval, **common)
-    n_actions = env.action_space.shape[0]
-    # SB3 adds action noise in the scaled [-1, 1] space, as pearl_py does
-    noise = NormalActionNoise(np.zeros(n_actions), h.noise_std * np.ones(n_actions))
-    if cfg.settings.algorithm == "td3":
+                  gradient_steps=h.gradient_steps,
+                  policy_kwargs=dict(net_arch=list(h.net_arch), optimizer_kwargs=dict(eps=h.adam_eps)))
+    if name == "dqn":
+        pixels = pixels_of(cfg)
+        kwargs.update(target_update_interval=h.target_update_interval, exploration_fraction=h.exploration_fraction,
+                      exploration_final_eps=h.exploration_final_eps,
+                      exploration_initial_eps=h.exploration_initial_eps, max_grad_norm=h.max_grad_norm)
+        return dict(job, policy="MlpPolicy" if pixels is None else "CnnPolicy", pixels=pixels, kwargs=kwargs)
+    if name == "sac":
+        kwargs.update(ent_coef=h.ent_coef, target_entropy=h.target_entropy,
+                      target_update_interval=h.target_update_interval)
+        return dict(job, policy="MlpPolicy", kwargs=kwargs)
+    if name == "td3":
         if h.target_interval != h.policy_delay:
             raise SystemExit(f"SB3's TD3 moves its targets with the actor (every policy_delay = {h.policy_delay} "
                              f"steps); this config sets target_update_interval {h.target_update_interval}")
-        return TD3("MlpPolicy", env, action_noise=noise, policy_delay=h.policy_delay,
-                   target_policy_noise=h.target_policy_noise, target_noise_clip=h.target_noise_clip, **common)
-    return DDPG("MlpPolicy", env, action_noise=noise, **common)
-
-
-def sb3_on_policy_model(cfg: pearl.RunConfig, seed: int):
-    """SB3's PPO or A2C with the same hyperparameters, on the config's ``n_envs`` envs in a DummyVecEnv."""
-    from stable_baselines3 import A2C, PPO
-    from stable_baselines3.common.env_util import make_vec_env
-
-    h, name = cfg.hyperparameters, cfg.settings.algorithm
-    env = make_vec_env(cfg.settings.env, n_envs=h.n_envs, seed=seed)
-    policy_kwargs = dict(net_arch=dict(pi=list(h.net_arch), vf=list(h.net_arch)),
-                         activation_fn={"tanh": torch.nn.Tanh, "relu": torch.nn.ReLU}[h.activation_fn],
-                         ortho_init=h.ortho_init, log_std_init=h.log_std_init)
-    common = dict(learning_rate=h.learning_rate, n_steps=h.n_steps, gamma=h.gamma, gae_lambda=h.gae_lambda,
-                  ent_coef=h.ent_coef, vf_coef=h.vf_coef, max_grad_norm=h.max_grad_norm,
-                  normalize_advantage=h.normalize_advantage, seed=seed, device="cpu")
-    if name == "ppo":
-        return PPO(h.policy, env, batch_size=h.batch_size, n_epochs=h.n_epochs, clip_range=h.clip_range,
-                   clip_range_vf=h.clip_range_vf, target_kl=h.target_kl,
-                   policy_kwargs=dict(policy_kwargs, optimizer_kwargs=dict(eps=h.adam_eps)), **common)
-    if not h.use_rms_prop:
-        policy_kwargs["optimizer_kwargs"] = dict(eps=h.adam_eps)
-    return A2C(h.policy, env, use_rms_prop=h.use_rms_prop, rms_prop_eps=h.rms_prop_eps,
-               policy_kwargs=policy_kwargs, **common)
-
-
-def run_sb3(cfg: pearl.RunConfig, seed: int, args: argparse.Namespace) -> tuple[float, float]:
-    from stable_baselines3.common.evaluation import evaluate_policy
-    from stable_baselines3.common.monitor import Monitor
-
-    model = sb3_on_policy_model(cfg, seed) if cfg.settings.algorithm in ON_POLICY else sb3_model(cfg, seed)
-    start = time.perf_counter()
-    model.learn(cfg.settings.total_steps)
-    wall = time.perf_counter() - start
-    if not args.eval_episodes:
-        return wall, float("nan")
-    mean, _ = evaluate_policy(model, Monitor(sb3_env(cfg)), n_eval_episodes=args.eval_episodes, deterministic=True)
-    return wall, float(mean)
+        kwargs.update(policy_delay=h.policy_delay, target_policy_noise=h.target_policy_noise,
+                      target_noise_clip=h.target_noise_clip)
+    return dict(job, policy="MlpPolicy", noise_std=h.noise_std, kwargs=kwargs)
 
 
 def run_serial(cfg: pearl.RunConfig, seed: int, args: argparse.Namespace) -> tuple[float, float]:
+    import pearl_py as pearl
+
     algo = cfg.make_algorithm()
     plan = with_variant(pearl.Plan.single_device(algo.protocol(serialized=True)), args.variant, algo.family) \
         if args.variant else None
@@ -176,6 +147,7 @@ def run_serial(cfg: pearl.RunConfig, seed: int, args: argparse.Namespace) -> tup
 def with_variant(chosen: pearl.Plan, variant: str, family: str = "off_policy") -> pearl.Plan:
     """``chosen`` with ``variant`` for the learner update, and for inference where ``family``'s kernels have one so
     named."""
+    import pearl_py as pearl
     from pearl_py.kernels import registry_of
 
     for kernel in ("learner_update", "inference"):
@@ -217,17 +189,18 @@ def run_planned(cfg: pearl.RunConfig, seed: int, args: argparse.Namespace, one_p
     return result.wall_seconds, result.eval_return_mean
 
 
-BACKENDS = {"sb3": run_sb3, "serial": run_serial,
+BACKENDS = {"serial": run_serial,
             "parallel": lambda cfg, seed, args: run_planned(cfg, seed, args, one_process=False),
             "auto": lambda cfg, seed, args: run_planned(cfg, seed, args, one_process=True)}
 ON_POLICY = ("ppo", "a2c")
-"""The configs' algorithms SB3 runs as on-policy models (:func:`sb3_on_policy_model`)."""
+"""The configs' algorithms SB3 runs as on-policy models (:func:`sb3_job`)."""
 SOLVED = {"CartPole-v1": 475.0, "Pendulum-v1": -200.0, "LunarLanderContinuous-v3": 200.0}
 """Eval return that counts as solved (issue 6's bar; LunarLander's own threshold), per env."""
 
 
 def configured(config: str, steps: int | None, settings: list[str]) -> pearl.RunConfig:
     """The config with ``total_steps`` and ``KEY=VALUE`` hyperparameters overridden (values read as YAML)."""
+    import pearl_py as pearl
     from pearl_py.run_config.overrides import apply_sets
 
     # the overrides first, then the steps: --set learning_starts=... may be what lets a short run train
@@ -235,22 +208,27 @@ def configured(config: str, steps: int | None, settings: list[str]) -> pearl.Run
 
 
 def _in_child(queue: mp.Queue, backend: str, config: str, steps: int | None, seed: int,
-              args: argparse.Namespace) -> None:
+              args: argparse.Namespace, job: dict[str, Any] | None) -> None:
+    import torch
+
     torch.set_num_threads(args.sb3_threads if backend == "sb3" else 1)
-    cfg = configured(config, steps, args.set)
-    wall, ret = BACKENDS[backend](cfg, seed, args)
+    if backend == "sb3":
+        wall, ret = sb3_side.run(job, seed, args.eval_episodes)
+    else:
+        wall, ret = BACKENDS[backend](configured(config, steps, args.set), seed, args)
     peak_kb = max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
                   resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
     queue.put((wall, ret, peak_kb / 1024))
 
 
-def measure(backend: str, seed: int, args: argparse.Namespace) -> tuple[float, float, float, float]:
+def measure(backend: str, seed: int, args: argparse.Namespace,
+            job: dict[str, Any] | None) -> tuple[float, float, float, float]:
     """(training wall seconds, eval return, peak MiB of one process, whole-process wall seconds) of one
-    backend, in a fresh process."""
+    backend, in a fresh process (SB3's gets its model as ``job``, :func:`sb3_job`)."""
     ctx = mp.get_context("spawn")
     queue = ctx.Queue()
     start = time.perf_counter()
-    proc = ctx.Process(target=_in_child, args=(queue, backend, args.config, args.steps, seed, args))
+    proc = ctx.Process(target=_in_child, args=(queue, backend, args.config, args.steps, seed, args, job))
     proc.start()
     wall, ret, peak = queue.get()
     proc.join()
@@ -262,7 +240,7 @@ def main() -> None:
     parser.add_argument("config")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0])
     parser.add_argument("--steps", type=int, help="override total_steps (quick looks only)")
-    parser.add_argument("--backends", nargs="+", choices=sorted(BACKENDS), default=["sb3", "auto"])
+    parser.add_argument("--backends", nargs="+", choices=["sb3", *sorted(BACKENDS)], default=["sb3", "auto"])
     parser.add_argument("--plan", choices=["auto", "single"], default="auto",
                         help="plan of the auto and parallel backends (default: solved for this machine)")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
@@ -277,6 +255,7 @@ def main() -> None:
                         help="the auto and parallel backends' learner threads (default: the plan's), pinned as the runtime pins them")
     args = parser.parse_args()
     cfg = configured(args.config, args.steps, args.set)
+    job = sb3_job(cfg) if "sb3" in args.backends else None
     print(f"{cfg.settings.algorithm} {cfg.settings.env}, {cfg.settings.total_steps} steps, {args.sb3_threads} torch "
           f"thread(s) for SB3, 1 per pearl_py process but the learner's (the plan's), each backend in a fresh process")
     print(f"{'seed':>4} {'backend':>9} {'wall s':>8} {'SB3/this':>8} {'return':>8} {'peak MiB':>9} {'process s':>9}")
@@ -286,7 +265,7 @@ def main() -> None:
     for seed in args.seeds:
         walls, processes = {}, {}
         for backend in args.backends:
-            wall, ret, peak, process = measure(backend, seed, args)
+            wall, ret, peak, process = measure(backend, seed, args, job)
             walls[backend], processes[backend] = wall, process
             ratio = walls["sb3"] / wall if "sb3" in walls else float("nan")
             ratios[backend].append(ratio)
