@@ -44,19 +44,20 @@ if numba is not None:
 
     @njit(**JIT)
     def tanh32(x):
-        """tanh of a float32, correctly rounded (within 0.5 ulp of the exact value, as torch's; glibc's ``tanhf``,
-        what ``np.tanh`` calls here, is within 2 ulp) and ~4x faster than ``tanhf``: ``(e - 1) / (e + 1)`` with
-        ``e = exp(2|x|)`` in float64 (glibc's ``exp`` is fast; ``tanhf`` and ``expm1f`` cost ~10-14 ns each on
-        this VM's EPYC, which made tanh most of a PPO minibatch step, docs/kernels.md), the odd series below
-        ``|x| < 1e-3`` (where ``e - 1`` would lose digits), the sign of ``x`` kept (``-0.0`` stays ``-0.0``)."""
-        a = min(abs(np.float64(x)), 10.0)       # tanh(10) rounds to 1.0 in float32
-        if a < 1e-3:
-            a2 = a * a
-            r = a * (1.0 - a2 * (1.0 / 3.0 - a2 * (2.0 / 15.0)))
-        else:
-            e = math.exp(2.0 * a)
-            r = (e - 1.0) / (e + 1.0)
-        return np.float32(math.copysign(r, x))
+        """tanh of a float32, correctly rounded (the float32 nearest the exact value; glibc's ``tanhf``, what
+        ``np.tanh`` calls here, is within 2 ulp), branch-free so loops over it vectorize: ~0.5 ns an element
+        against ~14 ns for ``tanhf`` and 3.2 ns for an ``exp``-based form (docs/kernels.md). ``t = tanh(x / 8)``
+        by the [7/6] Pade approximant from Lambert's continued fraction, ``y (10395 + 1260 y^2 + 21 y^4) /
+        (10395 + 4725 y^2 + 210 y^4 + y^6)``, then three doublings ``tanh(2y) = 2t / (1 + t^2)`` on the
+        numerator and denominator kept apart (one division at the end), all in float64. ``|x|`` is clamped at 10
+        (tanh(10) rounds to 1.0); the sign of ``x`` is kept (``-0.0`` stays ``-0.0``), a NaN stays NaN."""
+        y = min(max(np.float64(x), -10.0), 10.0) * 0.125
+        s = y * y
+        n = y * (10395.0 + s * (1260.0 + s * 21.0))
+        d = 10395.0 + s * (4725.0 + s * (210.0 + s))
+        for _ in range(3):      # invariant: n / d = tanh(y * 2^k) after k doublings; |n|, |d| stay below 1e40
+            n, d = 2.0 * n * d, d * d + n * n
+        return np.float32(n / d)
 
     @njit(**JIT)
     def carve(S, off, rows, cols):
