@@ -31,7 +31,8 @@ def check_video_support() -> None:
 
 
 class EpisodeVideo:
-    """Films the first episode of the envs :meth:`make_env` builds into ``path`` (an .mp4)."""
+    """Films the first episode of the first env :meth:`make_env` builds into ``path`` (an .mp4); the envs built
+    after it are not filmed (evaluation runs its episodes side by side, one env each)."""
 
     def __init__(self, env_id: str, path: Path, frame_stack: int | None = None) -> None:
         if path.suffix.lower() != ".mp4":
@@ -40,8 +41,12 @@ class EpisodeVideo:
         self.env_id, self.path, self.frame_stack = env_id, path, frame_stack
         path.parent.mkdir(parents=True, exist_ok=True)
         self._folder = Path(tempfile.mkdtemp(prefix=".pearl-video-", dir=path.parent))
+        self._filming = True
 
     def make_env(self) -> gym.Env:
+        if not self._filming:
+            return make_env(self.env_id, self.frame_stack)
+        self._filming = False
         for driver in ("SDL_VIDEODRIVER", "SDL_AUDIODRIVER"):  # frames are drawn off screen: no display, no sound
             os.environ.setdefault(driver, "dummy")
         env = make_env(self.env_id, self.frame_stack, render_mode="rgb_array")  # the preprocessing trained on

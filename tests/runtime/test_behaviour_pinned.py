@@ -27,7 +27,7 @@ PINNED = {
     "dqn": dict(eval_returns=[8.0, 10.0], gradient_steps=200, episodes=112, env_steps=1200, params="5b1278bae3cbfdef"),
     "dqn_per": dict(eval_returns=[8.0, 10.0], gradient_steps=100, episodes=91, env_steps=1000,
                     params="a0bfd8e466e64f3c"),
-    "ddpg": dict(eval_returns=[-1683.0581107902383, -1730.3834004549644], gradient_steps=300, episodes=2,
+    "ddpg": dict(eval_returns=[-1683.0581107902383, -1730.3834002138124], gradient_steps=300, episodes=2,
                  env_steps=400, params="8061b89d3dca5ab2"),
 }
 
