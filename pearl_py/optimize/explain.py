@@ -11,6 +11,9 @@ from __future__ import annotations
 
 from pearl_py.optimize.model import (
     COLLECTION_PHASE,
+    CORES,
+    IN_SERIES,
+    OTHER,
     POLICY_LAG,
     Assignment,
     Choice,
@@ -59,16 +62,33 @@ def limit_sentence(problem: AssignmentProblem, assignment: Assignment, perf: Per
     if top not in problem.devices:
         text += "; co-locating the kernels at its ends or a faster link would lift it"
     else:
-        replicable = [k for k in _hosted(problem, assignment, top) if problem.task(k).replicable]
-        if replicable and problem.devices[top].kind == "cpu":
-            text += f"; more cores for {', '.join(replicable)} (another CPU) would lift it"
-        else:
-            text += "; a faster device or variant for these kernels would lift it"
+        text += _lift(problem, assignment, perf, top)
     if len(ranked) > 1 and loads[ranked[1]] > 0:
         nxt = ranked[1]
         text += (f", up to {1 / loads[nxt]:,.0f} samples/s, where {_describe(problem, assignment, nxt)} "
                  "limits next")
     return text + "."
+
+
+def _lift(problem: AssignmentProblem, assignment: Assignment, perf: Performance, device: str) -> str:
+    """What would lift a bottleneck device: by what binds it when it has several units (its processes side by
+    side, :class:`~pearl_py.optimize.model.DeviceWork`), else by what it hosts."""
+    hosted = _hosted(problem, assignment, device)
+    replicable = [k for k in hosted if problem.task(k).replicable]
+    others = [k for k in hosted if not problem.task(k).replicable]
+    binding = perf.binding.get(device)
+    units = problem.devices[device].units
+    if binding == OTHER:
+        return (f": the process running {', '.join(others)} in turn sets the pace while the actors' run beside it; "
+                "a faster device or variant for these kernels would lift it")
+    if binding == IN_SERIES:
+        return (f": the threads of {', '.join(others)} share the actors' cores, so nothing on it overlaps; fewer "
+                "threads (a core each for the actors and the learner) or another CPU would lift it")
+    if binding == CORES:
+        return f": all {units} cores are busy; another CPU would lift it"
+    if replicable and problem.devices[device].kind == "cpu":
+        return f"; more cores for {', '.join(replicable)} (another CPU) would lift it"
+    return "; a faster device or variant for these kernels would lift it"
 
 
 def synchronous_sentence(problem: AssignmentProblem, assignment: Assignment, perf: Performance) -> str:

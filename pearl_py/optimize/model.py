@@ -71,6 +71,9 @@ class Performance:
     """Synchronous protocols: seconds per sample of the collection phase (0 otherwise)."""
     learn_s: float = 0.0
     """Synchronous protocols: seconds per sample of the learning phase (0 otherwise)."""
+    binding: dict[str, str] = field(default_factory=dict)
+    """Overlapped protocols, devices of several units: which of their work sets ``busy``
+    (:meth:`DeviceWork.binding`: ``actors``, ``other``, ``cores`` or ``in series``)."""
     unit_busy: dict[str, float] = field(default_factory=dict)
     """Overlapped protocols, devices of several units: busy unit-seconds per sample over the units its processes
     use at once (what :attr:`utilization` divides by ``T``; ``busy`` is the device's binding time)."""
@@ -299,6 +302,7 @@ def evaluate(problem: AssignmentProblem, assignment: Assignment) -> Performance:
 
     collect_s = learn_s = 0.0
     unit_busy: dict[str, float] = {}
+    binding: dict[str, str] = {}
     if problem.serialized:
         t_min = serial_work + comm
         bottleneck = max(busy, key=busy.get, default="none")
@@ -309,6 +313,7 @@ def evaluate(problem: AssignmentProblem, assignment: Assignment) -> Performance:
         busy = {d: work.busy_s(problem.devices[d].units) for d, work in device_work.items()}
         unit_busy = {d: work.unit_busy_s(problem.devices[d].units) for d, work in device_work.items()
                      if problem.devices[d].units > 1}
+        binding = {d: device_work[d].binding(problem.devices[d].units) for d in unit_busy}
         both = {**busy, **link_busy}
         bottleneck = max(both, key=both.get, default="none")
         t_min = both.get(bottleneck, 0.0)
@@ -332,7 +337,11 @@ def evaluate(problem: AssignmentProblem, assignment: Assignment) -> Performance:
     return Performance(time_per_sample=t, energy_per_sample_j=idle * t + dynamic, busy=dict(busy),
                        link_busy=dict(link_busy), bottleneck=bottleneck, throttled=throttled,
                        violations=violations, idle_w=idle, dynamic_j=dynamic, collect_s=collect_s, learn_s=learn_s,
-                       unit_busy=unit_busy)
+                       unit_busy=unit_busy, binding=binding)
+
+
+ACTORS, OTHER, CORES, IN_SERIES = "actors", "other", "cores", "in series"
+"""What binds a device of several units (:meth:`DeviceWork.binding`)."""
 
 
 @dataclass
@@ -379,6 +388,14 @@ class DeviceWork:
         if self.oversubscribed(units):
             return self.actor_s + self.other_s
         return max(self.actor_s, self.other_s, self.core_s / units)
+
+    def binding(self, units: int) -> str:
+        """What sets :meth:`busy_s`: ``in series`` (oversubscribed), ``actors`` (one actor's work), ``other`` (the
+        other process's) or ``cores`` (more processes than cores: their work over the cores)."""
+        if self.oversubscribed(units):
+            return IN_SERIES
+        parts = {ACTORS: self.actor_s, OTHER: self.other_s, CORES: self.core_s / units}
+        return max(parts, key=parts.get)
 
     def unit_busy_s(self, units: int) -> float:
         """Core-seconds per sample over the cores the processes use at once (the actors, and the other

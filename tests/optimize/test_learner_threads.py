@@ -171,3 +171,19 @@ def test_the_simulator_holds_both_cores_for_a_two_thread_update(two_cores):
     sim = simulate(problem, solution.assignment, SimSchedule.from_config(algo.config, 3000), trace=False)
     # acting and the two-thread update cannot overlap (it holds both cores): the model's sum is the rate
     assert sim.samples_per_s == pytest.approx(solution.performance.samples_per_s, rel=0.05)
+
+
+def test_the_explanation_names_what_binds_a_cpu_of_several_cores():
+    from pearl_py.optimize.explain import limit_sentence
+
+    def sentence(problem, assignment):
+        return limit_sentence(problem, assignment, evaluate(problem, assignment))
+
+    learner_bound = two_stage(act_s=10e-6, one_thread_s=50e-6, two_threads_s=45e-6)
+    text = sentence(learner_bound, {"act": Choice("cpu"), "learn": Choice("cpu")})
+    assert "the process running learn in turn sets the pace" in text and "50.0 us" in text
+    busy = two_stage(act_s=40e-6, one_thread_s=25e-6, two_threads_s=20e-6)
+    assert "all 2 cores are busy" in sentence(busy, {"act": Choice("cpu", replicas=2), "learn": Choice("cpu")})
+    assert "more cores for act" in sentence(busy, {"act": Choice("cpu"), "learn": Choice("cpu")})
+    crowded = sentence(busy, {"act": Choice("cpu"), "learn": Choice("cpu", replicas=2)})
+    assert "the threads of learn share the actors' cores" in crowded
