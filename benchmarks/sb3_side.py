@@ -2,15 +2,16 @@
 
 The job is built from the config by the parent process (``vs_sb3.sb3_job``), so SB3's process imports only
 what an SB3 user's script would: torch, gymnasium, numpy, stable_baselines3 — not pearl_py (whose import,
-numba and scipy's optimizer included, took ~0.7 s that SB3's measured process used to pay). The one
-exception is a pixel config: SB3 then trains on pearl_py's preprocessed env with pearl_py's CNN inside an
-SB3 ``BaseFeaturesExtractor`` (the same network on both sides), so it imports those two modules.
+numba and scipy's optimizer included, took ~0.7 s that SB3's measured process used to pay). The exception
+is a config pearl_py preprocesses (Atari, MinAtar, random frames, a frame stack: ``pearl_env``) or runs through a
+CNN (``extractor``): SB3 then trains on pearl_py's env, with pearl_py's CNN inside an SB3
+``BaseFeaturesExtractor`` (the same network on both sides), so it imports those modules.
 
 A job (every value picklable, no pearl_py object)::
 
     {"algorithm": "ppo", "env": "CartPole-v1", "total_steps": 100_000, "policy": "MlpPolicy",
-     "kwargs": {...SB3 constructor arguments...}, "net_arch": [64, 64], "activation_fn": "tanh",
-     "n_envs": 8, "noise_std": None, "pixels": None}
+     "kwargs": {...SB3 constructor arguments, policy_kwargs' plain ones...}, "activation_fn": "tanh",
+     "n_envs": 8, "noise_std": None, "pearl_env": None, "extractor": None}
 
 Schedules are ``["lin", start]`` (SB3's callable of the remaining progress, ``start * progress``), as pearl_py's
 ``lin_<start>``.
@@ -33,24 +34,24 @@ def schedule(value: Any) -> Any:
 
 
 def make_env(job: dict[str, Any]):
-    """The job's env: as gymnasium makes it, or pearl_py's preprocessed frames for a pixel config."""
-    if job["pixels"] is None:
+    """The job's env: as gymnasium makes it, or with pearl_py's preprocessing where the job says so."""
+    if job["pearl_env"] is None:
         import gymnasium as gym
 
         return gym.make(job["env"])
     from pearl_py.algorithms.env_make import make_env as pearl_make_env
 
-    return pearl_make_env(job["env"], job["pixels"]["frame_stack"])
+    return pearl_make_env(job["env"], job["pearl_env"]["frame_stack"])
 
 
 def policy_kwargs(job: dict[str, Any]) -> dict[str, Any]:
-    """SB3 ``policy_kwargs``: the job's plain ones, the activation's class, and for pixels pearl_py's CNN."""
+    """SB3 ``policy_kwargs``: the job's plain ones, the activation's class, and pearl_py's CNN where the job has one."""
     import torch
 
     out = dict(job["kwargs"].get("policy_kwargs", {}))
     if job["activation_fn"] is not None:
         out["activation_fn"] = {"tanh": torch.nn.Tanh, "relu": torch.nn.ReLU}[job["activation_fn"]]
-    if job["pixels"] is not None:
+    if job["extractor"] is not None:
         out.update(features_extractor_class=pixel_extractor(job), normalize_images=False)
     return out
 
@@ -62,11 +63,11 @@ def pixel_extractor(job: dict[str, Any]) -> type:
     from pearl_py.algorithms.cnn import build_extractor
     from pearl_py.algorithms.env_spec import EnvSpec
 
-    spec = EnvSpec.from_env_id(job["env"], job["pixels"]["frame_stack"])
+    spec = EnvSpec.from_env_id(job["env"], job["extractor"]["frame_stack"])
 
     class PearlExtractor(BaseFeaturesExtractor):
         def __init__(self, observation_space) -> None:
-            extractor = build_extractor(spec, job["pixels"]["features_extractor"])
+            extractor = build_extractor(spec, job["extractor"]["features_extractor"])
             super().__init__(observation_space, extractor.n_features)
             self.net = extractor.net
 

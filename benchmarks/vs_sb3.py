@@ -79,8 +79,17 @@ def plain(value: Any) -> Any:
     return value
 
 
-def pixels_of(cfg: pearl.RunConfig) -> dict[str, Any] | None:
-    """For a config whose observations are frames: the frame stack and extractor SB3 gets (pearl_py's CNN)."""
+def env_of(cfg: pearl.RunConfig) -> dict[str, Any] | None:
+    """How SB3's side makes the env: None for a plain gymnasium id; else pearl_py's preprocessing (Atari, MinAtar,
+    random frames, or a frame stack), with the frame stack."""
+    from pearl_py.algorithms.env_make import family
+
+    stack = cfg.hyperparameters.frame_stack
+    return None if family(cfg.settings.env) == "gym" and stack is None else {"frame_stack": stack}
+
+
+def extractor_of(cfg: pearl.RunConfig) -> dict[str, Any] | None:
+    """For observations pearl_py runs through a CNN: the frame stack and extractor SB3 gets (pearl_py's CNN)."""
     from pearl_py.algorithms.cnn import resolve_extractor
     from pearl_py.algorithms.env_spec import EnvSpec
 
@@ -95,7 +104,8 @@ def sb3_job(cfg: pearl.RunConfig) -> dict[str, Any]:
     """SB3's model for the config as plain values (``sb3_side``): zoo names map one to one."""
     h, name = cfg.hyperparameters, cfg.settings.algorithm
     job: dict[str, Any] = {"algorithm": name, "env": cfg.settings.env, "total_steps": cfg.settings.total_steps,
-                           "n_envs": None, "noise_std": None, "activation_fn": None, "pixels": None}
+                           "n_envs": None, "noise_std": None, "activation_fn": None, "pearl_env": None,
+                           "extractor": None}
     if name in ON_POLICY:
         kwargs = dict(learning_rate=plain(h.learning_rate), n_steps=h.n_steps, gamma=h.gamma,
                       gae_lambda=h.gae_lambda, ent_coef=h.ent_coef, vf_coef=h.vf_coef, max_grad_norm=h.max_grad_norm,
@@ -114,12 +124,12 @@ def sb3_job(cfg: pearl.RunConfig) -> dict[str, Any]:
                   learning_starts=h.learning_starts, gamma=h.gamma, tau=h.tau, train_freq=h.train_freq,
                   gradient_steps=h.gradient_steps,
                   policy_kwargs=dict(net_arch=list(h.net_arch), optimizer_kwargs=dict(eps=h.adam_eps)))
+    job.update(pearl_env=env_of(cfg), extractor=extractor_of(cfg))
     if name == "dqn":
-        pixels = pixels_of(cfg)
         kwargs.update(target_update_interval=h.target_update_interval, exploration_fraction=h.exploration_fraction,
                       exploration_final_eps=h.exploration_final_eps,
                       exploration_initial_eps=h.exploration_initial_eps, max_grad_norm=h.max_grad_norm)
-        return dict(job, policy="MlpPolicy" if pixels is None else "CnnPolicy", pixels=pixels, kwargs=kwargs)
+        return dict(job, policy="MlpPolicy" if job["extractor"] is None else "CnnPolicy", kwargs=kwargs)
     if name == "sac":
         kwargs.update(ent_coef=h.ent_coef, target_entropy=h.target_entropy,
                       target_update_interval=h.target_update_interval)

@@ -79,11 +79,18 @@ def _lift(problem: AssignmentProblem, assignment: Assignment, perf: Performance,
     binding = perf.binding.get(device)
     units = problem.devices[device].units
     if binding == OTHER:
-        return (f": the process running {', '.join(others)} in turn sets the pace while the actors' run beside it; "
-                "a faster device or variant for these kernels would lift it")
+        beside = " while the actors run beside it" if replicable else ""
+        return (f": the process running {', '.join(others)} in turn sets the pace{beside}; a faster device or "
+                "variant for these kernels would lift it")
     if binding == IN_SERIES:
-        return (f": the threads of {', '.join(others)} share the actors' cores, so nothing on it overlaps; fewer "
-                "threads (a core each for the actors and the learner) or another CPU would lift it")
+        threaded = [k for k in others if assignment[k].replicas > 1]
+        fewer = evaluate(problem, {**assignment, **{k: Choice(assignment[k].device, assignment[k].variant, 1)
+                                                    for k in threaded}})
+        lift = ("one thread (a core each for the actors and the learner) would lift it"
+                if fewer.feasible and fewer.time_per_sample < perf.time_per_sample
+                else "a CPU with more cores (one each for the actors and these threads) would lift it; one thread "
+                     "would be slower")
+        return f": the threads of {', '.join(threaded)} share the actors' cores, so nothing on it overlaps; {lift}"
     if binding == CORES:
         return f": all {units} cores are busy; another CPU would lift it"
     if replicable and problem.devices[device].kind == "cpu":
@@ -120,7 +127,7 @@ def thread_sentences(problem: AssignmentProblem, assignment: Assignment, perf: P
     """Per kernel that may run several threads where it is placed: how many it got, and why.
 
     E.g. "learner_update runs 2 threads on cpu: 4.2 ms per call vs 6.9 ms at 1 thread (calibrated); its
-    extra thread takes a core the 1 actor process(es) leave free (2 cores)."
+    extra thread takes a core the 1 actor process(es) leave free (4 cores)."
     """
     out = []
     for kernel, choice in assignment.items():
@@ -133,9 +140,13 @@ def thread_sentences(problem: AssignmentProblem, assignment: Assignment, perf: P
         n = choice.replicas
         head = f"{kernel} runs {n} thread{'s' if n > 1 else ''} on {choice.device}"
         if n > 1:
+            where = (f"its threads share the cores of the {actors} actor process(es) ({units} cores), so the model "
+                     "runs the device's work in series, still the faster choice"
+                     if perf.binding.get(choice.device) == IN_SERIES else
+                     f"its extra thread{'s take cores' if n > 2 else ' takes a core'} the {actors} actor process(es) "
+                     f"leave free ({units} cores)")
             out.append(f"{head}: {_ms(option.at(n)[0])} per call vs {_ms(option.latency_s)} at 1 thread "
-                       f"({option.source}); its extra thread{'s take cores' if n > 2 else ' takes a core'} the "
-                       f"{actors} actor process(es) leave free ({units} cores).")
+                       f"({option.source}); {where}.")
             continue
         reasons = []
         for m in problem.replica_choices(kernel, choice.device, choice.variant)[1:]:

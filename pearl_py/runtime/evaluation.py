@@ -36,7 +36,8 @@ def evaluate(algorithm: Algorithm, nets: Networks, device: torch.device, episode
     make = env_factory or (lambda: make_env(algorithm.env_id, algorithm.spec.frame_stack))
     envs: list[gym.Env] = []
     try:
-        envs += [make() for _ in range(episodes)]
+        for _ in range(episodes):
+            envs.append(make())      # one at a time: those made before a failing one are closed below
         obs = {i: env.reset(seed=seed + i)[0] for i, env in enumerate(envs)}
         returns = [0.0] * episodes
         while obs:     # invariant: obs holds the episodes still running, by index

@@ -80,3 +80,23 @@ def test_the_sb3_model_has_the_config_hyperparameters(built, name):
     if hasattr(h, "noise_std") and configs[name].settings.algorithm != "sac":
         assert sb3["noise_std"] == pytest.approx(h.noise_std)
     assert sb3["net"] >= len(h.net_arch) + 1
+
+
+def test_the_spawned_children_reimport_of_the_script_loads_no_pearl_py():
+    # multiprocessing's spawn runs vs_sb3.py again as __mp_main__ in SB3's child before its target
+    probe = ("import runpy, sys; sys.path.insert(0, {b!r}); runpy.run_path({s!r}, run_name='__mp_main__'); "
+             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('pearl_py', 'torch', 'gymnasium')))")
+    done = subprocess.run([sys.executable, "-c", probe.format(b=str(ROOT / "benchmarks"),
+                                                              s=str(ROOT / "benchmarks" / "vs_sb3.py"))],
+                          capture_output=True, check=True, timeout=120)
+    assert done.stdout.decode().strip().splitlines()[-1] == "[]"
+
+
+def test_a_pixel_config_gets_pearl_py_s_env_and_cnn():
+    pytest.importorskip("minatar", reason="the minatar extra is not installed")
+    cfg = vs_sb3.configured(str(ROOT / "examples" / "configs" / "dqn_minatar_breakout.yaml"), None, [])
+    job = vs_sb3.sb3_job(cfg)
+    assert job["policy"] == "CnnPolicy" and job["pearl_env"] is not None and job["extractor"] is not None
+    flat = vs_sb3.sb3_job(vs_sb3.configured(str(ROOT / "examples" / "configs" / "dqn_minatar_breakout.yaml"), None,
+                                            ["features_extractor=flatten"]))
+    assert flat["policy"] == "MlpPolicy" and flat["pearl_env"] is not None and flat["extractor"] is None

@@ -186,4 +186,10 @@ def test_the_explanation_names_what_binds_a_cpu_of_several_cores():
     assert "all 2 cores are busy" in sentence(busy, {"act": Choice("cpu", replicas=2), "learn": Choice("cpu")})
     assert "more cores for act" in sentence(busy, {"act": Choice("cpu"), "learn": Choice("cpu")})
     crowded = sentence(busy, {"act": Choice("cpu"), "learn": Choice("cpu", replicas=2)})
-    assert "the threads of learn share the actors' cores" in crowded
+    assert "the threads of learn share the actors' cores" in crowded and "one thread (a core each" in crowded
+    paying = two_stage(act_s=30e-6, one_thread_s=6.8e-3, two_threads_s=4.2e-3)
+    plan = {"act": Choice("cpu"), "learn": Choice("cpu", replicas=2)}
+    assert "a CPU with more cores" in sentence(paying, plan) and "one thread would be slower" in sentence(paying, plan)
+    from pearl_py.optimize.explain import thread_sentences
+    assert "its threads share the cores of the 1 actor process(es)" in \
+        thread_sentences(paying, plan, evaluate(paying, plan), "throughput")[0]
