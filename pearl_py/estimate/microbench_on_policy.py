@@ -85,15 +85,15 @@ def advantage_reference(point: BenchPoint):
 
 def _acting(point: BenchPoint, variant: str):
     from pearl_py.algorithms.on_policy.learner import OnPolicyLearner
-    from pearl_py.algorithms.on_policy.noise import env_uniforms
+    from pearl_py.algorithms.on_policy.noise import EnvStreams
     from pearl_py.kernels.on_policy import build_acting
 
     algo = _algorithm(point, n_envs=point.batch)
     workload = algo.protocol().kernel(INFERENCE).workload
     acting = build_acting(variant, algo, OnPolicyLearner(algo).nets)
     obs = np.random.default_rng(0).standard_normal((point.batch, algo.spec.obs_dim), dtype=np.float32)
-    envs, steps = range(point.batch), itertools.count()
-    return workload, lambda: acting(obs, env_uniforms(0, envs, next(steps), acting.noise_width))
+    streams, steps = EnvStreams(0, range(point.batch)), itertools.count()   # the uniforms as a collector draws them
+    return workload, lambda: acting(obs, streams.uniforms(next(steps), acting.noise_width))
 
 
 def _learning(point: BenchPoint, variant: str):

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from pearl_py.algorithms.on_policy.base import OnPolicyAlgorithm
-from pearl_py.algorithms.on_policy.noise import env_uniforms
+from pearl_py.algorithms.on_policy.noise import EnvStreams
 from pearl_py.kernels.on_policy_inference import Acted, ActingKernel
 from pearl_py.protocol.kernel import INFERENCE
 from pearl_py.replay.gae import bootstrap_truncated
@@ -64,6 +64,7 @@ class RolloutCollector:
                  envs: range | None = None, env_seed: int | None = None) -> None:
         self.algorithm, self.seed, self.acting, self.record = algorithm, seed, acting, record
         self.envs = envs if envs is not None else range(algorithm.config.n_envs)
+        self.streams = EnvStreams(seed, self.envs)
         self.collector = Collector(algorithm, seed if env_seed is None else env_seed, record, envs=self.envs)
         self.episode_starts = np.ones(len(self.envs), dtype=np.float32)   # every env starts an episode
 
@@ -72,7 +73,7 @@ class RolloutCollector:
         acted: list[Acted] = []
 
         def policy(obs: np.ndarray) -> np.ndarray:
-            out = self.acting(obs, env_uniforms(self.seed, self.envs, vector_step, self.acting.noise_width))
+            out = self.acting(obs, self.streams.uniforms(vector_step, self.acting.noise_width))
             acted.append(out)
             return out.actions
 

@@ -46,13 +46,33 @@ def env_keys(seed: int, envs: range) -> np.ndarray:
         return mix64(base + index * GOLDEN)
 
 
-def env_uniforms(seed: int, envs: range, step: int, width: int) -> np.ndarray:
-    """``(len(envs), width)`` float32 uniforms in (0, 1]: env ``i``'s ``width`` draws at vector step ``step``.
+class EnvStreams:
+    """The streams of a fixed set of envs: their keys worked out once, then one vector step's uniforms per call
+    (what a collector draws every step; :func:`env_uniforms` in one go).
 
-    Draw ``k`` of env ``i`` at step ``t`` is ``mix64(key_i + (t * width + k + 1) * GOLDEN)`` scaled.
+    Example::
+
+        >>> streams = EnvStreams(seed=0, envs=range(8))
+        >>> np.array_equal(streams.uniforms(step=5, width=1), env_uniforms(0, range(8), 5, 1))
+        True
     """
-    keys = env_keys(seed, envs)
-    counters = (np.uint64(step) * np.uint64(width) + np.arange(1, width + 1, dtype=np.uint64)) * GOLDEN
-    with np.errstate(over="ignore"):
-        h = mix64(keys[:, None] + counters[None, :])
-    return (((h >> _S40).astype(np.float64) + 0.5) * _SCALE).astype(np.float32)
+
+    def __init__(self, seed: int, envs: range) -> None:
+        self.keys = env_keys(seed, envs)[:, None]
+        self._draws: dict[int, np.ndarray] = {}
+
+    def uniforms(self, step: int, width: int) -> np.ndarray:
+        """``(envs, width)`` float32 uniforms in (0, 1]: draw ``k`` of env ``i`` at vector step ``step`` is
+        ``mix64(key_i + (step * width + k + 1) * GOLDEN)`` scaled (uint64 arithmetic wraps)."""
+        draws = self._draws.get(width)
+        if draws is None:
+            draws = self._draws[width] = np.arange(1, width + 1, dtype=np.uint64)[None, :]
+        counters = (np.full((1, 1), step, dtype=np.uint64) * np.uint64(width) + draws) * GOLDEN   # arrays: wrap
+        h = mix64(self.keys + counters)
+        return (((h >> _S40).astype(np.float64) + 0.5) * _SCALE).astype(np.float32)
+
+
+def env_uniforms(seed: int, envs: range, step: int, width: int) -> np.ndarray:
+    """``(len(envs), width)`` float32 uniforms in (0, 1]: env ``i``'s ``width`` draws at vector step ``step``
+    (:meth:`EnvStreams.uniforms`)."""
+    return EnvStreams(seed, envs).uniforms(step, width)
