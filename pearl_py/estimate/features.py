@@ -47,6 +47,7 @@ def workload_features(workload: Workload) -> dict[str, float]:
             "ops": float(workload.n_ops),
             "batch": float(workload.batch),
             "activations": float(workload.activation_elements),
+            "weights": float(workload.weight_bytes),
         }
     if isinstance(workload, ReplayWorkload):
         return {

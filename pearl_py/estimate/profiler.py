@@ -82,7 +82,7 @@ CALIBRATED_ENVS = ("CartPole-v1", "Pendulum-v1")
 
 KIND_FEATURES: dict[str, tuple[str, list[str]]] = {
     LEARNER_UPDATE: ("flops", ["flops", "bytes", "ops", "activations"]),
-    INFERENCE: ("flops", ["flops", "bytes", "ops"]),
+    INFERENCE: ("flops", ["flops", "weights", "ops"]),
     REPLAY_INSERT: ("batch", ["batch", "bytes", "levels", "tree_work", "prioritized"]),
     REPLAY_SAMPLE: ("batch", ["batch", "bytes", "levels", "tree_work", "prioritized"]),
     PRIORITY_UPDATE: ("batch", ["batch", "levels", "tree_work"]),
