@@ -1,11 +1,12 @@
 """The performance model of a plan: time per sample, bottleneck, utilization, power, samples per joule.
 
-For each physical device the busy time per sample is ``sum(rate * latency / replicas)``
-over the kernels on it (a pool member carries ``1/members`` of the calls with
-``replicas/members`` processes, the same figure); every link carries
-``rate * (latency + bytes/bandwidth)`` per edge that crosses it. Overlapped
-protocols run at ``T = max(busy)``, serialized ones at ``T = sum`` of every stage and
-transfer. A policy-lag bound lets actors overlap only ``overlap`` of a training round, so
+Each kernel puts ``rate * latency / replicas`` seconds per sample on every physical device of its
+placement (a pool member carries ``1/members`` of the calls with ``replicas/members`` processes, the
+same figure). A device of one unit is busy for their sum; in an overlapped plan a device of several
+units (a CPU's cores) runs the actor processes and the learner's side by side, busy for the longest
+of one actor's work, the other process's and the core-seconds over the cores (:class:`DeviceWork`).
+Every link carries ``rate * (latency + bytes/bandwidth)`` per edge that crosses it. Overlapped
+protocols run at ``T = max(busy)``, serialized ones at ``T = sum`` of every stage and transfer. A policy-lag bound lets actors overlap only ``overlap`` of a training round, so
 an overlapped plan also needs ``T >= max(acting, intake) + (1 - overlap) * rest``: the
 round's collection (the acting kernels, pipelined with the replay inserts), plus the part
 of the learner device's other work (``stage == "train"``) that the actors must wait for
