@@ -46,8 +46,9 @@ class BenchPoint:
     given; ``env_id`` when not the algorithm's zoo env), and for a CNN point ``frames`` (the ``(C, H, W)`` uint8
     observations, on the random-frame env ``pearl/Frames-CxHxW-v0``) and ``extractor`` (``small_cnn``,
     ``nature_cnn``); replay reads capacity/batch/prioritized; env_step reads env_id/batch (= n_envs); param_sync
-    reads nbytes and batch (the tensors they are in); rollout_insert reads batch (envs) and capacity (steps); advantage reads capacity (steps) and
-    batch (envs); every reference runner and ``cuda_graph`` read ``device``."""
+    reads nbytes and batch (the tensors they are in); rollout_insert reads batch (envs) and capacity (steps);
+    advantage reads capacity (steps) and batch (envs); every reference runner and ``cuda_graph`` read
+    ``device``."""
 
     kind: str
     algo: str = "dqn"
@@ -361,6 +362,8 @@ def param_sync_reference(point: BenchPoint):
     ``batch`` float32 tensors of ``nbytes`` in all written one by one into a flat buffer (the board's shared
     memory) by the learner, then copied out of it into an actor's tensors; the learner's tensors in
     ``point.device``'s memory (a GPU learner publishing its weights)."""
+    from pearl_py.runtime.parallel.params import pack, unpack
+
     count = max(1, point.batch)
     total = max(count, point.nbytes // 4)
     sizes = [total // count + (1 if i < total % count else 0) for i in range(count)]
@@ -369,14 +372,8 @@ def param_sync_reference(point: BenchPoint):
     flat = torch.empty(total)
 
     def call() -> None:
-        offset = 0
-        for tensor in learner:
-            flat[offset:offset + tensor.numel()].copy_(tensor)
-            offset += tensor.numel()
-        offset = 0
-        for tensor in actor:
-            tensor.copy_(flat[offset:offset + tensor.numel()])
-            offset += tensor.numel()
+        pack(flat, learner)
+        unpack(flat, actor)
 
     return SyncWorkload(total * 4, tensors=count), call
 

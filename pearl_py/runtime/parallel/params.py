@@ -20,11 +20,32 @@ Example::
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
 
 import numpy as np
 import torch
 
 from pearl_py.replay.storage import Layout, Storage
+
+
+def pack(flat: torch.Tensor, tensors: Iterable[torch.Tensor]) -> None:
+    """Copy ``tensors`` one after another into the front of the flat float32 ``flat`` (a publication's writes)."""
+    offset = 0
+    with torch.no_grad():
+        for tensor in tensors:
+            n = tensor.numel()
+            flat[offset:offset + n].copy_(tensor.reshape(-1))
+            offset += n
+
+
+def unpack(flat: torch.Tensor, tensors: Iterable[torch.Tensor]) -> None:
+    """Copy the front of ``flat`` back into ``tensors``, in :func:`pack`'s order (a reader's copy)."""
+    offset = 0
+    with torch.no_grad():
+        for tensor in tensors:
+            n = tensor.numel()
+            tensor.copy_(flat[offset:offset + n].view_as(tensor))
+            offset += n
 
 
 class ParamBoard:
@@ -66,12 +87,7 @@ class ParamBoard:
         """Write ``state`` (same names and shapes as at creation) and ``tag``: version odd, copy, version even."""
         self._version[0] += 1
         self._tag[0] = tag
-        offset = 0
-        with torch.no_grad():
-            for tensor in state.values():
-                n = tensor.numel()
-                self._flat[offset:offset + n].copy_(tensor.reshape(-1))
-                offset += n
+        pack(self._flat, state.values())
         self._version[0] += 1
 
     def has_news(self) -> bool:
@@ -88,12 +104,7 @@ class ParamBoard:
                 time.sleep(0)
                 continue
             tag = int(self._tag[0])
-            offset = 0
-            with torch.no_grad():
-                for tensor in state.values():
-                    n = tensor.numel()
-                    tensor.copy_(self._flat[offset:offset + n].view_as(tensor))
-                    offset += n
+            unpack(self._flat, state.values())
             if self.version == before:
                 self._seen, self.tag = before, tag
                 return True
