@@ -1,6 +1,7 @@
 """Evaluation runs its episodes side by side: each episode's return is the one it has when played alone."""
 from __future__ import annotations
 
+import gymnasium as gym
 import numpy as np
 import pytest
 import torch
@@ -36,17 +37,34 @@ def test_each_episode_returns_what_it_returns_alone(make):
     assert len(set(returns)) > 1 or algo.env_id == "CartPole-v1"   # Pendulum's starts differ by seed
 
 
-def test_the_envs_are_closed_when_an_episode_fails():
-    algo = pearl.DQN("CartPole-v1", net_arch=[8])
-    made = []
+class Recorded(gym.Wrapper):
+    """An env that counts its ``close`` calls, and crashes on its first step when told to."""
 
-    def factory():
-        env = make_env("CartPole-v1")
-        made.append(env)
-        if len(made) == 3:
-            env.step = lambda action: (_ for _ in ()).throw(RuntimeError("env crashed"))
-        return env
+    def __init__(self, env: gym.Env, crash: bool) -> None:
+        super().__init__(env)
+        self.crash, self.closes = crash, 0
+
+    def step(self, action):
+        if self.crash:
+            raise RuntimeError("env crashed")
+        return self.env.step(action)
+
+    def close(self) -> None:
+        self.closes += 1
+        super().close()
+
+
+@pytest.mark.parametrize("failing", ["step", "make"])
+def test_every_env_made_is_closed_once_when_an_episode_or_a_make_fails(failing):
+    algo = pearl.DQN("CartPole-v1", net_arch=[8])
+    made: list[Recorded] = []
+
+    def factory() -> Recorded:
+        if failing == "make" and len(made) == 2:
+            raise RuntimeError("env crashed")
+        made.append(Recorded(make_env("CartPole-v1"), crash=failing == "step" and len(made) == 2))
+        return made[-1]
 
     with pytest.raises(RuntimeError, match="env crashed"):
         evaluate(algo, Networks(algo.build_networks()), torch.device("cpu"), episodes=4, seed=0, env_factory=factory)
-    assert len(made) == 4 and all(getattr(env, "closed", True) for env in made)
+    assert len(made) == (4 if failing == "step" else 2) and [env.closes for env in made] == [1] * len(made)
