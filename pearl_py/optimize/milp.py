@@ -207,7 +207,7 @@ def _formulate(problem: AssignmentProblem, scale: tuple[float, float] | None, en
     actor_work: dict[str, dict[int, float]] = defaultdict(dict)
     other_work: dict[str, dict[int, float]] = defaultdict(dict)
     core_work: dict[str, dict[int, float]] = defaultdict(dict)
-    threads: dict[str, dict[int, float]] = defaultdict(dict)
+    threads: dict[str, dict[int, int]] = defaultdict(dict)
     cores: dict[str, dict[int, float]] = defaultdict(dict)
     actor_cores: dict[tuple[str, str], dict[int, float]] = defaultdict(dict)
     extra_threads: dict[str, dict[int, float]] = defaultdict(dict)
@@ -266,15 +266,15 @@ def _formulate(problem: AssignmentProblem, scale: tuple[float, float] | None, en
         for terms in link_terms.values():
             b.row({**terms, t_var: -1.0}, -np.inf, 0.0)
         _device_work_rows(b, problem, busy, actor_work, other_work, core_work, threads, actor_cores, t_var)
-        busy = core_work   # what the energy rows bound by the longest time: each device's work is at most T
         for task in problem.tasks:  # valid cut: a kernel's own load is at most its device's busy time
             b.row({**{x: load[x] for x, *_ in xvars[task.name]}, t_var: -1.0}, -np.inf, 0.0)
         if problem.overlap < 1.0:
             _policy_lag_rows(b, problem, xvars, placed, load, t_var, t_hi)
 
     form = _Formulation(b, xvars, t_var, dynamic, t_scale, e_scale)
-    if energy:
-        _energy_rows(form, problem, placed, busy, max_energy)
+    if energy:  # each device's work bounded by T: an overlapped plan's cores share it, the other modes run it in turn
+        overlapped = not (problem.serialized or problem.synchronous)
+        _energy_rows(form, problem, placed, core_work if overlapped else busy, max_energy)
     return form
 
 

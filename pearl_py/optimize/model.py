@@ -6,8 +6,8 @@ same figure). A device of one unit is busy for their sum; in an overlapped plan 
 units (a CPU's cores) runs the actor processes and the learner's side by side, busy for the longest
 of one actor's work, the other process's and the core-seconds over the cores (:class:`DeviceWork`).
 Every link carries ``rate * (latency + bytes/bandwidth)`` per edge that crosses it. Overlapped
-protocols run at ``T = max(busy)``, serialized ones at ``T = sum`` of every stage and transfer. A policy-lag bound lets actors overlap only ``overlap`` of a training round, so
-an overlapped plan also needs ``T >= max(acting, intake) + (1 - overlap) * rest``: the
+protocols run at ``T = max(busy)``, serialized ones at ``T = sum`` of every stage and transfer. A
+policy-lag bound lets actors overlap only ``overlap`` of a training round, so an overlapped plan also needs ``T >= max(acting, intake) + (1 - overlap) * rest``: the
 round's collection (the acting kernels, pipelined with the replay inserts), plus the part
 of the learner device's other work (``stage == "train"``) that the actors must wait for
 (bottleneck ``policy lag``). A synchronous protocol (on-policy: collect a rollout, then learn on it)

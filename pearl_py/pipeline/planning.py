@@ -64,8 +64,9 @@ def candidate_plans(algorithm: Algorithm, k: int, objective: str = "throughput",
     """The ``k`` best plans for this machine by the model, over both protocol modes, best first.
 
     Overlapped plans run on the parallel runtime, serialized ones on the serial executor; where the
-    model finds them close, run-to-run noise may order them otherwise, so ``--tune`` trials both. Only plans this machine can run as planned
-    (:func:`~pearl_py.runtime.kernel_devices.plan_problems` finds none) are returned, each one
+    model finds them close, run-to-run noise may order them otherwise, so ``--tune`` trials both. Only
+    plans this machine can run as planned (:func:`~pearl_py.runtime.kernel_devices.plan_problems` finds
+    none) are returned, each one
     dropped said in ``log``. Calibrates first if needed; on ties the overlapped plan (the one
     ``resolve_plan(algo, "auto")`` runs) comes first.
     """

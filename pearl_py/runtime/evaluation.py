@@ -30,8 +30,9 @@ def evaluate(algorithm: Algorithm, nets: Networks, device: torch.device, episode
     The episodes run side by side, one env each, their observations batched through one
     ``greedy_actions`` call per step: the greedy policy acts on each row alone, so an episode plays as it
     would alone up to the float rounding of a batched matrix product (a discrete action flips only on an
-    exact tie; continuous returns moved by ~1e-10 relative when this replaced one episode after another). ``env_factory``: builds each env (default: the algorithm's env with its family's preprocessing and
-    frame stack, :func:`~pearl_py.algorithms.env_make.make_env`; ``pearl eval --video`` films the first one's).
+    exact tie; continuous returns moved by ~1e-10 relative when this replaced one episode after another).
+    ``env_factory``: builds each env (default: the algorithm's env with its family's preprocessing and frame
+    stack, :func:`~pearl_py.algorithms.env_make.make_env`; ``pearl eval --video`` films the first one's).
     """
     make = env_factory or (lambda: make_env(algorithm.env_id, algorithm.spec.frame_stack))
     envs: list[gym.Env] = []
