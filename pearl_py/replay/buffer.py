@@ -156,20 +156,32 @@ class ReplayBuffer:
         get the largest priority seen so far.
         """
         self._check_open()
+        # the collectors' arrays: values checked and written in one compiled pass; anything else, or values the
+        # pass refuses (it writes nothing then), goes through the checked path, which converts or names the fault
+        if checks.exact_rows(obs, actions, rewards, next_obs, terminated, self.capacity, self._obs_shape,
+                             self._action_shape, self._action_dtype, self._obs_dtype) and kernels.insert(
+                self._writer.cursor, obs, actions, rewards, next_obs, terminated, *self._sources) == kernels.OK:
+            return self._written(self._writer.write(len(obs)))
         rows = checks.transition_rows(obs, actions, rewards, next_obs, terminated, self.capacity, self._obs_shape,
                                       self._action_shape, self._action_dtype, self._obs_dtype)
         return self._add(rows, len(rows["obs"]))
 
     def _add(self, rows: dict[str, np.ndarray], n: int) -> np.ndarray:
         runs = self._writer.write(n)
-        size = self._writer.size
         done = 0
         for start, stop in runs:
             for name in TRANSITION_FIELDS:
                 self._storage[name][start:stop] = rows[name][done:done + stop - start]
-            if isinstance(self._sampler, PrioritizedSampler):
-                self._sampler.on_write(start, stop, size)
             done += stop - start
+        return self._written(runs)
+
+    def _written(self, runs: list[tuple[int, int]]) -> np.ndarray:
+        """The slots of the ``[start, stop)`` runs just written, their priorities set first (prioritized mode)."""
+        if isinstance(self._sampler, PrioritizedSampler):
+            for start, stop in runs:
+                self._sampler.on_write(start, stop, self._writer.size)
+        if len(runs) == 1:
+            return np.arange(*runs[0], dtype=np.int64)
         return np.concatenate([np.arange(start, stop, dtype=np.int64) for start, stop in runs])
 
     # ----------------------------------------------------------------- sample

@@ -27,6 +27,7 @@ import numpy as np
 from pearl_py.replay import kernels
 
 _NUMERIC = "biuf"
+_F32, _BOOL = np.dtype(np.float32), np.dtype(np.bool_)
 
 
 def positive_int(name: str, value: Any) -> int:
@@ -146,6 +147,25 @@ def as_flags(name: str, value: Any) -> np.ndarray:
     if not np.all((flags == 0) | (flags == 1)):
         raise ValueError(f"{name}: expected booleans or 0/1 values")
     return flags
+
+
+def exact_rows(obs: Any, actions: Any, rewards: Any, next_obs: Any, terminated: Any, capacity: int,
+               obs_shape: tuple[int, ...], action_shape: tuple[int, ...], action_dtype: np.dtype,
+               obs_dtype: np.dtype) -> bool:
+    """Whether the five arrays already are the stored fields' dtypes and shapes (``terminated`` bool or float32),
+    C-contiguous, with the same ``1..capacity`` rows: what the collectors hand over. Their values are then
+    checked by :func:`~pearl_py.replay.kernels.insert` as it writes; anything else goes through
+    :func:`transition_rows`, which converts it or names what is wrong."""
+    fields = ((obs, obs_dtype, obs_shape), (actions, action_dtype, action_shape), (rewards, _F32, ()),
+              (next_obs, obs_dtype, obs_shape), (terminated, None, ()))
+    n = obs.shape[0] if type(obs) is np.ndarray and obs.ndim else 0
+    for value, dtype, tail in fields:
+        if type(value) is not np.ndarray or value.shape[1:] != tail or value.ndim != 1 + len(tail) \
+                or len(value) != n or not value.flags.c_contiguous:
+            return False
+        if value.dtype != dtype if dtype is not None else value.dtype not in (_BOOL, _F32):
+            return False
+    return 1 <= n <= capacity
 
 
 def transition_rows(obs: Any, actions: Any, rewards: Any, next_obs: Any, terminated: Any, capacity: int,

@@ -335,3 +335,44 @@ def first_problem(indices, td_errors_abs, size):
         if td_errors_abs[i] < 0.0:
             return NEGATIVE, i
     return OK, 0
+
+
+@njit(inline="always", **_OPTIONS)
+def _finite(values):
+    for x in values.reshape(values.size):
+        if not x - x == 0:    # NaN and infinities only: an integer (or uint8 frame) is always finite
+            return False
+    return True
+
+
+@njit(inline="always", **_OPTIONS)
+def _put(source, target, cursor, capacity):
+    """``target[(cursor + i) % capacity] = source[i]`` for every row ``i`` (both C-contiguous, any row shape)."""
+    row = source.size // source.shape[0]
+    src = source.reshape(source.size)
+    dst = target.reshape(target.size)
+    for i in range(source.shape[0]):
+        at, start = ((cursor + i) % capacity) * row, i * row
+        for k in range(row):
+            dst[at + k] = src[start + k]
+
+
+@njit(**_OPTIONS)
+def insert(cursor, obs, actions, rewards, next_obs, terminated, s_obs, s_actions, s_rewards, s_next_obs, s_dones):
+    """Checks ``N`` transitions, then writes them to the storage's rows from ``cursor`` on (wrapping at its
+    capacity); returns ``OK``, or, having written nothing, ``NOT_FINITE`` (a float field holds NaN or an
+    infinity) or ``BAD_INDEX`` (a ``terminated`` value other than 0 or 1). The caller checked dtypes, shapes
+    and ``1 <= N <= capacity``, and advances the ring writer after an ``OK``."""
+    if not (_finite(rewards) and _finite(obs) and _finite(next_obs) and _finite(actions)):
+        return NOT_FINITE
+    for flag in terminated:
+        if flag != 0 and flag != 1:
+            return BAD_INDEX
+    capacity = s_obs.shape[0]
+    _put(obs, s_obs, cursor, capacity)
+    _put(actions, s_actions, cursor, capacity)
+    _put(rewards, s_rewards, cursor, capacity)
+    _put(next_obs, s_next_obs, cursor, capacity)
+    for i in range(terminated.size):
+        s_dones[(cursor + i) % capacity] = np.float32(terminated[i])
+    return OK

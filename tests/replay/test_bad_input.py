@@ -34,6 +34,11 @@ BAD_ADDS = [
     ("next_obs", with_(3, NEXT[:1]), "rows"),
     ("terminated", with_(4, np.array([0, 2, 1])), "0/1"),
     ("terminated", with_(4, TERM[:, None]), "shape"),
+    # the stored dtypes: the compiled insert checks these values as it writes
+    ("obs", with_(0, np.full((3, 4), np.nan, np.float32)), "NaN"),
+    ("next_obs", with_(3, np.full((3, 4), np.inf, np.float32)), "infinite"),
+    ("rewards", with_(2, np.array([1.0, np.nan, 0.0], np.float32)), "NaN"),
+    ("terminated", with_(4, np.array([0, 2, 1], np.float32)), "0/1"),
 ]
 
 

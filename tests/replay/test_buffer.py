@@ -53,6 +53,22 @@ def test_wrap_around_keeps_the_newest_items(prioritized):
         assert set(buf.sample(200).actions.tolist()) == {7, 8, 9, 10, 11}
 
 
+@pytest.mark.parametrize("prioritized", [False, True])
+def test_compiled_and_converting_inserts_store_the_same(prioritized):
+    """The collectors' exact arrays take the compiled insert; others are converted first: the same storage,
+    slots and priorities either way, across a wrap-around, with float32 or bool ``terminated``."""
+    with ReplayBuffer(8, (4,), prioritized=prioritized, fanout=2) as exact, \
+            ReplayBuffer(8, (4,), prioritized=prioritized, fanout=2) as converted:
+        for start, n in ((0, 5), (5, 6), (11, 1)):
+            obs, actions, rewards, next_obs, terminated = transitions(n, start)
+            flags = terminated.astype(np.float32) if start else terminated
+            slots = exact.add(obs, actions, rewards, next_obs, flags)
+            assert slots.tolist() == converted.add(obs.astype(np.float64), actions.tolist(), rewards.tolist(),
+                                                   next_obs.astype(np.float64), terminated.tolist()).tolist()
+        assert slots.tolist() == [3] and len(exact) == 8
+        assert_same(snapshot(exact), snapshot(converted))
+
+
 def test_new_items_get_the_running_max_priority():
     with ReplayBuffer(8, (4,), prioritized=True, alpha=0.5, eps=0.01) as buf:
         buf.add(*transitions(3))
