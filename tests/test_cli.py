@@ -94,3 +94,22 @@ def test_unknown_objective_is_an_argument_error(write_config, capsys):
             main([command, str(write_config(TINY)), "--objective", "cheapest"])
         assert exit_.value.code == 2
         assert "invalid choice: 'cheapest'" in capsys.readouterr().err
+
+
+def test_ctrl_c_while_the_command_loads_is_one_line_and_exit_130(write_config, monkeypatch, capsys):
+    """The heavy imports (torch, the pipeline) happen inside the command's handler: a Ctrl-C there is one line."""
+    import importlib.abc
+
+    class Interrupting(importlib.abc.MetaPathFinder):
+        def find_spec(self, name, path=None, target=None):
+            if name == "pearl_py.cli.run":
+                raise KeyboardInterrupt
+            return None
+
+    monkeypatch.delitem(sys.modules, "pearl_py.cli.run", raising=False)
+    monkeypatch.setattr(sys, "meta_path", [Interrupting(), *sys.meta_path])
+    assert main(["run", str(write_config("algorithm: dqn\nenv: CartPole-v1\n"))]) == 130
+    assert capsys.readouterr().err == "pearl: interrupted\n"
+    loaded = subprocess.run([sys.executable, "-c", "import sys, pearl_py.cli; print(sorted({'torch', 'gymnasium'} "
+                             "& set(sys.modules)))"], capture_output=True, text=True, check=True)
+    assert loaded.stdout == "[]\n"  # nothing heavy before main's try

@@ -16,7 +16,7 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
-from pearl_py.errors import UserError
+from pearl_py.errors import DISK_FULL_ERRNOS, UserError
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -163,11 +163,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     if hasattr(args, "check"):
         args.check(args, argv)
     try:
-        return args.handler(args)
+        return args.handler(args)  # the subcommands import torch and the rest here, inside the try
     except UserError as exc:
         print(f"pearl: error: {exc}", file=sys.stderr)
         return exc.exit_code
-    except KeyboardInterrupt as exc:  # a parallel run's RunInterrupted names its checkpoint
+    except KeyboardInterrupt as exc:  # RunInterrupted names its checkpoint; else Ctrl-C while loading
         print(f"pearl: {exc}" if str(exc) else "pearl: interrupted", file=sys.stderr)
         return 130
+    except OSError as exc:  # a full disk outside pearl_py's own atomic writes (a log line, a library's cache)
+        if exc.errno not in DISK_FULL_ERRNOS:
+            raise
+        where = f" writing {exc.filename}" if exc.filename else ""
+        print(f"pearl: error: {exc.strerror}{where}; the files pearl_py wrote whole before it are kept",
+              file=sys.stderr)
+        return 2
 
