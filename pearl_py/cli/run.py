@@ -25,7 +25,7 @@ def run_main(args: argparse.Namespace) -> int:
     from pearl_py.run_config.zoo import load_zoo
 
     cfg = load_zoo(args.zoo, args.env) if args.zoo else load_config(args.config)
-    cfg = apply_sets(cfg, args.sets).with_overrides(total_steps=args.steps, seed=args.seed,
+    cfg = apply_sets(cfg, args.sets).with_overrides(total_steps=args.steps, seed=_seed(args.seed),
                                                     checkpoint_freq=args.checkpoint_freq,
                                                     checkpoint_keep=args.checkpoint_keep)
     s = cfg.settings
@@ -74,6 +74,20 @@ def _train(args: argparse.Namespace, cfg: RunConfig, folder: RunFolder) -> int:
     else:
         print(f"TensorBoard logs off (CSV only): {TENSORBOARD_EXTRA}")
     return 0
+
+
+def _seed(seed: int | None) -> int | None:
+    """``--seed``: a negative one (the zoo's -1) is a random seed, said on stderr and recorded in result.json."""
+    if seed is None or seed >= 0:
+        return seed
+    import secrets
+    import sys
+
+    from pearl_py.run_config import MAX_SEED
+
+    chosen = secrets.randbelow(MAX_SEED + 1)
+    print(f"--seed {seed}: a random seed, {chosen}", file=sys.stderr)
+    return chosen
 
 
 def _finished(folder: Path, result: dict[str, Any], settings: RunSettings) -> int:

@@ -86,16 +86,18 @@ def _resume_options(resume: str | Path | None, checkpoints: CheckpointOptions | 
 
 
 def train(algorithm: BaseAlgorithm, total_steps: int, seed: int = 0, *,
-          plan: Plan | str | Path | None = None, out: str | Path | RunFolder | None = None, eval_episodes: int = 10,
+          plan: Plan | str | Path = "serial", out: str | Path | RunFolder | None = None, eval_episodes: int = 10,
           eval_freq: int = 0, progress: bool | None = None, objective: str = "throughput", backend: str = "local",
           address: str | None = None, resume: str | Path | None = None, tune: bool | TuneOptions = False,
           init_from: str | Path | None = None, checkpoint_freq: int = 0, checkpoint_keep: int = 2,
           log: Callable[[str], None] = print, overwrite: bool = False, oversubscribe: bool = False) -> RunResult:
     """Train ``algorithm`` for ``total_steps`` env steps under ``plan``.
 
-    ``plan``: ``None`` (serial reference, no predictions), ``"local"`` (serial, with the
-    model's predictions), ``"auto"`` (calibrate this machine if needed, then optimize for
-    ``objective``), a :class:`Plan`, or a path to a saved plan. Serialized plans run on the
+    ``plan``: ``"serial"`` (the default: the reference, every kernel's reference implementation on one CPU in
+    this process, no predictions, deterministic for a seed), ``"local"`` (the same, with the model's
+    predictions; ``pearl run`` without plan flags), ``"auto"`` (calibrate this machine if needed, then the
+    optimizer's plan for ``objective``: fused kernels, actor processes where they pay; ``pearl run --auto``,
+    usually several times faster than ``"serial"``), a :class:`Plan`, or a path to a saved plan. Serialized plans run on the
     serial executor, overlapped ones on the local parallel runtime (``backend="local"``) or
     on Ray (``backend="ray"``, ``address`` of a running cluster or None for a local one).
     ``checkpoint_freq``: write a checkpoint every this many env steps into ``out/checkpoints`` (0: none),
@@ -110,7 +112,7 @@ def train(algorithm: BaseAlgorithm, total_steps: int, seed: int = 0, *,
     :func:`pearl_py.load` reads) and, when the plan has predictions, the plan's report
     with what the run measured beside them (``report.md``, ``report.html``, ``plan.yaml``, ``plan.json``).
     The executors are the algorithm's family's (:mod:`pearl_py.pipeline.families`); a family the model does not
-    cover yet runs its serial executor, unpredicted, for ``plan`` None, "serial" or "local" (other plans: UserError).
+    cover yet runs its serial executor, unpredicted, for ``plan`` "serial" or "local" (other plans: UserError).
     Before anything starts, the config and then the plan are admitted (:mod:`pearl_py.pipeline.admission`):
     what cannot fit this machine is refused; a plan that holds more cores than there are runs only with
     ``oversubscribe`` (recorded in ``result.admission``). ``out`` is held for the run by the rule the CLI's
@@ -121,6 +123,9 @@ def train(algorithm: BaseAlgorithm, total_steps: int, seed: int = 0, *,
     """
     if backend not in BACKENDS:
         raise UserError(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
+    if plan is None:
+        raise UserError("plan=None is not a plan: pass plan='auto' (the optimizer's fast plan, as `pearl run "
+                        "--auto`), 'serial' (the reference kernels, one process; the default) or 'local'")
     checkpoints = CheckpointOptions(checkpoint_freq, checkpoint_keep)
     if checkpoints.every and out is None:
         raise UserError("checkpoint_freq needs an output folder (out, --out) to write the checkpoints to")
@@ -174,15 +179,15 @@ def train(algorithm: BaseAlgorithm, total_steps: int, seed: int = 0, *,
         return result
 
 
-def _train_unplanned(algorithm: BaseAlgorithm, total_steps: int, seed: int, *, plan: Plan | str | Path | None,
+def _train_unplanned(algorithm: BaseAlgorithm, total_steps: int, seed: int, *, plan: Plan | str | Path,
                      folder: RunFolder | None, eval_episodes: int, eval_freq: int, progress: bool | None,
                      backend: str, resume: str | Path | None, tune: bool | TuneOptions,
                      checkpoints: CheckpointOptions, log: Callable[[str], None]) -> RunResult:
     """A family the performance model does not cover runs its serial executor, unpredicted. ``plan="local"``
     (`pearl run` without plan flags) runs the same, saying so."""
     family = family_of(algorithm)
-    if plan not in (None, "serial", "local") or backend != "local" or tune:
-        raise UserError(f"{algorithm.name} ({family.name}) runs on its serial executor only for now (plan None, "
+    if plan not in ("serial", "local") or backend != "local" or tune:
+        raise UserError(f"{algorithm.name} ({family.name}) runs on its serial executor only for now (plan "
                         "'serial' or 'local'; no --auto, --plan, --tune or the Ray backend)")
     if plan == "local":
         log(f"{algorithm.name} ({family.name}): running the serial reference executor without predictions "
@@ -214,7 +219,7 @@ def save_trained(out_dir: Path, algorithm: BaseAlgorithm, executor: Any, result:
                        gradient_steps=result.gradient_steps)
 
 
-def _tuned_plan(algorithm: BaseAlgorithm, total_steps: int, seed: int, plan: Plan | str | Path | None,
+def _tuned_plan(algorithm: BaseAlgorithm, total_steps: int, seed: int, plan: Plan | str | Path,
                 objective: str, backend: str, resume: str | Path | None, tune: bool | TuneOptions,
                 log: Callable[[str], None]) -> Plan:
     """The fastest measured of the model's top-k plans (``pearl_py.pipeline.tune``)."""
