@@ -121,10 +121,10 @@ def claim_run_dir(path: str | Path, *, overwrite: bool, continues: bool = False,
                   flags: FolderFlags = FolderFlags()) -> Iterator[RunFolder]:
     """Hold ``path`` for one run: usable (:func:`check_output_dir`), locked against a second run (a UserError
     naming the pid of the run in it), and, unless the run ``continues`` there (a resume in place), holding no
-    earlier run unless ``overwrite``. The lock is released on leaving; a folder this call made is removed again
-    when the run left nothing in it (an error before it started)."""
+    earlier run unless ``overwrite``. The lock is released on leaving; the folders this call made (``path`` and
+    parents) are removed again when the run left nothing in them (an error before it started)."""
     path = check_output_dir(path, flags.out)
-    made = not path.exists()
+    made = [folder for folder in (path, *path.parents) if not folder.exists()]  # the leaf first
     path.mkdir(parents=True, exist_ok=True)
     fd = None
     try:
@@ -136,8 +136,10 @@ def claim_run_dir(path: str | Path, *, overwrite: bool, continues: bool = False,
         if fd is not None:
             (path / LOCK_FILE).unlink(missing_ok=True)  # before the unlock: a waiting run then locks a new file
             os.close(fd)
-        if made and path.is_dir() and not any(path.iterdir()):
-            path.rmdir()
+        for folder in made:
+            if not folder.is_dir() or any(folder.iterdir()):
+                break
+            folder.rmdir()
 
 
 def _lock(path: Path, flag: str) -> int:

@@ -65,9 +65,9 @@ from pearl_py.runtime.evaluation import (
     evaluation_points,
 )
 from pearl_py.runtime.on_policy_collect import RolloutCollector
+from pearl_py.runtime.on_policy_layout import OnPolicyLayout
 from pearl_py.runtime.parallel.checkpoint import Progress
 from pearl_py.runtime.parallel.interrupts import RunInterrupted, StopSignals
-from pearl_py.runtime.on_policy_layout import OnPolicyLayout
 from pearl_py.runtime.result import RunResult
 from pearl_py.runtime.run_log import RunLog
 from pearl_py.runtime.timing import KernelTimer, merge_kernel_times, record_loop_work

@@ -40,7 +40,6 @@ from pearl_py.protocol.kernel import (
 )
 from pearl_py.protocol.schedule import TrainSchedule
 from pearl_py.runtime.acting import ActingNetworks
-from pearl_py.runtime.parallel.checkpoint import Progress
 from pearl_py.runtime.checkpoints import (
     CheckpointOptions,
     PeriodicCheckpoints,
@@ -51,7 +50,6 @@ from pearl_py.runtime.checkpoints import (
 from pearl_py.runtime.collect import Collector, LossMeans, TimedReplay, gradient_step
 from pearl_py.runtime.device_replay import replay_from_state, replay_on
 from pearl_py.runtime.evaluation import EVAL_SEED_OFFSET, PeriodicEvaluation, evaluate
-from pearl_py.runtime.parallel.interrupts import RunInterrupted, StopSignals
 from pearl_py.runtime.kernel_devices import (
     REPLAY_KERNELS,
     check_runnable,
@@ -60,6 +58,8 @@ from pearl_py.runtime.kernel_devices import (
     simulated_kernels,
     timing_devices,
 )
+from pearl_py.runtime.parallel.checkpoint import Progress
+from pearl_py.runtime.parallel.interrupts import RunInterrupted, StopSignals
 from pearl_py.runtime.result import RunResult
 from pearl_py.runtime.run_log import RunLog
 from pearl_py.runtime.timing import KernelTimer, merge_kernel_times, record_loop_work
