@@ -5,50 +5,54 @@ Example::
     import pearl_py as pearl
 
     algo = pearl.DQN("CartPole-v1", learning_rate=2.3e-3, batch_size=64, net_arch=[256, 256])
-    result = pearl.train(algo, total_steps=50_000, seed=0, out="runs/dqn")
+    result = pearl.train(algo, total_steps=50_000, seed=0, out="runs/dqn-py")
     print(result.eval_return_mean, result.samples_per_second)
-"""
-from pearl_py.algorithms import (
-    A2C,
-    DDPG,
-    DQN,
-    PPO,
-    SAC,
-    TD3,
-    A2CConfig,
-    Algorithm,
-    BaseAlgorithm,
-    DDPGConfig,
-    DQNConfig,
-    Loss,
-    Networks,
-    OffPolicyAlgorithm,
-    OffPolicyConfig,
-    OnPolicyAlgorithm,
-    OnPolicyConfig,
-    PPOConfig,
-    SACConfig,
-    TD3Config,
-    mlp,
-    register,
-)
-from pearl_py.config import param
-from pearl_py.errors import ConfigError, UserError
-from pearl_py.optimize.api import plan, ranked_plans
-from pearl_py.pipeline import train
-from pearl_py.pipeline.tune import TuneOptions
-from pearl_py.plan import Placement, Plan
-from pearl_py.platform import Platform
-from pearl_py.protocol import Kernel, KernelKind, ProtocolGraph
-from pearl_py.run_config import RunConfig, load_config
-from pearl_py.runtime import RunResult
-from pearl_py.saved_policy import TrainedPolicy, load
-from pearl_py.version import __version__
 
-__all__ = [
-    "A2C", "A2CConfig", "Algorithm", "BaseAlgorithm", "ConfigError", "DDPG", "DDPGConfig", "DQN", "DQNConfig",
-    "Kernel", "KernelKind", "load", "load_config", "Loss", "mlp", "Networks", "OffPolicyAlgorithm", "OffPolicyConfig",
-    "OnPolicyAlgorithm", "OnPolicyConfig", "param", "Placement", "Plan", "plan", "Platform", "PPO", "PPOConfig",
-    "ProtocolGraph", "ranked_plans", "register", "RunConfig", "RunResult", "SAC", "SACConfig", "TD3", "TD3Config",
-    "train", "TrainedPolicy", "TuneOptions", "UserError", "__version__",
-]
+The names below are imported on first use (PEP 562), so ``import pearl_py`` and the ``pearl`` command start
+without loading torch: a Ctrl-C while they load is the command's own one-line interrupt, and ``pearl --help``
+answers at once. ``pearl_py.plan`` is the optimizer's :func:`~pearl_py.optimize.api.plan`; its module is
+imported here first, so that importing it later does not replace the function (a package's submodule is set
+as its attribute when first imported).
+"""
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from pearl_py.plan import Placement, Plan  # before ``plan``: see the docstring
+
+del globals()["plan"]  # the submodule the import above set: ``pearl_py.plan`` is the function (``__getattr__``)
+
+_WHERE = {
+    "pearl_py.algorithms": (
+        "A2C", "A2CConfig", "Algorithm", "BaseAlgorithm", "DDPG", "DDPGConfig", "DQN", "DQNConfig", "Loss",
+        "Networks", "OffPolicyAlgorithm", "OffPolicyConfig", "OnPolicyAlgorithm", "OnPolicyConfig", "PPO",
+        "PPOConfig", "SAC", "SACConfig", "TD3", "TD3Config", "mlp", "register"),
+    "pearl_py.config": ("param",),
+    "pearl_py.errors": ("ConfigError", "UserError"),
+    "pearl_py.optimize.api": ("plan", "ranked_plans"),
+    "pearl_py.pipeline.train": ("train",),
+    "pearl_py.pipeline.tune": ("TuneOptions",),
+    "pearl_py.platform": ("Platform",),
+    "pearl_py.protocol": ("Kernel", "KernelKind", "ProtocolGraph"),
+    "pearl_py.run_config": ("RunConfig", "load_config"),
+    "pearl_py.runtime": ("RunResult",),
+    "pearl_py.saved_policy": ("TrainedPolicy", "load"),
+    "pearl_py.version": ("__version__",),
+}
+_MODULE_OF = {name: module for module, names in _WHERE.items() for name in names}
+
+__all__ = sorted([*_MODULE_OF, "Placement", "Plan"], key=str.lower)
+
+
+def __getattr__(name: str) -> Any:
+    module = _MODULE_OF.get(name)
+    if module is None:
+        raise AttributeError(f"module 'pearl_py' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -11,6 +11,8 @@ Example::
 """
 from __future__ import annotations
 
+import errno
+
 
 class UserError(Exception):
     """A mistake in what the user gave pearl_py (a file, a flag, a value). CLI exit code 2."""
@@ -36,3 +38,15 @@ class ConfigError(UserError):
 
 class PlanningError(UserError):
     """No plan satisfies the constraints; the message names the kernel and the constraint."""
+
+
+DISK_FULL_ERRNOS = (errno.ENOSPC, errno.EDQUOT)
+"""``OSError`` numbers of a full disk or an exhausted quota."""
+
+
+class DiskFull(UserError):
+    """A file could not be written for want of space; the files written before it are complete (atomic writes)."""
+
+    def __init__(self, path: object, exc: OSError) -> None:
+        super().__init__(f"cannot write {path}: {exc.strerror or 'no space left on device'}; the files written "
+                         "before it are complete, this one was not written (free some space and run again)")

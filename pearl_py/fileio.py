@@ -12,6 +12,8 @@ import secrets
 from pathlib import Path
 from typing import Any
 
+from pearl_py.errors import DISK_FULL_ERRNOS, DiskFull
+
 TMP_SUFFIX = ".tmp"
 """Suffix of the temporary file a write goes to before its rename (``.<name>.<random>.tmp``)."""
 
@@ -20,20 +22,31 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
     """Write ``data`` to a temporary file beside ``path``, fsync it, then rename it into place.
 
     The file gets the permissions any file the user creates gets (``0666`` less the umask), as ``open`` would
-    give it; ``tempfile.mkstemp`` would leave it ``0600``.
+    give it; ``tempfile.mkstemp`` would leave it ``0600``. A full disk (or quota) is a
+    :class:`~pearl_py.errors.DiskFull` naming ``path``; the earlier file of that name, if any, is left whole.
     """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = _create_beside(path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = _create_beside(path)
+    except OSError as exc:
+        raise _disk_full(path, exc) from None
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         Path(tmp).unlink(missing_ok=True)
+        if isinstance(exc, OSError):
+            raise _disk_full(path, exc) from None
         raise
+
+
+def _disk_full(path: Path, exc: OSError) -> OSError | DiskFull:
+    """``exc`` as a :class:`DiskFull` naming ``path`` when it says the disk is full; else ``exc`` itself."""
+    return DiskFull(path, exc) if exc.errno in DISK_FULL_ERRNOS else exc
 
 
 def _create_beside(path: Path) -> tuple[int, str]:

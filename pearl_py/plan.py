@@ -329,11 +329,26 @@ class Prediction:
 
 
 @dataclass(frozen=True)
+class MadeFor:
+    """What a plan was made for: the algorithm, the env and the kernels of its protocol (``algo.protocol()``), a
+    plan file's ``made_for``, so a plan given to another config is refused by name
+    (:func:`pearl_py.pipeline.plan_check.check_plan`)."""
+
+    algorithm: str
+    env: str
+    kernels: tuple[str, ...]
+
+    def describe(self) -> str:
+        return f"{self.algorithm} on {self.env}"
+
+
+@dataclass(frozen=True)
 class Plan:
     """An assignment of every kernel of a protocol to a device, and the model's prediction for it.
 
     ``devices`` maps every device a placement names to its kind; ``prediction`` is None for a
-    hand-made plan (or a plan file without its prediction.json).
+    hand-made plan (or a plan file without its prediction.json); ``made_for`` is None for a plan made from a
+    bare protocol, by hand or by an older pearl_py (its kernels are then checked alone).
     """
 
     platform: str
@@ -343,6 +358,7 @@ class Plan:
     devices: Mapping[str, str] = field(default_factory=dict)
     solver: str = "none"
     prediction: Prediction | None = None
+    made_for: MadeFor | None = None
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -394,6 +410,8 @@ class Plan:
         data = {"format": FORMAT, "platform": self.platform, "objective": self.objective, "solver": self.solver,
                 "mode": self.mode, "devices": dict(self.devices),
                 "placements": {name: dataclasses.asdict(p) for name, p in self.placements.items()}}
+        if self.made_for is not None:
+            data["made_for"] = {**dataclasses.asdict(self.made_for), "kernels": list(self.made_for.kernels)}
         if prediction and self.prediction is not None:
             data["prediction"] = self.prediction.to_dict()
         return data
@@ -411,9 +429,12 @@ class Plan:
         missing = sorted({p.device for p in placements.values()} - set(devices))
         if missing:  # a format-1 or hand-written plan: the kinds are its platform's
             devices.update(platform_kinds(data["platform"], missing))
+        made_for = data.get("made_for")
         return cls(platform=data["platform"], objective=data["objective"], solver=data.get("solver", "none"),
                    placements=placements, mode=mode, devices=devices,
-                   prediction=Prediction.from_dict(prediction or predicted) if (prediction or predicted) else None)
+                   prediction=Prediction.from_dict(prediction or predicted) if (prediction or predicted) else None,
+                   made_for=MadeFor(made_for["algorithm"], made_for["env"], tuple(made_for["kernels"]))
+                   if made_for else None)
 
     def export(self, directory: str | Path, run: dict[str, Any] | None = None) -> dict[str, Path]:
         """Write ``plan.yaml``, ``prediction.json``, ``plan.json``, ``report.md`` and ``report.html`` (each atomically).

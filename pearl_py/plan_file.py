@@ -29,7 +29,10 @@ runtime)."""
 FORMAT = 2
 """plan.yaml's format: 2 keeps the prediction beside the plan (1, the first, held it under ``predicted``)."""
 PREDICTION_FILE = "prediction.json"
-TOP_KEYS = ("format", "platform", "objective", "solver", "mode", "devices", "placements", "prediction", "predicted")
+TOP_KEYS = ("format", "platform", "objective", "solver", "mode", "devices", "placements", "made_for", "prediction",
+            "predicted")
+MADE_FOR_KEYS = ("algorithm", "env", "kernels")
+"""``made_for``: the algorithm, env and kernels the plan was made for (absent in files of older pearl_py)."""
 PLACEMENT_KEYS = ("device", "variant", "replicas")
 
 
@@ -73,6 +76,7 @@ def load_plan(cls: type[Plan], path: Path) -> Plan:
         replicas = entry.get("replicas", 1)
         if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 1:
             raise doc.error(("placements", kernel, "replicas"), f"must be an integer >= 1, got {replicas!r}")
+    _check_made_for(doc, data.get("made_for"))
     if "prediction" not in data and "predicted" not in data:
         beside = path.parent / PREDICTION_FILE
         if beside.is_file():
@@ -87,6 +91,20 @@ def load_plan(cls: type[Plan], path: Path) -> Plan:
     except (TypeError, ValueError, KeyError) as exc:
         key = "predicted" if "predicted" in data else "prediction"
         raise doc.error((key,), f"cannot be read ({exc}); make the plan again with `pearl plan`") from None
+
+
+def _check_made_for(doc: YamlDocument, made_for: Any) -> None:
+    """``made_for``, when present: a mapping of an algorithm name, an env id and a list of kernel names."""
+    if made_for is None:
+        return
+    if not isinstance(made_for, dict) or set(made_for) != set(MADE_FOR_KEYS):
+        raise doc.error(("made_for",), f"must map {', '.join(MADE_FOR_KEYS)} (what the plan was made for)")
+    for key in ("algorithm", "env"):
+        if not isinstance(made_for[key], str) or not made_for[key]:
+            raise doc.error(("made_for", key), f"must be a name, got {made_for[key]!r}")
+    kernels = made_for["kernels"]
+    if not isinstance(kernels, list) or not all(isinstance(k, str) and k for k in kernels):
+        raise doc.error(("made_for", "kernels"), f"must be a list of kernel names, got {kernels!r}")
 
 
 def _read_prediction(path: Path) -> dict[str, Any]:

@@ -17,8 +17,9 @@ Example::
     >>> policy = pearl.load("runs/dqn")                      # the run folder, policy.pt or policy.json
     >>> policy.algorithm.name, policy.manifest.env
     ('dqn', 'CartPole-v1')
-    >>> policy.predict(obs)                                  # deterministic actions, in the env's space
-    array([1])
+    >>> action, _ = policy.predict(obs)                      # SB3's (action, state); greedy, in the env's space
+    >>> action
+    1
     >>> policy.evaluate(episodes=10, seed=10_000)            # greedy returns, as the run's final evaluation
     [500.0, 500.0, ...]
 """
@@ -106,15 +107,22 @@ class TrainedPolicy:
         self.manifest = manifest
         self.device = torch.device("cpu")
 
-    def predict(self, obs: np.ndarray, deterministic: bool = True) -> np.ndarray:
-        """Actions for one observation or a batch (first axis), in the env's action space.
+    def predict(self, observation: np.ndarray, state: Any = None, episode_start: np.ndarray | None = None,
+                deterministic: bool = True) -> tuple[np.ndarray, None]:
+        """``(actions, None)`` for one observation or a batch (first axis), the actions in the env's action space:
+        Stable-Baselines3's ``predict`` (``action, _ = policy.predict(obs)``); ``state`` and ``episode_start``
+        are accepted for its signature and unused (pearl_py's networks hold no recurrent state).
 
-        ``deterministic``: the greedy action (as evaluation); otherwise the exploring one
-        (epsilon-greedy or noise at the end of training for the off-policy family, a sample of
-        the policy for the on-policy family).
+        ``deterministic``: the greedy action (as evaluation; SB3's default is ``False``); otherwise the exploring
+        one (epsilon-greedy or noise at the end of training for the off-policy family, a sample of the policy for
+        the on-policy family). An observation of another shape than the env's is a ``ValueError`` naming both.
         """
-        batch = np.asarray(obs, dtype=np.float32)
-        single = batch.ndim == 1
+        batch = np.asarray(observation, dtype=np.float32)
+        expected = tuple(self.algorithm.spec.obs_shape)
+        single = batch.shape == expected
+        if not single and batch.shape[1:] != expected:
+            raise ValueError(f"predict: an observation of shape {batch.shape}, but {self.manifest.env} observations "
+                             f"have shape {expected} (one) or (n, {', '.join(map(str, expected))}) (a batch of n)")
         batch = batch[None] if single else batch
         if deterministic:
             actions = self.algorithm.greedy_actions(self.nets, batch, self.device)
@@ -126,7 +134,7 @@ class TrainedPolicy:
                 else:
                     actions = self.algorithm.act(self.nets, t, explore=True, progress=1.0).numpy()
         env_actions = self.algorithm.spec.to_env_action(actions)
-        return env_actions[0] if single else env_actions
+        return (env_actions[0] if single else env_actions), None
 
     def evaluate(self, episodes: int = 10, seed: int = 0, env_factory: Callable[[], gym.Env] | None = None
                  ) -> list[float]:

@@ -94,3 +94,37 @@ def test_unknown_objective_is_an_argument_error(write_config, capsys):
             main([command, str(write_config(TINY)), "--objective", "cheapest"])
         assert exit_.value.code == 2
         assert "invalid choice: 'cheapest'" in capsys.readouterr().err
+
+
+def test_ctrl_c_while_the_command_loads_is_one_line_and_exit_130(write_config, monkeypatch, capsys):
+    """The heavy imports (torch, the pipeline) happen inside the command's handler: a Ctrl-C there is one line."""
+    import importlib.abc
+
+    class Interrupting(importlib.abc.MetaPathFinder):
+        def find_spec(self, name, path=None, target=None):
+            if name == "pearl_py.cli.run":
+                raise KeyboardInterrupt
+            return None
+
+    monkeypatch.delitem(sys.modules, "pearl_py.cli.run", raising=False)
+    monkeypatch.setattr(sys, "meta_path", [Interrupting(), *sys.meta_path])
+    assert main(["run", str(write_config("algorithm: dqn\nenv: CartPole-v1\n"))]) == 130
+    assert capsys.readouterr().err == "pearl: interrupted\n"
+    loaded = subprocess.run([sys.executable, "-c", "import sys, pearl_py.cli; print(sorted({'torch', 'gymnasium'} "
+                             "& set(sys.modules)))"], capture_output=True, text=True, check=True)
+    assert loaded.stdout == "[]\n"  # nothing heavy before main's try
+
+
+def test_zoo_style_steps_and_a_random_seed(write_config, tmp_path, capsys):
+    """``--steps 3e2`` is 300 env steps; ``--seed -1`` a random seed, said and recorded in result.json."""
+    config = write_config("algorithm: dqn\nenv: CartPole-v1\neval_episodes: 1\nhyperparameters:\n  learning_starts: 100\n"
+                          "  train_freq: 50\n  gradient_steps: 5\n  batch_size: 16\n  net_arch: [16]\n")
+    out = tmp_path / "out"
+    assert main(["run", str(config), "--steps", "3e2", "--seed", "-1", "--out", str(out)]) == 0
+    result = json.loads((out / "result.json").read_text())
+    assert result["env_steps"] == 300
+    assert f"--seed -1: a random seed, {result['seed']}\n" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exit_:
+        main(["run", str(config), "--steps", "2.5e0"])
+    assert exit_.value.code == 2
+    assert "argument --steps: not a whole number of env steps: '2.5e0'" in capsys.readouterr().err

@@ -16,7 +16,7 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
-from pearl_py.errors import UserError
+from pearl_py.errors import DISK_FULL_ERRNOS, UserError
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -55,6 +55,17 @@ def _devices(args: argparse.Namespace) -> int:
     return devices_main()
 
 
+def step_count(text: str) -> int:
+    """An env-step count as the zoo writes it: ``50000``, ``1_000_000`` or ``1e6`` (a whole number)."""
+    try:
+        value = float(text.replace("_", ""))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of env steps: {text!r}") from None
+    if not value.is_integer():
+        raise argparse.ArgumentTypeError(f"not a whole number of env steps: {text!r}")
+    return int(value)
+
+
 class OneLineParser(argparse.ArgumentParser):
     """Usage mistakes as every other user mistake: one line naming the command and the problem, exit code 2."""
 
@@ -75,8 +86,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--env", help="with --zoo: the env id whose entry to run")
     run.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", dest="sets",
                      help="override any config key (repeatable): --set batch_size=128 --set net_arch=[64,64]")
-    run.add_argument("--steps", type=int, help="override total_steps")
-    run.add_argument("--seed", type=int, help="override seed")
+    run.add_argument("--steps", type=step_count, help="override total_steps (an integer count: 50000, 5e4, 1_000_000)")
+    run.add_argument("--seed", type=int, help="override seed (-1, any negative: a random seed, as the zoo's; "
+                     "result.json records it)")
     run.add_argument("--out", help="output folder (default: runs/<config>-seed<S>)")
     placement = run.add_mutually_exclusive_group()
     placement.add_argument("--auto", action="store_true",
@@ -163,11 +175,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     if hasattr(args, "check"):
         args.check(args, argv)
     try:
-        return args.handler(args)
+        return args.handler(args)  # the subcommands import torch and the rest here, inside the try
     except UserError as exc:
         print(f"pearl: error: {exc}", file=sys.stderr)
         return exc.exit_code
-    except KeyboardInterrupt as exc:  # a parallel run's RunInterrupted names its checkpoint
+    except KeyboardInterrupt as exc:  # RunInterrupted names its checkpoint; else Ctrl-C while loading
         print(f"pearl: {exc}" if str(exc) else "pearl: interrupted", file=sys.stderr)
         return 130
+    except OSError as exc:  # a full disk outside pearl_py's own atomic writes (a log line, a library's cache)
+        if exc.errno not in DISK_FULL_ERRNOS:
+            raise
+        where = f" writing {exc.filename}" if exc.filename else ""
+        print(f"pearl: error: {exc.strerror}{where}; the files pearl_py wrote whole before it are kept",
+              file=sys.stderr)
+        return 2
 

@@ -13,26 +13,19 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from pearl_py.run_config import RunSettings
+    from pearl_py.pipeline.outputs import RunFolder
+    from pearl_py.run_config import RunConfig, RunSettings
 
 
 def run_main(args: argparse.Namespace) -> int:
     """Train the config's algorithm under the flags' plan; print the measured figures and where the files went."""
-    from pearl_py.pipeline.admission import admit_config
-    from pearl_py.pipeline.outputs import (
-        check_output_dir,
-        check_resume_dir,
-        check_run_dir,
-    )
-    from pearl_py.pipeline.train import train
-    from pearl_py.pipeline.tune import TuneOptions
+    from pearl_py.pipeline.outputs import check_resume_dir, claim_run_dir
     from pearl_py.run_config import load_config
     from pearl_py.run_config.overrides import apply_sets
     from pearl_py.run_config.zoo import load_zoo
-    from pearl_py.runtime.run_log import TENSORBOARD_EXTRA
 
     cfg = load_zoo(args.zoo, args.env) if args.zoo else load_config(args.config)
-    cfg = apply_sets(cfg, args.sets).with_overrides(total_steps=args.steps, seed=args.seed,
+    cfg = apply_sets(cfg, args.sets).with_overrides(total_steps=args.steps, seed=_seed(args.seed),
                                                     checkpoint_freq=args.checkpoint_freq,
                                                     checkpoint_keep=args.checkpoint_keep)
     s = cfg.settings
@@ -43,10 +36,19 @@ def run_main(args: argparse.Namespace) -> int:
         if finished is not None:
             return _finished(Path(args.resume), finished, s)
         out = Path(args.out) if args.out else Path(args.resume)
-    if args.resume and out.resolve() == Path(args.resume).resolve():
-        check_output_dir(out)  # the run continues in its own folder
-    else:
-        check_run_dir(out, args.overwrite)
+    continues = bool(args.resume) and out.resolve() == Path(args.resume).resolve()  # in its own folder
+    with claim_run_dir(out, overwrite=args.overwrite, continues=continues) as folder:
+        return _train(args, cfg, folder)
+
+
+def _train(args: argparse.Namespace, cfg: RunConfig, folder: RunFolder) -> int:
+    """Train in the claimed ``folder``; print the measured figures and where the files went."""
+    from pearl_py.pipeline.admission import admit_config
+    from pearl_py.pipeline.train import train
+    from pearl_py.pipeline.tune import TuneOptions
+    from pearl_py.runtime.run_log import TENSORBOARD_EXTRA
+
+    s, out = cfg.settings, folder.path
     algo = cfg.make_algorithm()
     admit_config(algo, replay=args.backend == "local", error=cfg.error)
     plan = "auto" if args.auto else (args.plan or "local")
@@ -54,7 +56,7 @@ def run_main(args: argparse.Namespace) -> int:
         saved = Path(args.resume) / "plan.yaml"  # the plan the run ran (a run without predictions saved none)
         plan = args.plan or (saved if saved.is_file() else plan)
     tune = TuneOptions(args.tune_top_k, args.tune_seconds) if args.tune else False
-    result = train(algo, total_steps=s.total_steps, seed=s.seed, out=out, eval_episodes=s.eval_episodes,
+    result = train(algo, total_steps=s.total_steps, seed=s.seed, out=folder, eval_episodes=s.eval_episodes,
                    eval_freq=s.eval_freq, plan=plan, objective=args.objective, backend=args.backend,
                    address=args.address, resume=args.resume, tune=tune, init_from=args.init_from,
                    checkpoint_freq=s.checkpoint_freq, checkpoint_keep=s.checkpoint_keep,
@@ -72,6 +74,20 @@ def run_main(args: argparse.Namespace) -> int:
     else:
         print(f"TensorBoard logs off (CSV only): {TENSORBOARD_EXTRA}")
     return 0
+
+
+def _seed(seed: int | None) -> int | None:
+    """``--seed``: a negative one (the zoo's -1) is a random seed, said on stderr and recorded in result.json."""
+    if seed is None or seed >= 0:
+        return seed
+    import secrets
+    import sys
+
+    from pearl_py.run_config import MAX_SEED
+
+    chosen = secrets.randbelow(MAX_SEED + 1)
+    print(f"--seed {seed}: a random seed, {chosen}", file=sys.stderr)
+    return chosen
 
 
 def _finished(folder: Path, result: dict[str, Any], settings: RunSettings) -> int:

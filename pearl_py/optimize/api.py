@@ -29,6 +29,7 @@ from pearl_py.optimize.solution import Solution
 from pearl_py.optimize.solve import solve, solve_ranked
 from pearl_py.optimize.whole_run import whole_run
 from pearl_py.plan import (
+    MadeFor,
     Alternative,
     CpuGpuRatio,
     DeviceInfo,
@@ -101,6 +102,8 @@ def ranked_plans(algo: Any, platform: Any, objective: str = "throughput",
                   for p in pareto_front(problem, fastest, frugal, points=pareto_points, exact=exact,
                                         time_limit_s=time_limit_s))
     alternative = Alternative(other_objective, figures(other), placements_of(other.assignment))
+    made_for = None if isinstance(algo, ProtocolGraph) else MadeFor(
+        algo.name, algo.env_id, tuple(k.name for k in protocol.kernels()))
     plans = []
     for chosen in ranked:
         prediction = dataclasses.replace(
@@ -113,7 +116,7 @@ def ranked_plans(algo: Any, platform: Any, objective: str = "throughput",
         plans.append(Plan(platform=platform.reference or platform.name, objective=objective,
                           placements=placements_of(chosen.assignment), mode=problem.mode,
                           devices={d: problem.devices[d].kind for d in sorted(used)}, solver=chosen.solver,
-                          prediction=prediction))
+                          prediction=prediction, made_for=made_for))
     return plans
 
 

@@ -62,6 +62,7 @@ def check_plan(plan: Plan, algorithm: Algorithm, source: PlanSource = PlanSource
     ``runs_here=False`` (a plan only simulated): variants need not run on this machine, and the learner's
     threads are bounded by its device's parallel units on the plan's platform, not by this machine's cores.
     """
+    _check_made_for(plan, algorithm, source)
     kernels = {k.name: k for k in algorithm.protocol(serialized=plan.serialized).kernels()}
     platform = _platform(plan, source)
     for device, kind in plan.devices.items():
@@ -83,6 +84,24 @@ def check_plan(plan: Plan, algorithm: Algorithm, source: PlanSource = PlanSource
     if missing:
         raise source.error(("placements",), f"no placement for {', '.join(missing)}; {algorithm.name} runs "
                                             f"{', '.join(kernels)}, each placed once")
+
+
+def _check_made_for(plan: Plan, algorithm: Algorithm, source: PlanSource) -> None:
+    """A plan that records what it was made for runs that algorithm on that env with those kernels (an older
+    plan file, without the record, is checked by its kernels alone)."""
+    made = plan.made_for
+    if made is None:
+        return
+    name = Path(source.doc.file).name if source.doc is not None else "the plan"
+    mine = f"{algorithm.name} on {algorithm.env_id}"
+    if (made.algorithm, made.env) != (algorithm.name, algorithm.env_id):
+        raise source.error(("made_for",), f"{name} was made for {made.describe()}, not {mine}; make one for this "
+                                          "config with `pearl plan`")
+    kernels = tuple(k.name for k in algorithm.protocol().kernels())
+    if set(made.kernels) != set(kernels):
+        raise source.error(("made_for", "kernels"), f"{name} was made for {made.describe()} running "
+                                                    f"{', '.join(made.kernels)}; this config runs "
+                                                    f"{', '.join(kernels)}; make one for it with `pearl plan`")
 
 
 def _platform(plan: Plan, source: PlanSource) -> Platform:

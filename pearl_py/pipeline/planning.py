@@ -118,9 +118,9 @@ def _plan_cost(plan: Plan, objective: str) -> float:
     return float(f"{figures.energy_per_sample_j:.9g}")
 
 
-def resolve_plan(algorithm: Algorithm, plan: Plan | str | Path | None, objective: str = "throughput",
+def resolve_plan(algorithm: Algorithm, plan: Plan | str | Path, objective: str = "throughput",
                  log: Callable[[str], None] = print, total_steps: int | None = None, one_process: bool = True) -> Plan:
-    """``None``/"serial": all on one CPU, unpredicted; "local": the same, predicted; "auto": optimized
+    """"serial": all on one CPU, unpredicted; "local": the same, predicted; "auto": optimized
     on :meth:`Platform.local` after calibrating (:func:`auto_plan`; ``one_process``: a serialized plan may win, as
     for the local runtime; Ray runs only parallel plans); a path: a saved plan; a :class:`Plan`: itself. A plan the
     user gives (a path or a :class:`Plan`) is checked for ``algorithm`` first (:mod:`pearl_py.pipeline.plan_check`).
@@ -131,7 +131,7 @@ def resolve_plan(algorithm: Algorithm, plan: Plan | str | Path | None, objective
     if isinstance(plan, Plan):
         check_plan(plan, algorithm)
         return plan
-    if plan is None or plan == "serial":
+    if plan == "serial":
         return Plan.single_device(algorithm.protocol(serialized=True))
     if plan == "local":
         return local_serial_plan(algorithm, total_steps)

@@ -22,7 +22,7 @@ from pearl_py.errors import UserError
 from pearl_py.pipeline.admission import admit_config, admit_plan
 from pearl_py.pipeline.announce import plan_lines
 from pearl_py.pipeline.families import Executor, family_of
-from pearl_py.pipeline.outputs import clear_run_state
+from pearl_py.pipeline.outputs import PYTHON_FLAGS, RunFolder, claim_run_dir
 from pearl_py.pipeline.plan_check import PlanSource
 from pearl_py.pipeline.planning import PLAN_WORDS, candidate_plans, resolve_plan
 from pearl_py.plan import Plan
@@ -86,16 +86,18 @@ def _resume_options(resume: str | Path | None, checkpoints: CheckpointOptions | 
 
 
 def train(algorithm: BaseAlgorithm, total_steps: int, seed: int = 0, *,
-          plan: Plan | str | Path | None = None, out: str | Path | None = None, eval_episodes: int = 10,
+          plan: Plan | str | Path = "serial", out: str | Path | RunFolder | None = None, eval_episodes: int = 10,
           eval_freq: int = 0, progress: bool | None = None, objective: str = "throughput", backend: str = "local",
           address: str | None = None, resume: str | Path | None = None, tune: bool | TuneOptions = False,
           init_from: str | Path | None = None, checkpoint_freq: int = 0, checkpoint_keep: int = 2,
           log: Callable[[str], None] = print, overwrite: bool = False, oversubscribe: bool = False) -> RunResult:
     """Train ``algorithm`` for ``total_steps`` env steps under ``plan``.
 
-    ``plan``: ``None`` (serial reference, no predictions), ``"local"`` (serial, with the
-    model's predictions), ``"auto"`` (calibrate this machine if needed, then optimize for
-    ``objective``), a :class:`Plan`, or a path to a saved plan. Serialized plans run on the
+    ``plan``: ``"serial"`` (the default: the reference, every kernel's reference implementation on one CPU in
+    this process, no predictions, deterministic for a seed), ``"local"`` (the same, with the model's
+    predictions; ``pearl run`` without plan flags), ``"auto"`` (calibrate this machine if needed, then the
+    optimizer's plan for ``objective``: fused kernels, actor processes where they pay; ``pearl run --auto``,
+    usually several times faster than ``"serial"``), a :class:`Plan`, or a path to a saved plan. Serialized plans run on the
     serial executor, overlapped ones on the local parallel runtime (``backend="local"``) or
     on Ray (``backend="ray"``, ``address`` of a running cluster or None for a local one).
     ``checkpoint_freq``: write a checkpoint every this many env steps into ``out/checkpoints`` (0: none),
@@ -110,81 +112,91 @@ def train(algorithm: BaseAlgorithm, total_steps: int, seed: int = 0, *,
     :func:`pearl_py.load` reads) and, when the plan has predictions, the plan's report
     with what the run measured beside them (``report.md``, ``report.html``, ``plan.yaml``, ``plan.json``).
     The executors are the algorithm's family's (:mod:`pearl_py.pipeline.families`); a family the model does not
-    cover yet runs its serial executor, unpredicted, for ``plan`` None, "serial" or "local" (other plans: UserError).
+    cover yet runs its serial executor, unpredicted, for ``plan`` "serial" or "local" (other plans: UserError).
     Before anything starts, the config and then the plan are admitted (:mod:`pearl_py.pipeline.admission`):
     what cannot fit this machine is refused; a plan that holds more cores than there are runs only with
-    ``oversubscribe`` (recorded in ``result.admission``). ``overwrite``: ``out`` may hold an earlier run, whose
-    result, checkpoint and logs are removed once every check passed (:func:`~pearl_py.pipeline.outputs.clear_run_state`).
+    ``oversubscribe`` (recorded in ``result.admission``). ``out`` is held for the run by the rule the CLI's
+    ``--out`` follows (:func:`~pearl_py.pipeline.outputs.claim_run_dir`): a folder another run is writing is
+    refused naming its pid, and one that holds an earlier run is refused unless ``overwrite``, whose files are
+    then removed once every check passed. The CLI passes the :class:`~pearl_py.pipeline.outputs.RunFolder` it
+    claimed.
     """
     if backend not in BACKENDS:
         raise UserError(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
+    if plan is None:
+        raise UserError("plan=None is not a plan: pass plan='auto' (the optimizer's fast plan, as `pearl run "
+                        "--auto`), 'serial' (the reference kernels, one process; the default) or 'local'")
     checkpoints = CheckpointOptions(checkpoint_freq, checkpoint_keep)
     if checkpoints.every and out is None:
         raise UserError("checkpoint_freq needs an output folder (out, --out) to write the checkpoints to")
-    admit_config(algorithm, replay=backend == "local")
-    if init_from is not None:
-        algorithm.initial_state = initial_state(init_from, algorithm)
-        log(f"networks start from the policy saved in {init_from}")
-    if not family_of(algorithm).planned:
-        return _train_unplanned(algorithm, total_steps, seed, plan=plan, out=out, eval_episodes=eval_episodes,
-                                eval_freq=eval_freq, progress=progress, backend=backend, resume=resume, tune=tune,
-                                checkpoints=checkpoints, overwrite=overwrite, log=log)
-    if tune:
-        resolved = _tuned_plan(algorithm, total_steps, seed, plan, objective, backend, resume, tune, log)
-    else:
-        resolved = resolve_plan(algorithm, plan, objective, log, total_steps=total_steps,
-                                one_process=backend == "local")
-    for line in plan_lines(resolved):
-        log(line)
-    admission = None
-    if backend == "local":
-        source = PlanSource.of(plan) if isinstance(plan, (str, Path)) and str(plan) not in PLAN_WORDS else PlanSource()
-        admission = admit_plan(resolved, algorithm, oversubscribe=oversubscribe, plan_error=source.error)
-        if admission.oversubscribed:
-            log(admission.describe())
-    out_dir = Path(out) if out is not None else None
-    continues = _continues_in_place(out_dir, resume)
-    if overwrite and out_dir is not None and not continues:
-        clear_run_state(out_dir)
-    executor = make_executor(algorithm, resolved, seed, backend=backend, address=address, resume=resume,
-                             checkpoints=checkpoints, out_dir=out_dir, eval_episodes=eval_episodes,
-                             eval_freq=eval_freq, progress=progress)
-    if out_dir is not None and resolved.prediction is not None and not continues:
-        resolved.export(out_dir)  # the plan is on disk before the run: `--resume` finds it after a stop
-    local = Platform.local() if backend == "local" else None  # Ray's workers run on the cluster's counters
-    meter = run_meter(resolved, local) if local is not None else None
-    with meter if meter is not None else contextlib.nullcontext():
-        result = executor.run(total_steps)
-    if meter is not None:
-        result.energy = run_energy_record(meter, resolved, result.kernel_times, local)
-    if admission is not None:
-        result.admission = admission.to_dict()
-    if out_dir is not None:
-        save_trained(out_dir, algorithm, executor, result)
-        result.save(out_dir / "result.json")
-        if resolved.prediction is not None:
-            resolved.export(out_dir, run=result.to_dict() | {"learning_curve": learning_curve(out_dir)})
-    return result
+    with contextlib.ExitStack() as held:
+        folder = out if out is None or isinstance(out, RunFolder) else held.enter_context(claim_run_dir(
+            out, overwrite=overwrite, continues=_continues_in_place(Path(out), resume), flags=PYTHON_FLAGS))
+        admit_config(algorithm, replay=backend == "local")
+        if init_from is not None:
+            algorithm.initial_state = initial_state(init_from, algorithm)
+            log(f"networks start from the policy saved in {init_from}")
+        if not family_of(algorithm).planned:
+            return _train_unplanned(algorithm, total_steps, seed, plan=plan, folder=folder,
+                                    eval_episodes=eval_episodes, eval_freq=eval_freq, progress=progress,
+                                    backend=backend, resume=resume, tune=tune, checkpoints=checkpoints, log=log)
+        if tune:
+            resolved = _tuned_plan(algorithm, total_steps, seed, plan, objective, backend, resume, tune, log)
+        else:
+            resolved = resolve_plan(algorithm, plan, objective, log, total_steps=total_steps,
+                                    one_process=backend == "local")
+        for line in plan_lines(resolved):
+            log(line)
+        admission = None
+        if backend == "local":
+            source = (PlanSource.of(plan) if isinstance(plan, (str, Path)) and str(plan) not in PLAN_WORDS
+                      else PlanSource())
+            admission = admit_plan(resolved, algorithm, oversubscribe=oversubscribe, plan_error=source.error)
+            if admission.oversubscribed:
+                log(admission.describe())
+        out_dir = folder.path if folder is not None else None
+        executor = make_executor(algorithm, resolved, seed, backend=backend, address=address, resume=resume,
+                                 checkpoints=checkpoints, out_dir=out_dir, eval_episodes=eval_episodes,
+                                 eval_freq=eval_freq, progress=progress)
+        continues = _continues_in_place(out_dir, resume)
+        if folder is not None:
+            folder.clear()  # every check passed: an earlier run's files go (with overwrite)
+        if out_dir is not None and resolved.prediction is not None and not continues:
+            resolved.export(out_dir)  # the plan is on disk before the run: `--resume` finds it after a stop
+        local = Platform.local() if backend == "local" else None  # Ray's workers run on the cluster's counters
+        meter = run_meter(resolved, local) if local is not None else None
+        with meter if meter is not None else contextlib.nullcontext():
+            result = executor.run(total_steps)
+        if meter is not None:
+            result.energy = run_energy_record(meter, resolved, result.kernel_times, local)
+        if admission is not None:
+            result.admission = admission.to_dict()
+        if out_dir is not None:
+            save_trained(out_dir, algorithm, executor, result)
+            result.save(out_dir / "result.json")
+            if resolved.prediction is not None:
+                resolved.export(out_dir, run=result.to_dict() | {"learning_curve": learning_curve(out_dir)})
+        return result
 
 
-def _train_unplanned(algorithm: BaseAlgorithm, total_steps: int, seed: int, *, plan: Plan | str | Path | None,
-                     out: str | Path | None, eval_episodes: int, eval_freq: int, progress: bool | None, backend: str,
-                     resume: str | Path | None, tune: bool | TuneOptions, checkpoints: CheckpointOptions,
-                     overwrite: bool, log: Callable[[str], None]) -> RunResult:
+def _train_unplanned(algorithm: BaseAlgorithm, total_steps: int, seed: int, *, plan: Plan | str | Path,
+                     folder: RunFolder | None, eval_episodes: int, eval_freq: int, progress: bool | None,
+                     backend: str, resume: str | Path | None, tune: bool | TuneOptions,
+                     checkpoints: CheckpointOptions, log: Callable[[str], None]) -> RunResult:
     """A family the performance model does not cover runs its serial executor, unpredicted. ``plan="local"``
     (`pearl run` without plan flags) runs the same, saying so."""
     family = family_of(algorithm)
-    if plan not in (None, "serial", "local") or backend != "local" or tune:
-        raise UserError(f"{algorithm.name} ({family.name}) runs on its serial executor only for now (plan None, "
+    if plan not in ("serial", "local") or backend != "local" or tune:
+        raise UserError(f"{algorithm.name} ({family.name}) runs on its serial executor only for now (plan "
                         "'serial' or 'local'; no --auto, --plan, --tune or the Ray backend)")
     if plan == "local":
         log(f"{algorithm.name} ({family.name}): running the serial reference executor without predictions "
             "(the performance model does not cover this family's kernels yet)")
-    out_dir = Path(out) if out is not None else None
-    if overwrite and out_dir is not None and not _continues_in_place(out_dir, resume):
-        clear_run_state(out_dir)
+    out_dir = folder.path if folder is not None else None
     executor = family.serial(algorithm, seed, out_dir=out_dir, eval_episodes=eval_episodes, eval_freq=eval_freq,
                              progress=progress, **_resume_options(resume, checkpoints))
+    if folder is not None:
+        folder.clear()
     result = executor.run(total_steps)
     if out_dir is not None:
         save_trained(out_dir, algorithm, executor, result)
@@ -207,7 +219,7 @@ def save_trained(out_dir: Path, algorithm: BaseAlgorithm, executor: Any, result:
                        gradient_steps=result.gradient_steps)
 
 
-def _tuned_plan(algorithm: BaseAlgorithm, total_steps: int, seed: int, plan: Plan | str | Path | None,
+def _tuned_plan(algorithm: BaseAlgorithm, total_steps: int, seed: int, plan: Plan | str | Path,
                 objective: str, backend: str, resume: str | Path | None, tune: bool | TuneOptions,
                 log: Callable[[str], None]) -> Plan:
     """The fastest measured of the model's top-k plans (``pearl_py.pipeline.tune``)."""

@@ -7,7 +7,10 @@ checkpoint is written into a hidden temporary folder first (each file fsynced) a
 place, so a folder under ``checkpoints/`` is always complete, whatever kills the run (SIGKILL,
 OOM, power cut); then all but the newest ``keep`` are deleted. ``--resume OUT`` continues
 from the newest complete checkpoint: the periodic ones, or the one a parallel run writes to
-``OUT/checkpoint`` when stopped (Ctrl-C, SIGTERM, a crash), whichever got further.
+``OUT/checkpoint`` when stopped (Ctrl-C, SIGTERM, a crash), whichever got further. The serial executors
+write that stop checkpoint too, on SIGINT/SIGTERM, through :meth:`PeriodicCheckpoints.save_stop` at their next
+consistent point (after a training round, or between rollouts) under the parallel runtime's
+:class:`~pearl_py.runtime.parallel.interrupts.StopSignals`, then raise its ``RunInterrupted`` naming the folder.
 
 A resumed session reseeds its envs and warm-up generator with ``seed + SESSION_SEED_STRIDE *
 session`` (env states are not saved: episodes in progress are dropped and collected anew),
@@ -44,11 +47,11 @@ from pearl_py.algorithms.core import BaseAlgorithm
 from pearl_py.errors import UserError
 
 if TYPE_CHECKING:  # the parallel package imports this module: its checkpoint format is imported where used
-    from pearl_py.runtime.parallel.checkpoint import Progress
+    from pearl_py.runtime.parallel.checkpoint import Checkpoint, Progress
 
 CHECKPOINTS_DIR = "checkpoints"
 INTERRUPT_DIR = "checkpoint"
-"""Where a parallel run's stop (Ctrl-C, SIGTERM, crash) checkpoint goes (one, replaced each time)."""
+"""Where a run's stop (Ctrl-C, SIGTERM; a parallel run's crash) checkpoint goes (one, replaced each time)."""
 SESSION_SEED_STRIDE = 1_000_003
 """Env seed offset per resumed session (a resumed run does not replay the first session's episodes)."""
 _NAME = re.compile(r"^(\d{6})-step(\d+)$")
@@ -140,11 +143,12 @@ def _fsync_dir(path: Path) -> None:
 
 
 class PeriodicCheckpoints:
-    """When a run is due for a checkpoint, and writing it (see the module docstring)."""
+    """When a run is due for a checkpoint, and writing it or the stop checkpoint (see the module docstring)."""
 
     def __init__(self, out_dir: Path | None, options: CheckpointOptions, algorithm: BaseAlgorithm, seed: int,
                  total_steps: int, done: int = 0) -> None:
         self.options, self.algorithm, self.seed, self.total_steps = options, algorithm, seed, total_steps
+        self.out_dir = out_dir
         self.store = CheckpointStore(out_dir, options.keep) if out_dir is not None and options.every else None
         self.next_at = (done // options.every + 1) * options.every if options.every else 0
         """Env steps at which the next checkpoint is due."""
@@ -160,18 +164,37 @@ class PeriodicCheckpoints:
 
     def save(self, learner_state: dict[str, Any], replay_state: dict[str, Any], progress: Progress) -> Path:
         """Write a checkpoint of the run at ``progress.transitions`` env steps (torch RNGs, CPU and CUDA: now)."""
-        from pearl_py.runtime.parallel.checkpoint import Checkpoint, save_checkpoint
-        from pearl_py.runtime.rng_state import cuda_rng_states
+        from pearl_py.runtime.parallel.checkpoint import save_checkpoint
 
-        algo = self.algorithm
-        ckpt = Checkpoint(algorithm=algo.name, env=algo.env_id, config=asdict(algo.config), seed=self.seed,
-                          total_steps=self.total_steps, learner=learner_state, replay=replay_state, progress=progress,
-                          torch_rng=torch.get_rng_state(), cuda_rng=cuda_rng_states())
+        ckpt = self._checkpoint(learner_state, replay_state, progress)
         path = self.store.save(lambda folder: save_checkpoint(folder, ckpt), progress.transitions)
         every = self.options.every
         self.next_at = (progress.transitions // every + 1) * every
         self.written.append(path)
         return path
+
+    def save_stop(self, learner_state: dict[str, Any], replay_state: dict[str, Any], progress: Progress
+                  ) -> Path | None:
+        """Write the stop checkpoint (``OUT/checkpoint``, each file atomically) of a run stopped at
+        ``progress.transitions`` env steps; None without an output folder."""
+        from pearl_py.runtime.parallel.checkpoint import save_checkpoint
+
+        if self.out_dir is None:
+            return None
+        folder = Path(self.out_dir) / INTERRUPT_DIR
+        folder.mkdir(parents=True, exist_ok=True)
+        save_checkpoint(folder, self._checkpoint(learner_state, replay_state, progress))
+        return folder
+
+    def _checkpoint(self, learner_state: dict[str, Any], replay_state: dict[str, Any], progress: Progress
+                    ) -> Checkpoint:
+        from pearl_py.runtime.parallel.checkpoint import Checkpoint
+        from pearl_py.runtime.rng_state import cuda_rng_states
+
+        algo = self.algorithm
+        return Checkpoint(algorithm=algo.name, env=algo.env_id, config=asdict(algo.config), seed=self.seed,
+                          total_steps=self.total_steps, learner=learner_state, replay=replay_state,
+                          progress=progress, torch_rng=torch.get_rng_state(), cuda_rng=cuda_rng_states())
 
 
 def restore(algorithm: BaseAlgorithm, learner: Any, seed: int, total_steps: int, resume_from: Path | None

@@ -20,6 +20,9 @@ observations), ``env_step``, ``rollout_insert``, ``advantage`` (GAE over the rol
 ``learner_update`` (one call per minibatch step). The learner's networks are the actors'
 networks: there is no ``param_sync`` in this loop.
 
+SIGINT or SIGTERM stops it once the rollout in progress is learned on: it writes the stop checkpoint
+(``out_dir/checkpoint``) that ``resume_from`` continues from and raises ``RunInterrupted`` naming it.
+
 Example::
 
     >>> result = OnPolicySerialExecutor(pearl.PPO("CartPole-v1", n_envs=8, n_steps=32), seed=0).run(10_000)
@@ -63,6 +66,8 @@ from pearl_py.runtime.evaluation import (
 )
 from pearl_py.runtime.on_policy_collect import RolloutCollector
 from pearl_py.runtime.on_policy_layout import OnPolicyLayout
+from pearl_py.runtime.parallel.checkpoint import Progress
+from pearl_py.runtime.parallel.interrupts import RunInterrupted, StopSignals
 from pearl_py.runtime.result import RunResult
 from pearl_py.runtime.run_log import RunLog
 from pearl_py.runtime.timing import KernelTimer, merge_kernel_times, record_loop_work
@@ -128,10 +133,18 @@ class OnPolicySerialExecutor:
             """Env steps per training second of this session."""
             return (steps - done.transitions) / max(time.perf_counter() - start - eval_seconds, 1e-9)
 
+        def reached(now: float) -> Progress:
+            """The run's progress at ``steps`` env steps, ``now`` on the clock: what a checkpoint records."""
+            return dataclasses.replace(
+                done, transitions=steps, episodes=done.episodes + collector.episodes,
+                wall_seconds=done.wall_seconds + now - start - eval_seconds, eval_history=list(eval_history),
+                kernel_times=merge_kernel_times([done.kernel_times, timer.summary()], {}))
+
         with contextlib.ExitStack() as stack:
             for close in (log.close, collector.close):  # closed in the reverse order
                 stack.callback(close)
             stack.enter_context(pinned_threads(self.threads))
+            signals = stack.enter_context(StopSignals())
             start = time.perf_counter()
             startup = start - entered
             for k in range(done.transitions // schedule.rollout_size, schedule.rollouts):
@@ -154,11 +167,11 @@ class OnPolicySerialExecutor:
                 log.train(steps, stats.as_log(), rate())
                 if periodic.due(steps):  # between rollouts: the learner holds the whole state
                     t0 = time.perf_counter()
-                    periodic.save(learner.state_dict(), {}, dataclasses.replace(
-                        done, transitions=steps, episodes=done.episodes + collector.episodes,
-                        wall_seconds=done.wall_seconds + t0 - start - eval_seconds, eval_history=list(eval_history),
-                        kernel_times=merge_kernel_times([done.kernel_times, timer.summary()], {})))
+                    periodic.save(learner.state_dict(), {}, reached(t0))
                     eval_seconds += time.perf_counter() - t0  # not training time
+                if signals.requested:
+                    raise RunInterrupted(signals.requested,
+                                         periodic.save_stop(learner.state_dict(), {}, reached(time.perf_counter())))
             wall = done.wall_seconds + time.perf_counter() - start - eval_seconds
             record_loop_work(timer, wall - done.wall_seconds, (steps - done.transitions) // cfg.n_envs)
         eval_returns = evaluate(algo, learner.nets, self.device, self.eval_episodes, self.seed + EVAL_SEED_OFFSET)

@@ -7,7 +7,9 @@ says so. Each part runs where the plan puts it (:mod:`pearl_py.runtime.kernel_de
 learner, inference and the replay on their planned devices (a GPU replay is a
 ``TorchReplayBuffer``; inference apart from the learner acts on a copy refreshed once per
 round, the plan's ``param_sync``), kernels on a GPU timed by CUDA events, kernels on a
-simulated device run on the CPU and charged their modelled time.
+simulated device run on the CPU and charged their modelled time. SIGINT or SIGTERM stops it after the vector
+step in progress (and its training round): it writes the stop checkpoint (``out_dir/checkpoint``) that
+``resume_from`` continues from and raises ``RunInterrupted`` naming it (:mod:`pearl_py.runtime.checkpoints`).
 
 Example::
 
@@ -56,6 +58,8 @@ from pearl_py.runtime.kernel_devices import (
     simulated_kernels,
     timing_devices,
 )
+from pearl_py.runtime.parallel.checkpoint import Progress
+from pearl_py.runtime.parallel.interrupts import RunInterrupted, StopSignals
 from pearl_py.runtime.result import RunResult
 from pearl_py.runtime.run_log import RunLog
 from pearl_py.runtime.timing import KernelTimer, merge_kernel_times, record_loop_work
@@ -119,12 +123,20 @@ class SerialExecutor:
             for close in (log.close, replay.close, collector.close):  # closed in the reverse order
                 stack.callback(close)
             stack.enter_context(pinned_threads(self.threads))
+            signals = stack.enter_context(StopSignals())
             start = time.perf_counter()
             startup = start - entered
 
             def rate() -> float:
                 """Env steps per training second of this session."""
                 return (steps - done.transitions) / max(time.perf_counter() - start - eval_seconds, 1e-9)
+
+            def reached(now: float) -> Progress:
+                """The run's progress at ``steps`` env steps, ``now`` on the clock: what a checkpoint records."""
+                return dataclasses.replace(
+                    done, transitions=steps, episodes=done.episodes + collector.episodes,
+                    wall_seconds=done.wall_seconds + now - start - eval_seconds, eval_history=list(eval_history),
+                    kernel_times=merge_kernel_times([done.kernel_times, timer.summary()], {}))
 
             while steps < total_steps:
                 progress = steps / total_steps
@@ -151,12 +163,12 @@ class SerialExecutor:
                     eval_seconds += evals.run(learner.nets, steps)
                 if periodic.due(steps):
                     t0 = time.perf_counter()
-                    periodic.save(learner.state_dict(), replay.state_dict(), dataclasses.replace(
-                        done, transitions=steps, episodes=done.episodes + collector.episodes,
-                        wall_seconds=done.wall_seconds + t0 - start - eval_seconds, eval_history=list(eval_history),
-                        kernel_times=merge_kernel_times([done.kernel_times, timer.summary()], {})))
+                    periodic.save(learner.state_dict(), replay.state_dict(), reached(t0))
                     eval_seconds += time.perf_counter() - t0  # not training time
                 log.tick(steps, rate())
+                if signals.requested:  # a consistent point: the step's transitions are in, its round is done
+                    saved = periodic.save_stop(learner.state_dict(), replay.state_dict(), reached(time.perf_counter()))
+                    raise RunInterrupted(signals.requested, saved)
             timer.flush()  # the GPU's queued work is part of the training time
             wall = done.wall_seconds + time.perf_counter() - start - eval_seconds
             record_loop_work(timer, wall - done.wall_seconds, (steps - done.transitions) // cfg.n_envs)

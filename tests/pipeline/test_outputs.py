@@ -17,9 +17,11 @@ from pearl_py.cli import main
 from pearl_py.errors import UserError
 from pearl_py.fileio import atomic_write_text
 from pearl_py.pipeline.outputs import (
+    LOCK_FILE,
     check_output_dir,
     check_resume_dir,
     check_run_dir,
+    claim_run_dir,
     clear_run_state,
 )
 from pearl_py.runtime.parallel.checkpoint import load_checkpoint
@@ -75,16 +77,86 @@ def test_overwrite_removes_the_earlier_state_and_keeps_other_files(tmp_path):
     (tmp_path / "checkpoint").mkdir()
     (tmp_path / "checkpoint" / "checkpoint.pt").write_bytes(b"x")
     (tmp_path / "session1").mkdir()
-    for name in ("result.json", "train.csv", "notes.txt"):
+    for name in ("result.json", "train.csv", "report.html", "plan.yaml", "notes.txt"):
         (tmp_path / name).write_text("old")
-    with pytest.raises(UserError, match=r"holds a run \(checkpoint, notes.txt, result.json, session1, \.\.\.\)"):
+    with pytest.raises(UserError, match=r"holds a run \(checkpoint, notes.txt, plan.yaml, report.html, \.\.\.\)"):
         check_run_dir(tmp_path, overwrite=False)
     assert check_run_dir(tmp_path, overwrite=True) == tmp_path
-    assert clear_run_state(tmp_path) == ["checkpoint", "result.json", "session1"]
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt", "train.csv"]
+    assert clear_run_state(tmp_path) == ["checkpoint", "plan.yaml", "report.html", "result.json", "session1",
+                                         "train.csv"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]
     with pytest.raises(UserError, match=r"holds other files \(notes.txt\)"):
-        (tmp_path / "train.csv").unlink()
         check_run_dir(tmp_path, overwrite=False)
+
+
+def _tiny_dqn():
+    import pearl_py as pearl
+
+    return pearl.DQN("CartPole-v1", learning_starts=100, train_freq=50, gradient_steps=5, batch_size=16,
+                     net_arch=[16])
+
+
+def test_pearl_train_follows_the_cli_rule_for_its_out_folder(tmp_path):
+    """pearl.train refuses a folder holding an earlier run; overwrite=True clears its stale report and plan."""
+    from pearl_py.pipeline.train import train
+
+    out = tmp_path / "out"
+    train(_tiny_dqn(), total_steps=200, out=out, eval_episodes=1, log=lambda line: None)
+    first = json.loads((out / "result.json").read_text())
+    for stale in ("report.html", "report.md", "plan.yaml", "prediction.json"):
+        (out / stale).write_text("an earlier run's")
+    with pytest.raises(UserError, match=rf"^out {out}: the folder already holds a run \(.*\); pass overwrite=True "
+                                        "to replace the run in it, or choose another out$"):
+        train(_tiny_dqn(), total_steps=300, out=out, eval_episodes=1, log=lambda line: None)
+    assert json.loads((out / "result.json").read_text()) == first
+    train(_tiny_dqn(), total_steps=300, out=out, eval_episodes=1, log=lambda line: None, overwrite=True)
+    assert json.loads((out / "result.json").read_text())["env_steps"] == 300
+    assert not {"report.html", "report.md", "plan.yaml", "prediction.json"} & {p.name for p in out.iterdir()}
+
+
+def test_a_folder_a_run_is_writing_is_refused_naming_its_pid(write_config, tmp_path, capsys):
+    """Two `pearl run` into one --out at once: the second exits 2 naming the first's pid; the first's files are
+    its own alone (episodes.csv's steps never go backwards)."""
+    import subprocess
+    import sys
+    import time
+
+    config, out = str(write_config(CONFIG)), tmp_path / "out"
+    first = subprocess.Popen([sys.executable, "-m", "pearl_py.cli", "run", config, "--steps", "8000", "--out",
+                              str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    lock = out / LOCK_FILE
+    deadline = time.monotonic() + 120
+    while not (lock.is_file() and lock.read_text().strip()) and first.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert main(["run", config, "--steps", "200", "--out", str(out), "--overwrite"]) == 2
+    assert capsys.readouterr().err == (f"pearl: error: --out {out}: a run of process {first.pid} is writing there "
+                                       f"({lock}); wait for it to end or choose another --out\n")
+    _, err = first.communicate(timeout=300)
+    assert first.returncode == 0, err
+    assert json.loads((out / "result.json").read_text())["env_steps"] == 8000
+    steps = [int(line.split(",")[0]) for line in (out / "episodes.csv").read_text().splitlines()[1:]]
+    assert steps == sorted(steps) and not lock.exists()
+
+
+def test_the_lock_of_a_dead_process_is_taken_over(tmp_path):
+    (tmp_path / LOCK_FILE).write_text("999999999\n")  # its process died: the kernel dropped its flock
+    with claim_run_dir(tmp_path, overwrite=False) as folder:
+        assert folder.path == tmp_path and (tmp_path / LOCK_FILE).read_text() == f"{os.getpid()}\n"
+        with pytest.raises(UserError, match=rf"a run of process {os.getpid()} is writing there"):
+            with claim_run_dir(tmp_path, overwrite=True, continues=True):
+                pass
+    assert not any(tmp_path.iterdir())
+
+
+def test_a_refused_run_leaves_no_folder_behind(tmp_path):
+    from pearl_py.pipeline.train import train
+
+    with pytest.raises(UserError, match="checkpoint_freq needs an output folder"):
+        train(_tiny_dqn(), total_steps=200, checkpoint_freq=100)
+    with pytest.raises(UserError):
+        train(_tiny_dqn(), total_steps=200, out=tmp_path / "new", plan=tmp_path / "missing.yaml",
+              log=lambda line: None)
+    assert not (tmp_path / "new").exists()
 
 
 def test_resume_of_a_finished_run_changes_nothing(write_config, tmp_path, capsys):
@@ -194,3 +266,44 @@ def test_a_checkpoint_of_a_run_stopped_before_any_step_loads(tmp_path, prioritiz
     loaded = load_checkpoint(tmp_path)
     assert loaded.progress == Progress() and loaded.config == ckpt.config
     assert torch.equal(loaded.torch_rng, ckpt.torch_rng)
+
+
+@pytest.mark.parametrize("full_at", ["policy.pt", "result.json"])
+def test_a_full_disk_is_one_line_and_keeps_what_was_complete(write_config, tmp_path, monkeypatch, capsys, full_at):
+    """ENOSPC while writing the policy or the result: exit 2, one line naming the file; the files written before
+    it are whole, no temporary file is left."""
+    import errno
+
+    from pearl_py.saved_policy import load
+
+    fsync = os.fsync
+
+    def full(fd):
+        if os.readlink(f"/proc/self/fd/{fd}").split("/")[-1].startswith(f".{full_at}."):
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return fsync(fd)
+
+    out = tmp_path / "out"
+    monkeypatch.setattr(os, "fsync", full)
+    assert main(["run", str(write_config(CONFIG)), "--steps", "200", "--out", str(out)]) == 2
+    monkeypatch.undo()
+    assert capsys.readouterr().err.splitlines()[-1] == (f"pearl: error: cannot write {out / full_at}: No space left on device; the "
+                                       "files written before it are complete, this one was not written (free some "
+                                       "space and run again)")
+    assert not (out / full_at).exists() and not list(out.glob(".*.tmp"))
+    if full_at == "result.json":
+        assert load(out).manifest.env_steps == 200  # the policy written before it is whole
+
+
+def test_a_full_disk_outside_the_atomic_writes_is_one_line(write_config, tmp_path, monkeypatch, capsys):
+    import errno
+
+    from pearl_py.runtime.run_log import RunLog
+
+    def full(self, *args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device", str(tmp_path / "out" / "episodes.csv"))
+
+    monkeypatch.setattr(RunLog, "episode", full)
+    assert main(["run", str(write_config(CONFIG)), "--steps", "200", "--out", str(tmp_path / "out")]) == 2
+    assert capsys.readouterr().err.splitlines()[-1] == (f"pearl: error: No space left on device writing {tmp_path / 'out'}"
+                                       "/episodes.csv; the files pearl_py wrote whole before it are kept")

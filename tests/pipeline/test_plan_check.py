@@ -15,7 +15,7 @@ import pearl_py as pearl
 from pearl_py.cli import main
 from pearl_py.errors import ConfigError
 from pearl_py.pipeline.plan_check import PlanSource, check_plan, load_checked_plan
-from pearl_py.plan import Placement
+from pearl_py.plan import MadeFor, Placement
 from pearl_py.platform.local import usable_cores
 
 
@@ -119,3 +119,54 @@ def test_a_good_plan_file_loads_and_a_simulated_plan_is_not_held_to_this_machine
     check_plan(wide, algo, PlanSource(), runs_here=False)
     with pytest.raises(ConfigError, match="8 threads for learner_update, but 'cpu' has"):
         check_plan(wide, algo)
+
+
+def test_a_plan_made_for_another_algorithm_or_env_is_refused_by_name(write_config, tmp_path, capsys):
+    """Plans record the algorithm, env and kernels they were made for; an older plan file, without the record,
+    is checked by its kernels alone (the cases above)."""
+    dqn = pearl.DQN("CartPole-v1", net_arch=[16])
+    made = pearl.plan(dqn, pearl.Platform.load("pearl-cpu-gpu-fpga"))
+    assert made.made_for == MadeFor("dqn", "CartPole-v1", tuple(k.name for k in dqn.protocol().kernels()))
+    made.export(tmp_path / "made")
+    plan = tmp_path / "made" / "plan.yaml"
+    assert pearl.Plan.load(plan).made_for == made.made_for
+    sac = write_config("algorithm: sac\nenv: Pendulum-v1\ntotal_steps: 300\n", "sac.yaml")
+    assert main(["run", str(sac), "--plan", str(plan), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"pearl: error: {plan}:") and err.endswith(
+        ": made_for: plan.yaml was made for dqn on CartPole-v1, not sac on Pendulum-v1; make one for this config "
+        "with `pearl plan`\n") and not (tmp_path / "out").exists()
+    prioritized = pearl.DQN("CartPole-v1", net_arch=[16], prioritized_replay=True)
+    with pytest.raises(ConfigError, match=r"made_for.kernels: plan.yaml was made for dqn on CartPole-v1 running "
+                                          r"env_step, .*; this config runs .*priority_update"):
+        load_checked_plan(plan, prioritized)
+
+
+def test_a_child_that_failed_before_starting_names_the_main_guard(tmp_path):
+    from types import SimpleNamespace
+
+    from pearl_py.runtime.parallel.supervisor import SPAWN_FAILED, _exit_error
+
+    assert _exit_error(SimpleNamespace(exitcode=1), tmp_path / "no-error-file") == SPAWN_FAILED
+    assert _exit_error(SimpleNamespace(exitcode=70), tmp_path / "no-error-file") == "exit code 70, no traceback"
+
+
+@pytest.mark.slow  # each spawned actor imports torch and fails, restarted three times: about 100 s on 2 cores
+def test_a_script_without_the_main_guard_is_told_to_add_it(tmp_path):
+    """A parallel plan spawns processes that import the script again; without `if __name__ == "__main__":` they
+    fail before starting, and the error says what to add."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    (tmp_path / "plan.yaml").write_text(PLAN)
+    script = tmp_path / "train.py"
+    script.write_text("import pearl_py as pearl\n"
+                      "algo = pearl.DQN('CartPole-v1', learning_starts=100, train_freq=50, gradient_steps=5, "
+                      "batch_size=16, net_arch=[16])\n"
+                      f"pearl.train(algo, total_steps=500, plan={str(tmp_path / 'plan.yaml')!r}, progress=False)\n")
+    root = Path(__file__).resolve().parents[2]
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300, cwd=tmp_path,
+                          env={"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin"})
+    assert proc.returncode != 0
+    assert 'must call pearl.train under `if __name__ == "__main__":`' in proc.stderr.splitlines()[-1]

@@ -25,7 +25,7 @@ LOAD_IN_A_NEW_PROCESS = textwrap.dedent("""
     import pearl_py as pearl
     policy = pearl.load(sys.argv[1])
     obs = np.load(sys.argv[2])
-    print(json.dumps({"actions": policy.predict(obs).tolist(), "returns": policy.evaluate(3, seed=int(sys.argv[3])),
+    print(json.dumps({"actions": policy.predict(obs)[0].tolist(), "returns": policy.evaluate(3, seed=int(sys.argv[3])),
                       "algorithm": policy.algorithm.name}))
 """)
 
@@ -59,7 +59,14 @@ def test_a_trained_policy_acts_the_same_after_loading_in_a_new_process(tmp_path,
     here = pearl.load(tmp_path / "run")
     there = _in_new_process(tmp_path / "run", tmp_path / "obs.npy", seed=4 + 10_000)
     assert there["algorithm"] == algo.name
-    np.testing.assert_array_equal(np.asarray(there["actions"], dtype=here.predict(obs).dtype), here.predict(obs))
+    actions, state = here.predict(obs)
+    assert state is None  # SB3's (action, state)
+    np.testing.assert_array_equal(np.asarray(there["actions"], dtype=actions.dtype), actions)
+    one, _ = here.predict(obs[0])
+    assert np.ndim(one) == np.ndim(actions) - 1 and np.allclose(one, actions[0], rtol=1e-5)  # batch: BLAS rounding
+    with pytest.raises(ValueError, match=rf"^predict: an observation of shape \(3, 7\), but {env_id} observations "
+                                         rf"have shape \({obs.shape[1]},\) \(one\) or \(n, {obs.shape[1]}\)"):
+        here.predict(np.zeros((3, 7)))
     # the run's final evaluation (seed + 10,000) comes out again: the saved networks are the trained ones
     assert there["returns"] == result.eval_returns
     manifest = json.loads((tmp_path / "run" / MANIFEST_FILE).read_text())

@@ -40,6 +40,12 @@ JOIN_TIMEOUT_S = 5.0
 _CONTEXT = mp.get_context("spawn")
 
 
+SPAWN_FAILED = ("exit code 1 before it started (its traceback is on stderr): a script that trains on a parallel "
+                "plan must call pearl.train under `if __name__ == \"__main__\":`, since each spawned process "
+                "imports the script again (docs/api.md)")
+"""A child that failed before its entry point (no error file): most often a script without the main guard."""
+
+
 class ActorFailed(RuntimeError):
     """An actor kept failing after ``max_restarts`` restarts."""
 
@@ -64,7 +70,7 @@ def _exit_error(proc: mp.process.BaseProcess, error_file: Path) -> str:
         error = error_file.read_text().strip()
     else:
         error = (f"killed by signal {-proc.exitcode}" if proc.exitcode < 0
-                 else f"exit code {proc.exitcode}, no traceback")
+                 else SPAWN_FAILED if proc.exitcode == 1 else f"exit code {proc.exitcode}, no traceback")
     error_file.unlink(missing_ok=True)
     return error
 
