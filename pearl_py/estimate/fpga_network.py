@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from pearl_py.estimate.fpga_hls import multiplier
-from pearl_py.estimate.fpga_network_spec import Conv2dSpec, NetworkSpec, load_network_spec
+from pearl_py.estimate.fpga_network_spec import Conv2dSpec, NetworkSpec, load_network_spec, output_shape
 from pearl_py.platform.spec import check_keys
 from pearl_py.platform.yamlsrc import CatalogueYaml
 from pearl_py.resources import estimators_dir
@@ -66,18 +66,12 @@ class _Gemm:
 def _gemms(spec: NetworkSpec) -> list[_Gemm]:
     shape, out = spec.input_shape, []
     for layer in spec.layers:
+        nxt = output_shape(shape, layer)
         if isinstance(layer, Conv2dSpec):
-            if len(shape) != 3:
-                raise ValueError("conv2d needs a [height, width, channels] input")   # the loader's checks precede
-            h, w, c = shape
-            k, s = layer.kernel, layer.stride
-            oh, ow = ((math.ceil(h / s), math.ceil(w / s)) if layer.padding == "same"
-                      else (math.ceil((h - k + 1) / s), math.ceil((w - k + 1) / s)))
-            out.append(_Gemm(oh * ow, k * k * c, layer.filters, layer.activation))
-            shape = (oh, ow, layer.filters)
+            out.append(_Gemm(nxt[0] * nxt[1], layer.kernel ** 2 * shape[2], layer.filters, layer.activation))
         else:
             out.append(_Gemm(1, math.prod(shape), layer.units, layer.activation))
-            shape = (layer.units,)
+        shape = nxt
     return out
 
 
@@ -99,7 +93,7 @@ def network_design(spec: NetworkSpec, params: dict | None = None) -> NetworkDesi
             row = math.floor((p["mul_ns"] + p["add_ns"] * math.ceil(math.log2(max(g.n_in, 1)))) / spec.clock_ns)
         row += (r - 1) + (board.mem_read_latency if table else 0)
         steps = g.rows * r                              # pixels one after another, R cycles each
-        latency += steps - r + row if g.rows > 1 else row
+        latency += (g.rows - 1) * r + row + 1 if g.rows > 1 else row   # + the pixel loop's exit cycle
         ii = max(ii, steps)
         dsp += mults * mul.dsp                         # an fp32 multiplier's DSPs include its add
         lut += mults * mul.lut + adds * add_lut + round(g.n_out * width * p["activation_lut_per_bit"][g.activation])

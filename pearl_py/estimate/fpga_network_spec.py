@@ -10,6 +10,7 @@ Example::
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -80,15 +81,38 @@ def network_spec(doc: YamlDocument, catalogue: Catalogue | None = None) -> Netwo
     layers = data["layers"]
     if not isinstance(layers, list) or len(layers) < 2:
         raise error(("layers",), "must list an {input: [...]} entry and at least one layer")
+    shape = _input_shape(layers[0], ("layers", 0), error)
+    parsed = tuple(_layer(entry, ("layers", i), error) for i, entry in enumerate(layers[1:], start=1))
+    _check_shapes(shape, parsed, error)
     return NetworkSpec(
         part=data["part"], board=fpgas[data["part"]],
         clock_ns=_positive(data["clock_ns"], ("clock_ns",), error, float),
         precision=precision,
         reuse_factor=_positive(data["reuse_factor"], ("reuse_factor",), error, int),
-        strategy=data["strategy"], io=data["io"],
-        input_shape=_input_shape(layers[0], ("layers", 0), error),
-        layers=tuple(_layer(entry, ("layers", i), error) for i, entry in enumerate(layers[1:], start=1)),
+        strategy=data["strategy"], io=data["io"], input_shape=shape, layers=parsed,
     )
+
+
+def output_shape(shape: tuple[int, ...], layer: LayerSpec) -> tuple[int, ...]:
+    """A layer's output shape (Keras's: ``same`` pads to ``ceil(n / stride)``); a dense layer flattens its input."""
+    if isinstance(layer, DenseSpec):
+        return (layer.units,)
+    h, w, _ = shape
+    k, s = layer.kernel, layer.stride
+    if layer.padding == "same":
+        return math.ceil(h / s), math.ceil(w / s), layer.filters
+    return math.ceil((h - k + 1) / s), math.ceil((w - k + 1) / s), layer.filters
+
+
+def _check_shapes(shape: tuple[int, ...], layers: tuple[LayerSpec, ...], error) -> None:
+    for i, layer in enumerate(layers, start=1):
+        if isinstance(layer, Conv2dSpec):
+            if len(shape) != 3:
+                raise error(("layers", i), f"conv2d needs a [height, width, channels] input, got "
+                                           f"{len(shape)}-D {list(shape)}")
+            if layer.padding == "valid" and layer.kernel > min(shape[:2]):
+                raise error(("layers", i, "kernel"), f"{layer.kernel} is larger than the {list(shape[:2])} input")
+        shape = output_shape(shape, layer)
 
 
 def _positive(value: Any, where: tuple, error, kind: type) -> Any:
