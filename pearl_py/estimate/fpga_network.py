@@ -102,7 +102,8 @@ def network_design(spec: NetworkSpec, params: dict | None = None) -> NetworkDesi
             copies = math.ceil(g.n_out / 2) + (g.activation == "softmax")
             bram += copies * math.ceil(p["table_entries"] * width / p["bram18k_bits"])
         if spec.strategy == "resource" and r > 1:       # weights in BRAM: mults words of width bits, R deep
-            bram += math.ceil(mults * width / p["bram18k_width"]) * math.ceil(r / (p["bram18k_bits"] // p["bram18k_width"]))
+            depth = p["bram18k_bits"] // p["bram18k_width"]
+            bram += math.ceil(mults * width / p["bram18k_width"]) * math.ceil(r / depth)
         if spec.io == "stream":                         # a dataflow process per layer and per activation layer
             processes = 1 + (g.activation != "linear")
             latency += processes

@@ -74,7 +74,8 @@ def network_spec(doc: YamlDocument, catalogue: Catalogue | None = None) -> Netwo
         raise error(("part",), f"unknown FPGA {data['part']!r}; catalogue FPGAs: {', '.join(sorted(fpgas))}")
     precision = Precision.parse(data["precision"]) if isinstance(data["precision"], str) else None
     if precision is None:
-        raise error(("precision",), f"must be float32, float16 or ap_fixed<W,I> (1 <= W <= 64), got {data['precision']!r}")
+        raise error(("precision",),
+                    f"must be float32, float16 or ap_fixed<W,I> (1 <= W <= 64), got {data['precision']!r}")
     for key, options in (("strategy", STRATEGIES), ("io", IO_TYPES)):
         if data[key] not in options:
             raise error((key,), f"must be one of {', '.join(options)}, got {data[key]!r}")

@@ -66,4 +66,5 @@ def energy_source_sentence(plan: Plan) -> str:
         return ("Energy figures are modelled: the catalogue's idle and peak power with each call's latency "
                 f"(no per-kernel power was measured on this machine's counters). {IDLE_RULE}")
     return (f"Energy of {', '.join(measured)} uses the dynamic power measured by `pearl profile` on this machine's "
-            f"counters (calibrated latency x measured watts); the rest is modelled from the catalogue's power. {IDLE_RULE}")
+            "counters (calibrated latency x measured watts); the rest is modelled from the catalogue's power. "
+            + IDLE_RULE)

@@ -1,4 +1,4 @@
-"""`pearl fpga-design`'s model by hand: precision, reuse factor, strategy, io, conv2d; the published table's data path."""
+"""`pearl fpga-design`'s model by hand (precision, reuse factor, strategy, io, conv2d); the published table's data."""
 from __future__ import annotations
 
 import importlib.util
