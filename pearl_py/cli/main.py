@@ -66,6 +66,12 @@ def step_count(text: str) -> int:
     return int(value)
 
 
+def _fpga_design(args: argparse.Namespace) -> int:
+    from pearl_py.cli.fpga_design import fpga_design_main
+
+    return fpga_design_main(args.spec, args.json)
+
+
 class OneLineParser(argparse.ArgumentParser):
     """Usage mistakes as every other user mistake: one line naming the command and the problem, exit code 2."""
 
@@ -148,6 +154,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     devices = sub.add_parser("devices", help="list the hardware catalogue and this machine's devices")
     devices.set_defaults(handler=_devices)
+    fpga = sub.add_parser("fpga-design", help="what a network costs as an hls4ml-style FPGA design (modelled)")
+    fpga.add_argument("spec", help="network spec YAML (part, clock_ns, precision, ..., layers; examples/fpga)")
+    fpga.add_argument("--json", action="store_true",
+                      help="print only latency_cycles, ii_cycles, dsp, lut, ff, bram18k as one JSON object")
+    fpga.set_defaults(handler=_fpga_design)
     return parser
 
 

@@ -11,10 +11,13 @@ Example::
     (2, 5)
     >>> DenseOp(n_in=4, n_out=8, rows=16, reuse=4, fmul_latency=3, fadd_latency=3).multipliers
     8
+    >>> Precision.parse("ap_fixed<8,3>").width, Precision.parse("float16").mantissa_bits
+    (8, 11)
 """
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 
 from pearl_py.platform.spec import FpgaSpec
@@ -40,6 +43,63 @@ def rec_mii(latency: int, distance: int) -> int:
 def initiation_interval(*bounds: int) -> int:
     """``II = max(ResMII, RecMII, ...)`` (COMBA, ICCAD 2017)."""
     return max(1, *bounds)
+
+
+_FIXED = re.compile(r"ap_fixed<\s*(\d+)\s*,\s*(-?\d+)\s*>")
+_FLOATS = {"float32": (32, 24), "float16": (16, 11)}
+"""IEEE 754 binary32 and binary16: storage bits and significand bits (hidden bit included)."""
+
+
+@dataclass(frozen=True)
+class Precision:
+    """An arithmetic type of an HLS design: ``ap_fixed<W,I>`` (W bits, I integer bits) or an IEEE float.
+
+    ``mantissa_bits`` is the width a multiplier sees: W for fixed point, the significand for floats.
+    """
+
+    text: str
+    width: int
+    mantissa_bits: int
+    is_float: bool
+
+    @classmethod
+    def parse(cls, text: str) -> Precision | None:
+        """The precision ``text`` names (``float32``, ``float16``, ``ap_fixed<W,I>`` with 1 <= W <= 64), else None."""
+        if text in _FLOATS:
+            width, mantissa = _FLOATS[text]
+            return cls(text, width, mantissa, True)
+        match = _FIXED.fullmatch(text.strip())
+        if match and 1 <= int(match[1]) <= 64:
+            return cls(text, int(match[1]), int(match[1]), False)
+        return None
+
+
+@dataclass(frozen=True)
+class Multiplier:
+    """Fabric of one multiply: DSP blocks, or LUTs when the HLS tool maps it to logic."""
+
+    dsp: int
+    lut: int
+
+
+def multiplier(precision: Precision, dsp_min_bits: int, dsp_a_bits: int, dsp_b_bits: int,
+               fp32_mac_dsp: int) -> Multiplier:
+    """How Vivado/Vitis HLS maps a ``precision x precision`` multiply (docs/cost-models.md, "FPGA designs").
+
+    Fixed point narrower than ``dsp_min_bits`` goes to LUTs (``ceil(W^2 / 2)``: one LUT6 per two
+    partial-product bits); wider products tile the DSP's ``dsp_a_bits x dsp_b_bits`` multiplier. A float16
+    multiply tiles its significands the same way; an fp32 multiply-accumulate takes the part's ``fp32_mac_dsp``.
+
+    >>> fixed = [Precision.parse(f"ap_fixed<{w},4>") for w in (6, 16, 32)]
+    >>> [multiplier(p, 9, 27, 18, 5) for p in fixed]
+    [Multiplier(dsp=0, lut=18), Multiplier(dsp=1, lut=0), Multiplier(dsp=4, lut=0)]
+    """
+    if precision.is_float and precision.width == 32:
+        return Multiplier(fp32_mac_dsp, 0)
+    w = precision.mantissa_bits
+    if not precision.is_float and w < dsp_min_bits:
+        return Multiplier(0, math.ceil(w * w / 2))
+    return Multiplier(math.ceil(w / dsp_a_bits) * math.ceil(w / dsp_b_bits), 0)
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,8 @@
 
 A kernel call's dynamic energy is its latency times the above-idle power of the share
 of the device it occupies; idle power is charged per second of wall time by whoever
-sums a plan (docs/cost-models.md, "Power").
+sums a plan, for the devices the plan uses (the rule reports state: ``pearl_py.report.energy.IDLE_RULE``;
+docs/cost-models.md, "Power").
 
 Example::
 

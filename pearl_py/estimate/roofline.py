@@ -1,10 +1,15 @@
 """Spec-only cost models for CPUs and GPUs that are not calibrated on this machine.
 
-``latency = (fixed_ops + ops x s_variant) x dispatch + max(flops / (peak x efficiency), bytes / bandwidth)``
-(Williams, Waterman & Patterson, CACM 2009, plus a per-op launch term). Parameters
-come from the catalogue and ``estimators/roofline.yaml``; its ``variants`` section gives
-each implementation variant its dispatch multiplier ``s_variant``, the ops it still pays
-at full launch cost per call (``fixed_ops``) and its one-off setup (``setup_s``).
+A CPU core: ``latency = host + max(flops / (peak x efficiency), bytes / bandwidth)`` with
+``host = (fixed_ops + ops x s_variant) x dispatch`` (Williams, Waterman & Patterson, CACM 2009, plus a
+per-op dispatch term). A GPU runs behind its host: ``latency = max(host, device)``, where the device
+side is a floor per kernel it runs and the roofline at the bandwidth share small kernels reach,
+``device = ops x k_variant x t_kernel + max(flops / (peak x efficiency), bytes / (bandwidth x f_variant))``
+(docs/cost-models.md §3, "GPU launch floor"). Parameters come from the catalogue and
+``estimators/roofline.yaml``; its ``variants`` section gives each implementation variant its dispatch
+multiplier ``s_variant``, the ops it still pays at full launch cost per call (``fixed_ops``) and its
+one-off setup (``setup_s``); ``gpu.variants`` gives each variant's kernels per op ``k_variant`` and
+achieved-bandwidth fraction ``f_variant``.
 
 Example::
 
@@ -28,7 +33,7 @@ _SCHEMA = {
             "env_reference_ghz", "vector_env_us", "scan_calls", "process_start_s", "loop_per_step_us",
             "loop_per_update_us", "loop_per_round_us",
             "round_trip_us"],
-    "gpu": ["gemm_efficiency", "conv_efficiency", "replay_calls", "scan_step_ns"],
+    "gpu": ["gemm_efficiency", "conv_efficiency", "replay_calls", "scan_step_ns", "kernel_floor_us", "variants"],
 }
 _RUN_SECONDS = ("process_start_s", "loop_per_step_us", "loop_per_update_us", "loop_per_round_us", "round_trip_us")
 """The ``cpu`` keys the whole run's costs read besides the kernels' (a process start, the loop's work, a handshake)."""
@@ -106,12 +111,27 @@ def network_latency(features: dict[str, float], spec: CpuSpec | GpuSpec, params:
     """
     v = params.variant(variant, kind)
     peak, bandwidth, per_dispatch, section = _machine(spec, params, machine)
-    dispatch = (v["fixed_ops"] + features["ops"] * v["dispatch_scale"]) * per_dispatch
+    host = (v["fixed_ops"] + features["ops"] * v["dispatch_scale"]) * per_dispatch
     conv = features.get("conv_flops", 0.0)
     compute = ((features["flops"] - conv) / (peak * section["gemm_efficiency"])
                + conv / (peak * section["conv_efficiency"]))
     memory = features["bytes"] / bandwidth
-    return dispatch + max(compute, memory), {"dispatch": dispatch, "compute": compute, "memory": memory}
+    if machine == "core":
+        return host + max(compute, memory), {"dispatch": host, "compute": compute, "memory": memory}
+    g = gpu_variant(params, variant)
+    achieved = memory / g["bandwidth_fraction"]
+    device = features["ops"] * g["kernels_per_op"] * section["kernel_floor_us"] * 1e-6 + max(compute, achieved)
+    latency = max(host, device)
+    # "dispatch": what the call spends beyond the roofline at peak (launches, the per-kernel floor, the bandwidth its
+    # small kernels leave unused): it draws no dynamic power (docs/cost-models.md §6)
+    return latency, {"dispatch": latency - max(compute, memory), "host": host, "device": device,
+                     "compute": compute, "memory": achieved}
+
+
+def gpu_variant(params: RooflineParams, variant: str) -> dict[str, float]:
+    """``{"kernels_per_op", "bandwidth_fraction"}`` of a variant on a GPU (``estimators/roofline.yaml``,
+    ``gpu.variants``); a variant without an entry runs as eager PyTorch (``reference``)."""
+    return params.gpu["variants"].get(variant, params.gpu["variants"]["reference"])
 
 
 def layer_latency(flops: float, nbytes: float, dispatches: float, conv: bool, spec: CpuSpec | GpuSpec,

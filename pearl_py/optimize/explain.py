@@ -163,9 +163,23 @@ def thread_sentences(problem: AssignmentProblem, assignment: Assignment, perf: P
     return out
 
 
+def _canonical(problem: AssignmentProblem, assignment: Assignment) -> list:
+    """The placement with each device named by its model: equal for two plans that differ only by which of
+    several identical devices (same catalogue model) hosts a group of kernels."""
+    groups: dict[str, list] = {}
+    for kernel, c in assignment.items():
+        groups.setdefault(c.device, []).append((kernel, c.variant, c.replicas))
+    return sorted((problem.devices[d].kind, problem.devices[d].model or d, sorted(ks)) for d, ks in groups.items())
+
+
 def compare_sentence(problem: AssignmentProblem, chosen: tuple[Assignment, Performance], objective: str,
                      other: tuple[Assignment, Performance]) -> str:
-    """Why the throughput and power objectives pick the same or different plans, in one or two sentences."""
+    """Why the throughput and power objectives pick the same or different plans, in one or two sentences.
+
+    A move between identical devices is no reason: plans that differ only by such moves are called the same
+    placement, and idle power is credited only where the plans' idle power differs (the rule: a plan is
+    charged the idle power of the devices it uses, docs/cost-models.md §6).
+    """
     (a, pa), (b, pb) = chosen, other
     moved = [k for k in a if (a[k].device, a[k].variant) != (b[k].device, b[k].variant)]
     other_name = "power" if objective == "throughput" else "throughput"
@@ -175,10 +189,17 @@ def compare_sentence(problem: AssignmentProblem, chosen: tuple[Assignment, Perfo
     fast, frugal = (pa, pb) if objective == "throughput" else (pb, pa)
     fa, fr = (a, b) if objective == "throughput" else (b, a)
     changes = ", ".join(f"{k} {fa[k].device}->{fr[k].device}" for k in moved)
+    if _canonical(problem, a) == _canonical(problem, b):
+        return (f"The {other_name} objective picks the same placement up to identical devices ({changes}: the "
+                "same model on both sides, so the same time, power and energy); here the fastest plan is also "
+                "the one with the least energy per sample.")
     off = sorted(set(fast.busy) - set(frugal.busy))
+    on = sorted(set(frugal.busy) - set(fast.busy))
     reasons = []
-    if off:
-        reasons.append(f"switching off {', '.join(off)} saves {fast.idle_w - frugal.idle_w:,.0f} W of idle power")
+    idle_saved = fast.idle_w - frugal.idle_w
+    if off and idle_saved >= 0.5:
+        instead = f" (using {', '.join(on)} instead)" if on else ""
+        reasons.append(f"switching off {', '.join(off)}{instead} saves {idle_saved:,.0f} W of idle power")
     saved = fast.dynamic_j - frugal.dynamic_j
     if abs(saved) * 1e3 >= 0.0005:
         reasons.append(f"its kernels draw {abs(saved) * 1e3:,.3f} mJ {'less' if saved > 0 else 'more'} "

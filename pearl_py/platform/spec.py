@@ -190,6 +190,8 @@ class FpgaSpec(Spec):
     name: str = ""
     memory_gb: float = 0.0
     """Off-chip memory the board's kernels may keep data in (a replay); 0: unknown, not checked."""
+    ff: int = 0
+    """Flip-flops (registers) of the fabric, shown beside `pearl fpga-design`'s figures; 0: unknown."""
 
     @classmethod
     def _field_value(cls, name: str, value: Any, kind: type, path: tuple, error: SpecError) -> Any:

@@ -12,9 +12,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+
 if TYPE_CHECKING:
     from pearl_py.plan import Plan
 
+IDLE_RULE = ("Idle power is counted for the devices a plan uses, for the whole run; devices it leaves unused are "
+             "not counted (switched off or free for other work), so two plans on different numbers of devices "
+             "differ by those devices' idle power.")
+"""The rule by which a plan's idle power is summed (``Σ_{devices used} P_idle · T``, pearl_py/optimize/model.py)."""
 ENERGY_HEADER = ["device", "energy", "source", "counter, or why modelled", "energy per sample", "samples per joule"]
 
 
@@ -59,6 +64,7 @@ def energy_source_sentence(plan: Plan) -> str:
                        and c.energy_source == "measured"})
     if not measured:
         return ("Energy figures are modelled: the catalogue's idle and peak power with each call's latency "
-                "(no per-kernel power was measured on this machine's counters).")
+                f"(no per-kernel power was measured on this machine's counters). {IDLE_RULE}")
     return (f"Energy of {', '.join(measured)} uses the dynamic power measured by `pearl profile` on this machine's "
-            "counters (calibrated latency x measured watts); the rest is modelled from the catalogue's power.")
+            "counters (calibrated latency x measured watts); the rest is modelled from the catalogue's power. "
+            + IDLE_RULE)

@@ -1,0 +1,52 @@
+"""``pearl fpga-design``: the table, exactly the --json keys, and a bad spec's one-line error with exit code 2."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from pearl_py.cli import main
+
+SPEC = """part: alveo-u250
+clock_ns: 5
+precision: ap_fixed<16,6>
+reuse_factor: 1
+strategy: latency
+io: parallel
+layers:
+  - {input: [16]}
+  - {dense: 64, activation: relu}
+  - {dense: 5, activation: softmax}
+"""
+
+
+def test_json_has_exactly_the_report_keys(tmp_path, capsys):
+    (tmp_path / "s.yaml").write_text(SPEC)
+    assert main(["fpga-design", str(tmp_path / "s.yaml"), "--json"]) == 0
+    figures = json.loads(capsys.readouterr().out)
+    assert list(figures) == ["latency_cycles", "ii_cycles", "dsp", "lut", "ff", "bram18k"]
+    assert figures["dsp"] == 1344 and figures["ii_cycles"] == 1
+
+
+def test_table(tmp_path, capsys):
+    (tmp_path / "s.yaml").write_text(SPEC)
+    assert main(["fpga-design", str(tmp_path / "s.yaml")]) == 0
+    out = capsys.readouterr().out
+    assert "(modelled)" in out and "1,344  10.94 % of 12,288" in out
+
+
+@pytest.mark.parametrize("edit, message", [
+    (("activation: relu", "activaton: relu"),
+     "s.yaml:9: layers.1.activaton: unknown key 'activaton' (did you mean 'activation'?)"),
+    (("ap_fixed<16,6>", "ap_fixd<16,6>"),
+     "s.yaml:3: precision: must be float32, float16 or ap_fixed<W,I> (1 <= W <= 64), got 'ap_fixd<16,6>'"),
+    (("reuse_factor: 1", "reuse_factor: 0"), "s.yaml:4: reuse_factor: must be a whole number > 0, got 0"),
+    (("alveo-u250", "alveo-u999"), "s.yaml:1: part: unknown FPGA 'alveo-u999'; catalogue FPGAs: "),
+    (("{dense: 5, activation: softmax}", "{conv2d: 5, kernel: 3}"),
+     "s.yaml:10: layers.2: conv2d needs a [height, width, channels] input, got 1-D [64]"),
+])
+def test_bad_spec_exits_2_with_file_line_key(tmp_path, capsys, edit, message):
+    (tmp_path / "s.yaml").write_text(SPEC.replace(*edit))
+    assert main(["fpga-design", str(tmp_path / "s.yaml")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("pearl: error: ") and message in err and "\n" not in err
