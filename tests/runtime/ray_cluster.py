@@ -1,7 +1,9 @@
 """A real two-raylet Ray cluster on this machine for the Ray backend's tests, as a user starts one.
 
 ``ray start --head`` on a free port, a second raylet joined with ``ray start --address`` (each with its own
-logical CPUs), both under a temporary folder; ``ray stop`` when the tests are done.
+logical CPUs), both under a temporary folder; ``ray stop`` when the tests are done. Ray's token
+authentication is turned off explicitly (``RAY_AUTH_MODE=disabled``) for both: a head started without
+the variable turns it on by itself, and then a raylet or driver that joins by address is refused.
 
 Example (a pytest fixture)::
 
@@ -28,10 +30,13 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+CLUSTER_ENV = {"RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0"}
+
+
 def _ray(*args: str, timeout: float) -> None:
     cli = Path(sys.executable).with_name("ray")
-    env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}
-    done = subprocess.run([str(cli), *args], env=env, capture_output=True, text=True, timeout=timeout)
+    done = subprocess.run([str(cli), *args], env={**os.environ, **CLUSTER_ENV}, capture_output=True, text=True,
+                          timeout=timeout)
     if done.returncode:
         raise RuntimeError(f"ray {' '.join(args)} failed ({done.returncode}): {done.stderr[-2000:]}")
 

@@ -67,7 +67,6 @@ class OnPolicyLearnerWorker(LearnerState):
         torch.manual_seed(seed)   # the initial weights (a resumed run restores its own)
         self.algo = algorithm
         self.learner = OnPolicyLearner(algorithm, device)
-        self.acting = self.learner.nets.acting_state(algorithm.acting_networks)
         self.rollout = algorithm.make_rollout(seed=seed)
         self.shared = SharedRollout.create(algorithm, shared=False)
         install_update(variant, self.learner)

@@ -28,6 +28,7 @@ from pearl_py import kernels
 from pearl_py.algorithms.networks import Networks
 from pearl_py.algorithms.off_policy.base import Algorithm
 from pearl_py.algorithms.off_policy.learner import Learner
+from pearl_py.algorithms.on_policy.base import OnPolicyAlgorithm
 from pearl_py.algorithms.on_policy.learner import OnPolicyLearner
 from pearl_py.protocol.kernel import (
     INFERENCE,
@@ -85,8 +86,8 @@ class Acting(Timed):
 class LearnerState(Timed):
     """A learner worker's checkpoint part (its learner's state, this process's torch RNGs) and its restore."""
 
+    algo: Algorithm | OnPolicyAlgorithm
     learner: Learner | OnPolicyLearner
-    acting: dict[str, torch.Tensor]
 
     def checkpoint_state(self) -> tuple[dict[str, Any], torch.Tensor, list[torch.Tensor]]:
         """``(learner state on the CPU, torch RNG state, CUDA RNG states)``, taken between updates."""
@@ -97,8 +98,10 @@ class LearnerState(Timed):
         restore_learner(self.learner, state, torch_rng, cuda_rng, source)
 
     def acting_params(self) -> Params:
+        """The acting networks' tensors now (looked up each time: a ``fused`` update may replace their storage)."""
         with self.timer(PARAM_SYNC):
-            return self.learner.gradient_steps, {k: v.detach().cpu().numpy().copy() for k, v in self.acting.items()}
+            state = self.learner.nets.acting_state(self.algo.acting_networks)
+            return self.learner.gradient_steps, {k: v.detach().cpu().numpy().copy() for k, v in state.items()}
 
     def gradient_steps(self) -> int:
         return self.learner.gradient_steps
@@ -213,7 +216,6 @@ class LearnerWorker(LearnerState):
         self.learner = Learner(algorithm, device)
         self.update = kernels.build(kernels.KernelKind.LEARNER_UPDATE, variant, self.learner,
                                     device_class=kernels.device_class(self.learner.device))
-        self.acting = self.learner.nets.acting_state(algorithm.acting_networks)
         self.timer = KernelTimer({LEARNER_UPDATE: self.learner.device, PARAM_SYNC: self.learner.device})
 
     def train(self, updates: int, beta: float) -> dict[str, float]:
