@@ -185,6 +185,25 @@ def _kill_first_actor(executor: OnPolicyRayExecutor) -> None:
         os.kill(executor.components["actors"][0]["pid"], signal.SIGKILL)
 
 
+def test_a_failed_learner_ends_the_run_naming_the_checkpoint_to_resume_from(cluster: str, tmp_path: Path) -> None:
+    executor = OnPolicyRayExecutor(pearl.PPO("CartPole-v1", **TINY_PPO), sync_plan(1), seed=0, eval_episodes=1,
+                                   address=cluster, out_dir=tmp_path, checkpoints=CheckpointOptions(every=1024),
+                                   progress=False)
+
+    def kill_the_learner_after_a_checkpoint() -> None:
+        deadline = time.monotonic() + 120
+        while not periodic_checkpoints(tmp_path) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        os.kill(executor.components["learner"]["pid"], signal.SIGKILL)
+
+    killer = threading.Thread(target=kill_the_learner_after_a_checkpoint, daemon=True)
+    killer.start()
+    with pytest.raises(RuntimeError, match=r"the Ray run failed after \d+ env steps: .*; resume from its newest "
+                                           r"checkpoint \(.*000001-step1024\) with --resume "):
+        executor.run(20_000)
+    killer.join(5)
+
+
 @pytest.mark.slow
 def test_ppo_cartpole_reaches_475_on_a_two_raylet_cluster(cluster: str) -> None:
     """The Ray backend learns: PPO (the zoo's CartPole hyperparameters) with 2 actor workers on 2 raylets."""
