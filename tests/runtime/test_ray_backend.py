@@ -3,6 +3,7 @@ resume after SIGKILL, a killed actor worker restarted; resources from the plan a
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import shutil
 import signal
@@ -17,6 +18,7 @@ import torch
 from ray_cluster import two_raylet_cluster
 
 import pearl_py as pearl
+from pearl_py.cli.main import main
 from pearl_py.errors import UserError
 from pearl_py.plan import Placement, Plan
 from pearl_py.protocol.schedule import RolloutSchedule
@@ -81,26 +83,25 @@ def test_dqn_cartpole_on_a_two_raylet_cluster(cluster: str) -> None:
     assert len(result.eval_returns) == 2
 
 
-DRIVER = """
-import sys
-import pearl_py as pearl
-from pearl_py.runtime.checkpoints import CheckpointOptions
-from test_ray_backend import _algo, _plan
-from pearl_py.protocol.schedule import RolloutSchedule
-from pearl_py.runtime.checkpoints import CheckpointOptions, newest_checkpoint, periodic_checkpoints
-from pearl_py.runtime.on_policy_serial import OnPolicySerialExecutor
-from pearl_py.runtime.ray_backend import RayExecutor
-from pearl_py.runtime.ray_backend.on_policy import OnPolicyRayExecutor
-RayExecutor(_algo(), _plan("cpu", "cpu"), seed=0, eval_episodes=1, address=sys.argv[1], out_dir=sys.argv[2],
-            checkpoints=CheckpointOptions(every=1024), progress=False).run(int(sys.argv[3]))
+DQN_CONFIG = """
+algorithm: dqn
+env: CartPole-v1
+total_steps: 6000
+seed: 0
+eval_episodes: 1
+hyperparameters: {train_freq: 256, gradient_steps: 64, batch_size: 64, learning_starts: 500, net_arch: [64, 64]}
 """
 
 
 def test_a_driver_killed_with_sigkill_resumes_from_its_newest_checkpoint(cluster: str, tmp_path: Path) -> None:
-    out, steps = tmp_path / "run", 6000
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).parent), *sys.path])}
-    driver = subprocess.Popen([sys.executable, "-c", DRIVER, cluster, str(out), str(steps)], env=env,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    """``pearl run --backend ray --checkpoint-freq``, the driver killed with SIGKILL after its first checkpoint, then
+    ``pearl run --resume``: the run ends at exactly its steps and updates."""
+    config, out, steps = tmp_path / "dqn.yaml", tmp_path / "run", 6000
+    config.write_text(DQN_CONFIG)
+    argv = ["run", str(config), "--backend", "ray", "--address", cluster]
+    driver = subprocess.Popen([sys.executable, "-m", "pearl_py.cli", *argv, "--out", str(out),
+                               "--checkpoint-freq", "1024"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                              env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
     try:
         deadline = time.monotonic() + 240
         while not periodic_checkpoints(out) and driver.poll() is None and time.monotonic() < deadline:
@@ -110,28 +111,13 @@ def test_a_driver_killed_with_sigkill_resumes_from_its_newest_checkpoint(cluster
     finally:
         driver.kill()
         driver.wait(30)
-    newest = newest_checkpoint(out)
-    assert newest is not None and newest.parent.name == "checkpoints"   # a complete periodic checkpoint
-    result = RayExecutor(_algo(), _plan("cpu", "cpu"), seed=0, eval_episodes=1, address=cluster, out_dir=out,
-                         resume_from=out, progress=False).run(steps)
-    assert result.env_steps == steps
-    assert result.gradient_steps == 64 * ((steps - 512) // 256 + 1)  # every round of the run, none twice
+    assert not (out / "result.json").exists()
+    assert newest_checkpoint(out).parent.name == "checkpoints"   # a complete periodic checkpoint
+    assert main([*argv, "--resume", str(out)]) == 0
+    result = json.loads((out / "result.json").read_text())
+    assert result["backend"] == "ray" and result["env_steps"] == steps
+    assert result["gradient_steps"] == 64 * ((steps - 512) // 256 + 1)  # every round of the run, none twice
     assert (out / "session1").is_dir()  # the resumed session logged apart
-
-
-def sync_plan(actors: int) -> Plan:
-    """Every on-policy kernel on the CPU, ``actors`` actors splitting the envs, fused (row-invariant) kernels."""
-    fused = {"inference", "learner_update"}
-    return Plan(platform="local", objective="throughput", mode="synchronous", devices={"cpu": "cpu"}, solver="test",
-                placements={k: Placement("cpu", "fused" if k in fused else "reference",
-                                         actors if k in ("env_step", "inference", "rollout_insert") else 1)
-                            for k in ("env_step", "inference", "rollout_insert", "advantage", "learner_update",
-                                      "param_sync")})
-
-
-def assert_same_networks(a, b) -> None:
-    sa, sb = a.state_dict(), b.state_dict()
-    assert sa.keys() == sb.keys() and all(torch.equal(sa[k], sb[k]) for k in sa)
 
 
 TINY_PPO = dict(n_envs=4, n_steps=32, batch_size=32, n_epochs=2, net_arch=[16])

@@ -44,7 +44,7 @@ from pearl_py.runtime.timing import merge_kernel_times
 
 
 class RayExecutor(RayRun):
-    """Runs an off-policy ``algorithm`` under ``plan`` on a Ray cluster; see the module docstring and :class:`RayRun`."""
+    """Runs an off-policy ``algorithm`` under ``plan`` on a Ray cluster; see the module docstring and RayRun."""
 
     def __init__(self, algorithm: Algorithm, plan: Plan, seed: int = 0, *, lookahead_rounds: int = 1,
                  **options: Any) -> None:

@@ -158,8 +158,8 @@ class _RolloutLoop:
         started, ray = time.perf_counter(), self.ray
         (learner_state, torch_rng, cuda_rng), rollout_rng = ray.get(
             [self.learner.checkpoint_state.remote(), self.learner.rollout_rng.remote()])
+        times = merge_kernel_times([self.progress.kernel_times, *self.timings()], {})
         snapshot = dataclasses.replace(self.progress, wall_seconds=self.wall_seconds,
-                                       eval_history=list(self.progress.eval_history),
-                                       kernel_times=merge_kernel_times([self.progress.kernel_times, *self.timings()], {}))
+                                       eval_history=list(self.progress.eval_history), kernel_times=times)
         self.periodic.save(learner_state, {ROLLOUT_STATE: rollout_rng}, snapshot, rng=(torch_rng, cuda_rng))
         self._eval_s += time.perf_counter() - started

@@ -143,8 +143,9 @@ class ActorWorker(Acting):
         self.timer = KernelTimer({INFERENCE: self.device, PARAM_READ: self.device})
         self.collector = Collector(algorithm, self.seed, self.timer.add, timed=self.timer)
 
-    def collect(self, vector_steps: int, steps_before: int, params: Params) -> tuple[Rows, list[tuple[int, float, int]]]:
-        """Run ``vector_steps`` steps on ``params``; ``steps_before`` transitions were collected by all actors before."""
+    def collect(self, vector_steps: int, steps_before: int, params: Params
+                ) -> tuple[Rows, list[tuple[int, float, int]]]:
+        """Run ``vector_steps`` steps acting on ``params``; ``steps_before``: transitions all actors collected before."""
         algo, n = self.algo, self.algo.config.n_envs
         self.load(params, PARAM_READ)
         out: dict[str, list[np.ndarray]] = {k: [] for k in ("obs", "actions", "rewards", "next_obs", "terminated")}
