@@ -83,6 +83,12 @@ def _off_policy_ray(algorithm: Any, seed: int, plan: Any = None, **common: Any) 
     return RayExecutor(algorithm, plan, seed, **common)
 
 
+def _on_policy_ray(algorithm: Any, seed: int, plan: Any = None, **common: Any) -> Executor:
+    from pearl_py.runtime.ray_backend.on_policy import OnPolicyRayExecutor
+
+    return OnPolicyRayExecutor(algorithm, plan, seed, **common)
+
+
 def _on_policy_serial(algorithm: Any, seed: int, plan: Any = None, **common: Any) -> Executor:
     from pearl_py.runtime.on_policy_serial import OnPolicySerialExecutor
 
@@ -97,4 +103,5 @@ def _on_policy_parallel(algorithm: Any, seed: int, plan: Any = None, **common: A
 
 OFF_POLICY = register_family(Family("off_policy", serial=_off_policy_serial, parallel=_off_policy_parallel,
                                     ray=_off_policy_ray))
-ON_POLICY = register_family(Family("on_policy", serial=_on_policy_serial, parallel=_on_policy_parallel))
+ON_POLICY = register_family(Family("on_policy", serial=_on_policy_serial, parallel=_on_policy_parallel,
+                                   ray=_on_policy_ray))

@@ -61,10 +61,7 @@ def make_executor(algorithm: BaseAlgorithm, plan: Plan, seed: int, *, backend: s
     if backend == "ray":
         if family.ray is None:
             raise UserError(f"{algorithm.name} ({family.name}) has no Ray executor yet; run it locally")
-        if resume_options:
-            raise UserError("the Ray backend neither checkpoints nor resumes yet: run with --backend local to "
-                            "use checkpoint_freq or --resume")
-        return family.ray(algorithm, seed, plan=plan, address=address, **common)
+        return family.ray(algorithm, seed, plan=plan, address=address, **resume_options, **common)
     check_runnable(plan, family=family.name)
     if runs_serially(plan):
         return family.serial(algorithm, seed, plan=plan, **resume_options, **common)

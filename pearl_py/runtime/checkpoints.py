@@ -162,11 +162,13 @@ class PeriodicCheckpoints:
         """Whether ``transitions`` reached the next multiple of ``every`` (never at the run's end: it is done)."""
         return self.enabled and self.next_at <= transitions < self.total_steps
 
-    def save(self, learner_state: dict[str, Any], replay_state: dict[str, Any], progress: Progress) -> Path:
-        """Write a checkpoint of the run at ``progress.transitions`` env steps (torch RNGs, CPU and CUDA: now)."""
+    def save(self, learner_state: dict[str, Any], replay_state: dict[str, Any], progress: Progress,
+             rng: tuple[torch.Tensor, list[torch.Tensor]] | None = None) -> Path:
+        """Write a checkpoint of the run at ``progress.transitions`` env steps; ``rng``: the learner's torch RNG
+        states (CPU, CUDA devices) where it runs in another process, else this process's, now."""
         from pearl_py.runtime.parallel.checkpoint import save_checkpoint
 
-        ckpt = self._checkpoint(learner_state, replay_state, progress)
+        ckpt = self._checkpoint(learner_state, replay_state, progress, rng)
         path = self.store.save(lambda folder: save_checkpoint(folder, ckpt), progress.transitions)
         every = self.options.every
         self.next_at = (progress.transitions // every + 1) * every
@@ -186,38 +188,55 @@ class PeriodicCheckpoints:
         save_checkpoint(folder, self._checkpoint(learner_state, replay_state, progress))
         return folder
 
-    def _checkpoint(self, learner_state: dict[str, Any], replay_state: dict[str, Any], progress: Progress
-                    ) -> Checkpoint:
+    def _checkpoint(self, learner_state: dict[str, Any], replay_state: dict[str, Any], progress: Progress,
+                    rng: tuple[torch.Tensor, list[torch.Tensor]] | None = None) -> Checkpoint:
         from pearl_py.runtime.parallel.checkpoint import Checkpoint
         from pearl_py.runtime.rng_state import cuda_rng_states
 
         algo = self.algorithm
+        torch_rng, cuda_rng = rng if rng is not None else (torch.get_rng_state(), cuda_rng_states())
         return Checkpoint(algorithm=algo.name, env=algo.env_id, config=asdict(algo.config), seed=self.seed,
                           total_steps=self.total_steps, learner=learner_state, replay=replay_state,
-                          progress=progress, torch_rng=torch.get_rng_state(), cuda_rng=cuda_rng_states())
+                          progress=progress, torch_rng=torch_rng, cuda_rng=cuda_rng)
 
 
 def restore(algorithm: BaseAlgorithm, learner: Any, seed: int, total_steps: int, resume_from: Path | None
             ) -> tuple[Progress, dict[str, Any] | None]:
     """Fresh progress, or (resuming) the checkpoint's, its session counted, with its replay state;
     ``learner`` and the torch RNGs (CPU and every CUDA device) are restored."""
-    from pearl_py.runtime.parallel.checkpoint import Progress, load_checkpoint
-    from pearl_py.runtime.rng_state import restore_cuda_rng_states
+    from pearl_py.runtime.parallel.checkpoint import Progress
 
     if resume_from is None:
         return Progress(), None
+    ckpt = load_resume(algorithm, seed, total_steps, resume_from)
+    restore_learner(learner, ckpt.learner, ckpt.torch_rng, ckpt.cuda_rng, resume_from)
+    return ckpt.progress, ckpt.replay
+
+
+def load_resume(algorithm: BaseAlgorithm, seed: int, total_steps: int, resume_from: Path) -> Checkpoint:
+    """The newest complete checkpoint of ``resume_from``, checked against this run, its session counted (the Ray
+    backend restores its parts in the workers that hold them)."""
+    from pearl_py.runtime.parallel.checkpoint import load_checkpoint
+
     ckpt = load_checkpoint(resume_from)
     ckpt.check_matches(algorithm, seed, total_steps)
+    ckpt.progress.sessions += 1
+    return ckpt
+
+
+def restore_learner(learner: Any, state: dict[str, Any], torch_rng: torch.Tensor, cuda_rng: list[torch.Tensor],
+                    source: Path | str) -> None:
+    """Load a checkpoint's learner part and torch RNGs (this process's) into ``learner``; a UserError naming
+    ``source`` when they do not fit."""
+    from pearl_py.runtime.rng_state import restore_cuda_rng_states
+
     try:
-        learner.load_state_dict(ckpt.learner)
-        torch.set_rng_state(ckpt.torch_rng)
-        restore_cuda_rng_states(ckpt.cuda_rng)
+        learner.load_state_dict(state)
+        torch.set_rng_state(torch_rng)
+        restore_cuda_rng_states(cuda_rng)
     except (RuntimeError, KeyError, TypeError, ValueError) as exc:  # the networks' shapes or names differ
-        raise UserError(f"resume: the checkpoint in {resume_from} does not fit this run's learner "
+        raise UserError(f"resume: the checkpoint in {source} does not fit this run's learner "
                         f"({str(exc).splitlines()[0][:200]})") from None
-    progress = ckpt.progress
-    progress.sessions += 1
-    return progress, ckpt.replay
 
 
 def session_seed(seed: int, sessions: int) -> int:

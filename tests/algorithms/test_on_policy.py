@@ -309,11 +309,6 @@ def test_pearl_train_and_cli_run_an_on_policy_config(tmp_path, capsys):
     assert data["backend"] == "serial" and data["plan"]["mode"] == "serialized"
 
 
-def test_ray_backend_refuses_on_policy_runs(tmp_path, capsys):
-    assert main(["run", "examples/configs/a2c_cartpole.yaml", "--out", str(tmp_path), "--backend", "ray"]) == 2
-    assert "a2c (on_policy) has no Ray executor yet; run it locally" in capsys.readouterr().err
-
-
 @pytest.mark.parametrize("command", ["plan", "simulate"])
 def test_plan_and_simulate_model_on_policy_configs_on_the_pearl_box(tmp_path, capsys, command):
     argv = [command, "examples/configs/ppo_cartpole.yaml", "--platform", "pearl-cpu-gpu-fpga", "--out", str(tmp_path)]

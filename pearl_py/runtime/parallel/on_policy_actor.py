@@ -23,6 +23,7 @@ from pearl_py.algorithms.networks import Networks
 from pearl_py.algorithms.on_policy.base import OnPolicyAlgorithm
 from pearl_py.kernels.on_policy import build_acting, warm_up
 from pearl_py.protocol.kernel import PARAM_SYNC, ROLLOUT_INSERT
+from pearl_py.runtime.collect import Record
 from pearl_py.runtime.on_policy_collect import RolloutCollector
 from pearl_py.runtime.parallel.actor import RESTART_SEED_STRIDE, WAIT_S
 from pearl_py.runtime.parallel.control import ControlBlock
@@ -102,13 +103,7 @@ def _collect(spec: OnPolicyActorSpec, control: ControlBlock, shared: SharedRollo
             start = time.perf_counter()
             if board.read_into(acting_state):
                 record(PARAM_SYNC, time.perf_counter() - start)
-            first = (spec.rollouts_before + k) * n_steps
-            for t in range(n_steps):
-                step = collector.step(first + t)
-                start = time.perf_counter()
-                shared.put(t, spec.envs, step)
-                record(ROLLOUT_INSERT, time.perf_counter() - start)
-            shared.put_last(spec.envs, *collector.last_values())
+            collect_rollout(collector, shared, spec.envs, (spec.rollouts_before + k) * n_steps, n_steps, record)
             k += 1
             control.set_produced(index, k)
             if spec.done_bell is not None:
@@ -116,6 +111,18 @@ def _collect(spec: OnPolicyActorSpec, control: ControlBlock, shared: SharedRollo
         control.finish(index)
     finally:
         collector.close()
+
+
+def collect_rollout(collector: RolloutCollector, shared: SharedRollout, envs: range, first: int, n_steps: int,
+                    record: Record) -> None:
+    """One rollout of envs ``envs`` into their columns of ``shared``: the run's vector steps ``first`` to
+    ``first + n_steps - 1``, then V of the observations after the last (the Ray backend's actors run it too)."""
+    for t in range(n_steps):
+        step = collector.step(first + t)
+        start = time.perf_counter()
+        shared.put(t, envs, step)
+        record(ROLLOUT_INSERT, time.perf_counter() - start)
+    shared.put_last(envs, *collector.last_values())
 
 
 def _wait_for_rollout(spec: OnPolicyActorSpec, control: ControlBlock, k: int) -> bool:

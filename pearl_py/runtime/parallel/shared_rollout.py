@@ -1,5 +1,9 @@
 """One on-policy rollout in shared memory: every actor writes its envs' columns, the learner reads the whole.
 
+The Ray backend holds the same arrays in process memory (``shared=False``): an actor sends its envs'
+columns (:meth:`SharedRollout.columns`) through the object store and the learner puts them in place
+(:meth:`SharedRollout.put_columns`).
+
 The arrays are the :class:`~pearl_py.replay.rollout.RolloutBuffer`'s, ``(n_steps, n_envs, ...)``,
 indexed by the run's global env index, plus what the learner needs beside them: V of the
 observations after the last step and whether that step ended each episode (``last_values``,
@@ -14,6 +18,7 @@ Example::
     >>> actor_side.put(t, range(4, 8), step)                             # every vector step
     >>> actor_side.put_last(range(4, 8), values, dones)
     >>> last_values, last_dones, episodes = shared.copy_into(rollout)    # learner, once all actors are done
+    >>> learner_side.put_columns(range(4, 8), actor_side.columns(range(4, 8)))   # the Ray backend
 """
 from __future__ import annotations
 
@@ -26,6 +31,10 @@ from pearl_py.runtime.on_policy_collect import RolloutStep
 
 STEP_FIELDS = ("obs", "actions", "rewards", "episode_starts", "values", "log_probs")
 """The rollout's arrays, in :meth:`RolloutBuffer.add`'s order."""
+GRID_FIELDS = (*STEP_FIELDS, "episode_return", "episode_length")
+"""The ``(n_steps, n_envs, ...)`` arrays."""
+LAST_FIELDS = ("last_values", "last_dones")
+"""The ``(n_envs,)`` arrays."""
 
 
 class SharedRollout:
@@ -38,7 +47,8 @@ class SharedRollout:
         self.episode_return, self.episode_length = storage["episode_return"], storage["episode_length"]
 
     @classmethod
-    def create(cls, algorithm: OnPolicyAlgorithm, name: str) -> SharedRollout:
+    def create(cls, algorithm: OnPolicyAlgorithm, name: str | None = None, shared: bool = True) -> SharedRollout:
+        """A zeroed rollout: in a new shared-memory segment ``name``, or in this process's memory (``shared=False``)."""
         cfg, spec = algorithm.config, algorithm.spec
         grid = (cfg.n_steps, cfg.n_envs)
         layout = Layout.of({"obs": (np.dtype(spec.obs_dtype), grid + tuple(spec.obs_shape)),   # uint8 frames stay uint8
@@ -47,7 +57,7 @@ class SharedRollout:
                             "values": (np.float32, grid), "log_probs": (np.float32, grid),
                             "last_values": (np.float32, (cfg.n_envs,)), "last_dones": (np.float32, (cfg.n_envs,)),
                             "episode_return": (np.float64, grid), "episode_length": (np.int64, grid)})
-        return cls(Storage.create(layout, shared=True, name=name))
+        return cls(Storage.create(layout, shared=shared, name=name))
 
     @classmethod
     def attach(cls, name: str) -> SharedRollout:
@@ -72,6 +82,21 @@ class SharedRollout:
         """V of envs ``envs``' observations after the last step, and whether that step ended their episodes."""
         self.last_values[envs.start:envs.stop] = values
         self.last_dones[envs.start:envs.stop] = dones
+
+    def columns(self, envs: range) -> dict[str, np.ndarray]:
+        """Copies of envs ``envs``' columns of every array (what :meth:`put_columns` takes)."""
+        cols = slice(envs.start, envs.stop)
+        part = {name: self._storage[name][:, cols].copy() for name in GRID_FIELDS}
+        part.update({name: self._storage[name][cols].copy() for name in LAST_FIELDS})
+        return part
+
+    def put_columns(self, envs: range, part: dict[str, np.ndarray]) -> None:
+        """Write envs ``envs``' columns of every array from :meth:`columns` of another rollout."""
+        cols = slice(envs.start, envs.stop)
+        for name in GRID_FIELDS:
+            self._storage[name][:, cols] = part[name]
+        for name in LAST_FIELDS:
+            self._storage[name][cols] = part[name]
 
     def copy_into(self, rollout: RolloutBuffer) -> tuple[np.ndarray, np.ndarray, list[tuple[int, float, int]]]:
         """Fill ``rollout`` with the shared rollout; return the last values and dones (copies) and

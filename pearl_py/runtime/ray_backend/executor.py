@@ -19,16 +19,14 @@ Example::
 """
 from __future__ import annotations
 
-import math
+import dataclasses
 import time
 from collections import deque
-from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 from pearl_py.algorithms.networks import Networks
 from pearl_py.algorithms.off_policy.base import Algorithm
-from pearl_py.errors import UserError
 from pearl_py.plan import Plan
 from pearl_py.protocol.kernel import ENV_STEP, INFERENCE, LEARNER_UPDATE, REPLAY_INSERT
 from pearl_py.protocol.schedule import TrainSchedule
@@ -36,76 +34,45 @@ from pearl_py.runtime.collect import round_beta
 from pearl_py.runtime.evaluation import EVAL_SEED_OFFSET
 from pearl_py.runtime.kernel_devices import simulated_kernels
 from pearl_py.runtime.parallel.placement import runtime_of
-from pearl_py.runtime.ray_backend.require import import_ray
+from pearl_py.runtime.checkpoints import session_log_dir, session_seed
+from pearl_py.runtime.parallel.checkpoint import Checkpoint, Progress
+from pearl_py.runtime.ray_backend.ray_run import RayRun
 from pearl_py.runtime.ray_backend.resources import component_resources, needs
 from pearl_py.runtime.result import RunResult
 from pearl_py.runtime.run_log import RunLog
 from pearl_py.runtime.timing import merge_kernel_times
 
 
-class RayExecutor:
-    """Runs ``algorithm`` under ``plan`` on a Ray cluster; see the module docstring."""
+class RayExecutor(RayRun):
+    """Runs an off-policy ``algorithm`` under ``plan`` on a Ray cluster; see the module docstring and RayRun."""
 
-    def __init__(self, algorithm: Algorithm, plan: Plan, seed: int = 0, *, address: str | None = None,
-                 out_dir: Path | None = None, eval_episodes: int = 10, eval_freq: int = 0,
-                 progress: bool | None = None, lookahead_rounds: int = 1) -> None:
-        self.algorithm = algorithm
-        self.plan = plan
-        self.seed = seed
-        self.address = address
-        self.out_dir = Path(out_dir) if out_dir is not None else None
-        self.eval_episodes = eval_episodes
-        self.eval_freq = eval_freq
-        self.progress = progress
+    def __init__(self, algorithm: Algorithm, plan: Plan, seed: int = 0, *, lookahead_rounds: int = 1,
+                 **options: Any) -> None:
+        super().__init__(algorithm, plan, seed, **options)
         self.lookahead_rounds = lookahead_rounds
         self.resources = component_resources(plan)
         self.actors = max(plan.placements[ENV_STEP].replicas, 1)
         self.trained_networks: Networks | None = None
         """After ``run``: the learner's networks, fetched to this process (the trained policy)."""
-        self.components: dict[str, Any] = {}
-        """After ``run``: each component's process id, Ray actor id and resources."""
 
-    def run(self, total_steps: int) -> RunResult:
-        ray = import_ray()
-        started_here = self._connect(ray)
-        try:
-            return self._run(ray, total_steps)
-        finally:
-            if started_here:
-                ray.shutdown()
+    def needs(self) -> dict[str, float]:
+        return needs(self.resources, self.actors)
 
-    def _connect(self, ray: ModuleType) -> bool:
-        """Join ``address`` or the running Ray session, else start a local one; check the resources fit."""
-        need = needs(self.resources, self.actors)
-        started = False
-        if not ray.is_initialized():
-            if self.address is not None:
-                ray.init(address=self.address, include_dashboard=False, log_to_driver=False)
-            else:
-                custom = {k: v for k, v in need.items() if k not in ("CPU", "GPU")}
-                ray.init(num_cpus=max(math.ceil(need.get("CPU", 0.0)), 1), resources=custom or None,
-                         include_dashboard=False, log_to_driver=False)
-            started = True
-        have = ray.cluster_resources()
-        short = [f"{k} {v:g} (the cluster has {have.get(k, 0):g})" for k, v in need.items()
-                 if have.get(k, 0.0) + 1e-9 < v]
-        if short:
-            if started:
-                ray.shutdown()
-            raise UserError(f"plan: the Ray cluster lacks resources for {self.actors} actors, the replay and the "
-                            f"learner; needs {', '.join(short)}")
-        return started
-
-    def _start(self, ray: ModuleType, total_steps: int) -> tuple[Any, Any, list[Any]]:
+    def _start(self, ray: ModuleType, total_steps: int, resumed: Checkpoint | None, sessions: int
+               ) -> tuple[Any, Any, list[Any]]:
         from pearl_py.runtime.ray_backend import workers
 
         algo, places, res = self.algorithm, self.plan.placements, self.resources
         replay = ray.remote(workers.ReplayServer).options(**res["replay"]).remote(
-            algo, self.seed, self._torch_device(REPLAY_INSERT))
+            algo, self.seed, self._torch_device(REPLAY_INSERT), resumed.replay if resumed else None)
         learner = ray.remote(workers.LearnerWorker).options(**res["learner"]).remote(
             algo, self.seed, self._torch_device(LEARNER_UPDATE), places[LEARNER_UPDATE].variant, replay)
-        actor_cls = ray.remote(workers.ActorWorker).options(**res["actor"])
-        actors = [actor_cls.remote(algo, i, self.seed, total_steps, places[INFERENCE].variant,
+        if resumed is not None:
+            ray.get(learner.restore.remote(resumed.learner, resumed.torch_rng, resumed.cuda_rng,
+                                           str(self.resume_from)))
+        actor_cls = ray.remote(workers.ActorWorker).options(**res["actor"], max_restarts=self.max_restarts,
+                                                            max_task_retries=-1)
+        actors = [actor_cls.remote(algo, i, session_seed(self.seed, sessions), total_steps, places[INFERENCE].variant,
                                    self._torch_device(INFERENCE)) for i in range(self.actors)]
         pids = ray.get([replay.pid.remote(), learner.pid.remote()] + [a.pid.remote() for a in actors])
         self.components = {
@@ -124,13 +91,19 @@ class RayExecutor:
         algo = self.algorithm
         n = algo.config.n_envs
         schedule = TrainSchedule.from_config(algo.config, total_steps, lookahead_rounds=self.lookahead_rounds)
-        replay, learner, actors = self._start(ray, total_steps)
-        log = RunLog(self.out_dir, total_steps, self.progress, algorithm=algo)
+        resumed = self._resume(total_steps)
+        progress = resumed.progress if resumed is not None else Progress()
+        replay, learner, actors = self._start(ray, total_steps, resumed, progress.sessions)
+        log = RunLog(session_log_dir(self.out_dir, progress.sessions), total_steps, self.progress, algorithm=algo)
         try:
-            loop = _Driver(ray, schedule, replay, learner, actors, log, self)
-            loop.run()
+            loop = _Driver(ray, schedule, replay, learner, actors, log, self, progress)
+            try:
+                loop.run()
+            except ray.exceptions.RayError as exc:
+                raise self._failure(exc, loop.step * n) from None
             eval_returns = ray.get(learner.evaluate.remote(self.eval_episodes, self.seed + EVAL_SEED_OFFSET))
             timings = ray.get([w.timings.remote() for w in (replay, learner, *actors)])
+            self.restarted = self._restarted(ray, actors)
             gradient_steps = ray.get(learner.gradient_steps.remote())
             self.trained_networks = algo.fresh_networks()
             self.trained_networks.load_state_dict(ray.get(learner.networks_state.remote()))
@@ -140,8 +113,8 @@ class RayExecutor:
                 ray.kill(handle)
         return RunResult(algorithm=algo.name, env=algo.env_id, seed=self.seed, env_steps=schedule.vector_steps * n,
                          gradient_steps=gradient_steps, wall_seconds=loop.wall_seconds, eval_returns=eval_returns,
-                         plan=self.plan.to_dict(), kernel_times=self._kernel_times(timings),
-                         episodes=loop.episodes, eval_history=loop.eval_history, backend="ray",
+                         plan=self.plan.to_dict(), kernel_times=self._kernel_times([progress.kernel_times, *timings]),
+                         episodes=loop.episodes, eval_history=progress.eval_history, backend="ray",
                          # actors collect the next rounds on the parameters of the round before: not measured
                          policy_lag={"bound": schedule.gradient_steps * self.lookahead_rounds, "max_observed": None})
 
@@ -154,19 +127,25 @@ class _Driver:
     """The schedule loop on the driver: dispatch collection, feed the replay in order, train, sync."""
 
     def __init__(self, ray: ModuleType, schedule: TrainSchedule, replay: Any, learner: Any, actors: list[Any],
-                 log: RunLog, executor: RayExecutor) -> None:
+                 log: RunLog, executor: RayExecutor, progress: Progress) -> None:
         self.ray, self.s, self.replay, self.learner, self.actors = ray, schedule, replay, learner, actors
-        self.log, self.x = log, executor
+        self.log, self.x, self.progress = log, executor, progress
         self.queue: deque[tuple[Any, Any, int]] = deque()
-        self.dispatched = self.step = self.updates = self.episodes = 0
+        # a resumed run continues at its checkpoint's vector step, whose round's updates are done
+        self.dispatched = self.step = progress.transitions // schedule.n_envs
+        self.updates = schedule.updates_until(self.step)
+        self.episodes = progress.episodes
         self.adds: list[Any] = []
-        self.eval_history: list[dict[str, float]] = []
+        self.eval_history = progress.eval_history
+        self.periodic = executor._periodic(schedule.total_steps, progress)
+        self.params: Any = None
         self._start = time.perf_counter()
         self._eval_s = 0.0
 
     @property
     def wall_seconds(self) -> float:
-        return time.perf_counter() - self._start - self._eval_s
+        """Training seconds of this session (evaluations and checkpoints excluded) plus earlier sessions'."""
+        return self.progress.wall_seconds + time.perf_counter() - self._start - self._eval_s
 
     def run(self) -> None:
         ray, s = self.ray, self.s
@@ -183,6 +162,8 @@ class _Driver:
                 self.log.train(self.step * s.n_envs, losses, self.step * s.n_envs / max(self.wall_seconds, 1e-9))
                 self._sync()
                 self._maybe_evaluate(self.step)
+                if self.periodic is not None and self.periodic.due(self.step * s.n_envs):
+                    self._checkpoint()
                 continue
             if self.step >= s.vector_steps:
                 return
@@ -201,7 +182,8 @@ class _Driver:
             for i, actor in enumerate(self.actors):
                 chunk = steps // count + (i < steps % count)
                 if chunk:
-                    rows, episodes = actor.collect.options(num_returns=2).remote(chunk, offset * s.n_envs)
+                    rows, episodes = actor.collect.options(num_returns=2).remote(chunk, offset * s.n_envs,
+                                                                                 self.params)
                     self.queue.append((rows, episodes, chunk))
                     offset += chunk
             self.dispatched = end
@@ -221,9 +203,22 @@ class _Driver:
         self.step += chunk
 
     def _sync(self) -> None:
-        params = self.learner.acting_params.remote()
-        for actor in self.actors:
-            actor.load_params.remote(params)
+        """The acting parameters every collection dispatched from now on acts on (an object reference)."""
+        self.params = self.learner.acting_params.remote()
+
+    def _checkpoint(self) -> None:
+        """After a training round, every consumed chunk in the replay: the learner, the replay and the counters
+        (chunks dispatched ahead are dropped and collected again on resume); not training time."""
+        started = time.perf_counter()
+        ray, n = self.ray, self.s.n_envs
+        learner_state, torch_rng, cuda_rng = ray.get(self.learner.checkpoint_state.remote())
+        replay_state = ray.get(self.replay.state_dict.remote())
+        timings = ray.get([w.timings.remote() for w in (self.replay, self.learner, *self.actors)])
+        progress = dataclasses.replace(self.progress, transitions=self.step * n, episodes=self.episodes,
+                                       wall_seconds=self.wall_seconds, eval_history=list(self.eval_history),
+                                       kernel_times=merge_kernel_times([self.progress.kernel_times, *timings], {}))
+        self.periodic.save(learner_state, replay_state, progress, rng=(torch_rng, cuda_rng))
+        self._eval_s += time.perf_counter() - started
 
     def _maybe_evaluate(self, step: int) -> None:
         x, n = self.x, self.s.n_envs

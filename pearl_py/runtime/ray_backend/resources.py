@@ -14,6 +14,8 @@ Example::
     ({'num_cpus': 1.0}, {'num_cpus': 0.5}, {'num_cpus': 0.5})
     >>> needs(res, actors=2)
     {'CPU': 3.0}
+    >>> on_policy_resources(ppo_plan)          # on-policy: actors and a learner, no replay
+    {'actor': {'num_cpus': 1.0}, 'learner': {'num_cpus': 1.0}}
 """
 from __future__ import annotations
 
@@ -46,6 +48,16 @@ def component_resources(plan: Plan) -> dict[str, dict[str, object]]:
     share = 0.5 if replay_dev == learner_dev else 1.0
     return {"actor": actor, "replay": _options(plan, replay_dev, share),
             "learner": _options(plan, learner_dev, share)}
+
+
+def on_policy_resources(plan: Plan) -> dict[str, dict[str, object]]:
+    """``{"actor" | "learner": Ray actor options}`` of an on-policy run: an actor takes a core (its inference runs
+    beside its envs); the learner takes its device, and as many cores as its planned threads on a CPU."""
+    learner = plan.placements[LEARNER_UPDATE]
+    options = _options(plan, learner.device, 1.0)
+    if options.get("num_cpus"):
+        options["num_cpus"] = float(max(plan.learner_threads, 1))
+    return {"actor": {"num_cpus": 1.0}, "learner": options}
 
 
 def needs(resources: dict[str, dict[str, object]], actors: int) -> dict[str, float]:

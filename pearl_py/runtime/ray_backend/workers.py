@@ -12,7 +12,7 @@ Imported only once :func:`import_ray` succeeded (this module imports ``ray``).
 Example (what :class:`RayExecutor` does)::
 
     >>> replay = ray.remote(ReplayServer).options(num_cpus=0.5).remote(algo, seed=0)
-    >>> rows, episodes = actor.collect.options(num_returns=2).remote(256, 0)
+    >>> rows, episodes = actor.collect.options(num_returns=2).remote(256, 0, learner.acting_params.remote())
     >>> replay.add.remote(rows)
 """
 from __future__ import annotations
@@ -28,6 +28,8 @@ from pearl_py import kernels
 from pearl_py.algorithms.networks import Networks
 from pearl_py.algorithms.off_policy.base import Algorithm
 from pearl_py.algorithms.off_policy.learner import Learner
+from pearl_py.algorithms.on_policy.base import OnPolicyAlgorithm
+from pearl_py.algorithms.on_policy.learner import OnPolicyLearner
 from pearl_py.protocol.kernel import (
     INFERENCE,
     LEARNER_UPDATE,
@@ -38,14 +40,20 @@ from pearl_py.protocol.kernel import (
 )
 from pearl_py.replay.buffer import SampleBatch
 from pearl_py.runtime.collect import PARAM_READ, Collector, LossMeans, gradient_step
-from pearl_py.runtime.device_replay import replay_on
+from pearl_py.runtime.checkpoints import restore_learner
+from pearl_py.runtime.device_replay import replay_from_state, replay_on
 from pearl_py.runtime.evaluation import evaluate
+from pearl_py.runtime.rng_state import cuda_rng_states
 from pearl_py.runtime.timing import KernelTimer
 
 Rows = dict[str, np.ndarray]
 
 
-class _Timed:
+Params = tuple[int, dict[str, np.ndarray]]
+"""The acting parameters as the learner sends them: (its gradient-step count, the tensors as arrays)."""
+
+
+class Timed:
     """Process id and per-kernel times, which every worker reports."""
 
     timer: KernelTimer
@@ -57,7 +65,67 @@ class _Timed:
         return self.timer.summary()
 
 
-class ActorWorker(_Timed):
+class Acting(Timed):
+    """An actor's copy of the acting networks, refreshed from the :data:`Params` each collection call carries
+    (so a restarted actor, which Ray rebuilds from its constructor, acts on the current parameters at once)."""
+
+    acting: dict[str, torch.Tensor]
+    params_tag: int | None = None
+
+    def load(self, params: Params, kernel: str) -> None:
+        """Copy ``params`` into the acting networks unless they are the ones loaded (timed as ``kernel``)."""
+        tag, state = params
+        if tag == self.params_tag:
+            return
+        with self.timer(kernel):
+            for name, value in state.items():
+                self.acting[name].copy_(torch.from_numpy(np.array(value)))  # object-store arrays are read-only
+        self.params_tag = tag
+
+
+class LearnerState(Timed):
+    """A learner worker's checkpoint part (its learner's state, this process's torch RNGs) and its restore."""
+
+    algo: Algorithm | OnPolicyAlgorithm
+    learner: Learner | OnPolicyLearner
+
+    def checkpoint_state(self) -> tuple[dict[str, Any], torch.Tensor, list[torch.Tensor]]:
+        """``(learner state on the CPU, torch RNG state, CUDA RNG states)``, taken between updates."""
+        return _on_cpu(self.learner.state_dict()), torch.get_rng_state(), cuda_rng_states()
+
+    def restore(self, state: dict[str, Any], torch_rng: torch.Tensor, cuda_rng: list[torch.Tensor],
+                source: str) -> None:
+        restore_learner(self.learner, state, torch_rng, cuda_rng, source)
+
+    def acting_params(self) -> Params:
+        """The acting networks' tensors now (looked up each time: a ``fused`` update may replace their storage)."""
+        with self.timer(PARAM_SYNC):
+            state = self.learner.nets.acting_state(self.algo.acting_networks)
+            return self.learner.gradient_steps, {k: v.detach().cpu().numpy().copy() for k, v in state.items()}
+
+    def gradient_steps(self) -> int:
+        return self.learner.gradient_steps
+
+    def networks_state(self) -> dict[str, torch.Tensor]:
+        """Every network's tensors on the CPU (the trained policy the driver saves)."""
+        return {k: v.detach().cpu() for k, v in self.learner.nets.state_dict().items()}
+
+    def evaluate(self, episodes: int, seed: int) -> list[float]:
+        return evaluate(self.algo, self.learner.nets, self.learner.device, episodes, seed)
+
+
+def _on_cpu(value: Any) -> Any:
+    """``value`` with every tensor inside (dicts, lists, tuples) moved to the CPU (the driver may have no GPU)."""
+    if isinstance(value, torch.Tensor):
+        return value.detach().cpu()
+    if isinstance(value, dict):
+        return {k: _on_cpu(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_on_cpu(v) for v in value)
+    return value
+
+
+class ActorWorker(Acting):
     """``n_envs`` envs seeded ``seed + index`` and a copy of the acting networks on the planned inference
     ``device`` (``"cuda"``: the GPU Ray gave this actor; inference is then timed with CUDA events)."""
 
@@ -75,14 +143,11 @@ class ActorWorker(_Timed):
         self.timer = KernelTimer({INFERENCE: self.device, PARAM_READ: self.device})
         self.collector = Collector(algorithm, self.seed, self.timer.add, timed=self.timer)
 
-    def load_params(self, state: dict[str, np.ndarray]) -> None:
-        with self.timer(PARAM_READ):
-            for name, value in state.items():
-                self.acting[name].copy_(torch.from_numpy(np.array(value)))  # object-store arrays are read-only
-
-    def collect(self, vector_steps: int, steps_before: int) -> tuple[Rows, list[tuple[int, float, int]]]:
-        """Run ``vector_steps`` steps; ``steps_before`` transitions were collected by all actors before."""
+    def collect(self, vector_steps: int, steps_before: int, params: Params
+                ) -> tuple[Rows, list[tuple[int, float, int]]]:
+        """Run ``vector_steps`` steps acting on ``params``; ``steps_before``: transitions all actors collected before."""
         algo, n = self.algo, self.algo.config.n_envs
+        self.load(params, PARAM_READ)
         out: dict[str, list[np.ndarray]] = {k: [] for k in ("obs", "actions", "rewards", "next_obs", "terminated")}
         episodes: list[tuple[int, float, int]] = []
         for i in range(vector_steps):
@@ -95,12 +160,14 @@ class ActorWorker(_Timed):
         return {k: np.concatenate(v) for k, v in out.items()}, episodes
 
 
-class ReplayServer(_Timed):
-    """The algorithm's replay buffer in a process of its own, on the planned ``device`` (a GPU: a TorchReplayBuffer)."""
+class ReplayServer(Timed):
+    """The algorithm's replay buffer in a process of its own, on the planned ``device`` (a GPU: a TorchReplayBuffer);
+    ``state``: a checkpoint's replay to continue from."""
 
-    def __init__(self, algorithm: Algorithm, seed: int, device: str = "cpu") -> None:
+    def __init__(self, algorithm: Algorithm, seed: int, device: str = "cpu", state: dict[str, Any] | None = None
+                 ) -> None:
         device = torch.device(device)
-        self.replay = replay_on(algorithm, seed, device)
+        self.replay = replay_from_state(state, device) if state is not None else replay_on(algorithm, seed, device)
         self.n_envs = algorithm.config.n_envs
         self.timer = KernelTimer({k: device for k in (REPLAY_INSERT, REPLAY_SAMPLE, PRIORITY_UPDATE)})
 
@@ -116,6 +183,10 @@ class ReplayServer(_Timed):
     def update_priorities(self, indices: np.ndarray, td_abs: np.ndarray) -> None:
         with self.timer(PRIORITY_UPDATE):
             self.replay.update_priorities(indices, td_abs)
+
+    def state_dict(self) -> dict[str, Any]:
+        """The buffer's checkpoint part (items, priorities, counters, sampling generator)."""
+        return _on_cpu(self.replay.state_dict())
 
 
 class _Prefetching:
@@ -136,7 +207,7 @@ class _Prefetching:
         self.server.update_priorities.remote(indices, td_abs)
 
 
-class LearnerWorker(_Timed):
+class LearnerWorker(LearnerState):
     """The learner: networks on the planned device, updates with the planned variant."""
 
     def __init__(self, algorithm: Algorithm, seed: int, device: str, variant: str, replay: Any) -> None:
@@ -146,7 +217,6 @@ class LearnerWorker(_Timed):
         self.learner = Learner(algorithm, device)
         self.update = kernels.build(kernels.KernelKind.LEARNER_UPDATE, variant, self.learner,
                                     device_class=kernels.device_class(self.learner.device))
-        self.acting = self.learner.nets.acting_state(algorithm.acting_networks)
         self.timer = KernelTimer({LEARNER_UPDATE: self.learner.device, PARAM_SYNC: self.learner.device})
 
     def train(self, updates: int, beta: float) -> dict[str, float]:
@@ -164,16 +234,3 @@ class LearnerWorker(_Timed):
         for step in range(first, last + 1):
             self.algo.after_env_step(self.learner.nets, step)
 
-    def acting_params(self) -> dict[str, np.ndarray]:
-        with self.timer(PARAM_SYNC):
-            return {k: v.detach().cpu().numpy().copy() for k, v in self.acting.items()}
-
-    def gradient_steps(self) -> int:
-        return self.learner.gradient_steps
-
-    def networks_state(self) -> dict[str, torch.Tensor]:
-        """Every network's tensors on the CPU (the trained policy the driver saves)."""
-        return {k: v.detach().cpu() for k, v in self.learner.nets.state_dict().items()}
-
-    def evaluate(self, episodes: int, seed: int) -> list[float]:
-        return evaluate(self.algo, self.learner.nets, self.learner.device, episodes, seed)

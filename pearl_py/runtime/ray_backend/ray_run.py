@@ -1,0 +1,122 @@
+"""What every Ray executor shares around its driver loop: the cluster, resuming, periodic checkpoints, failures.
+
+A run joins ``address`` (a cluster started with ``ray start --head``; workers joined with ``ray start
+--address``) or the Ray session already running in this process, else starts a local one (stopped at the
+end), after checking the cluster has the resources the plan's components ask for. ``resume_from`` (a run
+folder or a checkpoint folder) continues from its newest complete checkpoint
+(:mod:`pearl_py.runtime.checkpoints`): the driver reads it and hands each part to the worker that holds it
+(the learner's state and torch RNGs, the replay or the minibatch generator). Periodic checkpoints
+(``checkpoints.every`` env steps) are fetched from those workers and written by the driver under
+``out_dir/checkpoints/``, whole or not at all, so a driver killed at any moment (SIGKILL included)
+resumes from the newest. Actor workers are restarted by Ray (``max_restarts``) and the collection call
+they owed is sent again (``max_task_retries``); a restarted actor's envs start new episodes.
+
+Example::
+
+    >>> class MyRayExecutor(RayRun):
+    ...     def _run(self, ray, total_steps): ...
+    >>> MyRayExecutor(algo, plan, seed=0, address="127.0.0.1:6379", out_dir=Path("runs/x"),
+    ...               checkpoints=CheckpointOptions(every=10_000)).run(50_000)
+"""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from pearl_py.algorithms.core import BaseAlgorithm
+from pearl_py.errors import UserError
+from pearl_py.plan import Plan
+from pearl_py.runtime.checkpoints import CheckpointOptions, PeriodicCheckpoints, load_resume, newest_checkpoint
+from pearl_py.runtime.parallel.checkpoint import Checkpoint, Progress
+from pearl_py.runtime.ray_backend.require import import_ray
+from pearl_py.runtime.result import RunResult
+
+
+class RayRun:
+    """The part of a Ray executor around its schedule loop (see the module docstring); subclasses write ``_run``."""
+
+    def __init__(self, algorithm: BaseAlgorithm, plan: Plan, seed: int = 0, *, address: str | None = None,
+                 out_dir: Path | None = None, eval_episodes: int = 10, eval_freq: int = 0,
+                 progress: bool | None = None, resume_from: Path | None = None,
+                 checkpoints: CheckpointOptions | None = None, max_restarts: int = 3) -> None:
+        self.algorithm = algorithm
+        self.plan = plan
+        self.seed = seed
+        self.address = address
+        self.out_dir = Path(out_dir) if out_dir is not None else None
+        self.eval_episodes = eval_episodes
+        self.eval_freq = eval_freq
+        self.progress = progress
+        self.resume_from = Path(resume_from) if resume_from is not None else None
+        self.checkpoints = checkpoints or CheckpointOptions()
+        self.max_restarts = max_restarts
+        """Times Ray restarts each actor worker that dies (its pending collection call is sent again)."""
+        self.components: dict[str, Any] = {}
+        """After ``run``: each component's process id, Ray actor id and resources."""
+        self.restarted: list[int] = []
+        """After ``run``: the actor workers (indices) that Ray restarted during it."""
+
+    def needs(self) -> dict[str, float]:
+        """The Ray resources the run's components take (``{"CPU": 3.0, ...}``)."""
+        raise NotImplementedError
+
+    def _run(self, ray: ModuleType, total_steps: int) -> RunResult:
+        raise NotImplementedError
+
+    def run(self, total_steps: int) -> RunResult:
+        ray = import_ray()
+        started_here = self._connect(ray)
+        try:
+            return self._run(ray, total_steps)
+        finally:
+            if started_here:
+                ray.shutdown()
+
+    def _connect(self, ray: ModuleType) -> bool:
+        """Join ``address`` or the running Ray session, else start a local one; check the resources fit."""
+        need = self.needs()
+        started = False
+        if not ray.is_initialized():
+            if self.address is not None:
+                ray.init(address=self.address, include_dashboard=False, log_to_driver=False)
+            else:
+                custom = {k: v for k, v in need.items() if k not in ("CPU", "GPU")}
+                ray.init(num_cpus=max(math.ceil(need.get("CPU", 0.0)), 1), resources=custom or None,
+                         include_dashboard=False, log_to_driver=False)
+            started = True
+        have = ray.cluster_resources()
+        short = [f"{k} {v:g} (the cluster has {have.get(k, 0):g})" for k, v in need.items()
+                 if have.get(k, 0.0) + 1e-9 < v]
+        if short:
+            if started:
+                ray.shutdown()
+            raise UserError(f"plan: the Ray cluster lacks resources for the run's actors and learner; needs "
+                            f"{', '.join(short)}")
+        return started
+
+    def _resume(self, total_steps: int) -> Checkpoint | None:
+        """The checkpoint to continue from (checked against this run), or None for a fresh run."""
+        if self.resume_from is None:
+            return None
+        return load_resume(self.algorithm, self.seed, total_steps, self.resume_from)
+
+    def _periodic(self, total_steps: int, progress: Progress) -> PeriodicCheckpoints | None:
+        periodic = PeriodicCheckpoints(self.out_dir, self.checkpoints, self.algorithm, self.seed, total_steps,
+                                       progress.transitions)
+        return periodic if periodic.enabled else None
+
+    def _restarted(self, ray: ModuleType, actors: list[Any]) -> list[int]:
+        """The actor workers whose process is not the one they started in (Ray restarted them)."""
+        pids = ray.get([a.pid.remote() for a in actors])
+        return [i for i, (pid, seen) in enumerate(zip(pids, self.components["actors"])) if pid != seen["pid"]]
+
+    def _failure(self, exc: Exception, transitions: int) -> RuntimeError:
+        """The error that ends a run whose learner (or an actor past its restarts) failed: what failed, where, and
+        the checkpoint to resume from."""
+        newest = newest_checkpoint(self.out_dir) if self.out_dir is not None else None
+        resume = (f"resume from its newest checkpoint ({newest}) with --resume {self.out_dir}" if newest else
+                  "no checkpoint was written (set checkpoint_freq and an output folder to be able to resume)")
+        cause = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
+        return RuntimeError(f"the Ray run failed after {transitions} env steps: {cause}; {resume}")
