@@ -26,6 +26,7 @@ import re
 
 import gymnasium as gym
 import numpy as np
+from gymnasium.envs.registration import load_env_creator
 
 from pearl_py.errors import UserError
 
@@ -38,6 +39,15 @@ EXTRAS = {"atari": ("ale_py", "atari"), "minatar": ("minatar", "minatar")}
 
 class EnvError(UserError):
     """The environment id is unknown or its spaces are not ones pearl_py supports."""
+
+
+class EnvNotInstalled(EnvError):
+    """The env id is known but a package its env needs is not installed; the message says what to install."""
+
+
+INSTALL = {"gymnasium.envs.box2d": "pip install 'pearl_py[box2d]'",
+           "gymnasium.envs.mujoco": "pip install 'gymnasium[mujoco]' (pearl_py has no MuJoCo extra yet)"}
+"""Module of a gymnasium entry point -> the command that installs what it needs."""
 
 
 SYNTHETIC = re.compile(r"^pearl/Frames(Box)?-(\d+)x(\d+)x(\d+)-v0$")
@@ -70,11 +80,27 @@ def register_family(env_id: str) -> None:
     try:
         package = importlib.import_module(module)
     except ImportError:
-        raise EnvError(f"env {env_id!r} needs the {module} package: pip install 'pearl_py[{extra}]'") from None
+        raise EnvNotInstalled(f"env {env_id!r} needs the {module} package: pip install 'pearl_py[{extra}]'") from None
     if kind == "atari":
         gym.register_envs(package)
     elif "MinAtar/Breakout-v1" not in gym.registry:
         importlib.import_module("minatar.gym").register_envs()
+
+
+def check_installed(env_id: str) -> None:
+    """Raise :class:`EnvNotInstalled` when the module of ``env_id``'s registered entry point cannot be imported
+    (LunarLander without Box2D): one line naming the missing package and the command that installs it."""
+    entry = gym.spec(env_id).entry_point
+    if not isinstance(entry, str):
+        return  # a callable entry point is imported already
+    try:
+        load_env_creator(entry)
+    except (gym.error.DependencyNotInstalled, ImportError) as exc:
+        missing = getattr(exc.__cause__, "name", None) or getattr(exc, "name", None) or "a package"
+        module = entry.partition(":")[0]
+        install = next((how for prefix, how in INSTALL.items() if module.startswith(prefix)),
+                       f"install the package that provides {missing}")
+        raise EnvNotInstalled(f"env {env_id!r} needs {missing}, which is not installed: {install}") from None
 
 
 def default_frame_stack(env_id: str) -> int:

@@ -23,12 +23,14 @@ import numpy as np
 
 from pearl_py.algorithms.env_make import (
     EnvError,
+    EnvNotInstalled,
+    check_installed,
     default_frame_stack,
     make_env,
     register_family,
 )
 
-__all__ = ["EnvError", "EnvSpec", "check_env_id", "make_vector_env"]
+__all__ = ["EnvError", "EnvNotInstalled", "EnvSpec", "check_env_id", "make_vector_env"]
 
 
 @dataclass(frozen=True)
@@ -123,12 +125,14 @@ class EnvSpec:
 
 
 def check_env_id(env_id: str) -> None:
-    """Raise :class:`EnvError` unless gymnasium knows ``env_id`` (registering Atari and MinAtar ids first)."""
+    """Raise :class:`EnvError` unless gymnasium knows ``env_id`` (registering Atari and MinAtar ids first), and
+    :class:`EnvNotInstalled` when a package its env needs is missing (Box2D, MuJoCo, ale-py)."""
     register_family(env_id)
     try:
         gym.spec(env_id)
     except gym.error.Error as exc:
         raise EnvError(f"unknown gymnasium env id {env_id!r} ({exc})") from None
+    check_installed(env_id)
 
 
 def make_vector_env(env_id: str, n_envs: int, seed: int, frame_stack: int | None = None) -> gym.vector.VectorEnv:

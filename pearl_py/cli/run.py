@@ -31,8 +31,8 @@ def run_main(args: argparse.Namespace) -> int:
     from pearl_py.run_config.zoo import load_zoo
     from pearl_py.runtime.run_log import TENSORBOARD_EXTRA
 
-    cfg = load_zoo(args.zoo, args.env) if args.zoo else load_config(args.config)
-    cfg = apply_sets(cfg, args.sets).with_overrides(total_steps=args.steps, seed=args.seed,
+    cfg = load_zoo(args.zoo, args.env, sets=args.sets) if args.zoo else apply_sets(load_config(args.config), args.sets)
+    cfg = cfg.with_overrides(total_steps=args.steps, seed=args.seed,
                                                     checkpoint_freq=args.checkpoint_freq,
                                                     checkpoint_keep=args.checkpoint_keep)
     s = cfg.settings
