@@ -9,6 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from pearl_py.errors import ConfigError
+from pearl_py.run_config.zoo import load_zoo
+
 _PATH = Path(__file__).resolve().parents[2] / "benchmarks" / "zoo_coverage.py"
 if not _PATH.exists():
     pytest.skip("benchmarks/ is not shipped with an installed package", allow_module_level=True)
@@ -17,7 +20,7 @@ coverage = importlib.util.module_from_spec(_spec)
 sys.modules[_spec.name] = coverage  # its dataclass looks its module up
 _spec.loader.exec_module(coverage)
 
-KEYS_READ = 54
+KEYS_READ = 56
 """Entries whose every key pearl_py reads (accepted, or accepted but for an env not installed here), of 139."""
 
 
@@ -28,3 +31,91 @@ def test_every_zoo_entry_is_read_or_refused_by_name():
     assert kinds["accepted"] + kinds["env not installed"] >= KEYS_READ
     refused = [o for o in results if o.kind == "refused"]
     assert all(o.detail.split(":")[0] != "-" for o in refused), "a refusal that names no key"
+
+
+ZOO = Path(__file__).resolve().parents[1] / "data" / "zoo"
+
+
+def test_gradient_steps_minus_one_is_one_step_per_env_step_of_the_round():
+    cfg = load_zoo(ZOO / "dqn.yml", "Acrobot-v1")
+    assert (cfg.hyperparameters.train_freq, cfg.hyperparameters.gradient_steps) == (4, 4)
+    assert load_zoo(ZOO / "dqn.yml", "Acrobot-v1", sets=["n_envs=2"]).hyperparameters.gradient_steps == 8
+
+
+@pytest.mark.parametrize("value, message", [
+    ("0", "zoo.yml:3: CartPole-v1.gradient_steps: must be >= 1, or -1 (as many as the env steps of a round), got 0"),
+    ("-2", "zoo.yml:3: CartPole-v1.gradient_steps: must be >= -1, got -2"),
+    ("all", "zoo.yml:3: CartPole-v1.gradient_steps: expected integer, got str 'all'"),
+])
+def test_bad_gradient_steps_are_located(tmp_path, value, message):
+    path = tmp_path / "zoo.yml"
+    path.write_text(f"CartPole-v1:\n  train_freq: 4\n  gradient_steps: {value}\n")
+    with pytest.raises(ConfigError) as err:
+        load_zoo(path, "CartPole-v1", algorithm="dqn")
+    assert str(err.value) == f"{path.parent}/{message}"
+
+
+def test_set_repairs_an_entry_before_it_is_validated(capsys):
+    with pytest.raises(ConfigError, match=r"a2c.yml:44: Acrobot-v1.normalize: observation and reward normalization"):
+        load_zoo(ZOO / "a2c.yml", "Acrobot-v1")
+    cfg = load_zoo(ZOO / "a2c.yml", "Acrobot-v1", sets=["normalize=false", "seed=3", "total_steps=1000"])
+    assert (cfg.settings.seed, cfg.settings.total_steps, cfg.hyperparameters.n_envs) == (3, 1000, 16)
+
+
+@pytest.mark.parametrize("flag, message", [
+    ("batch_size=-1", "pearl: error: --set batch_size=-1: batch_size: must be >= 1, got -1"),
+    ("seed=-1", "pearl: error: --set seed=-1: seed: must be >= 0, got -1"),
+    ("normalize=true", "pearl: error: --set normalize=true: normalize: observation and reward normalization "
+                       "(VecNormalize) is not implemented in pearl_py: remove the key to run without it"),
+    ("tau2=1", "pearl: error: --set tau2=1: tau2: dqn in pearl_py has no hyperparameter 'tau2'"),
+    ("env=Acrobot-v1", "pearl: error: --set env=Acrobot-v1: with --zoo the algorithm is the file's and the env is "
+                       "--env"),
+])
+def test_a_bad_set_on_a_zoo_entry_names_the_flag(capsys, flag, message):
+    from pearl_py.cli import main
+
+    assert main(["run", "--zoo", str(ZOO / "dqn.yml"), "--env", "CartPole-v1", "--set", flag]) == 2
+    assert capsys.readouterr().err == message + "\n"
+
+
+def test_the_zoo_entry_for_an_id_without_one_is_atari_or_default():
+    from pearl_py.config.yaml_source import YamlDocument
+    from pearl_py.run_config.zoo import entry_key
+
+    dqn = YamlDocument.load(ZOO / "dqn.yml")
+    assert entry_key(dqn, "BreakoutNoFrameskip-v4") == "atari" and entry_key(dqn, "ALE/Pong-v5") == "atari"
+    assert entry_key(dqn, "Taxi-v4") == "default" and entry_key(dqn, "Acrobot-v1") == "Acrobot-v1"
+    assert load_zoo(ZOO / "dqn.yml", "Taxi-v4").settings.total_steps == 1_000_000
+    with pytest.raises(ConfigError, match=r"dqn.yml:7: atari.env_wrapper: env wrappers are not applied by pearl_py"):
+        load_zoo(ZOO / "dqn.yml", "BreakoutNoFrameskip-v4")
+
+
+def test_an_env_whose_package_is_missing_is_one_line_naming_it(tmp_path, capsys):
+    import gymnasium as gym
+
+    from pearl_py.cli import main
+
+    gym.register("pearl_test/NeedsPackage-v0", entry_point="pearl_no_such_package.envs:Env")
+    path = tmp_path / "dqn.yml"
+    path.write_text("pearl_test/NeedsPackage-v0:\n  n_timesteps: 1000\n")
+    try:
+        assert main(["run", "--zoo", str(path), "--env", "pearl_test/NeedsPackage-v0"]) == 2
+    finally:
+        del gym.registry["pearl_test/NeedsPackage-v0"]
+    assert capsys.readouterr().err == (
+        f"pearl: error: {path}:1: pearl_test/NeedsPackage-v0: env 'pearl_test/NeedsPackage-v0' needs "
+        "pearl_no_such_package, which is not installed: install the package that provides pearl_no_such_package\n")
+
+
+def test_box2d_missing_names_the_extra(capsys):
+    pytest.importorskip("gymnasium")
+    try:
+        import Box2D  # noqa: F401
+        pytest.skip("Box2D is installed here")
+    except ImportError:
+        pass
+    from pearl_py.algorithms.env_spec import EnvNotInstalled, EnvSpec
+
+    with pytest.raises(EnvNotInstalled) as err:
+        EnvSpec.from_env_id("LunarLander-v3")
+    assert str(err.value) == "env 'LunarLander-v3' needs Box2D, which is not installed: pip install 'pearl_py[box2d]'"
