@@ -10,7 +10,9 @@ stacking the last 4 frames, channel-first: ``(4, 84, 84)`` uint8. MinAtar ids
 divide by 255, as Stable-Baselines3 does. ``pearl/Frames-CxHxW-v0`` (3 discrete actions) and
 ``pearl/FramesBox-CxHxW-v0`` (2 continuous actions) are random uint8 frames of any shape, 32 steps
 an episode, registered on first use: CNN micro-benchmarks and tests need no optional package.
-Other ids are made as gymnasium registers them.
+Other ids are made as gymnasium registers them, including a user's env in gymnasium's ``module:EnvName-v0``
+form (the module, imported first in every process that makes the env, registers it). Discrete observations
+(FrozenLake, Taxi) are one-hot float vectors, as Stable-Baselines3 encodes them.
 ``frame_stack`` overrides the number of stacked frames (None: 4 for Atari, none otherwise).
 
 Example::
@@ -54,8 +56,25 @@ SYNTHETIC = re.compile(r"^pearl/Frames(Box)?-(\d+)x(\d+)x(\d+)-v0$")
 """Ids of the random-frame envs: ``pearl/Frames-4x10x10-v0`` (discrete), ``pearl/FramesBox-4x84x84-v0``."""
 
 
+def registered_name(env_id: str) -> str:
+    """The id gymnasium registers: ``env_id`` without the ``module:`` of gymnasium's ``module:EnvName-v0`` form."""
+    return env_id.rpartition(":")[2]
+
+
+def import_env_module(env_id: str) -> None:
+    """Import the module of a ``module:EnvName-v0`` id (a user's package that registers its envs on import)."""
+    module = env_id.rpartition(":")[0]
+    if not module:
+        return
+    try:
+        importlib.import_module(module)
+    except ImportError as exc:
+        raise EnvError(f"env {env_id!r}: cannot import {module!r}, the module that should register it ({exc})") from None
+
+
 def family(env_id: str) -> str:
     """``atari``, ``minatar``, ``frames`` (random frames) or ``gym`` (no preprocessing), read from the id."""
+    env_id = registered_name(env_id)
     if env_id.startswith("ALE/") or env_id.endswith("NoFrameskip-v4"):
         return "atari"
     if env_id.startswith("MinAtar/"):
@@ -66,7 +85,10 @@ def family(env_id: str) -> str:
 
 
 def register_family(env_id: str) -> None:
-    """Register the ids of ``env_id``'s optional env package with gymnasium (no-op for plain ids)."""
+    """Register the ids of ``env_id``'s optional env package with gymnasium, or import the module a
+    ``module:EnvName-v0`` id names (no-op for plain ids)."""
+    import_env_module(env_id)
+    env_id = registered_name(env_id)
     kind = family(env_id)
     if kind == "gym":
         return
@@ -90,7 +112,7 @@ def register_family(env_id: str) -> None:
 def check_installed(env_id: str) -> None:
     """Raise :class:`EnvNotInstalled` when the module of ``env_id``'s registered entry point cannot be imported
     (LunarLander without Box2D): one line naming the missing package and the command that installs it."""
-    entry = gym.spec(env_id).entry_point
+    entry = gym.spec(registered_name(env_id)).entry_point
     if not isinstance(entry, str):
         return  # a callable entry point is imported already
     try:
@@ -112,6 +134,7 @@ def make_env(env_id: str, frame_stack: int | None = None, render_mode: str | Non
     """``env_id`` with its family's preprocessing and ``frame_stack`` frames stacked (None: the family's);
     ``render_mode`` as gymnasium's (``rgb_array`` to film it)."""
     register_family(env_id)
+    check_installed(env_id)
     kind = family(env_id)
     made = {"render_mode": render_mode} if render_mode else {}
     if kind == "atari":
@@ -122,6 +145,8 @@ def make_env(env_id: str, frame_stack: int | None = None, render_mode: str | Non
         env = ChannelFirstFrames(gym.make(env_id, **made))
     else:
         env = gym.make(env_id, **made)
+    if isinstance(env.observation_space, gym.spaces.Discrete):
+        env = OneHotObservation(env)
     stack = default_frame_stack(env_id) if frame_stack is None else frame_stack
     if stack > 1:
         env = gym.wrappers.FrameStackObservation(env, stack_size=stack)
@@ -129,6 +154,22 @@ def make_env(env_id: str, frame_stack: int | None = None, render_mode: str | Non
         if len(shape) == 4:                  # stacked (C, H, W) frames: channel-first (stack * C, H, W)
             env = gym.wrappers.ReshapeObservation(env, (stack * shape[1], *shape[2:]))
     return env
+
+
+class OneHotObservation(gym.ObservationWrapper):
+    """A Discrete observation ``i`` of ``n`` as the float32 one-hot vector ``e_(i - start)`` of length ``n``
+    (Stable-Baselines3's ``preprocess_obs`` for Discrete spaces)."""
+
+    def __init__(self, env: gym.Env) -> None:
+        super().__init__(env)
+        space = env.observation_space
+        self.start, self.n = int(space.start), int(space.n)
+        self.observation_space = gym.spaces.Box(0.0, 1.0, (self.n,), np.float32)
+
+    def observation(self, observation: int) -> np.ndarray:
+        out = np.zeros(self.n, np.float32)
+        out[int(observation) - self.start] = 1.0
+        return out
 
 
 class ChannelFirstFrames(gym.ObservationWrapper):

@@ -24,10 +24,10 @@ import numpy as np
 from pearl_py.algorithms.env_make import (
     EnvError,
     EnvNotInstalled,
-    check_installed,
     default_frame_stack,
     make_env,
     register_family,
+    registered_name,
 )
 
 __all__ = ["EnvError", "EnvNotInstalled", "EnvSpec", "check_env_id", "make_vector_env"]
@@ -75,8 +75,9 @@ class EnvSpec:
     def from_spaces(cls, env_id: str, obs_space: gym.Space, action_space: gym.Space,
                     frame_stack: int = 1) -> EnvSpec:
         if not isinstance(obs_space, gym.spaces.Box) or not obs_space.shape:
-            raise EnvError(f"env {env_id!r}: observation space {obs_space} is not a Box with a shape; "
-                           "pearl_py supports Box observations of any rank")
+            raise EnvError(f"env {env_id!r}: observation space {obs_space} is not supported: pearl_py takes Box "
+                           "observations of any rank and Discrete ones (one-hot encoded); Dict, Tuple, "
+                           "MultiDiscrete and MultiBinary observations are not implemented")
         obs_dtype = "uint8" if obs_space.dtype == np.uint8 else "float32"
         obs = {"obs_shape": tuple(int(d) for d in obs_space.shape), "obs_dtype": obs_dtype, "frame_stack": frame_stack}
         obs_dim = int(np.prod(obs_space.shape))
@@ -88,7 +89,8 @@ class EnvSpec:
             if not all(np.isfinite(low + high)):
                 raise EnvError(f"env {env_id!r}: action bounds must be finite, got {low}..{high}")
             return cls(env_id, obs_dim, int(action_space.shape[0]), False, low, high, **obs)
-        raise EnvError(f"env {env_id!r}: action space {action_space} is neither Discrete nor a 1-D Box")
+        raise EnvError(f"env {env_id!r}: action space {action_space} is not supported: pearl_py takes Discrete "
+                       "and 1-D Box actions (MultiDiscrete, MultiBinary, Dict and Tuple actions are not implemented)")
 
     @property
     def is_image(self) -> bool:
@@ -125,14 +127,15 @@ class EnvSpec:
 
 
 def check_env_id(env_id: str) -> None:
-    """Raise :class:`EnvError` unless gymnasium knows ``env_id`` (registering Atari and MinAtar ids first), and
-    :class:`EnvNotInstalled` when a package its env needs is missing (Box2D, MuJoCo, ale-py)."""
+    """Raise :class:`EnvError` unless gymnasium knows ``env_id`` (registering Atari and MinAtar ids first, importing
+    the module of a ``module:EnvName-v0`` id); whether the packages its env needs are installed is checked where it
+    is made (:func:`~pearl_py.algorithms.env_make.make_env`)."""
     register_family(env_id)
     try:
-        gym.spec(env_id)
+        gym.spec(registered_name(env_id))
     except gym.error.Error as exc:
-        raise EnvError(f"unknown gymnasium env id {env_id!r} ({exc})") from None
-    check_installed(env_id)
+        hint = "" if ":" in env_id else "; an env of your own: env_module (--env-module) names the module that registers it"
+        raise EnvError(f"unknown gymnasium env id {env_id!r} ({exc}){hint}") from None
 
 
 def make_vector_env(env_id: str, n_envs: int, seed: int, frame_stack: int | None = None) -> gym.vector.VectorEnv:

@@ -31,7 +31,10 @@ def run_main(args: argparse.Namespace) -> int:
     from pearl_py.run_config.zoo import load_zoo
     from pearl_py.runtime.run_log import TENSORBOARD_EXTRA
 
-    cfg = load_zoo(args.zoo, args.env, sets=args.sets) if args.zoo else apply_sets(load_config(args.config), args.sets)
+    if args.zoo:
+        cfg = load_zoo(args.zoo, args.env, sets=args.sets + ([f"env_module={args.env_module}"] if args.env_module else []))
+    else:
+        cfg = apply_sets(load_config(args.config, env_module=args.env_module), args.sets)
     cfg = cfg.with_overrides(total_steps=args.steps, seed=args.seed,
                                                     checkpoint_freq=args.checkpoint_freq,
                                                     checkpoint_keep=args.checkpoint_keep)

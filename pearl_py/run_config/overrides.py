@@ -57,11 +57,11 @@ def _apply(cfg: RunConfig, text: str) -> RunConfig:
     if key in settings:
         values = dataclasses.asdict(cfg.settings) | {key: value}
         new = build(RunSettings, values, doc=doc)
-        if key == "env":
+        if key in ("env", "env_module"):
             try:
-                check_env_id(new.env)
+                check_env_id(new.env_id)
             except EnvError as exc:
-                raise ConfigError(str(exc), key="env", file=doc.file) from None
+                raise ConfigError(str(exc), key=key, file=doc.file) from None
         return dataclasses.replace(cfg, settings=new)
     if name in hyper or key.startswith(f"{HYPER}."):
         values = {f.name: getattr(cfg.hyperparameters, f.name) for f in dataclasses.fields(cfg.hyperparameters)}

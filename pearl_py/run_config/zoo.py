@@ -110,8 +110,8 @@ def read_entry(zoo: YamlDocument, env_id: str, name: str, sets: Sequence[str] = 
             hyper[item] = value
     run_settings = build(RunSettings, settings, doc=doc, path=(key,))
     hyperparameters = build(cls.Config, hyper, doc=doc, path=(key,))
-    try:  # last, so that an entry for an env not installed here is still read through (benchmarks/zoo_coverage.py)
-        check_env_id(env_id)
+    try:  # last, so that an entry for an env unknown here is still read through (benchmarks/zoo_coverage.py)
+        check_env_id(run_settings.env_id)
     except EnvError as exc:
         raise doc.error((key,), str(exc)) from exc
     return RunConfig(settings=run_settings, hyperparameters=hyperparameters, source=f"{doc.file}:{key}",
