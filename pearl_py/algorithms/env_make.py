@@ -25,11 +25,13 @@ from __future__ import annotations
 
 import importlib
 import re
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
 from gymnasium.envs.registration import load_env_creator
 
+from pearl_py.algorithms.obs_config import EnvKwargs
 from pearl_py.errors import UserError
 
 ATARI_FRAME_STACK = 4
@@ -130,13 +132,32 @@ def default_frame_stack(env_id: str) -> int:
     return ATARI_FRAME_STACK if family(env_id) == "atari" else 1
 
 
-def make_env(env_id: str, frame_stack: int | None = None, render_mode: str | None = None) -> gym.Env:
+def make_env(env_id: str, frame_stack: int | None = None, render_mode: str | None = None,
+             env_kwargs: EnvKwargs | None = None) -> gym.Env:
     """``env_id`` with its family's preprocessing and ``frame_stack`` frames stacked (None: the family's);
-    ``render_mode`` as gymnasium's (``rgb_array`` to film it)."""
+    ``render_mode`` as gymnasium's (``rgb_array`` to film it); ``env_kwargs`` passed to ``gymnasium.make``
+    (a keyword the env does not take is an :class:`EnvError` naming it)."""
     register_family(env_id)
     check_installed(env_id)
     kind = family(env_id)
-    made = {"render_mode": render_mode} if render_mode else {}
+    made = (env_kwargs.to_config() if env_kwargs else {}) | ({"render_mode": render_mode} if render_mode else {})
+    try:
+        env = _make(env_id, kind, made)
+    except TypeError as exc:
+        if not made or "argument" not in str(exc):
+            raise
+        raise EnvError(f"env {env_id!r} does not take env_kwargs {env_kwargs}: {exc}") from None
+    stack = default_frame_stack(env_id) if frame_stack is None else frame_stack
+    if stack > 1:
+        env = gym.wrappers.FrameStackObservation(env, stack_size=stack)
+        shape = env.observation_space.shape
+        if len(shape) == 4:                  # stacked (C, H, W) frames: channel-first (stack * C, H, W)
+            env = gym.wrappers.ReshapeObservation(env, (stack * shape[1], *shape[2:]))
+    return env
+
+
+def _make(env_id: str, kind: str, made: dict[str, Any]) -> gym.Env:
+    """``gymnasium.make`` with ``made`` and the family's preprocessing (before frame stacking)."""
     if kind == "atari":
         env: gym.Env = gym.make(env_id, frameskip=1, **made) if env_id.startswith("ALE/") else gym.make(env_id, **made)
         env = gym.wrappers.AtariPreprocessing(env, noop_max=30, frame_skip=4, screen_size=84, grayscale_obs=True)
@@ -147,12 +168,6 @@ def make_env(env_id: str, frame_stack: int | None = None, render_mode: str | Non
         env = gym.make(env_id, **made)
     if isinstance(env.observation_space, gym.spaces.Discrete):
         env = OneHotObservation(env)
-    stack = default_frame_stack(env_id) if frame_stack is None else frame_stack
-    if stack > 1:
-        env = gym.wrappers.FrameStackObservation(env, stack_size=stack)
-        shape = env.observation_space.shape
-        if len(shape) == 4:                  # stacked (C, H, W) frames: channel-first (stack * C, H, W)
-            env = gym.wrappers.ReshapeObservation(env, (stack * shape[1], *shape[2:]))
     return env
 
 

@@ -16,11 +16,13 @@ Example::
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import gymnasium as gym
 import numpy as np
 
+from pearl_py.algorithms.obs_config import EnvKwargs
 from pearl_py.algorithms.env_make import (
     EnvError,
     EnvNotInstalled,
@@ -55,21 +57,25 @@ class EnvSpec:
     """``float32``, or ``uint8`` for image frames."""
     frame_stack: int = 1
     """Frames stacked by the env's preprocessing (:mod:`pearl_py.algorithms.env_make`)."""
+    env_kwargs: EnvKwargs = EnvKwargs()
+    """Keyword arguments the env is made with."""
 
     def __post_init__(self) -> None:
         if not self.obs_shape:
             object.__setattr__(self, "obs_shape", (self.obs_dim,))
 
     @classmethod
-    def from_env_id(cls, env_id: str, frame_stack: int | None = None) -> EnvSpec:
+    def from_env_id(cls, env_id: str, frame_stack: int | None = None, env_kwargs: EnvKwargs | None = None) -> EnvSpec:
         """The spec of ``env_id`` as :func:`~pearl_py.algorithms.env_make.make_env` makes it (family preprocessing)."""
         check_env_id(env_id)
-        env = make_env(env_id, frame_stack)
+        kwargs = env_kwargs or EnvKwargs()
+        env = make_env(env_id, frame_stack, env_kwargs=kwargs)
         try:
             stack = default_frame_stack(env_id) if frame_stack is None else frame_stack
-            return cls.from_spaces(env_id, env.observation_space, env.action_space, stack)
+            spec = cls.from_spaces(env_id, env.observation_space, env.action_space, stack)
         finally:
             env.close()
+        return dataclasses.replace(spec, env_kwargs=kwargs)
 
     @classmethod
     def from_spaces(cls, env_id: str, obs_space: gym.Space, action_space: gym.Space,
@@ -138,14 +144,15 @@ def check_env_id(env_id: str) -> None:
         raise EnvError(f"unknown gymnasium env id {env_id!r} ({exc}){hint}") from None
 
 
-def make_vector_env(env_id: str, n_envs: int, seed: int, frame_stack: int | None = None) -> gym.vector.VectorEnv:
+def make_vector_env(env_id: str, n_envs: int, seed: int, frame_stack: int | None = None,
+                    env_kwargs: EnvKwargs | None = None) -> gym.vector.VectorEnv:
     """A synchronous vector of ``n_envs`` envs (their family's preprocessing) that reset in the same step they end.
 
     With ``SAME_STEP`` autoreset the final observation of an ended episode is in
     ``info["final_obs"]``, so stored transitions keep the true next observation.
     """
     envs = gym.vector.SyncVectorEnv(
-        [lambda: make_env(env_id, frame_stack) for _ in range(n_envs)],
+        [lambda: make_env(env_id, frame_stack, env_kwargs=env_kwargs) for _ in range(n_envs)],
         autoreset_mode=gym.vector.AutoresetMode.SAME_STEP,
     )
     envs.action_space.seed(seed)

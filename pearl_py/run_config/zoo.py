@@ -47,7 +47,6 @@ UNSUPPORTED = {
     "env_wrapper": "env wrappers are not applied by pearl_py (it makes envs with gymnasium.make)",
     "vec_env_wrapper": "vector-env wrappers are not applied by pearl_py",
     "callback": "SB3 callbacks do not run in pearl_py",
-    "env_kwargs": "env keyword arguments are not passed by pearl_py",
     "replay_buffer_class": "pearl_py has its own replay (prioritized_replay: true for PER)",
     "replay_buffer_kwargs": "pearl_py has its own replay (prioritized_replay: true for PER)",
     "optimize_memory_usage": "the memory-optimized replay is not implemented in pearl_py",

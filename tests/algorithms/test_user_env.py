@@ -110,3 +110,38 @@ def test_spaces_pearl_does_not_take_are_refused_naming_them(obs, act, message):
     with pytest.raises(EnvError) as err:
         EnvSpec.from_spaces("pearl_test/Spaces-v0", env.observation_space, env.action_space)
     assert str(err.value) == f"env 'pearl_test/Spaces-v0': {message}"
+
+
+def test_env_kwargs_reach_gymnasium_make_and_the_saved_policy(write_config, tmp_path, capsys):
+    config = write_config("""\
+algorithm: td3
+env: Pendulum-v1
+total_steps: 300
+hyperparameters:
+  learning_starts: 100
+  batch_size: 32
+  net_arch: [16]
+  env_kwargs: {g: 5.0}
+""")
+    out = tmp_path / "run"
+    assert main(["run", str(config), "--plan", "serial", "--set", "eval_episodes=1", "--out", str(out)]) == 0
+    policy = pearl.load(out)
+    assert policy.algorithm.spec.env_kwargs.to_config() == {"g": 5.0}
+    env = make_env("Pendulum-v1", env_kwargs=policy.algorithm.spec.env_kwargs)
+    assert env.unwrapped.g == 5.0
+
+
+@pytest.mark.parametrize("value, message", [
+    ("[1]", "config.yaml:4: hyperparameters.env_kwargs: expected a mapping of keyword arguments (continuous: true), "
+            "got list [1]"),
+    ("{g: {a: 1}}", "config.yaml:4: hyperparameters.env_kwargs: g: expected a number, text, true/false, null or a "
+                    "list of them, got dict {'a': 1}"),
+    ("{gravity: 1}", "env 'Pendulum-v1' does not take env_kwargs {gravity: 1}: PendulumEnv.__init__() got an "
+                     "unexpected keyword argument 'gravity'"),
+])
+def test_bad_env_kwargs_are_one_line(write_config, capsys, value, message):
+    config = write_config(f"algorithm: td3\nenv: Pendulum-v1\nhyperparameters:\n  env_kwargs: {value}\n")
+    assert main(["run", str(config)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"pearl: error: {config.parent}/{message}" if "config.yaml" in message
+                          else f"pearl: error: {message}") and err.count("\n") == 1

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pearl_py.algorithms.obs_config import features_extractor_param, frame_stack_param
+from pearl_py.algorithms.obs_config import EnvKwargs, env_kwargs_param, features_extractor_param, frame_stack_param
 from pearl_py.config.fields import param
 from pearl_py.errors import ConfigError
 
@@ -51,6 +51,7 @@ class OffPolicyConfig:
     replay_fanout: int = param(16, "Sum-tree fanout of prioritized replay (16 as PEARL; measured fastest).", low=2, high=64)
     features_extractor: str = features_extractor_param()
     frame_stack: int | None = frame_stack_param()
+    env_kwargs: EnvKwargs = env_kwargs_param()
 
     def __post_init__(self) -> None:
         if self.gradient_steps == -1:

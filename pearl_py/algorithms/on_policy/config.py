@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from pearl_py.algorithms.obs_config import features_extractor_param, frame_stack_param
+from pearl_py.algorithms.obs_config import EnvKwargs, env_kwargs_param, features_extractor_param, frame_stack_param
 from pearl_py.algorithms.on_policy.schedules import Schedule
 from pearl_py.config.fields import param
 from pearl_py.errors import ConfigError
@@ -48,6 +48,7 @@ class OnPolicyConfig:
     adam_eps: float = param(1e-5, "Adam epsilon (SB3's actor-critic policies use 1e-5).", low=0.0, low_open=True)
     features_extractor: str = features_extractor_param()
     frame_stack: int | None = frame_stack_param()
+    env_kwargs: EnvKwargs = env_kwargs_param()
 
     def __post_init__(self) -> None:
         if self.normalize_advantage and self.rollout_size < 2:
