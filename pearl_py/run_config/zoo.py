@@ -1,15 +1,18 @@
 """rl-baselines3-zoo hyperparameter files (``hyperparams/<algo>.yml``) read as run configs.
 
-A zoo file maps env ids to entries of Stable-Baselines3 keyword arguments. An entry becomes a
+A zoo file maps env ids to entries of Stable-Baselines3 keyword arguments; the entry for an id is its own,
+else the file's ``atari`` entry for an Atari id, else its ``default`` (the zoo's choice). An entry becomes a
 :class:`~pearl_py.run_config.RunConfig`: ``n_timesteps`` is ``total_steps``; ``policy`` must be
 ``MlpPolicy``; ``policy_kwargs`` (a ``dict(...)`` text or a mapping) gives ``net_arch`` (a list, or
-``dict(pi=..., vf=...)``/``dict(pi=..., qf=...)`` with equal lists), ``activation_fn``
-(``nn.ReLU``/``nn.Tanh``), ``ortho_init``, ``log_std_init``; ``train_freq`` may be ``[n, "step"]``;
-``noise_type: normal`` is the Gaussian action noise of ``noise_std``; keys that only restate
-SB3's defaults (``normalize: false``, ``use_sde: false``, ``optimize_memory_usage: false``) are
-accepted; every other key is the algorithm's own hyperparameter (``lin_<number>`` schedules
-included) and is validated like a config file's. What pearl_py does not support is refused by
-name, at its line: ``ConfigError: hyperparams/ppo.yml:44: Pendulum-v1.use_sde: ...``.
+``dict(pi=..., vf=...)``/``dict(pi=..., qf=...)`` with equal lists), ``activation_fn`` (``nn.ReLU``,
+``nn.Tanh``, ``nn.ELU``, ``nn.GELU``, ``nn.LeakyReLU``, ``nn.SiLU``), ``ortho_init``, ``log_std_init``;
+``train_freq`` may be ``[n, "step"]``; ``noise_type: normal`` is the Gaussian action noise of ``noise_std``;
+keys that only restate SB3's defaults (``normalize: false``, ``use_sde: false``, ``optimize_memory_usage:
+false``) are accepted; every other key (``gradient_steps: -1``, ``frame_stack``, ``env_kwargs``,
+``lin_<number>`` schedules) is the algorithm's own hyperparameter and is validated like a config file's.
+``--set`` values are applied to the entry before it is validated. What pearl_py does not support is refused
+by name, at its line: ``ConfigError: hyperparams/ppo.yml:44: Pendulum-v1.use_sde: ...``; the env id is
+checked last.
 
 Example::
 
@@ -36,7 +39,8 @@ from pearl_py.run_config import RunConfig, RunSettings
 from pearl_py.run_config.overrides import HYPER, parse_set
 
 SUPPORTED_POLICY = "MlpPolicy"
-ACTIVATIONS = {"ReLU": "relu", "Tanh": "tanh"}
+ACTIVATIONS = {"ReLU": "relu", "Tanh": "tanh", "ELU": "elu", "GELU": "gelu", "LeakyReLU": "leaky_relu", "SiLU": "silu"}
+"""torch.nn activation class names in a zoo ``policy_kwargs`` -> pearl_py's ``activation_fn`` values."""
 AT_DEFAULT = {"normalize": False, "use_sde": False, "optimize_memory_usage": False}
 """Zoo keys accepted only at these values (SB3's defaults, which pearl_py implements)."""
 UNSUPPORTED = {
@@ -203,8 +207,8 @@ def _parse_kwargs(doc: YamlDocument, where: tuple[str, str], text: str) -> dict[
         tree = ast.parse(text.strip(), mode="eval").body
         return _literal(tree)
     except (SyntaxError, ValueError) as exc:
-        raise doc.error(where, f"cannot read {text!r} ({exc}); pearl_py reads dict(...) of literals, "
-                               "nn.ReLU and nn.Tanh") from None
+        raise doc.error(where, f"cannot read {text!r} ({exc}); pearl_py reads dict(...) of literals and "
+                               "torch.nn activation names") from None
 
 
 def _literal(node: ast.AST) -> Any:
@@ -217,5 +221,6 @@ def _literal(node: ast.AST) -> Any:
     if isinstance(node, ast.Attribute) and node.attr in ACTIVATIONS:  # nn.ReLU, th.nn.ReLU, torch.nn.Tanh
         return ACTIVATIONS[node.attr]
     if isinstance(node, ast.Attribute):
-        raise ValueError(f"unsupported name {ast.unparse(node)} (activations: nn.ReLU, nn.Tanh)")
+        raise ValueError(f"unsupported name {ast.unparse(node)} (activations: "
+                         f"{', '.join('nn.' + name for name in ACTIVATIONS)})")
     return ast.literal_eval(node)

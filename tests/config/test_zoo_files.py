@@ -119,3 +119,18 @@ def test_box2d_missing_names_the_extra(capsys):
     with pytest.raises(EnvNotInstalled) as err:
         EnvSpec.from_env_id("LunarLander-v3")
     assert str(err.value) == "env 'LunarLander-v3' needs Box2D, which is not installed: pip install 'pearl_py[box2d]'"
+
+
+def test_the_zoos_activation_names_build_their_torch_modules(tmp_path):
+    from torch import nn
+
+    from pearl_py.algorithms.on_policy.config import ACTIVATION_NAMES
+    from pearl_py.algorithms.on_policy.policy import ACTIVATIONS
+
+    assert tuple(ACTIVATIONS) == ACTIVATION_NAMES
+    path = tmp_path / "ppo.yml"
+    path.write_text("CartPole-v1:\n  policy_kwargs: 'dict(net_arch=[8], activation_fn=nn.GELU)'\n")
+    cfg = load_zoo(path, "CartPole-v1")
+    assert cfg.hyperparameters.activation_fn == "gelu"
+    policy = cfg.make_algorithm().fresh_networks().online["policy"]
+    assert [type(m) for m in policy.pi] == [nn.Linear, nn.GELU, nn.Linear]

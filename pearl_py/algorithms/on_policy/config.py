@@ -22,6 +22,10 @@ from pearl_py.config.fields import param
 from pearl_py.errors import ConfigError
 
 
+ACTIVATION_NAMES = ("tanh", "relu", "elu", "gelu", "leaky_relu", "silu")
+"""``activation_fn`` values: torch's nn.Tanh, nn.ReLU, nn.ELU, nn.GELU, nn.LeakyReLU, nn.SiLU (SB3's names)."""
+
+
 @dataclass(frozen=True)
 class OnPolicyConfig:
     """Collect ``n_steps`` with each of ``n_envs`` envs, then learn on that rollout and discard it."""
@@ -41,7 +45,8 @@ class OnPolicyConfig:
     n_envs: int = param(1, "Environments stepped together.", low=1, high=4096)
     net_arch: tuple[int, ...] = param((64, 64), "Hidden layer widths of the policy and of the value network "
                                       "(separate networks of the same widths).", low=1)
-    activation_fn: str = param("tanh", "Activation of the hidden layers.", choices=("tanh", "relu"))
+    activation_fn: str = param("tanh", "Activation of the hidden layers (tanh and relu run in the fused kernels).",
+                               choices=ACTIVATION_NAMES)
     ortho_init: bool = param(True, "Orthogonal initialization (gains sqrt(2) hidden, 0.01 policy head, "
                              "1 value head), biases 0.")
     log_std_init: float = param(0.0, "Initial log standard deviation of the Gaussian policy (Box actions).")
