@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import typing
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -103,6 +104,9 @@ def read_entry(zoo: YamlDocument, env_id: str, name: str, sets: Sequence[str] = 
             if value != "normal":
                 raise doc.error(where, f"noise_type {value!r} is not supported: pearl_py implements 'normal' "
                                        "(Gaussian action noise of noise_std)")
+        elif isinstance(value, str) and value.startswith("lin_") and _takes_number(cls.Config, item):
+            raise doc.error(where, f"{value!r}: linear schedules of {item} are not implemented for {name} in pearl_py "
+                                   "(ppo and a2c take them): give a number to run with a constant one")
         elif item in AT_DEFAULT and value == AT_DEFAULT[item]:
             continue
         elif item in UNSUPPORTED:
@@ -119,6 +123,11 @@ def read_entry(zoo: YamlDocument, env_id: str, name: str, sets: Sequence[str] = 
         raise doc.error((key,), str(exc)) from exc
     return RunConfig(settings=run_settings, hyperparameters=hyperparameters, source=f"{doc.file}:{key}",
                      raw={**settings, "hyperparameters": hyper})
+
+
+def _takes_number(config: type, key: str) -> bool:
+    """Whether ``config`` has a plain number field ``key`` (no schedule: ``lin_`` is refused by name)."""
+    return typing.get_type_hints(config).get(key) is float
 
 
 def entry_key(doc: YamlDocument, env_id: str) -> str:

@@ -134,3 +134,11 @@ def test_the_zoos_activation_names_build_their_torch_modules(tmp_path):
     assert cfg.hyperparameters.activation_fn == "gelu"
     policy = cfg.make_algorithm().fresh_networks().online["policy"]
     assert [type(m) for m in policy.pi] == [nn.Linear, nn.GELU, nn.Linear]
+
+
+def test_a_learning_rate_schedule_the_family_lacks_is_refused_by_name():
+    with pytest.raises(ConfigError) as err:
+        load_zoo(ZOO / "sac.yml", "LunarLanderContinuous-v3")
+    assert str(err.value) == (f"{ZOO}/sac.yml:35: LunarLanderContinuous-v3.learning_rate: 'lin_7.3e-4': linear "
+                              "schedules of learning_rate are not implemented for sac in pearl_py (ppo and a2c take "
+                              "them): give a number to run with a constant one")
