@@ -65,7 +65,10 @@ def _apply(cfg: RunConfig, text: str) -> RunConfig:
         return dataclasses.replace(cfg, settings=new)
     if name in hyper or key.startswith(f"{HYPER}."):
         values = {f.name: getattr(cfg.hyperparameters, f.name) for f in dataclasses.fields(cfg.hyperparameters)}
+        if (cfg.raw.get(HYPER) or {}).get("gradient_steps") == -1:  # SB3's -1 follows a new train_freq or n_envs
+            values["gradient_steps"] = -1
         new = build(type(cfg.hyperparameters), values | {name: value}, doc=doc, path=(HYPER,))
-        return dataclasses.replace(cfg, hyperparameters=new)
+        raw = cfg.raw | {HYPER: (cfg.raw.get(HYPER) or {}) | {name: value}}
+        return dataclasses.replace(cfg, hyperparameters=new, raw=raw)
     known = sorted(settings - {"algorithm"}) + sorted(hyper)
     raise UserError(f"--set {text}: unknown key {key!r}; known: {', '.join(known)}")

@@ -142,3 +142,14 @@ def test_a_learning_rate_schedule_the_family_lacks_is_refused_by_name():
     assert str(err.value) == (f"{ZOO}/sac.yml:35: LunarLanderContinuous-v3.learning_rate: 'lin_7.3e-4': linear "
                               "schedules of learning_rate are not implemented for sac in pearl_py (ppo and a2c take "
                               "them): give a number to run with a constant one")
+
+
+def test_gradient_steps_minus_one_follows_a_set_train_freq_in_a_config(write_config):
+    from pearl_py.run_config import load_config
+    from pearl_py.run_config.overrides import apply_sets
+
+    cfg = load_config(write_config("algorithm: dqn\nenv: CartPole-v1\nhyperparameters: {train_freq: 4, "
+                                   "gradient_steps: -1}\n"))
+    assert cfg.hyperparameters.gradient_steps == 4
+    assert apply_sets(cfg, ["train_freq=8", "n_envs=2"]).hyperparameters.gradient_steps == 16
+    assert apply_sets(cfg, ["gradient_steps=2", "train_freq=8"]).hyperparameters.gradient_steps == 2
