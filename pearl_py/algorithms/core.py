@@ -55,7 +55,8 @@ class BaseAlgorithm(abc.ABC):
             raise TypeError(f"{type(self).__name__} takes a {self.Config.__name__}, got {type(config).__name__}")
         self.env_id = env
         self.config = rebuild(self.Config, config, hyperparameters)
-        self.spec = EnvSpec.from_env_id(env, getattr(self.config, "frame_stack", None))
+        self.spec = EnvSpec.from_env_id(env, getattr(self.config, "frame_stack", None),
+                                        getattr(self.config, "env_kwargs", None))
         if hasattr(self.config, "features_extractor"):     # an extractor that cannot read these observations
             from pearl_py.algorithms.cnn import resolve_extractor
 

@@ -10,7 +10,9 @@ stacking the last 4 frames, channel-first: ``(4, 84, 84)`` uint8. MinAtar ids
 divide by 255, as Stable-Baselines3 does. ``pearl/Frames-CxHxW-v0`` (3 discrete actions) and
 ``pearl/FramesBox-CxHxW-v0`` (2 continuous actions) are random uint8 frames of any shape, 32 steps
 an episode, registered on first use: CNN micro-benchmarks and tests need no optional package.
-Other ids are made as gymnasium registers them.
+Other ids are made as gymnasium registers them, including a user's env in gymnasium's ``module:EnvName-v0``
+form (the module, imported first in every process that makes the env, registers it). Discrete observations
+(FrozenLake, Taxi) are one-hot float vectors, as Stable-Baselines3 encodes them.
 ``frame_stack`` overrides the number of stacked frames (None: 4 for Atari, none otherwise).
 
 Example::
@@ -23,10 +25,13 @@ from __future__ import annotations
 
 import importlib
 import re
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
+from gymnasium.envs.registration import load_env_creator
 
+from pearl_py.algorithms.obs_config import EnvKwargs
 from pearl_py.errors import UserError
 
 ATARI_FRAME_STACK = 4
@@ -40,12 +45,38 @@ class EnvError(UserError):
     """The environment id is unknown or its spaces are not ones pearl_py supports."""
 
 
+class EnvNotInstalled(EnvError):
+    """The env id is known but a package its env needs is not installed; the message says what to install."""
+
+
+INSTALL = {"gymnasium.envs.box2d": "pip install 'pearl_py[box2d]'",
+           "gymnasium.envs.mujoco": "pip install 'gymnasium[mujoco]' (pearl_py has no MuJoCo extra yet)"}
+"""Module of a gymnasium entry point -> the command that installs what it needs."""
+
+
 SYNTHETIC = re.compile(r"^pearl/Frames(Box)?-(\d+)x(\d+)x(\d+)-v0$")
 """Ids of the random-frame envs: ``pearl/Frames-4x10x10-v0`` (discrete), ``pearl/FramesBox-4x84x84-v0``."""
 
 
+def registered_name(env_id: str) -> str:
+    """The id gymnasium registers: ``env_id`` without the ``module:`` of gymnasium's ``module:EnvName-v0`` form."""
+    return env_id.rpartition(":")[2]
+
+
+def import_env_module(env_id: str) -> None:
+    """Import the module of a ``module:EnvName-v0`` id (a user's package that registers its envs on import)."""
+    module = env_id.rpartition(":")[0]
+    if not module:
+        return
+    try:
+        importlib.import_module(module)
+    except ImportError as exc:
+        raise EnvError(f"env {env_id!r}: cannot import {module!r}, the module that should register it ({exc})") from None
+
+
 def family(env_id: str) -> str:
     """``atari``, ``minatar``, ``frames`` (random frames) or ``gym`` (no preprocessing), read from the id."""
+    env_id = registered_name(env_id)
     if env_id.startswith("ALE/") or env_id.endswith("NoFrameskip-v4"):
         return "atari"
     if env_id.startswith("MinAtar/"):
@@ -56,7 +87,10 @@ def family(env_id: str) -> str:
 
 
 def register_family(env_id: str) -> None:
-    """Register the ids of ``env_id``'s optional env package with gymnasium (no-op for plain ids)."""
+    """Register the ids of ``env_id``'s optional env package with gymnasium, or import the module a
+    ``module:EnvName-v0`` id names (no-op for plain ids)."""
+    import_env_module(env_id)
+    env_id = registered_name(env_id)
     kind = family(env_id)
     if kind == "gym":
         return
@@ -70,11 +104,27 @@ def register_family(env_id: str) -> None:
     try:
         package = importlib.import_module(module)
     except ImportError:
-        raise EnvError(f"env {env_id!r} needs the {module} package: pip install 'pearl_py[{extra}]'") from None
+        raise EnvNotInstalled(f"env {env_id!r} needs the {module} package: pip install 'pearl_py[{extra}]'") from None
     if kind == "atari":
         gym.register_envs(package)
     elif "MinAtar/Breakout-v1" not in gym.registry:
         importlib.import_module("minatar.gym").register_envs()
+
+
+def check_installed(env_id: str) -> None:
+    """Raise :class:`EnvNotInstalled` when the module of ``env_id``'s registered entry point cannot be imported
+    (LunarLander without Box2D): one line naming the missing package and the command that installs it."""
+    entry = gym.spec(registered_name(env_id)).entry_point
+    if not isinstance(entry, str):
+        return  # a callable entry point is imported already
+    try:
+        load_env_creator(entry)
+    except (gym.error.DependencyNotInstalled, ImportError) as exc:
+        missing = getattr(exc.__cause__, "name", None) or getattr(exc, "name", None) or "a package"
+        module = entry.partition(":")[0]
+        install = next((how for prefix, how in INSTALL.items() if module.startswith(prefix)),
+                       f"install the package that provides {missing}")
+        raise EnvNotInstalled(f"env {env_id!r} needs {missing}, which is not installed: {install}") from None
 
 
 def default_frame_stack(env_id: str) -> int:
@@ -82,12 +132,32 @@ def default_frame_stack(env_id: str) -> int:
     return ATARI_FRAME_STACK if family(env_id) == "atari" else 1
 
 
-def make_env(env_id: str, frame_stack: int | None = None, render_mode: str | None = None) -> gym.Env:
+def make_env(env_id: str, frame_stack: int | None = None, render_mode: str | None = None,
+             env_kwargs: EnvKwargs | None = None) -> gym.Env:
     """``env_id`` with its family's preprocessing and ``frame_stack`` frames stacked (None: the family's);
-    ``render_mode`` as gymnasium's (``rgb_array`` to film it)."""
+    ``render_mode`` as gymnasium's (``rgb_array`` to film it); ``env_kwargs`` passed to ``gymnasium.make``
+    (a keyword the env does not take is an :class:`EnvError` naming it)."""
     register_family(env_id)
+    check_installed(env_id)
     kind = family(env_id)
-    made = {"render_mode": render_mode} if render_mode else {}
+    made = (env_kwargs.to_config() if env_kwargs else {}) | ({"render_mode": render_mode} if render_mode else {})
+    try:
+        env = _make(env_id, kind, made)
+    except TypeError as exc:
+        if not made or "argument" not in str(exc):
+            raise
+        raise EnvError(f"env {env_id!r} does not take env_kwargs {env_kwargs}: {exc}") from None
+    stack = default_frame_stack(env_id) if frame_stack is None else frame_stack
+    if stack > 1:
+        env = gym.wrappers.FrameStackObservation(env, stack_size=stack)
+        shape = env.observation_space.shape
+        if len(shape) == 4:                  # stacked (C, H, W) frames: channel-first (stack * C, H, W)
+            env = gym.wrappers.ReshapeObservation(env, (stack * shape[1], *shape[2:]))
+    return env
+
+
+def _make(env_id: str, kind: str, made: dict[str, Any]) -> gym.Env:
+    """``gymnasium.make`` with ``made`` and the family's preprocessing (before frame stacking)."""
     if kind == "atari":
         env: gym.Env = gym.make(env_id, frameskip=1, **made) if env_id.startswith("ALE/") else gym.make(env_id, **made)
         env = gym.wrappers.AtariPreprocessing(env, noop_max=30, frame_skip=4, screen_size=84, grayscale_obs=True)
@@ -96,13 +166,25 @@ def make_env(env_id: str, frame_stack: int | None = None, render_mode: str | Non
         env = ChannelFirstFrames(gym.make(env_id, **made))
     else:
         env = gym.make(env_id, **made)
-    stack = default_frame_stack(env_id) if frame_stack is None else frame_stack
-    if stack > 1:
-        env = gym.wrappers.FrameStackObservation(env, stack_size=stack)
-        shape = env.observation_space.shape
-        if len(shape) == 4:                  # stacked (C, H, W) frames: channel-first (stack * C, H, W)
-            env = gym.wrappers.ReshapeObservation(env, (stack * shape[1], *shape[2:]))
+    if isinstance(env.observation_space, gym.spaces.Discrete):
+        env = OneHotObservation(env)
     return env
+
+
+class OneHotObservation(gym.ObservationWrapper):
+    """A Discrete observation ``i`` of ``n`` as the float32 one-hot vector ``e_(i - start)`` of length ``n``
+    (Stable-Baselines3's ``preprocess_obs`` for Discrete spaces)."""
+
+    def __init__(self, env: gym.Env) -> None:
+        super().__init__(env)
+        space = env.observation_space
+        self.start, self.n = int(space.start), int(space.n)
+        self.observation_space = gym.spaces.Box(0.0, 1.0, (self.n,), np.float32)
+
+    def observation(self, observation: int) -> np.ndarray:
+        out = np.zeros(self.n, np.float32)
+        out[int(observation) - self.start] = 1.0
+        return out
 
 
 class ChannelFirstFrames(gym.ObservationWrapper):

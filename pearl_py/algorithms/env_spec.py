@@ -16,19 +16,23 @@ Example::
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import gymnasium as gym
 import numpy as np
 
+from pearl_py.algorithms.obs_config import EnvKwargs
 from pearl_py.algorithms.env_make import (
     EnvError,
+    EnvNotInstalled,
     default_frame_stack,
     make_env,
     register_family,
+    registered_name,
 )
 
-__all__ = ["EnvError", "EnvSpec", "check_env_id", "make_vector_env"]
+__all__ = ["EnvError", "EnvNotInstalled", "EnvSpec", "check_env_id", "make_vector_env"]
 
 
 @dataclass(frozen=True)
@@ -53,28 +57,33 @@ class EnvSpec:
     """``float32``, or ``uint8`` for image frames."""
     frame_stack: int = 1
     """Frames stacked by the env's preprocessing (:mod:`pearl_py.algorithms.env_make`)."""
+    env_kwargs: EnvKwargs = EnvKwargs()
+    """Keyword arguments the env is made with."""
 
     def __post_init__(self) -> None:
         if not self.obs_shape:
             object.__setattr__(self, "obs_shape", (self.obs_dim,))
 
     @classmethod
-    def from_env_id(cls, env_id: str, frame_stack: int | None = None) -> EnvSpec:
+    def from_env_id(cls, env_id: str, frame_stack: int | None = None, env_kwargs: EnvKwargs | None = None) -> EnvSpec:
         """The spec of ``env_id`` as :func:`~pearl_py.algorithms.env_make.make_env` makes it (family preprocessing)."""
         check_env_id(env_id)
-        env = make_env(env_id, frame_stack)
+        kwargs = env_kwargs or EnvKwargs()
+        env = make_env(env_id, frame_stack, env_kwargs=kwargs)
         try:
             stack = default_frame_stack(env_id) if frame_stack is None else frame_stack
-            return cls.from_spaces(env_id, env.observation_space, env.action_space, stack)
+            spec = cls.from_spaces(env_id, env.observation_space, env.action_space, stack)
         finally:
             env.close()
+        return dataclasses.replace(spec, env_kwargs=kwargs)
 
     @classmethod
     def from_spaces(cls, env_id: str, obs_space: gym.Space, action_space: gym.Space,
                     frame_stack: int = 1) -> EnvSpec:
         if not isinstance(obs_space, gym.spaces.Box) or not obs_space.shape:
-            raise EnvError(f"env {env_id!r}: observation space {obs_space} is not a Box with a shape; "
-                           "pearl_py supports Box observations of any rank")
+            raise EnvError(f"env {env_id!r}: observation space {obs_space} is not supported: pearl_py takes Box "
+                           "observations of any rank and Discrete ones (one-hot encoded); Dict, Tuple, "
+                           "MultiDiscrete and MultiBinary observations are not implemented")
         obs_dtype = "uint8" if obs_space.dtype == np.uint8 else "float32"
         obs = {"obs_shape": tuple(int(d) for d in obs_space.shape), "obs_dtype": obs_dtype, "frame_stack": frame_stack}
         obs_dim = int(np.prod(obs_space.shape))
@@ -86,7 +95,8 @@ class EnvSpec:
             if not all(np.isfinite(low + high)):
                 raise EnvError(f"env {env_id!r}: action bounds must be finite, got {low}..{high}")
             return cls(env_id, obs_dim, int(action_space.shape[0]), False, low, high, **obs)
-        raise EnvError(f"env {env_id!r}: action space {action_space} is neither Discrete nor a 1-D Box")
+        raise EnvError(f"env {env_id!r}: action space {action_space} is not supported: pearl_py takes Discrete "
+                       "and 1-D Box actions (MultiDiscrete, MultiBinary, Dict and Tuple actions are not implemented)")
 
     @property
     def is_image(self) -> bool:
@@ -123,22 +133,26 @@ class EnvSpec:
 
 
 def check_env_id(env_id: str) -> None:
-    """Raise :class:`EnvError` unless gymnasium knows ``env_id`` (registering Atari and MinAtar ids first)."""
+    """Raise :class:`EnvError` unless gymnasium knows ``env_id`` (registering Atari and MinAtar ids first, importing
+    the module of a ``module:EnvName-v0`` id); whether the packages its env needs are installed is checked where it
+    is made (:func:`~pearl_py.algorithms.env_make.make_env`)."""
     register_family(env_id)
     try:
-        gym.spec(env_id)
+        gym.spec(registered_name(env_id))
     except gym.error.Error as exc:
-        raise EnvError(f"unknown gymnasium env id {env_id!r} ({exc})") from None
+        hint = "" if ":" in env_id else "; an env of your own: env_module (--env-module) names the module that registers it"
+        raise EnvError(f"unknown gymnasium env id {env_id!r} ({exc}){hint}") from None
 
 
-def make_vector_env(env_id: str, n_envs: int, seed: int, frame_stack: int | None = None) -> gym.vector.VectorEnv:
+def make_vector_env(env_id: str, n_envs: int, seed: int, frame_stack: int | None = None,
+                    env_kwargs: EnvKwargs | None = None) -> gym.vector.VectorEnv:
     """A synchronous vector of ``n_envs`` envs (their family's preprocessing) that reset in the same step they end.
 
     With ``SAME_STEP`` autoreset the final observation of an ended episode is in
     ``info["final_obs"]``, so stored transitions keep the true next observation.
     """
     envs = gym.vector.SyncVectorEnv(
-        [lambda: make_env(env_id, frame_stack) for _ in range(n_envs)],
+        [lambda: make_env(env_id, frame_stack, env_kwargs=env_kwargs) for _ in range(n_envs)],
         autoreset_mode=gym.vector.AutoresetMode.SAME_STEP,
     )
     envs.action_space.seed(seed)

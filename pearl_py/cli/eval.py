@@ -32,7 +32,8 @@ def eval_main(args: argparse.Namespace) -> int:
     policy = load(args.run_dir)
     m = policy.manifest
     seed = args.seed if args.seed is not None else m.seed + EVAL_SEED_OFFSET
-    video = EpisodeVideo(m.env, Path(args.video), policy.algorithm.spec.frame_stack) if args.video else None
+    spec = policy.algorithm.spec
+    video = EpisodeVideo(m.env, Path(args.video), spec.frame_stack, spec.env_kwargs) if args.video else None
     returns = policy.evaluate(args.episodes, seed, env_factory=video.make_env if video else None)
     print(f"{m.algorithm} on {m.env} ({args.run_dir}: {m.env_steps} env steps, seed {m.seed}): eval return "
           f"{np.mean(returns):.1f} ± {np.std(returns):.1f} over {len(returns)} episodes "

@@ -90,6 +90,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--zoo", metavar="HYPERPARAMS.yml",
                      help="an rl-baselines3-zoo hyperparameter file (hyperparams/dqn.yml: the algorithm is its name)")
     run.add_argument("--env", help="with --zoo: the env id whose entry to run")
+    run.add_argument("--env-module", metavar="MODULE", help="import MODULE first: it registers the env with gymnasium "
+                     "(a user's own env; the zoo's --gym-packages); same as --set env_module=MODULE")
     run.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", dest="sets",
                      help="override any config key (repeatable): --set batch_size=128 --set net_arch=[64,64]")
     run.add_argument("--steps", type=step_count, help="override total_steps (an integer count: 50000, 5e4, 1_000_000)")

@@ -24,10 +24,13 @@ def run_main(args: argparse.Namespace) -> int:
     from pearl_py.run_config.overrides import apply_sets
     from pearl_py.run_config.zoo import load_zoo
 
-    cfg = load_zoo(args.zoo, args.env) if args.zoo else load_config(args.config)
-    cfg = apply_sets(cfg, args.sets).with_overrides(total_steps=args.steps, seed=_seed(args.seed),
-                                                    checkpoint_freq=args.checkpoint_freq,
-                                                    checkpoint_keep=args.checkpoint_keep)
+    if args.zoo:
+        module = [f"env_module={args.env_module}"] if args.env_module else []
+        cfg = load_zoo(args.zoo, args.env, sets=args.sets + module)
+    else:
+        cfg = apply_sets(load_config(args.config, env_module=args.env_module), args.sets)
+    cfg = cfg.with_overrides(total_steps=args.steps, seed=_seed(args.seed), checkpoint_freq=args.checkpoint_freq,
+                             checkpoint_keep=args.checkpoint_keep)
     s = cfg.settings
     name = f"{s.algorithm}-{s.env}" if args.zoo else Path(args.config).stem
     out = Path(args.out) if args.out else Path("runs") / f"{name}-seed{s.seed}"

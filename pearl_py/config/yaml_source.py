@@ -7,6 +7,9 @@ Example::
     64
     >>> doc.line_of(("hyperparameters", "batch_size"))
     9
+
+Anchors, aliases and merge keys (``<<: *defaults``) are read as YAML 1.1 defines them; a merged key's line
+is the line of its value in the anchored mapping.
 """
 from __future__ import annotations
 
@@ -96,14 +99,42 @@ class YamlDocument:
             raise cls.error_type("invalid YAML: nested too deeply", file=file) from None
         return doc
 
-    def _convert(self, node: yaml.Node, path: KeyPath) -> Any:
-        self._budget -= 1
+    def _spend(self, nodes: int, node: yaml.Node) -> None:
+        self._budget -= nodes
         if self._budget < 0:
             raise self.error_type(f"more than {MAX_NODES:,} values (aliases counted where used): not a file "
                                   "pearl_py reads", file=self.file, line=node.start_mark.line + 1)
+
+    def _pairs(self, node: yaml.MappingNode) -> list[tuple[yaml.Node, yaml.Node]]:
+        """The mapping's (key, value) nodes with merge keys resolved (``<<: *defaults`` or ``<<: [*a, *b]``,
+        YAML 1.1's merge type): the mapping's own keys win over merged ones, an earlier merged mapping over a
+        later one. A merged key keeps the node of its anchor, so its line is where its value is written."""
+        self._spend(len(node.value), node)  # merges of merges count each time, as aliases do
+        own = [(k, v) for k, v in node.value if k.tag != "tag:yaml.org,2002:merge"]
+        merged: list[tuple[yaml.Node, yaml.Node]] = []
+        for key_node, value_node in node.value:
+            if key_node.tag != "tag:yaml.org,2002:merge":
+                continue
+            sources = value_node.value if isinstance(value_node, yaml.SequenceNode) else [value_node]
+            for source in sources:
+                if not isinstance(source, yaml.MappingNode):
+                    raise self.error_type("invalid YAML: '<<' merges a mapping or a list of mappings "
+                                          "(<<: *defaults)", file=self.file, line=source.start_mark.line + 1)
+                merged.extend(self._pairs(source))
+        taken: set[Any] = {k.value for k, _ in own if isinstance(k, yaml.ScalarNode)}
+        extra = []
+        for key_node, value_node in merged:
+            if isinstance(key_node, yaml.ScalarNode) and key_node.value in taken:
+                continue
+            taken.add(key_node.value)
+            extra.append((key_node, value_node))
+        return own + extra
+
+    def _convert(self, node: yaml.Node, path: KeyPath) -> Any:
+        self._spend(1, node)
         if isinstance(node, yaml.MappingNode):
             out: dict[str, Any] = {}
-            for key_node, value_node in node.value:
+            for key_node, value_node in self._pairs(node):
                 key = yaml.SafeLoader.construct_scalar(yaml.SafeLoader(""), key_node) \
                     if isinstance(key_node, yaml.ScalarNode) else None
                 if not isinstance(key, str):

@@ -33,7 +33,7 @@ from pearl_py.algorithms import (
 from pearl_py.algorithms.env_spec import EnvError, check_env_id
 from pearl_py.config.fields import build, param
 from pearl_py.config.yaml_source import YamlDocument
-from pearl_py.errors import ConfigError
+from pearl_py.errors import ConfigError, UserError
 from pearl_py.protocol.schedule import TrainSchedule
 
 MAX_SEED = 2**32 - 1
@@ -45,7 +45,11 @@ class RunSettings:
     """The top-level keys of a run config other than ``hyperparameters``."""
 
     algorithm: str = param("dqn", "Algorithm name: dqn, ddpg, td3, sac, ppo, a2c, or a registered user algorithm.")
-    env: str = param("CartPole-v1", "Gymnasium environment id.")
+    env: str = param("CartPole-v1", "Gymnasium environment id; `module:EnvName-v0` imports `module` first (gymnasium's "
+                     "form for an env a package registers on import).")
+    env_module: str | None = param(None, "Module to import first, which registers `env` with gymnasium (a user's own "
+                                   "env; the zoo's --gym-packages); the run's env id becomes `env_module:env`, so "
+                                   "every process that makes the env imports it.")
     total_steps: int = param(50_000, "Env steps (transitions) to collect.", low=1)
     seed: int = param(0, "Seed of networks, exploration, replay sampling and envs.", low=0, high=MAX_SEED)
     eval_episodes: int = param(10, "Greedy evaluation episodes at the end of training.", low=0)
@@ -53,6 +57,12 @@ class RunSettings:
     checkpoint_freq: int = param(0, "Write a checkpoint every this many env steps into OUT/checkpoints "
                                  "(0: none); `--resume OUT` continues from the newest.", low=0)
     checkpoint_keep: int = param(2, "Newest periodic checkpoints kept (older ones are deleted).", low=1)
+
+
+    @property
+    def env_id(self) -> str:
+        """The env id the run makes: ``env``, or ``env_module:env`` when a module registers it."""
+        return f"{self.env_module}:{self.env}" if self.env_module and ":" not in self.env else self.env
 
 
 @dataclass(frozen=True)
@@ -69,7 +79,7 @@ class RunConfig:
         return REGISTRY[self.settings.algorithm]
 
     def make_algorithm(self) -> Algorithm | OnPolicyAlgorithm:
-        return self.algorithm_class(self.settings.env, self.hyperparameters)
+        return self.algorithm_class(self.settings.env_id, self.hyperparameters)
 
     def with_overrides(self, **settings: Any) -> RunConfig:
         """A copy with some top-level settings replaced (``--steps``, ``--seed`` on the CLI)."""
@@ -86,28 +96,32 @@ class RunConfig:
         return ConfigError(message, key=".".join(map(str, path)))
 
 
-def load_config(path: str | Path) -> RunConfig:
-    """Read and validate a run config; a mistake raises ConfigError naming ``file:line: key``."""
+def load_config(path: str | Path, env_module: str | None = None) -> RunConfig:
+    """Read and validate a run config; a mistake raises ConfigError naming ``file:line: key``. ``env_module``
+    (``--env-module``) replaces the file's, before its env is checked."""
     doc = YamlDocument.load(path)
-    return parse_config(doc)
+    return parse_config(doc, env_module)
 
 
-def parse_config(doc: YamlDocument) -> RunConfig:
+def parse_config(doc: YamlDocument, env_module: str | None = None) -> RunConfig:
     data = doc.data
     if not isinstance(data, dict):
         raise doc.error((), "a run config is a mapping of keys (algorithm, env, total_steps, ...)")
     if not data:
         raise doc.error((), "the config is empty: a run config names at least its algorithm and env "
                             "(see examples/configs)")
-    top = {k: v for k, v in data.items() if k != "hyperparameters"}
+    top = {k: v for k, v in data.items() if k != "hyperparameters"} | ({"env_module": env_module} if env_module else {})
     settings = build(RunSettings, top, doc=doc)
     if settings.algorithm not in REGISTRY:
         raise doc.error(("algorithm",), f"unknown algorithm {settings.algorithm!r}; "
                                         f"known: {', '.join(sorted(REGISTRY))}")
     try:
-        check_env_id(settings.env)
+        check_env_id(settings.env_id)
     except EnvError as exc:
-        raise doc.error(("env",), str(exc)) from None
+        if env_module and "cannot import" in str(exc):
+            raise UserError(f"--env-module {env_module}: {exc}") from None
+        raise doc.error(("env_module" if settings.env_module and "cannot import" in str(exc) else "env",),
+                        str(exc)) from None
     algo_cls = REGISTRY[settings.algorithm]
     hyper = build(algo_cls.Config, data.get("hyperparameters") or {}, doc=doc, path=("hyperparameters",))
     check_trains(settings, hyper, doc.error)

@@ -57,15 +57,18 @@ def _apply(cfg: RunConfig, text: str) -> RunConfig:
     if key in settings:
         values = dataclasses.asdict(cfg.settings) | {key: value}
         new = build(RunSettings, values, doc=doc)
-        if key == "env":
+        if key in ("env", "env_module"):
             try:
-                check_env_id(new.env)
+                check_env_id(new.env_id)
             except EnvError as exc:
-                raise ConfigError(str(exc), key="env", file=doc.file) from None
+                raise ConfigError(str(exc), key=key, file=doc.file) from None
         return dataclasses.replace(cfg, settings=new)
     if name in hyper or key.startswith(f"{HYPER}."):
         values = {f.name: getattr(cfg.hyperparameters, f.name) for f in dataclasses.fields(cfg.hyperparameters)}
+        if (cfg.raw.get(HYPER) or {}).get("gradient_steps") == -1:  # SB3's -1 follows a new train_freq or n_envs
+            values["gradient_steps"] = -1
         new = build(type(cfg.hyperparameters), values | {name: value}, doc=doc, path=(HYPER,))
-        return dataclasses.replace(cfg, hyperparameters=new)
+        raw = cfg.raw | {HYPER: (cfg.raw.get(HYPER) or {}) | {name: value}}
+        return dataclasses.replace(cfg, hyperparameters=new, raw=raw)
     known = sorted(settings - {"algorithm"}) + sorted(hyper)
     raise UserError(f"--set {text}: unknown key {key!r}; known: {', '.join(known)}")

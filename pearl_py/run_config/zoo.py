@@ -1,15 +1,18 @@
 """rl-baselines3-zoo hyperparameter files (``hyperparams/<algo>.yml``) read as run configs.
 
-A zoo file maps env ids to entries of Stable-Baselines3 keyword arguments. An entry becomes a
+A zoo file maps env ids to entries of Stable-Baselines3 keyword arguments; the entry for an id is its own,
+else the file's ``atari`` entry for an Atari id, else its ``default`` (the zoo's choice). An entry becomes a
 :class:`~pearl_py.run_config.RunConfig`: ``n_timesteps`` is ``total_steps``; ``policy`` must be
 ``MlpPolicy``; ``policy_kwargs`` (a ``dict(...)`` text or a mapping) gives ``net_arch`` (a list, or
-``dict(pi=..., vf=...)``/``dict(pi=..., qf=...)`` with equal lists), ``activation_fn``
-(``nn.ReLU``/``nn.Tanh``), ``ortho_init``, ``log_std_init``; ``train_freq`` may be ``[n, "step"]``;
-``noise_type: normal`` is the Gaussian action noise of ``noise_std``; keys that only restate
-SB3's defaults (``normalize: false``, ``use_sde: false``, ``optimize_memory_usage: false``) are
-accepted; every other key is the algorithm's own hyperparameter (``lin_<number>`` schedules
-included) and is validated like a config file's. What pearl_py does not support is refused by
-name, at its line: ``ConfigError: hyperparams/ppo.yml:44: Pendulum-v1.use_sde: ...``.
+``dict(pi=..., vf=...)``/``dict(pi=..., qf=...)`` with equal lists), ``activation_fn`` (``nn.ReLU``,
+``nn.Tanh``, ``nn.ELU``, ``nn.GELU``, ``nn.LeakyReLU``, ``nn.SiLU``), ``ortho_init``, ``log_std_init``;
+``train_freq`` may be ``[n, "step"]``; ``noise_type: normal`` is the Gaussian action noise of ``noise_std``;
+keys that only restate SB3's defaults (``normalize: false``, ``use_sde: false``, ``optimize_memory_usage:
+false``) are accepted; every other key (``gradient_steps: -1``, ``frame_stack``, ``env_kwargs``,
+``lin_<number>`` schedules) is the algorithm's own hyperparameter and is validated like a config file's.
+``--set`` values are applied to the entry before it is validated. What pearl_py does not support is refused
+by name, at its line: ``ConfigError: hyperparams/ppo.yml:44: Pendulum-v1.use_sde: ...``; the env id is
+checked last.
 
 Example::
 
@@ -20,18 +23,25 @@ Example::
 from __future__ import annotations
 
 import ast
+import dataclasses
+import typing
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from pearl_py.algorithms import REGISTRY
+from pearl_py.algorithms.env_make import family
 from pearl_py.algorithms.env_spec import EnvError, check_env_id
 from pearl_py.config.fields import build
-from pearl_py.config.yaml_source import YamlDocument
-from pearl_py.errors import ConfigError
+from pearl_py.config.yaml_source import KeyPath, YamlDocument
+from pearl_py.errors import ConfigError, UserError
 from pearl_py.run_config import RunConfig, RunSettings
+from pearl_py.run_config.overrides import HYPER, parse_set
 
 SUPPORTED_POLICY = "MlpPolicy"
-ACTIVATIONS = {"ReLU": "relu", "Tanh": "tanh"}
+ACTIVATIONS = {"ReLU": "relu", "Tanh": "tanh", "ELU": "elu", "GELU": "gelu", "LeakyReLU": "leaky_relu", "SiLU": "silu"}
+"""torch.nn activation class names in a zoo ``policy_kwargs`` -> pearl_py's ``activation_fn`` values."""
 AT_DEFAULT = {"normalize": False, "use_sde": False, "optimize_memory_usage": False}
 """Zoo keys accepted only at these values (SB3's defaults, which pearl_py implements)."""
 UNSUPPORTED = {
@@ -39,11 +49,9 @@ UNSUPPORTED = {
     "normalize_kwargs": "observation and reward normalization (VecNormalize) is not implemented in pearl_py",
     "use_sde": "generalized state-dependent exploration (gSDE) is not implemented in pearl_py",
     "sde_sample_freq": "generalized state-dependent exploration (gSDE) is not implemented in pearl_py",
-    "frame_stack": "frame stacking is not implemented in pearl_py (flat observations only)",
     "env_wrapper": "env wrappers are not applied by pearl_py (it makes envs with gymnasium.make)",
     "vec_env_wrapper": "vector-env wrappers are not applied by pearl_py",
     "callback": "SB3 callbacks do not run in pearl_py",
-    "env_kwargs": "env keyword arguments are not passed by pearl_py",
     "replay_buffer_class": "pearl_py has its own replay (prioritized_replay: true for PER)",
     "replay_buffer_kwargs": "pearl_py has its own replay (prioritized_replay: true for PER)",
     "optimize_memory_usage": "the memory-optimized replay is not implemented in pearl_py",
@@ -52,57 +60,111 @@ UNSUPPORTED = {
 POLICY_KWARGS = ("net_arch", "activation_fn", "ortho_init", "log_std_init")
 
 
-def load_zoo(path: str | Path, env_id: str, algorithm: str | None = None) -> RunConfig:
-    """The run config of ``env_id``'s entry in a zoo file; ``algorithm`` defaults to the file's name (dqn.yml)."""
+def load_zoo(path: str | Path, env_id: str, algorithm: str | None = None, sets: Sequence[str] = ()) -> RunConfig:
+    """The run config of ``env_id``'s entry in a zoo file; ``algorithm`` defaults to the file's name (dqn.yml).
+
+    The entry is the zoo's: ``env_id``'s own, else ``atari`` for an Atari id, else ``default``. ``sets``
+    (``--set KEY=VALUE``) replace or add keys of the entry before it is validated, so a flag can repair an entry
+    (``--set normalize=false``); a run setting (``seed=3``, ``eval_episodes=1``) sets the run's."""
     doc = YamlDocument.load(path)
     name = algorithm or Path(path).stem.lower()
     if name not in REGISTRY:
         raise ConfigError(f"cannot tell the algorithm from the file name {Path(path).name!r}; known: "
                           f"{', '.join(sorted(REGISTRY))} (name the file <algorithm>.yml, as the zoo does)",
                           file=doc.file)
-    if not isinstance(doc.data, dict) or env_id not in doc.data:
-        entries = ", ".join(doc.data) if isinstance(doc.data, dict) and doc.data else "none"
-        raise ConfigError(f"no entry for env {env_id!r}; entries: {entries}", file=doc.file)
-    entry = doc.data[env_id]
+    return read_entry(doc, env_id, name, sets)
+
+
+def read_entry(zoo: YamlDocument, env_id: str, name: str, sets: Sequence[str] = ()) -> RunConfig:
+    """:func:`load_zoo` of a zoo file already read, for algorithm ``name``."""
+    doc = _EntryDocument(data=zoo.data, file=zoo.file, lines=zoo.lines)
+    key = entry_key(doc, env_id)
+    entry = doc.data[key]
     if not isinstance(entry, dict):
-        raise doc.error((env_id,), "a zoo entry is a mapping of hyperparameters")
-    try:
-        check_env_id(env_id)
-    except EnvError as exc:
-        raise doc.error((env_id,), str(exc)) from None
+        raise doc.error((key,), "a zoo entry is a mapping of hyperparameters")
+    settings: dict[str, Any] = {"algorithm": name, "env": env_id}
+    entry = doc.apply_sets(key, entry, settings, sets)
     cls = REGISTRY[name]
     config_keys = {f for f in cls.Config.__dataclass_fields__}
-    settings = {"algorithm": name, "env": env_id}
     hyper: dict[str, Any] = {}
-    for key, value in entry.items():
-        where = (env_id, key)
-        if key == "n_timesteps":
+    for item, value in entry.items():
+        where = (key, item)
+        if item == "n_timesteps":
             settings["total_steps"] = _whole_number(doc, where, value)
-        elif key == "policy":
+        elif item == "policy":
             if value != SUPPORTED_POLICY:
                 raise doc.error(where, f"policy {value!r} is not supported: pearl_py implements {SUPPORTED_POLICY}")
             if "policy" in config_keys:
                 hyper["policy"] = value
-        elif key == "policy_kwargs":
+        elif item == "policy_kwargs":
             hyper.update(policy_kwargs(doc, where, value, config_keys))
-        elif key == "train_freq":
+        elif item == "train_freq":
             hyper["train_freq"] = _train_freq(doc, where, value)
-        elif key == "noise_type":
+        elif item == "noise_type":
             if value != "normal":
                 raise doc.error(where, f"noise_type {value!r} is not supported: pearl_py implements 'normal' "
                                        "(Gaussian action noise of noise_std)")
-        elif key in AT_DEFAULT and value == AT_DEFAULT[key]:
+        elif isinstance(value, str) and value.startswith("lin_") and _takes_number(cls.Config, item):
+            raise doc.error(where, f"{value!r}: linear schedules of {item} are not implemented for {name} in pearl_py "
+                                   "(ppo and a2c take them): give a number to run with a constant one")
+        elif item in AT_DEFAULT and value == AT_DEFAULT[item]:
             continue
-        elif key in UNSUPPORTED:
-            raise doc.error(where, f"{UNSUPPORTED[key]}: remove the key to run without it")
-        elif key not in config_keys:
-            raise doc.error(where, f"{name} in pearl_py has no hyperparameter {key!r}")
+        elif item in UNSUPPORTED:
+            raise doc.error(where, f"{UNSUPPORTED[item]}: remove the key to run without it")
+        elif item not in config_keys:
+            raise doc.error(where, f"{name} in pearl_py has no hyperparameter {item!r}")
         else:
-            hyper[key] = value
-    run_settings = build(RunSettings, settings, doc=doc, path=(env_id,))
-    hyperparameters = build(cls.Config, hyper, doc=doc, path=(env_id,))
-    return RunConfig(settings=run_settings, hyperparameters=hyperparameters, source=f"{doc.file}:{env_id}",
+            hyper[item] = value
+    run_settings = build(RunSettings, settings, doc=doc, path=(key,))
+    hyperparameters = build(cls.Config, hyper, doc=doc, path=(key,))
+    try:  # last, so that an entry for an env unknown here is still read through (benchmarks/zoo_coverage.py)
+        check_env_id(run_settings.env_id)
+    except EnvError as exc:
+        raise doc.error((key,), str(exc)) from exc
+    return RunConfig(settings=run_settings, hyperparameters=hyperparameters, source=f"{doc.file}:{key}",
                      raw={**settings, "hyperparameters": hyper})
+
+
+def _takes_number(config: type, key: str) -> bool:
+    """Whether ``config`` has a plain number field ``key`` (no schedule: ``lin_`` is refused by name)."""
+    return typing.get_type_hints(config).get(key) is float
+
+
+def entry_key(doc: YamlDocument, env_id: str) -> str:
+    """The entry the zoo runs ``env_id`` with: its own, else ``atari`` for an Atari id, else ``default``."""
+    entries = doc.data if isinstance(doc.data, dict) else {}
+    for key in (env_id, "atari" if family(env_id) == "atari" else None, "default"):
+        if key in entries:
+            return key
+    raise ConfigError(f"no entry for env {env_id!r} (nor an 'atari' or 'default' entry); entries: "
+                      f"{', '.join(entries) or 'none'}", file=doc.file)
+
+
+@dataclass
+class _EntryDocument(YamlDocument):
+    """A zoo file whose entry may carry ``--set`` values: an error in a key a flag set names that flag."""
+
+    flags: dict[str, str] = field(default_factory=dict)
+    """Entry key -> the ``--set KEY=VALUE`` text that set it."""
+
+    def error(self, path: KeyPath, message: str) -> ConfigError:
+        if len(path) > 1 and path[1] in self.flags:
+            return ConfigError(message, key=".".join(map(str, path[1:])), file=self.flags[path[1]])
+        return super().error(path, message)
+
+    def apply_sets(self, key: str, entry: dict[str, Any], settings: dict[str, Any],
+                   sets: Sequence[str]) -> dict[str, Any]:
+        """``entry`` with every ``KEY=VALUE`` applied in order; run settings go into ``settings``."""
+        entry = dict(entry)
+        run_keys = {f.name for f in dataclasses.fields(RunSettings)} - {"algorithm", "env", "total_steps"}
+        for text in sets:
+            name, value = parse_set(text)
+            name = {"total_steps": "n_timesteps"}.get(name.removeprefix(f"{HYPER}."), name.removeprefix(f"{HYPER}."))
+            if name in ("algorithm", "env"):
+                raise UserError(f"--set {text}: with --zoo the algorithm is the file's and the env is --env")
+            (settings if name in run_keys else entry)[name] = value
+            self.flags[name] = f"--set {text}"  # an error at (entry, name) names the flag
+        return entry
 
 
 def _whole_number(doc: YamlDocument, where: tuple[str, str], value: Any) -> int:
@@ -154,8 +216,8 @@ def _parse_kwargs(doc: YamlDocument, where: tuple[str, str], text: str) -> dict[
         tree = ast.parse(text.strip(), mode="eval").body
         return _literal(tree)
     except (SyntaxError, ValueError) as exc:
-        raise doc.error(where, f"cannot read {text!r} ({exc}); pearl_py reads dict(...) of literals, "
-                               "nn.ReLU and nn.Tanh") from None
+        raise doc.error(where, f"cannot read {text!r} ({exc}); pearl_py reads dict(...) of literals and "
+                               "torch.nn activation names") from None
 
 
 def _literal(node: ast.AST) -> Any:
@@ -168,5 +230,6 @@ def _literal(node: ast.AST) -> Any:
     if isinstance(node, ast.Attribute) and node.attr in ACTIVATIONS:  # nn.ReLU, th.nn.ReLU, torch.nn.Tanh
         return ACTIVATIONS[node.attr]
     if isinstance(node, ast.Attribute):
-        raise ValueError(f"unsupported name {ast.unparse(node)} (activations: nn.ReLU, nn.Tanh)")
+        raise ValueError(f"unsupported name {ast.unparse(node)} (activations: "
+                         f"{', '.join('nn.' + name for name in ACTIVATIONS)})")
     return ast.literal_eval(node)

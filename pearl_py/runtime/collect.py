@@ -145,7 +145,8 @@ class Collector:
         self.spec = algorithm.spec
         self.n_envs = len(envs)
         self.rng = np.random.default_rng(seed)
-        self.envs = make_vector_env(algorithm.env_id, self.n_envs, seed + envs.start, self.spec.frame_stack)
+        self.envs = make_vector_env(algorithm.env_id, self.n_envs, seed + envs.start, self.spec.frame_stack,
+                                    self.spec.env_kwargs)
         self.obs_dtype = np.dtype(self.spec.obs_dtype)     # uint8 frames stay uint8 (4x fewer bytes than float32)
         self.tracker = EpisodeTracker(self.n_envs)
         self.record, self.policy_kernel = record, policy_kernel

@@ -34,7 +34,8 @@ def evaluate(algorithm: Algorithm, nets: Networks, device: torch.device, episode
     ``env_factory``: builds each env (default: the algorithm's env with its family's preprocessing and frame
     stack, :func:`~pearl_py.algorithms.env_make.make_env`; ``pearl eval --video`` films the first one's).
     """
-    make = env_factory or (lambda: make_env(algorithm.env_id, algorithm.spec.frame_stack))
+    make = env_factory or (lambda: make_env(algorithm.env_id, algorithm.spec.frame_stack,
+                                            env_kwargs=algorithm.spec.env_kwargs))
     envs: list[gym.Env] = []
     try:
         for _ in range(episodes):

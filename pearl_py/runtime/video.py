@@ -17,6 +17,7 @@ from pathlib import Path
 import gymnasium as gym
 
 from pearl_py.algorithms.env_make import make_env
+from pearl_py.algorithms.obs_config import EnvKwargs
 from pearl_py.errors import UserError
 
 VIDEO_EXTRA = 'pip install -c constraints.txt "pearl_py[video]" (moviepy, as gymnasium[other])'
@@ -34,22 +35,23 @@ class EpisodeVideo:
     """Films the first episode of the first env :meth:`make_env` builds into ``path`` (an .mp4); the envs built
     after it are not filmed (evaluation runs its episodes side by side, one env each)."""
 
-    def __init__(self, env_id: str, path: Path, frame_stack: int | None = None) -> None:
+    def __init__(self, env_id: str, path: Path, frame_stack: int | None = None,
+                 env_kwargs: EnvKwargs | None = None) -> None:
         if path.suffix.lower() != ".mp4":
             raise UserError(f"--video {path}: the video is written as MP4; name it <something>.mp4")
         check_video_support()
-        self.env_id, self.path, self.frame_stack = env_id, path, frame_stack
+        self.env_id, self.path, self.frame_stack, self.env_kwargs = env_id, path, frame_stack, env_kwargs
         path.parent.mkdir(parents=True, exist_ok=True)
         self._folder = Path(tempfile.mkdtemp(prefix=".pearl-video-", dir=path.parent))
         self._filming = True
 
     def make_env(self) -> gym.Env:
         if not self._filming:
-            return make_env(self.env_id, self.frame_stack)
+            return make_env(self.env_id, self.frame_stack, env_kwargs=self.env_kwargs)
         self._filming = False
         for driver in ("SDL_VIDEODRIVER", "SDL_AUDIODRIVER"):  # frames are drawn off screen: no display, no sound
             os.environ.setdefault(driver, "dummy")
-        env = make_env(self.env_id, self.frame_stack, render_mode="rgb_array")  # the preprocessing trained on
+        env = make_env(self.env_id, self.frame_stack, render_mode="rgb_array", env_kwargs=self.env_kwargs)  # as trained
         # a folder RecordVideo creates itself (it warns about overwriting an existing one)
         return gym.wrappers.RecordVideo(env, str(self._folder / "frames"), episode_trigger=lambda episode: episode == 0,
                                         name_prefix="eval", disable_logger=True)

@@ -331,7 +331,8 @@ def test_plan_and_simulate_model_on_policy_configs_on_the_pearl_box(tmp_path, ca
     (pearl.A2C, {"n_steps": 1}, None, None),                                     # A2C does not normalize: fine
     (pearl.A2C, {"n_steps": 1, "normalize_advantage": True}, "n_steps", "n_steps * n_envs > 1"),
     (pearl.A2C, {"batch_size": 64}, "batch_size", "unknown key"),
-    (pearl.A2C, {"activation_fn": "gelu"}, "activation_fn", "must be one of tanh, relu"),
+    (pearl.A2C, {"activation_fn": "softsign"}, "activation_fn",
+     "must be one of tanh, relu, elu, gelu, leaky_relu, silu"),
     (pearl.PPO, {"policy": "CnnPolicy"}, "policy", "must be one of MlpPolicy"),
 ])
 def test_bad_hyperparameters_name_their_key(algo_cls, hyper, key, message):

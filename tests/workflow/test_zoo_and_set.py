@@ -21,7 +21,7 @@ from pearl_py.run_config.zoo import load_zoo
 HERE = Path(__file__).parent
 ZOO = HERE / "zoo"
 EXAMPLES = HERE.parents[1] / "examples" / "configs"
-ZOO_DIRS = [ZOO] + ([Path(os.environ["PEARL_ZOO_DIR"])] if os.environ.get("PEARL_ZOO_DIR") else [])
+ZOO_DIRS = [ZOO, HERE.parent / "data" / "zoo"] + ([Path(os.environ["PEARL_ZOO_DIR"])] if os.environ.get("PEARL_ZOO_DIR") else [])
 
 
 @pytest.mark.parametrize("zoo_dir", ZOO_DIRS)
@@ -49,18 +49,20 @@ def test_zoo_entries_map_policy_kwargs_and_schedules():
 
 @pytest.mark.parametrize("entry, message", [
     ("CartPole-v1:\n  policy: 'CnnPolicy'\n", "zoo.yml:2: CartPole-v1.policy: policy 'CnnPolicy' is not supported"),
-    ("CartPole-v1:\n  frame_stack: 4\n", "CartPole-v1.frame_stack: frame stacking is not implemented in pearl_py"),
+    ("CartPole-v1:\n  frame_stack: 0\n", "zoo.yml:2: CartPole-v1.frame_stack: must be >= 1, got 0"),
     ("CartPole-v1:\n  train_freq: [1, 'episode']\n", "training per episode is not implemented"),
     ("CartPole-v1:\n  policy_kwargs: 'dict(net_arch=dict(pi=[64], vf=[32]))'\n",
      "separate widths per network are not implemented"),
     ("CartPole-v1:\n  policy_kwargs: 'dict(features_extractor_class=None)'\n",
      "policy_kwargs 'features_extractor_class' is not supported"),
-    ("CartPole-v1:\n  policy_kwargs: 'dict(activation_fn=nn.ELU)'\n", "unsupported name nn.ELU"),
+    ("CartPole-v1:\n  policy_kwargs: 'dict(activation_fn=nn.Softsign)'\n",
+     "unsupported name nn.Softsign (activations: nn.ReLU, nn.Tanh, nn.ELU, nn.GELU, nn.LeakyReLU, nn.SiLU)"),
     ("CartPole-v1:\n  policy_kwargs: '__import__(\"os\").system(\"true\")'\n", "pearl_py reads dict(...) of literals"),
-    ("CartPole-v1:\n  learning_rate: lin_0.001\n", "CartPole-v1.learning_rate: expected number, got str 'lin_0.001'"),
+    ("CartPole-v1:\n  learning_rate: lin_0.001\n", "CartPole-v1.learning_rate: 'lin_0.001': linear schedules of "
+                                             "learning_rate are not implemented for dqn"),
     ("CartPole-v1:\n  tau2: 1\n", "CartPole-v1.tau2: dqn in pearl_py has no hyperparameter 'tau2'"),
     ("CartPole-v1:\n  batch_size: 0\n", "zoo.yml:2: CartPole-v1.batch_size: must be >= 1, got 0"),
-    ("Acrobot-v1:\n  batch_size: 8\n", "no entry for env 'CartPole-v1'; entries: Acrobot-v1"),
+    ("Acrobot-v1:\n  batch_size: 8\n", "no entry for env 'CartPole-v1' (nor an 'atari' or 'default' entry); entries: Acrobot-v1"),
 ])
 def test_what_pearl_does_not_support_is_refused_by_name(tmp_path, entry, message):
     path = tmp_path / "zoo.yml"

@@ -9,12 +9,14 @@ Example::
     >>> cfg = DQNConfig(batch_size=64)
     >>> cfg.updates_per_transition
     0.25
+    >>> DQNConfig(train_freq=4, n_envs=2, gradient_steps=-1).gradient_steps     # SB3's -1: one per env step
+    8
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pearl_py.algorithms.obs_config import features_extractor_param, frame_stack_param
+from pearl_py.algorithms.obs_config import EnvKwargs, env_kwargs_param, features_extractor_param, frame_stack_param
 from pearl_py.config.fields import param
 from pearl_py.errors import ConfigError
 
@@ -31,7 +33,9 @@ class OffPolicyConfig:
     tau: float = param(1.0, "Target-network Polyak coefficient (1 = hard copy).", low=0.0, low_open=True,
                        high=1.0)
     train_freq: int = param(4, "Vector-env steps between training rounds.", low=1)
-    gradient_steps: int = param(1, "Gradient steps per training round.", low=1)
+    gradient_steps: int = param(1, "Gradient steps per training round; -1: as many as the env steps a round "
+                                "collects (train_freq * n_envs, SB3's meaning), resolved when the config is read.",
+                                low=-1)
     target_update_interval: int = param(
         10_000, "Steps between target-network updates (unit set by the algorithm).", low=1)
     net_arch: tuple[int, ...] = param((64, 64), "Hidden layer widths of every network.", low=1)
@@ -47,8 +51,14 @@ class OffPolicyConfig:
     replay_fanout: int = param(16, "Sum-tree fanout of prioritized replay (16 as PEARL; measured fastest).", low=2, high=64)
     features_extractor: str = features_extractor_param()
     frame_stack: int | None = frame_stack_param()
+    env_kwargs: EnvKwargs = env_kwargs_param()
 
     def __post_init__(self) -> None:
+        if self.gradient_steps == -1:
+            object.__setattr__(self, "gradient_steps", self.train_freq * self.n_envs)
+        elif self.gradient_steps < 1:
+            raise ConfigError(f"must be >= 1, or -1 (as many as the env steps of a round), got {self.gradient_steps}",
+                              key="gradient_steps")
         if self.buffer_size < self.batch_size:
             raise ConfigError(f"{self.buffer_size} is less than batch_size {self.batch_size}: every batch would hold "
                               "the same transitions more than once; the replay must hold at least one batch",

@@ -16,10 +16,14 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from pearl_py.algorithms.obs_config import features_extractor_param, frame_stack_param
+from pearl_py.algorithms.obs_config import EnvKwargs, env_kwargs_param, features_extractor_param, frame_stack_param
 from pearl_py.algorithms.on_policy.schedules import Schedule
 from pearl_py.config.fields import param
 from pearl_py.errors import ConfigError
+
+
+ACTIVATION_NAMES = ("tanh", "relu", "elu", "gelu", "leaky_relu", "silu")
+"""``activation_fn`` values: torch's nn.Tanh, nn.ReLU, nn.ELU, nn.GELU, nn.LeakyReLU, nn.SiLU (SB3's names)."""
 
 
 @dataclass(frozen=True)
@@ -41,13 +45,15 @@ class OnPolicyConfig:
     n_envs: int = param(1, "Environments stepped together.", low=1, high=4096)
     net_arch: tuple[int, ...] = param((64, 64), "Hidden layer widths of the policy and of the value network "
                                       "(separate networks of the same widths).", low=1)
-    activation_fn: str = param("tanh", "Activation of the hidden layers.", choices=("tanh", "relu"))
+    activation_fn: str = param("tanh", "Activation of the hidden layers (tanh and relu run in the fused kernels).",
+                               choices=ACTIVATION_NAMES)
     ortho_init: bool = param(True, "Orthogonal initialization (gains sqrt(2) hidden, 0.01 policy head, "
                              "1 value head), biases 0.")
     log_std_init: float = param(0.0, "Initial log standard deviation of the Gaussian policy (Box actions).")
     adam_eps: float = param(1e-5, "Adam epsilon (SB3's actor-critic policies use 1e-5).", low=0.0, low_open=True)
     features_extractor: str = features_extractor_param()
     frame_stack: int | None = frame_stack_param()
+    env_kwargs: EnvKwargs = env_kwargs_param()
 
     def __post_init__(self) -> None:
         if self.normalize_advantage and self.rollout_size < 2:

@@ -31,8 +31,11 @@ from pearl_py.algorithms.on_policy.distributions import (
     Distribution,
 )
 
-ACTIVATIONS: dict[str, type[nn.Module]] = {"tanh": nn.Tanh, "relu": nn.ReLU}
-"""``activation_fn`` config values and the modules they name."""
+ACTIVATIONS: dict[str, type[nn.Module]] = {"tanh": nn.Tanh, "relu": nn.ReLU, "elu": nn.ELU, "gelu": nn.GELU,
+                                            "leaky_relu": nn.LeakyReLU, "silu": nn.SiLU}
+"""``activation_fn`` config values (:data:`~pearl_py.algorithms.on_policy.config.ACTIVATION_NAMES`) and the modules
+they name (torch's defaults, as SB3's ``nn.ELU`` etc.); the fused kernels run tanh and ReLU, the others run torch's
+reference update."""
 
 HIDDEN_GAIN = math.sqrt(2.0)
 POLICY_HEAD_GAIN = 0.01

@@ -1,0 +1,155 @@
+"""rl-baselines3-zoo's own hyperparameter files (tests/data/zoo, MIT) through the loader: no traceback, and as many
+entries read as benchmarks/zoo_coverage.py reached (``python benchmarks/zoo_coverage.py`` prints the counts)."""
+from __future__ import annotations
+
+import importlib.util
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from pearl_py.errors import ConfigError
+from pearl_py.run_config.zoo import load_zoo
+
+_PATH = Path(__file__).resolve().parents[2] / "benchmarks" / "zoo_coverage.py"
+if not _PATH.exists():
+    pytest.skip("benchmarks/ is not shipped with an installed package", allow_module_level=True)
+_spec = importlib.util.spec_from_file_location("zoo_coverage", _PATH)
+coverage = importlib.util.module_from_spec(_spec)
+sys.modules[_spec.name] = coverage  # its dataclass looks its module up
+_spec.loader.exec_module(coverage)
+
+KEYS_READ = 56
+"""Entries whose every key pearl_py reads (accepted, or accepted but for an env id this gymnasium lacks), of 139."""
+
+
+def test_every_zoo_entry_is_read_or_refused_by_name():
+    results = coverage.outcomes()
+    kinds = Counter(o.kind for o in results)
+    assert len(results) == 139 and kinds["bug"] == 0, [o.detail for o in results if o.kind == "bug"]
+    assert kinds["accepted"] + kinds["env unknown"] >= KEYS_READ
+    refused = [o for o in results if o.kind == "refused"]
+    assert all(o.detail.split(":")[0] != "-" for o in refused), "a refusal that names no key"
+
+
+ZOO = Path(__file__).resolve().parents[1] / "data" / "zoo"
+
+
+def test_gradient_steps_minus_one_is_one_step_per_env_step_of_the_round():
+    cfg = load_zoo(ZOO / "dqn.yml", "Acrobot-v1")
+    assert (cfg.hyperparameters.train_freq, cfg.hyperparameters.gradient_steps) == (4, 4)
+    assert load_zoo(ZOO / "dqn.yml", "Acrobot-v1", sets=["n_envs=2"]).hyperparameters.gradient_steps == 8
+
+
+@pytest.mark.parametrize("value, message", [
+    ("0", "zoo.yml:3: CartPole-v1.gradient_steps: must be >= 1, or -1 (as many as the env steps of a round), got 0"),
+    ("-2", "zoo.yml:3: CartPole-v1.gradient_steps: must be >= -1, got -2"),
+    ("all", "zoo.yml:3: CartPole-v1.gradient_steps: expected integer, got str 'all'"),
+])
+def test_bad_gradient_steps_are_located(tmp_path, value, message):
+    path = tmp_path / "zoo.yml"
+    path.write_text(f"CartPole-v1:\n  train_freq: 4\n  gradient_steps: {value}\n")
+    with pytest.raises(ConfigError) as err:
+        load_zoo(path, "CartPole-v1", algorithm="dqn")
+    assert str(err.value) == f"{path.parent}/{message}"
+
+
+def test_set_repairs_an_entry_before_it_is_validated(capsys):
+    with pytest.raises(ConfigError, match=r"a2c.yml:44: Acrobot-v1.normalize: observation and reward normalization"):
+        load_zoo(ZOO / "a2c.yml", "Acrobot-v1")
+    cfg = load_zoo(ZOO / "a2c.yml", "Acrobot-v1", sets=["normalize=false", "seed=3", "total_steps=1000"])
+    assert (cfg.settings.seed, cfg.settings.total_steps, cfg.hyperparameters.n_envs) == (3, 1000, 16)
+
+
+@pytest.mark.parametrize("flag, message", [
+    ("batch_size=-1", "pearl: error: --set batch_size=-1: batch_size: must be >= 1, got -1"),
+    ("seed=-1", "pearl: error: --set seed=-1: seed: must be >= 0, got -1"),
+    ("normalize=true", "pearl: error: --set normalize=true: normalize: observation and reward normalization "
+                       "(VecNormalize) is not implemented in pearl_py: remove the key to run without it"),
+    ("tau2=1", "pearl: error: --set tau2=1: tau2: dqn in pearl_py has no hyperparameter 'tau2'"),
+    ("env=Acrobot-v1", "pearl: error: --set env=Acrobot-v1: with --zoo the algorithm is the file's and the env is "
+                       "--env"),
+])
+def test_a_bad_set_on_a_zoo_entry_names_the_flag(capsys, flag, message):
+    from pearl_py.cli import main
+
+    assert main(["run", "--zoo", str(ZOO / "dqn.yml"), "--env", "CartPole-v1", "--set", flag]) == 2
+    assert capsys.readouterr().err == message + "\n"
+
+
+def test_the_zoo_entry_for_an_id_without_one_is_atari_or_default():
+    from pearl_py.config.yaml_source import YamlDocument
+    from pearl_py.run_config.zoo import entry_key
+
+    dqn = YamlDocument.load(ZOO / "dqn.yml")
+    assert entry_key(dqn, "BreakoutNoFrameskip-v4") == "atari" and entry_key(dqn, "ALE/Pong-v5") == "atari"
+    assert entry_key(dqn, "Taxi-v4") == "default" and entry_key(dqn, "Acrobot-v1") == "Acrobot-v1"
+    assert load_zoo(ZOO / "dqn.yml", "Taxi-v4").settings.total_steps == 1_000_000
+    with pytest.raises(ConfigError, match=r"dqn.yml:7: atari.env_wrapper: env wrappers are not applied by pearl_py"):
+        load_zoo(ZOO / "dqn.yml", "BreakoutNoFrameskip-v4")
+
+
+def test_an_env_whose_package_is_missing_is_one_line_naming_it(tmp_path, capsys):
+    import gymnasium as gym
+
+    from pearl_py.cli import main
+
+    gym.register("pearl_test/NeedsPackage-v0", entry_point="pearl_no_such_package.envs:Env")
+    path = tmp_path / "dqn.yml"
+    path.write_text("pearl_test/NeedsPackage-v0:\n  n_timesteps: 1000\n")
+    try:
+        assert main(["run", "--zoo", str(path), "--env", "pearl_test/NeedsPackage-v0"]) == 2
+    finally:
+        del gym.registry["pearl_test/NeedsPackage-v0"]
+    assert capsys.readouterr().err == (
+        "pearl: error: env 'pearl_test/NeedsPackage-v0' needs pearl_no_such_package, which is not installed: "
+        "install the package that provides pearl_no_such_package\n")
+
+
+def test_box2d_missing_names_the_extra(capsys):
+    pytest.importorskip("gymnasium")
+    try:
+        import Box2D  # noqa: F401
+        pytest.skip("Box2D is installed here")
+    except ImportError:
+        pass
+    from pearl_py.algorithms.env_spec import EnvNotInstalled, EnvSpec
+
+    with pytest.raises(EnvNotInstalled) as err:
+        EnvSpec.from_env_id("LunarLander-v3")
+    assert str(err.value) == "env 'LunarLander-v3' needs Box2D, which is not installed: pip install 'pearl_py[box2d]'"
+
+
+def test_the_zoos_activation_names_build_their_torch_modules(tmp_path):
+    from torch import nn
+
+    from pearl_py.algorithms.on_policy.config import ACTIVATION_NAMES
+    from pearl_py.algorithms.on_policy.policy import ACTIVATIONS
+
+    assert tuple(ACTIVATIONS) == ACTIVATION_NAMES
+    path = tmp_path / "ppo.yml"
+    path.write_text("CartPole-v1:\n  policy_kwargs: 'dict(net_arch=[8], activation_fn=nn.GELU)'\n")
+    cfg = load_zoo(path, "CartPole-v1")
+    assert cfg.hyperparameters.activation_fn == "gelu"
+    policy = cfg.make_algorithm().fresh_networks().online["policy"]
+    assert [type(m) for m in policy.pi] == [nn.Linear, nn.GELU, nn.Linear]
+
+
+def test_a_learning_rate_schedule_the_family_lacks_is_refused_by_name():
+    with pytest.raises(ConfigError) as err:
+        load_zoo(ZOO / "sac.yml", "LunarLanderContinuous-v3")
+    assert str(err.value) == (f"{ZOO}/sac.yml:35: LunarLanderContinuous-v3.learning_rate: 'lin_7.3e-4': linear "
+                              "schedules of learning_rate are not implemented for sac in pearl_py (ppo and a2c take "
+                              "them): give a number to run with a constant one")
+
+
+def test_gradient_steps_minus_one_follows_a_set_train_freq_in_a_config(write_config):
+    from pearl_py.run_config import load_config
+    from pearl_py.run_config.overrides import apply_sets
+
+    cfg = load_config(write_config("algorithm: dqn\nenv: CartPole-v1\nhyperparameters: {train_freq: 4, "
+                                   "gradient_steps: -1}\n"))
+    assert cfg.hyperparameters.gradient_steps == 4
+    assert apply_sets(cfg, ["train_freq=8", "n_envs=2"]).hyperparameters.gradient_steps == 16
+    assert apply_sets(cfg, ["gradient_steps=2", "train_freq=8"]).hyperparameters.gradient_steps == 2
