@@ -58,7 +58,7 @@ def run_main(args: argparse.Namespace) -> int:
                    eval_freq=s.eval_freq, plan=plan, objective=args.objective, backend=args.backend,
                    address=args.address, resume=args.resume, tune=tune, init_from=args.init_from,
                    checkpoint_freq=s.checkpoint_freq, checkpoint_keep=s.checkpoint_keep,
-                   overwrite=args.overwrite, oversubscribe=args.oversubscribe)
+                   overwrite=args.overwrite, oversubscribe=args.oversubscribe, adapt=args.adapt)
     startup = f" after {result.startup_seconds:.1f} s of start-up" if result.startup_seconds is not None else ""
     print(f"{s.algorithm} on {s.env}: {result.env_steps} env steps in {result.wall_seconds:.1f} s{startup} "
           f"({result.samples_per_second:.0f} samples/s, measured); eval return "

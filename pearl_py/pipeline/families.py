@@ -44,6 +44,8 @@ class Family:
     ray: ExecutorFactory | None = None
     planned: bool = True
     """Whether the performance model covers the family's protocol (else runs are the unpredicted serial reference)."""
+    adapts: bool = False
+    """Whether its serial executor takes ``adapt`` (the run's monitor, :mod:`pearl_py.runtime.monitor`)."""
 
 
 _FAMILIES: dict[str, Family] = {}
@@ -96,5 +98,5 @@ def _on_policy_parallel(algorithm: Any, seed: int, plan: Any = None, **common: A
 
 
 OFF_POLICY = register_family(Family("off_policy", serial=_off_policy_serial, parallel=_off_policy_parallel,
-                                    ray=_off_policy_ray))
-ON_POLICY = register_family(Family("on_policy", serial=_on_policy_serial, parallel=_on_policy_parallel))
+                                    ray=_off_policy_ray, adapts=True))
+ON_POLICY = register_family(Family("on_policy", serial=_on_policy_serial, parallel=_on_policy_parallel, adapts=True))

@@ -47,11 +47,12 @@ def runs_serially(plan: Plan) -> bool:
 
 def make_executor(algorithm: BaseAlgorithm, plan: Plan, seed: int, *, backend: str = "local",
                   address: str | None = None, resume: str | Path | None = None,
-                  checkpoints: CheckpointOptions | None = None, **common: Any) -> Executor:
+                  checkpoints: CheckpointOptions | None = None, adapt: bool = True, **common: Any) -> Executor:
     """The executor of the algorithm's family that runs ``plan``: on Ray, the serial executor (serialized plans)
     or the local parallel runtime (:mod:`pearl_py.pipeline.families`).
 
-    ``common``: ``out_dir``, ``eval_episodes``, ``eval_freq``, ``progress``. ``resume``: a run folder (or
+    ``common``: ``out_dir``, ``eval_episodes``, ``eval_freq``, ``progress``. ``adapt``: the serial executors' monitor
+    corrects a plan its kernels do not hold to (False: the plan as given). ``resume``: a run folder (or
     checkpoint folder) to continue from; ``checkpoints``: periodic checkpoints (not on Ray yet). A plan this
     machine cannot run as planned (a GPU without CUDA, a variant it cannot build) is a UserError naming the
     kernel and the device, before anything starts (the Ray backend's cluster checks its own resources).
@@ -67,7 +68,8 @@ def make_executor(algorithm: BaseAlgorithm, plan: Plan, seed: int, *, backend: s
         return family.ray(algorithm, seed, plan=plan, address=address, **common)
     check_runnable(plan, family=family.name)
     if runs_serially(plan):
-        return family.serial(algorithm, seed, plan=plan, **resume_options, **common)
+        adapting = {"adapt": adapt} if family.adapts else {}
+        return family.serial(algorithm, seed, plan=plan, **resume_options, **adapting, **common)
     if family.parallel is None:
         raise UserError(f"{algorithm.name} ({family.name}) runs its serial executor only for now: its plans must be "
                         "serialized")
@@ -90,7 +92,8 @@ def train(algorithm: BaseAlgorithm, total_steps: int, seed: int = 0, *,
           eval_freq: int = 0, progress: bool | None = None, objective: str = "throughput", backend: str = "local",
           address: str | None = None, resume: str | Path | None = None, tune: bool | TuneOptions = False,
           init_from: str | Path | None = None, checkpoint_freq: int = 0, checkpoint_keep: int = 2,
-          log: Callable[[str], None] = print, overwrite: bool = False, oversubscribe: bool = False) -> RunResult:
+          log: Callable[[str], None] = print, overwrite: bool = False, oversubscribe: bool = False,
+          adapt: bool = True) -> RunResult:
     """Train ``algorithm`` for ``total_steps`` env steps under ``plan``.
 
     ``plan``: ``None`` (serial reference, no predictions), ``"local"`` (serial, with the
@@ -115,6 +118,9 @@ def train(algorithm: BaseAlgorithm, total_steps: int, seed: int = 0, *,
     what cannot fit this machine is refused; a plan that holds more cores than there are runs only with
     ``oversubscribe`` (recorded in ``result.admission``). ``overwrite``: ``out`` may hold an earlier run, whose
     result, checkpoint and logs are removed once every check passed (:func:`~pearl_py.pipeline.outputs.clear_run_state`).
+    ``adapt``: the run watches its kernels against the plan's prediction and, when the plan does not hold, re-times
+    the disputed options and switches at a round boundary, recording ``result.corrections`` (serialized plans;
+    docs/runtime.md); False (``--no-adapt``) runs the plan as given.
     """
     if backend not in BACKENDS:
         raise UserError(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
@@ -147,7 +153,7 @@ def train(algorithm: BaseAlgorithm, total_steps: int, seed: int = 0, *,
     if overwrite and out_dir is not None and not continues:
         clear_run_state(out_dir)
     executor = make_executor(algorithm, resolved, seed, backend=backend, address=address, resume=resume,
-                             checkpoints=checkpoints, out_dir=out_dir, eval_episodes=eval_episodes,
+                             checkpoints=checkpoints, adapt=adapt, out_dir=out_dir, eval_episodes=eval_episodes,
                              eval_freq=eval_freq, progress=progress)
     if out_dir is not None and resolved.prediction is not None and not continues:
         resolved.export(out_dir)  # the plan is on disk before the run: `--resume` finds it after a stop

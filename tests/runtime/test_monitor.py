@@ -1,0 +1,93 @@
+"""The run's monitor (pearl_py/runtime/monitor.py) without timing: a fake clock that the learner update advances by a
+cost that depends on its thread count, and a slowdown injected after a number of calls."""
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pytest
+import torch
+
+import pearl_py as pearl
+from pearl_py.plan import Figures, KernelCost, Placement, Plan, Prediction, SolverInfo, ThreadCost
+from pearl_py.runtime.monitor import AdaptOptions
+from pearl_py.runtime.serial import SerialExecutor
+
+TINY_DQN = dict(net_arch=[32], batch_size=16, learning_starts=200, train_freq=50, gradient_steps=10,
+                buffer_size=5_000, target_update_interval=100)
+"""Rounds at vector steps 250, 300, ..., 2000 (round r at 200 + 50 r), 10 updates each."""
+COST_S = {1: 12e-3, 2: 10e-3}
+"""The fake machine's seconds per update at 1 and 2 threads, also the plan's predicted costs."""
+
+
+class FakeMachine:
+    """A clock that only the learner update moves: each call costs ``COST_S`` at the thread count it runs, 3x at
+    2 threads from call ``slow_after + 1`` on (a neighbour arrived)."""
+
+    def __init__(self, slow_after: float) -> None:
+        self.slow_after, self.now, self.threads = slow_after, 0.0, []
+
+    def clock(self) -> float:
+        return self.now
+
+    def wrap(self, update):
+        def update_on_this_machine(batch):
+            n = torch.get_num_threads()
+            self.threads.append(n)
+            self.now += COST_S[n] * (3 if n == 2 and len(self.threads) > self.slow_after else 1)
+            return update(batch)
+        return update_on_this_machine
+
+
+def two_thread_plan(algo) -> Plan:
+    """The serial plan with the learner at 2 threads, predicted as the fake machine's quiet costs."""
+    plan = Plan.single_device(algo.protocol(serialized=True))
+    placements = dict(plan.placements, learner_update=Placement("cpu", "reference", 2))
+    costs = {"learner_update": {"cpu": {"reference": KernelCost(COST_S[1], 0.0, "calibrated",
+                                                                threads=(ThreadCost(2, COST_S[2], 0.0),))}}}
+    prediction = Prediction(Figures(1.0, 1.0, 1.0, 1.0, 1.0, "cpu"), SolverInfo("test", True, 1.0, 0.0, 0.0), costs,
+                            rates={}, kinds={}, devices={})
+    return dataclasses.replace(plan, placements=placements, prediction=prediction)
+
+
+def run(monkeypatch, tmp_path, slow_after: float, adapt: bool = True):
+    machine = FakeMachine(slow_after)
+    built = SerialExecutor._learner_update
+    monkeypatch.setattr(SerialExecutor, "_learner_update", lambda self, learner: machine.wrap(built(self, learner)))
+    algo = pearl.DQN("CartPole-v1", **TINY_DQN)
+    rule = AdaptOptions(patience_s=0.5, clock=machine.clock) if adapt else False
+    executor = SerialExecutor(algo, seed=0, plan=two_thread_plan(algo), eval_episodes=1, progress=False, adapt=rule)
+    return executor.run(total_steps=2_000), machine
+
+
+def test_a_slowdown_at_two_threads_switches_the_learner_to_one_thread_at_a_round_boundary(monkeypatch, tmp_path):
+    result, machine = run(monkeypatch, tmp_path, slow_after=100)
+    # calls 101.. are 3x: rounds 11, 12, 13 are off (window samples/s 60%, 43%, 33% of the prediction: below 75%);
+    # at round 13's end 3 rounds and 0.9 s have passed: re-time rounds 14-17 (blocks of 4, 2 then 1 thread, until
+    # 16 calls each: call 32 of the re-time, in round 17), switch at round 17's end (step 200 + 50 * 17)
+    assert result.env_steps == 2_000 and result.gradient_steps == 36 * 10
+    assert result.kernel_times["learner_update"]["calls"] == 360
+    [correction] = result.corrections
+    assert (correction.step, correction.updates, correction.switched) == (1_050, 170, True)
+    assert correction.change == "learner threads 2 -> 1"
+    assert (correction.before, correction.after) == ({"threads": 2}, {"threads": 1})
+    assert correction.predicted_s == pytest.approx(COST_S[2]) and correction.measured_s == pytest.approx(3 * COST_S[2])
+    assert correction.retimed_s == pytest.approx({"2 threads": 3 * COST_S[2], "1 thread": COST_S[1]})
+    assert correction.ratio == pytest.approx(1 / 3)
+    assert "more than 25% below for 3 rounds" in correction.reason
+    assert machine.threads[:130] == [2] * 130                               # rounds 1-13 as planned
+    assert machine.threads[130:162] == ([2] * 4 + [1] * 4) * 4                # the re-time's blocks
+    assert set(machine.threads[162:170]) == {2} and set(machine.threads[170:]) == {1}
+    assert json.loads(json.dumps(result.to_dict()))["corrections"][0]["step"] == 1_050
+
+
+def test_a_quiet_machine_makes_no_correction(monkeypatch, tmp_path):
+    result, machine = run(monkeypatch, tmp_path, slow_after=float("inf"))
+    assert result.corrections == [] and set(machine.threads) == {2}
+    assert result.gradient_steps == 360
+
+
+def test_no_adapt_runs_the_plan_as_given(monkeypatch, tmp_path):
+    result, machine = run(monkeypatch, tmp_path, slow_after=100, adapt=False)
+    assert result.corrections == [] and set(machine.threads) == {2}
+    assert result.to_dict()["corrections"] == []
