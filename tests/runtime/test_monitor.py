@@ -91,3 +91,38 @@ def test_no_adapt_runs_the_plan_as_given(monkeypatch, tmp_path):
     result, machine = run(monkeypatch, tmp_path, slow_after=100, adapt=False)
     assert result.corrections == [] and set(machine.threads) == {2}
     assert result.to_dict()["corrections"] == []
+
+
+def test_the_fused_learner_moves_between_thread_counts_mid_run_with_exact_counts():
+    """The real path (no fake clock): a rule that always finds the plan off re-times the fused update at 1 and
+    2 threads with the run's own updates and decides at a round boundary; the counts stay the config's."""
+    algo = pearl.DQN("CartPole-v1", **TINY_DQN)
+    plan = two_thread_plan(algo)
+    plan = dataclasses.replace(plan, placements=dict(plan.placements, learner_update=Placement("cpu", "fused", 2)),
+                               prediction=dataclasses.replace(plan.prediction, costs={
+                                   "learner_update": {"cpu": {"fused": plan.prediction.costs["learner_update"]["cpu"][
+                                       "reference"]}}}))
+    always_off = AdaptOptions(threshold=-1e9, patience_rounds=1, patience_s=0.0)
+    result = SerialExecutor(algo, seed=0, plan=plan, eval_episodes=1, progress=False, adapt=always_off).run(1_000)
+    assert result.env_steps == 1_000 and result.gradient_steps == 160
+    first = result.corrections[0]
+    # off at round 2 (the first with a window), re-timed in rounds 3-6 (16 calls each, blocks of 4)
+    assert first.step == 200 + 50 * 6 and first.updates == 60
+    assert set(first.retimed_s) == {"1 thread", "2 threads"} and first.after["threads"] in (1, 2)
+    assert torch.get_num_threads() == first.after["threads"] or len(result.corrections) > 1
+
+
+def test_the_on_policy_serial_executor_runs_the_same_monitor_with_exact_counts():
+    from pearl_py.runtime.on_policy_serial import OnPolicySerialExecutor, serial_plan
+
+    algo = pearl.PPO("CartPole-v1", n_envs=2, n_steps=16, batch_size=8, n_epochs=2, net_arch=[16])
+    plan = serial_plan()
+    plan = dataclasses.replace(plan, placements=dict(plan.placements, learner_update=Placement("cpu", "reference", 2)),
+                               prediction=two_thread_plan(pearl.DQN("CartPole-v1", **TINY_DQN)).prediction)
+    always_off = AdaptOptions(threshold=-1e9, patience_rounds=1, patience_s=0.0)
+    result = OnPolicySerialExecutor(algo, seed=0, plan=plan, eval_episodes=1, progress=False,
+                                    adapt=always_off).run(32 * 8)
+    # 8 rollouts of 32 steps, 2 epochs x 4 minibatches each: 8 updates a rollout; off at rollout 2, re-timed over
+    # rollouts 3-6 (32 calls), decided at rollout 6's end
+    assert result.env_steps == 256 and result.gradient_steps == 64
+    assert (result.corrections[0].step, result.corrections[0].updates) == (6 * 32, 48)
