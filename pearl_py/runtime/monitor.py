@@ -128,6 +128,12 @@ class Monitor:
                  threads: LearnerThreads, rule: AdaptOptions, say: Callable[[str], None] | None = None) -> None:
         self.reference = dict(reference)
         """Per-call seconds each watched kernel is expected to take (modelled, then re-timed)."""
+        self.planned = dict(reference)
+        """The plan's per-call seconds (modelled), for the prediction as executed."""
+        self.extra_s = 0.0
+        """Seconds the watched kernels' calls so far are expected to take beyond the plan's prediction for them:
+        each round's calls at the reference then in force (0 until a decision moves the reference)."""
+        self._last: dict[str, tuple[int, float]] = {}
         self.threaded, self.options, self.threads, self.rule = threaded, options, threads, rule
         self.say = say
         self.corrections: list[Correction] = []
@@ -193,13 +199,16 @@ class Monitor:
         """At a round boundary: update the window and, by the rule, start a re-time or decide (the decision is
         returned, recorded in :attr:`corrections` and said)."""
         now = self.rule.clock()
+        totals = {k: (int(timer.calls.get(k, 0)), float(timer.seconds.get(k, 0.0)))
+                  for k in self.reference if k != self.threaded and k not in timer.evented}
+        totals[self.threaded] = (int(self._own[0]), float(self._own[1]))
+        for kernel, (calls, _) in totals.items():
+            self.extra_s += (calls - self._last.get(kernel, (0, 0.0))[0]) * (self.reference[kernel] - self.planned[kernel])
+        self._last = totals
         if self._retime is not None:
             if self._retime.done(self.rule.retime_calls):
                 return self._decide(steps, updates)
             return None
-        totals = {k: (int(timer.calls.get(k, 0)), float(timer.seconds.get(k, 0.0)))
-                  for k in self.reference if k != self.threaded and k not in timer.evented}
-        totals[self.threaded] = (int(self._own[0]), float(self._own[1]))
         self._window.append((totals, now))
         if len(self._window) < 2:
             return None
@@ -274,6 +283,23 @@ class Monitor:
             self.reference[self.threaded] = threaded_s
         self._window.clear()
         self._off_rounds, self._off_since = 0, None
+
+
+def result_fields(monitor: Monitor | None, plan: Plan, env_steps: int) -> dict[str, Any]:
+    """What a run's monitor adds to its RunResult: ``corrections`` and, after one, ``prediction_as_executed``: the
+    plan's predicted training samples/s (and whole-run samples/s) with the seconds the run's calls were expected to
+    take at the costs in force when they ran (the plan's, then each decision's re-timed ones)."""
+    if monitor is None:
+        return {"corrections": []}
+    fields: dict[str, Any] = {"corrections": list(monitor.corrections)}
+    prediction = plan.prediction
+    if monitor.corrections and prediction is not None and prediction.samples_per_s > 0:
+        executed = {"samples_per_s": env_steps / (env_steps / prediction.samples_per_s + monitor.extra_s),
+                    "extra_s": monitor.extra_s, "source": "modelled (costs re-timed in the run after a correction)"}
+        if prediction.run is not None and prediction.run.seconds > 0:
+            executed["run_samples_per_s"] = prediction.run.env_steps / (prediction.run.seconds + monitor.extra_s)
+        fields["prediction_as_executed"] = executed
+    return fields
 
 
 def _kind(name: str) -> KernelKind | None:

@@ -63,7 +63,7 @@ from pearl_py.runtime.evaluation import (
 )
 from pearl_py.runtime.on_policy_collect import RolloutCollector
 from pearl_py.runtime.on_policy_layout import OnPolicyLayout
-from pearl_py.runtime.monitor import AdaptOptions, Monitor
+from pearl_py.runtime.monitor import AdaptOptions, Monitor, result_fields
 from pearl_py.runtime.result import RunResult
 from pearl_py.runtime.run_log import RunLog
 from pearl_py.runtime.timing import KernelTimer, merge_kernel_times, record_loop_work
@@ -178,4 +178,4 @@ class OnPolicySerialExecutor:
                          plan=self.plan.to_dict(),
                          kernel_times=merge_kernel_times([done.kernel_times, timer.summary()], self.layout.simulated),
                          episodes=done.episodes + collector.episodes, eval_history=eval_history, backend="serial",
-                         corrections=monitor.corrections if monitor is not None else [])
+                         **result_fields(monitor, self.plan, steps))

@@ -55,6 +55,9 @@ class RunResult:
     corrections: list[Correction] = field(default_factory=list)
     """What the run's monitor decided when the plan did not hold (:mod:`pearl_py.runtime.monitor`), in order; empty
     when it held, with ``adapt=False`` (``--no-adapt``) or where no monitor runs."""
+    prediction_as_executed: dict[str, Any] | None = None
+    """After a correction: the plan's predicted samples/s recomputed for the run as executed
+    (:func:`pearl_py.runtime.monitor.result_fields`, modelled); None when the run ran its plan as planned."""
     startup_seconds: float | None = None
     """Start-up of this session, not in ``wall_seconds``: from the executor's ``run`` to the first env step of
     training (child processes spawned and ready, envs built, kernels warmed up); None where not measured (Ray)."""

@@ -56,7 +56,7 @@ from pearl_py.runtime.kernel_devices import (
     simulated_kernels,
     timing_devices,
 )
-from pearl_py.runtime.monitor import AdaptOptions, Monitor
+from pearl_py.runtime.monitor import AdaptOptions, Monitor, result_fields
 from pearl_py.runtime.result import RunResult
 from pearl_py.runtime.run_log import RunLog
 from pearl_py.runtime.timing import KernelTimer, merge_kernel_times, record_loop_work
@@ -183,7 +183,7 @@ class SerialExecutor:
                                                          simulated_kernels(self.plan)),
                          episodes=done.episodes + collector.episodes,
                          eval_history=eval_history, backend="serial",
-                         corrections=monitor.corrections if monitor is not None else [])
+                         **result_fields(monitor, self.plan, steps))
 
     def _learner_update(self, learner: Learner) -> Callable[[TensorBatch], UpdateResult]:
         """The plan's ``learner_update`` variant from ``pearl_py.kernels`` ("reference": ``learner.update``)."""

@@ -126,3 +126,11 @@ def test_the_on_policy_serial_executor_runs_the_same_monitor_with_exact_counts()
     # rollouts 3-6 (32 calls), decided at rollout 6's end
     assert result.env_steps == 256 and result.gradient_steps == 64
     assert (result.corrections[0].step, result.corrections[0].updates) == (6 * 32, 48)
+
+
+def test_the_prediction_as_executed_counts_the_calls_after_a_switch_at_their_re_timed_cost(monkeypatch, tmp_path):
+    result, _ = run(monkeypatch, tmp_path, slow_after=100)
+    # rounds 18-36 (190 updates) ran at 1 thread, re-timed at 12 ms against the plan's 10 ms: 190 x 2 ms more
+    extra = result.prediction_as_executed["extra_s"]
+    assert extra == pytest.approx(190 * (COST_S[1] - COST_S[2]))
+    assert result.prediction_as_executed["samples_per_s"] == pytest.approx(2_000 / (2_000 / 1.0 + extra))
