@@ -28,47 +28,21 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import multiprocessing as mp
 import os
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from pearl_py.estimate.neighbour import LIGHT_SLEEP_S, LIGHT_SPIN_S, neighbour
+
 README_JOB = Path(__file__).resolve().parents[1] / "examples" / "configs" / "dqn_cartpole.yaml"
-SLEEP_S, SPIN_S = 5e-3, 0.5e-3
 WAYS = ("auto", "1 thread", "2 threads")
-
-
-def _neighbour_loop(stop: Any) -> None:
-    while not stop.wait(SLEEP_S):
-        start = time.perf_counter()
-        while time.perf_counter() - start < SPIN_S:
-            pass
-
-
-@contextlib.contextmanager
-def light_neighbour(on: bool) -> Iterator[None]:
-    """A process that sleeps 5 ms and spins 0.5 ms in a loop, meanwhile (nothing when ``on`` is False)."""
-    if not on:
-        yield
-        return
-    stop = mp.Event()
-    proc = mp.Process(target=_neighbour_loop, args=(stop,), daemon=True)
-    proc.start()
-    try:
-        yield
-    finally:
-        stop.set()
-        proc.join(10)
-        if proc.is_alive():
-            proc.kill()
 
 
 def pearl_run(args: list[str]) -> tuple[float, float, int]:
@@ -124,10 +98,11 @@ def main() -> None:
     args = parser.parse_args()
     common = ["--seed", str(args.seed), "--overwrite"] + (["--steps", str(args.steps)] if args.steps else [])
     rows: list[dict[str, Any]] = []
-    with tempfile.TemporaryDirectory() as tmp, light_neighbour(args.neighbour):
+    with tempfile.TemporaryDirectory() as tmp, (neighbour("light") if args.neighbour else contextlib.nullcontext()):
         root = Path(args.keep or tmp)
-        print(f"{Path(args.config).name}, seed {args.seed}, {args.steps or 'the config''s'} steps; neighbour: "
-              + (f"sleeps {SLEEP_S * 1e3:g} ms, spins {SPIN_S * 1e3:g} ms" if args.neighbour else "none"))
+        steps = args.steps or "the config's"
+        print(f"{Path(args.config).name}, seed {args.seed}, {steps} steps; neighbour: "
+              + (f"sleeps {LIGHT_SLEEP_S * 1e3:g} ms, spins {LIGHT_SPIN_S * 1e3:g} ms" if args.neighbour else "none"))
         print(f"{'run':<16}{'process s':>10}{'samples/s':>11}{'predicted':>11}{'as run':>9}{'meas/pred':>10}"
               f"{'threads':>8}{'peak MiB':>9}{'load':>12}  corrections")
         for repeat in range(args.repeats):

@@ -41,7 +41,7 @@ from typing import Any, TypeVar
 
 from pearl_py.kernels.affinity import LearnerThreads, usable_cpus
 from pearl_py.plan import Plan
-from pearl_py.protocol.kernel import ENV_STEP, KernelKind
+from pearl_py.protocol.kernel import KernelKind
 
 Clock = Callable[[], float]
 F = TypeVar("F", bound=Callable[..., Any])
@@ -164,8 +164,8 @@ class Monitor:
             if cost is None:
                 continue
             at = cost.at(placement.replicas) if kernel == threaded else cost
-            # an env step's predicted cost holds the loop's own work, which no kernel timer sees
-            reference[kernel] = at.latency_s - (at.loop_s if kernel == ENV_STEP else 0.0)
+            # an env step's and an update's predicted costs hold the loop's own work, which no kernel timer sees
+            reference[kernel] = at.latency_s - at.loop_s
             if kernel == threaded:
                 costed = {1, *(t.threads for t in cost.threads), placement.replicas}
                 options = tuple(sorted(n for n in costed if n <= _usable_cores() or n == placement.replicas))
