@@ -103,6 +103,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help="--out may hold an earlier run: replace it (its result, checkpoints, policy and logs are removed)")
     run.add_argument("--oversubscribe", action="store_true",
                      help="run a plan that holds more cores than this machine has (refused otherwise)")
+    run.add_argument("--dedicated", action="store_true", default=None,
+                     help="this machine runs nothing but the run: --auto values multi-threaded options by their "
+                          "calibrated cost alone, not as expected beside other processes (config key `dedicated`)")
     run.add_argument("--no-adapt", dest="adapt", action="store_false",
                      help="run the plan as given to the end: no correction when its kernels do not hold to the "
                           "prediction (for benchmarks that need a fixed plan; docs/runtime.md)")

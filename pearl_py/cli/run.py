@@ -34,7 +34,7 @@ def run_main(args: argparse.Namespace) -> int:
     cfg = load_zoo(args.zoo, args.env) if args.zoo else load_config(args.config)
     cfg = apply_sets(cfg, args.sets).with_overrides(total_steps=args.steps, seed=args.seed,
                                                     checkpoint_freq=args.checkpoint_freq,
-                                                    checkpoint_keep=args.checkpoint_keep)
+                                                    checkpoint_keep=args.checkpoint_keep, dedicated=args.dedicated)
     s = cfg.settings
     name = f"{s.algorithm}-{s.env}" if args.zoo else Path(args.config).stem
     out = Path(args.out) if args.out else Path("runs") / f"{name}-seed{s.seed}"
@@ -58,7 +58,8 @@ def run_main(args: argparse.Namespace) -> int:
                    eval_freq=s.eval_freq, plan=plan, objective=args.objective, backend=args.backend,
                    address=args.address, resume=args.resume, tune=tune, init_from=args.init_from,
                    checkpoint_freq=s.checkpoint_freq, checkpoint_keep=s.checkpoint_keep,
-                   overwrite=args.overwrite, oversubscribe=args.oversubscribe, adapt=args.adapt)
+                   overwrite=args.overwrite, oversubscribe=args.oversubscribe, adapt=args.adapt,
+                   dedicated=s.dedicated)
     startup = f" after {result.startup_seconds:.1f} s of start-up" if result.startup_seconds is not None else ""
     print(f"{s.algorithm} on {s.env}: {result.env_steps} env steps in {result.wall_seconds:.1f} s{startup} "
           f"({result.samples_per_second:.0f} samples/s, measured); eval return "

@@ -93,7 +93,7 @@ def train(algorithm: BaseAlgorithm, total_steps: int, seed: int = 0, *,
           address: str | None = None, resume: str | Path | None = None, tune: bool | TuneOptions = False,
           init_from: str | Path | None = None, checkpoint_freq: int = 0, checkpoint_keep: int = 2,
           log: Callable[[str], None] = print, overwrite: bool = False, oversubscribe: bool = False,
-          adapt: bool = True) -> RunResult:
+          adapt: bool = True, dedicated: bool = False) -> RunResult:
     """Train ``algorithm`` for ``total_steps`` env steps under ``plan``.
 
     ``plan``: ``None`` (serial reference, no predictions), ``"local"`` (serial, with the
@@ -120,7 +120,8 @@ def train(algorithm: BaseAlgorithm, total_steps: int, seed: int = 0, *,
     result, checkpoint and logs are removed once every check passed (:func:`~pearl_py.pipeline.outputs.clear_run_state`).
     ``adapt``: the run watches its kernels against the plan's prediction and, when the plan does not hold, re-times
     the disputed options and switches at a round boundary, recording ``result.corrections`` (serialized plans;
-    docs/runtime.md); False (``--no-adapt``) runs the plan as given.
+    docs/runtime.md); False (``--no-adapt``) runs the plan as given. ``dedicated`` (``--dedicated``): the machine runs
+    nothing else, so ``plan="auto"`` values multi-threaded options by their calibrated cost alone (docs/optimizer.md).
     """
     if backend not in BACKENDS:
         raise UserError(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
@@ -136,10 +137,10 @@ def train(algorithm: BaseAlgorithm, total_steps: int, seed: int = 0, *,
                                 eval_freq=eval_freq, progress=progress, backend=backend, resume=resume, tune=tune,
                                 checkpoints=checkpoints, overwrite=overwrite, log=log)
     if tune:
-        resolved = _tuned_plan(algorithm, total_steps, seed, plan, objective, backend, resume, tune, log)
+        resolved = _tuned_plan(algorithm, total_steps, seed, plan, objective, backend, resume, tune, log, dedicated)
     else:
         resolved = resolve_plan(algorithm, plan, objective, log, total_steps=total_steps,
-                                one_process=backend == "local")
+                                one_process=backend == "local", dedicated=dedicated)
     for line in plan_lines(resolved):
         log(line)
     admission = None
@@ -215,7 +216,7 @@ def save_trained(out_dir: Path, algorithm: BaseAlgorithm, executor: Any, result:
 
 def _tuned_plan(algorithm: BaseAlgorithm, total_steps: int, seed: int, plan: Plan | str | Path | None,
                 objective: str, backend: str, resume: str | Path | None, tune: bool | TuneOptions,
-                log: Callable[[str], None]) -> Plan:
+                log: Callable[[str], None], dedicated: bool = False) -> Plan:
     """The fastest measured of the model's top-k plans (``pearl_py.pipeline.tune``)."""
     from pearl_py.pipeline.tune import TrialRunner, TuneOptions, tune_plan
 
@@ -233,5 +234,5 @@ def _tuned_plan(algorithm: BaseAlgorithm, total_steps: int, seed: int, plan: Pla
                         f"got plan={plan!r}")
     if objective != "throughput":
         raise UserError(f"tune (--tune) measures samples/s, so it needs the throughput objective, got {objective!r}")
-    candidates = candidate_plans(algorithm, options.top_k, objective, total_steps, log)
+    candidates = candidate_plans(algorithm, options.top_k, objective, total_steps, log, dedicated)
     return tune_plan(candidates, TrialRunner(algorithm, seed, total_steps), options, log)
