@@ -37,7 +37,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from pearl_py.kernels.affinity import LearnerThreads, usable_cpus
 from pearl_py.plan import Plan
@@ -65,6 +65,15 @@ class AdaptOptions:
     """Calls each option gets while re-timing (in blocks of ``block_calls``, options taking turns)."""
     switch_margin: float = 0.05
     clock: Clock = time.perf_counter
+
+
+class ThreadSetting(Protocol):
+    """What the monitor moves between options: the threaded kernel's thread count now (``n``) and ``set(n)``
+    (:class:`~pearl_py.kernels.affinity.LearnerThreads` in a run; the simulator's own in a simulation)."""
+
+    n: int
+
+    def set(self, n: int) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -125,7 +134,7 @@ class Monitor:
     """Watches one process's kernels against the plan; see the module docstring for the rule."""
 
     def __init__(self, reference: Mapping[str, float], threaded: str, options: tuple[int, ...],
-                 threads: LearnerThreads, rule: AdaptOptions, say: Callable[[str], None] | None = None) -> None:
+                 threads: ThreadSetting, rule: AdaptOptions, say: Callable[[str], None] | None = None) -> None:
         self.reference = dict(reference)
         """Per-call seconds each watched kernel is expected to take (modelled, then re-timed)."""
         self.planned = dict(reference)
@@ -179,21 +188,30 @@ class Monitor:
         clock = self.rule.clock
 
         def watched(*args: Any, **kwargs: Any) -> Any:
-            retime = self._retime
-            if retime is not None:  # its turn's option; once each has its calls, the running one until the boundary
-                done = retime.done(self.rule.retime_calls)
-                self.threads.set(retime.options[0] if done else retime.current())
-                retime = None if done else retime
+            self.before_call()
             start = clock()
             out = call(*args, **kwargs)
-            seconds = clock() - start
-            self._own[0] += 1
-            self._own[1] += seconds
-            if retime is not None:
-                retime.record(self.threads.n, seconds, self.rule.block_calls)
+            self.after_call(clock() - start)
             return out
 
         return watched  # type: ignore[return-value]
+
+    def before_call(self) -> None:
+        """Before a call of the threaded kernel: while re-timing, its turn's option (once each option has its
+        calls, the running one until the round boundary)."""
+        retime = self._retime
+        if retime is not None:
+            done = retime.done(self.rule.retime_calls)
+            self.threads.set(retime.options[0] if done else retime.current())
+
+    def after_call(self, seconds: float) -> None:
+        """After a call of the threaded kernel that took ``seconds`` (what :meth:`watch` times; a simulator
+        hands its simulated seconds)."""
+        self._own[0] += 1
+        self._own[1] += seconds
+        retime = self._retime
+        if retime is not None and not retime.done(self.rule.retime_calls):
+            retime.record(self.threads.n, seconds, self.rule.block_calls)
 
     def round_ended(self, steps: int, updates: int, timer: Any) -> Correction | None:
         """At a round boundary: update the window and, by the rule, start a re-time or decide (the decision is
