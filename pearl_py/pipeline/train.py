@@ -51,8 +51,9 @@ def make_executor(algorithm: BaseAlgorithm, plan: Plan, seed: int, *, backend: s
     """The executor of the algorithm's family that runs ``plan``: on Ray, the serial executor (serialized plans)
     or the local parallel runtime (:mod:`pearl_py.pipeline.families`).
 
-    ``common``: ``out_dir``, ``eval_episodes``, ``eval_freq``, ``progress``. ``adapt``: the serial executors' monitor
-    corrects a plan its kernels do not hold to (False: the plan as given). ``resume``: a run folder (or
+    ``common``: ``out_dir``, ``eval_episodes``, ``eval_freq``, ``progress``. ``adapt``: the executors' monitor
+    corrects a plan its kernels do not hold to (False: the plan as given; the family's ``adapts`` says which
+    executors run one). ``resume``: a run folder (or
     checkpoint folder) to continue from; ``checkpoints``: periodic checkpoints (not on Ray yet). A plan this
     machine cannot run as planned (a GPU without CUDA, a variant it cannot build) is a UserError naming the
     kernel and the device, before anything starts (the Ray backend's cluster checks its own resources).
@@ -68,12 +69,13 @@ def make_executor(algorithm: BaseAlgorithm, plan: Plan, seed: int, *, backend: s
         return family.ray(algorithm, seed, plan=plan, address=address, **common)
     check_runnable(plan, family=family.name)
     if runs_serially(plan):
-        adapting = {"adapt": adapt} if family.adapts else {}
+        adapting = {"adapt": adapt} if "serial" in family.adapts else {}
         return family.serial(algorithm, seed, plan=plan, **resume_options, **adapting, **common)
     if family.parallel is None:
         raise UserError(f"{algorithm.name} ({family.name}) runs its serial executor only for now: its plans must be "
                         "serialized")
-    return family.parallel(algorithm, seed, plan=plan, **resume_options, **common)
+    adapting = {"adapt": adapt} if "parallel" in family.adapts else {}
+    return family.parallel(algorithm, seed, plan=plan, **resume_options, **adapting, **common)
 
 
 def _resume_options(resume: str | Path | None, checkpoints: CheckpointOptions | None) -> dict[str, Any]:

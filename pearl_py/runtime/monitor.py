@@ -311,7 +311,9 @@ def result_fields(monitor: Monitor | None, plan: Plan, env_steps: int) -> dict[s
         return {"corrections": []}
     fields: dict[str, Any] = {"corrections": list(monitor.corrections)}
     prediction = plan.prediction
-    if monitor.corrections and prediction is not None and prediction.samples_per_s > 0:
+    # serialized plans only: there every watched second is on the critical path; in an overlapped one the learner's
+    # extra seconds may hide behind the actors' work, which the model's max() would need to recompute
+    if monitor.corrections and plan.serialized and prediction is not None and prediction.samples_per_s > 0:
         executed = {"samples_per_s": env_steps / (env_steps / prediction.samples_per_s + monitor.extra_s),
                     "extra_s": monitor.extra_s, "source": "modelled (costs re-timed in the run after a correction)"}
         if prediction.run is not None and prediction.run.seconds > 0:
