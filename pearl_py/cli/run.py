@@ -64,6 +64,8 @@ def run_main(args: argparse.Namespace) -> int:
     print(f"{s.algorithm} on {s.env}: {result.env_steps} env steps in {result.wall_seconds:.1f} s{startup} "
           f"({result.samples_per_second:.0f} samples/s, measured); eval return "
           f"{result.eval_return_mean:.1f} ± {result.eval_return_std:.1f} over {len(result.eval_returns)} episodes")
+    for correction in result.corrections:
+        print(f"corrected at step {correction.step}: {correction.change} (result.json corrections)")
     if result.best_eval:
         print(f"best periodic evaluation: {result.best_eval['return_mean']:.1f} at step {result.best_eval['step']}")
     print(f"wrote {out / 'result.json'}, the trained policy {out / 'policy.pt'} (pearl eval {out})"
