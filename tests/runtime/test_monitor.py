@@ -50,18 +50,18 @@ def two_thread_plan(algo) -> Plan:
     return dataclasses.replace(plan, placements=placements, prediction=prediction)
 
 
-def run(monkeypatch, tmp_path, slow_after: float, adapt: bool = True):
+def run(monkeypatch, slow_after: float, adapt: bool = True, total_steps: int = 2_000):
     machine = FakeMachine(slow_after)
     built = SerialExecutor._learner_update
     monkeypatch.setattr(SerialExecutor, "_learner_update", lambda self, learner: machine.wrap(built(self, learner)))
     algo = pearl.DQN("CartPole-v1", **TINY_DQN)
     rule = AdaptOptions(patience_s=0.5, clock=machine.clock) if adapt else False
     executor = SerialExecutor(algo, seed=0, plan=two_thread_plan(algo), eval_episodes=1, progress=False, adapt=rule)
-    return executor.run(total_steps=2_000), machine
+    return executor.run(total_steps=total_steps), machine
 
 
-def test_a_slowdown_at_two_threads_switches_the_learner_to_one_thread_at_a_round_boundary(monkeypatch, tmp_path):
-    result, machine = run(monkeypatch, tmp_path, slow_after=100)
+def test_a_slowdown_at_two_threads_switches_the_learner_to_one_thread_at_a_round_boundary(monkeypatch):
+    result, machine = run(monkeypatch, slow_after=100)
     # calls 101.. are 3x: rounds 11, 12, 13 are off (window samples/s 60%, 43%, 33% of the prediction: below 75%);
     # at round 13's end 3 rounds and 0.9 s have passed: re-time rounds 14-17 (blocks of 4, 2 then 1 thread, until
     # 16 calls each: call 32 of the re-time, in round 17), switch at round 17's end (step 200 + 50 * 17)
@@ -79,16 +79,20 @@ def test_a_slowdown_at_two_threads_switches_the_learner_to_one_thread_at_a_round
     assert machine.threads[130:162] == ([2] * 4 + [1] * 4) * 4                # the re-time's blocks
     assert set(machine.threads[162:170]) == {2} and set(machine.threads[170:]) == {1}
     assert json.loads(json.dumps(result.to_dict()))["corrections"][0]["step"] == 1_050
+    # the prediction as executed: rounds 18-36 (190 updates) at 1 thread, re-timed at 12 ms against the plan's 10
+    extra = result.prediction_as_executed["extra_s"]
+    assert extra == pytest.approx(190 * (COST_S[1] - COST_S[2]))
+    assert result.prediction_as_executed["samples_per_s"] == pytest.approx(2_000 / (2_000 / 1.0 + extra))
 
 
-def test_a_quiet_machine_makes_no_correction(monkeypatch, tmp_path):
-    result, machine = run(monkeypatch, tmp_path, slow_after=float("inf"))
+def test_a_quiet_machine_makes_no_correction(monkeypatch):
+    result, machine = run(monkeypatch, slow_after=float("inf"), total_steps=1_200)
     assert result.corrections == [] and set(machine.threads) == {2}
-    assert result.gradient_steps == 360
+    assert result.gradient_steps == 200
 
 
-def test_no_adapt_runs_the_plan_as_given(monkeypatch, tmp_path):
-    result, machine = run(monkeypatch, tmp_path, slow_after=100, adapt=False)
+def test_no_adapt_runs_the_plan_as_given(monkeypatch):
+    result, machine = run(monkeypatch, slow_after=100, adapt=False, total_steps=1_200)   # past the switch at 170
     assert result.corrections == [] and set(machine.threads) == {2}
     assert result.to_dict()["corrections"] == []
 
@@ -127,13 +131,6 @@ def test_the_on_policy_serial_executor_runs_the_same_monitor_with_exact_counts()
     assert result.env_steps == 256 and result.gradient_steps == 64
     assert (result.corrections[0].step, result.corrections[0].updates) == (6 * 32, 48)
 
-
-def test_the_prediction_as_executed_counts_the_calls_after_a_switch_at_their_re_timed_cost(monkeypatch, tmp_path):
-    result, _ = run(monkeypatch, tmp_path, slow_after=100)
-    # rounds 18-36 (190 updates) ran at 1 thread, re-timed at 12 ms against the plan's 10 ms: 190 x 2 ms more
-    extra = result.prediction_as_executed["extra_s"]
-    assert extra == pytest.approx(190 * (COST_S[1] - COST_S[2]))
-    assert result.prediction_as_executed["samples_per_s"] == pytest.approx(2_000 / (2_000 / 1.0 + extra))
 
 
 def test_the_parallel_learner_runs_the_same_monitor(monkeypatch):
