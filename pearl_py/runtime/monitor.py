@@ -157,8 +157,9 @@ class Monitor:
 
     @classmethod
     def of(cls, plan: Plan, threads: LearnerThreads, adapt: bool | AdaptOptions, log: Any = None) -> Monitor | None:
-        """The monitor of ``plan``'s kernels in this process, or None when ``adapt`` is False (``--no-adapt``) or
-        the plan has no prediction to compare with (a hand-made plan, the unpredicted serial reference).
+        """The monitor of ``plan``'s kernels in this process, or None when ``adapt`` is False (``--no-adapt``), the
+        plan has no prediction to compare with (a hand-made plan, the unpredicted serial reference) or its learner
+        does not run on a CPU.
         ``adapt``: True (the default rule) or the rule; ``log``: the run's RunLog, whose progress says each
         correction."""
         prediction = plan.prediction
@@ -178,8 +179,8 @@ class Monitor:
             if kernel == threaded:
                 costed = {1, *(t.threads for t in cost.threads), placement.replicas}
                 options = tuple(sorted(n for n in costed if n <= _usable_cores() or n == placement.replicas))
-        if threaded not in reference:
-            return None
+        if threaded not in reference or plan.device_kind(plan.placements[threaded].device) != "cpu":
+            return None  # a learner elsewhere than on a CPU has no thread options, and the host times only its launches
         return cls(reference, threaded, options, threads, rule, _progress(log) if log is not None else None)
 
     def watch(self, call: F) -> F:
