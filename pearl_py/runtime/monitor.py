@@ -39,7 +39,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
-from pearl_py.kernels.affinity import LearnerThreads, usable_cpus
+from pearl_py.kernels.affinity import usable_cpus
 from pearl_py.plan import Plan
 from pearl_py.protocol.kernel import KernelKind
 
@@ -156,7 +156,7 @@ class Monitor:
         self._off_measured = 0.0
 
     @classmethod
-    def of(cls, plan: Plan, threads: LearnerThreads, adapt: bool | AdaptOptions, log: Any = None) -> Monitor | None:
+    def of(cls, plan: Plan, threads: ThreadSetting, adapt: bool | AdaptOptions, log: Any = None) -> Monitor | None:
         """The monitor of ``plan``'s kernels in this process, or None when ``adapt`` is False (``--no-adapt``), the
         plan has no prediction to compare with (a hand-made plan, the unpredicted serial reference) or its learner
         does not run on a CPU.
