@@ -34,7 +34,7 @@ def _simulate(args: argparse.Namespace) -> int:
 def _plan(args: argparse.Namespace) -> int:
     from pearl_py.cli.plan import plan_main
 
-    return plan_main(args.config, args.platform, args.objective, args.out)
+    return plan_main(args.config, args.platform, args.objective, args.out, args.dedicated)
 
 
 def _profile(args: argparse.Namespace) -> int:
@@ -116,6 +116,9 @@ def build_parser() -> argparse.ArgumentParser:
     plan.add_argument("--platform", default="local", help="catalogue platform name, a platform YAML path, or local")
     plan.add_argument("--objective", default="throughput", choices=["throughput", "power"])
     plan.add_argument("--out", help="output folder (default: plan-out)")
+    plan.add_argument("--dedicated", action="store_true", default=None,
+                      help="this machine runs nothing else: value multi-threaded options by their calibrated cost "
+                           "alone (config key `dedicated`)")
     plan.set_defaults(handler=_plan)
 
     profile = sub.add_parser("profile", help="calibrate the cost models on this machine's devices")
