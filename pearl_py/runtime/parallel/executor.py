@@ -69,6 +69,7 @@ from pearl_py.runtime.kernel_devices import (
     kernel_devices,
     timing_devices,
 )
+from pearl_py.runtime.monitor import AdaptOptions, Monitor, result_fields
 from pearl_py.runtime.parallel.actor import ActorSpec, ring_fields
 from pearl_py.runtime.parallel.checkpoint import (
     CHECKPOINT_DIR,
@@ -94,7 +95,6 @@ from pearl_py.runtime.parallel.services import (
     start_replay_server,
 )
 from pearl_py.runtime.parallel.supervisor import ActorPool, Service, ServiceFailed, log
-from pearl_py.runtime.monitor import AdaptOptions, Monitor, result_fields
 from pearl_py.runtime.result import RunResult
 from pearl_py.runtime.rng_state import cuda_rng_states
 from pearl_py.runtime.run_log import RunLog
