@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import statistics
 import time
 from collections.abc import Callable, Iterator
 
@@ -27,6 +28,7 @@ import torch
 from pearl_py.estimate import microbench_on_policy  # noqa: F401  registers the on-policy kernels' runners
 from pearl_py.estimate.calibration import (
     MAX_THREADS,
+    SPREAD_KEY,
     THREADED_VARIANTS,
     Calibration,
     machine_fingerprint,
@@ -272,7 +274,8 @@ def measure(kind: str, variant: str, points: list[BenchPoint], passes: int = 3,
             clock: Callable[[], float] | None = None,
             window: Callable[[], contextlib.AbstractContextManager[object]] = contextlib.nullcontext,
             probe: LoadProbe | None = None, load: LoadRecord | None = None,
-            on_point: Callable[[], None] | None = None, family: str = OFF_POLICY) -> list[tuple[Workload, float]]:
+            on_point: Callable[[], None] | None = None, family: str = OFF_POLICY,
+            spread: list[tuple[float, float]] | None = None) -> list[tuple[Workload, float]]:
     """Seconds per call of ``kind``/``variant`` (of algorithm family ``family``) at every point, with
     ``n_threads`` threads (default one).
 
@@ -290,7 +293,7 @@ def measure(kind: str, variant: str, points: list[BenchPoint], passes: int = 3,
     fastest pass. ``window``: a context around the timed passes only (a power meter), not the building.
     With ``probe``, every point is timed under the load rule of :mod:`pearl_py.estimate.load` (timed again
     while other processes distort it) and ``load`` records what the probe saw; ``on_point`` is called after
-    each point.
+    each point. ``spread``: each point's median and p90 over its passes are appended to it.
     """
     if clock is not None:
         keep = min
@@ -309,7 +312,52 @@ def measure(kind: str, variant: str, points: list[BenchPoint], passes: int = 3,
                     times.append(_timed(call, clock, n_threads, probe, load))
                     if on_point is not None:
                         on_point()
+    if spread is not None:
+        spread += [(statistics.median(times), _p90(times)) for times in samples]
     return [(workload, keep(times)) for (workload, _), times in zip(benches, samples)]
+
+
+def _p90(values: list[float]) -> float:
+    """The 90th percentile (linear between the nearest ranks)."""
+    ordered = sorted(values)
+    at = 0.9 * (len(ordered) - 1)
+    low = int(at)
+    return ordered[low] + (at - low) * (ordered[min(low + 1, len(ordered) - 1)] - ordered[low])
+
+
+LIGHT_WINDOW_S = 0.1
+"""Wall seconds a point runs per pass when its slowdown beside the light neighbour is timed: the neighbour spins
+once per 5.5 ms, so a window holds about 18 of its spins and the mean per call counts them (a median of short
+chunks, as :func:`time_call` takes, would step over them)."""
+
+
+def _mean_wall(call: Callable[[], object], window_s: float = LIGHT_WINDOW_S) -> float:
+    for _ in range(3):
+        call()
+    calls, start = 0, time.perf_counter()
+    while (elapsed := time.perf_counter() - start) < window_s:
+        call()
+        calls += 1
+    return elapsed / calls
+
+
+def light_neighbour_slowdown(kind: str, variant: str, points: list[BenchPoint], n_threads: int,
+                             family: str = OFF_POLICY, passes: int = 3) -> float:
+    """How much slower ``variant`` of ``kind`` runs at ``n_threads`` threads (pinned, as the executors run it) beside
+    a light neighbour than alone: the median over ``points`` of the ratio of a call's mean wall time (median of
+    ``passes``) beside the neighbour to alone."""
+    with threads(n_threads):
+        benches = [build(kind, variant, point, family) for point in points]
+
+        def timed() -> list[float]:
+            with pinned_threads(n_threads):
+                runs = [[_mean_wall(call) for _, call in benches] for _ in range(passes)]
+            return [statistics.median(run[i] for run in runs) for i in range(len(benches))]
+
+        alone = timed()
+        with neighbour("light"):
+            beside = timed()
+    return statistics.median(b / a for a, b in zip(alone, beside))
 
 
 def _timed(call: Callable[[], object], clock: Callable[[], float], n_threads: int, probe: LoadProbe | None,
@@ -325,6 +373,20 @@ def _timed(call: Callable[[], object], clock: Callable[[], float], n_threads: in
     if load is not None:
         load.add(sample, repeated)
     return seconds
+
+
+def spread_entry(kind: str, variant: str, n: int, family: str, spread: list[tuple[float, float]],
+                 log: Callable[[str], None]) -> dict[str, float]:
+    """``meta["spread"]``'s entry of a model (:class:`~pearl_py.estimate.calibration.Spread`): its points' p90 over
+    median and, for a variant the off-policy learner may run threaded, the slowdown beside a light neighbour at
+    ``n`` threads (the one-thread model's too, to compare with)."""
+    entry = {"p90_over_median": round(statistics.median(p90 / max(median, 1e-12) for median, p90 in spread), 4)}
+    if family == OFF_POLICY and variant in THREADED_VARIANTS.get(kind, ()) and usable_cores() > 1:
+        entry["light_neighbour"] = round(light_neighbour_slowdown(kind, variant, calibration_grid(kind, True, variant),
+                                                                  n, family), 4)
+        log(f"{model_key(kind, variant, threads=n, family=family):<33} beside a light neighbour: "
+            f"{entry['light_neighbour']:.2f}x its time alone")
+    return entry
 
 
 def fit_measurements(kind: str, measured: list[tuple[Workload, float]]) -> dict[str | None, FittedModel]:
@@ -425,9 +487,11 @@ def profile(quick: bool = False, kinds: tuple[str, ...] = KINDS,
             t0 = time.perf_counter()
             record = LoadRecord()
             setup: list[tuple[Workload, float, bool]] = []
+            spread: list[tuple[float, float]] = []
             measured = measure(kind, variant, points, passes, setup=setup if n == 1 else None, n_threads=n,
                                window=lambda key=key: power.window("cpu", key), probe=probe, load=record,
-                               on_point=progress.point, family=family)
+                               on_point=progress.point, family=family, spread=spread)
+            calibration.meta.setdefault(SPREAD_KEY, {})[key] = spread_entry(kind, variant, n, family, spread, log)
             load_meta["models"][key] = record.to_dict()
             if setup:
                 entry = setup_entry(setup, cached=setup_cached(kind, variant, family))

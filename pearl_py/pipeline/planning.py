@@ -50,17 +50,25 @@ def ensure_calibration(log: Callable[[str], None] = print, algorithm: Any = None
         log(f"calibration cached at {path}; later runs reuse it")
 
 
-def local_serial_plan(algorithm: Algorithm, total_steps: int | None = None) -> Plan:
+def local_serial_plan(algorithm: Algorithm, total_steps: int | None = None, dedicated: bool = False) -> Plan:
     """Every kernel on the local CPU, stages one after another: the serial executor's plan, predicted."""
     local = Platform.local()
     cpu = local.by_kind("cpu")[0].name
     protocol = algorithm.protocol(serialized=True)
     pins = {kernel.name: cpu for kernel in protocol.kernels()}
-    return optimize(protocol, local, "throughput", {"pin": pins}, pareto_points=2, horizon=total_steps)
+    return optimize(protocol, local, "throughput", {"pin": pins}, pareto_points=2, horizon=total_steps,
+                    estimator=_estimator(dedicated))
+
+
+def _estimator(dedicated: bool) -> Any:
+    """This machine's estimator; ``dedicated``: multi-threaded options valued alone (docs/optimizer.md, "Robust")."""
+    from pearl_py.estimate import Estimator
+
+    return Estimator(dedicated=dedicated)
 
 
 def candidate_plans(algorithm: Algorithm, k: int, objective: str = "throughput", total_steps: int | None = None,
-                    log: Callable[[str], None] = print) -> list[Plan]:
+                    log: Callable[[str], None] = print, dedicated: bool = False) -> list[Plan]:
     """The ``k`` best plans for this machine by the model, over both protocol modes, best first.
 
     Overlapped plans run on the parallel runtime, serialized ones on the serial executor; where the
@@ -74,7 +82,7 @@ def candidate_plans(algorithm: Algorithm, k: int, objective: str = "throughput",
     local = Platform.local()
     plans = [plan for serialized in (False, True)
              for plan in ranked_plans(algorithm.protocol(serialized=serialized), local, objective, k=k,
-                                      horizon=total_steps)]
+                                      horizon=total_steps, estimator=_estimator(dedicated))]
     runnable = []
     for plan in plans:  # only plans this machine runs as planned are trialled (and so can be kept)
         problems = plan_problems(plan)
@@ -90,12 +98,13 @@ def candidate_plans(algorithm: Algorithm, k: int, objective: str = "throughput",
 
 
 def auto_plan(algorithm: Algorithm, objective: str = "throughput", total_steps: int | None = None,
-              one_process: bool = True) -> Plan:
+              one_process: bool = True, dedicated: bool = False) -> Plan:
     """The optimizer's plan for this machine: the best plan of the algorithm's parallel protocol (overlapped or
     synchronous, actor processes) and, with ``one_process``, the best serialized one (every stage in this
     process), whichever the model finds faster (or more frugal). With the run's length (``total_steps``) the two
     compare over the whole run, the actors' start-up included (a short run may not repay it,
-    :mod:`pearl_py.optimize.whole_run`); else in the steady state. On a tie the parallel plan.
+    :mod:`pearl_py.optimize.whole_run`); else in the steady state. On a tie the parallel plan. ``dedicated``:
+    multi-threaded options valued by their calibrated cost alone, not as expected beside other processes.
 
     Example::
 
@@ -104,8 +113,9 @@ def auto_plan(algorithm: Algorithm, objective: str = "throughput", total_steps: 
     """
     local = Platform.local()
     modes = (False, True) if one_process else (False,)
-    plans = [optimize(algorithm.protocol(serialized=serialized), local, objective, horizon=total_steps)
-             for serialized in modes]
+    estimator = _estimator(dedicated)
+    plans = [optimize(algorithm.protocol(serialized=serialized), local, objective, horizon=total_steps,
+                      estimator=estimator) for serialized in modes]
     return min(plans, key=lambda plan: _plan_cost(plan, objective))   # min keeps the first of equals
 
 
@@ -119,14 +129,16 @@ def _plan_cost(plan: Plan, objective: str) -> float:
 
 
 def resolve_plan(algorithm: Algorithm, plan: Plan | str | Path, objective: str = "throughput",
-                 log: Callable[[str], None] = print, total_steps: int | None = None, one_process: bool = True) -> Plan:
+                 log: Callable[[str], None] = print, total_steps: int | None = None, one_process: bool = True,
+                 dedicated: bool = False) -> Plan:
     """"serial": all on one CPU, unpredicted; "local": the same, predicted; "auto": optimized
     on :meth:`Platform.local` after calibrating (:func:`auto_plan`; ``one_process``: a serialized plan may win, as
     for the local runtime; Ray runs only parallel plans); a path: a saved plan; a :class:`Plan`: itself. A plan the
     user gives (a path or a :class:`Plan`) is checked for ``algorithm`` first (:mod:`pearl_py.pipeline.plan_check`).
 
     ``total_steps`` (the run's length) lets the optimizer choose variants with a one-off setup
-    (a compile) when they pay it back within the run, and weigh the actors' start-up.
+    (a compile) when they pay it back within the run, and weigh the actors' start-up. ``dedicated``: the machine
+    runs nothing else (multi-threaded options valued alone: docs/optimizer.md).
     """
     if isinstance(plan, Plan):
         check_plan(plan, algorithm)
@@ -134,10 +146,10 @@ def resolve_plan(algorithm: Algorithm, plan: Plan | str | Path, objective: str =
     if plan == "serial":
         return Plan.single_device(algorithm.protocol(serialized=True))
     if plan == "local":
-        return local_serial_plan(algorithm, total_steps)
+        return local_serial_plan(algorithm, total_steps, dedicated)
     if plan == "auto":
         ensure_calibration(log, algorithm)
-        return auto_plan(algorithm, objective, total_steps, one_process)
+        return auto_plan(algorithm, objective, total_steps, one_process, dedicated)
     path = Path(plan)
     if not path.suffix:
         raise PlanningError(f"plan {plan!r}: expected 'auto', 'local', 'serial', a Plan or a plan.yaml path")

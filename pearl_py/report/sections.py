@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from pearl_py.report import (
     content,
+    corrections,
     curve,
     energy,
     fmt,
@@ -89,12 +90,13 @@ def title(plan: Plan, run: dict[str, Any] | None) -> str:
     return content.title(plan)
 
 
-def _learning_curve(points: list[tuple[int, float]]) -> Section:
-    """The run's mean episode return against env steps (measured), as a chart and in words."""
+def _learning_curve(points: list[tuple[int, float]], marks: tuple[tuple[float, str], ...] = ()) -> Section:
+    """The run's mean episode return against env steps (measured), as a chart (``marks``: the run's corrections)
+    and in words."""
     blocks: list[Block] = [Paragraph(curve.curve_sentence(points))]
     if len(points) > 1:
         blocks.insert(0, Figure(svg.line_chart(points, "env steps", "mean return (last 100 episodes)",
-                                               "Learning curve (measured)")))
+                                               "Learning curve (measured)", marks=marks)))
     return Section("Learning curve", tuple(blocks))
 
 
@@ -118,7 +120,10 @@ def sections(plan: Plan, run: dict[str, Any] | None = None) -> list[Section]:
                                    ("predicted", "measured"))),
             _table(measured.KERNEL_HEADER, measured.kernel_rows(plan, run)))))
         if "learning_curve" in run:
-            out.append(_learning_curve(run["learning_curve"]))
+            out.append(_learning_curve(run["learning_curve"], corrections.marks(run)))
+        if run.get("corrections"):
+            out.append(Section(corrections.TITLE, (_table(corrections.HEADER, corrections.rows(run)),
+                                                   *(Paragraph(s, "small") for s in corrections.sentences(run)))))
         if energy.energy_rows(run):
             out.append(Section("Energy of the run, per device", (
                 Paragraph(energy.energy_window(run), "small"),

@@ -125,8 +125,9 @@ def scatter(points: list[tuple[float, float, str, bool]], x_label: str, y_label:
 
 
 def line_chart(points: list[tuple[float, float]], x_label: str, y_label: str, title: str,
-               width: int = 640, height: int = 300) -> str:
-    """One series joined in x order (a learning curve); the y axis spans the data (negative returns too)."""
+               width: int = 640, height: int = 300, marks: tuple[tuple[float, str], ...] = ()) -> str:
+    """One series joined in x order (a learning curve); the y axis spans the data (negative returns too).
+    ``marks``: ``(x, label)`` drawn as labelled vertical lines (a run's corrections)."""
     left, right, top, bottom = 80, 30, 40, 56
     xs, ys = [p[0] for p in points], [p[1] for p in points]
     x_lo, x_hi = min(xs), max(xs)
@@ -158,5 +159,10 @@ def line_chart(points: list[tuple[float, float]], x_label: str, y_label: str, ti
                f"{escape(y_label)}</text>")
     path = " ".join(f"{px(x):.1f},{py(y):.1f}" for x, y in sorted(points))
     out.append(f"<polyline points='{path}' fill='none' stroke='{MUTED}' stroke-width='1.8'/>")
+    for x, label in marks:
+        if x_lo <= x <= x_hi:
+            out.append(f"<line x1='{px(x):.1f}' y1='{top}' x2='{px(x):.1f}' y2='{top + ph}' stroke='{ACCENT}' "
+                       f"stroke-dasharray='4,3'/><text x='{px(x) + 4:.1f}' y='{top + 12}' fill='{ACCENT}'>"
+                       f"{escape(label)}</text>")
     out.append("</svg>")
     return "\n".join(out)

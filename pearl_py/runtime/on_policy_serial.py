@@ -40,7 +40,7 @@ import torch
 
 from pearl_py.algorithms.on_policy.base import OnPolicyAlgorithm
 from pearl_py.algorithms.on_policy.learner import OnPolicyLearner
-from pearl_py.kernels.affinity import pinned_threads
+from pearl_py.kernels.affinity import LearnerThreads
 from pearl_py.kernels.on_policy import build_acting, install_update, warm_up
 from pearl_py.plan import Placement, Plan
 from pearl_py.protocol.kernel import (
@@ -64,6 +64,7 @@ from pearl_py.runtime.evaluation import (
     evaluate,
     evaluation_points,
 )
+from pearl_py.runtime.monitor import AdaptOptions, Monitor, result_fields
 from pearl_py.runtime.on_policy_collect import RolloutCollector
 from pearl_py.runtime.on_policy_layout import OnPolicyLayout
 from pearl_py.runtime.parallel.checkpoint import Progress
@@ -88,7 +89,8 @@ class OnPolicySerialExecutor:
     def __init__(self, algorithm: OnPolicyAlgorithm, seed: int = 0, *, plan: Plan | None = None,
                  out_dir: Path | None = None, eval_episodes: int = 10, eval_freq: int = 0,
                  progress: bool | None = None, threads: int | None = None,
-                 checkpoints: CheckpointOptions | None = None, resume_from: Path | None = None) -> None:
+                 checkpoints: CheckpointOptions | None = None, resume_from: Path | None = None,
+                 adapt: bool | AdaptOptions = True) -> None:
         self.algorithm = algorithm
         self.seed = seed
         self.plan = plan or serial_plan()
@@ -104,6 +106,8 @@ class OnPolicySerialExecutor:
         self.checkpoints = checkpoints or CheckpointOptions()
         """Periodic checkpoints (:mod:`pearl_py.runtime.checkpoints`), written between rollouts (no replay to save)."""
         self.resume_from = Path(resume_from) if resume_from is not None else None
+        self.adapt = adapt
+        """Whether (and by which rule) the run corrects a plan its kernels do not hold to (:mod:`pearl_py.runtime.monitor`)."""
 
     def run(self, total_steps: int) -> RunResult:
         entered = time.perf_counter()
@@ -143,8 +147,11 @@ class OnPolicySerialExecutor:
         with contextlib.ExitStack() as stack:
             for close in (log.close, collector.close):  # closed in the reverse order
                 stack.callback(close)
-            stack.enter_context(pinned_threads(self.threads))
+            threads = stack.enter_context(LearnerThreads(self.threads))
             signals = stack.enter_context(StopSignals())
+            monitor = Monitor.of(self.plan, threads, self.adapt, log)
+            if monitor is not None:
+                learner.update = monitor.watch(learner.update)
             start = time.perf_counter()
             startup = start - entered
             for k in range(done.transitions // schedule.rollout_size, schedule.rollouts):
@@ -165,6 +172,8 @@ class OnPolicySerialExecutor:
                     rollout.compute_advantages(last_values, last_dones, cfg.gamma, cfg.gae_lambda)
                 stats = learner.learn(rollout, schedule.progress_remaining(k + 1), timer)
                 log.train(steps, stats.as_log(), rate())
+                if monitor is not None:
+                    monitor.round_ended(steps, learner.gradient_steps, timer)
                 if periodic.due(steps):  # between rollouts: the learner holds the whole state
                     t0 = time.perf_counter()
                     periodic.save(learner.state_dict(), {}, reached(t0))
@@ -181,4 +190,5 @@ class OnPolicySerialExecutor:
                          eval_returns=eval_returns,
                          plan=self.plan.to_dict(),
                          kernel_times=merge_kernel_times([done.kernel_times, timer.summary()], self.layout.simulated),
-                         episodes=done.episodes + collector.episodes, eval_history=eval_history, backend="serial")
+                         episodes=done.episodes + collector.episodes, eval_history=eval_history, backend="serial",
+                         **result_fields(monitor, self.plan, steps))

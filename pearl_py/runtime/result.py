@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from pearl_py.fileio import atomic_write_json
+from pearl_py.runtime.monitor import Correction
 
 
 @dataclass
@@ -51,6 +52,12 @@ class RunResult:
     """What admission found before the run (:mod:`pearl_py.pipeline.admission`): processes, busy cores against
     usable ones, whether it ran oversubscribed, memory needed against available (modelled, per-process memory
     measured); empty where the pipeline did not admit the run (an executor called directly, Ray)."""
+    corrections: list[Correction] = field(default_factory=list)
+    """What the run's monitor decided when the plan did not hold (:mod:`pearl_py.runtime.monitor`), in order; empty
+    when it held, with ``adapt=False`` (``--no-adapt``) or where no monitor runs."""
+    prediction_as_executed: dict[str, Any] | None = None
+    """After a correction: the plan's predicted samples/s recomputed for the run as executed
+    (:func:`pearl_py.runtime.monitor.result_fields`, modelled); None when the run ran its plan as planned."""
     startup_seconds: float | None = None
     """Start-up of this session, not in ``wall_seconds``: from the executor's ``run`` to the first env step of
     training (child processes spawned and ready, envs built, kernels warmed up); None where not measured (Ray)."""

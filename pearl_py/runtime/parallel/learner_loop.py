@@ -35,6 +35,7 @@ from pearl_py.protocol.schedule import TrainSchedule
 from pearl_py.runtime.checkpoints import PeriodicCheckpoints
 from pearl_py.runtime.collect import LossMeans, gradient_step, round_beta
 from pearl_py.runtime.evaluation import eval_point
+from pearl_py.runtime.monitor import Monitor
 from pearl_py.runtime.parallel.checkpoint import Progress
 from pearl_py.runtime.parallel.control import ControlBlock
 from pearl_py.runtime.parallel.interrupts import StopSignals
@@ -98,6 +99,8 @@ class LoopParts:
     """Server processes whose failure fails the run (replay server, inference server)."""
     checkpoint: PeriodicCheckpoints | None = None
     """Periodic checkpoints of the learner and the (local) replay, taken after a training round."""
+    monitor: Monitor | None = None
+    """The run's monitor (:mod:`pearl_py.runtime.monitor`), told each training round's end."""
 
 
 class LearnerLoop:
@@ -190,6 +193,8 @@ class LearnerLoop:
             means.add(self._update(beta, step))
             self._check()
         p.log.train(step * p.algorithm.config.n_envs, means.means(), self._rate())
+        if p.monitor is not None:
+            p.monitor.round_ended(self.progress.transitions, p.learner.gradient_steps, p.timer)
         if p.checkpoint is not None and p.checkpoint.due(self.progress.transitions):
             self._periodic_checkpoint()
 
