@@ -228,8 +228,9 @@ class Estimator:
                       if self.calibration.model(kernel.kind, variant, group, threads=n, family=family_of(kernel)) is not None]
 
     def thread_note(self, kernel: Kernel, device: Device) -> str | None:
-        """Why ``kernel`` is offered one thread only on this machine's multi-core CPU, when a newer
-        ``pearl profile`` would offer more (a calibration cached before threaded calibration existed)."""
+        """Why ``kernel`` is offered one thread only on this machine's multi-core CPU, when another
+        ``pearl profile`` would offer more: its threaded models were refused for load (``meta["load"]["refused"]``,
+        the reason recorded there), or the calibration predates threaded calibration (no ``meta["threaded"]``)."""
         kind = kernel.kind
         if not (self._calibrated_here(device) and device.parallel_units > 1 and kind in THREADED_VARIANTS
                 and device_kind(device.kind).runtime == "cpu"):
@@ -237,6 +238,16 @@ class Estimator:
         if family_of(kernel) != "off_policy" or \
                 any(len(self.thread_counts(kernel, device, v)) > 1 for v in THREADED_VARIANTS[kind]):
             return None
+        meta = self.calibration.meta
+        refused = sorted((key, why) for key, why in (meta.get("load") or {}).get("refused", {}).items()
+                         if key.startswith(f"{kind}/") and "threads" in key)
+        if refused:
+            key, why = refused[0]
+            return (f"{kernel.name}: one thread only on {device.name}: `pearl profile` refused its model at 2 or more "
+                    f"threads for load ({key}: {why}); profile again on an idle machine for threaded plans")
+        if "threaded" in meta:
+            return (f"{kernel.name}: one thread only on {device.name}: the calibration holds no model at 2 or more "
+                    "threads for it")
         return (f"{kernel.name}: one thread only on {device.name}: the cached calibration has no model at 2 or more "
                 "threads (it predates threaded calibration: run `pearl profile`)")
 

@@ -90,7 +90,14 @@ def test_the_estimator_costs_calibrated_thread_counts_only(cpu):
         threaded.cost(kernel, cpu, "reference", threads=2)
     old = Estimator(calibration(threaded=False))
     assert old.thread_counts(kernel, cpu, "fused") == [1]
-    assert "pearl profile" in old.thread_note(kernel, cpu)
+    assert "predates threaded calibration" in old.thread_note(kernel, cpu)
+    refused = calibration(threaded=False)
+    refused.meta = {"threaded": {}, "load": {"refused": {"learner_update/fused@2threads": "3 of 8 points distorted: "
+                                                         "other processes kept up to 1.6 cores busy"}}}
+    assert Estimator(refused).thread_note(kernel, cpu) == (
+        "learner_update: one thread only on cpu: `pearl profile` refused its model at 2 or more threads for load "
+        "(learner_update/fused@2threads: 3 of 8 points distorted: other processes kept up to 1.6 cores busy); "
+        "profile again on an idle machine for threaded plans")
     catalogue = Platform.load("pearl-cpu-gpu-fpga").device("cpu")
     assert old.thread_counts(kernel, catalogue, "fused") == [1]
 
