@@ -76,8 +76,6 @@ from pearl_py.protocol.kernel import (
 
 KINDS = (LEARNER_UPDATE, INFERENCE, REPLAY_INSERT, REPLAY_SAMPLE, PRIORITY_UPDATE, ENV_STEP,
          PARAM_SYNC, ROLLOUT_INSERT, ADVANTAGE)
-ON_POLICY_KINDS = (LEARNER_UPDATE, INFERENCE, ROLLOUT_INSERT, ADVANTAGE)
-"""The kinds an on-policy plan needs calibrated beyond the shared ones (env step, parameter sync)."""
 CALIBRATED_ENVS = ("CartPole-v1", "Pendulum-v1")
 
 KIND_FEATURES: dict[str, tuple[str, list[str]]] = {
@@ -145,8 +143,10 @@ def _on_policy_network(kind: str, widths, batches, points: list[tuple[str, str]]
 
 
 def calibration_grid(kind: str, quick: bool = False, variant: str = "reference",
-                     family: str = OFF_POLICY) -> list[BenchPoint]:
-    """Points ``pearl profile`` measures; ``quick`` keeps the corners and the middle.
+                     family: str = OFF_POLICY, envs: tuple[str, ...] = CALIBRATED_ENVS,
+                     cnn: bool = True) -> list[BenchPoint]:
+    """Points ``pearl profile`` measures; ``quick`` keeps the corners and the middle. ``envs``: the envs whose
+    ``env_step`` is timed; ``cnn``: whether the networks with a CNN extractor are (a run of an MLP skips them).
 
     The ``compiled`` learner update compiles once per network shape (~10-30 s cold on a busy
     2-core VM) and not per batch size (the batch dimension is dynamic), so its grid is the
@@ -165,7 +165,7 @@ def calibration_grid(kind: str, quick: bool = False, variant: str = "reference",
         steps = (5, 32, 256, 2048) if not quick else (5, 256, 2048)
         return [BenchPoint(kind, capacity=s, batch=n) for s, n in itertools.product(steps, (1, 8, 32))]
     if kind == LEARNER_UPDATE and variant == "channels_last":     # it changes only convolutions
-        return _cnn(kind, CNN_SHAPES, (32, 128), (8, 32))
+        return _cnn(kind, CNN_SHAPES, (32, 128), (8, 32)) if cnn else []
     if kind == LEARNER_UPDATE and variant == "compiled":
         batches = (32, 128, 256) if quick else (32, 64, 128, 256)
         return _network(kind, COMPILED_WIDTHS, batches)
@@ -174,14 +174,14 @@ def calibration_grid(kind: str, quick: bool = False, variant: str = "reference",
         widths = WIDTHS
         if quick:
             batches, widths = batches[::2] + batches[-1:], (32, 128, 400)
-        cnn = _cnn(kind, CNN_SHAPES, (32, 128), (8, 32)) if kind == LEARNER_UPDATE else \
+        conv = _cnn(kind, CNN_SHAPES, (32, 128), (8, 32)) if kind == LEARNER_UPDATE else \
             _cnn(kind, CNN_SHAPES, (1, 16), (1, 4))
-        return _network(kind, widths, batches) + (cnn if variant == "reference" else [])
+        return _network(kind, widths, batches) + (conv if variant == "reference" and cnn else [])
     if kind in (REPLAY_INSERT, REPLAY_SAMPLE, PRIORITY_UPDATE):
         return _replay(kind, (1_000, 100_000) if quick else (1_000, 10_000, 100_000),
                        (1, 16, 256) if quick else (1, 8, 64, 256))
     if kind == ENV_STEP:
-        return [BenchPoint(kind, env_id=e, batch=n) for e in CALIBRATED_ENVS for n in (1, 2, 4, 8, 16)]
+        return [BenchPoint(kind, env_id=e, batch=n) for e in envs for n in (1, 2, 4, 8, 16)]
     if kind == PARAM_SYNC:   # batch: the tensors the bytes are in
         return [BenchPoint(kind, nbytes=n, batch=t) for n, t in itertools.product(
             (1_000, 10_000, 100_000, 1_000_000, 4_000_000), (2, 8, 32))]
@@ -385,7 +385,8 @@ def setup_entry(setup: list[tuple[Workload, float, bool]], cached: bool = False)
 def profile(quick: bool = False, kinds: tuple[str, ...] = KINDS,
             log: Callable[[str], None] = lambda line: None, power: PowerProfile | None = None,
             gpus: bool = True, probe: LoadProbe | None = None, families_of: tuple[str, ...] | None = None,
-            into: Calibration | None = None) -> Calibration:
+            into: Calibration | None = None, envs: tuple[str, ...] = CALIBRATED_ENVS, cnn: bool = True
+            ) -> Calibration:
     """Measure and fit every registered variant of every kind that can run on this CPU, then on each local GPU
     (``gpus``, where CUDA is present: :mod:`gpu_profile`); with the power each draws where a counter reads it
     (``power``: default, this machine's counters; ``calibration.meta["energy"]``).
@@ -396,7 +397,9 @@ def profile(quick: bool = False, kinds: tuple[str, ...] = KINDS,
     ``probe``: what measures other processes' load (default: this machine's ``/proc/stat``).
     ``families_of``: calibrate only the implementations of these algorithm families (default: all);
     ``into``: add the models to this calibration (a cache missing some kinds) instead of a new one (its
-    measured power and load records stay; the new models' load records are added).
+    measured power and load records stay; the new models' load records are added). ``envs`` and ``cnn``:
+    the envs whose ``env_step`` is timed and whether CNN networks are (a run's first calibration times
+    only its own: :func:`pearl_py.pipeline.planning.ensure_calibration`).
     """
     threaded = {model_key(kind, v): [1, *thread_counts(kind, v)] for kind in kinds for v in variants(kind)
                 if thread_counts(kind, v)}
@@ -412,7 +415,7 @@ def profile(quick: bool = False, kinds: tuple[str, ...] = KINDS,
     load_meta: dict = calibration.meta.setdefault("load", {
         "usable_cores": cores, "rule": RULE, "load_average_start": load_average(), "models": {}, "refused": {}})
     warn_if_loaded(load_average(), cores, log)
-    phases = profile_phases(kinds, quick, log, families_of)
+    phases = profile_phases(kinds, quick, log, families_of, envs, cnn)
     progress = ProfileProgress(sum(len(points) * passes for _, _, _, points, passes, _ in phases), len(phases), log)
     probe = probe or LoadProbe(cores)
     start = time.perf_counter()
@@ -498,20 +501,28 @@ def network_family(kind: str, family: str) -> str | None:
 
 
 def profile_phases(kinds: tuple[str, ...], quick: bool, log: Callable[[str], None],
-                   families_of: tuple[str, ...] | None = None
-                   ) -> list[tuple[str, str, int, list[BenchPoint], int, str]]:
+                   families_of: tuple[str, ...] | None = None, envs: tuple[str, ...] = CALIBRATED_ENVS,
+                   cnn: bool = True) -> list[tuple[str, str, int, list[BenchPoint], int, str]]:
     """``(kind, variant, threads, points, passes, family)`` of every model the profile fits, in order (variants that
-    cannot run here are logged and left out); ``families_of``: only these algorithm families' (default: all)."""
+    cannot run here are logged and left out); ``families_of``: of a kind several families implement (the
+    networks'), only these families' (default: all; a kind one family's code serves, env_step's, is timed
+    whichever family asks); ``envs``, ``cnn``: as :func:`calibration_grid` (a variant left without points,
+    ``channels_last`` without CNNs, is left out)."""
     phases = []
     for kind in kinds:
-        for family in (f for f in families(kind) if families_of is None or f in families_of):
+        implemented = families(kind)
+        for family in (f for f in implemented if families_of is None or f in families_of or len(implemented) == 1):
             for variant in variants(kind, family):
                 ok, reason = variant_available(kind, variant, family=family)
                 if not ok:
                     log(f"{model_key(kind, variant, family=network_family(kind, family)):<32} skipped: {reason}")
                     continue
-                phases.append((kind, variant, 1, calibration_grid(kind, quick, variant, family), 3, family))
-                phases += [(kind, variant, n, calibration_grid(kind, True, variant), THREAD_PASSES, family)
+                grid = calibration_grid(kind, quick, variant, family, envs, cnn)
+                if not grid:
+                    continue
+                phases.append((kind, variant, 1, grid, 3, family))
+                quick_grid = calibration_grid(kind, True, variant, OFF_POLICY, envs, cnn)
+                phases += [(kind, variant, n, quick_grid, THREAD_PASSES, family)
                            for n in thread_counts(kind, variant, family)]
     return phases
 

@@ -11,6 +11,7 @@ Example::
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -21,32 +22,102 @@ from pearl_py.optimize.api import ranked_plans
 from pearl_py.pipeline.plan_check import check_plan, load_checked_plan
 from pearl_py.plan import Plan
 from pearl_py.platform import Platform
+from pearl_py.protocol.kernel import ENV_STEP
 from pearl_py.runtime.kernel_devices import plan_problems
 
 PLAN_WORDS = ("auto", "local", "serial")
 """What ``plan`` may be besides a :class:`Plan` or a plan file's path."""
 
 
-def ensure_calibration(log: Callable[[str], None] = print, algorithm: Any = None) -> None:
-    """Profile this machine's CPU once (minutes; its progress goes to ``log``) if no calibration is cached; with
-    ``algorithm``, also the kinds its family needs when the cached calibration predates them (the on-policy
-    kernels: about a minute)."""
-    from pearl_py.estimate.calibration import Calibration
-    from pearl_py.estimate.profiler import ON_POLICY_KINDS, profile
-    from pearl_py.protocol.kernel import ADVANTAGE, LEARNER_UPDATE
+@dataclass(frozen=True)
+class CalibrationNeeds:
+    """What of this machine's calibration a run's plans draw on: the kernel kinds, the algorithm family whose
+    networks they are, the envs whose ``env_step`` is timed, and whether a network has a CNN extractor.
 
+    Example::
+
+        >>> CalibrationNeeds.of(pearl.DQN("CartPole-v1")).describe()
+        "off_policy's kernels learner_update, inference, replay_insert, replay_sample, param_sync; env_step of CartPole-v1"
+    """
+
+    kinds: tuple[str, ...]
+    family: str | None
+    """None: every family's (``pearl profile``)."""
+    envs: tuple[str, ...]
+    cnn: bool
+
+    @classmethod
+    def of(cls, algorithm: Any) -> CalibrationNeeds:
+        """Everything ``pearl profile`` calibrates (``algorithm`` None), or what ``algorithm``'s plans in either
+        protocol mode cost from a calibration."""
+        from pearl_py.estimate.profiler import CALIBRATED_ENVS, KINDS
+
+        if algorithm is None:
+            return cls(KINDS, None, CALIBRATED_ENVS, True)
+        groups = _kernel_groups(algorithm)
+        kinds = {kind for kind, _ in groups}
+        return cls(tuple(k for k in KINDS if k in kinds), algorithm.family,
+                   tuple(e for e in CALIBRATED_ENVS if (ENV_STEP, e) in groups), any(g == "cnn" for _, g in groups))
+
+    def missing(self, calibration: Any) -> CalibrationNeeds | None:
+        """What of these needs ``calibration`` holds no reference model for (None: nothing)."""
+        from pearl_py.estimate.profiler import network_family
+
+        family = self.family or "off_policy"
+        lacking = [(kind, group) for kind in self.kinds
+                   for group in ((*self.envs,) if kind == ENV_STEP else (None, "cnn") if self.cnn else (None,))
+                   if calibration.model(kind, "reference", group, family=network_family(kind, family)) is None
+                   and (kind in NETWORK_KINDS or group != "cnn")]
+        if not lacking:
+            return None
+        return CalibrationNeeds(tuple(k for k in self.kinds if any(kind == k for kind, _ in lacking)), self.family,
+                                tuple(g for k, g in lacking if k == ENV_STEP), any(g == "cnn" for _, g in lacking))
+
+    def describe(self) -> str:
+        """``on_policy kernels learner_update, inference, advantage; env_step of Pendulum-v1; CNN networks``."""
+        kinds = [k for k in self.kinds if k != ENV_STEP or not self.envs]
+        parts = [f"{self.family or 'every family'}'s kernels " + ", ".join(kinds)] if kinds else []
+        parts += [f"env_step of {env}" for env in self.envs]
+        return "; ".join(parts + (["CNN networks"] if self.cnn else []))
+
+    def profile_options(self) -> dict[str, Any]:
+        """:func:`~pearl_py.estimate.profiler.profile`'s arguments that calibrate these needs."""
+        return {"kinds": self.kinds, "families_of": (self.family,) if self.family else None, "envs": self.envs,
+                "cnn": self.cnn}
+
+
+NETWORK_KINDS = ("learner_update", "inference")
+"""Kinds whose calibration has a model of its own for CNN networks (``model_group`` "cnn")."""
+
+
+def _kernel_groups(algorithm: Any) -> set[tuple[str, str | None]]:
+    """``(kind, model group)`` of every kernel of ``algorithm``'s protocol, both modes."""
+    from pearl_py.estimate.features import model_group
+
+    return {(str(kernel.kind), model_group(kernel.workload))
+            for serialized in (False, True) for kernel in algorithm.protocol(serialized=serialized).kernels()}
+
+
+def ensure_calibration(log: Callable[[str], None] = print, algorithm: Any = None) -> None:
+    """Profile this machine once for what ``algorithm``'s plans need (:class:`CalibrationNeeds`; a minute or two;
+    its progress goes to ``log``) when no calibration is cached, and top the cache up when it lacks what they
+    need (another family's networks, another env's step, CNN networks: each profiled on the first run that
+    needs it, then cached). ``pearl profile`` calibrates everything at once."""
+    from pearl_py.estimate.calibration import Calibration
+    from pearl_py.estimate.profiler import profile
+
+    needs = CalibrationNeeds.of(algorithm)
     cached = Calibration.load_default()
     if cached is None:
-        log("no calibration of this machine is cached: profiling it once (pearl profile) ...")
-        path = profile(log=log).save()
+        log(f"no calibration of this machine is cached: profiling what this run needs once ({needs.describe()}; "
+            "`pearl profile` calibrates everything) ...")
+        path = profile(log=log, **needs.profile_options()).save()
         log(f"calibration cached at {path}; later runs reuse it")
         return
-    family = getattr(algorithm, "family", "off_policy")
-    predates = cached.models and (cached.model(ADVANTAGE, "reference") is None
-                                  or cached.model(LEARNER_UPDATE, "reference", family=family) is None)
-    if family == "on_policy" and predates:   # an empty calibration means "model every cost": left as it is
-        log("the cached calibration has no on-policy kernels: profiling them once (pearl profile) ...")
-        path = profile(kinds=ON_POLICY_KINDS, log=log, gpus=False, families_of=(family,), into=cached).save()
+    missing = needs.missing(cached) if cached.models else None  # an empty calibration: "model every cost"
+    if missing is not None:
+        log(f"the cached calibration lacks what this run needs ({missing.describe()}): profiling it once ...")
+        path = profile(log=log, gpus=False, into=cached, **missing.profile_options()).save()
         log(f"calibration cached at {path}; later runs reuse it")
 
 
