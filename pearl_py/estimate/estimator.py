@@ -50,7 +50,7 @@ from collections.abc import Callable
 from typing import Any
 
 from pearl_py.estimate import roofline
-from pearl_py.estimate.calibration import THREADED_VARIANTS, Calibration, model_key
+from pearl_py.estimate.calibration import DEFERRED_KEY, THREADED_VARIANTS, Calibration, model_key, network_family
 from pearl_py.estimate.cost import Cost, Infeasible
 from pearl_py.estimate.features import model_group, workload_features
 from pearl_py.estimate.fpga_kernels import (
@@ -198,9 +198,19 @@ class Estimator:
                 ok, why = variant.available()
                 reason = None if ok else why
             if reason is None and name != "reference" and self._calibration_lacks(kernel, device, name):
-                reason = "not calibrated on this machine (the cached calibration predates it: run `pearl profile`)"
+                reason = self._uncalibrated_reason(kernel, name)
             status[name] = reason
         return status
+
+    def _uncalibrated_reason(self, kernel: Kernel, variant: str) -> str:
+        """Why this machine's calibration has no model of ``variant``: a run's first calibration deferred it (the
+        reason it recorded), or the calibration predates it."""
+        key = model_key(kernel.kind, variant, family=network_family(kernel.kind, family_of(kernel)))
+        why = self.calibration.meta.get(DEFERRED_KEY, {}).get(key)
+        if why is not None:
+            return (f"not calibrated on this machine yet: the first run's calibration deferred it ({why}); a run it "
+                    "would pay back in calibrates it first, as `pearl profile` does")
+        return "not calibrated on this machine (the cached calibration predates it: run `pearl profile`)"
 
     def _calibrated_here(self, device: Device) -> bool:
         """Whether ``device`` is costed from this machine's calibration: a local device of a calibrated kind, and

@@ -20,17 +20,19 @@ from __future__ import annotations
 import contextlib
 import itertools
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator, Mapping
 
 import torch
 
 from pearl_py.estimate import microbench_on_policy  # noqa: F401  registers the on-policy kernels' runners
 from pearl_py.estimate.calibration import (
+    DEFERRED_KEY,
     MAX_THREADS,
     THREADED_VARIANTS,
     Calibration,
     machine_fingerprint,
     model_key,
+    network_family,
 )
 from pearl_py.estimate.features import model_group, workload_features
 from pearl_py.estimate.fit import FittedModel, select_model
@@ -385,8 +387,8 @@ def setup_entry(setup: list[tuple[Workload, float, bool]], cached: bool = False)
 def profile(quick: bool = False, kinds: tuple[str, ...] = KINDS,
             log: Callable[[str], None] = lambda line: None, power: PowerProfile | None = None,
             gpus: bool = True, probe: LoadProbe | None = None, families_of: tuple[str, ...] | None = None,
-            into: Calibration | None = None, envs: tuple[str, ...] = CALIBRATED_ENVS, cnn: bool = True
-            ) -> Calibration:
+            into: Calibration | None = None, envs: tuple[str, ...] = CALIBRATED_ENVS, cnn: bool = True,
+            skip: Mapping[str, str] | None = None, only: Collection[str] | None = None) -> Calibration:
     """Measure and fit every registered variant of every kind that can run on this CPU, then on each local GPU
     (``gpus``, where CUDA is present: :mod:`gpu_profile`); with the power each draws where a counter reads it
     (``power``: default, this machine's counters; ``calibration.meta["energy"]``).
@@ -399,7 +401,10 @@ def profile(quick: bool = False, kinds: tuple[str, ...] = KINDS,
     ``into``: add the models to this calibration (a cache missing some kinds) instead of a new one (its
     measured power and load records stay; the new models' load records are added). ``envs`` and ``cnn``:
     the envs whose ``env_step`` is timed and whether CNN networks are (a run's first calibration times
-    only its own: :func:`pearl_py.pipeline.planning.ensure_calibration`).
+    only its own: :func:`pearl_py.pipeline.planning.ensure_calibration`). ``skip``: variants (``kind/variant``
+    keys, a network kernel's with its family: ``on_policy/learner_update/compiled``) left for later, with why,
+    recorded in ``meta["deferred"]`` (the estimator says why it does not offer them); ``only``: calibrate just
+    these variants of the kinds (a deferred one a later run needs). A variant profiled leaves ``meta["deferred"]``.
     """
     threaded = {model_key(kind, v): [1, *thread_counts(kind, v)] for kind in kinds for v in variants(kind)
                 if thread_counts(kind, v)}
@@ -415,7 +420,11 @@ def profile(quick: bool = False, kinds: tuple[str, ...] = KINDS,
     load_meta: dict = calibration.meta.setdefault("load", {
         "usable_cores": cores, "rule": RULE, "load_average_start": load_average(), "models": {}, "refused": {}})
     warn_if_loaded(load_average(), cores, log)
-    phases = profile_phases(kinds, quick, log, families_of, envs, cnn)
+    phases = profile_phases(kinds, quick, log, families_of, envs, cnn, skip or {}, only)
+    deferred = calibration.meta.setdefault(DEFERRED_KEY, {})
+    deferred.update(skip or {})
+    for kind, variant, _, _, _, family in phases:
+        deferred.pop(model_key(kind, variant, family=network_family(kind, family)), None)
     progress = ProfileProgress(sum(len(points) * passes for _, _, _, points, passes, _ in phases), len(phases), log)
     probe = probe or LoadProbe(cores)
     start = time.perf_counter()
@@ -494,28 +503,29 @@ def profile_loops(calibration: Calibration, families_of: tuple[str, ...] | None,
             f"{child.round_trip_s * 1e6:.0f}us")
 
 
-def network_family(kind: str, family: str) -> str | None:
-    """The family a model of ``kind`` is kept under: a network kernel's own (each family's code differs); None for
-    the other kinds (one implementation, shared)."""
-    return family if kind in (LEARNER_UPDATE, INFERENCE) else None
-
-
 def profile_phases(kinds: tuple[str, ...], quick: bool, log: Callable[[str], None],
                    families_of: tuple[str, ...] | None = None, envs: tuple[str, ...] = CALIBRATED_ENVS,
-                   cnn: bool = True) -> list[tuple[str, str, int, list[BenchPoint], int, str]]:
+                   cnn: bool = True, skip: Mapping[str, str] | None = None, only: Collection[str] | None = None
+                   ) -> list[tuple[str, str, int, list[BenchPoint], int, str]]:
     """``(kind, variant, threads, points, passes, family)`` of every model the profile fits, in order (variants that
     cannot run here are logged and left out); ``families_of``: of a kind several families implement (the
     networks'), only these families' (default: all; a kind one family's code serves, env_step's, is timed
     whichever family asks); ``envs``, ``cnn``: as :func:`calibration_grid` (a variant left without points,
-    ``channels_last`` without CNNs, is left out)."""
+    ``channels_last`` without CNNs, is left out); ``skip``, ``only``: as :func:`profile`."""
     phases = []
     for kind in kinds:
         implemented = families(kind)
         for family in (f for f in implemented if families_of is None or f in families_of or len(implemented) == 1):
             for variant in variants(kind, family):
+                key = model_key(kind, variant, family=network_family(kind, family))
+                if only is not None and key not in only:
+                    continue
+                if skip and key in skip:
+                    log(f"{key:<32} deferred: {skip[key]}")
+                    continue
                 ok, reason = variant_available(kind, variant, family=family)
                 if not ok:
-                    log(f"{model_key(kind, variant, family=network_family(kind, family)):<32} skipped: {reason}")
+                    log(f"{key:<32} skipped: {reason}")
                     continue
                 grid = calibration_grid(kind, quick, variant, family, envs, cnn)
                 if not grid:

@@ -73,10 +73,49 @@ def test_the_first_run_profiles_only_what_it_needs(fake_profile, monkeypatch):
     planning.ensure_calibration(lines.append, pearl.DQN("CartPole-v1"))
     (options,) = fake_profile.calls
     assert options.pop("log") == lines.append
-    assert options == {"kinds": OFF_POLICY_DQN, "families_of": ("off_policy",), "envs": ("CartPole-v1",), "cnn": False}
+    assert options == {"kinds": OFF_POLICY_DQN, "families_of": ("off_policy",), "envs": ("CartPole-v1",), "cnn": False,
+                       "skip": {}, "only": None}
     assert lines[0] == ("no calibration of this machine is cached: profiling what this run needs once (off_policy's "
                         "kernels learner_update, inference, replay_insert, replay_sample, param_sync; env_step of "
                         "CartPole-v1; `pearl profile` calibrates everything) ...")
+
+
+def test_a_compiled_update_a_short_run_would_not_pay_back_is_deferred_until_a_run_would(fake_profile, monkeypatch):
+    monkeypatch.setattr(Calibration, "load_default", classmethod(lambda cls: None))
+    zoo = pearl.DQN("CartPole-v1", train_freq=256, gradient_steps=128)
+    planning.ensure_calibration(lambda line: None, zoo, total_steps=50_000)
+    (skip,) = [call["skip"] for call in fake_profile.calls]
+    assert list(skip) == ["learner_update/compiled"]
+    assert skip["learner_update/compiled"].startswith("its modelled one-off setup of 20 s would not pay back in this "
+                                                      "run's 25,000 learner_update calls (the model's break-even: ")
+    # the cache it made: every reference model, the compiled update deferred
+    cache = _cache([model_key(kind, "reference", "CartPole-v1" if kind == "env_step" else None)
+                    for kind in OFF_POLICY_DQN])
+    cache.meta["deferred"] = skip
+    monkeypatch.setattr(Calibration, "load_default", classmethod(lambda cls: cache))
+    planning.ensure_calibration(lambda line: None, zoo, total_steps=50_000)
+    assert len(fake_profile.calls) == 1                               # the same run again: nothing to add
+    planning.ensure_calibration(lambda line: None, zoo, total_steps=50_000_000)
+    later = fake_profile.calls[-1]
+    assert (later["kinds"], later["only"], later["skip"], later["into"]) == (
+        ("learner_update",), ("learner_update/compiled",), {}, cache)
+    # meanwhile the estimator says why it does not offer the variant
+    from pearl_py.estimate import Estimator
+
+    kernel = zoo.protocol().kernel("learner_update")
+    cpu = pearl.Platform.local().by_kind("cpu")[0]
+    why = Estimator(cache).unavailable_variants(kernel, cpu)["compiled"]
+    assert why.startswith("not calibrated on this machine yet: the first run's calibration deferred it (its modelled "
+                          "one-off setup of 20 s")
+
+
+def test_a_deferred_variant_is_left_out_of_the_phases_and_recorded():
+    phases = profiler.profile_phases(("learner_update",), True, lambda line: None, ("off_policy",), (), False,
+                                     skip={"learner_update/compiled": "why"})
+    assert "compiled" not in {variant for _, variant, *_ in phases} and "reference" in {v for _, v, *_ in phases}
+    only = profiler.profile_phases(("learner_update",), True, lambda line: None, ("off_policy",), (), False,
+                                   only=("learner_update/compiled",))
+    assert {variant for _, variant, *_ in only} <= {"compiled"}
 
 
 def test_a_later_run_tops_the_cache_up_with_what_it_lacks(fake_profile, monkeypatch):
@@ -89,6 +128,7 @@ def test_a_later_run_tops_the_cache_up_with_what_it_lacks(fake_profile, monkeypa
     planning.ensure_calibration(lambda line: None, pearl.PPO("CartPole-v1"))
     pendulum, ppo = ({k: v for k, v in call.items() if k != "log"} for call in fake_profile.calls)
     assert pendulum == {"kinds": ("env_step",), "families_of": ("off_policy",), "envs": ("Pendulum-v1",),
-                        "cnn": False, "gpus": False, "into": cache}
+                        "cnn": False, "gpus": False, "into": cache, "skip": {}, "only": None}
     assert ppo == {"kinds": ("learner_update", "inference", "rollout_insert", "advantage"),
-                   "families_of": ("on_policy",), "envs": (), "cnn": False, "gpus": False, "into": cache}
+                   "families_of": ("on_policy",), "envs": (), "cnn": False, "gpus": False, "into": cache, "skip": {},
+                   "only": None}
