@@ -274,7 +274,8 @@ def measure(kind: str, variant: str, points: list[BenchPoint], passes: int = 3,
             clock: Callable[[], float] | None = None,
             window: Callable[[], contextlib.AbstractContextManager[object]] = contextlib.nullcontext,
             probe: LoadProbe | None = None, load: LoadRecord | None = None,
-            on_point: Callable[[], None] | None = None, family: str = OFF_POLICY) -> list[tuple[Workload, float]]:
+            on_point: Callable[[], None] | None = None, family: str = OFF_POLICY,
+            on_build: Callable[[], None] | None = None) -> list[tuple[Workload, float]]:
     """Seconds per call of ``kind``/``variant`` (of algorithm family ``family``) at every point, with
     ``n_threads`` threads (default one).
 
@@ -292,7 +293,7 @@ def measure(kind: str, variant: str, points: list[BenchPoint], passes: int = 3,
     fastest pass. ``window``: a context around the timed passes only (a power meter), not the building.
     With ``probe``, every point is timed under the load rule of :mod:`pearl_py.estimate.load` (timed again
     while other processes distort it) and ``load`` records what the probe saw; ``on_point`` is called after
-    each point.
+    each point, ``on_build`` after each point's kernel is built.
     """
     if clock is not None:
         keep = min
@@ -300,7 +301,11 @@ def measure(kind: str, variant: str, points: list[BenchPoint], passes: int = 3,
         clock, keep = (time.process_time, min) if n_threads == 1 else (time.perf_counter, max)
     beside = neighbour("actor") if n_threads > 1 else contextlib.nullcontext()
     with threads(n_threads), beside:
-        benches = [build(kind, variant, point, family) for point in points]
+        benches = []
+        for point in points:
+            benches.append(build(kind, variant, point, family))
+            if on_build is not None:
+                on_build()
         if setup is not None:
             setup += [(w, call.setup_s, getattr(call, "setup_cold", True)) for w, call in benches
                       if getattr(call, "setup_s", 0.0) > 0]
@@ -425,7 +430,8 @@ def profile(quick: bool = False, kinds: tuple[str, ...] = KINDS,
     deferred.update(skip or {})
     for kind, variant, _, _, _, family in phases:
         deferred.pop(model_key(kind, variant, family=network_family(kind, family)), None)
-    progress = ProfileProgress(sum(len(points) * passes for _, _, _, points, passes, _ in phases), len(phases), log)
+    progress = ProfileProgress(sum(len(points) * passes for _, _, _, points, passes, _ in phases), len(phases), log,
+                               total_builds=sum(len(points) for _, _, _, points, _, _ in phases))
     probe = probe or LoadProbe(cores)
     start = time.perf_counter()
     fitted: dict[str, tuple[FittedModel, float]] = {}
@@ -439,7 +445,7 @@ def profile(quick: bool = False, kinds: tuple[str, ...] = KINDS,
             setup: list[tuple[Workload, float, bool]] = []
             measured = measure(kind, variant, points, passes, setup=setup if n == 1 else None, n_threads=n,
                                window=lambda key=key: power.window("cpu", key), probe=probe, load=record,
-                               on_point=progress.point, family=family)
+                               on_point=progress.point, family=family, on_build=progress.built)
             load_meta["models"][key] = record.to_dict()
             if setup:
                 entry = setup_entry(setup, cached=setup_cached(kind, variant, family))
