@@ -293,7 +293,9 @@ def measure(kind: str, variant: str, points: list[BenchPoint], passes: int = 3,
     fastest pass. ``window``: a context around the timed passes only (a power meter), not the building.
     With ``probe``, every point is timed under the load rule of :mod:`pearl_py.estimate.load` (timed again
     while other processes distort it) and ``load`` records what the probe saw; ``on_point`` is called after
-    each point, ``on_build`` after each point's kernel is built.
+    each point, ``on_build`` after each point's kernel is built. With more threads under ``probe``, timing stops at
+    the first point that stays distorted and nothing is returned: such a model is refused (:func:`profile`), so
+    the points after it would only cost time (minutes of retries on a loaded machine).
     """
     if clock is not None:
         keep = min
@@ -316,6 +318,8 @@ def measure(kind: str, variant: str, points: list[BenchPoint], passes: int = 3,
                     times.append(_timed(call, clock, n_threads, probe, load))
                     if on_point is not None:
                         on_point()
+                    if n_threads > 1 and load is not None and load.distorted:
+                        return []
     return [(workload, keep(times)) for (workload, _), times in zip(benches, samples)]
 
 
@@ -453,8 +457,10 @@ def profile(quick: bool = False, kinds: tuple[str, ...] = KINDS,
                 log(f"{model_key(kind, variant, family=keyed):<32} setup (compile) {sum(s for _, s, _ in setup):.1f}s "
                     f"for {len(setup)} shapes ({len(entry['cold'])} cold)")
             if record.distorted and n > 1:
-                load_meta["refused"][key] = (f"{record.distorted} of {record.points} points distorted: other "
-                                             f"processes kept up to {record.max_others_cores:.1f} cores busy")
+                progress.dropped(len(points) * passes - record.points)   # not timed: the model is refused
+                load_meta["refused"][key] = (f"point {record.points} of {len(points) * passes} stayed distorted "
+                                             f"(timing stopped there): other processes kept up to "
+                                             f"{record.max_others_cores:.1f} cores busy")
                 rule = "the load rule above" if len(load_meta["refused"]) > 1 else f"rule: {RULE}"
                 log(f"warning: {key} refused: {load_meta['refused'][key]} ({rule}); plans use one thread")
                 continue

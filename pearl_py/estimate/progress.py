@@ -65,6 +65,10 @@ class ProfileProgress:
         seconds, self._mark = now - self._mark, now
         return seconds
 
+    def dropped(self, points: int) -> None:
+        """``points`` of the current phase will not be timed (a refused model's): out of the total."""
+        self.total -= points
+
     def built(self) -> None:
         self.builds += 1
         self._build_s += self._since_mark()

@@ -38,7 +38,7 @@ def test_profile_times_every_gpu_kind_with_synchronized_clocks_and_keys_models_b
                                 for c, b, p in ((1000, 8, True), (2000, 16, True), (1000, 32, False),
                                                 (3000, 8, False), (1500, 4, True))]}
     monkeypatch.setattr(profiler, "calibration_grid",
-                        lambda kind, quick=False, variant="reference", family="off_policy": points[kind])
+                        lambda kind, quick=False, variant="reference", family="off_policy", *grid: points[kind])
     real = profiler.variant_available  # the reference runs on the fake GPU; cuda_graph is refused as without CUDA
     monkeypatch.setattr(profiler, "variant_available",
                         lambda kind, variant, cls="cpu", family="off_policy": (True, "") if variant == "reference"
@@ -195,7 +195,7 @@ def test_pearl_profile_records_each_kernels_power_and_the_estimator_charges_it(m
     points = [BenchPoint("replay_sample", capacity=c, batch=b, prioritized=p)
               for c, b, p in ((1000, 8, True), (2000, 16, True), (1000, 32, False), (3000, 8, False), (1500, 4, True))]
     monkeypatch.setattr(profiler, "calibration_grid",
-                        lambda kind, quick=False, variant="reference", family="off_policy": points)
+                        lambda kind, quick=False, variant="reference", family="off_policy", *grid: points)
     power = PowerProfile({"cpu": reader}, sleep=lambda s: None, idle_s=0.0)
     calibration = profiler.profile(kinds=("replay_sample",), power=power, gpus=False)
     energy = calibration.meta["energy"]["cpu"]

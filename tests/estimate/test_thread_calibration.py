@@ -48,7 +48,7 @@ def test_profile_fits_a_model_per_thread_count_and_restores_the_threads(monkeypa
               BenchPoint("learner_update", algo="ddpg", width=32, batch=16),
               BenchPoint("learner_update", algo="dqn", width=64, batch=32)]
     monkeypatch.setattr(profiler, "calibration_grid",
-                        lambda kind, quick=False, variant="reference", family="off_policy": points)
+                        lambda kind, quick=False, variant="reference", family="off_policy", *grid: points)
     monkeypatch.setattr(profiler, "variants", lambda kind, family="off_policy": ["reference"])
     monkeypatch.setattr(profiler, "families", lambda kind: ["off_policy"])
     monkeypatch.setattr(profiler, "usable_cores", lambda: 2)
