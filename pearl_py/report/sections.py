@@ -100,9 +100,9 @@ def _learning_curve(run: dict[str, Any]) -> Section:
     blocks: list[Block] = [Paragraph(curve.curve_sentence(points))]
     series = {}
     if len(points) > 1:
-        series[f"training: mean return of the last {curve.RETURN_WINDOW} episodes"] = points
+        series[f"training (mean of the last {curve.RETURN_WINDOW} episodes)"] = points
     if evaluations:
-        series["periodic evaluation: mean greedy return"] = evaluations
+        series["periodic evaluation (greedy, mean)"] = evaluations
         blocks += [Paragraph(curve.evaluation_sentence(history, run.get("best_policy"))),
                    _table(["env steps", "eval return (mean)", "std"],
                           [[f"{p['step']:,}", f"{p['return_mean']:.1f}",

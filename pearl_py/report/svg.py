@@ -164,14 +164,16 @@ def line_chart(series: Mapping[str, Sequence[tuple[float, float]]], x_label: str
     out.append(f"<text x='{left + pw / 2}' y='{height - 12}' text-anchor='middle'>{escape(x_label)}</text>")
     out.append(f"<text x='16' y='{top + ph / 2}' text-anchor='middle' transform='rotate(-90 16 {top + ph / 2})'>"
                f"{escape(y_label)}</text>")
+    legend_x = left + 8
     for i, (name, points) in enumerate(series.items()):
         colour = SERIES_COLOURS[i % len(SERIES_COLOURS)]
         path = " ".join(f"{px(x):.1f},{py(y):.1f}" for x, y in sorted(points))
         out.append(f"<polyline points='{path}' fill='none' stroke='{colour}' stroke-width='1.8'/>")
         if len(points) <= MARKED_POINTS:
             out += [f"<circle cx='{px(x):.1f}' cy='{py(y):.1f}' r='3' fill='{colour}'/>" for x, y in points]
-        if len(series) > 1:
-            out.append(f"<rect x='{left + 8 + 200 * i}' y='26' width='12' height='3' fill='{colour}'/>"
-                       f"<text x='{left + 26 + 200 * i}' y='32'>{escape(name)}</text>")
+        if len(series) > 1:   # side by side, each entry as wide as its label (~6.5 px a character at 12 px)
+            out.append(f"<rect x='{legend_x}' y='26' width='12' height='3' fill='{colour}'/>"
+                       f"<text x='{legend_x + 18}' y='32'>{escape(name)}</text>")
+            legend_x += 18 + 6.5 * len(name) + 16
     out.append("</svg>")
     return "\n".join(out)

@@ -57,7 +57,7 @@ def test_the_evaluation_curve_is_beside_the_training_curve_with_every_point(run)
             "(`pearl eval RUN_DIR --best`") in section
     chart = html[html.index("aria-label='Learning curve (measured)'"):]
     chart = chart[:chart.index("</svg>")]
-    assert chart.count("<polyline") == 2 and "periodic evaluation: mean greedy return" in chart
+    assert chart.count("<polyline") == 2 and "periodic evaluation (greedy, mean)" in chart
     assert chart.count("<circle") == len(result.eval_history)       # the evaluations' points; the training curve's
     # 100-point window over more than 40 episodes is a line only
 
