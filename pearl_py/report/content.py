@@ -208,7 +208,8 @@ def variant_sentences(plan: Plan) -> list[str]:
         calls = KernelKind(kind).call_unit if kind in {str(k) for k in KernelKind} else "calls"
         text = f"{kernel} runs {place.variant!r} on {place.device}: {fmt.seconds(call_seconds(mine))}"
         if ref is not None:
-            text += f" vs {fmt.seconds(call_seconds(ref))} per call for 'reference'" + (" at one thread" if at_one else "")
+            text += f" vs {fmt.seconds(call_seconds(ref))} per call for 'reference'"
+            text += " at one thread" if at_one else ""
             text += f" ({' and '.join(sorted({mine.source, ref.source}))})"
         else:
             text += f" per call ({mine.source}; the reference is not offered there)"

@@ -126,8 +126,9 @@ def test_tensorboard_has_every_row_episode_and_evaluation_under_sb3s_tags(tmp_pa
         rows = list(csv.DictReader(f))
     with (tmp_path / "episodes.csv").open() as f:
         episodes = list(csv.DictReader(f))
-    assert len(rows) == 18 and {"rollout/ep_rew_mean", "rollout/ep_len_mean", "rollout/exploration_rate",
-                                "train/loss", "time/fps", "time/episodes", "time/time_learner_update_ms"} <= set(scalars)
+    assert len(rows) == 18
+    assert {"rollout/ep_rew_mean", "rollout/ep_len_mean", "rollout/exploration_rate", "train/loss", "time/fps",
+            "time/episodes", "time/time_learner_update_ms"} <= set(scalars)
     for column, tag in [("loss_q", "train/loss"), ("steps_per_second", "time/fps"),
                         ("exploration_rate", "rollout/exploration_rate"), ("episodes", "time/episodes")]:
         assert [s for s, _ in scalars[tag]] == [int(r["step"]) for r in rows], tag   # every row, the last included

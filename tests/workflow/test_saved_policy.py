@@ -155,15 +155,15 @@ def test_the_best_evaluated_policy_is_kept_beside_the_final_one(tmp_path, capsys
     run = tmp_path / "run"
     result = pearl.train(pearl.DQN("CartPole-v1", **TINY), total_steps=1_000, seed=3, out=run, eval_episodes=2,
                          eval_freq=250, progress=False, log=lambda line: None)
-    best = max(result.eval_history, key=lambda p: p["return_mean"])  # the first of equals: only a better one replaces it
+    best = max(result.eval_history, key=lambda p: p["return_mean"])  # the first of equals: a better one replaces it
     manifest = json.loads((run / BEST_MANIFEST_FILE).read_text())
     assert manifest["best_evaluation"] == best and manifest["env_steps"] == best["step"]
     assert json.loads((run / MANIFEST_FILE).read_text())["best_evaluation"] is None
     policy = pearl.load(run, best=True)
     assert np.mean(policy.evaluate(2, seed=3 + 10_000)) == pytest.approx(best["return_mean"])  # the nets it scored with
     assert main(["eval", str(run), "--best", "--episodes", "2"]) == 0
-    assert (f"run: the best evaluated policy, step {best['step']} (eval return {best['return_mean']:.1f}), seed 3): eval "
-            f"return {best['return_mean']:.1f}") in capsys.readouterr().out
+    assert (f"run: the best evaluated policy, step {best['step']} (eval return {best['return_mean']:.1f}), seed 3): "
+            f"eval return {best['return_mean']:.1f}") in capsys.readouterr().out
 
 
 def test_eval_best_without_periodic_evaluations_names_the_missing_file(tmp_path, capsys):
