@@ -7,6 +7,7 @@ import csv
 import json
 import re
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -106,3 +107,25 @@ def test_sections_that_say_nothing_are_folded_away(run):
         assert f"<details><summary>{title.replace(chr(39), '&#x27;')}</summary>" in html
     assert "CPU/GPU ratio" not in markdown          # one process: no actor cores beside a learner
     assert "## Assignment" in markdown and "<h2>Assignment</h2>" in html
+
+
+@pytest.mark.slow
+def test_the_readme_jobs_report_holds_its_evaluation_curve_hyperparameters_and_best_policy(tmp_path):
+    import yaml
+
+    from pearl_py.cli import main
+
+    config = Path(__file__).resolve().parents[2] / "examples" / "configs" / "dqn_cartpole.yaml"
+    assert main(["run", str(config), "--out", str(tmp_path / "run")]) == 0
+    run = tmp_path / "run"
+    markdown = (run / "report.md").read_text()
+    evaluations = _table(_section(markdown, "Learning curve"), "env steps")
+    assert [r[0] for r in evaluations] == [f"{s:,}" for s in range(5_000, 50_001, 5_000)]
+    hyper = dict(map(tuple, _table(_section(markdown, "Run configuration"), "hyperparameter")))
+    for key, value in yaml.safe_load(config.read_text())["hyperparameters"].items():
+        expected = "[" + ", ".join(map(str, value)) + "]" if isinstance(value, list) else str(value)
+        assert hyper[key] == expected, key
+    best = json.loads((run / "best_policy.json").read_text())["best_evaluation"]
+    assert f"{best['return_mean']:.1f}" == max(evaluations, key=lambda r: float(r[1]))[1]
+    policy = pearl.load(run, best=True)
+    assert sum(policy.evaluate(10, seed=10_000)) / 10 == pytest.approx(best["return_mean"])
