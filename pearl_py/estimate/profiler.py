@@ -480,7 +480,7 @@ def profile(quick: bool = False, kinds: tuple[str, ...] = KINDS,
         if gpus:
             from pearl_py.estimate.gpu_profile import profile_gpus
 
-            profile_gpus(calibration, quick, kinds, log, power)
+            profile_gpus(calibration, quick, kinds, log, power, grid={"envs": envs, "cnn": cnn})
     finally:
         clear_compiled()
         if into is None or "energy" not in calibration.meta:

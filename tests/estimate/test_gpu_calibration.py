@@ -206,3 +206,16 @@ def test_pearl_profile_records_each_kernels_power_and_the_estimator_charges_it(m
     assert (cost.source, cost.energy_source, cost.energy_j) == ("calibrated", "measured", 0.0)
     unmetered = profiler.profile(kinds=("replay_sample",), power=PowerProfile({}), gpus=False)
     assert unmetered.meta["energy"] == {}
+
+
+def test_a_runs_first_calibration_gives_the_gpu_its_grid_too(monkeypatch):
+    asked: list[dict] = []
+    monkeypatch.setattr(profiler, "calibration_grid",
+                        lambda kind, quick=False, variant="reference", **grid: asked.append(grid) or [])
+    monkeypatch.setattr(profiler, "variant_available", lambda kind, variant, cls="cpu", family="off_policy": (True, ""))
+    calibration = Calibration("test")
+    profile_gpus(calibration, True, ("learner_update",), lambda line: None, PowerProfile({}),
+                 gpus=[LocalGpu("gpu0", torch.device("cpu"), "NVIDIA L4")], synchronize=lambda device: None,
+                 grid={"envs": ("CartPole-v1",), "cnn": False})
+    assert asked and all(grid == {"envs": ("CartPole-v1",), "cnn": False} for grid in asked)
+    assert calibration.models == {}                     # a variant left without points is not timed
