@@ -161,6 +161,9 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--seed", type=int, help="seed of the first episode (default: the run's evaluation seed)")
     evaluate.add_argument("--render", choices=["rgb_array"], help="render frames (with --video)")
     evaluate.add_argument("--video", metavar="OUT.mp4", help="film the first episode (needs the video extra)")
+    evaluate.add_argument("--best", action="store_true",
+                          help="the best evaluated policy (best_policy.pt, kept by runs with --eval-freq) instead "
+                               "of the final one")
     evaluate.set_defaults(handler=_eval)
 
     devices = sub.add_parser("devices", help="list the hardware catalogue and this machine's devices")

@@ -97,6 +97,17 @@ class Spread:
     light_neighbour: float | None = None
 
 
+def network_family(kind: str, family: str | None) -> str | None:
+    """The family a model of ``kind`` is kept under: a network kernel's own (each family's code differs); None for
+    the other kinds (one implementation, shared)."""
+    return family if kind in ("learner_update", "inference") else None
+
+
+DEFERRED_KEY = "deferred"
+"""``meta[DEFERRED_KEY]``: ``{variant key: why}`` of the variants a run's first calibration left for a run that needs
+them (``profiler.profile``'s ``skip``; keys ``model_key(kind, variant, family=network_family(kind, family))``)."""
+
+
 @dataclass
 class Calibration:
     """Fitted models of this machine's CPU (and its GPUs, keys ``gpuN:...``), one per ``model_key``; ``meta`` holds

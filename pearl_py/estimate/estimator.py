@@ -53,7 +53,7 @@ from collections.abc import Callable
 from typing import Any
 
 from pearl_py.estimate import roofline
-from pearl_py.estimate.calibration import THREADED_VARIANTS, Calibration, model_key
+from pearl_py.estimate.calibration import DEFERRED_KEY, THREADED_VARIANTS, Calibration, model_key, network_family
 from pearl_py.estimate.cost import Cost, Infeasible
 from pearl_py.estimate.features import model_group, workload_features
 from pearl_py.estimate.fpga_kernels import (
@@ -211,9 +211,19 @@ class Estimator:
                 ok, why = variant.available()
                 reason = None if ok else why
             if reason is None and name != "reference" and self._calibration_lacks(kernel, device, name):
-                reason = "not calibrated on this machine (the cached calibration predates it: run `pearl profile`)"
+                reason = self._uncalibrated_reason(kernel, name)
             status[name] = reason
         return status
+
+    def _uncalibrated_reason(self, kernel: Kernel, variant: str) -> str:
+        """Why this machine's calibration has no model of ``variant``: a run's first calibration deferred it (the
+        reason it recorded), or the calibration predates it."""
+        key = model_key(kernel.kind, variant, family=network_family(kernel.kind, family_of(kernel)))
+        why = self.calibration.meta.get(DEFERRED_KEY, {}).get(key)
+        if why is not None:
+            return (f"not calibrated on this machine yet: the first run's calibration deferred it ({why}); a run it "
+                    "would pay back in calibrates it first, as `pearl profile` does")
+        return "not calibrated on this machine (the cached calibration predates it: run `pearl profile`)"
 
     def _calibrated_here(self, device: Device) -> bool:
         """Whether ``device`` is costed from this machine's calibration: a local device of a calibrated kind, and
@@ -241,8 +251,9 @@ class Estimator:
                       if self.calibration.model(kernel.kind, variant, group, threads=n, family=family_of(kernel)) is not None]
 
     def thread_note(self, kernel: Kernel, device: Device) -> str | None:
-        """Why ``kernel`` is offered one thread only on this machine's multi-core CPU, when a newer
-        ``pearl profile`` would offer more (a calibration cached before threaded calibration existed)."""
+        """Why ``kernel`` is offered one thread only on this machine's multi-core CPU, when another
+        ``pearl profile`` would offer more: its threaded models were refused for load (``meta["load"]["refused"]``,
+        the reason recorded there), or the calibration predates threaded calibration (no ``meta["threaded"]``)."""
         kind = kernel.kind
         if not (self._calibrated_here(device) and device.parallel_units > 1 and kind in THREADED_VARIANTS
                 and device_kind(device.kind).runtime == "cpu"):
@@ -250,6 +261,16 @@ class Estimator:
         if family_of(kernel) != "off_policy" or \
                 any(len(self.thread_counts(kernel, device, v)) > 1 for v in THREADED_VARIANTS[kind]):
             return None
+        meta = self.calibration.meta
+        refused = sorted((key, why) for key, why in (meta.get("load") or {}).get("refused", {}).items()
+                         if key.startswith(f"{kind}/") and "threads" in key)
+        if refused:
+            key, why = refused[0]
+            return (f"{kernel.name}: one thread only on {device.name}: `pearl profile` refused its model at 2 or more "
+                    f"threads for load ({key}: {why}); profile again on an idle machine for threaded plans")
+        if "threaded" in meta:
+            return (f"{kernel.name}: one thread only on {device.name}: the calibration holds no model at 2 or more "
+                    "threads for it")
         return (f"{kernel.name}: one thread only on {device.name}: the cached calibration has no model at 2 or more "
                 "threads (it predates threaded calibration: run `pearl profile`)")
 

@@ -27,7 +27,7 @@ from pearl_py.pipeline.plan_check import PlanSource
 from pearl_py.pipeline.planning import PLAN_WORDS, candidate_plans, resolve_plan
 from pearl_py.plan import Plan
 from pearl_py.platform import Platform
-from pearl_py.report.curve import learning_curve
+from pearl_py.report.run_files import run_record
 from pearl_py.runtime.checkpoints import CheckpointOptions
 from pearl_py.runtime.kernel_devices import check_runnable
 from pearl_py.runtime.result import RunResult
@@ -182,7 +182,7 @@ def train(algorithm: BaseAlgorithm, total_steps: int, seed: int = 0, *,
             save_trained(out_dir, algorithm, executor, result)
             result.save(out_dir / "result.json")
             if resolved.prediction is not None:
-                resolved.export(out_dir, run=result.to_dict() | {"learning_curve": learning_curve(out_dir)})
+                resolved.export(out_dir, run=run_record(out_dir, result.to_dict()))
         return result
 
 

@@ -24,12 +24,6 @@ RUNTIME_FIGURES = ("actors", "learner_threads", "inference", "replay")
 """The parts of the runtime's layout (result.json ``layout``) a report lists."""
 
 
-def _predicted_latency(plan: Plan, kernel: str) -> tuple[float | None, str]:
-    """One call's predicted seconds, the kernel alone (the loop's work it carries is its own row) and the source."""
-    cost = content.placed_cost(plan, kernel)
-    if cost is None:
-        return None, "none"
-    return cost.latency_s - cost.loop_s, cost.source
 
 
 def _predicted_loop(plan: Plan, env_steps: int) -> tuple[float, float, str] | None:
@@ -95,7 +89,7 @@ def kernel_rows(plan: Plan, run: dict[str, Any]) -> list[list[str]]:
     steps = max(run["env_steps"], 1)
     rows = []
     for kernel, placement in plan.placements.items():
-        latency, source = _predicted_latency(plan, kernel)
+        latency, source = content.predicted_call(plan, kernel)
         timing = run["kernel_times"].get(kernel)
         modelled_here = timing is not None and timing.get("source") == "modelled"
         measured_call = timing["mean_s"] if timing else None
@@ -124,7 +118,7 @@ def kernel_bars(plan: Plan, run: dict[str, Any]) -> list[tuple[str, float, float
     steps = max(run["env_steps"], 1)
     items = []
     for kernel in plan.placements:
-        latency, _ = _predicted_latency(plan, kernel)
+        latency, _ = content.predicted_call(plan, kernel)
         timing = run["kernel_times"].get(kernel)
         predicted = latency * (predicted_calls_per_sample(plan, kernel, run["env_steps"]) or 0.0) \
             if latency is not None else 0.0

@@ -129,7 +129,7 @@ class OnPolicySerialExecutor:
         rollout = algo.make_rollout(seed=session_seed(self.seed, done.sessions))
         periodic = PeriodicCheckpoints(self.out_dir, self.checkpoints, algo, self.seed, total_steps, done.transitions)
         eval_history: list[dict[str, float]] = done.eval_history
-        evals = PeriodicEvaluation(algo, self.device, self.eval_episodes, self.seed + EVAL_SEED_OFFSET, eval_history)
+        evals = PeriodicEvaluation(algo, learner, self.eval_episodes, self.seed, eval_history, log, self.out_dir)
         steps = done.transitions
         eval_seconds = 0.0
 
@@ -165,7 +165,7 @@ class OnPolicySerialExecutor:
                     for _, episode_return, length in step.step.ended:
                         log.episode(steps, episode_return, length)
                     for at in evaluation_points(self.eval_freq, cfg.n_envs, before, steps):
-                        eval_seconds += evals.run(learner.nets, at)
+                        eval_seconds += evals.run(at)
                     log.tick(steps, rate())
                 last_values, last_dones = collector.last_values()
                 with timer(ADVANTAGE):

@@ -118,7 +118,7 @@ class SerialExecutor:
         schedule = TrainSchedule.from_config(cfg, total_steps)
         periodic = PeriodicCheckpoints(self.out_dir, self.checkpoints, algo, self.seed, total_steps, done.transitions)
         eval_history: list[dict[str, float]] = done.eval_history
-        evals = PeriodicEvaluation(algo, self.device, self.eval_episodes, self.seed + EVAL_SEED_OFFSET, eval_history)
+        evals = PeriodicEvaluation(algo, learner, self.eval_episodes, self.seed, eval_history, log, self.out_dir)
         steps = done.transitions
         vector_steps = steps // cfg.n_envs
         eval_seconds = 0.0
@@ -168,7 +168,7 @@ class SerialExecutor:
                     if monitor is not None:
                         monitor.round_ended(steps, learner.gradient_steps, timer)
                 if self.eval_freq and steps % self.eval_freq < cfg.n_envs:
-                    eval_seconds += evals.run(learner.nets, steps)
+                    eval_seconds += evals.run(steps)
                 if periodic.due(steps):
                     t0 = time.perf_counter()
                     periodic.save(learner.state_dict(), replay.state_dict(), reached(t0))

@@ -48,7 +48,7 @@ def test_profile_fits_a_model_per_thread_count_and_restores_the_threads(monkeypa
               BenchPoint("learner_update", algo="ddpg", width=32, batch=16),
               BenchPoint("learner_update", algo="dqn", width=64, batch=32)]
     monkeypatch.setattr(profiler, "calibration_grid",
-                        lambda kind, quick=False, variant="reference", family="off_policy": points)
+                        lambda kind, quick=False, variant="reference", family="off_policy", *grid: points)
     monkeypatch.setattr(profiler, "variants", lambda kind, family="off_policy": ["reference"])
     monkeypatch.setattr(profiler, "families", lambda kind: ["off_policy"])
     monkeypatch.setattr(profiler, "usable_cores", lambda: 2)
@@ -95,7 +95,14 @@ def test_the_estimator_costs_calibrated_thread_counts_only(cpu):
         threaded.cost(kernel, cpu, "reference", threads=2)
     old = Estimator(calibration(threaded=False))
     assert old.thread_counts(kernel, cpu, "fused") == [1]
-    assert "pearl profile" in old.thread_note(kernel, cpu)
+    assert "predates threaded calibration" in old.thread_note(kernel, cpu)
+    refused = calibration(threaded=False)
+    refused.meta = {"threaded": {}, "load": {"refused": {"learner_update/fused@2threads": "3 of 8 points distorted: "
+                                                         "other processes kept up to 1.6 cores busy"}}}
+    assert Estimator(refused).thread_note(kernel, cpu) == (
+        "learner_update: one thread only on cpu: `pearl profile` refused its model at 2 or more threads for load "
+        "(learner_update/fused@2threads: 3 of 8 points distorted: other processes kept up to 1.6 cores busy); "
+        "profile again on an idle machine for threaded plans")
     catalogue = Platform.load("pearl-cpu-gpu-fpga").device("cpu")
     assert old.thread_counts(kernel, catalogue, "fused") == [1]
 

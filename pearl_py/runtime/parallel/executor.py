@@ -61,7 +61,7 @@ from pearl_py.runtime.checkpoints import (
     session_seed,
 )
 from pearl_py.runtime.device_replay import replay_from_state, replay_on
-from pearl_py.runtime.evaluation import EVAL_SEED_OFFSET, evaluate
+from pearl_py.runtime.evaluation import EVAL_SEED_OFFSET, PeriodicEvaluation, evaluate
 from pearl_py.runtime.kernel_devices import (
     REPLAY_KERNELS,
     check_runnable,
@@ -283,8 +283,8 @@ class ParallelExecutor:
                                               device_class=kernels.device_class(learner.device)),
                          replay=replay, board=board, control=control, pool=pool,
                          schedule=schedule, log=log, timer=timer, signals=signals,
-                         evaluate=lambda: evaluate(algo, learner.nets, learner.device, self.eval_episodes,
-                                                   self.seed + EVAL_SEED_OFFSET),
+                         evaluate=PeriodicEvaluation(algo, learner, self.eval_episodes, self.seed,
+                                                  progress.eval_history, log, self.out_dir).run,
                          eval_freq=self.eval_freq, services=list(self._services.values()),
                          checkpoint=self._periodic(layout, schedule.total_steps, progress))
 

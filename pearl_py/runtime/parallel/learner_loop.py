@@ -34,7 +34,6 @@ from pearl_py.protocol.kernel import PARAM_SYNC
 from pearl_py.protocol.schedule import TrainSchedule
 from pearl_py.runtime.checkpoints import PeriodicCheckpoints
 from pearl_py.runtime.collect import LossMeans, gradient_step, round_beta
-from pearl_py.runtime.evaluation import eval_point
 from pearl_py.runtime.monitor import Monitor
 from pearl_py.runtime.parallel.checkpoint import Progress
 from pearl_py.runtime.parallel.control import ControlBlock
@@ -93,7 +92,8 @@ class LoopParts:
     log: RunLog
     timer: KernelTimer
     signals: StopSignals
-    evaluate: Callable[[], list[float]]
+    evaluate: Callable[[int], float]
+    """``evaluate(step)``: a periodic evaluation at env step ``step`` (:meth:`PeriodicEvaluation.run`); its seconds."""
     eval_freq: int = 0
     services: list[Service] = field(default_factory=list)
     """Server processes whose failure fails the run (replay server, inference server)."""
@@ -243,10 +243,7 @@ class LearnerLoop:
         p, n = self.p, self.p.schedule.n_envs
         if not p.eval_freq or (step * n) % p.eval_freq >= n:
             return
-        start = time.perf_counter()
-        returns = p.evaluate()
-        self._eval_seconds += time.perf_counter() - start
-        self.progress.eval_history.append(eval_point(step * n, returns))
+        self._eval_seconds += p.evaluate(step * n)
 
     def settle(self, finish: bool) -> None:
         """Before a checkpoint: pause a replay server, train on the batches it drew (``finish``), catch up.

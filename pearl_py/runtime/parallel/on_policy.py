@@ -55,7 +55,7 @@ from pearl_py.runtime.checkpoints import (
     session_log_dir,
     session_seed,
 )
-from pearl_py.runtime.evaluation import EVAL_SEED_OFFSET, evaluate
+from pearl_py.runtime.evaluation import EVAL_SEED_OFFSET, PeriodicEvaluation, evaluate
 from pearl_py.runtime.on_policy_layout import OnPolicyLayout
 from pearl_py.runtime.parallel.checkpoint import (
     CHECKPOINT_DIR,
@@ -197,8 +197,8 @@ class OnPolicyParallelExecutor:
         return OnPolicyLoopParts(algorithm=algo, learner=learner, rollout=rollout, shared=shared, board=board,
                                  control=control, pool=pool, schedule=schedule, log=run_log, timer=timer,
                                  signals=signals, done_bell=done_bell, eval_freq=self.eval_freq,
-                                 evaluate=lambda: evaluate(algo, learner.nets, learner.device, self.eval_episodes,
-                                                           self.seed + EVAL_SEED_OFFSET),
+                                 evaluate=PeriodicEvaluation(algo, learner, self.eval_episodes, self.seed,
+                                                          progress.eval_history, run_log, self.out_dir).run,
                                  checkpoint=self._periodic(schedule.total_steps, progress),
                                  rollout_state=lambda: {ROLLOUT_STATE: rollout.rng.bit_generator.state})
 
