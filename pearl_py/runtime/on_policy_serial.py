@@ -120,7 +120,7 @@ class OnPolicySerialExecutor:
         warm_up(algo, self.layout.learner_variant, acting)   # compiled variants load their code before the clock
         timer = KernelTimer(learner_timing_devices(self.device))
         log = RunLog(session_log_dir(self.out_dir, done.sessions), total_steps, self.progress, algorithm=algo,
-                     kernel_times=timer.summary)
+                     kernel_times=lambda: timer.summary(wait=False))
         # a resumed session's envs start anew with session seeds; the noise streams stay keyed by the run's seed
         collector = RolloutCollector(algo, self.seed, acting, timer.add,
                                      env_seed=session_seed(self.seed, done.sessions))

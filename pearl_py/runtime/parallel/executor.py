@@ -178,7 +178,7 @@ class ParallelExecutor:
         with contextlib.ExitStack() as stack:
             stack.callback(log.close)
             parts = self._start(stack, layout, schedule, learner, replay_state, progress, timer, log)
-            log.kernel_times = lambda: merge_kernel_times([timer.summary(), parts.control.kernel_times()], {})
+            log.kernel_times = lambda: merge_kernel_times([timer.summary(wait=False), parts.control.kernel_times()], {})
             stack.enter_context(pinned_threads(layout.learner_threads))  # after the actors started: they stay free
             loop = LearnerLoop(parts, progress, self.sync_every)
             try:

@@ -136,7 +136,7 @@ class OnPolicyParallelExecutor:
         with contextlib.ExitStack() as stack:
             stack.callback(run_log.close)
             parts = self._start(stack, schedule, learner, rollout, progress, timer, run_log)
-            run_log.kernel_times = lambda: merge_kernel_times([timer.summary(), parts.control.kernel_times()], {})
+            run_log.kernel_times = lambda: merge_kernel_times([timer.summary(wait=False), parts.control.kernel_times()], {})
             warm_up(algo, layout.learner_variant)  # while the actors start: the clock starts once they are ready
             stack.enter_context(pinned_threads(layout.learner_threads))  # after the actors started: they stay free
             loop = OnPolicyLoop(parts, progress)
