@@ -29,6 +29,7 @@ def run_main(args: argparse.Namespace) -> int:
     from pearl_py.run_config import load_config
     from pearl_py.run_config.overrides import apply_sets
     from pearl_py.run_config.zoo import load_zoo
+    from pearl_py.runtime.result import rate_label
     from pearl_py.runtime.run_log import TENSORBOARD_EXTRA
 
     cfg = load_zoo(args.zoo, args.env) if args.zoo else load_config(args.config)
@@ -61,7 +62,7 @@ def run_main(args: argparse.Namespace) -> int:
                    overwrite=args.overwrite, oversubscribe=args.oversubscribe)
     startup = f" after {result.startup_seconds:.1f} s of start-up" if result.startup_seconds is not None else ""
     print(f"{s.algorithm} on {s.env}: {result.env_steps} env steps in {result.wall_seconds:.1f} s{startup} "
-          f"({result.samples_per_second:.0f} samples/s, measured); eval return "
+          f"({result.samples_per_second:.0f} samples/s, {rate_label(result.kernel_times)}); eval return "
           f"{result.eval_return_mean:.1f} ± {result.eval_return_std:.1f} over {len(result.eval_returns)} episodes")
     if result.best_eval:
         print(f"best periodic evaluation: {result.best_eval['return_mean']:.1f} at step {result.best_eval['step']}")
