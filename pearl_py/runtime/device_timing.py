@@ -91,17 +91,22 @@ class EventLog:
         self.pending: deque[tuple[str, DeviceEvent, DeviceEvent, int]] = deque()
         self.read_calls: dict[str, int] = defaultdict(int)
         """Calls of each kernel whose seconds have been read back."""
+        self.free: list[DeviceEvent] = []
+        """Events of pairs already read (completed): recorded again rather than made anew for each call."""
+
+    def _event(self) -> DeviceEvent:
+        return self.free.pop() if self.free else self.events()
 
     def start(self) -> DeviceEvent:
         """Record the start event (before the kernel's first launch)."""
-        event = self.events()
+        event = self._event()
         event.record()
         return event
 
     def stop(self, kernel: str, start: DeviceEvent, calls: int = 1) -> dict[str, float]:
         """Record the end event (after the kernel's last launch; the pair times ``calls`` calls); seconds of pairs
         that have completed."""
-        end = self.events()
+        end = self._event()
         end.record()
         self.pending.append((kernel, start, end, calls))
         return self._read(wait=len(self.pending) > self.max_pending)
@@ -127,4 +132,5 @@ class EventLog:
             self.pending.popleft()
             done[kernel] += start.seconds_until(end)
             self.read_calls[kernel] += calls
+            self.free += (start, end)
         return dict(done)

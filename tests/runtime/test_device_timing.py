@@ -77,6 +77,17 @@ def test_a_serial_run_waits_for_its_timers_only_at_its_end(monkeypatch):
     assert waits.count(False) >= 8 and waits.count(True) == 1   # every round's row; the result at the end
 
 
+def test_the_events_of_a_pair_read_back_are_recorded_again_not_made_anew():
+    log: list[str] = []
+    gpu = FakeDevice(log, done=True)
+    timer = KernelTimer({"learner_update": CUDA0}, events=gpu.events)
+    for _ in range(3):
+        with timer("learner_update"):
+            gpu.now += 0.001
+    assert log == ["record 1", "record 2", "record 2", "record 1", "record 1", "record 2"]   # two events in all
+    assert timer.summary()["learner_update"]["total_s"] == pytest.approx(0.003)
+
+
 def test_beyond_the_pending_bound_the_oldest_end_event_is_waited_for():
     log: list[str] = []
     gpu = FakeDevice(log, done=False)
