@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import sys
 import tarfile
 from pathlib import Path
 
@@ -12,6 +13,7 @@ def device_check():
     path = Path(__file__).parents[1] / "benchmarks" / "device_check.py"
     spec = importlib.util.spec_from_file_location("device_check", path)
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module   # its dataclasses look their module up there
     spec.loader.exec_module(module)
     return module
 
