@@ -308,7 +308,8 @@ def step_run_auto(ctx: Context) -> Outcome:
     figures, failed = {}, []
     for name, argv in cases.items():
         out = ctx.work / "runs" / f"d_{name}"
-        if ctx.pearl("run", *argv, "--auto", "--out", str(out), "--overwrite") != 0 or not (out / "result.json").exists():
+        rc = ctx.pearl("run", *argv, "--auto", "--out", str(out), "--overwrite")
+        if rc != 0 or not (out / "result.json").exists():
             failed.append(name)
             continue
         figures[name] = f = run_figures(out)

@@ -1,4 +1,4 @@
-"""GPU smoke test: profile this machine's GPU, plan DQN, DDPG and PPO onto it, run, and check every kernel ran as planned.
+"""GPU smoke test: profile this machine's GPU, plan DQN, DDPG and PPO onto it, run, check every kernel ran as planned.
 
 On a machine with CUDA it (1) runs ``pearl profile --quick`` (the CPU, then every local GPU with
 synchronized timing, power from the counters that read) into the machine's cache; (2) plans DQN
