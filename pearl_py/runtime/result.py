@@ -31,7 +31,9 @@ def rate_label(kernel_times: dict[str, dict[str, Any]]) -> str:
     """How a run's samples/s was obtained: measured, and with which kernels emulated on the CPU (the rate is then
     the emulation's, not the simulated device's)."""
     stand_ins = emulated(kernel_times)
-    return "measured" if not stand_ins else f"measured, {', '.join(stand_ins)} emulated on the CPU for a simulated device"
+    if not stand_ins:
+        return "measured"
+    return f"measured, {', '.join(stand_ins)} emulated on the CPU for a simulated device"
 
 
 @dataclass
