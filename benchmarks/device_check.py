@@ -19,7 +19,8 @@ others plan with the calibration it writes):
 Everything lands in ``--out`` as three files (the lent machine's ``$OUT`` takes at most 8): ``device_check.json``
 (every step: status ``ok``/``failed``/``timeout``/``skipped``, seconds, reason, figures), ``device_check.log``
 (every step's log, in order) and ``runs.tar.gz`` (the runs' folders and the calibration). One table is printed.
-Nothing is fetched from the network; the calibration goes to a fresh ``PEARL_CACHE_DIR`` inside the work folder.
+Nothing is fetched from the network; the calibration goes to a fresh ``PEARL_CACHE_DIR`` inside the work folder
+(``--cache DIR`` keeps it there instead, for a rerun of some steps with ``--only``).
 
 ``--dry-run`` runs every step on a CPU-only machine in under 2 minutes: tiny step counts, the CPU standing in for
 CUDA (figures then compare the CPU with itself), MinAtar replaced by random 4x10x10 frames when ``minatar`` is
@@ -28,7 +29,7 @@ calls it, so the script cannot rot between lent machines.
 
     python benchmarks/device_check.py --out $OUT                 # on the GPU machine (docs/gpu.md: how to run)
     python benchmarks/device_check.py --dry-run --out /tmp/dc    # anywhere
-    python benchmarks/device_check.py --out $OUT --only a g      # again, only what failed
+    python benchmarks/device_check.py --out $OUT --cache /tmp/pc --only a g   # again, only what failed
 """
 from __future__ import annotations
 
@@ -471,7 +472,7 @@ def machine() -> dict[str, Any]:
             "python": sys.version.split()[0], "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
 
 
-def pack(work: Path, out: Path, record: dict[str, Any]) -> None:
+def pack(work: Path, cache: Path, out: Path, record: dict[str, Any]) -> None:
     """The three files of ``out``: the JSON, the steps' logs in one, the runs and the calibration as one tarball."""
     out.mkdir(parents=True, exist_ok=True)
     (out / "device_check.json").write_text(json.dumps(record, indent=1, default=str))
@@ -481,10 +482,10 @@ def pack(work: Path, out: Path, record: dict[str, Any]) -> None:
             combined.write(f"===== step {name}: {STEPS[name].title}\n")
             combined.write(log.read_text(errors="replace") if log.exists() else "(not run)\n")
     with tarfile.open(out / "runs.tar.gz", "w:gz") as tar:
-        for part in ("runs", "cache"):
-            if (work / part).exists():   # files above 4 MiB (policies of big nets) stay behind: $OUT's limits
-                tar.add(work / part, arcname=part,
-                        filter=lambda info: None if info.isfile() and info.size > 4 << 20 else info)
+        for part, folder in (("runs", work / "runs"), ("cache", cache)):
+            if folder.exists():   # files above 4 MiB (policies of big nets) stay behind: $OUT's limits
+                tar.add(folder, arcname=part, filter=lambda info: None if info.isfile() and info.size > 4 << 20
+                        else info)
 
 
 def table(record: dict[str, Any]) -> str:
@@ -501,6 +502,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dry-run", action="store_true", help="every step on this CPU, tiny (under 2 minutes)")
     parser.add_argument("--only", nargs="+", choices=sorted(STEPS), help="run only these steps")
     parser.add_argument("--budget", type=float, default=BUDGET_S, help="seconds for the whole check")
+    parser.add_argument("--cache", help="the calibration cache (PEARL_CACHE_DIR) to use and keep, so that a rerun "
+                                        "with --only finds step b's (default: a fresh one, packed and removed)")
     parser.add_argument("--child", choices=sorted(STEPS), help=argparse.SUPPRESS)
     parser.add_argument("--work", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -516,8 +519,9 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="pearl-device-check-") as tmp:
         work = Path(tmp)
+        cache = Path(args.cache) if args.cache else work / "cache"
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
-               "PYTHONUNBUFFERED": "1", "PEARL_CACHE_DIR": str(work / "cache")}
+               "PYTHONUNBUFFERED": "1", "PEARL_CACHE_DIR": str(cache)}
         record: dict[str, Any] = {"dry_run": args.dry_run, "machine": machine(), "steps": {}}
         for name, step in STEPS.items():
             if args.only and name not in args.only:
@@ -531,7 +535,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"step {name}: {record['steps'][name]['status']} ({record['steps'][name]['seconds']:.0f} s)",
                   flush=True)
         record["seconds"] = time.perf_counter() - started
-        pack(work, Path(args.out), record)
+        pack(work, cache, Path(args.out), record)
     print(table(record))
     print(f"device_check: {record['seconds']:.0f} s; {args.out}/device_check.json, device_check.log, runs.tar.gz")
     return 1 if any(s["status"] in ("failed", "timeout") for s in record["steps"].values()) else 0
