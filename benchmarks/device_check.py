@@ -343,12 +343,12 @@ def step_sb3(ctx: Context) -> Outcome:
 def actor_plan(algorithm: Any, actors: int) -> tuple[Any, float]:
     """The model's parallel plan on the CPU with ``actors`` actor processes, and its predicted samples/s."""
     import pearl_py as pearl
+    from pearl_py.estimate import Estimator
     from pearl_py.optimize.builder import build_problem
     from pearl_py.optimize.model import Choice, evaluate
     from pearl_py.plan import Placement
     from pearl_py.platform import Platform
     from pearl_py.protocol.kernel import ENV_STEP, INFERENCE, ROLLOUT_INSERT
-    from pearl_py.estimate import Estimator
 
     local = Platform.local()
     protocol = algorithm.protocol(serialized=False)

@@ -51,8 +51,8 @@ from pearl_py.protocol.kernel import (
     PARAM_SYNC,
     ROLLOUT_INSERT,
 )
-from pearl_py.runtime.acting import ActingNetworks
 from pearl_py.protocol.schedule import RolloutSchedule
+from pearl_py.runtime.acting import ActingNetworks
 from pearl_py.runtime.checkpoints import (
     CheckpointOptions,
     PeriodicCheckpoints,
