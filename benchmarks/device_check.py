@@ -309,7 +309,7 @@ def step_run_auto(ctx: Context) -> Outcome:
     figures, failed = {}, []
     for name, argv in cases.items():
         out = ctx.work / "runs" / f"d_{name}"
-        rc = ctx.pearl("run", *argv, "--auto", "--out", str(out), "--overwrite")
+        rc = ctx.pearl("run", *argv, "--auto", "--set", "eval_episodes=2", "--out", str(out), "--overwrite")
         if rc != 0 or not (out / "result.json").exists():
             failed.append(name)
             continue
