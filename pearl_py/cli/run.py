@@ -49,6 +49,7 @@ def _train(args: argparse.Namespace, cfg: RunConfig, folder: RunFolder) -> int:
     from pearl_py.pipeline.admission import admit_config
     from pearl_py.pipeline.train import train
     from pearl_py.pipeline.tune import TuneOptions
+    from pearl_py.runtime.result import rate_label
     from pearl_py.runtime.run_log import TENSORBOARD_EXTRA
 
     s, out = cfg.settings, folder.path
@@ -67,7 +68,7 @@ def _train(args: argparse.Namespace, cfg: RunConfig, folder: RunFolder) -> int:
                    dedicated=s.dedicated)
     startup = f" after {result.startup_seconds:.1f} s of start-up" if result.startup_seconds is not None else ""
     print(f"{s.algorithm} on {s.env}: {result.env_steps} env steps in {result.wall_seconds:.1f} s{startup} "
-          f"({result.samples_per_second:.0f} samples/s, measured); eval return "
+          f"({result.samples_per_second:.0f} samples/s, {rate_label(result.kernel_times)}); eval return "
           f"{result.eval_return_mean:.1f} ± {result.eval_return_std:.1f} over {len(result.eval_returns)} episodes")
     for correction in result.corrections:
         print(f"corrected at step {correction.step}: {correction.change} (result.json corrections)")

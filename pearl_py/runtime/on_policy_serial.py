@@ -17,8 +17,11 @@ The plan's ``inference`` and ``learner_update`` variants run (``pearl_py.kernels
 Kernels timed (``RunResult.kernel_times``): ``inference`` (the policy on every env's
 observation; also V of final observations of truncated episodes and of the rollout's last
 observations), ``env_step``, ``rollout_insert``, ``advantage`` (GAE over the rollout) and
-``learner_update`` (one call per minibatch step). The learner's networks are the actors'
-networks: there is no ``param_sync`` in this loop.
+``learner_update`` (one call per minibatch step). Inference runs on its planned device: the
+learner's networks where the plan puts it beside the learner, else a copy there, refreshed after
+each rollout's learning (timed as ``param_sync``). ``learner_update`` and ``param_sync`` are timed
+on the learner's device (CUDA events on a GPU); ``RunResult.executed_on`` is read from the networks
+the run built.
 
 SIGINT or SIGTERM stops it once the rollout in progress is learned on: it writes the stop checkpoint
 (``out_dir/checkpoint``) that ``resume_from`` continues from and raises ``RunInterrupted`` naming it.
@@ -48,9 +51,11 @@ from pearl_py.protocol.kernel import (
     ENV_STEP,
     INFERENCE,
     LEARNER_UPDATE,
+    PARAM_SYNC,
     ROLLOUT_INSERT,
 )
 from pearl_py.protocol.schedule import RolloutSchedule
+from pearl_py.runtime.acting import ActingNetworks
 from pearl_py.runtime.checkpoints import (
     CheckpointOptions,
     PeriodicCheckpoints,
@@ -64,6 +69,7 @@ from pearl_py.runtime.evaluation import (
     evaluate,
     evaluation_points,
 )
+from pearl_py.runtime.kernel_devices import device_of, execution_device, learner_timing_devices
 from pearl_py.runtime.monitor import AdaptOptions, Monitor, result_fields
 from pearl_py.runtime.on_policy_collect import RolloutCollector
 from pearl_py.runtime.on_policy_layout import OnPolicyLayout
@@ -118,11 +124,12 @@ class OnPolicySerialExecutor:
         learner = OnPolicyLearner(algo, self.device)
         done, _ = restore(algo, learner, self.seed, total_steps, self.resume_from)
         install_update(self.layout.learner_variant, learner)
-        acting = build_acting(self.layout.inference_variant, algo, learner.nets)
+        acting_nets = ActingNetworks(algo, learner, execution_device(self.plan, INFERENCE))
+        acting = build_acting(self.layout.inference_variant, algo, acting_nets.nets)
         warm_up(algo, self.layout.learner_variant, acting)   # compiled variants load their code before the clock
-        timer = KernelTimer()
+        timer = KernelTimer(learner_timing_devices(self.device))
         log = RunLog(session_log_dir(self.out_dir, done.sessions), total_steps, self.progress, algorithm=algo,
-                     kernel_times=timer.summary)
+                     kernel_times=lambda: timer.summary(wait=False))
         # a resumed session's envs start anew with session seeds; the noise streams stay keyed by the run's seed
         collector = RolloutCollector(algo, self.seed, acting, timer.add,
                                      env_seed=session_seed(self.seed, done.sessions))
@@ -171,6 +178,9 @@ class OnPolicySerialExecutor:
                 with timer(ADVANTAGE):
                     rollout.compute_advantages(last_values, last_dones, cfg.gamma, cfg.gae_lambda)
                 stats = learner.learn(rollout, schedule.progress_remaining(k + 1), timer)
+                if acting_nets.copied:
+                    with timer(PARAM_SYNC):
+                        acting_nets.sync()
                 log.train(steps, stats.as_log(), rate())
                 if monitor is not None:
                     monitor.round_ended(steps, learner.gradient_steps, timer)
@@ -185,7 +195,11 @@ class OnPolicySerialExecutor:
             record_loop_work(timer, wall - done.wall_seconds, (steps - done.transitions) // cfg.n_envs)
         eval_returns = evaluate(algo, learner.nets, self.device, self.eval_episodes, self.seed + EVAL_SEED_OFFSET)
         self.learner, self.rollout = learner, rollout  # the trained networks and the last rollout, for inspection
-        return RunResult(algorithm=algo.name, env=algo.env_id, seed=self.seed, env_steps=steps,
+        executed_on = {k: "cpu" for k in self.plan.placements}  # env_step, the rollout, the scan, simulated kernels
+        executed_on.update({INFERENCE: device_of(acting_nets.nets), LEARNER_UPDATE: device_of(learner.nets)})
+        if acting_nets.copied:
+            executed_on[PARAM_SYNC] = device_of(learner.nets)
+        return RunResult(executed_on=executed_on, algorithm=algo.name, env=algo.env_id, seed=self.seed, env_steps=steps,
                          gradient_steps=learner.gradient_steps, wall_seconds=wall, startup_seconds=startup,
                          eval_returns=eval_returns,
                          plan=self.plan.to_dict(),

@@ -109,7 +109,7 @@ class SerialExecutor:
         infer = self._inference(algo, acting)
         timer = KernelTimer(timing_devices(self.plan))
         log = RunLog(session_log_dir(self.out_dir, done.sessions), total_steps, self.progress, algorithm=algo,
-                     kernel_times=timer.summary)
+                     kernel_times=lambda: timer.summary(wait=False))
         collector = Collector(algo, session_seed(self.seed, done.sessions), timer.add, timed=timer)
         replay_device = self.devices[REPLAY_INSERT]
         replay = (replay_from_state(replay_state, replay_device) if replay_state is not None

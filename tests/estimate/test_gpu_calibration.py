@@ -219,3 +219,29 @@ def test_a_runs_first_calibration_gives_the_gpu_its_grid_too(monkeypatch):
                  grid={"envs": ("CartPole-v1",), "cnn": False})
     assert asked and all(grid == {"envs": ("CartPole-v1",), "cnn": False} for grid in asked)
     assert calibration.models == {}                     # a variant left without points is not timed
+
+
+@pytest.mark.parametrize("variant", ["reference", "channels_last"])
+def test_a_gpu_points_learner_and_batch_are_built_on_the_gpu(monkeypatch, variant):
+    """Each CNN learner runner builds on the point's device (``meta`` stands in for a GPU: no CPU tensor can pass
+    for it), so a GPU model is fitted on GPU timings."""
+    from pearl_py.algorithms.off_policy import learner as learner_module
+    from pearl_py.estimate.microbench import build
+
+    built: list[torch.device] = []
+    real = learner_module.Learner
+
+    class Spy(real):
+        def __init__(self, algo, device="cpu"):
+            built.append(torch.device(device))
+            super().__init__(algo, device="cpu")
+
+        def update(self, batch):
+            built.append(batch.obs.device)
+
+    monkeypatch.setattr(learner_module, "Learner", Spy)
+    monkeypatch.setattr("pearl_py.kernels.channels_last.make_channels_last", lambda learner: learner.update)
+    point = BenchPoint("learner_update", algo="dqn", arch=(32,), batch=4, frames=(4, 10, 10), extractor="small_cnn",
+                       device="meta")
+    build("learner_update", variant, point)[1]()
+    assert built[-2:] == [torch.device("meta"), torch.device("meta")]   # the kernel's learner, then its batch

@@ -182,7 +182,8 @@ class ParallelExecutor:
         with contextlib.ExitStack() as stack:
             stack.callback(log.close)
             parts = self._start(stack, layout, schedule, learner, replay_state, progress, timer, log)
-            log.kernel_times = lambda: merge_kernel_times([timer.summary(), parts.control.kernel_times()], {})
+            log.kernel_times = lambda: merge_kernel_times([timer.summary(wait=False), parts.control.kernel_times()],
+                                                           {})
             threads = stack.enter_context(LearnerThreads(layout.learner_threads))  # after the actors started: free
             monitor = parts.monitor = Monitor.of(self.plan, threads, self.adapt, log)
             if monitor is not None:
