@@ -111,7 +111,9 @@ def network_latency(features: dict[str, float], spec: CpuSpec | GpuSpec, params:
     """
     v = params.variant(variant, kind)
     peak, bandwidth, per_dispatch, section = _machine(spec, params, machine)
-    host = (v["fixed_ops"] + features["ops"] * v["dispatch_scale"]) * per_dispatch
+    # a CPU core reads the op count its calibrations read (``ops``), a GPU the observed one (``launches``)
+    ops = features["ops" if machine == "core" else "launches"]
+    host = (v["fixed_ops"] + ops * v["dispatch_scale"]) * per_dispatch
     conv = features.get("conv_flops", 0.0)
     compute = ((features["flops"] - conv) / (peak * section["gemm_efficiency"])
                + conv / (peak * section["conv_efficiency"]))
@@ -120,7 +122,7 @@ def network_latency(features: dict[str, float], spec: CpuSpec | GpuSpec, params:
         return host + max(compute, memory), {"dispatch": host, "compute": compute, "memory": memory}
     g = gpu_variant(params, variant)
     achieved = memory / g["bandwidth_fraction"]
-    device = features["ops"] * g["kernels_per_op"] * section["kernel_floor_us"] * 1e-6 + max(compute, achieved)
+    device = ops * g["kernels_per_op"] * section["kernel_floor_us"] * 1e-6 + max(compute, achieved)
     latency = max(host, device)
     # "dispatch": what the call spends beyond the roofline at peak (launches, the per-kernel floor, the bandwidth its
     # small kernels leave unused): it draws no dynamic power (docs/cost-models.md §6)

@@ -16,7 +16,7 @@ FLOOR = PARAMS.gpu["kernel_floor_us"] * 1e-6
 
 
 def test_eager_is_host_bound_and_a_graph_pays_the_device_floor_per_kernel():
-    small = {"ops": 200.0, "flops": 1e8, "bytes": 2e6}
+    small = {"launches": 200.0, "flops": 1e8, "bytes": 2e6}
     eager, terms = network_latency(small, H100, PARAMS, "reference", machine="accelerator")
     assert eager == pytest.approx(200 * H100.launch_overhead_us * 1e-6) and terms["device"] < eager
     graph, terms = network_latency(small, H100, PARAMS, "cuda_graph", machine="accelerator")
@@ -29,7 +29,7 @@ def test_eager_is_host_bound_and_a_graph_pays_the_device_floor_per_kernel():
 
 
 def test_large_transfers_run_at_the_variants_bandwidth_fraction():
-    big = {"ops": 10.0, "flops": 0.0, "bytes": 5e9}
+    big = {"launches": 10.0, "flops": 0.0, "bytes": 5e9}
     for variant in ("reference", "cuda_graph", "compiled"):
         seconds, terms = network_latency(big, H100, PARAMS, variant, machine="accelerator")
         fraction = gpu_variant(PARAMS, variant)["bandwidth_fraction"]
