@@ -5,7 +5,8 @@ A CPU core: ``latency = host + max(flops / (peak x efficiency), bytes / bandwidt
 per-op dispatch term). A GPU runs behind its host: ``latency = max(host, device)``, where the device
 side is a floor per kernel it runs and the roofline at the bandwidth share small kernels reach,
 ``device = ops x k_variant x t_kernel + max(flops / (peak x efficiency), bytes / (bandwidth x f_variant))``
-(docs/cost-models.md §3, "GPU launch floor"). Parameters come from the catalogue and
+(docs/cost-models.md §3, "GPU launch floor"). A core's ``ops`` is the feature its calibrations read (``ops``), a
+GPU's the operators the derivation counted (``launches``). Parameters come from the catalogue and
 ``estimators/roofline.yaml``; its ``variants`` section gives each implementation variant its dispatch
 multiplier ``s_variant``, the ops it still pays at full launch cost per call (``fixed_ops``) and its
 one-off setup (``setup_s``); ``gpu.variants`` gives each variant's kernels per op ``k_variant`` and
