@@ -100,6 +100,13 @@ def record_layers(module: nn.Module, run: Callable[[], object]) -> tuple[Layer, 
     return tuple(calls)
 
 
+def observe(module: nn.Module, run: Callable[[], object]) -> tuple[tuple[Layer, ...], int]:
+    """The layers ``run()`` calls inside ``module`` and the operators it dispatches, from two runs: the first
+    records the layers and creates whatever a call makes once (an optimizer's moments), so the second counts a
+    steady call's operators (the derivations' ``dispatched_ops``)."""
+    return record_layers(module, run), count_dispatched(run)
+
+
 def count_dispatched(run: Callable[[], object]) -> int:
     """Operators ``run()`` dispatches to torch's kernels (forward, backward and optimizer alike): the
     per-operator launch term of the cost models, observed rather than estimated."""

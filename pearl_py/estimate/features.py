@@ -36,6 +36,13 @@ def model_group(workload: Workload) -> str | None:
     return None
 
 
+def cpu_ops(workload: NetworkWorkload) -> float:
+    """The op count the CPU models read (``ops``): the feature their calibrations were fitted on, kept so a cached
+    calibration reads what it was fitted on. The off-policy grids were fitted on the layer estimate, the
+    on-policy grids on the observed count; the GPU model reads the observed count (``launches``) for both."""
+    return float(workload.n_ops if workload.family == "on_policy" else workload.layer_ops)
+
+
 def workload_features(workload: Workload) -> dict[str, float]:
     """Features of one call; keys depend on the workload type (see docs/cost-models.md)."""
     if isinstance(workload, NetworkWorkload):
@@ -44,7 +51,8 @@ def workload_features(workload: Workload) -> dict[str, float]:
             "conv_flops": workload.conv_flops,
             "bytes": float(workload.weight_bytes + workload.activation_bytes
                            + ADAM_STATE_WORDS * FLOAT_BYTES * workload.trained_params),
-            "ops": float(workload.n_ops),
+            "ops": cpu_ops(workload),
+            "launches": float(workload.n_ops),
             "batch": float(workload.batch),
             "activations": float(workload.activation_elements),
             "weights": float(workload.weight_bytes),

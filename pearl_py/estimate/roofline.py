@@ -5,7 +5,8 @@ A CPU core: ``latency = host + max(flops / (peak x efficiency), bytes / bandwidt
 per-op dispatch term). A GPU runs behind its host: ``latency = max(host, device)``, where the device
 side is a floor per kernel it runs and the roofline at the bandwidth share small kernels reach,
 ``device = ops x k_variant x t_kernel + max(flops / (peak x efficiency), bytes / (bandwidth x f_variant))``
-(docs/cost-models.md §3, "GPU launch floor"). Parameters come from the catalogue and
+(docs/cost-models.md §3, "GPU launch floor"). A core's ``ops`` is the feature its calibrations read (``ops``), a
+GPU's the operators the derivation counted (``launches``). Parameters come from the catalogue and
 ``estimators/roofline.yaml``; its ``variants`` section gives each implementation variant its dispatch
 multiplier ``s_variant``, the ops it still pays at full launch cost per call (``fixed_ops``) and its
 one-off setup (``setup_s``); ``gpu.variants`` gives each variant's kernels per op ``k_variant`` and
@@ -111,7 +112,9 @@ def network_latency(features: dict[str, float], spec: CpuSpec | GpuSpec, params:
     """
     v = params.variant(variant, kind)
     peak, bandwidth, per_dispatch, section = _machine(spec, params, machine)
-    host = (v["fixed_ops"] + features["ops"] * v["dispatch_scale"]) * per_dispatch
+    # a CPU core reads the op count its calibrations read (``ops``), a GPU the observed one (``launches``)
+    ops = features["ops" if machine == "core" else "launches"]
+    host = (v["fixed_ops"] + ops * v["dispatch_scale"]) * per_dispatch
     conv = features.get("conv_flops", 0.0)
     compute = ((features["flops"] - conv) / (peak * section["gemm_efficiency"])
                + conv / (peak * section["conv_efficiency"]))
@@ -120,7 +123,7 @@ def network_latency(features: dict[str, float], spec: CpuSpec | GpuSpec, params:
         return host + max(compute, memory), {"dispatch": host, "compute": compute, "memory": memory}
     g = gpu_variant(params, variant)
     achieved = memory / g["bandwidth_fraction"]
-    device = features["ops"] * g["kernels_per_op"] * section["kernel_floor_us"] * 1e-6 + max(compute, achieved)
+    device = ops * g["kernels_per_op"] * section["kernel_floor_us"] * 1e-6 + max(compute, achieved)
     latency = max(host, device)
     # "dispatch": what the call spends beyond the roofline at peak (launches, the per-kernel floor, the bandwidth its
     # small kernels leave unused): it draws no dynamic power (docs/cost-models.md §6)

@@ -99,7 +99,8 @@ class NetworkWorkload:
     form): kernel variants that implement some forms by hand run only those. ``family``: the
     algorithm family whose implementation runs the call (``off_policy`` or ``on_policy``: their
     kernels are different code, calibrated apart). ``dispatched_ops``: operators one call
-    dispatched when its derivation observed it (None: estimated from the layers, :attr:`n_ops`).
+    dispatched when its derivation observed it (both families' derivations do; None: estimated from the layers,
+    :attr:`layer_ops`).
     ``resident_bytes``: training data the kernel keeps on its device across calls (an on-policy
     learner's rollout, reread every epoch; 0 for a learner fed sampled batches). ``updates_per_round``: a
     learner's calls per training round (``gradient_steps``; epochs x minibatches of a rollout), over which the
@@ -161,10 +162,14 @@ class NetworkWorkload:
 
     @property
     def n_ops(self) -> float:
-        """Separately dispatched operations per call (launch-overhead term of the cost models): as observed,
-        or a rough count from the layers."""
-        if self.dispatched_ops is not None:
-            return self.dispatched_ops
+        """Separately dispatched operations per call (the GPU model's launch and kernel-floor term): as observed,
+        or :attr:`layer_ops` where the derivation did not observe them."""
+        return self.layer_ops if self.dispatched_ops is None else self.dispatched_ops
+
+    @property
+    def layer_ops(self) -> float:
+        """A rough count of the operations per call from the layers (their dispatches, four Adam ops per weighted
+        layer): 3-4x below the observed count of an off-policy update (docs/cost-models.md §3)."""
         per_layer = sum(layer.dispatches for layer in self.layers)
         optimizer_ops = 4 * sum(1 for layer in self.layers if layer.weights) if self.trained_params else 0
         return (per_layer + optimizer_ops) / self.period

@@ -16,7 +16,7 @@ FLOOR = PARAMS.gpu["kernel_floor_us"] * 1e-6
 
 
 def test_eager_is_host_bound_and_a_graph_pays_the_device_floor_per_kernel():
-    small = {"ops": 200.0, "flops": 1e8, "bytes": 2e6}
+    small = {"launches": 200.0, "flops": 1e8, "bytes": 2e6}
     eager, terms = network_latency(small, H100, PARAMS, "reference", machine="accelerator")
     assert eager == pytest.approx(200 * H100.launch_overhead_us * 1e-6) and terms["device"] < eager
     graph, terms = network_latency(small, H100, PARAMS, "cuda_graph", machine="accelerator")
@@ -29,7 +29,7 @@ def test_eager_is_host_bound_and_a_graph_pays_the_device_floor_per_kernel():
 
 
 def test_large_transfers_run_at_the_variants_bandwidth_fraction():
-    big = {"ops": 10.0, "flops": 0.0, "bytes": 5e9}
+    big = {"launches": 10.0, "flops": 0.0, "bytes": 5e9}
     for variant in ("reference", "cuda_graph", "compiled"):
         seconds, terms = network_latency(big, H100, PARAMS, variant, machine="accelerator")
         fraction = gpu_variant(PARAMS, variant)["bandwidth_fraction"]
@@ -41,16 +41,38 @@ def test_large_transfers_run_at_the_variants_bandwidth_fraction():
 _PATH = Path(__file__).resolve().parents[2] / "benchmarks" / "gpu_published.py"
 
 
-@pytest.mark.skipif(not _PATH.exists(), reason="benchmarks/ is not shipped with an installed package")
-def test_published_gpu_table_errors_come_from_the_cited_fps():
+def _bench():
     spec = importlib.util.spec_from_file_location("gpu_published", _PATH)
     bench = sys.modules["gpu_published"] = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)
+    return bench
+
+
+needs_bench = pytest.mark.skipif(not _PATH.exists(), reason="benchmarks/ is not shipped with an installed package")
+
+
+@needs_bench
+def test_published_gpu_table_errors_come_from_the_cited_fps():
+    bench = _bench()
     table = bench.rows(("TD3",))
     assert [r["published_fps"] for r in table] == list(bench.PUBLISHED_FPS["TD3"])
     for r in table:
         assert r["published_s"] == pytest.approx(1 / r["published_fps"])
         assert r["error_observed"] == pytest.approx(r["modelled_observed_s"] / r["published_s"] - 1)
         assert r["error_estimated"] == pytest.approx(r["modelled_estimated_s"] / r["published_s"] - 1)
-        assert r["ops_observed"] > r["ops_estimated"] > 0
+        assert (r["ops_observed"], r["ops_estimated"]) == (337, 108)
     assert bench.markdown(table).splitlines()[-1].startswith("| median abs error |")
+
+
+@needs_bench
+def test_planned_sac_update_on_h100_lies_within_the_published_bounds_per_variant():
+    """`pearl plan`'s update (Estimator.cost on h100-node) against LeanRL's H100 SAC figures: both variants between
+    the fused compile + CUDA graphs step (1.38 ms) and CleanRL's eager step (7.87 ms); the eager update 29% below
+    the eager step less the modelled rest of it (7.57 ms), the gap docs/cost-models.md §3 explains."""
+    reference, graph = _bench().plan_updates("SAC")
+    for r in (reference, graph):
+        assert r["low_s"] == pytest.approx(1 / 725) and r["high_s"] == pytest.approx(1 / 127)
+        assert r["low_s"] < r["modelled_s"] < r["high_s"]
+    assert (reference["modelled_s"], graph["modelled_s"]) == (pytest.approx(5.38e-3, rel=0.01),
+                                                             pytest.approx(2.14e-3, rel=0.01))
+    assert reference["modelled_s"] / reference["nearest_s"] == pytest.approx(0.71, abs=0.01)

@@ -2,7 +2,8 @@
 
 The layers of ``inference`` and ``learner_update`` are recorded by running the
 algorithm's own ``act`` and one gradient step on a throwaway copy of its networks
-with a forward hook on every recorded layer type (:mod:`pearl_py.algorithms.recording`);
+with a forward hook on every recorded layer type (:mod:`pearl_py.algorithms.recording`),
+then again counting the operators they dispatch (``dispatched_ops``, per update);
 their ``forms`` are the algorithm's declared acting form and loss forms; rates come
 from the config's update-to-data ratio; edge sizes from the transition layout.
 
@@ -19,7 +20,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from pearl_py.algorithms.recording import record_layers
+from pearl_py.algorithms.recording import observe
 from pearl_py.protocol.graph import ProtocolGraph
 from pearl_py.protocol.kernel import (
     ENV_STEP,
@@ -92,11 +93,14 @@ def derive_protocol(algorithm: Algorithm, serialized: bool = False) -> ProtocolG
 
     with torch.random.fork_rng():
         obs = example_obs(spec, n_envs, torch.Generator().manual_seed(1))
-        with torch.no_grad():
-            acting = record_layers(learner.nets, lambda: algorithm.act(
-                learner.nets, obs, explore=False, progress=1.0))
+
+        def act() -> object:
+            with torch.no_grad():
+                return algorithm.act(learner.nets, obs, explore=False, progress=1.0)
+
+        acting, acting_ops = observe(learner.nets, act)
         batch = _random_batch(algorithm, cfg.batch_size)
-        learning = record_layers(learner.nets, lambda: [learner.update(batch) for _ in range(period)])
+        learning, learning_ops = observe(learner.nets, lambda: [learner.update(batch) for _ in range(period)])
 
     acting_params = [p for name in algorithm.acting_networks for p in learner.nets.online[name].parameters()]
     param_bytes = sum(p.numel() * p.element_size() for p in acting_params)
@@ -118,11 +122,13 @@ def derive_protocol(algorithm: Algorithm, serialized: bool = False) -> ProtocolG
         Kernel(ENV_STEP, ENV_STEP, EnvWorkload(spec.env_id, spec.obs_dim, spec.action_dim, n_envs, spec.discrete,
                                                spec.obs_item_bytes), rate=per_step),
         Kernel(INFERENCE, INFERENCE, NetworkWorkload(acting, trained_params=0, batch=n_envs,
-                                                     forms=(algorithm.declared_acting_form(),)), rate=per_step),
+                                                     forms=(algorithm.declared_acting_form(),),
+                                                     dispatched_ops=float(acting_ops)), rate=per_step),
         Kernel(REPLAY_INSERT, REPLAY_INSERT, replay(n_envs), rate=per_step),
         Kernel(REPLAY_SAMPLE, REPLAY_SAMPLE, replay(cfg.batch_size), rate=per_update),
         Kernel(LEARNER_UPDATE, LEARNER_UPDATE, NetworkWorkload(learning, trained_params=trained_params,
                                                                batch=cfg.batch_size, period=period, forms=forms,
+                                                               dispatched_ops=learning_ops / period,
                                                                updates_per_round=cfg.gradient_steps),
                rate=per_update),
         Kernel(PARAM_SYNC, PARAM_SYNC, SyncWorkload(param_bytes, tensors=len(acting_params)), rate=per_sync),

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING
 import torch
 
 from pearl_py.algorithms.off_policy.derive import example_obs
-from pearl_py.algorithms.recording import count_dispatched, record_layers
+from pearl_py.algorithms.recording import observe
 from pearl_py.protocol.graph import ProtocolGraph
 from pearl_py.protocol.kernel import (
     ADVANTAGE,
@@ -115,15 +115,13 @@ def derive_protocol(algorithm: OnPolicyAlgorithm, serialized: bool = False) -> P
             with torch.no_grad():
                 return algorithm.act(learner.nets, obs, explore=True, noise=noise)
 
-        acting = record_layers(learner.nets, act)
-        acting_ops = count_dispatched(act)
+        acting, acting_ops = observe(learner.nets, act)
         batch = _random_minibatch(algorithm, learner, rows)
 
         def step() -> object:
             return learner.step(batch, progress_remaining=1.0)
 
-        learning = record_layers(learner.nets, step)
-        learning_ops = count_dispatched(step)
+        learning, learning_ops = observe(learner.nets, step)
 
     acting_params = [p for name in algorithm.acting_networks for p in learner.nets.online[name].parameters()]
     param_bytes = sum(p.numel() * p.element_size() for p in acting_params)
