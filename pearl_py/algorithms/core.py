@@ -18,7 +18,7 @@ from __future__ import annotations
 import abc
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from pearl_py.algorithms.env_spec import EnvError, EnvSpec
+from pearl_py.envs import EnvError, EnvSpec
 from pearl_py.algorithms.networks import Networks
 from pearl_py.config.fields import rebuild
 

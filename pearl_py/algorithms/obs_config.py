@@ -13,10 +13,10 @@ Example::
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any
 
 from pearl_py.config.fields import param
+from pearl_py.envs.kwargs import EnvKwargs
 
 EXTRACTORS = ("auto", "flatten", "nature_cnn", "small_cnn")
 """Values of the ``features_extractor`` hyperparameter (pearl_py.algorithms.cnn builds them)."""
@@ -30,46 +30,6 @@ def features_extractor_param() -> Any:
 def frame_stack_param() -> Any:
     return param(None, "Frames stacked by the env's preprocessing (null: 4 for Atari ids, none otherwise).",
                  low=1, high=64)
-
-
-@dataclass(frozen=True)
-class EnvKwargs:
-    """Keyword arguments for ``gymnasium.make`` (the zoo's ``env_kwargs``): plain names to YAML scalars or lists
-    of them, kept as sorted pairs so a config stays hashable and compares by value."""
-
-    items: tuple[tuple[str, Any], ...] = ()
-
-    config_type_name: ClassVar[str] = "mapping"
-
-    @classmethod
-    def from_config(cls, value: Any) -> EnvKwargs:
-        """A mapping (or null: none); ``ValueError`` naming the first key or value that is not plain."""
-        if isinstance(value, EnvKwargs):
-            return value
-        if value is None:
-            return cls()
-        if not isinstance(value, dict):
-            raise ValueError(f"expected a mapping of keyword arguments (continuous: true), got "
-                             f"{type(value).__name__} {value!r}")
-        for key, item in value.items():
-            if not isinstance(key, str) or not key.isidentifier():
-                raise ValueError(f"keyword {key!r} is not a Python name")
-            if not _plain(item):
-                raise ValueError(f"{key}: expected a number, text, true/false, null or a list of them, got "
-                                 f"{type(item).__name__} {item!r}")
-        return cls(tuple(sorted((k, tuple(v) if isinstance(v, list) else v) for k, v in value.items())))
-
-    def to_config(self) -> dict[str, Any]:
-        return {k: list(v) if isinstance(v, tuple) else v for k, v in self.items}
-
-    def __str__(self) -> str:
-        return "{" + ", ".join(f"{k}: {v}" for k, v in self.to_config().items()) + "}"
-
-
-def _plain(value: Any) -> bool:
-    if isinstance(value, (list, tuple)):
-        return all(_plain(v) and not isinstance(v, (list, tuple)) for v in value)
-    return value is None or isinstance(value, (bool, int, float, str))
 
 
 def env_kwargs_param() -> Any:

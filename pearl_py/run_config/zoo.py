@@ -31,8 +31,8 @@ from pathlib import Path
 from typing import Any
 
 from pearl_py.algorithms import REGISTRY
-from pearl_py.algorithms.env_make import family
-from pearl_py.algorithms.env_spec import EnvError, check_env_id
+from pearl_py.envs.families import family
+from pearl_py.envs import EnvError, check_env_id
 from pearl_py.config.fields import build
 from pearl_py.config.yaml_source import KeyPath, YamlDocument
 from pearl_py.errors import ConfigError, UserError

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 import torch
 
-from pearl_py.algorithms.env_spec import make_vector_env
+from pearl_py.envs import make_vector_env
 from pearl_py.algorithms.off_policy.learner import TensorBatch, UpdateResult
 from pearl_py.protocol.kernel import (
     ENV_STEP,

@@ -15,7 +15,7 @@ import gymnasium as gym
 import numpy as np
 import torch
 
-from pearl_py.algorithms.env_make import make_env
+from pearl_py.envs import make_env
 from pearl_py.algorithms.networks import Networks
 from pearl_py.algorithms.off_policy.base import Algorithm
 
@@ -32,7 +32,7 @@ def evaluate(algorithm: Algorithm, nets: Networks, device: torch.device, episode
     would alone up to the float rounding of a batched matrix product (a discrete action flips only on an
     exact tie; continuous returns moved by ~1e-10 relative when this replaced one episode after another).
     ``env_factory``: builds each env (default: the algorithm's env with its family's preprocessing and frame
-    stack, :func:`~pearl_py.algorithms.env_make.make_env`; ``pearl eval --video`` films the first one's).
+    stack, :func:`~pearl_py.envs.make_env`; ``pearl eval --video`` films the first one's).
     """
     make = env_factory or (lambda: make_env(algorithm.env_id, algorithm.spec.frame_stack,
                                             env_kwargs=algorithm.spec.env_kwargs))

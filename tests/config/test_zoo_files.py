@@ -114,7 +114,7 @@ def test_box2d_missing_names_the_extra(capsys):
         pytest.skip("Box2D is installed here")
     except ImportError:
         pass
-    from pearl_py.algorithms.env_spec import EnvNotInstalled, EnvSpec
+    from pearl_py.envs import EnvNotInstalled, EnvSpec
 
     with pytest.raises(EnvNotInstalled) as err:
         EnvSpec.from_env_id("LunarLander-v3")

@@ -16,7 +16,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from pearl_py.algorithms.obs_config import EnvKwargs, env_kwargs_param, features_extractor_param, frame_stack_param
+from pearl_py.algorithms.obs_config import env_kwargs_param, features_extractor_param, frame_stack_param
+from pearl_py.envs import EnvKwargs
 from pearl_py.algorithms.on_policy.schedules import Schedule
 from pearl_py.config.fields import param
 from pearl_py.errors import ConfigError
