@@ -7,7 +7,7 @@ Every run with an output folder writes two files there when training ends:
   loading a file never runs code from it;
 - ``policy.json``: the manifest (:class:`PolicyManifest`): algorithm, family, env id, every
   hyperparameter as a config file holds it, the pearl_py version that wrote it, the observation
-  normalization (pearl_py normalizes none: null), and how far training got.
+  normalization (the ``normalize`` statistics, frozen; null without it), and how far training got.
 
 A folder or file that is not such a pair (missing, foreign, corrupted, written for other
 networks) is a :class:`~pearl_py.errors.UserError` naming the file.
@@ -66,7 +66,8 @@ class PolicyManifest:
     env_steps: int
     gradient_steps: int
     obs_normalization: dict[str, Any] | None = None
-    """Running observation statistics applied before the networks; pearl_py normalizes none (null)."""
+    """The ``normalize`` transform's state (:meth:`~pearl_py.envs.normalize.ObsRewardNormalizer.state`), applied
+    frozen before the networks; null without normalization."""
 
     @classmethod
     def from_dict(cls, data: Any, file: Path) -> PolicyManifest:
@@ -91,7 +92,8 @@ def save_policy(directory: str | Path, algorithm: BaseAlgorithm, nets: Networks,
     torch.save({"format": FORMAT, "nets": state}, buffer)
     manifest = PolicyManifest(format=FORMAT, algorithm=algorithm.name, family=algorithm.family, env=algorithm.env_id,
                               config=plain_values(algorithm.config), pearl_py_version=__version__, seed=seed,
-                              env_steps=env_steps, gradient_steps=gradient_steps)
+                              env_steps=env_steps, gradient_steps=gradient_steps,
+                              obs_normalization=algorithm.obs_transform.state() if algorithm.obs_transform else None)
     # the weights first: a manifest on disk always has its weights beside it
     atomic_write_bytes(directory / POLICY_FILE, buffer.getvalue())
     atomic_write_json(directory / MANIFEST_FILE, dataclasses.asdict(manifest))
@@ -124,6 +126,8 @@ class TrainedPolicy:
             raise ValueError(f"predict: an observation of shape {batch.shape}, but {self.manifest.env} observations "
                              f"have shape {expected} (one) or (n, {', '.join(map(str, expected))}) (a batch of n)")
         batch = batch[None] if single else batch
+        if self.algorithm.obs_transform is not None:     # the saved statistics, frozen
+            batch = self.algorithm.obs_transform.obs(batch)
         if deterministic:
             actions = self.algorithm.greedy_actions(self.nets, batch, self.device)
         else:
@@ -211,6 +215,13 @@ def load(path: str | Path) -> TrainedPolicy:
     algorithm = algorithm_of(manifest, manifest_file)
     nets = algorithm.fresh_networks()
     load_networks(nets, read_weights(weights), weights)
+    if algorithm.obs_transform is not None:
+        if manifest.obs_normalization is None:
+            raise UserError(f"{manifest_file}: its config normalizes observations but it holds no obs_normalization")
+        try:
+            algorithm.obs_transform.load(manifest.obs_normalization)
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise UserError(f"{manifest_file}: obs_normalization is damaged ({type(exc).__name__}: {exc})") from None
     return TrainedPolicy(algorithm, nets, manifest)
 
 

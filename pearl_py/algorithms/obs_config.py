@@ -17,6 +17,7 @@ from typing import Any
 
 from pearl_py.config.fields import param
 from pearl_py.envs.kwargs import EnvKwargs
+from pearl_py.envs.normalize import Normalize
 
 EXTRACTORS = ("auto", "flatten", "nature_cnn", "small_cnn")
 """Values of the ``features_extractor`` hyperparameter (pearl_py.algorithms.cnn builds them)."""
@@ -35,3 +36,11 @@ def frame_stack_param() -> Any:
 def env_kwargs_param() -> Any:
     return param(EnvKwargs(), "Keyword arguments of the env (gymnasium.make), e.g. {continuous: true} for "
                  "LunarLander-v3; the zoo's env_kwargs.")
+
+
+def normalize_param() -> Any:
+    return param(Normalize(), "Observation and reward normalization as SB3's VecNormalize (the zoo's normalize): "
+                 "false, true, or a mapping of norm_obs, norm_reward, clip_obs, clip_reward, gamma (null: the "
+                 "algorithm's) and epsilon. Training updates the running statistics; evaluation, pearl eval and "
+                 "pearl.load use them frozen; they are saved with the policy and in checkpoints. On-policy "
+                 "algorithms, serial executor.")

@@ -45,8 +45,9 @@ ACTIVATIONS = {"ReLU": "relu", "Tanh": "tanh", "ELU": "elu", "GELU": "gelu", "Le
 AT_DEFAULT = {"normalize": False, "use_sde": False, "optimize_memory_usage": False}
 """Zoo keys accepted only at these values (SB3's defaults, which pearl_py implements)."""
 UNSUPPORTED = {
-    "normalize": "observation and reward normalization (VecNormalize) is not implemented in pearl_py",
-    "normalize_kwargs": "observation and reward normalization (VecNormalize) is not implemented in pearl_py",
+    "normalize": "observation and reward normalization (VecNormalize) is implemented for ppo and a2c only (SB3's "
+                 "off-policy algorithms normalize replay samples with the current statistics; pearl_py does not yet)",
+    "normalize_kwargs": "normalize_kwargs is not read by pearl_py: give the mapping as normalize's value",
     "use_sde": "generalized state-dependent exploration (gSDE) is not implemented in pearl_py",
     "sde_sample_freq": "generalized state-dependent exploration (gSDE) is not implemented in pearl_py",
     "env_wrapper": "env wrappers are not applied by pearl_py (it makes envs with gymnasium.make)",
@@ -109,7 +110,7 @@ def read_entry(zoo: YamlDocument, env_id: str, name: str, sets: Sequence[str] = 
                                    "(ppo and a2c take them): give a number to run with a constant one")
         elif item in AT_DEFAULT and value == AT_DEFAULT[item]:
             continue
-        elif item in UNSUPPORTED:
+        elif item in UNSUPPORTED and item not in config_keys:
             raise doc.error(where, f"{UNSUPPORTED[item]}: remove the key to run without it")
         elif item not in config_keys:
             raise doc.error(where, f"{name} in pearl_py has no hyperparameter {item!r}")

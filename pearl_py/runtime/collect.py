@@ -151,8 +151,9 @@ class Collector:
         self.tracker = EpisodeTracker(self.n_envs)
         self.record, self.policy_kernel = record, policy_kernel
         self.timed = timed
+        self.transform = algorithm.obs_transform
         obs, _ = self.envs.reset(seed=[seed + i for i in envs])   # env i: seed + i, wherever it runs
-        self.obs = obs.astype(self.obs_dtype, copy=False)
+        self.obs = self._observe(obs.astype(self.obs_dtype, copy=False))
 
     def step(self, policy: Callable[[np.ndarray], np.ndarray | None] | None) -> Collected | None:
         """One vector step with ``policy(obs) -> actions`` (None: uniform random actions, the warm-up).
@@ -171,12 +172,27 @@ class Collector:
         with host_clock(self.record, ENV_STEP):
             next_obs, rewards, terminated, truncated, infos = self.envs.step(self.spec.to_env_action(actions))
         done = terminated | truncated
-        next_obs = next_obs.astype(self.obs_dtype, copy=False)
-        ended = self.tracker.step(rewards, done)
-        step = Collected(self.obs, actions, rewards.astype(np.float32), true_next_obs(next_obs, done, infos),
+        ended = self.tracker.step(rewards, done)            # the env's own rewards
+        next_obs = self._observe(next_obs.astype(self.obs_dtype, copy=False))
+        final_obs = true_next_obs(next_obs, done, self._final_obs(infos, done))
+        if self.transform is not None:
+            rewards = self.transform.reward(rewards, done)
+        step = Collected(self.obs, actions, rewards.astype(np.float32), final_obs,
                          terminated, truncated, tuple((int(i), r, n) for i, (r, n) in zip(np.flatnonzero(done), ended)))
         self.obs = next_obs
         return step
+
+    def _observe(self, obs: np.ndarray) -> np.ndarray:
+        """Observations as the algorithm sees them: through the run's transform, which they update (training)."""
+        return obs if self.transform is None else self.transform.observe(obs)
+
+    def _final_obs(self, infos: dict, done: np.ndarray) -> dict:
+        """``infos`` with ended episodes' final observations through the transform, frozen: as in SB3's VecNormalize,
+        the statistics count the reset observations that replaced them in this step, not the final ones."""
+        if self.transform is None or not done.any():
+            return infos
+        final = np.stack([np.asarray(infos["final_obs"][i], self.obs_dtype) for i in np.flatnonzero(done)])
+        return {"final_obs": dict(zip(np.flatnonzero(done), self.transform.obs(final)))}
 
     @property
     def episodes(self) -> int:
