@@ -64,9 +64,10 @@ class Normalize:
         for key, item in value.items():
             if key not in cls.KEYS:
                 raise ValueError(f"unknown key {key!r} (VecNormalize's: {', '.join(cls.KEYS)})")
-            if key.startswith("norm_") and not isinstance(item, bool):
-                raise ValueError(f"{key}: expected true/false, got {item!r}")
-            if key != "gamma" or item is not None:
+            if key.startswith("norm_"):
+                if not isinstance(item, bool):
+                    raise ValueError(f"{key}: expected true/false, got {item!r}")
+            elif key != "gamma" or item is not None:
                 _check_number(key, item)
         return cls(enabled=True, **value)
 
@@ -75,6 +76,10 @@ class Normalize:
             return False
         changed = {k: getattr(self, k) for k in self.KEYS if getattr(self, k) != getattr(Normalize, k)}
         return changed or True
+
+    def __str__(self) -> str:
+        value = self.to_config()
+        return str(value).lower() if isinstance(value, bool) else str(value)
 
 
 def _check_number(key: str, item: Any) -> None:
