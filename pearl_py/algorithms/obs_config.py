@@ -42,5 +42,5 @@ def normalize_param() -> Any:
     return param(Normalize(), "Observation and reward normalization as SB3's VecNormalize (the zoo's normalize): "
                  "false, true, or a mapping of norm_obs, norm_reward, clip_obs, clip_reward, gamma (null: the "
                  "algorithm's) and epsilon. Training updates the running statistics; evaluation, pearl eval and "
-                 "pearl.load use them frozen; they are saved with the policy and in checkpoints. On-policy "
-                 "algorithms, serial executor.")
+                 "pearl.load use them frozen; they are saved with the policy and in checkpoints. Off-policy "
+                 "algorithms store the env's transitions and normalize their samples, as SB3. Serial executor only.")

@@ -23,9 +23,14 @@ from __future__ import annotations
 import ast
 import dataclasses
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 import numpy as np
+import torch
+
+Array = TypeVar("Array", np.ndarray, torch.Tensor)
+Sampled = TypeVar("Sampled")
+"""A replay's sample: a dataclass with ``obs``, ``next_obs`` and ``rewards`` (numpy or torch)."""
 
 
 @dataclass(frozen=True)
@@ -143,12 +148,31 @@ class ObsRewardNormalizer:
             self.obs_moments.update(obs)
         return self.obs(obs)
 
-    def obs(self, obs: np.ndarray) -> np.ndarray:
-        """``obs`` normalized with the statistics as they are (float32; unchanged without ``norm_obs``)."""
+    def obs(self, obs: Array) -> Array:
+        """``obs`` (numpy, or a torch tensor: a replay's sample) normalized with the statistics as they are (float32;
+        unchanged without ``norm_obs``)."""
         if not self.settings.norm_obs:
             return obs
         s, m = self.settings, self.obs_moments
+        if isinstance(obs, torch.Tensor):
+            mean, std = (torch.as_tensor(a, device=obs.device) for a in (m.mean, np.sqrt(m.var + s.epsilon)))
+            return ((obs.double() - mean) / std).clamp(-s.clip_obs, s.clip_obs).float()
         return np.clip((obs - m.mean) / np.sqrt(m.var + s.epsilon), -s.clip_obs, s.clip_obs).astype(np.float32)
+
+    def scaled_reward(self, rewards: Array) -> Array:
+        """``rewards`` scaled by the return moments as they are (no update: a replay's sample), clipped."""
+        if not self.settings.norm_reward:
+            return rewards
+        s = self.settings
+        scaled = rewards / float(np.sqrt(self.return_moments.var + s.epsilon))
+        return scaled.clamp(-s.clip_reward, s.clip_reward) if isinstance(scaled, torch.Tensor) \
+            else np.clip(scaled, -s.clip_reward, s.clip_reward).astype(np.float32)
+
+    def sample(self, batch: Sampled) -> Sampled:
+        """A replay's sample of the env's transitions as the learner sees them: observations, next observations and
+        rewards through the statistics as they are (SB3's off-policy replay normalizes its samples so)."""
+        return dataclasses.replace(batch, obs=self.obs(batch.obs), next_obs=self.obs(batch.next_obs),
+                                   rewards=self.scaled_reward(batch.rewards))
 
     def reward(self, rewards: np.ndarray, done: np.ndarray) -> np.ndarray:
         """Training rewards: the return moments updated with this step's discounted returns, ``rewards`` scaled by
@@ -160,10 +184,9 @@ class ObsRewardNormalizer:
             self.returns = np.zeros(len(rewards))
         self.returns = self.returns * self.gamma + rewards
         self.return_moments.update(self.returns)
-        s = self.settings
-        scaled = np.clip(rewards / np.sqrt(self.return_moments.var + s.epsilon), -s.clip_reward, s.clip_reward)
+        scaled = self.scaled_reward(rewards)
         self.returns[done] = 0.0
-        return scaled.astype(np.float32)
+        return scaled
 
     def state(self) -> dict[str, Any]:
         return {"settings": dataclasses.asdict(self.settings), "gamma": self.gamma,

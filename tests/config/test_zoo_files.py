@@ -65,10 +65,8 @@ def test_set_repairs_an_entry_before_it_is_validated(capsys):
 @pytest.mark.parametrize("flag, message", [
     ("batch_size=-1", "pearl: error: --set batch_size=-1: batch_size: must be >= 1, got -1"),
     ("seed=-1", "pearl: error: --set seed=-1: seed: must be >= 0, got -1"),
-    ("normalize=true", "pearl: error: --set normalize=true: normalize: observation and reward normalization "
-                       "(VecNormalize) is implemented for ppo and a2c only (SB3's off-policy algorithms normalize "
-                       "replay samples with the current statistics; pearl_py does not yet): remove the key to run "
-                       "without it"),
+    ("normalize=maybe", "pearl: error: --set normalize=maybe: normalize: expected true/false or a mapping of "
+                        "norm_obs, norm_reward, clip_obs, clip_reward, gamma, epsilon, got text 'maybe'"),
     ("tau2=1", "pearl: error: --set tau2=1: tau2: dqn in pearl_py has no hyperparameter 'tau2'"),
     ("env=Acrobot-v1", "pearl: error: --set env=Acrobot-v1: with --zoo the algorithm is the file's and the env is "
                        "--env"),

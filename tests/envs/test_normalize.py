@@ -2,6 +2,7 @@
 with the policy, kept by checkpoints, its config and zoo forms, and its refusals."""
 from __future__ import annotations
 
+import contextlib
 import json
 
 import numpy as np
@@ -11,7 +12,10 @@ import torch
 import pearl_py as pearl
 from pearl_py.cli import main
 from pearl_py.envs.normalize import Normalize, ObsRewardNormalizer
+from pearl_py.algorithms.off_policy.learner import UpdateResult
 from pearl_py.errors import UserError
+from pearl_py.replay.buffer import SampleBatch
+from pearl_py.runtime.collect import Collector, gradient_step
 from pearl_py.runtime.evaluation import evaluate
 from tests.config.test_zoo_files import ZOO
 
@@ -153,10 +157,50 @@ def test_a_zoo_entry_with_normalize_true_runs_through_pearl_run(tmp_path):
     assert manifest["obs_normalization"]["gamma"] == 0.99          # the entry's gamma, as the zoo passes it
 
 
-def test_off_policy_zoo_entries_and_the_parallel_backends_refuse_normalize_by_name(write_config, capsys):
-    zoo = write_config("Pendulum-v1:\n  normalize: true\n  n_timesteps: 1000\n", name="sac.yml")
-    assert main(["run", "--zoo", str(zoo), "--env", "Pendulum-v1"]) == 2
-    assert capsys.readouterr().err.startswith(f"pearl: error: {zoo}:2: Pendulum-v1.normalize: observation and "
-                                              "reward normalization (VecNormalize) is implemented for ppo and a2c only")
+def test_the_parallel_backends_refuse_normalize_by_name():
     with pytest.raises(UserError, match="normalize runs on the serial executor only for now: the Ray backend"):
         pearl.train(_algo(), 64, backend="ray", log=lambda line: None)
+
+
+def test_off_policy_replay_stores_the_env_transitions_and_the_learner_gets_normalized_samples():
+    plain = pearl.DQN("CartPole-v1", n_envs=2)
+    normalized = pearl.DQN("CartPole-v1", n_envs=2, normalize=True)
+    assert isinstance(normalized.obs_transform, ObsRewardNormalizer)
+    with Collector(plain, seed=4, record=lambda k, s: None) as a, Collector(normalized, 4, lambda k, s: None) as b:
+        for _ in range(30):                               # episodes end: final observations included
+            env, step = a.step(None), b.step(None)
+            for name in ("obs", "actions", "rewards", "next_obs", "terminated"):
+                np.testing.assert_array_equal(getattr(step.env_step, name), getattr(env, name))
+    norm = normalized.obs_transform
+    sample = SampleBatch(env.obs, env.actions, env.rewards, env.next_obs, env.terminated.astype(np.float32),
+                         np.arange(2), np.ones(2, np.float32))
+    seen = []
+    gradient_step(FixedReplay(sample), lambda batch: seen.append(batch) or UpdateResult({}, torch.zeros(2)), 2, 0.0,
+                  torch.device("cpu"), lambda kernel: contextlib.nullcontext(), norm)
+    np.testing.assert_allclose(seen[0].obs.numpy(), norm.obs(env.obs))
+    np.testing.assert_allclose(seen[0].next_obs.numpy(), norm.obs(env.next_obs))
+    np.testing.assert_allclose(seen[0].rewards.numpy().ravel(),
+                               env.rewards / np.sqrt(norm.return_moments.var + 1e-8), rtol=1e-6)
+
+
+class FixedReplay:
+    """A replay that always samples ``batch`` (uniform)."""
+
+    prioritized = False
+
+    def __init__(self, batch: SampleBatch) -> None:
+        self.batch = batch
+
+    def sample(self, batch_size: int, beta: float) -> SampleBatch:
+        return self.batch
+
+
+def test_an_off_policy_zoo_entry_with_the_zoo_text_form_runs(write_config, tmp_path):
+    zoo = write_config("Pendulum-v1:\n  normalize: \"{'norm_obs': True, 'norm_reward': False}\"\n"
+                       "  n_timesteps: 300\n  learning_starts: 100\n  batch_size: 32\n", name="sac.yml")
+    out = tmp_path / "run"
+    assert main(["run", "--zoo", str(zoo), "--env", "Pendulum-v1", "--plan", "serial", "--set", "eval_episodes=1",
+                 "--out", str(out)]) == 0
+    manifest = json.loads((out / "policy.json").read_text())
+    assert manifest["config"]["normalize"] == {"norm_reward": False}
+    assert manifest["obs_normalization"]["obs"]["count"] == pytest.approx(301 + PRIOR)
