@@ -218,16 +218,22 @@ def load(path: str | Path) -> TrainedPolicy:
     if algorithm.obs_transform is not None:
         if manifest.obs_normalization is None:
             raise UserError(f"{manifest_file}: its config normalizes observations but it holds no obs_normalization")
-        try:
-            algorithm.obs_transform.load(manifest.obs_normalization)
-        except (KeyError, TypeError, ValueError, AttributeError) as exc:
-            raise UserError(f"{manifest_file}: obs_normalization is damaged ({type(exc).__name__}: {exc})") from None
+        load_statistics(algorithm, manifest.obs_normalization, manifest_file)
     return TrainedPolicy(algorithm, nets, manifest)
+
+
+def load_statistics(algorithm: BaseAlgorithm, state: Any, file: Path) -> None:
+    """A manifest's ``obs_normalization`` into ``algorithm.obs_transform``; a UserError naming ``file`` if damaged."""
+    try:
+        algorithm.obs_transform.load(state)
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise UserError(f"{file}: obs_normalization is damaged ({type(exc).__name__}: {exc})") from None
 
 
 def initial_state(path: str | Path, algorithm: BaseAlgorithm) -> dict[str, torch.Tensor]:
     """The saved networks of the run at ``path``, checked to fit ``algorithm`` (``--init-from``): same
-    algorithm and env, networks of the same names and shapes. Training then starts from them."""
+    algorithm and env, networks of the same names and shapes. Training then starts from them, and from the saved
+    ``normalize`` statistics where both normalize (loaded into ``algorithm.obs_transform``)."""
     weights, manifest_file = policy_files(path)
     manifest = read_manifest(manifest_file)
     if (manifest.algorithm, manifest.env) != (algorithm.name, algorithm.env_id):
@@ -235,4 +241,6 @@ def initial_state(path: str | Path, algorithm: BaseAlgorithm) -> dict[str, torch
                         f"{algorithm.name} on {algorithm.env_id}")
     state = read_weights(weights)
     load_networks(algorithm.fresh_networks(), state, weights)
+    if algorithm.obs_transform is not None and manifest.obs_normalization is not None:
+        load_statistics(algorithm, manifest.obs_normalization, manifest_file)
     return state

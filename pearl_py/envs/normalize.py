@@ -142,6 +142,11 @@ class ObsRewardNormalizer:
         self.return_moments = RunningMoments(())
         self.returns: np.ndarray | None = None
 
+    def begin(self, obs: np.ndarray) -> np.ndarray:
+        """The envs were reset to ``obs``: discounted returns restart at 0; :meth:`observe` ``obs``."""
+        self.returns = None
+        return self.observe(obs)
+
     def observe(self, obs: np.ndarray) -> np.ndarray:
         """Update the observation moments with ``obs`` (a batch), then normalize it (training)."""
         if self.settings.norm_obs:

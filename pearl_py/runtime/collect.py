@@ -159,7 +159,7 @@ class Collector:
         obs, _ = self.envs.reset(seed=[seed + i for i in envs])   # env i: seed + i, wherever it runs
         self.env_obs = obs.astype(self.obs_dtype, copy=False)
         """The envs' observations now, as they gave them."""
-        self.obs = self.env_obs if self.transform is None else self.transform.observe(self.env_obs)
+        self.obs = self.env_obs if self.transform is None else self.transform.begin(self.env_obs)
         """The observations now as the policy sees them (through the run's normalization, if any)."""
 
     def step(self, policy: Callable[[np.ndarray], np.ndarray | None] | None) -> Collected | None:

@@ -127,6 +127,18 @@ def test_the_saved_policy_holds_the_statistics_and_pearl_eval_reproduces_the_run
     obs = np.array([0.1, 0.2, 0.3, 0.4], np.float32)
     assert policy.predict(obs)[0] == algo.greedy_actions(policy.nets, algo.obs_transform.obs(obs[None]),
                                                          torch.device("cpu"))[0]
+    manifest["obs_normalization"]["obs"]["mean"] = "damaged"
+    (out / "policy.json").write_text(json.dumps(manifest))
+    with pytest.raises(UserError, match=r"policy.json: obs_normalization is damaged \(ValueError"):
+        pearl.load(out)
+
+
+def test_init_from_continues_the_saved_statistics(tmp_path):
+    first = _algo()
+    pearl.train(first, 128, seed=0, out=tmp_path / "a", eval_episodes=1, log=lambda line: None)
+    second = _algo()
+    pearl.train(second, 128, seed=0, init_from=tmp_path / "a", eval_episodes=1, log=lambda line: None)
+    assert second.obs_transform.obs_moments.count == pytest.approx(2 * 2 * (1 + 64) + PRIOR)
 
 
 def test_a_checkpoint_keeps_the_statistics_and_resume_continues_them(tmp_path):
