@@ -9,6 +9,11 @@ Every run with an output folder writes two files there when training ends:
   hyperparameter as a config file holds it, the pearl_py version that wrote it, the observation
   normalization (the ``normalize`` statistics, frozen; null without it), and how far training got.
 
+A run with periodic evaluations (``eval_freq``) also keeps the best evaluated networks so far as
+``best_policy.pt`` and ``best_policy.json`` (same formats; the manifest's ``best_evaluation`` says at
+which step and with which mean return), rewritten whenever an evaluation beats every earlier one, as
+the zoo's ``best_model``: ``pearl.load(run, best=True)``, ``pearl eval RUN --best``.
+
 A folder or file that is not such a pair (missing, foreign, corrupted, written for other
 networks) is a :class:`~pearl_py.errors.UserError` naming the file.
 
@@ -46,6 +51,8 @@ from pearl_py.version import __version__
 
 POLICY_FILE = "policy.pt"
 MANIFEST_FILE = "policy.json"
+BEST_POLICY_FILE = "best_policy.pt"
+BEST_MANIFEST_FILE = "best_policy.json"
 FORMAT = 1
 """Format of both files; a reader refuses any other."""
 
@@ -68,6 +75,9 @@ class PolicyManifest:
     obs_normalization: dict[str, Any] | None = None
     """The ``normalize`` transform's state (:meth:`~pearl_py.envs.normalize.ObsRewardNormalizer.state`), applied
     frozen before the networks; null without normalization."""
+    best_evaluation: dict[str, float] | None = None
+    """In ``best_policy.json``: the periodic evaluation these networks scored best in (``step``,
+    ``return_mean``, ``return_std``); null in ``policy.json``."""
 
     @classmethod
     def from_dict(cls, data: Any, file: Path) -> PolicyManifest:
@@ -77,27 +87,37 @@ class PolicyManifest:
             raise UserError(f"{file}: not a pearl_py policy manifest of format {FORMAT} "
                             f"(format {data.get('format')!r})")
         names = [f.name for f in dataclasses.fields(cls)]
-        missing = [n for n in names if n not in data and n != "obs_normalization"]
+        optional = {f.name for f in dataclasses.fields(cls) if f.default is not dataclasses.MISSING}
+        missing = [n for n in names if n not in data and n not in optional]
         if missing:
             raise UserError(f"{file}: policy manifest lacks {', '.join(missing)}")
         return cls(**{n: data[n] for n in names if n in data})
 
 
 def save_policy(directory: str | Path, algorithm: BaseAlgorithm, nets: Networks, *, seed: int, env_steps: int,
-                gradient_steps: int) -> Path:
-    """Write ``policy.pt`` and ``policy.json`` into ``directory`` (each atomically); returns policy.pt's path."""
+                gradient_steps: int, best_evaluation: dict[str, float] | None = None) -> Path:
+    """Write ``policy.pt`` and ``policy.json`` into ``directory`` (each atomically); returns policy.pt's path.
+
+    With ``best_evaluation`` (the periodic evaluation these networks scored best in): ``best_policy.pt``
+    and ``best_policy.json`` instead."""
+    weights_file, manifest_file = _names(best_evaluation is not None)
     directory = Path(directory)
     state = {name: tensor.detach().cpu().clone() for name, tensor in nets.state_dict().items()}
     buffer = io.BytesIO()
     torch.save({"format": FORMAT, "nets": state}, buffer)
     manifest = PolicyManifest(format=FORMAT, algorithm=algorithm.name, family=algorithm.family, env=algorithm.env_id,
                               config=plain_values(algorithm.config), pearl_py_version=__version__, seed=seed,
-                              env_steps=env_steps, gradient_steps=gradient_steps,
+                              env_steps=env_steps, gradient_steps=gradient_steps, best_evaluation=best_evaluation,
                               obs_normalization=algorithm.obs_transform.state() if algorithm.obs_transform else None)
     # the weights first: a manifest on disk always has its weights beside it
-    atomic_write_bytes(directory / POLICY_FILE, buffer.getvalue())
-    atomic_write_json(directory / MANIFEST_FILE, dataclasses.asdict(manifest))
-    return directory / POLICY_FILE
+    atomic_write_bytes(directory / weights_file, buffer.getvalue())
+    atomic_write_json(directory / manifest_file, dataclasses.asdict(manifest))
+    return directory / weights_file
+
+
+def _names(best: bool) -> tuple[str, str]:
+    """File names of the final policy's pair, or of the best evaluated one's."""
+    return (BEST_POLICY_FILE, BEST_MANIFEST_FILE) if best else (POLICY_FILE, MANIFEST_FILE)
 
 
 class TrainedPolicy:
@@ -154,14 +174,18 @@ class TrainedPolicy:
                 f"pearl_py {m.pearl_py_version})")
 
 
-def policy_files(path: str | Path) -> tuple[Path, Path]:
-    """``(policy.pt, policy.json)`` of a run folder, or of the folder holding the given file."""
+def policy_files(path: str | Path, best: bool = False) -> tuple[Path, Path]:
+    """``(policy.pt, policy.json)`` of a run folder, or of the folder holding the given file; with ``best``
+    ``(best_policy.pt, best_policy.json)``."""
     path = Path(path)
-    folder = path.parent if path.name in (POLICY_FILE, MANIFEST_FILE) else path
-    weights, manifest = folder / POLICY_FILE, folder / MANIFEST_FILE
+    folder = path.parent if path.name in (*_names(False), *_names(True)) else path
+    names = _names(best)
+    weights, manifest = folder / names[0], folder / names[1]
     for file in (manifest, weights):
         if not file.is_file():
-            raise UserError(f"{file}: no saved policy there (a run folder holds {POLICY_FILE} and {MANIFEST_FILE})")
+            holds = (f"a run with periodic evaluations (--eval-freq) holds {names[0]} and {names[1]}" if best
+                     else f"a run folder holds {names[0]} and {names[1]}")
+            raise UserError(f"{file}: no saved {'best ' if best else ''}policy there ({holds})")
     return weights, manifest
 
 
@@ -208,9 +232,10 @@ def algorithm_of(manifest: PolicyManifest, file: Path) -> BaseAlgorithm:
         raise UserError(f"{file}: {exc}") from None
 
 
-def load(path: str | Path) -> TrainedPolicy:
-    """The trained policy saved in a run folder (or given by its ``policy.pt``/``policy.json``), ready to act."""
-    weights, manifest_file = policy_files(path)
+def load(path: str | Path, best: bool = False) -> TrainedPolicy:
+    """The trained policy saved in a run folder (or given by its ``policy.pt``/``policy.json``), ready to act;
+    with ``best``, the best evaluated one (``best_policy.pt``)."""
+    weights, manifest_file = policy_files(path, best)
     manifest = read_manifest(manifest_file)
     algorithm = algorithm_of(manifest, manifest_file)
     nets = algorithm.fresh_networks()

@@ -61,9 +61,10 @@ def test_the_smoke_plans_put_learner_inference_and_replay_on_the_gpu_and_this_co
     monkeypatch.setattr(module.Platform, "local", staticmethod(lambda: machine))
     for algorithm in module.algorithms().values():
         plan = module.gpu_plan(algorithm, serialized, steps=3_000)
-        assert plan.mode == ("serialized" if serialized else "overlapped")
-        assert {k for k, p in plan.placements.items() if p.device == "gpu0"} >= set(module.ON_GPU) & set(
-            plan.placements)
+        on_policy = algorithm.family == "on_policy"
+        assert plan.mode == ("serialized" if serialized else "synchronous" if on_policy else "overlapped")
+        pinned = module.ON_GPU_ON_POLICY if on_policy else module.ON_GPU
+        assert {k for k, p in plan.placements.items() if p.device == "gpu0"} >= set(pinned) & set(plan.placements)
         monkeypatch.setattr(torch.cuda, "is_available", lambda: True)  # as on the GPU machine
-        assert plan_problems(plan, cuda_devices=1) == []
+        assert plan_problems(plan, cuda_devices=1, family=algorithm.family) == []
         monkeypatch.setattr(torch.cuda, "is_available", lambda: False)

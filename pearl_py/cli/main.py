@@ -34,7 +34,7 @@ def _simulate(args: argparse.Namespace) -> int:
 def _plan(args: argparse.Namespace) -> int:
     from pearl_py.cli.plan import plan_main
 
-    return plan_main(args.config, args.platform, args.objective, args.out)
+    return plan_main(args.config, args.platform, args.objective, args.out, args.dedicated)
 
 
 def _profile(args: argparse.Namespace) -> int:
@@ -123,6 +123,12 @@ def build_parser() -> argparse.ArgumentParser:
                      help="--out may hold an earlier run: replace it (its result, checkpoints, policy and logs are removed)")
     run.add_argument("--oversubscribe", action="store_true",
                      help="run a plan that holds more cores than this machine has (refused otherwise)")
+    run.add_argument("--dedicated", action="store_true", default=None,
+                     help="this machine runs nothing but the run: --auto values multi-threaded options by their "
+                          "calibrated cost alone, not as expected beside other processes (config key `dedicated`)")
+    run.add_argument("--no-adapt", dest="adapt", action="store_false",
+                     help="run the plan as given to the end: no correction when its kernels do not hold to the "
+                          "prediction (for benchmarks that need a fixed plan; docs/runtime.md)")
     run.set_defaults(handler=_run, check=functools.partial(_check_run_flags, run))
 
     plan = sub.add_parser("plan", help="assign kernels to devices; write plan.yaml/json and report.md/html")
@@ -130,6 +136,9 @@ def build_parser() -> argparse.ArgumentParser:
     plan.add_argument("--platform", default="local", help="catalogue platform name, a platform YAML path, or local")
     plan.add_argument("--objective", default="throughput", choices=["throughput", "power"])
     plan.add_argument("--out", help="output folder (default: plan-out)")
+    plan.add_argument("--dedicated", action="store_true", default=None,
+                      help="this machine runs nothing else: value multi-threaded options by their calibrated cost "
+                           "alone (config key `dedicated`)")
     plan.set_defaults(handler=_plan)
 
     profile = sub.add_parser("profile", help="calibrate the cost models on this machine's devices")
@@ -152,6 +161,9 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--seed", type=int, help="seed of the first episode (default: the run's evaluation seed)")
     evaluate.add_argument("--render", choices=["rgb_array"], help="render frames (with --video)")
     evaluate.add_argument("--video", metavar="OUT.mp4", help="film the first episode (needs the video extra)")
+    evaluate.add_argument("--best", action="store_true",
+                          help="the best evaluated policy (best_policy.pt, kept by runs with --eval-freq) instead "
+                               "of the final one")
     evaluate.set_defaults(handler=_eval)
 
     devices = sub.add_parser("devices", help="list the hardware catalogue and this machine's devices")

@@ -1,4 +1,4 @@
-"""``pearl plan CONFIG --platform NAME|PATH|local --objective throughput|power [--out DIR]``.
+"""``pearl plan CONFIG --platform NAME|PATH|local --objective throughput|power [--out DIR] [--dedicated]``.
 
 Example::
 
@@ -11,11 +11,13 @@ from __future__ import annotations
 from pathlib import Path
 
 
-def plan_main(config_path: str, platform: str, objective: str, out: str | None) -> int:
-    """Plan the config's algorithm on ``platform``, export the plan's files to ``out`` (default ``plan-out``).
+def plan_main(config_path: str, platform: str, objective: str, out: str | None, dedicated: bool | None = None) -> int:
+    """Plan the config's algorithm on ``platform``, export the plan's files to ``out`` (default ``plan-out``);
+    ``dedicated`` (default: the config's key) values multi-threaded options by their calibrated cost alone.
 
     User mistakes raise :class:`pearl_py.errors.UserError` (the CLI prints one line, exits 2).
     """
+    from pearl_py.estimate import Estimator
     from pearl_py.optimize.api import plan
     from pearl_py.pipeline.admission import admit_config
     from pearl_py.pipeline.outputs import check_output_dir
@@ -27,7 +29,9 @@ def plan_main(config_path: str, platform: str, objective: str, out: str | None) 
     directory = check_output_dir(Path(out or "plan-out"))
     algo = config.make_algorithm()
     admit_config(algo, replay=False, error=config.error)  # planning builds the networks and a batch here
-    result = plan(algo, Platform.load(platform), objective=objective, horizon=config.settings.total_steps)
+    dedicated = config.settings.dedicated if dedicated is None else dedicated
+    result = plan(algo, Platform.load(platform), objective=objective, horizon=config.settings.total_steps,
+                  estimator=Estimator(dedicated=dedicated))
     paths = result.export(directory)
     print(f"wrote {directory}/" + ", ".join(p.name for p in paths.values()))
     f = result.prediction.figures

@@ -30,7 +30,7 @@ def run_main(args: argparse.Namespace) -> int:
     else:
         cfg = apply_sets(load_config(args.config, env_module=args.env_module), args.sets)
     cfg = cfg.with_overrides(total_steps=args.steps, seed=_seed(args.seed), checkpoint_freq=args.checkpoint_freq,
-                             checkpoint_keep=args.checkpoint_keep)
+                             checkpoint_keep=args.checkpoint_keep, dedicated=args.dedicated)
     s = cfg.settings
     name = f"{s.algorithm}-{s.env}" if args.zoo else Path(args.config).stem
     out = Path(args.out) if args.out else Path("runs") / f"{name}-seed{s.seed}"
@@ -49,6 +49,7 @@ def _train(args: argparse.Namespace, cfg: RunConfig, folder: RunFolder) -> int:
     from pearl_py.pipeline.admission import admit_config
     from pearl_py.pipeline.train import train
     from pearl_py.pipeline.tune import TuneOptions
+    from pearl_py.runtime.result import rate_label
     from pearl_py.runtime.run_log import TENSORBOARD_EXTRA
 
     s, out = cfg.settings, folder.path
@@ -63,11 +64,14 @@ def _train(args: argparse.Namespace, cfg: RunConfig, folder: RunFolder) -> int:
                    eval_freq=s.eval_freq, plan=plan, objective=args.objective, backend=args.backend,
                    address=args.address, resume=args.resume, tune=tune, init_from=args.init_from,
                    checkpoint_freq=s.checkpoint_freq, checkpoint_keep=s.checkpoint_keep,
-                   overwrite=args.overwrite, oversubscribe=args.oversubscribe)
+                   overwrite=args.overwrite, oversubscribe=args.oversubscribe, adapt=args.adapt,
+                   dedicated=s.dedicated)
     startup = f" after {result.startup_seconds:.1f} s of start-up" if result.startup_seconds is not None else ""
     print(f"{s.algorithm} on {s.env}: {result.env_steps} env steps in {result.wall_seconds:.1f} s{startup} "
-          f"({result.samples_per_second:.0f} samples/s, measured); eval return "
+          f"({result.samples_per_second:.0f} samples/s, {rate_label(result.kernel_times)}); eval return "
           f"{result.eval_return_mean:.1f} ± {result.eval_return_std:.1f} over {len(result.eval_returns)} episodes")
+    for correction in result.corrections:
+        print(f"corrected at step {correction.step}: {correction.change} (result.json corrections)")
     if result.best_eval:
         print(f"best periodic evaluation: {result.best_eval['return_mean']:.1f} at step {result.best_eval['step']}")
     print(f"wrote {out / 'result.json'}, the trained policy {out / 'policy.pt'} (pearl eval {out})"

@@ -79,6 +79,35 @@ def model_key(kind: str, variant: str, env_id: str | None = None, threads: int =
         (f"@{threads}threads" if threads > 1 else "")
 
 
+SPREAD_KEY = "spread"
+"""``meta[SPREAD_KEY][model key]``: a model's :class:`Spread` as plain data."""
+
+
+@dataclass(frozen=True)
+class Spread:
+    """How a calibrated model's calls vary, measured by ``pearl profile`` (docs/cost-models.md, "Spread").
+
+    ``p90_over_median``: over the model's points, the median of each point's p90 over its median pass;
+    ``light_neighbour``: for a threaded variant (at every thread count it is calibrated at), the median over the
+    quick grid's points of a call's mean wall time beside a light neighbour (:mod:`pearl_py.estimate.neighbour`,
+    ``light``) over alone; None where not measured.
+    """
+
+    p90_over_median: float
+    light_neighbour: float | None = None
+
+
+def network_family(kind: str, family: str | None) -> str | None:
+    """The family a model of ``kind`` is kept under: a network kernel's own (each family's code differs); None for
+    the other kinds (one implementation, shared)."""
+    return family if kind in ("learner_update", "inference") else None
+
+
+DEFERRED_KEY = "deferred"
+"""``meta[DEFERRED_KEY]``: ``{variant key: why}`` of the variants a run's first calibration left for a run that needs
+them (``profiler.profile``'s ``skip``; keys ``model_key(kind, variant, family=network_family(kind, family))``)."""
+
+
 @dataclass
 class Calibration:
     """Fitted models of this machine's CPU (and its GPUs, keys ``gpuN:...``), one per ``model_key``; ``meta`` holds
@@ -91,6 +120,11 @@ class Calibration:
     def model(self, kind: str, variant: str, env_id: str | None = None, threads: int = 1,
               device: str | None = None, family: str | None = None) -> FittedModel | None:
         return self.models.get(model_key(kind, variant, env_id, threads, device, family))
+
+    def spread(self, kind: str, variant: str, threads: int = 1, family: str | None = None) -> Spread | None:
+        """The spread ``pearl profile`` measured for a model (None: a calibration from before spreads were kept)."""
+        entry = self.meta.get(SPREAD_KEY, {}).get(model_key(kind, variant, threads=threads, family=family))
+        return Spread(entry["p90_over_median"], entry.get("light_neighbour")) if entry else None
 
     def to_dict(self) -> dict:
         return {"fingerprint": self.fingerprint, "meta": self.meta,

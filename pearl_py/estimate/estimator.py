@@ -19,7 +19,10 @@ below: a new workload type registers its models there); which devices may host i
 
 The learner update on the local calibrated CPU is also costed at more than one thread
 (:meth:`Estimator.thread_counts`, ``cost(..., threads=n)``: its ``@<n>threads`` models);
-everywhere else a call is one thread's.
+everywhere else a call is one thread's. Its calibrated cost at every thread count is what it is **expected** to take
+on a machine that is not dedicated: the model's figure alone and beside a light neighbour, weighted
+``NEIGHBOUR_WEIGHT`` (:meth:`Estimator.expected_factor`, docs/cost-models.md "Spread"); ``Estimator(dedicated=True)``
+costs it alone.
 
 Implementation variants (``pearl_py.kernels``: ``compiled`` learner update, ``fused``
 inference on CPUs, ``cuda_graph`` on GPUs) are costed like the reference: the local CPU
@@ -50,7 +53,7 @@ from collections.abc import Callable
 from typing import Any
 
 from pearl_py.estimate import roofline
-from pearl_py.estimate.calibration import THREADED_VARIANTS, Calibration, model_key
+from pearl_py.estimate.calibration import DEFERRED_KEY, THREADED_VARIANTS, Calibration, model_key, network_family
 from pearl_py.estimate.cost import Cost, Infeasible
 from pearl_py.estimate.features import model_group, workload_features
 from pearl_py.estimate.fpga_kernels import (
@@ -104,6 +107,13 @@ def _copy(kernel: Kernel, spec: Any, params: RooflineParams, variant: str, machi
 
 def _scan(kernel: Kernel, spec: Any, params: RooflineParams, variant: str, machine: str):
     return roofline.scan_latency(workload_features(kernel.workload), spec, params, machine)
+
+
+NEIGHBOUR_WEIGHT = 0.5
+"""The share of a run a machine that is not dedicated is taken to spend beside a light neighbour (an editor, a
+browser, a test run: issue 27 measured the README job's 2-thread learner at 2.08x its calibration with nothing but
+the run, 3.0x slower than one thread beside a light neighbour). An assumption, not a measurement: half, so an option
+15% faster alone and 2x slower beside a neighbour costs (1 + 2) / 2 x 0.85 = 1.28x and loses to one that holds."""
 
 
 ROOFLINE: dict[type, RooflineModel] = {NetworkWorkload: _network, ReplayWorkload: _replay, EnvWorkload: _env,
@@ -165,9 +175,12 @@ class Estimator:
     """
 
     def __init__(self, calibration: Calibration | None = None, *, use_cache: bool = True,
-                 templates: FpgaTemplates | None = None, params: RooflineParams | None = None) -> None:
+                 templates: FpgaTemplates | None = None, params: RooflineParams | None = None,
+                 dedicated: bool = False) -> None:
         self.calibration = calibration if calibration is not None else (
             Calibration.load_default() if use_cache else None)
+        self.dedicated = dedicated
+        """The machine runs nothing but the run: threaded costs are their calibrated figure alone."""
         self.templates = templates or FpgaTemplates.load()
         self.params = params or RooflineParams.load()
 
@@ -198,9 +211,19 @@ class Estimator:
                 ok, why = variant.available()
                 reason = None if ok else why
             if reason is None and name != "reference" and self._calibration_lacks(kernel, device, name):
-                reason = "not calibrated on this machine (the cached calibration predates it: run `pearl profile`)"
+                reason = self._uncalibrated_reason(kernel, name)
             status[name] = reason
         return status
+
+    def _uncalibrated_reason(self, kernel: Kernel, variant: str) -> str:
+        """Why this machine's calibration has no model of ``variant``: a run's first calibration deferred it (the
+        reason it recorded), or the calibration predates it."""
+        key = model_key(kernel.kind, variant, family=network_family(kernel.kind, family_of(kernel)))
+        why = self.calibration.meta.get(DEFERRED_KEY, {}).get(key)
+        if why is not None:
+            return (f"not calibrated on this machine yet: the first run's calibration deferred it ({why}); a run it "
+                    "would pay back in calibrates it first, as `pearl profile` does")
+        return "not calibrated on this machine (the cached calibration predates it: run `pearl profile`)"
 
     def _calibrated_here(self, device: Device) -> bool:
         """Whether ``device`` is costed from this machine's calibration: a local device of a calibrated kind, and
@@ -228,8 +251,9 @@ class Estimator:
                       if self.calibration.model(kernel.kind, variant, group, threads=n, family=family_of(kernel)) is not None]
 
     def thread_note(self, kernel: Kernel, device: Device) -> str | None:
-        """Why ``kernel`` is offered one thread only on this machine's multi-core CPU, when a newer
-        ``pearl profile`` would offer more (a calibration cached before threaded calibration existed)."""
+        """Why ``kernel`` is offered one thread only on this machine's multi-core CPU, when another
+        ``pearl profile`` would offer more: its threaded models were refused for load (``meta["load"]["refused"]``,
+        the reason recorded there), or the calibration predates threaded calibration (no ``meta["threaded"]``)."""
         kind = kernel.kind
         if not (self._calibrated_here(device) and device.parallel_units > 1 and kind in THREADED_VARIANTS
                 and device_kind(device.kind).runtime == "cpu"):
@@ -237,6 +261,16 @@ class Estimator:
         if family_of(kernel) != "off_policy" or \
                 any(len(self.thread_counts(kernel, device, v)) > 1 for v in THREADED_VARIANTS[kind]):
             return None
+        meta = self.calibration.meta
+        refused = sorted((key, why) for key, why in (meta.get("load") or {}).get("refused", {}).items()
+                         if key.startswith(f"{kind}/") and "threads" in key)
+        if refused:
+            key, why = refused[0]
+            return (f"{kernel.name}: one thread only on {device.name}: `pearl profile` refused its model at 2 or more "
+                    f"threads for load ({key}: {why}); profile again on an idle machine for threaded plans")
+        if "threaded" in meta:
+            return (f"{kernel.name}: one thread only on {device.name}: the calibration holds no model at 2 or more "
+                    "threads for it")
         return (f"{kernel.name}: one thread only on {device.name}: the cached calibration has no model at 2 or more "
                 "threads (it predates threaded calibration: run `pearl profile`)")
 
@@ -351,6 +385,22 @@ class Estimator:
         """Moving ``nbytes`` from device ``src`` to ``dst`` over the platform's links (modelled)."""
         return Cost(platform.transfer_s(src, dst, nbytes), 0.0, source="modelled")
 
+    def neighbour_slowdown(self, kernel: Kernel, variant: str, threads: int = 1) -> float | None:
+        """How much slower a call of ``kernel`` as ``variant`` at ``threads`` threads ran beside a light neighbour than
+        alone when this CPU was calibrated (None: not measured: a kind that runs one thread, an older calibration)."""
+        if self.calibration is None or not kernel.kind.threaded:
+            return None
+        spread = self.calibration.spread(kernel.kind, variant, threads, family=family_of(kernel))
+        return spread.light_neighbour if spread is not None else None
+
+    def expected_factor(self, kernel: Kernel, variant: str, threads: int = 1) -> float:
+        """What a calibrated call's figure alone is multiplied by to cost it on a machine that is not dedicated:
+        ``1 + NEIGHBOUR_WEIGHT * (slowdown beside a light neighbour - 1)``; 1 on a dedicated machine or unmeasured."""
+        slowdown = self.neighbour_slowdown(kernel, variant, threads)
+        if self.dedicated or slowdown is None:
+            return 1.0
+        return 1.0 + NEIGHBOUR_WEIGHT * (slowdown - 1.0)
+
     def _calibrated(self, kernel: Kernel, device: Device, variant: str, threads: int = 1) -> Cost | None:
         if self.calibration is None:
             return None
@@ -360,7 +410,8 @@ class Estimator:
         if model is None:
             return None
         features = workload_features(kernel.workload)
-        latency = max(model.predict(features), 0.0)
+        latency = max(model.predict(features), 0.0) * (self.expected_factor(kernel, variant, threads) if prefix is None
+                                                       else 1.0)
         setup = self.calibration.meta.get("setup", {}).get(model_key(kernel.kind, variant, device=prefix,
                                                                       family=family_of(kernel))) or {}
         setup_s, setup_source = setup.get("seconds"), "calibrated"

@@ -21,7 +21,7 @@ Example::
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -67,9 +67,11 @@ def synchronized_clock(device: torch.device, synchronize: Callable[[torch.device
 
 def profile_gpus(calibration: Calibration, quick: bool, kinds: Sequence[str], log: Callable[[str], None],
                  power: Any, gpus: Sequence[LocalGpu] | None = None,
-                 synchronize: Callable[[torch.device], None] | None = None) -> None:
+                 synchronize: Callable[[torch.device], None] | None = None,
+                 grid: Mapping[str, Any] | None = None) -> None:
     """Add every local GPU's models to ``calibration`` (``gpus``: default :func:`local_gpus`; ``synchronize``:
-    default ``torch.cuda.synchronize``; tests pass the CPU device and a recording fake)."""
+    default ``torch.cuda.synchronize``; tests pass the CPU device and a recording fake). ``grid``: the
+    ``envs`` and ``cnn`` of :func:`~pearl_py.estimate.profiler.calibration_grid` (default: every env, CNNs)."""
     from pearl_py.estimate.profiler import (
         calibration_grid,
         fit_measurements,
@@ -96,8 +98,11 @@ def profile_gpus(calibration: Calibration, quick: bool, kinds: Sequence[str], lo
                 if not ok:
                     log(f"{key:<40} skipped: {reason}")
                     continue
+                points = [replace(p, device=str(gpu.device))
+                          for p in calibration_grid(kind, quick, variant, **(grid or {}))]
+                if not points:
+                    continue
                 t0 = time.perf_counter()
-                points = [replace(p, device=str(gpu.device)) for p in calibration_grid(kind, quick, variant)]
                 setup: list = []
                 measured = measure(kind, variant, points, setup=setup, clock=clock,
                                    window=lambda k=kind, v=variant, g=gpu.name: power.window(g, model_key(k, v)))

@@ -201,14 +201,15 @@ def clear_compiled() -> None:
 
 
 def learner_update_channels_last(point: BenchPoint):
-    """The ``channels_last`` variant: the eager step with NHWC convolutions (CNN points only)."""
+    """The ``channels_last`` variant: the eager step with NHWC convolutions (CNN points only), on ``point.device``
+    (the GPU when ``pearl profile`` calibrates one)."""
     from pearl_py.algorithms.off_policy.learner import Learner
     from pearl_py.kernels.channels_last import make_channels_last
 
     algo = _algorithm(point, batch_size=point.batch)
     workload = algo.protocol().kernel(LEARNER_UPDATE).workload
-    update = make_channels_last(Learner(algo, device="cpu"))
-    batch = _random_batch(algo, point.batch, torch.Generator().manual_seed(0))
+    update = make_channels_last(Learner(algo, device=point.device))
+    batch = _random_batch(algo, point.batch, torch.Generator().manual_seed(0), point.device)
     return workload, lambda: update(batch)
 
 

@@ -25,11 +25,14 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-KINDS = ("actor", "spin")
+KINDS = ("actor", "spin", "light")
 WORK_EVERY_S = 6.8e-3
 """An actor-like neighbour works once per this long: one DDPG zoo update (fused, one thread, this VM)."""
 WORK_S = 30e-6
 """...for this long: one Pendulum step and one fused act."""
+LIGHT_SLEEP_S, LIGHT_SPIN_S = 5e-3, 0.5e-3
+"""A light neighbour (an editor, a browser, a test run: about a tenth of a core) sleeps this long, then spins this
+long, in a loop: the neighbour a calibration's spread is measured beside (issue 27)."""
 READY_TIMEOUT_S = 120.0
 """Longest wait for the neighbour to start (a spawned interpreter importing torch; seconds under load)."""
 STOP_TIMEOUT_S = 60.0
@@ -41,6 +44,12 @@ def _run(kind: str, stop: Any, ready: Any) -> None:
     if kind == "spin":
         while not stop.is_set():
             pass
+        return
+    if kind == "light":
+        while not stop.wait(LIGHT_SLEEP_S):
+            start = time.perf_counter()
+            while time.perf_counter() - start < LIGHT_SPIN_S:
+                pass
         return
     while not stop.wait(WORK_EVERY_S):  # the doorbell rings once per update
         start = time.perf_counter()
@@ -59,7 +68,7 @@ class Neighbour:
 @contextlib.contextmanager
 def neighbour(kind: str = "actor", ready_timeout_s: float = READY_TIMEOUT_S) -> Iterator[Neighbour]:
     """Run a neighbour process (``actor``: wakes once per ``WORK_EVERY_S`` and works ``WORK_S``; ``spin``:
-    never sleeps) meanwhile; enters once it runs its loop (RuntimeError if not within ``ready_timeout_s``)."""
+    never sleeps; ``light``: sleeps ``LIGHT_SLEEP_S`` and spins ``LIGHT_SPIN_S`` in a loop) meanwhile; enters once it runs its loop (RuntimeError if not within ``ready_timeout_s``)."""
     if kind not in KINDS:
         raise ValueError(f"neighbour kind must be one of {KINDS}, got {kind!r}")
     ctx = mp.get_context("spawn")

@@ -19,18 +19,22 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import statistics
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator, Mapping
 
 import torch
 
 from pearl_py.estimate import microbench_on_policy  # noqa: F401  registers the on-policy kernels' runners
 from pearl_py.estimate.calibration import (
+    DEFERRED_KEY,
     MAX_THREADS,
+    SPREAD_KEY,
     THREADED_VARIANTS,
     Calibration,
     machine_fingerprint,
     model_key,
+    network_family,
 )
 from pearl_py.estimate.features import model_group, workload_features
 from pearl_py.estimate.fit import FittedModel, select_model
@@ -76,8 +80,6 @@ from pearl_py.protocol.kernel import (
 
 KINDS = (LEARNER_UPDATE, INFERENCE, REPLAY_INSERT, REPLAY_SAMPLE, PRIORITY_UPDATE, ENV_STEP,
          PARAM_SYNC, ROLLOUT_INSERT, ADVANTAGE)
-ON_POLICY_KINDS = (LEARNER_UPDATE, INFERENCE, ROLLOUT_INSERT, ADVANTAGE)
-"""The kinds an on-policy plan needs calibrated beyond the shared ones (env step, parameter sync)."""
 CALIBRATED_ENVS = ("CartPole-v1", "Pendulum-v1")
 
 KIND_FEATURES: dict[str, tuple[str, list[str]]] = {
@@ -145,8 +147,10 @@ def _on_policy_network(kind: str, widths, batches, points: list[tuple[str, str]]
 
 
 def calibration_grid(kind: str, quick: bool = False, variant: str = "reference",
-                     family: str = OFF_POLICY) -> list[BenchPoint]:
-    """Points ``pearl profile`` measures; ``quick`` keeps the corners and the middle.
+                     family: str = OFF_POLICY, envs: tuple[str, ...] = CALIBRATED_ENVS,
+                     cnn: bool = True) -> list[BenchPoint]:
+    """Points ``pearl profile`` measures; ``quick`` keeps the corners and the middle. ``envs``: the envs whose
+    ``env_step`` is timed; ``cnn``: whether the networks with a CNN extractor are (a run of an MLP skips them).
 
     The ``compiled`` learner update compiles once per network shape (~10-30 s cold on a busy
     2-core VM) and not per batch size (the batch dimension is dynamic), so its grid is the
@@ -165,7 +169,7 @@ def calibration_grid(kind: str, quick: bool = False, variant: str = "reference",
         steps = (5, 32, 256, 2048) if not quick else (5, 256, 2048)
         return [BenchPoint(kind, capacity=s, batch=n) for s, n in itertools.product(steps, (1, 8, 32))]
     if kind == LEARNER_UPDATE and variant == "channels_last":     # it changes only convolutions
-        return _cnn(kind, CNN_SHAPES, (32, 128), (8, 32))
+        return _cnn(kind, CNN_SHAPES, (32, 128), (8, 32)) if cnn else []
     if kind == LEARNER_UPDATE and variant == "compiled":
         batches = (32, 128, 256) if quick else (32, 64, 128, 256)
         return _network(kind, COMPILED_WIDTHS, batches)
@@ -174,14 +178,14 @@ def calibration_grid(kind: str, quick: bool = False, variant: str = "reference",
         widths = WIDTHS
         if quick:
             batches, widths = batches[::2] + batches[-1:], (32, 128, 400)
-        cnn = _cnn(kind, CNN_SHAPES, (32, 128), (8, 32)) if kind == LEARNER_UPDATE else \
+        conv = _cnn(kind, CNN_SHAPES, (32, 128), (8, 32)) if kind == LEARNER_UPDATE else \
             _cnn(kind, CNN_SHAPES, (1, 16), (1, 4))
-        return _network(kind, widths, batches) + (cnn if variant == "reference" else [])
+        return _network(kind, widths, batches) + (conv if variant == "reference" and cnn else [])
     if kind in (REPLAY_INSERT, REPLAY_SAMPLE, PRIORITY_UPDATE):
         return _replay(kind, (1_000, 100_000) if quick else (1_000, 10_000, 100_000),
                        (1, 16, 256) if quick else (1, 8, 64, 256))
     if kind == ENV_STEP:
-        return [BenchPoint(kind, env_id=e, batch=n) for e in CALIBRATED_ENVS for n in (1, 2, 4, 8, 16)]
+        return [BenchPoint(kind, env_id=e, batch=n) for e in envs for n in (1, 2, 4, 8, 16)]
     if kind == PARAM_SYNC:   # batch: the tensors the bytes are in
         return [BenchPoint(kind, nbytes=n, batch=t) for n, t in itertools.product(
             (1_000, 10_000, 100_000, 1_000_000, 4_000_000), (2, 8, 32))]
@@ -272,7 +276,9 @@ def measure(kind: str, variant: str, points: list[BenchPoint], passes: int = 3,
             clock: Callable[[], float] | None = None,
             window: Callable[[], contextlib.AbstractContextManager[object]] = contextlib.nullcontext,
             probe: LoadProbe | None = None, load: LoadRecord | None = None,
-            on_point: Callable[[], None] | None = None, family: str = OFF_POLICY) -> list[tuple[Workload, float]]:
+            on_point: Callable[[], None] | None = None, family: str = OFF_POLICY,
+            spread: list[tuple[float, float]] | None = None,
+            on_build: Callable[[], None] | None = None) -> list[tuple[Workload, float]]:
     """Seconds per call of ``kind``/``variant`` (of algorithm family ``family``) at every point, with
     ``n_threads`` threads (default one).
 
@@ -290,7 +296,10 @@ def measure(kind: str, variant: str, points: list[BenchPoint], passes: int = 3,
     fastest pass. ``window``: a context around the timed passes only (a power meter), not the building.
     With ``probe``, every point is timed under the load rule of :mod:`pearl_py.estimate.load` (timed again
     while other processes distort it) and ``load`` records what the probe saw; ``on_point`` is called after
-    each point.
+    each point, ``on_build`` after each point's kernel is built. ``spread``: each point's median and p90 over its
+    passes are appended to it. With more threads under ``probe``, timing stops at the first point that stays
+    distorted and nothing is returned: such a model is refused (:func:`profile`), so the points after it would
+    only cost time (minutes of retries on a loaded machine).
     """
     if clock is not None:
         keep = min
@@ -298,7 +307,11 @@ def measure(kind: str, variant: str, points: list[BenchPoint], passes: int = 3,
         clock, keep = (time.process_time, min) if n_threads == 1 else (time.perf_counter, max)
     beside = neighbour("actor") if n_threads > 1 else contextlib.nullcontext()
     with threads(n_threads), beside:
-        benches = [build(kind, variant, point, family) for point in points]
+        benches = []
+        for point in points:
+            benches.append(build(kind, variant, point, family))
+            if on_build is not None:
+                on_build()
         if setup is not None:
             setup += [(w, call.setup_s, getattr(call, "setup_cold", True)) for w, call in benches
                       if getattr(call, "setup_s", 0.0) > 0]
@@ -309,7 +322,54 @@ def measure(kind: str, variant: str, points: list[BenchPoint], passes: int = 3,
                     times.append(_timed(call, clock, n_threads, probe, load))
                     if on_point is not None:
                         on_point()
+                    if n_threads > 1 and load is not None and load.distorted:
+                        return []
+    if spread is not None:
+        spread += [(statistics.median(times), _p90(times)) for times in samples]
     return [(workload, keep(times)) for (workload, _), times in zip(benches, samples)]
+
+
+def _p90(values: list[float]) -> float:
+    """The 90th percentile (linear between the nearest ranks)."""
+    ordered = sorted(values)
+    at = 0.9 * (len(ordered) - 1)
+    low = int(at)
+    return ordered[low] + (at - low) * (ordered[min(low + 1, len(ordered) - 1)] - ordered[low])
+
+
+LIGHT_WINDOW_S = 0.1
+"""Wall seconds a point runs per pass when its slowdown beside the light neighbour is timed: the neighbour spins
+once per 5.5 ms, so a window holds about 18 of its spins and the mean per call counts them (a median of short
+chunks, as :func:`time_call` takes, would step over them)."""
+
+
+def _mean_wall(call: Callable[[], object], window_s: float = LIGHT_WINDOW_S) -> float:
+    for _ in range(3):
+        call()
+    calls, start = 0, time.perf_counter()
+    while (elapsed := time.perf_counter() - start) < window_s:
+        call()
+        calls += 1
+    return elapsed / calls
+
+
+def light_neighbour_slowdown(kind: str, variant: str, points: list[BenchPoint], n_threads: int,
+                             family: str = OFF_POLICY, passes: int = 3) -> float:
+    """How much slower ``variant`` of ``kind`` runs at ``n_threads`` threads (pinned, as the executors run it) beside
+    a light neighbour than alone: the median over ``points`` of the ratio of a call's mean wall time (median of
+    ``passes``) beside the neighbour to alone."""
+    with threads(n_threads):
+        benches = [build(kind, variant, point, family) for point in points]
+
+        def timed() -> list[float]:
+            with pinned_threads(n_threads):
+                runs = [[_mean_wall(call) for _, call in benches] for _ in range(passes)]
+            return [statistics.median(run[i] for run in runs) for i in range(len(benches))]
+
+        alone = timed()
+        with neighbour("light"):
+            beside = timed()
+    return statistics.median(b / a for a, b in zip(alone, beside))
 
 
 def _timed(call: Callable[[], object], clock: Callable[[], float], n_threads: int, probe: LoadProbe | None,
@@ -325,6 +385,20 @@ def _timed(call: Callable[[], object], clock: Callable[[], float], n_threads: in
     if load is not None:
         load.add(sample, repeated)
     return seconds
+
+
+def spread_entry(kind: str, variant: str, n: int, family: str, spread: list[tuple[float, float]],
+                 log: Callable[[str], None]) -> dict[str, float]:
+    """``meta["spread"]``'s entry of a model (:class:`~pearl_py.estimate.calibration.Spread`): its points' p90 over
+    median and, for a variant the off-policy learner may run threaded, the slowdown beside a light neighbour at
+    ``n`` threads (the one-thread model's too, to compare with)."""
+    entry = {"p90_over_median": round(statistics.median(p90 / max(median, 1e-12) for median, p90 in spread), 4)}
+    if family == OFF_POLICY and variant in THREADED_VARIANTS.get(kind, ()) and usable_cores() > 1:
+        entry["light_neighbour"] = round(light_neighbour_slowdown(kind, variant, calibration_grid(kind, True, variant),
+                                                                  n, family), 4)
+        log(f"{model_key(kind, variant, threads=n, family=family):<33} beside a light neighbour: "
+            f"{entry['light_neighbour']:.2f}x its time alone")
+    return entry
 
 
 def fit_measurements(kind: str, measured: list[tuple[Workload, float]]) -> dict[str | None, FittedModel]:
@@ -385,7 +459,8 @@ def setup_entry(setup: list[tuple[Workload, float, bool]], cached: bool = False)
 def profile(quick: bool = False, kinds: tuple[str, ...] = KINDS,
             log: Callable[[str], None] = lambda line: None, power: PowerProfile | None = None,
             gpus: bool = True, probe: LoadProbe | None = None, families_of: tuple[str, ...] | None = None,
-            into: Calibration | None = None) -> Calibration:
+            into: Calibration | None = None, envs: tuple[str, ...] = CALIBRATED_ENVS, cnn: bool = True,
+            skip: Mapping[str, str] | None = None, only: Collection[str] | None = None) -> Calibration:
     """Measure and fit every registered variant of every kind that can run on this CPU, then on each local GPU
     (``gpus``, where CUDA is present: :mod:`gpu_profile`); with the power each draws where a counter reads it
     (``power``: default, this machine's counters; ``calibration.meta["energy"]``).
@@ -396,7 +471,12 @@ def profile(quick: bool = False, kinds: tuple[str, ...] = KINDS,
     ``probe``: what measures other processes' load (default: this machine's ``/proc/stat``).
     ``families_of``: calibrate only the implementations of these algorithm families (default: all);
     ``into``: add the models to this calibration (a cache missing some kinds) instead of a new one (its
-    measured power and load records stay; the new models' load records are added).
+    measured power and load records stay; the new models' load records are added). ``envs`` and ``cnn``:
+    the envs whose ``env_step`` is timed and whether CNN networks are (a run's first calibration times
+    only its own: :func:`pearl_py.pipeline.planning.ensure_calibration`). ``skip``: variants (``kind/variant``
+    keys, a network kernel's with its family: ``on_policy/learner_update/compiled``) left for later, with why,
+    recorded in ``meta["deferred"]`` (the estimator says why it does not offer them); ``only``: calibrate just
+    these variants of the kinds (a deferred one a later run needs). A variant profiled leaves ``meta["deferred"]``.
     """
     threaded = {model_key(kind, v): [1, *thread_counts(kind, v)] for kind in kinds for v in variants(kind)
                 if thread_counts(kind, v)}
@@ -412,8 +492,13 @@ def profile(quick: bool = False, kinds: tuple[str, ...] = KINDS,
     load_meta: dict = calibration.meta.setdefault("load", {
         "usable_cores": cores, "rule": RULE, "load_average_start": load_average(), "models": {}, "refused": {}})
     warn_if_loaded(load_average(), cores, log)
-    phases = profile_phases(kinds, quick, log, families_of)
-    progress = ProfileProgress(sum(len(points) * passes for _, _, _, points, passes, _ in phases), len(phases), log)
+    phases = profile_phases(kinds, quick, log, families_of, envs, cnn, skip or {}, only)
+    deferred = calibration.meta.setdefault(DEFERRED_KEY, {})
+    deferred.update(skip or {})
+    for kind, variant, _, _, _, family in phases:
+        deferred.pop(model_key(kind, variant, family=network_family(kind, family)), None)
+    progress = ProfileProgress(sum(len(points) * passes for _, _, _, points, passes, _ in phases), len(phases), log,
+                               total_builds=sum(len(points) for _, _, _, points, _, _ in phases))
     probe = probe or LoadProbe(cores)
     start = time.perf_counter()
     fitted: dict[str, tuple[FittedModel, float]] = {}
@@ -425,9 +510,11 @@ def profile(quick: bool = False, kinds: tuple[str, ...] = KINDS,
             t0 = time.perf_counter()
             record = LoadRecord()
             setup: list[tuple[Workload, float, bool]] = []
+            spread: list[tuple[float, float]] = []
             measured = measure(kind, variant, points, passes, setup=setup if n == 1 else None, n_threads=n,
                                window=lambda key=key: power.window("cpu", key), probe=probe, load=record,
-                               on_point=progress.point, family=family)
+                               on_point=progress.point, family=family, spread=spread, on_build=progress.built)
+            calibration.meta.setdefault(SPREAD_KEY, {})[key] = spread_entry(kind, variant, n, family, spread, log)
             load_meta["models"][key] = record.to_dict()
             if setup:
                 entry = setup_entry(setup, cached=setup_cached(kind, variant, family))
@@ -435,8 +522,10 @@ def profile(quick: bool = False, kinds: tuple[str, ...] = KINDS,
                 log(f"{model_key(kind, variant, family=keyed):<32} setup (compile) {sum(s for _, s, _ in setup):.1f}s "
                     f"for {len(setup)} shapes ({len(entry['cold'])} cold)")
             if record.distorted and n > 1:
-                load_meta["refused"][key] = (f"{record.distorted} of {record.points} points distorted: other "
-                                             f"processes kept up to {record.max_others_cores:.1f} cores busy")
+                progress.dropped(len(points) * passes - record.points)   # not timed: the model is refused
+                load_meta["refused"][key] = (f"point {record.points} of {len(points) * passes} stayed distorted "
+                                             f"(timing stopped there): other processes kept up to "
+                                             f"{record.max_others_cores:.1f} cores busy")
                 rule = "the load rule above" if len(load_meta["refused"]) > 1 else f"rule: {RULE}"
                 log(f"warning: {key} refused: {load_meta['refused'][key]} ({rule}); plans use one thread")
                 continue
@@ -456,7 +545,7 @@ def profile(quick: bool = False, kinds: tuple[str, ...] = KINDS,
         if gpus:
             from pearl_py.estimate.gpu_profile import profile_gpus
 
-            profile_gpus(calibration, quick, kinds, log, power)
+            profile_gpus(calibration, quick, kinds, log, power, grid={"envs": envs, "cnn": cnn})
     finally:
         clear_compiled()
         if into is None or "energy" not in calibration.meta:
@@ -491,27 +580,36 @@ def profile_loops(calibration: Calibration, families_of: tuple[str, ...] | None,
             f"{child.round_trip_s * 1e6:.0f}us")
 
 
-def network_family(kind: str, family: str) -> str | None:
-    """The family a model of ``kind`` is kept under: a network kernel's own (each family's code differs); None for
-    the other kinds (one implementation, shared)."""
-    return family if kind in (LEARNER_UPDATE, INFERENCE) else None
-
-
 def profile_phases(kinds: tuple[str, ...], quick: bool, log: Callable[[str], None],
-                   families_of: tuple[str, ...] | None = None
+                   families_of: tuple[str, ...] | None = None, envs: tuple[str, ...] = CALIBRATED_ENVS,
+                   cnn: bool = True, skip: Mapping[str, str] | None = None, only: Collection[str] | None = None
                    ) -> list[tuple[str, str, int, list[BenchPoint], int, str]]:
     """``(kind, variant, threads, points, passes, family)`` of every model the profile fits, in order (variants that
-    cannot run here are logged and left out); ``families_of``: only these algorithm families' (default: all)."""
+    cannot run here are logged and left out); ``families_of``: of a kind several families implement (the
+    networks'), only these families' (default: all; a kind one family's code serves, env_step's, is timed
+    whichever family asks); ``envs``, ``cnn``: as :func:`calibration_grid` (a variant left without points,
+    ``channels_last`` without CNNs, is left out); ``skip``, ``only``: as :func:`profile`."""
     phases = []
     for kind in kinds:
-        for family in (f for f in families(kind) if families_of is None or f in families_of):
+        implemented = families(kind)
+        for family in (f for f in implemented if families_of is None or f in families_of or len(implemented) == 1):
             for variant in variants(kind, family):
+                key = model_key(kind, variant, family=network_family(kind, family))
+                if only is not None and key not in only:
+                    continue
+                if skip and key in skip:
+                    log(f"{key:<32} deferred: {skip[key]}")
+                    continue
                 ok, reason = variant_available(kind, variant, family=family)
                 if not ok:
-                    log(f"{model_key(kind, variant, family=network_family(kind, family)):<32} skipped: {reason}")
+                    log(f"{key:<32} skipped: {reason}")
                     continue
-                phases.append((kind, variant, 1, calibration_grid(kind, quick, variant, family), 3, family))
-                phases += [(kind, variant, n, calibration_grid(kind, True, variant), THREAD_PASSES, family)
+                grid = calibration_grid(kind, quick, variant, family, envs, cnn)
+                if not grid:
+                    continue
+                phases.append((kind, variant, 1, grid, 3, family))
+                quick_grid = calibration_grid(kind, True, variant, OFF_POLICY, envs, cnn)
+                phases += [(kind, variant, n, quick_grid, THREAD_PASSES, family)
                            for n in thread_counts(kind, variant, family)]
     return phases
 

@@ -1,14 +1,18 @@
 """``pearl profile``'s progress: the phase it is in, points done of all, and about how long is left.
 
-The time left is the time per point so far times the points left (points of different kinds
-cost differently, so it is rough early on and firms up).
+A phase first builds one kernel per point (networks, optimizers, envs; a variant's one-off setup, a compile)
+and then times its points pass after pass, so the time left has two paces: seconds per build and seconds per
+timed point, each over what is done so far, each applied to what is left of its own. One pace over both
+(the points' only) read a phase's building as its first point's time: the first ETA of a first run said
+4:15:36 where the profile took minutes.
 
 Example::
 
-    >>> progress = ProfileProgress(total_points=412, log=print)
+    >>> progress = ProfileProgress(total_points=412, phases=14, log=print, total_builds=140)
     >>> progress.phase("learner_update/reference", points=60)
     [1/14] learner_update/reference: 60 points (0/412 done, 0:00 elapsed)
-    >>> progress.point()       # after each point; prints a line every ``every_s`` seconds
+    >>> progress.built()       # after each kernel built
+    >>> progress.point()       # after each timed point; prints a line every ``every_s`` seconds
 """
 from __future__ import annotations
 
@@ -22,21 +26,28 @@ PROFILE_EVERY_S = 15.0
 
 
 class ProfileProgress:
-    """Counts timed points over the whole profile and reports them through ``log``."""
+    """Counts built kernels and timed points over the whole profile and reports them through ``log``."""
 
     def __init__(self, total_points: int, phases: int, log: Callable[[str], None],
-                 every_s: float = PROFILE_EVERY_S) -> None:
+                 every_s: float = PROFILE_EVERY_S, total_builds: int = 0) -> None:
         self.total, self.phases, self.log, self.every_s = total_points, phases, log, every_s
-        self.done = 0
+        self.total_builds = total_builds
+        self.done = self.builds = 0
         self.phase_index = 0
         self.name = ""
-        self._start = self._last = time.perf_counter()
+        self._start = self._last = self._mark = time.perf_counter()
+        self._build_s = self._point_s = 0.0
+        """Seconds spent building and timing so far (each since the mark before it: a phase's start or the
+        previous build or point)."""
 
     def left_s(self) -> float | None:
-        """Seconds the points left would take at the pace so far (None before the first point)."""
+        """Seconds the builds and points left would take, each at its own pace so far (None before the first
+        point: no pace of timing yet)."""
         if not self.done:
             return None
-        return (time.perf_counter() - self._start) / self.done * (self.total - self.done)
+        builds_left = max(self.total_builds - self.builds, 0)
+        build_pace = self._build_s / self.builds if self.builds else 0.0
+        return self._point_s / self.done * (self.total - self.done) + build_pace * builds_left
 
     def _figures(self) -> str:
         left = self.left_s()
@@ -46,11 +57,25 @@ class ProfileProgress:
     def phase(self, name: str, points: int) -> None:
         self.phase_index += 1
         self.name = name
-        self._last = time.perf_counter()
+        self._last = self._mark = time.perf_counter()
         self.log(f"[{self.phase_index}/{self.phases}] {name}: {points} points ({self._figures()})")
+
+    def _since_mark(self) -> float:
+        now = time.perf_counter()
+        seconds, self._mark = now - self._mark, now
+        return seconds
+
+    def dropped(self, points: int) -> None:
+        """``points`` of the current phase will not be timed (a refused model's): out of the total."""
+        self.total -= points
+
+    def built(self) -> None:
+        self.builds += 1
+        self._build_s += self._since_mark()
 
     def point(self) -> None:
         self.done += 1
+        self._point_s += self._since_mark()
         now = time.perf_counter()
         if now - self._last >= self.every_s:
             self._last = now

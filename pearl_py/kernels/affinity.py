@@ -115,3 +115,51 @@ def release_child() -> None:
     if can_pin() and os.environ.get(CPUS_ENV):
         for tid in _threads():  # OpenBLAS started its threads at import, on the inherited core
             _set(tid, set(usable_cpus()))
+
+
+class LearnerThreads:
+    """The threads a process's learner runs, changeable between updates: torch's intra-op threads, scipy's
+    OpenBLAS threads (the fused kernels' small GEMMs) and the pinning of :func:`pinned_threads`, set together.
+
+    A run's monitor (:mod:`pearl_py.runtime.monitor`) moves a learner between thread counts with it; the
+    executor sets torch's threads to the plan's count, enters it (pinning them as :func:`pinned_threads`) and leaves
+    it when the run ends (the pinning undone).
+
+    Example::
+
+        >>> with LearnerThreads(2) as threads:
+        ...     update(batch)          # 2 threads, pinned
+        ...     threads.set(1)
+        ...     update(batch)          # 1 thread, unpinned
+    """
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+        self._pinning: contextlib.ExitStack | None = None
+
+    def set(self, n: int) -> None:
+        """Run ``n`` threads from now on (nothing happens at the current count)."""
+        if self._pinning is not None and n == self.n:
+            return
+        self._unpin()
+        if n != self.n:  # entered at the count the executor set; the kernels set scipy's BLAS to it when built
+            torch.set_num_threads(n)
+            from pearl_py.kernels.numba_blas import numba_available, set_blas_threads
+
+            if numba_available()[0]:
+                set_blas_threads(n)
+        self.n = n
+        self._pinning = contextlib.ExitStack()
+        self._pinning.enter_context(pinned_threads(n))
+
+    def _unpin(self) -> None:
+        if self._pinning is not None:
+            self._pinning.close()
+            self._pinning = None
+
+    def __enter__(self) -> LearnerThreads:
+        self.set(self.n)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._unpin()

@@ -62,17 +62,19 @@ class CudaGraphUpdate:
     def _capture(self, step: StepFn, fields: tuple[torch.Tensor, ...]) -> _Captured:
         inputs = tuple(f.clone() for f in fields)
         saved = [t.detach().clone() for t in self._state()]
-        side = torch.cuda.Stream()
-        side.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(side):
-            for _ in range(WARMUP_STEPS):
-                step(*inputs)
-        torch.cuda.current_stream().wait_stream(side)
-        with torch.no_grad():
-            torch._foreach_copy_(self._state(), saved)
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
-            losses, td_abs = step(*inputs)
+        device = self.learner.device   # the learner's, whatever device is current (capture and streams)
+        with torch.cuda.device(device):
+            side = torch.cuda.Stream(device)
+            side.wait_stream(torch.cuda.current_stream(device))
+            with torch.cuda.stream(side):
+                for _ in range(WARMUP_STEPS):
+                    step(*inputs)
+            torch.cuda.current_stream(device).wait_stream(side)
+            with torch.no_grad():
+                torch._foreach_copy_(self._state(), saved)
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph):
+                losses, td_abs = step(*inputs)
         return _Captured(graph, inputs, losses, td_abs)
 
     def __call__(self, batch: TensorBatch) -> UpdateResult:

@@ -25,6 +25,7 @@ from pearl_py.optimize.model import OBJECTIVES, Assignment
 from pearl_py.optimize.pareto import pareto_front
 from pearl_py.optimize.problem import AssignmentProblem
 from pearl_py.optimize.replay_memory import check_replay_memory
+from pearl_py.optimize.robust import spread_sentences
 from pearl_py.optimize.solution import Solution
 from pearl_py.optimize.solve import solve, solve_ranked
 from pearl_py.optimize.whole_run import whole_run
@@ -106,10 +107,13 @@ def ranked_plans(algo: Any, platform: Any, objective: str = "throughput",
         algo.name, algo.env_id, tuple(k.name for k in protocol.kernels()))
     plans = []
     for chosen in ranked:
+        described = describe(problem, protocol, chosen)
         prediction = dataclasses.replace(
-            describe(problem, protocol, chosen), alternative=alternative, pareto=front,
+            described, alternative=alternative, pareto=front,
             comparison=compare_sentence(problem, (chosen.assignment, chosen.performance), objective,
                                         (other.assignment, other.performance)),
+            threads=(*described.threads,
+                     *spread_sentences(estimator, protocol, platform, chosen.assignment)),
             platform=platform_info(platform), horizon=horizon,
             run=whole_run(problem, protocol, chosen.assignment, chosen.performance, horizon))
         used = {c.device for c in chosen.assignment.values()}

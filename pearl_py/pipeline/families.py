@@ -44,6 +44,9 @@ class Family:
     ray: ExecutorFactory | None = None
     planned: bool = True
     """Whether the performance model covers the family's protocol (else runs are the unpredicted serial reference)."""
+    adapts: tuple[str, ...] = ()
+    """Its executors that take ``adapt`` (the run's monitor, :mod:`pearl_py.runtime.monitor`): ``serial``,
+    ``parallel``."""
 
 
 _FAMILIES: dict[str, Family] = {}
@@ -102,6 +105,6 @@ def _on_policy_parallel(algorithm: Any, seed: int, plan: Any = None, **common: A
 
 
 OFF_POLICY = register_family(Family("off_policy", serial=_off_policy_serial, parallel=_off_policy_parallel,
-                                    ray=_off_policy_ray))
+                                    ray=_off_policy_ray, adapts=("serial", "parallel")))
 ON_POLICY = register_family(Family("on_policy", serial=_on_policy_serial, parallel=_on_policy_parallel,
-                                   ray=_on_policy_ray))
+                                   ray=_on_policy_ray, adapts=("serial",)))

@@ -46,8 +46,9 @@ from pearl_py.runtime.parallel.checkpoint import checkpoint_dir
 KERNEL_TREES = (Path("/proc"), Path("/sys"))
 """Kernel file systems: nothing of a run can be written there."""
 RESULT_FILE = "result.json"
-RUN_STATE = (RESULT_FILE, "checkpoint", "checkpoints", "tensorboard", "policy.pt", "policy.json", "episodes.csv",
-             "train.csv", "plan.yaml", "plan.json", "prediction.json", "report.md", "report.html")
+RUN_STATE = (RESULT_FILE, "checkpoint", "checkpoints", "tensorboard", "policy.pt", "policy.json", "best_policy.pt",
+             "best_policy.json", "episodes.csv", "train.csv", "plan.yaml", "plan.json", "prediction.json", "report.md",
+             "report.html")
 """What :func:`clear_run_state` removes (with every ``sessionN`` folder): all a run writes."""
 LOCK_FILE = ".pearl-run.lock"
 """The lock of a run's folder (:func:`claim_run_dir`); it holds the pid of the run's process."""

@@ -11,6 +11,7 @@ Example::
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -21,46 +22,178 @@ from pearl_py.optimize.api import ranked_plans
 from pearl_py.pipeline.plan_check import check_plan, load_checked_plan
 from pearl_py.plan import Plan
 from pearl_py.platform import Platform
+from pearl_py.protocol.kernel import ENV_STEP
 from pearl_py.runtime.kernel_devices import plan_problems
 
 PLAN_WORDS = ("auto", "local", "serial")
 """What ``plan`` may be besides a :class:`Plan` or a plan file's path."""
 
 
-def ensure_calibration(log: Callable[[str], None] = print, algorithm: Any = None) -> None:
-    """Profile this machine's CPU once (minutes; its progress goes to ``log``) if no calibration is cached; with
-    ``algorithm``, also the kinds its family needs when the cached calibration predates them (the on-policy
-    kernels: about a minute)."""
-    from pearl_py.estimate.calibration import Calibration
-    from pearl_py.estimate.profiler import ON_POLICY_KINDS, profile
-    from pearl_py.protocol.kernel import ADVANTAGE, LEARNER_UPDATE
+@dataclass(frozen=True)
+class CalibrationNeeds:
+    """What of this machine's calibration a run's plans draw on: the kernel kinds, the algorithm family whose
+    networks they are, the envs whose ``env_step`` is timed, whether a network has a CNN extractor, and the
+    variants with a one-off setup (the compiled learner update: a compile per shape) that the run would not pay
+    back by the model, left for a run that would.
 
+    Example::
+
+        >>> CalibrationNeeds.of(pearl.DQN("CartPole-v1"), total_steps=50_000).describe()
+        "off_policy's kernels learner_update, inference, replay_insert, replay_sample, param_sync; env_step of
+        CartPole-v1; deferred: learner_update/compiled"
+    """
+
+    kinds: tuple[str, ...]
+    family: str | None
+    """None: every family's (``pearl profile``)."""
+    envs: tuple[str, ...]
+    cnn: bool
+    deferred: tuple[tuple[str, str], ...] = ()
+    """``(variant key, why)`` of the variants left uncalibrated (``profiler.profile``'s ``skip``)."""
+    only: tuple[str, ...] | None = None
+    """Calibrate just these variants (``kind/variant`` keys) of the kinds; None: every one not deferred."""
+
+    @classmethod
+    def of(cls, algorithm: Any, total_steps: int | None = None) -> CalibrationNeeds:
+        """Everything ``pearl profile`` calibrates (``algorithm`` None), or what ``algorithm``'s plans in either
+        protocol mode cost from a calibration over a run of ``total_steps`` (None: of unknown length, where
+        every variant may pay back)."""
+        from pearl_py.estimate.profiler import CALIBRATED_ENVS, KINDS
+
+        if algorithm is None:
+            return cls(KINDS, None, CALIBRATED_ENVS, True)
+        groups = _kernel_groups(algorithm)
+        kinds = {kind for kind, _ in groups}
+        return cls(tuple(k for k in KINDS if k in kinds), algorithm.family,
+                   tuple(e for e in CALIBRATED_ENVS if (ENV_STEP, e) in groups), any(g == "cnn" for _, g in groups),
+                   _unpaid_setups(algorithm, total_steps))
+
+    def missing(self, calibration: Any) -> CalibrationNeeds | None:
+        """What of these needs ``calibration`` lacks (None: nothing): a reference model of one of the kernels, or a
+        variant an earlier run deferred that this run would pay back."""
+        from pearl_py.estimate.calibration import DEFERRED_KEY, network_family
+
+        family = self.family or "off_policy"
+        lacking = [(kind, group) for kind in self.kinds
+                   for group in ((*self.envs,) if kind == ENV_STEP else (None, "cnn") if self.cnn else (None,))
+                   if calibration.model(kind, "reference", group, family=network_family(kind, family)) is None
+                   and (kind in NETWORK_KINDS or group != "cnn")]
+        mine = {model_key for model_key, _ in self.deferred}
+        wanted = [key for key in calibration.meta.get(DEFERRED_KEY, {}) if key not in mine
+                  and any(key.removeprefix(f"{family}/").startswith(f"{kind}/") for kind in self.kinds)]
+        if not (lacking or wanted):
+            return None
+        kinds = {kind for kind, _ in lacking} | {k for k in self.kinds for key in wanted
+                                                  if key.removeprefix(f"{family}/").startswith(f"{k}/")}
+        return CalibrationNeeds(tuple(k for k in self.kinds if k in kinds), self.family,
+                                tuple(g for k, g in lacking if k == ENV_STEP), any(g == "cnn" for _, g in lacking),
+                                self.deferred, None if lacking else tuple(wanted))
+
+    def describe(self) -> str:
+        """``on_policy's kernels learner_update, advantage; env_step of Pendulum-v1; CNN networks; deferred: ...``."""
+        if self.only is not None:
+            return ", ".join(self.only)
+        kinds = [k for k in self.kinds if k != ENV_STEP or not self.envs]
+        parts = [f"{self.family or 'every family'}'s kernels " + ", ".join(kinds)] if kinds else []
+        parts += [f"env_step of {env}" for env in self.envs]
+        parts += ["CNN networks"] if self.cnn else []
+        return "; ".join(parts + ([f"deferred: {', '.join(k for k, _ in self.deferred)}"] if self.deferred else []))
+
+    def profile_options(self) -> dict[str, Any]:
+        """:func:`~pearl_py.estimate.profiler.profile`'s arguments that calibrate these needs."""
+        return {"kinds": self.kinds, "families_of": (self.family,) if self.family else None, "envs": self.envs,
+                "cnn": self.cnn, "skip": dict(self.deferred), "only": self.only}
+
+
+NETWORK_KINDS = ("learner_update", "inference")
+"""Kinds whose calibration has a model of its own for CNN networks (``model_group`` "cnn")."""
+
+
+def _kernel_groups(algorithm: Any) -> set[tuple[str, str | None]]:
+    """``(kind, model group)`` of every kernel of ``algorithm``'s protocol, both modes."""
+    from pearl_py.estimate.features import model_group
+
+    return {(str(kernel.kind), model_group(kernel.workload))
+            for serialized in (False, True) for kernel in algorithm.protocol(serialized=serialized).kernels()}
+
+
+def _unpaid_setups(algorithm: Any, total_steps: int | None) -> tuple[tuple[str, str], ...]:
+    """``(variant key, why)`` of each CPU variant with a one-off setup whose modelled setup the run's calls of its
+    kernel would not pay back against the reference by the spec-only model (``estimators/roofline.yaml``):
+    calibrating it (a compile per shape) would cost the first run more than the variant could return."""
+    from pearl_py.estimate import Estimator
+    from pearl_py.estimate.calibration import model_key, network_family
+    from pearl_py.estimate.cost import Infeasible
+    from pearl_py.estimate.estimator import registered_variants
+
+    if total_steps is None:
+        return ()
+    model, cpu = Estimator(use_cache=False), Platform.local().by_kind("cpu")[0]
+    out = {}
+    for kernel in algorithm.protocol().kernels():
+        calls = kernel.rate * total_steps
+        for name, _ in registered_variants(kernel.kind, cpu.kind, algorithm.family):
+            setup = model.params.setup_s(name, kernel.kind) if name != "reference" else 0.0
+            if setup <= 0:
+                continue
+            try:
+                saved = model.kernel_cost(kernel, cpu, "reference").latency_s - model.kernel_cost(kernel, cpu,
+                                                                                                  name).latency_s
+            except Infeasible:
+                continue
+            if saved > 0 and setup / saved <= calls:
+                continue
+            key = model_key(str(kernel.kind), name, family=network_family(str(kernel.kind), algorithm.family))
+            out[key] = (f"its modelled one-off setup of {setup:.0f} s would not pay back in this run's "
+                        f"{calls:,.0f} {kernel.kind} calls" + (f" (the model's break-even: {setup / saved:,.0f})"
+                                                                if saved > 0 else ""))
+    return tuple(sorted(out.items()))
+
+
+def ensure_calibration(log: Callable[[str], None] = print, algorithm: Any = None,
+                       total_steps: int | None = None) -> None:
+    """Profile this machine once for what ``algorithm``'s plans over ``total_steps`` need
+    (:class:`CalibrationNeeds`; a minute or two; its progress goes to ``log``) when no calibration is cached, and
+    top the cache up when it lacks what they need (another family's networks, another env's step, CNN networks,
+    a deferred variant a longer run pays back: each profiled on the first run that needs it, then cached).
+    ``pearl profile`` calibrates everything at once."""
+    from pearl_py.estimate.calibration import Calibration
+    from pearl_py.estimate.profiler import profile
+
+    needs = CalibrationNeeds.of(algorithm, total_steps)
     cached = Calibration.load_default()
     if cached is None:
-        log("no calibration of this machine is cached: profiling it once (pearl profile) ...")
-        path = profile(log=log).save()
+        log(f"no calibration of this machine is cached: profiling what this run needs once ({needs.describe()}; "
+            "`pearl profile` calibrates everything) ...")
+        path = profile(log=log, **needs.profile_options()).save()
         log(f"calibration cached at {path}; later runs reuse it")
         return
-    family = getattr(algorithm, "family", "off_policy")
-    predates = cached.models and (cached.model(ADVANTAGE, "reference") is None
-                                  or cached.model(LEARNER_UPDATE, "reference", family=family) is None)
-    if family == "on_policy" and predates:   # an empty calibration means "model every cost": left as it is
-        log("the cached calibration has no on-policy kernels: profiling them once (pearl profile) ...")
-        path = profile(kinds=ON_POLICY_KINDS, log=log, gpus=False, families_of=(family,), into=cached).save()
+    missing = needs.missing(cached) if cached.models else None  # an empty calibration: "model every cost"
+    if missing is not None:
+        log(f"the cached calibration lacks what this run needs ({missing.describe()}): profiling it once ...")
+        path = profile(log=log, gpus=False, into=cached, **missing.profile_options()).save()
         log(f"calibration cached at {path}; later runs reuse it")
 
 
-def local_serial_plan(algorithm: Algorithm, total_steps: int | None = None) -> Plan:
+def local_serial_plan(algorithm: Algorithm, total_steps: int | None = None, dedicated: bool = False) -> Plan:
     """Every kernel on the local CPU, stages one after another: the serial executor's plan, predicted."""
     local = Platform.local()
     cpu = local.by_kind("cpu")[0].name
     protocol = algorithm.protocol(serialized=True)
     pins = {kernel.name: cpu for kernel in protocol.kernels()}
-    return optimize(protocol, local, "throughput", {"pin": pins}, pareto_points=2, horizon=total_steps)
+    return optimize(protocol, local, "throughput", {"pin": pins}, pareto_points=2, horizon=total_steps,
+                    estimator=_estimator(dedicated))
+
+
+def _estimator(dedicated: bool) -> Any:
+    """This machine's estimator; ``dedicated``: multi-threaded options valued alone (docs/optimizer.md, "Robust")."""
+    from pearl_py.estimate import Estimator
+
+    return Estimator(dedicated=dedicated)
 
 
 def candidate_plans(algorithm: Algorithm, k: int, objective: str = "throughput", total_steps: int | None = None,
-                    log: Callable[[str], None] = print) -> list[Plan]:
+                    log: Callable[[str], None] = print, dedicated: bool = False) -> list[Plan]:
     """The ``k`` best plans for this machine by the model, over both protocol modes, best first.
 
     Overlapped plans run on the parallel runtime, serialized ones on the serial executor; where the
@@ -70,11 +203,11 @@ def candidate_plans(algorithm: Algorithm, k: int, objective: str = "throughput",
     dropped said in ``log``. Calibrates first if needed; on ties the overlapped plan (the one
     ``resolve_plan(algo, "auto")`` runs) comes first.
     """
-    ensure_calibration(log, algorithm)
+    ensure_calibration(log, algorithm, total_steps)
     local = Platform.local()
     plans = [plan for serialized in (False, True)
              for plan in ranked_plans(algorithm.protocol(serialized=serialized), local, objective, k=k,
-                                      horizon=total_steps)]
+                                      horizon=total_steps, estimator=_estimator(dedicated))]
     runnable = []
     for plan in plans:  # only plans this machine runs as planned are trialled (and so can be kept)
         problems = plan_problems(plan)
@@ -90,12 +223,13 @@ def candidate_plans(algorithm: Algorithm, k: int, objective: str = "throughput",
 
 
 def auto_plan(algorithm: Algorithm, objective: str = "throughput", total_steps: int | None = None,
-              one_process: bool = True) -> Plan:
+              one_process: bool = True, dedicated: bool = False) -> Plan:
     """The optimizer's plan for this machine: the best plan of the algorithm's parallel protocol (overlapped or
     synchronous, actor processes) and, with ``one_process``, the best serialized one (every stage in this
     process), whichever the model finds faster (or more frugal). With the run's length (``total_steps``) the two
     compare over the whole run, the actors' start-up included (a short run may not repay it,
-    :mod:`pearl_py.optimize.whole_run`); else in the steady state. On a tie the parallel plan.
+    :mod:`pearl_py.optimize.whole_run`); else in the steady state. On a tie the parallel plan. ``dedicated``:
+    multi-threaded options valued by their calibrated cost alone, not as expected beside other processes.
 
     Example::
 
@@ -104,8 +238,9 @@ def auto_plan(algorithm: Algorithm, objective: str = "throughput", total_steps: 
     """
     local = Platform.local()
     modes = (False, True) if one_process else (False,)
-    plans = [optimize(algorithm.protocol(serialized=serialized), local, objective, horizon=total_steps)
-             for serialized in modes]
+    estimator = _estimator(dedicated)
+    plans = [optimize(algorithm.protocol(serialized=serialized), local, objective, horizon=total_steps,
+                      estimator=estimator) for serialized in modes]
     return min(plans, key=lambda plan: _plan_cost(plan, objective))   # min keeps the first of equals
 
 
@@ -119,14 +254,16 @@ def _plan_cost(plan: Plan, objective: str) -> float:
 
 
 def resolve_plan(algorithm: Algorithm, plan: Plan | str | Path, objective: str = "throughput",
-                 log: Callable[[str], None] = print, total_steps: int | None = None, one_process: bool = True) -> Plan:
+                 log: Callable[[str], None] = print, total_steps: int | None = None, one_process: bool = True,
+                 dedicated: bool = False) -> Plan:
     """"serial": all on one CPU, unpredicted; "local": the same, predicted; "auto": optimized
     on :meth:`Platform.local` after calibrating (:func:`auto_plan`; ``one_process``: a serialized plan may win, as
     for the local runtime; Ray runs only parallel plans); a path: a saved plan; a :class:`Plan`: itself. A plan the
     user gives (a path or a :class:`Plan`) is checked for ``algorithm`` first (:mod:`pearl_py.pipeline.plan_check`).
 
     ``total_steps`` (the run's length) lets the optimizer choose variants with a one-off setup
-    (a compile) when they pay it back within the run, and weigh the actors' start-up.
+    (a compile) when they pay it back within the run, and weigh the actors' start-up. ``dedicated``: the machine
+    runs nothing else (multi-threaded options valued alone: docs/optimizer.md).
     """
     if isinstance(plan, Plan):
         check_plan(plan, algorithm)
@@ -134,10 +271,10 @@ def resolve_plan(algorithm: Algorithm, plan: Plan | str | Path, objective: str =
     if plan == "serial":
         return Plan.single_device(algorithm.protocol(serialized=True))
     if plan == "local":
-        return local_serial_plan(algorithm, total_steps)
+        return local_serial_plan(algorithm, total_steps, dedicated)
     if plan == "auto":
-        ensure_calibration(log, algorithm)
-        return auto_plan(algorithm, objective, total_steps, one_process)
+        ensure_calibration(log, algorithm, total_steps)
+        return auto_plan(algorithm, objective, total_steps, one_process, dedicated)
     path = Path(plan)
     if not path.suffix:
         raise PlanningError(f"plan {plan!r}: expected 'auto', 'local', 'serial', a Plan or a plan.yaml path")

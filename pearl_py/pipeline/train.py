@@ -27,7 +27,7 @@ from pearl_py.pipeline.plan_check import PlanSource
 from pearl_py.pipeline.planning import PLAN_WORDS, candidate_plans, resolve_plan
 from pearl_py.plan import Plan
 from pearl_py.platform import Platform
-from pearl_py.report.curve import learning_curve
+from pearl_py.report.run_files import run_record
 from pearl_py.runtime.checkpoints import CheckpointOptions
 from pearl_py.runtime.kernel_devices import check_runnable
 from pearl_py.runtime.result import RunResult
@@ -47,11 +47,13 @@ def runs_serially(plan: Plan) -> bool:
 
 def make_executor(algorithm: BaseAlgorithm, plan: Plan, seed: int, *, backend: str = "local",
                   address: str | None = None, resume: str | Path | None = None,
-                  checkpoints: CheckpointOptions | None = None, **common: Any) -> Executor:
+                  checkpoints: CheckpointOptions | None = None, adapt: bool = True, **common: Any) -> Executor:
     """The executor of the algorithm's family that runs ``plan``: on Ray, the serial executor (serialized plans)
     or the local parallel runtime (:mod:`pearl_py.pipeline.families`).
 
-    ``common``: ``out_dir``, ``eval_episodes``, ``eval_freq``, ``progress``. ``resume``: a run folder (or
+    ``common``: ``out_dir``, ``eval_episodes``, ``eval_freq``, ``progress``. ``adapt``: the executors' monitor
+    corrects a plan its kernels do not hold to (False: the plan as given; the family's ``adapts`` says which
+    executors run one). ``resume``: a run folder (or
     checkpoint folder) to continue from; ``checkpoints``: periodic checkpoints (not on Ray yet). A plan this
     machine cannot run as planned (a GPU without CUDA, a variant it cannot build) is a UserError naming the
     kernel and the device, before anything starts (the Ray backend's cluster checks its own resources).
@@ -68,11 +70,13 @@ def make_executor(algorithm: BaseAlgorithm, plan: Plan, seed: int, *, backend: s
         return family.ray(algorithm, seed, plan=plan, address=address, **resume_options, **common)
     check_runnable(plan, family=family.name)
     if runs_serially(plan):
-        return family.serial(algorithm, seed, plan=plan, **resume_options, **common)
+        adapting = {"adapt": adapt} if "serial" in family.adapts else {}
+        return family.serial(algorithm, seed, plan=plan, **resume_options, **adapting, **common)
     if family.parallel is None:
         raise UserError(f"{algorithm.name} ({family.name}) runs its serial executor only for now: its plans must be "
                         "serialized")
-    return family.parallel(algorithm, seed, plan=plan, **resume_options, **common)
+    adapting = {"adapt": adapt} if "parallel" in family.adapts else {}
+    return family.parallel(algorithm, seed, plan=plan, **resume_options, **adapting, **common)
 
 
 def _resume_options(resume: str | Path | None, checkpoints: CheckpointOptions | None) -> dict[str, Any]:
@@ -91,7 +95,8 @@ def train(algorithm: BaseAlgorithm, total_steps: int, seed: int = 0, *,
           eval_freq: int = 0, progress: bool | None = None, objective: str = "throughput", backend: str = "local",
           address: str | None = None, resume: str | Path | None = None, tune: bool | TuneOptions = False,
           init_from: str | Path | None = None, checkpoint_freq: int = 0, checkpoint_keep: int = 2,
-          log: Callable[[str], None] = print, overwrite: bool = False, oversubscribe: bool = False) -> RunResult:
+          log: Callable[[str], None] = print, overwrite: bool = False, oversubscribe: bool = False,
+          adapt: bool = True, dedicated: bool = False) -> RunResult:
     """Train ``algorithm`` for ``total_steps`` env steps under ``plan``.
 
     ``plan``: ``"serial"`` (the default: the reference, every kernel's reference implementation on one CPU in
@@ -121,6 +126,10 @@ def train(algorithm: BaseAlgorithm, total_steps: int, seed: int = 0, *,
     refused naming its pid, and one that holds an earlier run is refused unless ``overwrite``, whose files are
     then removed once every check passed. The CLI passes the :class:`~pearl_py.pipeline.outputs.RunFolder` it
     claimed.
+    ``adapt``: the run watches its kernels against the plan's prediction and, when the plan does not hold, re-times
+    the disputed options and switches at a round boundary, recording ``result.corrections`` (serialized plans;
+    docs/runtime.md); False (``--no-adapt``) runs the plan as given. ``dedicated`` (``--dedicated``): the machine runs
+    nothing else, so ``plan="auto"`` values multi-threaded options by their calibrated cost alone (docs/optimizer.md).
     """
     if backend not in BACKENDS:
         raise UserError(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
@@ -142,10 +151,11 @@ def train(algorithm: BaseAlgorithm, total_steps: int, seed: int = 0, *,
                                     eval_episodes=eval_episodes, eval_freq=eval_freq, progress=progress,
                                     backend=backend, resume=resume, tune=tune, checkpoints=checkpoints, log=log)
         if tune:
-            resolved = _tuned_plan(algorithm, total_steps, seed, plan, objective, backend, resume, tune, log)
+            resolved = _tuned_plan(algorithm, total_steps, seed, plan, objective, backend, resume, tune, log,
+                                   dedicated)
         else:
             resolved = resolve_plan(algorithm, plan, objective, log, total_steps=total_steps,
-                                    one_process=backend == "local")
+                                    one_process=backend == "local", dedicated=dedicated)
         for line in plan_lines(resolved):
             log(line)
         admission = None
@@ -157,7 +167,7 @@ def train(algorithm: BaseAlgorithm, total_steps: int, seed: int = 0, *,
                 log(admission.describe())
         out_dir = folder.path if folder is not None else None
         executor = make_executor(algorithm, resolved, seed, backend=backend, address=address, resume=resume,
-                                 checkpoints=checkpoints, out_dir=out_dir, eval_episodes=eval_episodes,
+                                 checkpoints=checkpoints, adapt=adapt, out_dir=out_dir, eval_episodes=eval_episodes,
                                  eval_freq=eval_freq, progress=progress)
         continues = _continues_in_place(out_dir, resume)
         if folder is not None:
@@ -176,7 +186,7 @@ def train(algorithm: BaseAlgorithm, total_steps: int, seed: int = 0, *,
             save_trained(out_dir, algorithm, executor, result)
             result.save(out_dir / "result.json")
             if resolved.prediction is not None:
-                resolved.export(out_dir, run=result.to_dict() | {"learning_curve": learning_curve(out_dir)})
+                resolved.export(out_dir, run=run_record(out_dir, result.to_dict()))
         return result
 
 
@@ -222,7 +232,7 @@ def save_trained(out_dir: Path, algorithm: BaseAlgorithm, executor: Any, result:
 
 def _tuned_plan(algorithm: BaseAlgorithm, total_steps: int, seed: int, plan: Plan | str | Path,
                 objective: str, backend: str, resume: str | Path | None, tune: bool | TuneOptions,
-                log: Callable[[str], None]) -> Plan:
+                log: Callable[[str], None], dedicated: bool = False) -> Plan:
     """The fastest measured of the model's top-k plans (``pearl_py.pipeline.tune``)."""
     from pearl_py.pipeline.tune import TrialRunner, TuneOptions, tune_plan
 
@@ -240,5 +250,5 @@ def _tuned_plan(algorithm: BaseAlgorithm, total_steps: int, seed: int, plan: Pla
                         f"got plan={plan!r}")
     if objective != "throughput":
         raise UserError(f"tune (--tune) measures samples/s, so it needs the throughput objective, got {objective!r}")
-    candidates = candidate_plans(algorithm, options.top_k, objective, total_steps, log)
+    candidates = candidate_plans(algorithm, options.top_k, objective, total_steps, log, dedicated)
     return tune_plan(candidates, TrialRunner(algorithm, seed, total_steps), options, log)

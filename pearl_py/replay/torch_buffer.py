@@ -36,6 +36,7 @@ from __future__ import annotations
 import copy
 import functools
 import math
+from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,6 +48,9 @@ from pearl_py.replay import checks, kernels
 from pearl_py.replay.buffer import TRANSITION_FIELDS
 from pearl_py.replay.torch_tree import TorchPriorityTree
 from pearl_py.replay.writer import RingWriter
+
+MAX_PENDING_CHECKS = 64
+"""Priority updates' checks left unread at most on a GPU; beyond, the oldest is waited for (bounded memory)."""
 
 __all__ = ["TorchReplayBuffer", "TorchSampleBatch"]
 
@@ -119,7 +123,8 @@ class TorchReplayBuffer:
         self._rng_state = np.random.default_rng(seed).bit_generator.state
         """The numpy buffer's generator state this buffer's checkpoints carry (see ``docs/replay.md``)."""
         self._defer_checks = self._device.type == "cuda"
-        self._pending: _PendingCheck | None = None
+        self._pending: deque[_PendingCheck] = deque()
+        """Priority updates' checks whose result is on its way to the host, oldest first (on a GPU)."""
         self._closed = False
 
     # ----------------------------------------------------------------- properties
@@ -141,13 +146,16 @@ class TorchReplayBuffer:
         self._check_open()
         return self._writer.size
 
-    def _check_open(self) -> None:
-        """Refuse work on a closed buffer, and raise the error of a refused priority update not yet reported."""
+    def _check_open(self, wait: bool = False) -> None:
+        """Refuse work on a closed buffer, and raise the error of a refused priority update not yet reported.
+
+        Checks are read in update order, only once their result has reached the host (never waiting for the
+        device), except beyond :data:`MAX_PENDING_CHECKS` unread (the oldest is waited for) or with ``wait``.
+        """
         if self._closed:
             raise ValueError("buffer is closed")
-        pending, self._pending = self._pending, None
-        if pending is not None:
-            pending.raise_if_refused()
+        while self._pending and (wait or len(self._pending) > MAX_PENDING_CHECKS or self._pending[0].arrived()):
+            self._pending.popleft().raise_if_refused()
 
     # ----------------------------------------------------------------- add
 
@@ -226,8 +234,10 @@ class TorchReplayBuffer:
         and shapes are checked at once, as the numpy buffer does. The values (indices
         written, TD errors finite and non-negative) are checked on the device, and an
         update with a bad value writes nothing; on the CPU device the error is raised
-        here, on a GPU by the buffer's next call (reading the check's result here would
-        make the host wait for the learner's step, which the device is still running).
+        here, on a GPU by a later call of the buffer: the first once the device has run
+        the update (the host never waits for it: reading the result here, or at the next
+        call, would make it wait for the learner's step), at the latest by the call that
+        finds more than :data:`MAX_PENDING_CHECKS` unread, or by :meth:`state_dict`.
         """
         self._check_open()
         tree = self._tree
@@ -246,7 +256,7 @@ class TorchReplayBuffer:
         self._max_seen.copy_(torch.where(valid, torch.maximum(self._max_seen, raw.max()), self._max_seen))
         pending = _PendingCheck(valid, slots, errors, size)
         if self._defer_checks:
-            self._pending = pending.queued()
+            self._pending.append(pending.queued())
         else:
             pending.raise_if_refused()
 
@@ -273,8 +283,9 @@ class TorchReplayBuffer:
 
         Besides the numpy buffer's keys, ``torch_rng`` (the generator's state, uint8) and
         ``torch_rng_device`` (its device type), which :meth:`ReplayBuffer.load_state_dict` ignores.
+        A refused priority update still unread is waited for and raised first.
         """
-        self._check_open()
+        self._check_open(wait=True)
         size = self._writer.size
         state: dict[str, Any] = {"meta": dict(self._meta), "counters": self._writer.counters.copy(),
                                  "rng": copy.deepcopy(self._rng_state)}
@@ -333,7 +344,7 @@ class TorchReplayBuffer:
         self._closed = True
         self._fields = {}
         self._tree = None
-        self._pending = None
+        self._pending.clear()
 
     def __enter__(self) -> TorchReplayBuffer:
         return self
@@ -359,8 +370,12 @@ class _PendingCheck:
         host = torch.empty((), dtype=torch.bool, pin_memory=True)
         host.copy_(self.valid, non_blocking=True)
         done = torch.cuda.Event()
-        done.record()
+        done.record(torch.cuda.current_stream(self.valid.device))   # the buffer's device, not the current one
         return _PendingCheck(host, self.indices, self.td_errors_abs, self.size, done)
+
+    def arrived(self) -> bool:
+        """Whether the result has reached the host (asks the device; never waits)."""
+        return self.done is None or self.done.query()
 
     def raise_if_refused(self) -> None:
         """Wait for the result if it is still on its way; raise the numpy buffer's error if the update was refused.

@@ -46,7 +46,8 @@ def summary_rows(plan: Plan) -> list[tuple[str, str]]:
         ("Time per sample", fmt.seconds(f.time_per_sample_s)),
         ("Bottleneck", f.bottleneck),
         ("Protocol", plan.mode),
-        ("CPU/GPU ratio", ratio_text),
+        # a serialized plan is one process: no actor cores beside a learner
+        *([("CPU/GPU ratio", ratio_text)] if plan.mode != "serialized" else []),
         ("Solver", f"{plan.solver}, {proof}, {solver.seconds:.2f} s"),
     ]
     if p.power_cap_w:
@@ -54,6 +55,18 @@ def summary_rows(plan: Plan) -> list[tuple[str, str]]:
     if p.run is not None:
         rows.insert(1, whole_run_row(p.run))
     return rows
+
+
+def summary_cards(plan: Plan) -> list[tuple[str, str]]:
+    """The headline figures of a plan's report without a run: short values, the sentences stay in the table."""
+    p = plan.prediction
+    f = p.figures
+    cards = [("Samples per second", fmt.rate(f.samples_per_s))]
+    if p.run is not None:
+        cards.append((f"Samples per second, whole run of {p.run.env_steps:,} steps", fmt.rate(p.run.samples_per_s)))
+    cards += [("Samples per joule", fmt.rate(f.samples_per_j)), ("Average power", f"{f.power_w:,.0f} W"),
+              ("Bottleneck", f.bottleneck)]
+    return cards[:4]
 
 
 def _objective_value(plan: Plan, bound: float) -> str:
@@ -97,6 +110,30 @@ def placed_cost(plan: Plan, kernel: str) -> KernelCost | None:
     return cost.at(place.replicas) if cost is not None else None
 
 
+def call_seconds(cost: KernelCost) -> float:
+    """One call's predicted seconds, the kernel alone: the training loop's own work the model charges with it
+    (``loop_s``, an env_step's) is reported apart, as what the runtime measures apart (the ``loop`` row)."""
+    return cost.latency_s - cost.loop_s
+
+
+def predicted_call(plan: Plan, kernel: str) -> tuple[float | None, str]:
+    """``(seconds, source)`` of one call of ``kernel`` as placed, the kernel alone: the one predicted per-call
+    figure every table of a report shows for it (None, "none" without a prediction)."""
+    cost = placed_cost(plan, kernel)
+    return (call_seconds(cost), cost.source) if cost is not None else (None, "none")
+
+
+def loop_sentence(plan: Plan) -> str:
+    """Where the model's per-call figures leave out the training loop's own work it charges beside a kernel."""
+    carried = [(kernel, cost) for kernel in plan.placements
+               if (cost := placed_cost(plan, kernel)) is not None and cost.loop_s > 0]
+    if not carried:
+        return ""
+    return ("Per-call figures are the kernels' own; the training loop's work the model charges beside them ("
+            + "; ".join(f"{fmt.seconds(c.loop_s)} per {k} call, {c.loop_source}" for k, c in carried)
+            + ") is the report's loop row, beside what a run measured of it.")
+
+
 def splits_envs(plan: Plan, kernel: str) -> bool:
     """Whether the kernel's replicas split its calls' envs (a synchronous plan's actor kernels)."""
     kind = plan.prediction.kinds.get(kernel, kernel) if plan.prediction else kernel
@@ -114,7 +151,7 @@ def assignment_rows(plan: Plan) -> list[list[str]]:
         elif cost is not None and cost.threads:  # a threaded kernel: its replicas are threads
             count = f"{place.replicas} thread{'s' if place.replicas > 1 else ''}"
         rows.append([kernel, place.device, place.variant, count, f"{rates.get(kernel, 0):g}",
-                     fmt.seconds(cost.latency_s if cost else None), _source(plan, kernel, cost)])
+                     fmt.seconds(predicted_call(plan, kernel)[0]), _source(plan, kernel, cost)])
     return rows
 
 
@@ -161,15 +198,18 @@ def variant_sentences(plan: Plan) -> list[str]:
     for kernel, place in plan.placements.items():
         if place.variant == "reference":
             continue
-        mine = p.cost(kernel, place.device, place.variant)
+        mine = placed_cost(plan, kernel)
         ref = p.cost(kernel, place.device, "reference")
         if mine is None:
             continue
+        at_one = ref is not None and place.replicas > 1 and all(t.threads != place.replicas for t in ref.threads)
+        ref = ref.at(place.replicas) if ref is not None else None
         kind = p.kinds.get(kernel, kernel)
         calls = KernelKind(kind).call_unit if kind in {str(k) for k in KernelKind} else "calls"
-        text = f"{kernel} runs {place.variant!r} on {place.device}: {fmt.seconds(mine.latency_s)}"
+        text = f"{kernel} runs {place.variant!r} on {place.device}: {fmt.seconds(call_seconds(mine))}"
         if ref is not None:
-            text += f" vs {fmt.seconds(ref.latency_s)} per call for 'reference'"
+            text += f" vs {fmt.seconds(call_seconds(ref))} per call for 'reference'"
+            text += " at one thread" if at_one else ""
             text += f" ({' and '.join(sorted({mine.source, ref.source}))})"
         else:
             text += f" per call ({mine.source}; the reference is not offered there)"
@@ -202,7 +242,9 @@ def choice_sentences(plan: Plan) -> list[str]:
 
 
 def cost_table(plan: Plan) -> tuple[list[str], list[list[str]]]:
-    """Kernel x device: latency per call (fastest variant) with its source; '-' where it cannot run."""
+    """Kernel x device: latency per call, the kernel alone, with its source; '-' where it cannot run. Where the
+    kernel is placed, the placed variant at its threads (the figure every other table shows); elsewhere the
+    fastest variant at one thread."""
     costs = plan.prediction.costs
     devices: list[str] = []
     for per_device in costs.values():
@@ -217,10 +259,14 @@ def cost_table(plan: Plan) -> tuple[list[str], list[list[str]]]:
             if not variants:
                 row.append("-")
                 continue
-            name, best = min(variants.items(), key=lambda kv: kv[1].latency_s)
-            label = f"{fmt.seconds(best.latency_s)} {cost_source(best)}"
-            if len(variants) > 1:
-                label += f" ({name})"
+            place = plan.placements[kernel]
+            if d == place.device and place.variant in variants:
+                name, best = place.variant, placed_cost(plan, kernel)
+            else:
+                name, best = min(variants.items(), key=lambda kv: kv[1].latency_s)
+            label = f"{fmt.seconds(call_seconds(best))} {cost_source(best)}"
+            if len(variants) > 1 or d == place.device:
+                label += f" ({name}{', placed' if d == place.device else ''})"
             row.append(label)
         rows.append(row)
     return ["kernel", *devices], rows

@@ -36,6 +36,11 @@ def energy_rows(run: dict[str, Any]) -> list[list[str]]:
     return rows
 
 
+def measured_any(run: dict[str, Any]) -> bool:
+    """Whether a counter measured any device's energy over the run (else every figure is the power model's)."""
+    return any(entry["source"] == "measured" for entry in ((run.get("energy") or {}).get("devices") or {}).values())
+
+
 def energy_window(run: dict[str, Any]) -> str:
     """What the energy figures cover, in words."""
     record = run.get("energy") or {}

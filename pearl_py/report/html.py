@@ -39,6 +39,7 @@ table{border-collapse:collapse;width:100%;font-size:14px;margin:6px 0}
 th,td{text-align:left;padding:5px 8px;border-bottom:1px solid #e4e4e7;vertical-align:top}
 th{background:#fafafa;font-weight:600}td.num{text-align:right;font-variant-numeric:tabular-nums}
 tr.moved td{background:#fff7ed}.small{color:#52525b;font-size:13px}
+details{margin:24px 0 8px}summary{font-size:17px;font-weight:600;color:#52525b;cursor:pointer}
 """
 
 
@@ -74,9 +75,13 @@ def render_html(plan: Plan, run: dict[str, Any] | None = None) -> str:
     for section in sections(plan, run):
         if section.level == 1:
             title = section.title
+        blocks = [html for html in (_block(b) for b in section.blocks) if html]
+        if section.folded:
+            parts.append(f"<details><summary>{escape(section.title)}</summary>\n" + "\n".join(blocks) + "</details>")
+            continue
         if section.title:
             parts.append(f"<h{section.level}>{escape(section.title)}</h{section.level}>")
-        parts += [html for html in (_block(b) for b in section.blocks) if html]
+        parts += blocks
     body = "\n".join(parts)
     return (f"<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
             f"<title>{escape(title)}</title><style>{CSS}</style></head>\n<body>\n{body}\n</body></html>\n")

@@ -48,6 +48,8 @@ def render_markdown(plan: Plan, run: dict[str, Any] | None = None) -> str:
     """The plan's report; with ``run`` (a result.json dict) it opens with what the run measured."""
     lines: list[str] = []
     for section in sections(plan, run):
+        if section.folded:
+            continue
         if section.title:
             lines += [f"{'#' * section.level} {section.title}", ""]
         for block in section.blocks:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from pearl_py.protocol.kernel import ENV_STEP, LOOP_WORK, KernelKind
 from pearl_py.report import content, fmt
+from pearl_py.runtime.result import rate_label
 
 if TYPE_CHECKING:
     from pearl_py.plan import Plan
@@ -24,12 +25,6 @@ RUNTIME_FIGURES = ("actors", "learner_threads", "inference", "replay")
 """The parts of the runtime's layout (result.json ``layout``) a report lists."""
 
 
-def _predicted_latency(plan: Plan, kernel: str) -> tuple[float | None, str]:
-    """One call's predicted seconds, the kernel alone (the loop's work it carries is its own row) and the source."""
-    cost = content.placed_cost(plan, kernel)
-    if cost is None:
-        return None, "none"
-    return cost.latency_s - cost.loop_s, cost.source
 
 
 def _predicted_loop(plan: Plan, env_steps: int) -> tuple[float, float, str] | None:
@@ -95,7 +90,7 @@ def kernel_rows(plan: Plan, run: dict[str, Any]) -> list[list[str]]:
     steps = max(run["env_steps"], 1)
     rows = []
     for kernel, placement in plan.placements.items():
-        latency, source = _predicted_latency(plan, kernel)
+        latency, source = content.predicted_call(plan, kernel)
         timing = run["kernel_times"].get(kernel)
         modelled_here = timing is not None and timing.get("source") == "modelled"
         measured_call = timing["mean_s"] if timing else None
@@ -124,7 +119,7 @@ def kernel_bars(plan: Plan, run: dict[str, Any]) -> list[tuple[str, float, float
     steps = max(run["env_steps"], 1)
     items = []
     for kernel in plan.placements:
-        latency, _ = _predicted_latency(plan, kernel)
+        latency, _ = content.predicted_call(plan, kernel)
         timing = run["kernel_times"].get(kernel)
         predicted = latency * (predicted_calls_per_sample(plan, kernel, run["env_steps"]) or 0.0) \
             if latency is not None else 0.0
@@ -172,7 +167,7 @@ def headline_cards(plan: Plan, run: dict[str, Any]) -> list[tuple[str, str]]:
     predicted, _ = predicted_run_rate(plan, run["env_steps"])
     measured, _ = measured_run_rate(plan, run)
     versus = f" (predicted {fmt.rate(predicted)})" if predicted else ""
-    return [("samples/s measured", fmt.rate(measured) + versus),
+    return [(f"samples/s {rate_label(run.get('kernel_times', {}))}", fmt.rate(measured) + versus),
             ("eval return (measured)", f"{run['eval_return_mean']:.1f} ± {run['eval_return_std']:.1f}"),
             ("training wall time (measured)", fmt.seconds(run["wall_seconds"])),
             ("bottleneck (predicted)", plan.prediction.bottleneck)]
@@ -181,7 +176,7 @@ def headline_cards(plan: Plan, run: dict[str, Any]) -> list[tuple[str, str]]:
 def summary_rows(plan: Plan, run: dict[str, Any]) -> list[tuple[str, str]]:
     predicted, covers = predicted_run_rate(plan, run["env_steps"])
     measured, measured_covers = measured_run_rate(plan, run)
-    rows = [(f"samples/s measured ({measured_covers})", fmt.rate(measured)),
+    rows = [(f"samples/s {rate_label(run.get('kernel_times', {}))} ({measured_covers})", fmt.rate(measured)),
             (f"samples/s predicted ({covers})", fmt.rate(predicted) if predicted else "–")]
     if predicted:
         rows.append(("measured / predicted", f"{measured / predicted:.2f}"))

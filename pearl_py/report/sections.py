@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from pearl_py.report import (
     content,
+    corrections,
     curve,
     energy,
     fmt,
@@ -75,6 +76,9 @@ class Section:
     title: str
     blocks: tuple[Block, ...] = field(default_factory=tuple)
     level: int = 2
+    folded: bool = False
+    """Says nothing this report's reader needs (no counter measured energy, a single-point front, an objective
+    that picks the same plan): folded away in report.html (``<details>``), left out of report.md."""
 
 
 def _table(header: list[str], rows: list[list[str]] | list[tuple[str, str]], highlight=None) -> Table:
@@ -89,13 +93,57 @@ def title(plan: Plan, run: dict[str, Any] | None) -> str:
     return content.title(plan)
 
 
-def _learning_curve(points: list[tuple[int, float]]) -> Section:
-    """The run's mean episode return against env steps (measured), as a chart and in words."""
+def _learning_curve(run: dict[str, Any], marks: tuple[tuple[float, str], ...] = ()) -> Section:
+    """The run's mean episode return against env steps beside its periodic evaluations (measured), as one chart
+    (``marks``: the run's corrections) and in words, with the evaluations' table."""
+    points, history = run.get("learning_curve", []), run.get("eval_history", [])
+    evaluations = [(p["step"], p["return_mean"]) for p in history]
     blocks: list[Block] = [Paragraph(curve.curve_sentence(points))]
+    series = {}
     if len(points) > 1:
-        blocks.insert(0, Figure(svg.line_chart(points, "env steps", "mean return (last 100 episodes)",
-                                               "Learning curve (measured)")))
+        series[f"training (mean of the last {curve.RETURN_WINDOW} episodes)"] = points
+    if evaluations:
+        series["periodic evaluation (greedy, mean)"] = evaluations
+        blocks += [Paragraph(curve.evaluation_sentence(history, run.get("best_policy"))),
+                   _table(["env steps", "eval return (mean)", "std"],
+                          [[f"{p['step']:,}", f"{p['return_mean']:.1f}",
+                            f"{p['return_std']:.1f}" if "return_std" in p else "-"] for p in history])]
+    if series:
+        blocks.insert(0, Figure(svg.line_chart(series, "env steps", "return", "Learning curve (measured)",
+                                               marks=marks)))
     return Section("Learning curve", tuple(blocks))
+
+
+def _training_curves(curves: dict[str, list[tuple[int, float]]]) -> Section:
+    """The losses and the exploration rate train.csv logged each training round (measured): a chart each and
+    a sentence each (report.md)."""
+    figures = [Figure(svg.line_chart({column: points}, "env steps", column, f"{column} (measured)"))
+               for column, points in curves.items() if len(points) > 1]
+    return Section("Losses and exploration", (*figures, Bullets(tuple(curve.series_sentence(column, points)
+                                                                       for column, points in curves.items()))))
+
+
+def _configuration(run: dict[str, Any]) -> Section:
+    """What ran and with what: the run's identity, pearl_py's version, the date and command, every hyperparameter."""
+    made = run.get("provenance", {})
+    rows = [("algorithm", run["algorithm"]), ("env", run["env"]), ("seed", str(run["seed"])),
+            ("env steps", f"{run['env_steps']:,}"), ("backend", run.get("backend", "-")),
+            ("pearl_py", made.get("pearl_py_version", "-")), ("report written", made.get("written", "-")),
+            ("command", made.get("command") or "-")]
+    blocks: list[Block] = [_table(["run", ""], rows)]
+    if run.get("hyperparameters"):
+        blocks.append(_table(["hyperparameter", "value"],
+                             [[k, _value(v)] for k, v in run["hyperparameters"].items()]))
+    return Section("Run configuration", tuple(blocks))
+
+
+def _value(value: Any) -> str:
+    """A hyperparameter as a config file holds it (lists and mappings inline)."""
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_value(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k}: {_value(v)}" for k, v in value.items()) + "}"
+    return "null" if value is None else str(value)
 
 
 def sections(plan: Plan, run: dict[str, Any] | None = None) -> list[Section]:
@@ -108,7 +156,7 @@ def sections(plan: Plan, run: dict[str, Any] | None = None) -> list[Section]:
     if run is not None:
         head.append(Cards(tuple(measured.headline_cards(plan, run))))
     else:
-        head.append(Cards(tuple(summary[:4])))
+        head.append(Cards(tuple(content.summary_cards(plan))))
     out = [Section(title(plan, run), tuple(head), level=1)]
     if run is not None:
         rows = measured.summary_rows(plan, run)
@@ -117,12 +165,18 @@ def sections(plan: Plan, run: dict[str, Any] | None = None) -> list[Section]:
             Figure(svg.paired_bars(measured.kernel_bars(plan, run), "Time per collected sample, by kernel",
                                    ("predicted", "measured"))),
             _table(measured.KERNEL_HEADER, measured.kernel_rows(plan, run)))))
-        if "learning_curve" in run:
-            out.append(_learning_curve(run["learning_curve"]))
+        if "learning_curve" in run or run.get("eval_history"):
+            out.append(_learning_curve(run, corrections.marks(run)))
+        if run.get("corrections"):
+            out.append(Section(corrections.TITLE, (_table(corrections.HEADER, corrections.rows(run)),
+                                                   *(Paragraph(s, "small") for s in corrections.sentences(run)))))
+        if run.get("train_curves"):
+            out.append(_training_curves(run["train_curves"]))
+        out.append(_configuration(run))
         if energy.energy_rows(run):
             out.append(Section("Energy of the run, per device", (
                 Paragraph(energy.energy_window(run), "small"),
-                _table(energy.ENERGY_HEADER, energy.energy_rows(run)))))
+                _table(energy.ENERGY_HEADER, energy.energy_rows(run))), folded=not energy.measured_any(run)))
     plan_blocks: list[Block] = [_table(["figure", "value"], summary), Paragraph(energy.energy_source_sentence(plan),
                                                                                  "small")]
     plan_blocks += [Paragraph(text, "note") for text in energy.assumed_device_sentences(plan)]
@@ -131,6 +185,8 @@ def sections(plan: Plan, run: dict[str, Any] | None = None) -> list[Section]:
     why = content.choice_sentences(plan)
     if why:
         assignment.append(Bullets(tuple(why)))
+    if content.loop_sentence(plan):
+        assignment.append(Paragraph(content.loop_sentence(plan), "small"))
     out.append(Section("Assignment", tuple(assignment)))
     if p.tuning is not None:
         rows = tuning.trial_rows(plan)
@@ -140,7 +196,8 @@ def sections(plan: Plan, run: dict[str, Any] | None = None) -> list[Section]:
     if rows:
         out.append(Section(f"This plan beside the {other} objective's", (
             Paragraph(p.comparison, "note"),
-            _table(["kernel", f"{plan.objective} plan", f"{other} plan", ""], rows, [bool(r[3]) for r in rows]))))
+            _table(["kernel", f"{plan.objective} plan", f"{other} plan", ""], rows, [bool(r[3]) for r in rows])),
+            folded=not any(r[3] for r in rows)))
     items = content.utilization_items(plan)
     out.append(Section("Utilization", (
         Figure(svg.bar_chart(items, "Busy share of each sample (bottleneck in orange)")),
@@ -154,7 +211,8 @@ def sections(plan: Plan, run: dict[str, Any] | None = None) -> list[Section]:
             _table(["samples/s", "samples/J", "power", "assignment"], content.pareto_rows(plan)))))
     else:
         out.append(Section("Throughput-power Pareto front", (
-            Paragraph("One plan is both the fastest and the most frugal, so the front is a single point."),)))
+            Paragraph("One plan is both the fastest and the most frugal, so the front is a single point."),),
+            folded=True))
     if p.simulation is not None:
         out.append(Section(simulation.TITLE, (
             _table(["figure", "value"], simulation.summary_rows(plan)),

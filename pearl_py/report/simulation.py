@@ -29,8 +29,12 @@ def summary_rows(plan: Plan) -> list[tuple[str, str]]:
             ("samples/s (modelled)", fmt.rate(p.samples_per_s))]
     if p.samples_per_s:
         rows.append(("simulated / modelled", f"{sim.samples_per_s / p.samples_per_s:.3f}"))
-    rows += [("samples/s (simulated, whole run with start-up)", fmt.rate(sim.run_samples_per_s)),
-             ("bottleneck (simulated)", sim.bottleneck),
+    rows.append((f"samples/s (simulated, whole run of {sim.env_steps:,} transitions: start-up, no warm-up)",
+                 fmt.rate(sim.run_samples_per_s)))
+    if p.run is not None:  # the model's whole run, of its own length and phases: the two differ by what they cover
+        rows.append((f"samples/s (modelled, whole run of {p.run.env_steps:,} steps: start-up, "
+                     f"{p.run.warmup_steps:,} warm-up, learning)", fmt.rate(p.run.samples_per_s)))
+    rows += [("bottleneck (simulated)", sim.bottleneck),
              ("energy per sample (simulated)", fmt.joules(sim.energy_per_sample_j)),
              ("samples/J (simulated)", fmt.rate(sim.samples_per_j)),
              ("average power (simulated)", f"{sim.power_w:,.0f} W"),

@@ -1,4 +1,4 @@
-"""Inline SVG plots (no plotting library): horizontal bar charts, a two-axis scatter and a line chart.
+"""Inline SVG plots (no plotting library): horizontal bar charts, a two-axis scatter and line charts.
 
 Example::
 
@@ -8,6 +8,7 @@ Example::
 """
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from html import escape
 
 from pearl_py.report import fmt
@@ -124,11 +125,19 @@ def scatter(points: list[tuple[float, float, str, bool]], x_label: str, y_label:
     return "\n".join(out)
 
 
-def line_chart(points: list[tuple[float, float]], x_label: str, y_label: str, title: str,
-               width: int = 640, height: int = 300) -> str:
-    """One series joined in x order (a learning curve); the y axis spans the data (negative returns too)."""
+SERIES_COLOURS = (MUTED, ACCENT, "#15803d", "#7c3aed", "#0e7490", "#a16207")
+MARKED_POINTS = 40
+"""A series of at most this many points also shows each point as a dot (periodic evaluations)."""
+
+
+def line_chart(series: Mapping[str, Sequence[tuple[float, float]]], x_label: str, y_label: str, title: str,
+               width: int = 640, height: int = 300, marks: tuple[tuple[float, str], ...] = ()) -> str:
+    """Series on shared axes, each joined in x order (a learning curve beside the evaluations), with a legend
+    when there are several; the y axis spans the data (negative returns too). ``marks``: ``(x, label)`` drawn
+    as labelled vertical lines (a run's corrections)."""
     left, right, top, bottom = 80, 30, 40, 56
-    xs, ys = [p[0] for p in points], [p[1] for p in points]
+    every = [p for points in series.values() for p in points]
+    xs, ys = [p[0] for p in every], [p[1] for p in every]
     x_lo, x_hi = min(xs), max(xs)
     pad_y = (max(ys) - min(ys)) * 0.08 or abs(max(ys)) * 0.1 or 1.0
     y_lo, y_hi = min(ys) - pad_y, max(ys) + pad_y
@@ -152,11 +161,25 @@ def line_chart(points: list[tuple[float, float]], x_label: str, y_label: str, ti
     for t in _ticks(y_lo, y_hi):
         out.append(f"<line x1='{left}' y1='{py(t):.1f}' x2='{left + pw}' y2='{py(t):.1f}' stroke='{GRID}' "
                    "stroke-dasharray='2,3'/>")
-        out.append(f"<text x='{left - 6}' y='{py(t) + 4:.1f}' text-anchor='end' fill='#52525b'>{t:.1f}</text>")
+        out.append(f"<text x='{left - 6}' y='{py(t) + 4:.1f}' text-anchor='end' fill='#52525b'>{t:.3g}</text>")
     out.append(f"<text x='{left + pw / 2}' y='{height - 12}' text-anchor='middle'>{escape(x_label)}</text>")
     out.append(f"<text x='16' y='{top + ph / 2}' text-anchor='middle' transform='rotate(-90 16 {top + ph / 2})'>"
                f"{escape(y_label)}</text>")
-    path = " ".join(f"{px(x):.1f},{py(y):.1f}" for x, y in sorted(points))
-    out.append(f"<polyline points='{path}' fill='none' stroke='{MUTED}' stroke-width='1.8'/>")
+    legend_x = left + 8
+    for i, (name, points) in enumerate(series.items()):
+        colour = SERIES_COLOURS[i % len(SERIES_COLOURS)]
+        path = " ".join(f"{px(x):.1f},{py(y):.1f}" for x, y in sorted(points))
+        out.append(f"<polyline points='{path}' fill='none' stroke='{colour}' stroke-width='1.8'/>")
+        if len(points) <= MARKED_POINTS:
+            out += [f"<circle cx='{px(x):.1f}' cy='{py(y):.1f}' r='3' fill='{colour}'/>" for x, y in points]
+        if len(series) > 1:   # side by side, each entry as wide as its label (~6.5 px a character at 12 px)
+            out.append(f"<rect x='{legend_x}' y='26' width='12' height='3' fill='{colour}'/>"
+                       f"<text x='{legend_x + 18}' y='32'>{escape(name)}</text>")
+            legend_x += 18 + 6.5 * len(name) + 16
+    for x, label in marks:
+        if x_lo <= x <= x_hi:
+            out.append(f"<line x1='{px(x):.1f}' y1='{top}' x2='{px(x):.1f}' y2='{top + ph}' stroke='{ACCENT}' "
+                       f"stroke-dasharray='4,3'/><text x='{px(x) + 4:.1f}' y='{top + 12}' fill='{ACCENT}'>"
+                       f"{escape(label)}</text>")
     out.append("</svg>")
     return "\n".join(out)

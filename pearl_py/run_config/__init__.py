@@ -57,6 +57,9 @@ class RunSettings:
     checkpoint_freq: int = param(0, "Write a checkpoint every this many env steps into OUT/checkpoints "
                                  "(0: none); `--resume OUT` continues from the newest.", low=0)
     checkpoint_keep: int = param(2, "Newest periodic checkpoints kept (older ones are deleted).", low=1)
+    dedicated: bool = param(False, "The machine runs nothing but this run: `--auto` values a multi-threaded option "
+                            "by its calibrated cost alone, not as expected beside other processes (`--dedicated`; "
+                            "docs/optimizer.md).")
 
 
     @property

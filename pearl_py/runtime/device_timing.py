@@ -9,9 +9,11 @@ once the work queued before it is done), its launches where the GPU waited for t
 copy back the kernel itself made.
 
 The host waits for the GPU in exactly two places (:class:`EventLog`): when :meth:`EventLog.flush`
-is called (a summary: every pending end event is synchronized) and when more than
-:data:`MAX_PENDING` pairs are unread (the oldest end event is synchronized). Pairs whose end event
-has completed are read as the run goes (``query``, which never waits).
+is called (a summary at the end of a session or a checkpoint: every pending end event is
+synchronized) and when more than :data:`MAX_PENDING` pairs are unread (the oldest end event is
+synchronized). Pairs whose end event has completed are read as the run goes (``query``, which
+never waits), and :meth:`EventLog.poll` reads them without waiting: what the run's log rows show
+(``KernelTimer.summary(wait=False)``), with ``read_calls`` counting the calls read.
 
 Example::
 
@@ -86,20 +88,32 @@ class EventLog:
     def __init__(self, events: DeviceEvents, max_pending: int = MAX_PENDING) -> None:
         self.events = events
         self.max_pending = max_pending
-        self.pending: deque[tuple[str, DeviceEvent, DeviceEvent]] = deque()
+        self.pending: deque[tuple[str, DeviceEvent, DeviceEvent, int]] = deque()
+        self.read_calls: dict[str, int] = defaultdict(int)
+        """Calls of each kernel whose seconds have been read back."""
+        self.free: list[DeviceEvent] = []
+        """Events of pairs already read (completed): recorded again rather than made anew for each call."""
+
+    def _event(self) -> DeviceEvent:
+        return self.free.pop() if self.free else self.events()
 
     def start(self) -> DeviceEvent:
         """Record the start event (before the kernel's first launch)."""
-        event = self.events()
+        event = self._event()
         event.record()
         return event
 
-    def stop(self, kernel: str, start: DeviceEvent) -> dict[str, float]:
-        """Record the end event (after the kernel's last launch); seconds of pairs that have completed."""
-        end = self.events()
+    def stop(self, kernel: str, start: DeviceEvent, calls: int = 1) -> dict[str, float]:
+        """Record the end event (after the kernel's last launch; the pair times ``calls`` calls); seconds of pairs
+        that have completed."""
+        end = self._event()
         end.record()
-        self.pending.append((kernel, start, end))
+        self.pending.append((kernel, start, end, calls))
         return self._read(wait=len(self.pending) > self.max_pending)
+
+    def poll(self) -> dict[str, float]:
+        """Seconds of the pairs that have completed, per kernel, never waiting."""
+        return self._read(wait=False)
 
     def flush(self) -> dict[str, float]:
         """Seconds of every pending pair, per kernel, waiting for the device as needed."""
@@ -109,7 +123,7 @@ class EventLog:
         done: dict[str, float] = defaultdict(float)
         # in stream order: when an end event has not completed, none recorded after it has
         while self.pending:
-            kernel, start, end = self.pending[0]
+            kernel, start, end, calls = self.pending[0]
             if not end.query():
                 if not wait:
                     break
@@ -117,4 +131,6 @@ class EventLog:
                 wait = all_of_them  # beyond the bound, one wait frees one pair
             self.pending.popleft()
             done[kernel] += start.seconds_until(end)
+            self.read_calls[kernel] += calls
+            self.free += (start, end)
         return dict(done)

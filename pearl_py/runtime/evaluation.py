@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -18,6 +20,8 @@ import torch
 from pearl_py.envs import make_env
 from pearl_py.algorithms.networks import Networks
 from pearl_py.algorithms.off_policy.base import Algorithm
+from pearl_py.runtime.run_log import RunLog
+from pearl_py.saved_policy import save_policy
 
 EVAL_SEED_OFFSET = 10_000
 """Evaluation episodes reset with seeds disjoint from the training envs'."""
@@ -25,7 +29,14 @@ EVAL_SEED_OFFSET = 10_000
 
 def evaluate(algorithm: Algorithm, nets: Networks, device: torch.device, episodes: int, seed: int,
              env_factory: Callable[[], gym.Env] | None = None) -> list[float]:
-    """Undiscounted returns of ``episodes`` greedy episodes; episode ``i`` resets with ``seed + i``.
+    """Undiscounted returns of ``episodes`` greedy episodes; episode ``i`` resets with ``seed + i``
+    (:func:`play`'s returns)."""
+    return play(algorithm, nets, device, episodes, seed, env_factory)[0]
+
+
+def play(algorithm: Algorithm, nets: Networks, device: torch.device, episodes: int, seed: int,
+         env_factory: Callable[[], gym.Env] | None = None) -> tuple[list[float], list[int]]:
+    """Undiscounted returns and lengths of ``episodes`` greedy episodes; episode ``i`` resets with ``seed + i``.
 
     The episodes run side by side, one env each, their observations batched through one
     ``greedy_actions`` call per step: the greedy policy acts on each row alone, so an episode plays as it
@@ -42,7 +53,7 @@ def evaluate(algorithm: Algorithm, nets: Networks, device: torch.device, episode
         for _ in range(episodes):
             envs.append(make())      # one at a time: those made before a failing one are closed below
         obs = {i: env.reset(seed=seed + i)[0] for i, env in enumerate(envs)}
-        returns = [0.0] * episodes
+        returns, lengths = [0.0] * episodes, [0] * episodes
         while obs:     # invariant: obs holds the episodes still running, by index
             running = list(obs)
             batch = np.stack([np.asarray(obs[i], dtype=algorithm.spec.obs_dtype) for i in running])
@@ -52,6 +63,7 @@ def evaluate(algorithm: Algorithm, nets: Networks, device: torch.device, episode
             for i, action in zip(running, actions):
                 next_obs, reward, terminated, truncated, _ = envs[i].step(algorithm.spec.to_env_action(action))
                 returns[i] += float(reward)
+                lengths[i] += 1
                 if terminated or truncated:
                     del obs[i]
                 else:
@@ -59,7 +71,7 @@ def evaluate(algorithm: Algorithm, nets: Networks, device: torch.device, episode
     finally:
         for env in envs:
             env.close()
-    return returns
+    return returns, lengths
 
 
 def evaluation_points(eval_freq: int, n_envs: int, before: int, after: int) -> list[int]:
@@ -78,23 +90,42 @@ def eval_point(step: int, returns: list[float]) -> dict[str, float]:
 
 
 class PeriodicEvaluation:
-    """A serial executor's evaluations during training, appended to a run's ``eval_history``.
+    """Every executor's evaluations during training (the one place they are recorded): each appends a point
+    to the run's ``eval_history``, goes to the run log (TensorBoard's ``eval/`` scalars) and, when it beats
+    every earlier point, saves the networks as the run's best policy (``best_policy.pt``, atomically).
+
+    ``learner``: holds ``nets``, ``device`` and ``gradient_steps``. ``out_dir``: the run folder the best
+    policy goes to (None: not kept). A resumed run's history carries the best so far, so a worse point
+    after a resume does not replace the best policy an earlier session saved.
 
     Example::
 
-        >>> evals = PeriodicEvaluation(algo, device, episodes=10, seed=run_seed + EVAL_SEED_OFFSET, history=[])
-        >>> evals.run(learner.nets, step=5_000)       # appends {"step": 5000, "return_mean": ..., ...}
+        >>> evals = PeriodicEvaluation(algo, learner, episodes=10, seed=run_seed, history=[], log=log,
+        ...                            out_dir=Path("runs/dqn"))
+        >>> evals.run(step=5_000)       # appends {"step": 5000, "return_mean": ..., ...}; best_policy.pt if best
         0.41
     """
 
-    def __init__(self, algorithm: Algorithm, device: torch.device, episodes: int, seed: int,
-                 history: list[dict[str, float]]) -> None:
-        self.algorithm, self.device, self.episodes, self.seed = algorithm, device, episodes, seed
-        self.history = history
+    def __init__(self, algorithm: Algorithm, learner: Any, episodes: int, seed: int,
+                 history: list[dict[str, float]], log: RunLog | None = None, out_dir: Path | None = None) -> None:
+        self.algorithm, self.learner, self.episodes, self.run_seed = algorithm, learner, episodes, seed
+        self.history, self.log, self.out_dir = history, log, out_dir
+        self.best = max((p["return_mean"] for p in history), default=None)
+        """The best mean return so far (None before the first evaluation)."""
 
-    def run(self, nets: Networks, step: int) -> float:
+    def run(self, step: int) -> float:
         """Evaluate at ``step``; the seconds it took (not training time: executors take them off their clock)."""
         started = time.perf_counter()
-        returns = evaluate(self.algorithm, nets, self.device, self.episodes, self.seed)
-        self.history.append(eval_point(step, returns))
+        learner = self.learner
+        returns, lengths = play(self.algorithm, learner.nets, learner.device, self.episodes,
+                                self.run_seed + EVAL_SEED_OFFSET)
+        point = eval_point(step, returns)
+        self.history.append(point)
+        if self.log is not None:
+            self.log.evaluation(step, point["return_mean"], float(np.mean(lengths)))
+        if self.best is None or point["return_mean"] > self.best:
+            self.best = point["return_mean"]
+            if self.out_dir is not None:
+                save_policy(self.out_dir, self.algorithm, learner.nets, seed=self.run_seed, env_steps=step,
+                            gradient_steps=learner.gradient_steps, best_evaluation=point)
         return time.perf_counter() - started

@@ -75,6 +75,14 @@ def timing_devices(plan: Plan) -> dict[str, torch.device]:
     return devices
 
 
+def learner_timing_devices(learner: torch.device) -> dict[str, torch.device]:
+    """The on-policy executors' event-timed kernels: the learner's minibatch step and the copy out of its weights,
+    on the learner's device (CUDA events there; on a CPU the host clock). Their other kernels run on the host, or
+    (inference on a GPU) end in reading the actions back to the host inside the timed block, so the host clock
+    times them whole."""
+    return {LEARNER_UPDATE: learner, PARAM_SYNC: learner}
+
+
 @dataclass(frozen=True)
 class SimulatedKernel:
     """A kernel placed on a simulated device: the latency it is charged per call and how it is labelled."""

@@ -6,6 +6,10 @@ Example::
     >>> result.eval_return_mean, result.samples_per_second
     (23.4, 1510.2)
     >>> result.save(Path("runs/x/result.json"))   # atomic
+    >>> result.to_dict()["source"], result.to_dict()["modelled"]   # a plan with the replay on a simulated FPGA
+    ('mixed', ['kernel_times.replay_sample: modelled (simulated FPGA)'])
+    >>> rate_label(result.kernel_times)
+    'measured, replay_sample emulated on the CPU for a simulated device'
 """
 from __future__ import annotations
 
@@ -16,6 +20,21 @@ from typing import Any
 import numpy as np
 
 from pearl_py.fileio import atomic_write_json
+from pearl_py.runtime.monitor import Correction
+
+
+def emulated(kernel_times: dict[str, dict[str, Any]]) -> list[str]:
+    """Kernels that ran on the host CPU standing in for a simulated device (their time is charged as modelled)."""
+    return sorted(k for k, t in kernel_times.items() if t.get("source") == "modelled")
+
+
+def rate_label(kernel_times: dict[str, dict[str, Any]]) -> str:
+    """How a run's samples/s was obtained: measured, and with which kernels emulated on the CPU (the rate is then
+    the emulation's, not the simulated device's)."""
+    stand_ins = emulated(kernel_times)
+    if not stand_ins:
+        return "measured"
+    return f"measured, {', '.join(stand_ins)} emulated on the CPU for a simulated device"
 
 
 @dataclass
@@ -51,6 +70,12 @@ class RunResult:
     """What admission found before the run (:mod:`pearl_py.pipeline.admission`): processes, busy cores against
     usable ones, whether it ran oversubscribed, memory needed against available (modelled, per-process memory
     measured); empty where the pipeline did not admit the run (an executor called directly, Ray)."""
+    corrections: list[Correction] = field(default_factory=list)
+    """What the run's monitor decided when the plan did not hold (:mod:`pearl_py.runtime.monitor`), in order; empty
+    when it held, with ``adapt=False`` (``--no-adapt``) or where no monitor runs."""
+    prediction_as_executed: dict[str, Any] | None = None
+    """After a correction: the plan's predicted samples/s recomputed for the run as executed
+    (:func:`pearl_py.runtime.monitor.result_fields`, modelled); None when the run ran its plan as planned."""
     startup_seconds: float | None = None
     """Start-up of this session, not in ``wall_seconds``: from the executor's ``run`` to the first env step of
     training (child processes spawned and ready, envs built, kernels warmed up); None where not measured (Ray)."""
@@ -81,13 +106,27 @@ class RunResult:
         """The periodic evaluation (``eval_freq``) with the highest mean return, if any ran."""
         return max(self.eval_history, key=lambda e: e["return_mean"], default=None)
 
+    def modelled(self) -> list[str]:
+        """Every figure of the result that is modelled, not measured, with why (``kernel_times.<kernel>: label``,
+        ``energy.<device>: reason``)."""
+        kernels = [f"kernel_times.{k}: {self.kernel_times[k].get('label', 'modelled')}"
+                   for k in emulated(self.kernel_times)]
+        devices = (self.energy.get("devices") or {}).items()
+        return kernels + [f"energy.{d}: modelled ({e.get('reason', '')})" for d, e in devices
+                          if e.get("source") == "modelled"]
+
     def to_dict(self) -> dict[str, Any]:
+        """The result's figures; ``source``: ``measured`` where every figure is, else ``mixed`` with the modelled
+        ones listed (``modelled``); ``samples_per_second_label`` says how the rate was obtained (:func:`rate_label`)."""
         data = asdict(self)
         best = self.best_eval
+        modelled = self.modelled()
         data.update(eval_return_mean=self.eval_return_mean, eval_return_std=self.eval_return_std,
                     samples_per_second=self.samples_per_second, run_samples_per_second=self.run_samples_per_second,
+                    samples_per_second_label=rate_label(self.kernel_times),
                     best_eval_return_mean=best["return_mean"] if best else None,
-                    best_eval_step=best["step"] if best else None, source="measured")
+                    best_eval_step=best["step"] if best else None, source="mixed" if modelled else "measured",
+                    modelled=modelled)
         return data
 
     def save(self, path: Path) -> None:

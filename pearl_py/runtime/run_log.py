@@ -5,11 +5,12 @@ per training round (a rollout's learning for on-policy algorithms) with the scal
 Stable-Baselines3 logs — ``ep_rew_mean`` and ``ep_len_mean`` (the last 100 episodes),
 ``exploration_rate``, the losses (``loss_<name>``), ``steps_per_second`` (SB3's fps), the
 episode count and elapsed seconds — and each kernel's mean time per call since the previous
-row (``time_<kernel>_ms``, measured). With the ``tensorboard`` extra the same scalars go to
-``tensorboard/`` under SB3's tags (``rollout/ep_rew_mean``, ``train/loss_q``, ``time/fps``, ...), at most
-one point per ``TENSORBOARD_EVERY_S`` per stream (train rows, episode returns; the CSVs keep every row):
-a TensorBoard scalar costs ~46 us to write, and a row every rollout of a short PPO run or every round of
-a DQN training every 4 steps made the logs a tenth of the training time.
+row (``time_<kernel>_ms``, measured). With the ``tensorboard`` extra every row of ``train.csv`` goes to
+``tensorboard/`` too, under SB3's tags (``rollout/ep_rew_mean``, ``train/loss``, ``train/value_loss``,
+``time/fps``, ...: :func:`tensorboard_tag`), with every episode (``rollout/episode_return``,
+``rollout/episode_length``) and every periodic evaluation (``eval/mean_reward``, ``eval/mean_ep_length``).
+A row's scalars go out as one event (one protobuf record per row rather than one per scalar: a separate
+``add_scalar`` per scalar cost ~46-85 us each, a tenth of a short run's training time); close flushes them.
 
 Progress goes to stderr: on a terminal a live bar (steps, samples/s, mean return, elapsed,
 ETA at the pace of the last ~30 s); elsewhere (nohup, CI, a log file) the same figures as one line every ``every_s``
@@ -36,8 +37,6 @@ from typing import IO, Any
 
 from pearl_py.report.curve import RETURN_WINDOW
 
-TENSORBOARD_EVERY_S = 0.5
-"""Least seconds between two TensorBoard points of one stream (train rows; episode returns)."""
 PROGRESS_EVERY_S = 10.0
 """Seconds between progress lines when stderr is not a terminal."""
 BAR_EVERY_S = 0.25
@@ -89,8 +88,6 @@ class RunLog:
         self._episodes = self._train = None
         self._train_fields: list[str] | None = None
         self._tb = None
-        self._tb_written: dict[str, float] = {}
-        """When each TensorBoard stream last got a point (``time.monotonic``)."""
         self._started = time.monotonic()
         self._first_step: int | None = None
         self._last_draw = self._started
@@ -128,8 +125,11 @@ class RunLog:
         self.episodes += 1
         if self._episodes is not None:
             self._episodes.writerow([step, f"{episode_return:.6g}", length])
-        if self._tb_due("episode"):
-            self._tb.add_scalar("rollout/episode_return", episode_return, step)
+        self._tensorboard(step, {"rollout/episode_return": episode_return, "rollout/episode_length": length})
+
+    def evaluation(self, step: int, mean_return: float, mean_length: float) -> None:
+        """A periodic evaluation's figures, under SB3's ``eval/`` tags (its points are in ``result.json``)."""
+        self._tensorboard(step, {"eval/mean_reward": mean_return, "eval/mean_ep_length": mean_length})
 
     def scalars(self, step: int, losses: Mapping[str, float], steps_per_second: float) -> dict[str, float]:
         """The figures of a ``train.csv`` row, by column name (empty figures left out)."""
@@ -165,19 +165,12 @@ class RunLog:
                 self._train_fields = ["step", *row]
                 self._train = self._csv(self.out_dir / "train.csv", self._train_fields)
             self._train.writerow([step] + [_cell(row.get(k)) for k in self._train_fields[1:]])
-        if self._tb_due("train"):
-            for name, value in row.items():
-                self._tb.add_scalar(_tensorboard_tag(name), value, step)
+        self._tensorboard(step, {tensorboard_tag(name): value for name, value in row.items()})
 
-    def _tb_due(self, stream: str) -> bool:
-        """Whether ``stream`` may get a TensorBoard point now (at most one per ``TENSORBOARD_EVERY_S``)."""
-        if self._tb is None:
-            return False
-        now = time.monotonic()
-        if now - self._tb_written.get(stream, -TENSORBOARD_EVERY_S) < TENSORBOARD_EVERY_S:
-            return False
-        self._tb_written[stream] = now
-        return True
+    def _tensorboard(self, step: int, scalars: Mapping[str, float]) -> None:
+        """``scalars`` at ``step`` as one TensorBoard event (nothing without the extra or an output folder)."""
+        if self._tb is not None:
+            self._tb.write(step, scalars)
 
     def tick(self, step: int, steps_per_second: float) -> None:
         """Show progress: redraw the bar (at most 4 times a second) or print a line every ``every_s`` seconds."""
@@ -236,21 +229,45 @@ def _cell(value: float | None) -> str:
     return f"{value:.6g}" if isinstance(value, float) else str(value)
 
 
-def _tensorboard_tag(column: str) -> str:
-    """SB3's tag for a ``train.csv`` column."""
+SB3_LOSS_TAGS = {"q": "loss", "critic": "critic_loss", "actor": "actor_loss", "ent_coef": "ent_coef_loss",
+                 "policy_loss": "policy_gradient_loss"}
+"""SB3's ``train/`` names of pearl_py's losses where they differ (DQN's ``loss``, SAC's ``actor_loss``, PPO's
+``policy_gradient_loss``); the others (``value_loss``, ``approx_kl``, ``clip_fraction``, ``learning_rate``,
+``entropy`` — the policy's entropy, SB3 logs its negative as ``entropy_loss``) keep their names."""
+
+
+def tensorboard_tag(column: str) -> str:
+    """SB3's tag for a ``train.csv`` column: ``loss_q`` -> ``train/loss``, ``steps_per_second`` -> ``time/fps``."""
     if column in ("ep_rew_mean", "ep_len_mean", "exploration_rate"):
         return f"rollout/{column}"
     if column.startswith("loss_"):
-        return f"train/{column}"
+        name = column.removeprefix("loss_")
+        return f"train/{SB3_LOSS_TAGS.get(name, name)}"
     if column == "steps_per_second":
         return "time/fps"
     return f"time/{column}"
 
 
-def _tensorboard(path: Path):
-    """A TensorBoard SummaryWriter, or None when the ``tensorboard`` extra is not installed."""
+class _Events:
+    """A TensorBoard event file in ``path``: each :meth:`write` one event holding several scalars of one step."""
+
+    def __init__(self, path: Path) -> None:
+        from tensorboard.compat.proto.summary_pb2 import Summary
+        from torch.utils.tensorboard.writer import FileWriter
+
+        self._summary, self._file = Summary, FileWriter(str(path))
+
+    def write(self, step: int, scalars: Mapping[str, float]) -> None:
+        values = [self._summary.Value(tag=tag, simple_value=float(value)) for tag, value in scalars.items()]
+        self._file.add_summary(self._summary(value=values), step)
+
+    def close(self) -> None:
+        self._file.close()      # flushes every event written
+
+
+def _tensorboard(path: Path) -> _Events | None:
+    """TensorBoard events in ``path``, or None when the ``tensorboard`` extra is not installed."""
     try:
-        from torch.utils.tensorboard import SummaryWriter
+        return _Events(path)
     except ImportError:
         return None
-    return SummaryWriter(str(path))

@@ -30,7 +30,7 @@ import torch
 from pearl_py import kernels
 from pearl_py.algorithms.off_policy.base import Algorithm
 from pearl_py.algorithms.off_policy.learner import Learner, TensorBatch, UpdateResult
-from pearl_py.kernels.affinity import pinned_threads
+from pearl_py.kernels.affinity import LearnerThreads
 from pearl_py.plan import Plan
 from pearl_py.protocol.kernel import (
     INFERENCE,
@@ -60,6 +60,7 @@ from pearl_py.runtime.kernel_devices import (
 )
 from pearl_py.runtime.parallel.checkpoint import Progress
 from pearl_py.runtime.parallel.interrupts import RunInterrupted, StopSignals
+from pearl_py.runtime.monitor import AdaptOptions, Monitor, result_fields
 from pearl_py.runtime.result import RunResult
 from pearl_py.runtime.run_log import RunLog
 from pearl_py.runtime.timing import KernelTimer, merge_kernel_times, record_loop_work
@@ -71,7 +72,7 @@ class SerialExecutor:
     def __init__(self, algorithm: Algorithm, seed: int = 0, *, out_dir: Path | None = None, eval_episodes: int = 10,
                  eval_freq: int = 0, progress: bool | None = None, plan: Plan | None = None,
                  threads: int | None = None, checkpoints: CheckpointOptions | None = None,
-                 resume_from: Path | None = None) -> None:
+                 resume_from: Path | None = None, adapt: bool | AdaptOptions = True) -> None:
         self.algorithm = algorithm
         self.seed = seed
         self.out_dir = out_dir
@@ -88,6 +89,8 @@ class SerialExecutor:
         self.checkpoints = checkpoints or CheckpointOptions()
         """Periodic checkpoints (:mod:`pearl_py.runtime.checkpoints`), written after a training round."""
         self.resume_from = Path(resume_from) if resume_from is not None else None
+        self.adapt = adapt
+        """Whether (and by which rule) the run corrects a plan its kernels do not hold to (:mod:`pearl_py.runtime.monitor`)."""
 
     @property
     def device(self) -> torch.device:
@@ -106,7 +109,7 @@ class SerialExecutor:
         infer = self._inference(algo, acting)
         timer = KernelTimer(timing_devices(self.plan))
         log = RunLog(session_log_dir(self.out_dir, done.sessions), total_steps, self.progress, algorithm=algo,
-                     kernel_times=timer.summary)
+                     kernel_times=lambda: timer.summary(wait=False))
         collector = Collector(algo, session_seed(self.seed, done.sessions), timer.add, timed=timer)
         replay_device = self.devices[REPLAY_INSERT]
         replay = (replay_from_state(replay_state, replay_device) if replay_state is not None
@@ -115,15 +118,18 @@ class SerialExecutor:
         schedule = TrainSchedule.from_config(cfg, total_steps)
         periodic = PeriodicCheckpoints(self.out_dir, self.checkpoints, algo, self.seed, total_steps, done.transitions)
         eval_history: list[dict[str, float]] = done.eval_history
-        evals = PeriodicEvaluation(algo, self.device, self.eval_episodes, self.seed + EVAL_SEED_OFFSET, eval_history)
+        evals = PeriodicEvaluation(algo, learner, self.eval_episodes, self.seed, eval_history, log, self.out_dir)
         steps = done.transitions
         vector_steps = steps // cfg.n_envs
         eval_seconds = 0.0
         with contextlib.ExitStack() as stack:
             for close in (log.close, replay.close, collector.close):  # closed in the reverse order
                 stack.callback(close)
-            stack.enter_context(pinned_threads(self.threads))
+            threads = stack.enter_context(LearnerThreads(self.threads))
             signals = stack.enter_context(StopSignals())
+            monitor = Monitor.of(self.plan, threads, self.adapt, log)
+            if monitor is not None:
+                update = monitor.watch(update)
             start = time.perf_counter()
             startup = start - entered
 
@@ -160,8 +166,10 @@ class SerialExecutor:
                         with timer(PARAM_SYNC):
                             acting.sync()
                     log.train(steps, means.means(), rate())
+                    if monitor is not None:
+                        monitor.round_ended(steps, learner.gradient_steps, timer)
                 if self.eval_freq and steps % self.eval_freq < cfg.n_envs:
-                    eval_seconds += evals.run(learner.nets, steps)
+                    eval_seconds += evals.run(steps)
                 if periodic.due(steps):
                     t0 = time.perf_counter()
                     periodic.save(learner.state_dict(), replay.state_dict(), reached(t0))
@@ -187,7 +195,8 @@ class SerialExecutor:
                          kernel_times=merge_kernel_times([done.kernel_times, timer.summary()],
                                                          simulated_kernels(self.plan)),
                          episodes=done.episodes + collector.episodes,
-                         eval_history=eval_history, backend="serial")
+                         eval_history=eval_history, backend="serial",
+                         **result_fields(monitor, self.plan, steps))
 
     def _learner_update(self, learner: Learner) -> Callable[[TensorBatch], UpdateResult]:
         """The plan's ``learner_update`` variant from ``pearl_py.kernels`` ("reference": ``learner.update``)."""

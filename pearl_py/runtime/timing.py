@@ -11,7 +11,9 @@ Example::
     ...     envs.step(actions)
     >>> with timer(LEARNER_UPDATE):             # CUDA events on cuda:0's stream
     ...     update(batch)
-    >>> timer.summary()[LEARNER_UPDATE]["calls"]   # summary() waits for the GPU's last event
+    >>> LEARNER_UPDATE in timer.summary(wait=False)   # a log row: only the calls the GPU has finished, no wait
+    False
+    >>> timer.summary()[LEARNER_UPDATE]["calls"]       # the session's end: waits for the GPU's last event
     1
 """
 from __future__ import annotations
@@ -71,7 +73,7 @@ class KernelTimer:
             yield
         finally:
             self.calls[kernel] += calls
-            self._credit(log.stop(kernel, begin))
+            self._credit(log.stop(kernel, begin, calls))
 
     def add(self, kernel: str, seconds: float, calls: int = 1) -> None:
         """Host-measured seconds (never for a kernel on a CUDA device: time it with ``timer(kernel)``)."""
@@ -89,12 +91,20 @@ class KernelTimer:
         for kernel, s in seconds.items():
             self.seconds[kernel] += s
 
-    def summary(self) -> dict[str, dict[str, float]]:
-        """``{kernel: {calls, total_s, mean_s, source}}``, every figure measured."""
-        self.flush()
+    def summary(self, wait: bool = True) -> dict[str, dict[str, float]]:
+        """``{kernel: {calls, total_s, mean_s, source}}``, every figure measured. ``wait``: read every pending
+        device event first (the host waits for the devices); else only those completed, a device kernel's
+        ``calls`` then counting the calls read (the run's log rows ask so every round: the host never waits)."""
+        if wait:
+            self.flush()
+        else:
+            for log in self._devices:
+                self._credit(log.poll())
+        calls = {name: self._logs[name].read_calls[name] if name in self._logs else self.calls[name]
+                 for name in self.seconds}
         return {
-            name: {"calls": self.calls[name], "total_s": self.seconds[name],
-                   "mean_s": self.seconds[name] / max(self.calls[name], 1), "source": "measured"}
+            name: {"calls": calls[name], "total_s": self.seconds[name],
+                   "mean_s": self.seconds[name] / max(calls[name], 1), "source": "measured"}
             for name in sorted(self.seconds)
         }
 

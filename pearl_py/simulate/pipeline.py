@@ -17,10 +17,14 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING
 
 from pearl_py.simulate.engine import Engine, Event, Recorder, Resource, Signal
 from pearl_py.simulate.schedule import SimSchedule
 from pearl_py.simulate.topology import Topology
+
+if TYPE_CHECKING:
+    from pearl_py.simulate.adapt import SimAdapt
 
 
 class Limiter:
@@ -103,6 +107,8 @@ class Pipeline:
         self.round_marks: list[tuple[float, dict[str, float]]] = []
         """``(time, busy seconds per resource)`` when each round's last update finishes."""
         self.end_s = 0.0
+        self.adapt: SimAdapt | None = None
+        """The run's monitor on simulated time, with a synthetic slowdown (:mod:`pearl_py.simulate.adapt`)."""
 
     def resource(self, name: str, link: bool = False) -> Resource:
         res = self.resources.get(name)
@@ -114,9 +120,12 @@ class Pipeline:
         return res
 
     def call(self, kernel: str, device: str) -> Event:
+        if self.adapt is not None:
+            self.adapt.before(kernel)
         cost = self.topo.costs[kernel]
         self.dynamic_j += cost.energy_j
-        return self.resource(device).use(cost.latency_s, kernel, self.topo.threads[kernel])
+        latency = cost.latency_s if self.adapt is None else self.adapt.latency(kernel, cost.latency_s)
+        return self.resource(device).use(latency, kernel, self.topo.threads[kernel])
 
     def transfer(self, a: str, b: str, src: str, dst: str, parts: int = 1) -> Iterator[Event]:
         """Yield the hops of the ``src -> dst`` edge's data (its ``1 / parts`` share: one actor's of a split
@@ -157,5 +166,7 @@ class Pipeline:
 
     def mark_round(self) -> None:
         self.round_marks.append((self.engine.now, {n: r.busy_s for n, r in self.resources.items()}))
+        if self.adapt is not None:
+            self.adapt.round_ended()
         if self.recorder is not None and len(self.round_marks) in self.trace_rounds:
             self.recorder.open = len(self.round_marks) == self.trace_rounds[0]

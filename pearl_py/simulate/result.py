@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from pearl_py.plan import Simulation
+from pearl_py.runtime.monitor import Correction
 from pearl_py.simulate.pipeline import Pipeline
 
 TIMELINE_ROWS = 16
@@ -43,6 +44,8 @@ class SimResult:
     schedule: dict[str, int]
     timeline: list[tuple[str, float, float, str]] = field(default_factory=list)
     """``(row, start s, end s, kernel or edge)`` of the traced window."""
+    corrections: list[Correction] = field(default_factory=list)
+    """The monitor's decisions in a simulation run with ``adapt`` (:mod:`pearl_py.simulate.adapt`)."""
 
     @property
     def energy_per_sample_j(self) -> float:

@@ -130,6 +130,21 @@ def test_overrides_are_validated_too(write_config):
         cfg.with_overrides(total_steps=0)
 
 
+def test_the_dedicated_key_and_flag_declare_the_machine_dedicated(write_config):
+    from pearl_py.cli.main import build_parser
+
+    assert pearl.load_config(write_config(GOOD)).settings.dedicated is False
+    cfg = pearl.load_config(write_config(GOOD + "dedicated: true\n"))
+    assert cfg.settings.dedicated is True
+    flags = build_parser().parse_args(["run", "x.yaml"])
+    assert flags.dedicated is None and flags.adapt is True     # the config's key stands; the monitor is on
+    flags = build_parser().parse_args(["run", "x.yaml", "--dedicated", "--no-adapt"])
+    assert pearl.load_config(write_config(GOOD)).with_overrides(dedicated=flags.dedicated).settings.dedicated
+    assert flags.adapt is False
+    with pytest.raises(ConfigError, match="dedicated"):
+        pearl.load_config(write_config(GOOD + "dedicated: maybe\n"))
+
+
 def test_python_api_validates_keywords():
     algo = pearl.DQN("CartPole-v1", batch_size=64, net_arch=[32])
     assert algo.config.net_arch == (32,)

@@ -38,7 +38,7 @@ def test_profile_times_every_gpu_kind_with_synchronized_clocks_and_keys_models_b
                                 for c, b, p in ((1000, 8, True), (2000, 16, True), (1000, 32, False),
                                                 (3000, 8, False), (1500, 4, True))]}
     monkeypatch.setattr(profiler, "calibration_grid",
-                        lambda kind, quick=False, variant="reference", family="off_policy": points[kind])
+                        lambda kind, quick=False, variant="reference", family="off_policy", *grid: points[kind])
     real = profiler.variant_available  # the reference runs on the fake GPU; cuda_graph is refused as without CUDA
     monkeypatch.setattr(profiler, "variant_available",
                         lambda kind, variant, cls="cpu", family="off_policy": (True, "") if variant == "reference"
@@ -195,7 +195,7 @@ def test_pearl_profile_records_each_kernels_power_and_the_estimator_charges_it(m
     points = [BenchPoint("replay_sample", capacity=c, batch=b, prioritized=p)
               for c, b, p in ((1000, 8, True), (2000, 16, True), (1000, 32, False), (3000, 8, False), (1500, 4, True))]
     monkeypatch.setattr(profiler, "calibration_grid",
-                        lambda kind, quick=False, variant="reference", family="off_policy": points)
+                        lambda kind, quick=False, variant="reference", family="off_policy", *grid: points)
     power = PowerProfile({"cpu": reader}, sleep=lambda s: None, idle_s=0.0)
     calibration = profiler.profile(kinds=("replay_sample",), power=power, gpus=False)
     energy = calibration.meta["energy"]["cpu"]
@@ -206,3 +206,42 @@ def test_pearl_profile_records_each_kernels_power_and_the_estimator_charges_it(m
     assert (cost.source, cost.energy_source, cost.energy_j) == ("calibrated", "measured", 0.0)
     unmetered = profiler.profile(kinds=("replay_sample",), power=PowerProfile({}), gpus=False)
     assert unmetered.meta["energy"] == {}
+
+
+def test_a_runs_first_calibration_gives_the_gpu_its_grid_too(monkeypatch):
+    asked: list[dict] = []
+    monkeypatch.setattr(profiler, "calibration_grid",
+                        lambda kind, quick=False, variant="reference", **grid: asked.append(grid) or [])
+    monkeypatch.setattr(profiler, "variant_available", lambda kind, variant, cls="cpu", family="off_policy": (True, ""))
+    calibration = Calibration("test")
+    profile_gpus(calibration, True, ("learner_update",), lambda line: None, PowerProfile({}),
+                 gpus=[LocalGpu("gpu0", torch.device("cpu"), "NVIDIA L4")], synchronize=lambda device: None,
+                 grid={"envs": ("CartPole-v1",), "cnn": False})
+    assert asked and all(grid == {"envs": ("CartPole-v1",), "cnn": False} for grid in asked)
+    assert calibration.models == {}                     # a variant left without points is not timed
+
+
+@pytest.mark.parametrize("variant", ["reference", "channels_last"])
+def test_a_gpu_points_learner_and_batch_are_built_on_the_gpu(monkeypatch, variant):
+    """Each CNN learner runner builds on the point's device (``meta`` stands in for a GPU: no CPU tensor can pass
+    for it), so a GPU model is fitted on GPU timings."""
+    from pearl_py.algorithms.off_policy import learner as learner_module
+    from pearl_py.estimate.microbench import build
+
+    built: list[torch.device] = []
+    real = learner_module.Learner
+
+    class Spy(real):
+        def __init__(self, algo, device="cpu"):
+            built.append(torch.device(device))
+            super().__init__(algo, device="cpu")
+
+        def update(self, batch):
+            built.append(batch.obs.device)
+
+    monkeypatch.setattr(learner_module, "Learner", Spy)
+    monkeypatch.setattr("pearl_py.kernels.channels_last.make_channels_last", lambda learner: learner.update)
+    point = BenchPoint("learner_update", algo="dqn", arch=(32,), batch=4, frames=(4, 10, 10), extractor="small_cnn",
+                       device="meta")
+    build("learner_update", variant, point)[1]()
+    assert built[-2:] == [torch.device("meta"), torch.device("meta")]   # the kernel's learner, then its batch

@@ -48,7 +48,7 @@ def test_profile_fits_a_model_per_thread_count_and_restores_the_threads(monkeypa
               BenchPoint("learner_update", algo="ddpg", width=32, batch=16),
               BenchPoint("learner_update", algo="dqn", width=64, batch=32)]
     monkeypatch.setattr(profiler, "calibration_grid",
-                        lambda kind, quick=False, variant="reference", family="off_policy": points)
+                        lambda kind, quick=False, variant="reference", family="off_policy", *grid: points)
     monkeypatch.setattr(profiler, "variants", lambda kind, family="off_policy": ["reference"])
     monkeypatch.setattr(profiler, "families", lambda kind: ["off_policy"])
     monkeypatch.setattr(profiler, "usable_cores", lambda: 2)
@@ -60,6 +60,11 @@ def test_profile_fits_a_model_per_thread_count_and_restores_the_threads(monkeypa
     assert set(cal.models) == {"learner_update/reference", "learner_update/reference@2threads"}
     assert cal.meta["threaded"] == {"learner_update/reference": [1, 2]}
     assert any(line.startswith("learner_update/reference@2threads") for line in lines)
+    # each model's spread: its points' p90 over median, and a threaded variant's slowdown beside a light neighbour
+    spread = cal.meta["spread"]
+    assert set(spread) == {"learner_update/reference", "learner_update/reference@2threads"}
+    assert all(entry["p90_over_median"] >= 1.0 and entry["light_neighbour"] > 0 for entry in spread.values())
+    assert any("beside a light neighbour" in line for line in lines)
     # the cache round-trips the new keys; a cache without them still loads
     assert set(Calibration.from_dict(cal.to_dict()).models) == set(cal.models)
 
@@ -90,7 +95,14 @@ def test_the_estimator_costs_calibrated_thread_counts_only(cpu):
         threaded.cost(kernel, cpu, "reference", threads=2)
     old = Estimator(calibration(threaded=False))
     assert old.thread_counts(kernel, cpu, "fused") == [1]
-    assert "pearl profile" in old.thread_note(kernel, cpu)
+    assert "predates threaded calibration" in old.thread_note(kernel, cpu)
+    refused = calibration(threaded=False)
+    refused.meta = {"threaded": {}, "load": {"refused": {"learner_update/fused@2threads": "3 of 8 points distorted: "
+                                                         "other processes kept up to 1.6 cores busy"}}}
+    assert Estimator(refused).thread_note(kernel, cpu) == (
+        "learner_update: one thread only on cpu: `pearl profile` refused its model at 2 or more threads for load "
+        "(learner_update/fused@2threads: 3 of 8 points distorted: other processes kept up to 1.6 cores busy); "
+        "profile again on an idle machine for threaded plans")
     catalogue = Platform.load("pearl-cpu-gpu-fpga").device("cpu")
     assert old.thread_counts(kernel, catalogue, "fused") == [1]
 
@@ -114,3 +126,49 @@ def test_a_neighbour_that_does_not_start_in_time_stops_the_measurement():
     refused = pytest.raises(RuntimeError, match="did not start within 0 s")
     with refused, neighbour("actor", ready_timeout_s=0.0) as beside:  # a spawned interpreter is never ready at once
         pytest.fail(f"entered without the neighbour ready: {beside}")
+
+
+def spread_calibration(beside_one: float, beside_two: float) -> Calibration:
+    """Two threads 15% faster alone than one (as the README job's learner: 356 vs 432 us), and how each ran beside a
+    light neighbour."""
+    cal = calibration(threaded=True)
+    cal.models[model_key("learner_update", "fused")] = FittedModel("linear", NET, (432e-6, 0, 0, 0), "flops")
+    cal.models[model_key("learner_update", "fused", threads=2)] = FittedModel("linear", NET, (0.85 * 432e-6, 0, 0, 0),
+                                                                              "flops")
+    cal.meta["spread"] = {model_key("learner_update", "fused"): {"p90_over_median": 1.02, "light_neighbour": beside_one},
+                          model_key("learner_update", "fused", threads=2): {"p90_over_median": 1.1,
+                                                                            "light_neighbour": beside_two}}
+    return cal
+
+
+def test_a_threaded_cost_is_valued_beside_a_light_neighbour_unless_the_machine_is_dedicated(cpu):
+    kernel = pearl.DQN("CartPole-v1").protocol().kernel("learner_update")
+    shared = Estimator(spread_calibration(1.0, 2.0))
+    # 2 threads: 15% faster alone, 2x slower beside the neighbour: (1 + 2) / 2 x 0.85 = 1.275x the one thread's cost
+    assert shared.kernel_cost(kernel, cpu, "fused", threads=2).latency_s == pytest.approx(1.275 * 432e-6)
+    assert shared.kernel_cost(kernel, cpu, "fused").latency_s == pytest.approx(432e-6)
+    dedicated = Estimator(spread_calibration(1.0, 2.0), dedicated=True)
+    assert dedicated.kernel_cost(kernel, cpu, "fused", threads=2).latency_s == pytest.approx(0.85 * 432e-6)
+    assert Calibration.from_dict(spread_calibration(1.0, 2.0).to_dict()).spread("learner_update", "fused", 2) \
+        .light_neighbour == 2.0
+    unmeasured = Estimator(calibration(threaded=True))   # a calibration from before spreads: costed alone
+    assert unmeasured.expected_factor(kernel, "fused", 2) == 1.0
+
+
+@pytest.mark.skipif(Platform.local().device("cpu").parallel_units < 2, reason="thread counts need 2 cores")
+def test_the_plan_takes_one_thread_when_two_are_fragile_and_says_why():
+    from pearl_py.optimize.api import plan
+
+    protocol = pearl.DQN("CartPole-v1", batch_size=64, net_arch=[256, 256]).protocol(serialized=True)
+    local = Platform.local()
+    pins = {"constraints": {"pin": {k.name: "cpu" for k in protocol.kernels()}}}
+    chosen = plan(protocol, local, "throughput", pins["constraints"], estimator=Estimator(spread_calibration(1.0, 2.0)),
+                  pareto_points=2)
+    assert chosen.placements["learner_update"].replicas == 1
+    [sentence] = [s for s in chosen.prediction.threads if "light neighbour" in s]
+    assert "1 thread chosen, though 2 threads are 18% faster alone" in sentence
+    assert "2 threads 551 us" in sentence       # 1.275 x 432 us, the value the optimizer weighed
+    dedicated = plan(protocol, local, "throughput", pins["constraints"],
+                     estimator=Estimator(spread_calibration(1.0, 2.0), dedicated=True), pareto_points=2)
+    assert dedicated.placements["learner_update"].replicas == 2
+    assert any("declared dedicated: valued alone, 2 threads chosen" in s for s in dedicated.prediction.threads)

@@ -88,3 +88,24 @@ def test_a_garbled_cpu_list_in_the_environment_is_named_in_the_error(monkeypatch
     monkeypatch.setenv(CPUS_ENV, "0,one")
     with pytest.raises(UserError, match=r"environment variable PEARL_CPUS='0,one': expected comma-separated core numbers"):
         usable_cpus()
+
+
+def test_learner_threads_move_between_counts_pinning_at_two_and_restore_everything_on_exit():
+    import torch
+
+    from pearl_py.kernels.affinity import LearnerThreads
+
+    cpus, before, threads_before = usable_cpus(), affinities(), torch.get_num_threads()
+    torch.set_num_threads(2)   # the executor sets the plan's count, then enters
+    try:
+        with LearnerThreads(2) as threads:
+            assert affinities()[threading.get_native_id()] == {cpus[0]}
+            threads.set(1)
+            assert torch.get_num_threads() == 1 and threads.n == 1
+            assert affinities()[threading.get_native_id()] == before[threading.get_native_id()]  # one thread: unpinned
+            threads.set(2)
+            assert torch.get_num_threads() == 2 and affinities()[threading.get_native_id()] == {cpus[0]}
+        assert all(cores == before.get(tid, set(cpus)) for tid, cores in affinities().items())  # new: every core
+        assert CPUS_ENV not in os.environ
+    finally:
+        torch.set_num_threads(threads_before)

@@ -77,13 +77,13 @@ def test_overwrite_removes_the_earlier_state_and_keeps_other_files(tmp_path):
     (tmp_path / "checkpoint").mkdir()
     (tmp_path / "checkpoint" / "checkpoint.pt").write_bytes(b"x")
     (tmp_path / "session1").mkdir()
-    for name in ("result.json", "train.csv", "report.html", "plan.yaml", "notes.txt"):
+    for name in ("result.json", "train.csv", "report.html", "plan.yaml", "best_policy.pt", "notes.txt"):
         (tmp_path / name).write_text("old")
-    with pytest.raises(UserError, match=r"holds a run \(checkpoint, notes.txt, plan.yaml, report.html, \.\.\.\)"):
+    with pytest.raises(UserError, match=r"holds a run \(best_policy.pt, checkpoint, notes.txt, plan.yaml, \.\.\.\)"):
         check_run_dir(tmp_path, overwrite=False)
     assert check_run_dir(tmp_path, overwrite=True) == tmp_path
-    assert clear_run_state(tmp_path) == ["checkpoint", "plan.yaml", "report.html", "result.json", "session1",
-                                         "train.csv"]
+    assert clear_run_state(tmp_path) == ["best_policy.pt", "checkpoint", "plan.yaml", "report.html", "result.json",
+                                         "session1", "train.csv"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]
     with pytest.raises(UserError, match=r"holds other files \(notes.txt\)"):
         check_run_dir(tmp_path, overwrite=False)

@@ -6,6 +6,8 @@ wide margin and a biased one fails.
 """
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 import torch
@@ -459,3 +461,44 @@ def test_closed_buffer_refuses_work(device):
                  lambda: buf.update_priorities(np.array([0]), np.array([1.0])), buf.state_dict):
         with pytest.raises(ValueError, match="closed"):
             call()
+
+
+class _Event:
+    """A GPU event that the test completes; counts waits."""
+
+    def __init__(self) -> None:
+        self.done, self.waits = False, 0
+
+    def query(self) -> bool:
+        return self.done
+
+    def synchronize(self) -> None:
+        self.waits += 1
+
+
+def test_a_deferred_check_is_read_once_the_device_ran_the_update_never_waited_for(monkeypatch):
+    """On a GPU the host never waits for a priority update's check at the next call: a later call raises it once
+    its event has completed; beyond the bound of unread checks (or in state_dict) the oldest is waited for."""
+    from pearl_py.replay import torch_buffer
+
+    events: list[_Event] = []
+
+    def queued(check):
+        events.append(_Event())
+        return dataclasses.replace(check, done=events[-1])
+
+    monkeypatch.setattr(torch_buffer._PendingCheck, "queued", queued)
+    with TorchReplayBuffer(8, (4,), prioritized=True, fanout=2) as buf:
+        fill(buf)
+        buf._defer_checks = True
+        buf.update_priorities(np.array([0, 1]), np.array([1.0, np.nan]))      # the device is still running it
+        assert len(buf.sample(4)) == 4 and events[0].waits == 0                # not read, not waited for
+        events[0].done = True
+        with pytest.raises(ValueError, match="td_errors_abs: contains NaN or infinite values"):
+            buf.sample(4)
+        monkeypatch.setattr(torch_buffer, "MAX_PENDING_CHECKS", 2)
+        for _ in range(3):
+            buf.update_priorities(np.array([0]), np.array([1.0]))
+        assert len(buf) == 6 and [e.waits for e in events[1:]] == [1, 0, 0]   # the oldest beyond the bound
+        buf.state_dict()
+        assert [e.waits for e in events[1:]] == [1, 1, 1]

@@ -74,3 +74,13 @@ def test_failed_render_leaves_no_partial_report(ddpg_plan, tmp_path, monkeypatch
     with pytest.raises(RuntimeError):
         ddpg_plan.export(tmp_path / "out")
     assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
+
+
+def test_a_plan_reports_cards_hold_figures_not_sentences(tmp_path):
+    whole = plan(pearl.DDPG("Pendulum-v1", learning_starts=1_000), "pearl-cpu-gpu-fpga",
+                 estimator=Estimator(use_cache=False), horizon=20_000, pareto_points=2)
+    page = whole.export(tmp_path)["html"].read_text()
+    cards = re.findall(r"<div class='card'><span>([^<]*)</span><b>([^<]*)</b></div>", page)
+    assert [label for label, _ in cards] == ["Samples per second", "Samples per second, whole run of 20,000 steps",
+                                             "Samples per joule", "Average power"]
+    assert all(re.fullmatch(r"[\d,.]+( W)?", value) for _, value in cards), cards

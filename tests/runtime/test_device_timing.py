@@ -45,6 +45,49 @@ def test_the_host_waits_only_at_a_summary_for_pending_events():
     assert log[6:] == ["wait 2", "wait 4", "wait 6"] and timer.seconds["learner_update"] == pytest.approx(0.003)
 
 
+def test_a_summary_for_a_log_row_reads_only_finished_calls_and_never_waits():
+    log: list[str] = []
+    gpu = FakeDevice(log, done=False)
+    timer = KernelTimer({"learner_update": CUDA0}, events=gpu.events)
+    for _ in range(2):
+        with timer("learner_update", calls=3):
+            gpu.now += 0.001
+    assert "learner_update" not in timer.summary(wait=False)    # the GPU has finished none: nothing to show
+    gpu.done = True
+    assert timer.summary(wait=False)["learner_update"] == {"calls": 6, "total_s": pytest.approx(0.002),
+                                                           "mean_s": pytest.approx(0.002 / 6), "source": "measured"}
+    assert not any(entry.startswith("wait") for entry in log)
+
+
+def test_a_serial_run_waits_for_its_timers_only_at_its_end(monkeypatch):
+    """The run log asks for the kernels' times every training round without waiting for the GPU."""
+    waits = []
+    summary = KernelTimer.summary
+
+    def recording(self, wait=True):
+        waits.append(wait)
+        return summary(self, wait)
+
+    monkeypatch.setattr(KernelTimer, "summary", recording)
+    from pearl_py.runtime.serial import SerialExecutor
+
+    algo = pearl.DQN("CartPole-v1", net_arch=[8], learning_starts=32, train_freq=16, batch_size=8)
+    result = SerialExecutor(algo, seed=0, eval_episodes=1, progress=False).run(160)
+    assert result.gradient_steps == 8
+    assert waits.count(False) >= 8 and waits.count(True) == 1   # every round's row; the result at the end
+
+
+def test_the_events_of_a_pair_read_back_are_recorded_again_not_made_anew():
+    log: list[str] = []
+    gpu = FakeDevice(log, done=True)
+    timer = KernelTimer({"learner_update": CUDA0}, events=gpu.events)
+    for _ in range(3):
+        with timer("learner_update"):
+            gpu.now += 0.001
+    assert log == ["record 1", "record 2", "record 2", "record 1", "record 1", "record 2"]   # two events in all
+    assert timer.summary()["learner_update"]["total_s"] == pytest.approx(0.003)
+
+
 def test_beyond_the_pending_bound_the_oldest_end_event_is_waited_for():
     log: list[str] = []
     gpu = FakeDevice(log, done=False)

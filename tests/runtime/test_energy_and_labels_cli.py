@@ -91,7 +91,12 @@ def test_a_kernel_planned_on_a_simulated_fpga_is_marked_modelled_end_to_end(tmp_
     assert on_fpga, "the model puts kernels on the FPGA here (its replay and learner are far faster)"
     assert main(["run", str(tmp_path / "dqn.yaml"), "--plan", str(tmp_path / "plan" / "plan.yaml"),
                  "--out", str(tmp_path / "run")]) == 0
-    times = json.loads((tmp_path / "run" / "result.json").read_text())["kernel_times"]
+    saved = json.loads((tmp_path / "run" / "result.json").read_text())
+    times = saved["kernel_times"]
+    stand_ins = f"measured, {', '.join(sorted(on_fpga))} emulated on the CPU for a simulated device"
+    assert f"samples/s, {stand_ins})" in capsys.readouterr().out and saved["samples_per_second_label"] == stand_ins
+    assert saved["source"] == "mixed" and {f"kernel_times.{k}: modelled (simulated FPGA)" for k in on_fpga} <= set(
+        saved["modelled"])
     for kernel in on_fpga:
         assert (times[kernel]["source"], times[kernel]["label"]) == ("modelled", "modelled (simulated FPGA)")
     assert times["env_step"]["label"] == "measured"
@@ -99,5 +104,6 @@ def test_a_kernel_planned_on_a_simulated_fpga_is_marked_modelled_end_to_end(tmp_
     row = next(line for line in report.splitlines() if line.startswith(f"| {on_fpga[0]} | fpga"))
     cells = [c.strip() for c in row.strip("|").split("|")]
     assert cells[3] == cells[6] == "not measured: modelled (simulated FPGA)"  # the two measured columns
+    assert f"samples/s {stand_ins}" in report   # the rate is the emulation's, and says so
     html = (tmp_path / "run" / "report.html").read_text()
     assert f"{on_fpga[0]}: modelled (simulated FPGA), not measured" in html

@@ -37,7 +37,10 @@ def test_counts_follow_the_config(tmp_path):
         assert key in data
     assert data["plan"]["placements"]["learner_update"] == {"device": "cpu", "variant": "reference",
                                                           "replicas": 1}
-    assert len(data["eval_returns"]) == 2 and data["source"] == "measured"
+    assert len(data["eval_returns"]) == 2 and data["samples_per_second_label"] == "measured"
+    energy = data["energy"]["devices"]["cpu"]   # no counter on a VM: the one modelled figure, named
+    assert (data["source"], data["modelled"]) == (("measured", []) if energy["source"] == "measured" else
+                                                  ("mixed", [f"energy.cpu: modelled ({energy['reason']})"]))
     with (tmp_path / "episodes.csv").open() as f:
         rows = list(csv.DictReader(f))
     assert rows and sum(int(r["episode_length"]) for r in rows) <= 1_000

@@ -74,7 +74,7 @@ def test_a_distorted_point_is_timed_again_and_recorded_when_it_stays_distorted(m
 @pytest.fixture
 def tiny_profile(monkeypatch):
     monkeypatch.setattr(profiler, "calibration_grid",
-                        lambda kind, quick=False, variant="reference", family="off_policy": POINTS)
+                        lambda kind, quick=False, variant="reference", family="off_policy", *grid: POINTS)
     monkeypatch.setattr(profiler, "variants", lambda kind, family="off_policy": ["reference"])
     monkeypatch.setattr(profiler, "families", lambda kind: ["off_policy"])
     monkeypatch.setattr(profiler, "usable_cores", lambda: 2)
@@ -89,14 +89,16 @@ def test_a_busy_machine_is_named_and_a_distorted_threaded_model_refused(tiny_pro
     assert set(cal.models) == {"learner_update/reference"}  # the 2-thread model is refused
     load = cal.meta["load"]
     assert load["rule"] == RULE and load["load_average_start"] == 5.0 and load["usable_cores"] == 2
-    assert load["refused"] == {"learner_update/reference@2threads":
-                               "5 of 5 points distorted: other processes kept up to 1.2 cores busy"}
+    assert load["refused"] == {"learner_update/reference@2threads": "point 1 of 5 stayed distorted (timing stopped "
+                                                                    "there): other processes kept up to 1.2 cores busy"}
+    assert load["models"]["learner_update/reference@2threads"]["points"] == 1   # refused at its first point
     assert load["models"]["learner_update/reference"]["distorted"] == 0
     assert lines[0].startswith("warning: the machine's load average is 5.0 on 2 usable cores")
     assert "[1/2] learner_update/reference: 15 points (0/20 points done" in lines[1]
     assert any(line.startswith("[2/2] learner_update/reference@2threads: 5 points (15/20 points done")
                for line in lines)
-    assert any(line.startswith("warning: learner_update/reference@2threads refused: 5 of 5 points") for line in lines)
+    assert any(line.startswith("warning: learner_update/reference@2threads refused: point 1 of 5 stayed distorted")
+               for line in lines)
 
 
 def test_single_thread_models_keep_distorted_points_flagged(tiny_profile):

@@ -108,43 +108,60 @@ def test_train_csv_has_sb3s_scalars_and_kernel_times(tmp_path):
         assert float(row["time_learner_update_ms"]) > 0
 
 
-def test_tensorboard_gets_the_same_scalars_under_sb3s_tags(tmp_path):
-    pytest.importorskip("tensorboard", reason="the tensorboard extra is not installed")
-    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+def _scalars(folder: Path) -> dict[str, list[tuple[int, float]]]:
+    """Every TensorBoard scalar point in ``folder``, by tag: ``(step, value)`` in order (no sampling)."""
+    from tensorboard.backend.event_processing.event_accumulator import SCALARS, EventAccumulator
 
-    pearl.train(pearl.DQN("CartPole-v1", **TINY), total_steps=400, seed=0, out=tmp_path, eval_episodes=1,
-                progress=False)
-    events = EventAccumulator(str(tmp_path / "tensorboard"))
+    events = EventAccumulator(str(folder), size_guidance={SCALARS: 0})
     events.Reload()
-    tags = set(events.Tags()["scalars"])
-    assert {"rollout/ep_rew_mean", "rollout/ep_len_mean", "rollout/exploration_rate", "train/loss_q", "time/fps",
-            "time/time_learner_update_ms", "rollout/episode_return"} <= tags
-    with (tmp_path / "train.csv").open() as f:
-        first = next(csv.DictReader(f))
-    fps = events.Scalars("time/fps")[0]
-    assert fps.step == int(first["step"]) and fps.value == pytest.approx(float(first["steps_per_second"]), rel=1e-5)
+    return {tag: [(e.step, e.value) for e in events.Scalars(tag)] for tag in events.Tags()["scalars"]}
 
 
-def test_tensorboard_gets_at_most_one_point_per_interval_while_the_csv_keeps_every_row(tmp_path, monkeypatch):
+def test_tensorboard_has_every_row_episode_and_evaluation_under_sb3s_tags(tmp_path):
     pytest.importorskip("tensorboard", reason="the tensorboard extra is not installed")
-    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+    result = pearl.train(pearl.DQN("CartPole-v1", **TINY), total_steps=1_000, seed=0, out=tmp_path, eval_episodes=2,
+                         eval_freq=250, progress=False, log=lambda line: None)
+    scalars = _scalars(tmp_path / "tensorboard")
+    with (tmp_path / "train.csv").open() as f:
+        rows = list(csv.DictReader(f))
+    with (tmp_path / "episodes.csv").open() as f:
+        episodes = list(csv.DictReader(f))
+    assert len(rows) == 18
+    assert {"rollout/ep_rew_mean", "rollout/ep_len_mean", "rollout/exploration_rate", "train/loss", "time/fps",
+            "time/episodes", "time/time_learner_update_ms"} <= set(scalars)
+    for column, tag in [("loss_q", "train/loss"), ("steps_per_second", "time/fps"),
+                        ("exploration_rate", "rollout/exploration_rate"), ("episodes", "time/episodes")]:
+        assert [s for s, _ in scalars[tag]] == [int(r["step"]) for r in rows], tag   # every row, the last included
+        assert [v for _, v in scalars[tag]] == pytest.approx([float(r[column]) for r in rows], rel=1e-5), tag
+    assert [s for s, _ in scalars["rollout/episode_return"]] == [int(r["step"]) for r in episodes]
+    assert [v for _, v in scalars["rollout/episode_length"]] == [float(r["episode_length"]) for r in episodes]
+    assert [s for s, _ in scalars["eval/mean_reward"]] == [250, 500, 750, 1000]
+    assert [v for _, v in scalars["eval/mean_reward"]] == pytest.approx(
+        [p["return_mean"] for p in result.eval_history], rel=1e-6)
+    assert len(scalars["eval/mean_ep_length"]) == 4
 
-    from pearl_py.runtime import run_log
 
-    now = [100.0]
-    monkeypatch.setattr(run_log.time, "monotonic", lambda: now[0])
-    log = run_log.RunLog(tmp_path, total_steps=1_000, progress=False)
-    for step in range(10):                      # a row every 0.125 s: points at 0, 0.5 and 1.0 s
+def test_tensorboard_tags_are_sb3s_names_of_the_losses():
+    from pearl_py.runtime.run_log import tensorboard_tag
+
+    assert [tensorboard_tag(c) for c in ("loss_q", "loss_actor", "loss_critic", "loss_ent_coef", "loss_policy_loss",
+                                         "loss_value_loss", "loss_clip_fraction", "steps_per_second", "ep_rew_mean")] \
+        == ["train/loss", "train/actor_loss", "train/critic_loss", "train/ent_coef_loss", "train/policy_gradient_loss",
+            "train/value_loss", "train/clip_fraction", "time/fps", "rollout/ep_rew_mean"]
+
+
+def test_tensorboard_gets_a_run_logs_rows_however_fast_they_come(tmp_path):
+    pytest.importorskip("tensorboard", reason="the tensorboard extra is not installed")
+    log = RunLog(tmp_path, total_steps=1_000, progress=False)
+    for step in range(10):                      # all within a millisecond: none is dropped
         log.train(step, {"q": 0.1 * step}, 100.0)
         log.episode(step, float(step), 1)
-        now[0] += 0.125
+    log.evaluation(9, 5.0, 7.0)
     log.close()
-    events = EventAccumulator(str(tmp_path / "tensorboard"))
-    events.Reload()
-    assert [e.step for e in events.Scalars("train/loss_q")] == [0, 4, 8]
-    assert [e.step for e in events.Scalars("rollout/episode_return")] == [0, 4, 8]
-    with (tmp_path / "train.csv").open() as f:
-        assert len(list(csv.DictReader(f))) == 10
+    scalars = _scalars(tmp_path / "tensorboard")
+    assert [s for s, _ in scalars["train/loss"]] == list(range(10))
+    assert [v for _, v in scalars["rollout/episode_return"]] == [float(s) for s in range(10)]
+    assert scalars["eval/mean_reward"] == [(9, 5.0)] and scalars["eval/mean_ep_length"] == [(9, 7.0)]
 
 
 def test_the_run_report_has_a_learning_curve(tmp_path):

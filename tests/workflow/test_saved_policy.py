@@ -14,7 +14,7 @@ import torch
 import pearl_py as pearl
 from pearl_py.cli import main
 from pearl_py.errors import UserError
-from pearl_py.saved_policy import MANIFEST_FILE, POLICY_FILE
+from pearl_py.saved_policy import BEST_MANIFEST_FILE, BEST_POLICY_FILE, MANIFEST_FILE, POLICY_FILE
 
 TINY = dict(learning_starts=100, train_freq=50, gradient_steps=5, batch_size=16, net_arch=[16])
 ROOT = Path(__file__).resolve().parents[2]
@@ -156,3 +156,43 @@ def test_eval_films_the_first_episode(tmp_path, capsys):
     data = video.read_bytes()
     assert len(data) > 1000 and data[4:8] == b"ftyp"  # an MP4 container
     assert [p.name for p in video.parent.iterdir()] == ["cartpole.mp4"]  # the temporary folder is gone
+
+
+def test_the_best_evaluated_policy_is_kept_beside_the_final_one(tmp_path, capsys):
+    run = tmp_path / "run"
+    result = pearl.train(pearl.DQN("CartPole-v1", **TINY), total_steps=1_000, seed=3, out=run, eval_episodes=2,
+                         eval_freq=250, progress=False, log=lambda line: None)
+    best = max(result.eval_history, key=lambda p: p["return_mean"])  # the first of equals: a better one replaces it
+    manifest = json.loads((run / BEST_MANIFEST_FILE).read_text())
+    assert manifest["best_evaluation"] == best and manifest["env_steps"] == best["step"]
+    assert json.loads((run / MANIFEST_FILE).read_text())["best_evaluation"] is None
+    policy = pearl.load(run, best=True)
+    assert np.mean(policy.evaluate(2, seed=3 + 10_000)) == pytest.approx(best["return_mean"])  # the nets it scored with
+    assert main(["eval", str(run), "--best", "--episodes", "2"]) == 0
+    assert (f"run: the best evaluated policy, step {best['step']} (eval return {best['return_mean']:.1f}), seed 3): "
+            f"eval return {best['return_mean']:.1f}") in capsys.readouterr().out
+
+
+def test_eval_best_without_periodic_evaluations_names_the_missing_file(tmp_path, capsys):
+    run = _trained(tmp_path)
+    assert not (run / BEST_POLICY_FILE).exists()
+    assert main(["eval", str(run), "--best"]) == 2
+    assert f"{run / BEST_MANIFEST_FILE}: no saved best policy there (a run with periodic evaluations (--eval-freq)" \
+        in capsys.readouterr().err
+
+
+def test_only_an_evaluation_better_than_every_earlier_one_replaces_the_best_policy(tmp_path, monkeypatch):
+    from pearl_py.algorithms.off_policy.learner import Learner
+    from pearl_py.runtime import evaluation
+
+    algo = pearl.DQN("CartPole-v1", **TINY)
+    learner = Learner(algo, "cpu")
+    history = [{"step": 100, "return_mean": 6.0, "return_std": 0.0}]        # a resumed run's earlier session
+    evals = evaluation.PeriodicEvaluation(algo, learner, 2, seed=0, history=history, out_dir=tmp_path)
+    for step, score in [(200, 5.0), (300, 9.0), (400, 7.0), (500, 9.0)]:
+        monkeypatch.setattr(evaluation, "play", lambda *args, s=score: ([s, s], [10, 10]))
+        learner.gradient_steps = step // 10
+        evals.run(step)
+    manifest = json.loads((tmp_path / BEST_MANIFEST_FILE).read_text())
+    assert manifest["best_evaluation"] == {"step": 300, "return_mean": 9.0, "return_std": 0.0}
+    assert manifest["gradient_steps"] == 30 and [p["step"] for p in history] == [100, 200, 300, 400, 500]

@@ -40,7 +40,7 @@ import torch
 from pearl_py import kernels
 from pearl_py.algorithms.off_policy.base import Algorithm
 from pearl_py.algorithms.off_policy.learner import Learner
-from pearl_py.kernels.affinity import pinned_threads
+from pearl_py.kernels.affinity import LearnerThreads
 from pearl_py.plan import Plan
 from pearl_py.protocol.kernel import (
     INFERENCE,
@@ -61,7 +61,7 @@ from pearl_py.runtime.checkpoints import (
     session_seed,
 )
 from pearl_py.runtime.device_replay import replay_from_state, replay_on
-from pearl_py.runtime.evaluation import EVAL_SEED_OFFSET, evaluate
+from pearl_py.runtime.evaluation import EVAL_SEED_OFFSET, PeriodicEvaluation, evaluate
 from pearl_py.runtime.kernel_devices import (
     REPLAY_KERNELS,
     check_runnable,
@@ -69,6 +69,7 @@ from pearl_py.runtime.kernel_devices import (
     kernel_devices,
     timing_devices,
 )
+from pearl_py.runtime.monitor import AdaptOptions, Monitor, result_fields
 from pearl_py.runtime.parallel.actor import ActorSpec, ring_fields
 from pearl_py.runtime.parallel.checkpoint import (
     CHECKPOINT_DIR,
@@ -115,8 +116,11 @@ class ParallelExecutor:
                  max_policy_lag: int | None = DEFAULT_POLICY_LAG,
                  max_restarts: int = 3, inference: str | None = None, replay: str | None = None,
                  replay_prefetch: int = 4, replay_order: str = "strict",
-                 checkpoints: CheckpointOptions | None = None) -> None:
+                 checkpoints: CheckpointOptions | None = None, adapt: bool | AdaptOptions = True) -> None:
         self.algorithm = algorithm
+        self.adapt = adapt
+        """Whether (and by which rule) the learner corrects its threads when its kernels do not hold to the plan
+        (:mod:`pearl_py.runtime.monitor`)."""
         self.plan = plan
         self.seed = seed
         self.out_dir = Path(out_dir) if out_dir is not None else None
@@ -178,8 +182,12 @@ class ParallelExecutor:
         with contextlib.ExitStack() as stack:
             stack.callback(log.close)
             parts = self._start(stack, layout, schedule, learner, replay_state, progress, timer, log)
-            log.kernel_times = lambda: merge_kernel_times([timer.summary(), parts.control.kernel_times()], {})
-            stack.enter_context(pinned_threads(layout.learner_threads))  # after the actors started: they stay free
+            log.kernel_times = lambda: merge_kernel_times([timer.summary(wait=False), parts.control.kernel_times()],
+                                                           {})
+            threads = stack.enter_context(LearnerThreads(layout.learner_threads))  # after the actors started: free
+            monitor = parts.monitor = Monitor.of(self.plan, threads, self.adapt, log)
+            if monitor is not None:
+                parts.update = monitor.watch(parts.update)
             loop = LearnerLoop(parts, progress, self.sync_every)
             try:
                 loop.run()
@@ -208,7 +216,7 @@ class ParallelExecutor:
                          episodes=progress.episodes, eval_history=progress.eval_history,
                          backend="local-parallel",
                          policy_lag={"bound": self.max_policy_lag, "max_observed": progress.max_policy_lag},
-                         layout=layout.describe())
+                         layout=layout.describe(), **result_fields(monitor, self.plan, progress.transitions))
 
     def _restore(self, learner: Learner, total_steps: int) -> tuple[Progress, dict | None]:
         """Fresh progress, or the checkpoint's with its replay state when resuming."""
@@ -276,8 +284,8 @@ class ParallelExecutor:
                                               device_class=kernels.device_class(learner.device)),
                          replay=replay, board=board, control=control, pool=pool,
                          schedule=schedule, log=log, timer=timer, signals=signals,
-                         evaluate=lambda: evaluate(algo, learner.nets, learner.device, self.eval_episodes,
-                                                   self.seed + EVAL_SEED_OFFSET),
+                         evaluate=PeriodicEvaluation(algo, learner, self.eval_episodes, self.seed,
+                                                  progress.eval_history, log, self.out_dir).run,
                          eval_freq=self.eval_freq, services=list(self._services.values()),
                          checkpoint=self._periodic(layout, schedule.total_steps, progress))
 

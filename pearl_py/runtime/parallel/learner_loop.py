@@ -34,7 +34,7 @@ from pearl_py.protocol.kernel import PARAM_SYNC
 from pearl_py.protocol.schedule import TrainSchedule
 from pearl_py.runtime.checkpoints import PeriodicCheckpoints
 from pearl_py.runtime.collect import LossMeans, gradient_step, round_beta
-from pearl_py.runtime.evaluation import eval_point
+from pearl_py.runtime.monitor import Monitor
 from pearl_py.runtime.parallel.checkpoint import Progress
 from pearl_py.runtime.parallel.control import ControlBlock
 from pearl_py.runtime.parallel.interrupts import StopSignals
@@ -92,12 +92,15 @@ class LoopParts:
     log: RunLog
     timer: KernelTimer
     signals: StopSignals
-    evaluate: Callable[[], list[float]]
+    evaluate: Callable[[int], float]
+    """``evaluate(step)``: a periodic evaluation at env step ``step`` (:meth:`PeriodicEvaluation.run`); its seconds."""
     eval_freq: int = 0
     services: list[Service] = field(default_factory=list)
     """Server processes whose failure fails the run (replay server, inference server)."""
     checkpoint: PeriodicCheckpoints | None = None
     """Periodic checkpoints of the learner and the (local) replay, taken after a training round."""
+    monitor: Monitor | None = None
+    """The run's monitor (:mod:`pearl_py.runtime.monitor`), told each training round's end."""
 
 
 class LearnerLoop:
@@ -190,6 +193,8 @@ class LearnerLoop:
             means.add(self._update(beta, step))
             self._check()
         p.log.train(step * p.algorithm.config.n_envs, means.means(), self._rate())
+        if p.monitor is not None:
+            p.monitor.round_ended(self.progress.transitions, p.learner.gradient_steps, p.timer)
         if p.checkpoint is not None and p.checkpoint.due(self.progress.transitions):
             self._periodic_checkpoint()
 
@@ -238,10 +243,7 @@ class LearnerLoop:
         p, n = self.p, self.p.schedule.n_envs
         if not p.eval_freq or (step * n) % p.eval_freq >= n:
             return
-        start = time.perf_counter()
-        returns = p.evaluate()
-        self._eval_seconds += time.perf_counter() - start
-        self.progress.eval_history.append(eval_point(step * n, returns))
+        self._eval_seconds += p.evaluate(step * n)
 
     def settle(self, finish: bool) -> None:
         """Before a checkpoint: pause a replay server, train on the batches it drew (``finish``), catch up.

@@ -46,6 +46,7 @@ from pearl_py.algorithms.on_policy.learner import OnPolicyLearner
 from pearl_py.kernels.affinity import pinned_threads
 from pearl_py.kernels.on_policy import install_update, warm_up
 from pearl_py.plan import Plan
+from pearl_py.protocol.kernel import LEARNER_UPDATE, PARAM_SYNC
 from pearl_py.protocol.schedule import RolloutSchedule
 from pearl_py.replay.rollout import RolloutBuffer
 from pearl_py.runtime.checkpoints import (
@@ -55,7 +56,8 @@ from pearl_py.runtime.checkpoints import (
     session_log_dir,
     session_seed,
 )
-from pearl_py.runtime.evaluation import EVAL_SEED_OFFSET, evaluate
+from pearl_py.runtime.evaluation import EVAL_SEED_OFFSET, PeriodicEvaluation, evaluate
+from pearl_py.runtime.kernel_devices import device_of, learner_timing_devices
 from pearl_py.runtime.on_policy_layout import OnPolicyLayout
 from pearl_py.runtime.parallel.checkpoint import (
     CHECKPOINT_DIR,
@@ -129,12 +131,12 @@ class OnPolicyParallelExecutor:
         rollout = algo.make_rollout(seed=self.seed)
         progress = self._restore(learner, rollout, total_steps)
         install_update(layout.learner_variant, learner)
-        timer = KernelTimer()
+        timer = KernelTimer(learner_timing_devices(layout.learner_device))
         run_log = RunLog(session_log_dir(self.out_dir, progress.sessions), total_steps, self.progress, algorithm=algo)
         with contextlib.ExitStack() as stack:
             stack.callback(run_log.close)
             parts = self._start(stack, schedule, learner, rollout, progress, timer, run_log)
-            run_log.kernel_times = lambda: merge_kernel_times([timer.summary(), parts.control.kernel_times()], {})
+            run_log.kernel_times = lambda: merge_kernel_times([timer.summary(wait=False), parts.control.kernel_times()], {})
             warm_up(algo, layout.learner_variant)  # while the actors start: the clock starts once they are ready
             stack.enter_context(pinned_threads(layout.learner_threads))  # after the actors started: they stay free
             loop = OnPolicyLoop(parts, progress)
@@ -151,7 +153,11 @@ class OnPolicyParallelExecutor:
                                        layout.simulated)
         eval_returns = evaluate(algo, learner.nets, learner.device, self.eval_episodes, self.seed + EVAL_SEED_OFFSET)
         self.rollout = rollout  # the last rollout, for inspection
-        return RunResult(algorithm=algo.name, env=algo.env_id, seed=self.seed, env_steps=progress.transitions,
+        # the actors build their networks on the host (on_policy_actor); the learner's are read from what it built
+        executed_on = {k: "cpu" for k in self.plan.placements}
+        executed_on.update({LEARNER_UPDATE: device_of(learner.nets), PARAM_SYNC: device_of(learner.nets)})
+        return RunResult(executed_on=executed_on, algorithm=algo.name, env=algo.env_id, seed=self.seed,
+                         env_steps=progress.transitions,
                          gradient_steps=learner.gradient_steps, wall_seconds=progress.wall_seconds,
                          startup_seconds=startup, eval_returns=eval_returns, plan=self.plan.to_dict(), kernel_times=times,
                          episodes=progress.episodes, eval_history=progress.eval_history, backend="local-parallel",
@@ -197,8 +203,8 @@ class OnPolicyParallelExecutor:
         return OnPolicyLoopParts(algorithm=algo, learner=learner, rollout=rollout, shared=shared, board=board,
                                  control=control, pool=pool, schedule=schedule, log=run_log, timer=timer,
                                  signals=signals, done_bell=done_bell, eval_freq=self.eval_freq,
-                                 evaluate=lambda: evaluate(algo, learner.nets, learner.device, self.eval_episodes,
-                                                           self.seed + EVAL_SEED_OFFSET),
+                                 evaluate=PeriodicEvaluation(algo, learner, self.eval_episodes, self.seed,
+                                                          progress.eval_history, run_log, self.out_dir).run,
                                  checkpoint=self._periodic(schedule.total_steps, progress),
                                  rollout_state=lambda: {ROLLOUT_STATE: rollout.rng.bit_generator.state})
 

@@ -30,7 +30,7 @@ from pearl_py.protocol.kernel import ADVANTAGE, PARAM_SYNC
 from pearl_py.protocol.schedule import RolloutSchedule
 from pearl_py.replay.rollout import RolloutBuffer
 from pearl_py.runtime.checkpoints import PeriodicCheckpoints
-from pearl_py.runtime.evaluation import eval_point, evaluation_points
+from pearl_py.runtime.evaluation import evaluation_points
 from pearl_py.runtime.parallel.actor import WAIT_S
 from pearl_py.runtime.parallel.checkpoint import Progress
 from pearl_py.runtime.parallel.control import ControlBlock
@@ -63,7 +63,8 @@ class OnPolicyLoopParts:
     timer: KernelTimer
     signals: StopSignals
     done_bell: Doorbell
-    evaluate: Callable[[], list[float]]
+    evaluate: Callable[[int], float]
+    """``evaluate(step)``: a periodic evaluation at env step ``step`` (:meth:`PeriodicEvaluation.run`); its seconds."""
     eval_freq: int = 0
     checkpoint: PeriodicCheckpoints | None = None
     """Periodic checkpoints of the learner and the minibatch generator, taken between rollouts."""
@@ -146,10 +147,7 @@ class OnPolicyLoop:
         """The periodic evaluations the serial run makes during this rollout's collection (same networks)."""
         n = self.p.schedule.n_envs
         for at in evaluation_points(self.p.eval_freq, n, before, self.progress.transitions):
-            start = time.perf_counter()
-            returns = self.p.evaluate()
-            self._eval_seconds += time.perf_counter() - start
-            self.progress.eval_history.append(eval_point(at, returns))
+            self._eval_seconds += self.p.evaluate(at)
 
     def _wait(self, done: Callable[[], bool]) -> None:
         """Sleep on the learner's doorbell until ``done()``, honouring stop requests and restarting failed actors."""

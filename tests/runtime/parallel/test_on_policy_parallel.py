@@ -69,6 +69,7 @@ def test_seeded_parallel_run_equals_the_serial_run(make, hyper, actors, inferenc
                                         progress=False)
     got = parallel.run(steps)
     assert got.backend == "local-parallel" and got.layout["actors"] == actors
+    assert got.executed_on == {k: "cpu" for k in plan.placements} == expected.executed_on   # read, not empty
     assert (got.env_steps, got.gradient_steps, got.episodes) == (expected.env_steps, expected.gradient_steps,
                                                                  expected.episodes)
     rollout_size = hyper["n_envs"] * hyper["n_steps"]

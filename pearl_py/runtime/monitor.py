@@ -1,0 +1,345 @@
+"""The run's monitor: each kernel's measured per-call cost against the plan's prediction, and the corrections it makes.
+
+Every executor calls the same monitor at its round boundaries (off-policy: after a training round's updates;
+on-policy: after a rollout's learning). Over a rolling window of the last ``window_rounds`` rounds it compares
+the seconds the plan's kernels took with the seconds their predicted per-call costs give for the same calls:
+the window's samples/s measured against predicted. The rule (:class:`AdaptOptions`, defaults stated there):
+
+- the plan is **off** in a round when its window's samples/s falls more than ``threshold`` (25%) below the
+  reference (the plan's prediction, or the costs re-timed at the last decision);
+- it acts when the plan has been off for ``patience_rounds`` (3) rounds in a row **and** at least ``patience_s``
+  (2 s) of training time;
+- it then **re-times** the disputed options in the run's own conditions: the learner's thread counts the plan
+  costed (1 and 2 on a 2-core machine), alternating blocks of ``block_calls`` (4) real updates between them until
+  each has ``retime_calls`` (16): the updates are the run's own, so no transition or update is added or lost and
+  the update-to-data ratio stays exact;
+- at the next round boundary it **switches** to the option with the lowest median per-call cost when that beats
+  the running one by ``switch_margin`` (5%), else keeps it; either way the decision is a :class:`Correction`
+  and the reference becomes what was measured, so the same slowdown is not acted on twice.
+
+A kernel on a CUDA device is timed with events read when the run ends, so the monitor watches host-timed kernels
+only (reading events each round would make the host wait for the GPU). Threads are the only option switched in
+place today; a variant or a mode change needs state moved between kernels or processes (docs/runtime.md).
+
+Example (the serial executor, condensed)::
+
+    >>> monitor = Monitor.of(plan, threads, AdaptOptions())      # None: nothing to watch (no prediction)
+    >>> update = monitor.watch(update)                              # each call timed; re-timing sets its threads
+    >>> for round in rounds:
+    ...     ...                                                     # the round's steps and updates
+    ...     correction = monitor.round_ended(steps, learner.gradient_steps, timer)
+    >>> monitor.corrections                                         # what RunResult.corrections holds
+"""
+from __future__ import annotations
+
+import statistics
+import time
+from collections import deque
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol, TypeVar
+
+from pearl_py.kernels.affinity import usable_cpus
+from pearl_py.plan import Plan
+from pearl_py.protocol.kernel import KernelKind
+
+Clock = Callable[[], float]
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+@dataclass(frozen=True)
+class AdaptOptions:
+    """The monitor's rule (module docstring): how far off, for how long, how the options are re-timed.
+
+    ``clock``: the seconds the monitor's own timing and its patience read (tests pass a fake clock).
+    """
+
+    threshold: float = 0.25
+    """The plan is off when its window's samples/s is below ``1 - threshold`` of the reference."""
+    patience_rounds: int = 3
+    patience_s: float = 2.0
+    window_rounds: int = 3
+    """Rounds in the rolling window (the last ones, the current included)."""
+    block_calls: int = 4
+    retime_calls: int = 16
+    """Calls each option gets while re-timing (in blocks of ``block_calls``, options taking turns)."""
+    switch_margin: float = 0.05
+    clock: Clock = time.perf_counter
+
+
+class ThreadSetting(Protocol):
+    """What the monitor moves between options: the threaded kernel's thread count now (``n``) and ``set(n)``
+    (:class:`~pearl_py.kernels.affinity.LearnerThreads` in a run; the simulator's own in a simulation)."""
+
+    n: int
+
+    def set(self, n: int) -> None: ...
+
+
+@dataclass(frozen=True)
+class Correction:
+    """One decision of the monitor (``result.json``'s ``corrections``; every figure measured unless named modelled)."""
+
+    step: int
+    """Env steps collected when the decision took effect (a round boundary)."""
+    updates: int
+    """Learner updates done by then."""
+    kernel: str
+    change: str
+    """What changed, in words (``learner threads 2 -> 1``), or what was kept."""
+    switched: bool
+    before: Mapping[str, Any]
+    after: Mapping[str, Any]
+    predicted_s: float
+    """The kernel's reference per-call cost (the plan's modelled one, or re-timed at an earlier decision)."""
+    measured_s: float
+    """Its per-call cost over the window that was off."""
+    retimed_s: Mapping[str, float]
+    """Median per-call cost of each option re-timed in the run, by option (``2 threads``)."""
+    ratio: float
+    """The window's samples/s measured over the reference's (below ``1 - threshold``)."""
+    reason: str
+    source: str = "measured"
+
+
+@dataclass
+class _Retime:
+    """Re-timing in progress: each option's block timings (seconds per call), whose turn it is."""
+
+    options: tuple[int, ...]
+    per_call: dict[int, list[float]] = field(default_factory=dict)
+    calls: dict[int, int] = field(default_factory=dict)
+    turn: int = 0
+    in_block: int = 0
+
+    def current(self) -> int:
+        return self.options[self.turn]
+
+    def record(self, option: int, seconds: float, block_calls: int) -> None:
+        self.calls[option] = self.calls.get(option, 0) + 1
+        self.in_block += 1
+        self.per_call.setdefault(option, []).append(seconds)
+        if self.in_block >= block_calls:
+            self.in_block = 0
+            self.turn = (self.turn + 1) % len(self.options)
+
+    def done(self, calls: int) -> bool:
+        return all(self.calls.get(o, 0) >= calls for o in self.options)
+
+    def medians(self) -> dict[int, float]:
+        return {o: statistics.median(self.per_call[o]) for o in self.options}
+
+
+class Monitor:
+    """Watches one process's kernels against the plan; see the module docstring for the rule."""
+
+    def __init__(self, reference: Mapping[str, float], threaded: str, options: tuple[int, ...],
+                 threads: ThreadSetting, rule: AdaptOptions, say: Callable[[str], None] | None = None) -> None:
+        self.reference = dict(reference)
+        """Per-call seconds each watched kernel is expected to take (modelled, then re-timed)."""
+        self.planned = dict(reference)
+        """The plan's per-call seconds (modelled), for the prediction as executed."""
+        self.extra_s = 0.0
+        """Seconds the watched kernels' calls so far are expected to take beyond the plan's prediction for them:
+        each round's calls at the reference then in force (0 until a decision moves the reference)."""
+        self._last: dict[str, tuple[int, float]] = {}
+        self.threaded, self.options, self.threads, self.rule = threaded, options, threads, rule
+        self.say = say
+        self.corrections: list[Correction] = []
+        self._window: deque[tuple[dict[str, tuple[int, float]], float]] = deque(maxlen=rule.window_rounds + 1)
+        self._off_rounds = 0
+        self._off_since: float | None = None
+        self._retime: _Retime | None = None
+        self._own: list[float] = [0, 0.0]  # the threaded kernel's calls and seconds on the monitor's clock
+        self._reason = ""
+        self._off_ratio = 1.0
+        self._off_measured = 0.0
+
+    @classmethod
+    def of(cls, plan: Plan, threads: ThreadSetting, adapt: bool | AdaptOptions, log: Any = None) -> Monitor | None:
+        """The monitor of ``plan``'s kernels in this process, or None when ``adapt`` is False (``--no-adapt``), the
+        plan has no prediction to compare with (a hand-made plan, the unpredicted serial reference) or its learner
+        does not run on a CPU.
+        ``adapt``: True (the default rule) or the rule; ``log``: the run's RunLog, whose progress says each
+        correction."""
+        prediction = plan.prediction
+        if prediction is None or adapt is False:
+            return None
+        rule = adapt if isinstance(adapt, AdaptOptions) else AdaptOptions()
+        threaded = next((k for k in plan.placements if _kind(k) is not None and _kind(k).threaded), None)
+        reference: dict[str, float] = {}
+        options: tuple[int, ...] = ()
+        for kernel, placement in plan.placements.items():
+            cost = prediction.cost(kernel, placement.device, placement.variant)
+            if cost is None:
+                continue
+            at = cost.at(placement.replicas) if kernel == threaded else cost
+            # an env step's and an update's predicted costs hold the loop's own work, which no kernel timer sees
+            reference[kernel] = at.latency_s - at.loop_s
+            if kernel == threaded:
+                costed = {1, *(t.threads for t in cost.threads), placement.replicas}
+                options = tuple(sorted(n for n in costed if n <= _usable_cores() or n == placement.replicas))
+        if threaded not in reference or plan.device_kind(plan.placements[threaded].device) != "cpu":
+            return None  # a learner elsewhere than on a CPU has no thread options, and the host times only its launches
+        return cls(reference, threaded, options, threads, rule, _progress(log) if log is not None else None)
+
+    def watch(self, call: F) -> F:
+        """``call`` (the threaded kernel, one update), timed on the monitor's clock; while re-timing, each call
+        runs at the thread count whose turn it is."""
+        clock = self.rule.clock
+
+        def watched(*args: Any, **kwargs: Any) -> Any:
+            self.before_call()
+            start = clock()
+            out = call(*args, **kwargs)
+            self.after_call(clock() - start)
+            return out
+
+        return watched  # type: ignore[return-value]
+
+    def before_call(self) -> None:
+        """Before a call of the threaded kernel: while re-timing, its turn's option (once each option has its
+        calls, the running one until the round boundary)."""
+        retime = self._retime
+        if retime is not None:
+            done = retime.done(self.rule.retime_calls)
+            self.threads.set(retime.options[0] if done else retime.current())
+
+    def after_call(self, seconds: float) -> None:
+        """After a call of the threaded kernel that took ``seconds`` (what :meth:`watch` times; a simulator
+        hands its simulated seconds)."""
+        self._own[0] += 1
+        self._own[1] += seconds
+        retime = self._retime
+        if retime is not None and not retime.done(self.rule.retime_calls):
+            retime.record(self.threads.n, seconds, self.rule.block_calls)
+
+    def round_ended(self, steps: int, updates: int, timer: Any) -> Correction | None:
+        """At a round boundary: update the window and, by the rule, start a re-time or decide (the decision is
+        returned, recorded in :attr:`corrections` and said)."""
+        now = self.rule.clock()
+        totals = {k: (int(timer.calls.get(k, 0)), float(timer.seconds.get(k, 0.0)))
+                  for k in self.reference if k != self.threaded and k not in timer.evented}
+        totals[self.threaded] = (int(self._own[0]), float(self._own[1]))
+        for kernel, (calls, _) in totals.items():
+            self.extra_s += (calls - self._last.get(kernel, (0, 0.0))[0]) * (self.reference[kernel] - self.planned[kernel])
+        self._last = totals
+        if self._retime is not None:
+            if self._retime.done(self.rule.retime_calls):
+                return self._decide(steps, updates)
+            return None
+        self._window.append((totals, now))
+        if len(self._window) < 2:
+            return None
+        ratio, measured = self._ratio()
+        if ratio >= 1.0 - self.rule.threshold:
+            self._off_rounds, self._off_since = 0, None
+            return None
+        self._off_rounds += 1
+        self._off_since = self._off_since if self._off_since is not None else self._window[-2][1]
+        if self._off_rounds < self.rule.patience_rounds or now - self._off_since < self.rule.patience_s:
+            return None
+        self._off_ratio, self._off_measured = ratio, measured
+        self._reason = (f"samples/s {ratio:.0%} of the expected for {self._off_rounds} rounds "
+                        f"({now - self._off_since:.1f} s; rule: more than {self.rule.threshold:.0%} below for "
+                        f"{self.rule.patience_rounds} rounds and {self.rule.patience_s:g} s)")
+        if len(self.options) < 2:
+            return self._decide(steps, updates)
+        current = self.threads.n
+        self._retime = _Retime((current, *(o for o in self.options if o != current)))
+        return None
+
+    def _ratio(self) -> tuple[float, float]:
+        """The window's samples/s measured over expected (= expected seconds over measured seconds of the same
+        calls), and the threaded kernel's measured per-call seconds."""
+        (first, _), (last, _) = self._window[0], self._window[-1]
+        measured = expected = 0.0
+        for kernel, (calls, seconds) in last.items():
+            calls0, seconds0 = first.get(kernel, (0, 0.0))
+            measured += seconds - seconds0
+            expected += (calls - calls0) * self.reference[kernel]
+        calls, seconds = last[self.threaded]
+        calls0, seconds0 = first.get(self.threaded, (0, 0.0))
+        per_call = (seconds - seconds0) / (calls - calls0) if calls > calls0 else 0.0
+        return (expected / measured if measured > 0 else 1.0), per_call
+
+    def _decide(self, steps: int, updates: int) -> Correction:
+        retime, self._retime = self._retime, None
+        before = self.threads.n if retime is None else retime.options[0]
+        medians = retime.medians() if retime is not None else {}
+        best = min(medians, key=medians.get) if medians else before
+        switch = best != before and medians[best] < medians[before] * (1.0 - self.rule.switch_margin)
+        chosen = best if switch else before
+        self.threads.set(chosen)
+        retimed = {_threads_word(o): s for o, s in medians.items()}
+        if switch:
+            change = f"learner threads {before} -> {chosen}"
+        elif medians:
+            change = f"kept learner threads {before} (no option {self.rule.switch_margin:.0%} faster)"
+        else:
+            change = f"kept learner threads {before} (no other option costed)"
+        timed = ", ".join(f"{word} {1e3 * s:.3f} ms" for word, s in retimed.items())
+        correction = Correction(
+            step=steps, updates=updates, kernel=self.threaded, change=change, switched=switch,
+            before={"threads": before}, after={"threads": chosen}, predicted_s=self.reference[self.threaded],
+            measured_s=self._off_measured, retimed_s=retimed, ratio=self._off_ratio,
+            reason=self._reason + (f"; re-timed in the run: {timed} a call" if timed else ""))
+        self.corrections.append(correction)
+        self._rebase(medians.get(chosen))
+        if self.say is not None:
+            self.say(f"correction at step {steps}: {change}; {correction.reason}")
+        return correction
+
+    def _rebase(self, threaded_s: float | None) -> None:
+        """The reference becomes what the window measured (the threaded kernel: its re-timed cost at the chosen
+        option), and the window starts again."""
+        (first, _), (last, _) = self._window[0], self._window[-1]
+        for kernel, (calls, seconds) in last.items():
+            calls0, seconds0 = first.get(kernel, (0, 0.0))
+            if calls > calls0:
+                self.reference[kernel] = (seconds - seconds0) / (calls - calls0)
+        if threaded_s is not None:
+            self.reference[self.threaded] = threaded_s
+        self._window.clear()
+        self._off_rounds, self._off_since = 0, None
+
+
+def result_fields(monitor: Monitor | None, plan: Plan, env_steps: int) -> dict[str, Any]:
+    """What a run's monitor adds to its RunResult: ``corrections`` and, after one, ``prediction_as_executed``: the
+    plan's predicted training samples/s (and whole-run samples/s) with the seconds the run's calls were expected to
+    take at the costs in force when they ran (the plan's, then each decision's re-timed ones)."""
+    if monitor is None:
+        return {"corrections": []}
+    fields: dict[str, Any] = {"corrections": list(monitor.corrections)}
+    prediction = plan.prediction
+    # serialized plans only: there every watched second is on the critical path; in an overlapped one the learner's
+    # extra seconds may hide behind the actors' work, which the model's max() would need to recompute
+    if monitor.corrections and plan.serialized and prediction is not None and prediction.samples_per_s > 0:
+        executed = {"samples_per_s": env_steps / (env_steps / prediction.samples_per_s + monitor.extra_s),
+                    "extra_s": monitor.extra_s, "source": "modelled (costs re-timed in the run after a correction)"}
+        if prediction.run is not None and prediction.run.seconds > 0:
+            executed["run_samples_per_s"] = prediction.run.env_steps / (prediction.run.seconds + monitor.extra_s)
+        fields["prediction_as_executed"] = executed
+    return fields
+
+
+def _kind(name: str) -> KernelKind | None:
+    return next((k for k in KernelKind if str(k) == name), None)
+
+
+def _threads_word(n: int) -> str:
+    return f"{n} thread{'s' if n != 1 else ''}"
+
+
+def _usable_cores() -> int:
+    return len(usable_cpus())
+
+
+def _progress(log: Any) -> Callable[[str], None]:
+    """Says a line on a RunLog's progress stream (on a line of its own after a bar), unless progress is off."""
+    def say(text: str) -> None:
+        if log.mode != "off":
+            log.stream.write(("\n" if log.mode == "bar" else "") + f"[{text}]\n")
+            log.stream.flush()
+
+    return say

@@ -1,0 +1,96 @@
+"""A simulated run that corrects itself: the run's monitor (:mod:`pearl_py.runtime.monitor`, the same one every
+executor calls) on simulated time, and a synthetic slowdown of a kernel's calls.
+
+A :class:`Slowdown` makes a kernel's calls at one thread count take ``factor`` times their cost from a given call
+on (what a neighbour process does to a 2-thread learner update). :class:`SimAdapt` sits in the simulated
+pipeline: every call is counted for the monitor, the threaded kernel's calls are timed on the engine's clock,
+each round's end is a round boundary, and a switch of its thread count changes the cost and the units its next
+calls hold (:func:`~pearl_py.optimize.model.call_cost` at the new count). The simulation then reproduces the
+correction a run makes on the same synthetic slowdown (tests/simulate/test_adapt_sim.py beside
+tests/runtime/test_monitor.py).
+
+Example::
+
+    >>> result = simulate(problem, assignment, schedule, adapt=AdaptOptions(),
+    ...                   slowdown=Slowdown(LEARNER_UPDATE, threads=2, factor=3.0, after_calls=100))
+    >>> result.corrections[0].change
+    'learner threads 2 -> 1'
+"""
+from __future__ import annotations
+
+import dataclasses
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from pearl_py.optimize.model import Choice, call_cost
+from pearl_py.protocol.kernel import LEARNER_UPDATE
+from pearl_py.runtime.monitor import AdaptOptions, Correction, Monitor
+from pearl_py.simulate.topology import Cost
+
+if TYPE_CHECKING:
+    from pearl_py.simulate.pipeline import Pipeline
+
+
+@dataclass(frozen=True)
+class Slowdown:
+    """From call ``after_calls + 1`` of ``kernel`` on, its calls at ``threads`` threads take ``factor`` x their cost."""
+
+    kernel: str
+    threads: int
+    factor: float
+    after_calls: int
+
+
+class SimAdapt:
+    """The monitor in a simulated pipeline (``rule`` None: none, the plan as given); also the thread setting it
+    moves (``n``, :meth:`set`)."""
+
+    def __init__(self, pipeline: Pipeline, rule: AdaptOptions | None, slowdown: Slowdown | None = None) -> None:
+        self.pipeline, self.slowdown = pipeline, slowdown
+        topo = pipeline.topo
+        self.calls: dict[str, int] = defaultdict(int)
+        self.seconds: dict[str, float] = defaultdict(float)
+        self.evented: frozenset[str] = frozenset()
+        """What the monitor reads as a KernelTimer's: every simulated call is counted on the engine's clock."""
+        self.n = topo.threads[LEARNER_UPDATE]
+        choice = topo.assignment[LEARNER_UPDATE]
+        options = tuple(topo.problem.replica_choices(LEARNER_UPDATE, choice.device, choice.variant))
+        self.monitor = None if rule is None else Monitor(
+            {k: c.latency_s for k, c in topo.costs.items()}, LEARNER_UPDATE, options, self,
+            dataclasses.replace(rule, clock=lambda: pipeline.engine.now))
+
+    def set(self, n: int) -> None:
+        """The learner's calls from now on run ``n`` threads: their cost and the units they hold."""
+        topo = self.pipeline.topo
+        choice = topo.assignment[LEARNER_UPDATE]
+        cost = topo.costs[LEARNER_UPDATE]
+        topo.costs[LEARNER_UPDATE] = Cost(*call_cost(topo.problem, LEARNER_UPDATE,
+                                                     Choice(choice.device, choice.variant, n)), cost.source)
+        topo.threads[LEARNER_UPDATE] = n
+        self.n = n
+
+    def before(self, kernel: str) -> None:
+        if kernel == LEARNER_UPDATE and self.monitor is not None:
+            self.monitor.before_call()
+
+    def latency(self, kernel: str, seconds: float) -> float:
+        """The seconds this call takes (``seconds``, or slowed down), counted for the monitor."""
+        s = self.slowdown
+        if s is not None and kernel == s.kernel and self.pipeline.topo.threads[kernel] == s.threads \
+                and self.calls[kernel] >= s.after_calls:
+            seconds *= s.factor
+        self.calls[kernel] += 1
+        self.seconds[kernel] += seconds
+        if kernel == LEARNER_UPDATE and self.monitor is not None:
+            self.monitor.after_call(seconds)
+        return seconds
+
+    def round_ended(self) -> None:
+        p = self.pipeline
+        if self.monitor is not None:
+            self.monitor.round_ended(p.inserted * p.schedule.n_envs, p.updates_done, self)
+
+    @property
+    def corrections(self) -> list[Correction]:
+        return list(self.monitor.corrections) if self.monitor is not None else []

@@ -1,0 +1,29 @@
+"""The profile's time left: builds and timed points each at their own pace (no fixed timings: a fake clock)."""
+from __future__ import annotations
+
+import pytest
+
+from pearl_py.estimate import progress as progress_module
+from pearl_py.estimate.progress import ProfileProgress
+
+
+def test_a_phases_building_is_not_read_as_its_first_points_time(monkeypatch):
+    now = [0.0]
+    monkeypatch.setattr(progress_module.time, "perf_counter", lambda: now[0])
+    lines: list[str] = []
+    progress = ProfileProgress(total_points=60, phases=2, log=lines.append, every_s=1e9, total_builds=20)
+    progress.phase("a", 30)
+    for _ in range(10):             # building phase a's 10 kernels: 2 s each (a compile, envs)
+        now[0] += 2.0
+        progress.built()
+    assert progress.left_s() is None                  # no point timed yet: no pace of timing
+    now[0] += 0.1
+    progress.point()
+    # 59 points at 0.1 s and 10 builds of phase b at 2 s; one pace over both would say 59 x 20.1 s
+    assert progress.left_s() == pytest.approx(59 * 0.1 + 10 * 2.0)
+    for _ in range(29):
+        now[0] += 0.1
+        progress.point()
+    assert progress.left_s() == pytest.approx(30 * 0.1 + 10 * 2.0)
+    progress.phase("b", 30)
+    assert lines[-1] == "[2/2] b: 30 points (30/60 points done, 0:23 elapsed, about 0:23 left)"

@@ -1,0 +1,159 @@
+"""The run's monitor (pearl_py/runtime/monitor.py) without timing: a fake clock that the learner update advances by a
+cost that depends on its thread count, and a slowdown injected after a number of calls."""
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pytest
+import torch
+
+import pearl_py as pearl
+from pearl_py.plan import Figures, KernelCost, Placement, Plan, Prediction, SolverInfo, ThreadCost
+from pearl_py.runtime.monitor import AdaptOptions
+from pearl_py.runtime.serial import SerialExecutor
+
+TINY_DQN = dict(net_arch=[32], batch_size=16, learning_starts=200, train_freq=50, gradient_steps=10,
+                buffer_size=5_000, target_update_interval=100)
+"""Rounds at vector steps 250, 300, ..., 2000 (round r at 200 + 50 r), 10 updates each."""
+COST_S = {1: 12e-3, 2: 10e-3}
+"""The fake machine's seconds per update at 1 and 2 threads, also the plan's predicted costs."""
+
+
+class FakeMachine:
+    """A clock that only the learner update moves: each call costs ``COST_S`` at the thread count it runs, 3x at
+    2 threads from call ``slow_after + 1`` on (a neighbour arrived)."""
+
+    def __init__(self, slow_after: float) -> None:
+        self.slow_after, self.now, self.threads = slow_after, 0.0, []
+
+    def clock(self) -> float:
+        return self.now
+
+    def wrap(self, update):
+        def update_on_this_machine(batch):
+            n = torch.get_num_threads()
+            self.threads.append(n)
+            self.now += COST_S[n] * (3 if n == 2 and len(self.threads) > self.slow_after else 1)
+            return update(batch)
+        return update_on_this_machine
+
+
+def two_thread_plan(algo) -> Plan:
+    """The serial plan with the learner at 2 threads, predicted as the fake machine's quiet costs."""
+    plan = Plan.single_device(algo.protocol(serialized=True))
+    placements = dict(plan.placements, learner_update=Placement("cpu", "reference", 2))
+    costs = {"learner_update": {"cpu": {"reference": KernelCost(COST_S[1], 0.0, "calibrated",
+                                                                threads=(ThreadCost(2, COST_S[2], 0.0),))}}}
+    prediction = Prediction(Figures(1.0, 1.0, 1.0, 1.0, 1.0, "cpu"), SolverInfo("test", True, 1.0, 0.0, 0.0), costs,
+                            rates={}, kinds={}, devices={})
+    return dataclasses.replace(plan, placements=placements, prediction=prediction)
+
+
+def run(monkeypatch, slow_after: float, adapt: bool = True, total_steps: int = 2_000):
+    machine = FakeMachine(slow_after)
+    built = SerialExecutor._learner_update
+    monkeypatch.setattr(SerialExecutor, "_learner_update", lambda self, learner: machine.wrap(built(self, learner)))
+    algo = pearl.DQN("CartPole-v1", **TINY_DQN)
+    rule = AdaptOptions(patience_s=0.5, clock=machine.clock) if adapt else False
+    executor = SerialExecutor(algo, seed=0, plan=two_thread_plan(algo), eval_episodes=1, progress=False, adapt=rule)
+    return executor.run(total_steps=total_steps), machine
+
+
+def test_a_slowdown_at_two_threads_switches_the_learner_to_one_thread_at_a_round_boundary(monkeypatch):
+    result, machine = run(monkeypatch, slow_after=100)
+    # calls 101.. are 3x: rounds 11, 12, 13 are off (window samples/s 60%, 43%, 33% of the prediction: below 75%);
+    # at round 13's end 3 rounds and 0.9 s have passed: re-time rounds 14-17 (blocks of 4, 2 then 1 thread, until
+    # 16 calls each: call 32 of the re-time, in round 17), switch at round 17's end (step 200 + 50 * 17)
+    assert result.env_steps == 2_000 and result.gradient_steps == 36 * 10
+    assert result.kernel_times["learner_update"]["calls"] == 360
+    [correction] = result.corrections
+    assert (correction.step, correction.updates, correction.switched) == (1_050, 170, True)
+    assert correction.change == "learner threads 2 -> 1"
+    assert (correction.before, correction.after) == ({"threads": 2}, {"threads": 1})
+    assert correction.predicted_s == pytest.approx(COST_S[2]) and correction.measured_s == pytest.approx(3 * COST_S[2])
+    assert correction.retimed_s == pytest.approx({"2 threads": 3 * COST_S[2], "1 thread": COST_S[1]})
+    assert correction.ratio == pytest.approx(1 / 3)
+    assert "more than 25% below for 3 rounds" in correction.reason
+    assert machine.threads[:130] == [2] * 130                               # rounds 1-13 as planned
+    assert machine.threads[130:162] == ([2] * 4 + [1] * 4) * 4                # the re-time's blocks
+    assert set(machine.threads[162:170]) == {2} and set(machine.threads[170:]) == {1}
+    assert json.loads(json.dumps(result.to_dict()))["corrections"][0]["step"] == 1_050
+    # the prediction as executed: rounds 18-36 (190 updates) at 1 thread, re-timed at 12 ms against the plan's 10
+    extra = result.prediction_as_executed["extra_s"]
+    assert extra == pytest.approx(190 * (COST_S[1] - COST_S[2]))
+    assert result.prediction_as_executed["samples_per_s"] == pytest.approx(2_000 / (2_000 / 1.0 + extra))
+
+
+def test_a_quiet_machine_makes_no_correction(monkeypatch):
+    result, machine = run(monkeypatch, slow_after=float("inf"), total_steps=1_200)
+    assert result.corrections == [] and set(machine.threads) == {2}
+    assert result.gradient_steps == 200
+
+
+def test_no_adapt_runs_the_plan_as_given(monkeypatch):
+    result, machine = run(monkeypatch, slow_after=100, adapt=False, total_steps=1_200)   # past the switch at 170
+    assert result.corrections == [] and set(machine.threads) == {2}
+    assert result.to_dict()["corrections"] == []
+
+
+def test_the_fused_learner_moves_between_thread_counts_mid_run_with_exact_counts():
+    """The real path (no fake clock): a rule that always finds the plan off re-times the fused update at 1 and
+    2 threads with the run's own updates and decides at a round boundary; the counts stay the config's."""
+    algo = pearl.DQN("CartPole-v1", **TINY_DQN)
+    plan = two_thread_plan(algo)
+    plan = dataclasses.replace(plan, placements=dict(plan.placements, learner_update=Placement("cpu", "fused", 2)),
+                               prediction=dataclasses.replace(plan.prediction, costs={
+                                   "learner_update": {"cpu": {"fused": plan.prediction.costs["learner_update"]["cpu"][
+                                       "reference"]}}}))
+    always_off = AdaptOptions(threshold=-1e9, patience_rounds=1, patience_s=0.0)
+    result = SerialExecutor(algo, seed=0, plan=plan, eval_episodes=1, progress=False, adapt=always_off).run(1_000)
+    assert result.env_steps == 1_000 and result.gradient_steps == 160
+    first = result.corrections[0]
+    # off at round 2 (the first with a window), re-timed in rounds 3-6 (16 calls each, blocks of 4)
+    assert first.step == 200 + 50 * 6 and first.updates == 60
+    assert set(first.retimed_s) == {"1 thread", "2 threads"} and first.after["threads"] in (1, 2)
+    assert torch.get_num_threads() == first.after["threads"] or len(result.corrections) > 1
+
+
+def test_the_on_policy_serial_executor_runs_the_same_monitor_with_exact_counts():
+    from pearl_py.runtime.on_policy_serial import OnPolicySerialExecutor, serial_plan
+
+    algo = pearl.PPO("CartPole-v1", n_envs=2, n_steps=16, batch_size=8, n_epochs=2, net_arch=[16])
+    plan = serial_plan()
+    plan = dataclasses.replace(plan, placements=dict(plan.placements, learner_update=Placement("cpu", "reference", 2)),
+                               prediction=two_thread_plan(pearl.DQN("CartPole-v1", **TINY_DQN)).prediction)
+    always_off = AdaptOptions(threshold=-1e9, patience_rounds=1, patience_s=0.0)
+    result = OnPolicySerialExecutor(algo, seed=0, plan=plan, eval_episodes=1, progress=False,
+                                    adapt=always_off).run(32 * 8)
+    # 8 rollouts of 32 steps, 2 epochs x 4 minibatches each: 8 updates a rollout; off at rollout 2, re-timed over
+    # rollouts 3-6 (32 calls), decided at rollout 6's end
+    assert result.env_steps == 256 and result.gradient_steps == 64
+    assert (result.corrections[0].step, result.corrections[0].updates) == (6 * 32, 48)
+
+
+
+def test_the_parallel_learner_runs_the_same_monitor(monkeypatch):
+    """The local parallel runtime's learner (in this process) on the fake machine, slowed from update 41: off at
+    rounds 5-7, re-timed over rounds 8-11, switched at round 11's end as the serial executor would; the actors run
+    ahead as the schedule allows, so the step is at least the serial one."""
+    from pearl_py.kernels import REGISTRY
+    from pearl_py.runtime.parallel import ParallelExecutor
+
+    machine = FakeMachine(slow_after=40)
+    reference = REGISTRY.get("learner_update", "reference", "cpu")
+    monkeypatch.setitem(REGISTRY._variants, ("learner_update", "cpu", "fake"), dataclasses.replace(
+        reference, name="fake", builder=lambda learner: machine.wrap(learner.update)))
+    algo = pearl.DQN("CartPole-v1", **TINY_DQN)
+    plan = two_thread_plan(pearl.DQN("CartPole-v1", **TINY_DQN))
+    plan = dataclasses.replace(plan, mode="overlapped", placements=dict(
+        Plan.single_device(algo.protocol()).placements, learner_update=Placement("cpu", "fake", 2)),
+        prediction=dataclasses.replace(plan.prediction, costs={"learner_update": {"cpu": {
+            "fake": plan.prediction.costs["learner_update"]["cpu"]["reference"]}}}))
+    result = ParallelExecutor(algo, plan, seed=0, eval_episodes=1, progress=False,
+                              adapt=AdaptOptions(patience_s=0.5, clock=machine.clock)).run(1_000)
+    assert result.gradient_steps == 160
+    [correction] = result.corrections
+    assert (correction.updates, correction.change) == (110, "learner threads 2 -> 1")
+    assert correction.step >= 200 + 50 * 11 and set(machine.threads[110:]) == {1}
+    assert result.prediction_as_executed is None       # an overlapped plan's is not recomputed (docs/runtime.md)

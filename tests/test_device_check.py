@@ -1,0 +1,46 @@
+"""benchmarks/device_check.py --dry-run: every step of the GPU machine's check runs on this CPU and lands in one
+JSON with its status, beside one log and one tarball (the lent machine's $OUT takes at most 8 files)."""
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+import tarfile
+from pathlib import Path
+
+import pytest
+
+
+def device_check():
+    path = Path(__file__).parents[1] / "benchmarks" / "device_check.py"
+    spec = importlib.util.spec_from_file_location("device_check", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module   # its dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.slow   # about two minutes of subprocesses on 2 cores: CI's slow stage runs it
+def test_the_dry_run_runs_every_step_and_writes_three_files(tmp_path):
+    module = device_check()
+    assert module.main(["--dry-run", "--out", str(tmp_path), "--budget", "900"]) == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["device_check.json", "device_check.log", "runs.tar.gz"]
+    record = json.loads((tmp_path / "device_check.json").read_text())
+    assert record["dry_run"] is True and list(record["steps"]) == list(module.STEPS) == list("bacdefg")
+    sb3 = importlib.util.find_spec("stable_baselines3") is not None
+    for name, step in record["steps"].items():
+        expected = "skipped" if name == "e" and not sb3 else "ok"
+        assert step["status"] == expected, (name, step.get("summary"))
+        assert step["summary"] and step["seconds"] > 0
+    if not sb3:
+        assert "stable_baselines3 is not installed" in record["steps"]["e"]["summary"]
+    assert {r["algorithm"] for r in record["steps"]["a"]["runs"]} == {"dqn", "ppo"}
+    assert all(not r["problems"] for r in record["steps"]["a"]["runs"])
+    assert set(record["steps"]["d"]["runs"]) == {"dqn_minatar", "sac_pendulum"}
+    assert [(r["config"], r["actors"]) for r in record["steps"]["f"]["rows"]] == [
+        ("ppo_cartpole", 1), ("ppo_cartpole", 2), ("dqn_cartpole", 1)]
+    log = (tmp_path / "device_check.log").read_text()
+    assert all(f"===== step {name}:" in log for name in module.STEPS)
+    with tarfile.open(tmp_path / "runs.tar.gz") as tar:
+        names = tar.getnames()
+    assert "runs/d_sac_pendulum/result.json" in names and any(n.startswith("cache/calibration-") for n in names)
