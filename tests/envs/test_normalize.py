@@ -216,3 +216,20 @@ def test_an_off_policy_zoo_entry_with_the_zoo_text_form_runs(write_config, tmp_p
     manifest = json.loads((out / "policy.json").read_text())
     assert manifest["config"]["normalize"] == {"norm_reward": False}
     assert manifest["obs_normalization"]["obs"]["count"] == pytest.approx(301 + PRIOR)
+
+
+def test_a_torch_replay_sample_is_normalized_as_a_numpy_one():
+    norm = ObsRewardNormalizer(Normalize.from_config({"clip_obs": 1.5}), (3,), gamma=0.9)
+    rng = np.random.default_rng(5)
+    for _ in range(10):
+        norm.observe(rng.normal(2.0, 3.0, size=(4, 3)))
+        norm.reward(rng.normal(size=4), rng.random(4) < 0.2)
+    obs, next_obs = (rng.normal(2.0, 3.0, size=(8, 3)).astype(np.float32) for _ in range(2))
+    rewards = rng.normal(size=8).astype(np.float32)
+    batch = SampleBatch(obs, np.zeros(8), rewards, next_obs, np.zeros(8, np.float32), np.arange(8), np.ones(8))
+    tensors = SampleBatch(*(torch.as_tensor(a) for a in (obs, np.zeros(8), rewards, next_obs)),
+                          torch.zeros(8), torch.arange(8), torch.ones(8))
+    expected, got = norm.sample(batch), norm.sample(tensors)
+    for name in ("obs", "next_obs", "rewards"):
+        assert getattr(got, name).dtype == torch.float32
+        np.testing.assert_allclose(getattr(got, name).numpy(), getattr(expected, name), rtol=1e-6)
