@@ -39,7 +39,7 @@ def make_env(job: dict[str, Any]):
         import gymnasium as gym
 
         return gym.make(job["env"])
-    from pearl_py.algorithms.env_make import make_env as pearl_make_env
+    from pearl_py.envs import make_env as pearl_make_env
 
     return pearl_make_env(job["env"], job["pearl_env"]["frame_stack"])
 
@@ -61,7 +61,7 @@ def pixel_extractor(job: dict[str, Any]) -> type:
     from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
 
     from pearl_py.algorithms.cnn import build_extractor
-    from pearl_py.algorithms.env_spec import EnvSpec
+    from pearl_py.envs import EnvSpec
 
     spec = EnvSpec.from_env_id(job["env"], job["extractor"]["frame_stack"])
 

@@ -29,7 +29,7 @@ compare these counts over several seeds, not one seed's return.
 
 Pixels (issue 20): DQN on MinAtar Breakout learns side by side with SB3's ``CnnPolicy`` DQN given the
 same feature extractor (pearl_py's ``small_cnn`` module inside an SB3 ``BaseFeaturesExtractor``), the
-same preprocessed env (``pearl_py.algorithms.env_make.make_env``) and the same hyperparameters; on Atari
+same preprocessed env (``pearl_py.envs.make_env``) and the same hyperparameters; on Atari
 it measures throughput, not learning: a fixed number of steps without evaluation.
 
     python benchmarks/vs_sb3.py examples/configs/dqn_minatar_breakout.yaml --seeds 0 1 2 --backends sb3 serial
@@ -82,7 +82,7 @@ def plain(value: Any) -> Any:
 def env_of(cfg: pearl.RunConfig) -> dict[str, Any] | None:
     """How SB3's side makes the env: None for a plain gymnasium id; else pearl_py's preprocessing (Atari, MinAtar,
     random frames, or a frame stack), with the frame stack."""
-    from pearl_py.algorithms.env_make import family
+    from pearl_py.envs.families import family
 
     stack = cfg.hyperparameters.frame_stack
     return None if family(cfg.settings.env) == "gym" and stack is None else {"frame_stack": stack}
@@ -91,7 +91,7 @@ def env_of(cfg: pearl.RunConfig) -> dict[str, Any] | None:
 def extractor_of(cfg: pearl.RunConfig) -> dict[str, Any] | None:
     """For observations pearl_py runs through a CNN: the frame stack and extractor SB3 gets (pearl_py's CNN)."""
     from pearl_py.algorithms.cnn import resolve_extractor
-    from pearl_py.algorithms.env_spec import EnvSpec
+    from pearl_py.envs import EnvSpec
 
     h = cfg.hyperparameters
     spec = EnvSpec.from_env_id(cfg.settings.env, h.frame_stack)

@@ -22,8 +22,8 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from pearl_py.algorithms.env_make import check_installed
-from pearl_py.algorithms.env_spec import EnvError, check_env_id
+from pearl_py.envs.make import check_installed
+from pearl_py.envs import EnvError, check_env_id
 from pearl_py.config.yaml_source import YamlDocument
 from pearl_py.errors import UserError
 from pearl_py.run_config.zoo import read_entry

@@ -7,7 +7,7 @@ Every run with an output folder writes two files there when training ends:
   loading a file never runs code from it;
 - ``policy.json``: the manifest (:class:`PolicyManifest`): algorithm, family, env id, every
   hyperparameter as a config file holds it, the pearl_py version that wrote it, the observation
-  normalization (pearl_py normalizes none: null), and how far training got.
+  normalization (the ``normalize`` statistics, frozen; null without it), and how far training got.
 
 A run with periodic evaluations (``eval_freq``) also keeps the best evaluated networks so far as
 ``best_policy.pt`` and ``best_policy.json`` (same formats; the manifest's ``best_evaluation`` says at
@@ -73,7 +73,8 @@ class PolicyManifest:
     env_steps: int
     gradient_steps: int
     obs_normalization: dict[str, Any] | None = None
-    """Running observation statistics applied before the networks; pearl_py normalizes none (null)."""
+    """The ``normalize`` transform's state (:meth:`~pearl_py.envs.normalize.ObsRewardNormalizer.state`), applied
+    frozen before the networks; null without normalization."""
     best_evaluation: dict[str, float] | None = None
     """In ``best_policy.json``: the periodic evaluation these networks scored best in (``step``,
     ``return_mean``, ``return_std``); null in ``policy.json``."""
@@ -106,7 +107,8 @@ def save_policy(directory: str | Path, algorithm: BaseAlgorithm, nets: Networks,
     torch.save({"format": FORMAT, "nets": state}, buffer)
     manifest = PolicyManifest(format=FORMAT, algorithm=algorithm.name, family=algorithm.family, env=algorithm.env_id,
                               config=plain_values(algorithm.config), pearl_py_version=__version__, seed=seed,
-                              env_steps=env_steps, gradient_steps=gradient_steps, best_evaluation=best_evaluation)
+                              env_steps=env_steps, gradient_steps=gradient_steps, best_evaluation=best_evaluation,
+                              obs_normalization=algorithm.obs_transform.state() if algorithm.obs_transform else None)
     # the weights first: a manifest on disk always has its weights beside it
     atomic_write_bytes(directory / weights_file, buffer.getvalue())
     atomic_write_json(directory / manifest_file, dataclasses.asdict(manifest))
@@ -144,6 +146,8 @@ class TrainedPolicy:
             raise ValueError(f"predict: an observation of shape {batch.shape}, but {self.manifest.env} observations "
                              f"have shape {expected} (one) or (n, {', '.join(map(str, expected))}) (a batch of n)")
         batch = batch[None] if single else batch
+        if self.algorithm.obs_transform is not None:     # the saved statistics, frozen
+            batch = self.algorithm.obs_transform.obs(batch)
         if deterministic:
             actions = self.algorithm.greedy_actions(self.nets, batch, self.device)
         else:
@@ -236,12 +240,25 @@ def load(path: str | Path, best: bool = False) -> TrainedPolicy:
     algorithm = algorithm_of(manifest, manifest_file)
     nets = algorithm.fresh_networks()
     load_networks(nets, read_weights(weights), weights)
+    if algorithm.obs_transform is not None:
+        if manifest.obs_normalization is None:
+            raise UserError(f"{manifest_file}: its config normalizes observations but it holds no obs_normalization")
+        load_statistics(algorithm, manifest.obs_normalization, manifest_file)
     return TrainedPolicy(algorithm, nets, manifest)
+
+
+def load_statistics(algorithm: BaseAlgorithm, state: Any, file: Path) -> None:
+    """A manifest's ``obs_normalization`` into ``algorithm.obs_transform``; a UserError naming ``file`` if damaged."""
+    try:
+        algorithm.obs_transform.load(state)
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise UserError(f"{file}: obs_normalization is damaged ({type(exc).__name__}: {exc})") from None
 
 
 def initial_state(path: str | Path, algorithm: BaseAlgorithm) -> dict[str, torch.Tensor]:
     """The saved networks of the run at ``path``, checked to fit ``algorithm`` (``--init-from``): same
-    algorithm and env, networks of the same names and shapes. Training then starts from them."""
+    algorithm and env, networks of the same names and shapes. Training then starts from them, and from the saved
+    ``normalize`` statistics where both normalize (loaded into ``algorithm.obs_transform``)."""
     weights, manifest_file = policy_files(path)
     manifest = read_manifest(manifest_file)
     if (manifest.algorithm, manifest.env) != (algorithm.name, algorithm.env_id):
@@ -249,4 +266,6 @@ def initial_state(path: str | Path, algorithm: BaseAlgorithm) -> dict[str, torch
                         f"{algorithm.name} on {algorithm.env_id}")
     state = read_weights(weights)
     load_networks(algorithm.fresh_networks(), state, weights)
+    if algorithm.obs_transform is not None and manifest.obs_normalization is not None:
+        load_statistics(algorithm, manifest.obs_normalization, manifest_file)
     return state

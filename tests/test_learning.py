@@ -65,3 +65,28 @@ def test_td3_and_sac_pendulum_reach_minus_200_on_seeds_0_1_2(tmp_path, algorithm
         assert result["env_steps"] == 20_000
         returns.append(result["eval_return_mean"])
     assert min(returns) >= -200, f"{algorithm} final eval returns by seed: {returns}"
+
+
+A2C_ACROBOT_BENCHMARK = -83.353 - 2 * 17.213
+"""rl-baselines3-zoo's benchmark.md row ``a2c | Acrobot-v1 | -83.353 | 17.213 | 500k`` (DLR-RM/rl-baselines3-zoo,
+benchmark.md at 0088472b): its mean minus two standard deviations, -117.779."""
+
+
+def test_a2c_acrobot_zoo_entry_with_normalize_reaches_the_zoo_benchmark_on_two_of_seeds_0_1_2(tmp_path, capsys):
+    """The zoo's a2c Acrobot-v1 entry as it is (normalize: true, 16 envs, 5e5 steps) through `pearl run --zoo`:
+    the final evaluation (10 episodes) >= the zoo's benchmark on 2 of 3 seeds, and `pearl eval` of the normalized
+    run reproduces that evaluation from the saved policy and statistics."""
+    finals = {}
+    for seed in (0, 1, 2):
+        out = tmp_path / f"seed{seed}"
+        assert main(["run", "--zoo", "tests/data/zoo/a2c.yml", "--env", "Acrobot-v1", "--seed", str(seed),
+                     "--out", str(out)]) == 0
+        result = json.loads((out / "result.json").read_text())
+        assert result["env_steps"] == 500_000
+        finals[seed] = result["eval_return_mean"]
+        capsys.readouterr()
+        assert main(["eval", str(out)]) == 0
+        assert f"eval return {result['eval_return_mean']:.1f}" in capsys.readouterr().out
+        if sum(final >= A2C_ACROBOT_BENCHMARK for final in finals.values()) == 2:
+            break
+    assert sum(final >= A2C_ACROBOT_BENCHMARK for final in finals.values()) >= 2, f"final eval returns: {finals}"

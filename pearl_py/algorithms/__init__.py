@@ -4,7 +4,7 @@ from pearl_py.algorithms.a2c import A2C, A2CConfig
 from pearl_py.algorithms.core import BaseAlgorithm
 from pearl_py.algorithms.ddpg import DDPG, DDPGConfig
 from pearl_py.algorithms.dqn import DQN, DQNConfig
-from pearl_py.algorithms.env_spec import EnvSpec
+from pearl_py.envs import EnvSpec
 from pearl_py.algorithms.networks import (
     Networks,
     StateActionValue,

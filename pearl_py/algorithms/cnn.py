@@ -30,8 +30,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from pearl_py.algorithms.env_make import EnvError
-from pearl_py.algorithms.env_spec import EnvSpec
+from pearl_py.envs import EnvError, EnvSpec
 from pearl_py.algorithms.networks import StateActionValue, TwinStateActionValue, mlp
 from pearl_py.algorithms.obs_config import EXTRACTORS
 

@@ -18,7 +18,8 @@ from __future__ import annotations
 import abc
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from pearl_py.algorithms.env_spec import EnvError, EnvSpec
+from pearl_py.envs import EnvError, EnvSpec
+from pearl_py.envs.normalize import ObsRewardNormalizer
 from pearl_py.algorithms.networks import Networks
 from pearl_py.config.fields import rebuild
 
@@ -49,6 +50,9 @@ class BaseAlgorithm(abc.ABC):
     initial_state: dict[str, Any] | None = None
     """Network tensors a learner starts from instead of fresh ones (``pearl.train(init_from=RUN_DIR)`` sets it
     from a saved policy, checked to fit); None: fresh networks."""
+    obs_transform: ObsRewardNormalizer | None
+    """The config's ``normalize`` transform, with the run's statistics (training updates them in place; a saved
+    policy or a checkpoint restores them); None without normalization."""
 
     def __init__(self, env: str, config: Any = None, **hyperparameters: Any) -> None:
         if config is not None and not isinstance(config, self.Config):
@@ -61,10 +65,21 @@ class BaseAlgorithm(abc.ABC):
             from pearl_py.algorithms.cnn import resolve_extractor
 
             resolve_extractor(self.spec, self.config.features_extractor)
+        self.obs_transform = self._obs_transform()
         if self.discrete_actions is not None and self.spec.discrete != self.discrete_actions:
             kind = "discrete" if self.discrete_actions else "continuous"
             raise EnvError(f"env {env!r}: {self.name} needs {kind} actions, "
                            f"the env has {'discrete' if self.spec.discrete else 'continuous'} ones")
+
+    def _obs_transform(self) -> ObsRewardNormalizer | None:
+        """The run's observation/reward normalization (the config's ``normalize``), or None."""
+        normalize = getattr(self.config, "normalize", None)
+        if normalize is None or not normalize.enabled:
+            return None
+        if normalize.norm_obs and self.spec.obs_dtype == "uint8":
+            raise EnvError(f"env {self.env_id!r}: normalize with norm_obs does not apply to uint8 image frames "
+                           "(they are scaled by 1/255 in the network); set norm_obs: false")
+        return ObsRewardNormalizer(normalize, self.spec.obs_shape, self.config.gamma)
 
     @abc.abstractmethod
     def protocol(self, serialized: bool = False) -> ProtocolGraph:

@@ -135,7 +135,7 @@ def time_call(call: Callable[[], object], target_s: float = 0.03, samples: int =
 
 
 def frames_env(frames: tuple[int, ...], discrete: bool) -> str:
-    """The random-frame env id of ``(C, H, W)`` frames (:mod:`pearl_py.algorithms.env_make`)."""
+    """The random-frame env id of ``(C, H, W)`` frames (:mod:`pearl_py.envs.families`)."""
     return f"pearl/Frames{'' if discrete else 'Box'}-{'x'.join(map(str, frames))}-v0"
 
 
@@ -344,7 +344,7 @@ def priority_update_reference(point: BenchPoint):
 
 def env_step_reference(point: BenchPoint):
     """One step of a gymnasium vector env made exactly as the runtime makes it."""
-    from pearl_py.algorithms.env_spec import make_vector_env
+    from pearl_py.envs import make_vector_env
     from pearl_py.protocol import EnvWorkload
 
     envs = make_vector_env(point.env_id, point.batch, seed=0)

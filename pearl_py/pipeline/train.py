@@ -60,6 +60,10 @@ def make_executor(algorithm: BaseAlgorithm, plan: Plan, seed: int, *, backend: s
     """
     family = family_of(algorithm)
     resume_options = _resume_options(resume, checkpoints)
+    if algorithm.obs_transform is not None and (backend == "ray" or not runs_serially(plan)):
+        raise UserError(f"normalize runs on the serial executor only for now: the {'Ray backend' if backend == 'ray' else 'parallel runtime'}'s "
+                        "actors would each keep their own statistics (combining them is not implemented); run a "
+                        "serialized plan locally (plan 'serial') or set normalize: false")
     if backend == "ray":
         if family.ray is None:
             raise UserError(f"{algorithm.name} ({family.name}) has no Ray executor yet; run it locally")

@@ -30,7 +30,7 @@ from pearl_py.algorithms import (
     OnPolicyAlgorithm,
     OnPolicyConfig,
 )
-from pearl_py.algorithms.env_spec import EnvError, check_env_id
+from pearl_py.envs import EnvError, check_env_id
 from pearl_py.config.fields import build, param
 from pearl_py.config.yaml_source import YamlDocument
 from pearl_py.errors import ConfigError, UserError

@@ -18,7 +18,7 @@ from typing import Any
 
 import yaml
 
-from pearl_py.algorithms.env_spec import EnvError, check_env_id
+from pearl_py.envs import EnvError, check_env_id
 from pearl_py.config.fields import build
 from pearl_py.config.yaml_source import YamlDocument
 from pearl_py.errors import ConfigError, UserError

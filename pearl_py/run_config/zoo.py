@@ -7,9 +7,10 @@ else the file's ``atari`` entry for an Atari id, else its ``default`` (the zoo's
 ``dict(pi=..., vf=...)``/``dict(pi=..., qf=...)`` with equal lists), ``activation_fn`` (``nn.ReLU``,
 ``nn.Tanh``, ``nn.ELU``, ``nn.GELU``, ``nn.LeakyReLU``, ``nn.SiLU``), ``ortho_init``, ``log_std_init``;
 ``train_freq`` may be ``[n, "step"]``; ``noise_type: normal`` is the Gaussian action noise of ``noise_std``;
-keys that only restate SB3's defaults (``normalize: false``, ``use_sde: false``, ``optimize_memory_usage:
-false``) are accepted; every other key (``gradient_steps: -1``, ``frame_stack``, ``env_kwargs``,
-``lin_<number>`` schedules) is the algorithm's own hyperparameter and is validated like a config file's.
+keys that only restate SB3's defaults (``use_sde: false``, ``optimize_memory_usage: false``) are accepted;
+every other key (``normalize``, also as the zoo's text ``"{'norm_obs': True, 'norm_reward': False}"``,
+``gradient_steps: -1``, ``frame_stack``, ``env_kwargs``, ``lin_<number>`` schedules) is the algorithm's own
+hyperparameter and is validated like a config file's.
 ``--set`` values are applied to the entry before it is validated. What pearl_py does not support is refused
 by name, at its line: ``ConfigError: hyperparams/ppo.yml:44: Pendulum-v1.use_sde: ...``; the env id is
 checked last.
@@ -31,8 +32,8 @@ from pathlib import Path
 from typing import Any
 
 from pearl_py.algorithms import REGISTRY
-from pearl_py.algorithms.env_make import family
-from pearl_py.algorithms.env_spec import EnvError, check_env_id
+from pearl_py.envs.families import family
+from pearl_py.envs import EnvError, check_env_id
 from pearl_py.config.fields import build
 from pearl_py.config.yaml_source import KeyPath, YamlDocument
 from pearl_py.errors import ConfigError, UserError
@@ -42,11 +43,10 @@ from pearl_py.run_config.overrides import HYPER, parse_set
 SUPPORTED_POLICY = "MlpPolicy"
 ACTIVATIONS = {"ReLU": "relu", "Tanh": "tanh", "ELU": "elu", "GELU": "gelu", "LeakyReLU": "leaky_relu", "SiLU": "silu"}
 """torch.nn activation class names in a zoo ``policy_kwargs`` -> pearl_py's ``activation_fn`` values."""
-AT_DEFAULT = {"normalize": False, "use_sde": False, "optimize_memory_usage": False}
+AT_DEFAULT = {"use_sde": False, "optimize_memory_usage": False}
 """Zoo keys accepted only at these values (SB3's defaults, which pearl_py implements)."""
 UNSUPPORTED = {
-    "normalize": "observation and reward normalization (VecNormalize) is not implemented in pearl_py",
-    "normalize_kwargs": "observation and reward normalization (VecNormalize) is not implemented in pearl_py",
+    "normalize_kwargs": "normalize_kwargs is not read by pearl_py: give the mapping as normalize's value",
     "use_sde": "generalized state-dependent exploration (gSDE) is not implemented in pearl_py",
     "sde_sample_freq": "generalized state-dependent exploration (gSDE) is not implemented in pearl_py",
     "env_wrapper": "env wrappers are not applied by pearl_py (it makes envs with gymnasium.make)",

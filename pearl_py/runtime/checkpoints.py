@@ -197,7 +197,8 @@ class PeriodicCheckpoints:
         torch_rng, cuda_rng = rng if rng is not None else (torch.get_rng_state(), cuda_rng_states())
         return Checkpoint(algorithm=algo.name, env=algo.env_id, config=asdict(algo.config), seed=self.seed,
                           total_steps=self.total_steps, learner=learner_state, replay=replay_state,
-                          progress=progress, torch_rng=torch_rng, cuda_rng=cuda_rng)
+                          progress=progress, torch_rng=torch_rng, cuda_rng=cuda_rng,
+                          obs_transform=algo.obs_transform.state() if algo.obs_transform else {})
 
 
 def restore(algorithm: BaseAlgorithm, learner: Any, seed: int, total_steps: int, resume_from: Path | None
@@ -210,6 +211,8 @@ def restore(algorithm: BaseAlgorithm, learner: Any, seed: int, total_steps: int,
         return Progress(), None
     ckpt = load_resume(algorithm, seed, total_steps, resume_from)
     restore_learner(learner, ckpt.learner, ckpt.torch_rng, ckpt.cuda_rng, resume_from)
+    if algorithm.obs_transform is not None:
+        algorithm.obs_transform.load(ckpt.obs_transform)
     return ckpt.progress, ckpt.replay
 
 

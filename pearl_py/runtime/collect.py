@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 import torch
 
-from pearl_py.algorithms.env_spec import make_vector_env
+from pearl_py.envs import make_vector_env
 from pearl_py.algorithms.off_policy.learner import TensorBatch, UpdateResult
 from pearl_py.protocol.kernel import (
     ENV_STEP,
@@ -44,6 +44,7 @@ from pearl_py.protocol.kernel import (
 if TYPE_CHECKING:
     from pearl_py.algorithms.core import BaseAlgorithm
     from pearl_py.algorithms.off_policy.base import OffPolicyAlgorithm
+    from pearl_py.envs.normalize import ObsRewardNormalizer
     from pearl_py.protocol.schedule import TrainSchedule
     from pearl_py.replay import ReplayBuffer, SampleBatch
     from pearl_py.runtime.timing import KernelTimer
@@ -117,6 +118,9 @@ class Collected:
     terminated: np.ndarray
     truncated: np.ndarray
     ended: tuple[tuple[int, float, int], ...]
+    env_step: Collected | None = None
+    """The step as the env gave it (before the run's normalization), which an off-policy replay stores; None
+    without normalization (the step itself is the env's)."""
 
     @property
     def done(self) -> np.ndarray:
@@ -151,8 +155,12 @@ class Collector:
         self.tracker = EpisodeTracker(self.n_envs)
         self.record, self.policy_kernel = record, policy_kernel
         self.timed = timed
+        self.transform = algorithm.obs_transform
         obs, _ = self.envs.reset(seed=[seed + i for i in envs])   # env i: seed + i, wherever it runs
-        self.obs = obs.astype(self.obs_dtype, copy=False)
+        self.env_obs = obs.astype(self.obs_dtype, copy=False)
+        """The envs' observations now, as they gave them."""
+        self.obs = self.env_obs if self.transform is None else self.transform.begin(self.env_obs)
+        """The observations now as the policy sees them (through the run's normalization, if any)."""
 
     def step(self, policy: Callable[[np.ndarray], np.ndarray | None] | None) -> Collected | None:
         """One vector step with ``policy(obs) -> actions`` (None: uniform random actions, the warm-up).
@@ -173,10 +181,26 @@ class Collector:
         done = terminated | truncated
         next_obs = next_obs.astype(self.obs_dtype, copy=False)
         ended = self.tracker.step(rewards, done)
-        step = Collected(self.obs, actions, rewards.astype(np.float32), true_next_obs(next_obs, done, infos),
+        step = Collected(self.env_obs, actions, rewards.astype(np.float32), true_next_obs(next_obs, done, infos),
                          terminated, truncated, tuple((int(i), r, n) for i, (r, n) in zip(np.flatnonzero(done), ended)))
-        self.obs = next_obs
-        return step
+        self.env_obs = next_obs
+        if self.transform is None:
+            self.obs = next_obs
+            return step
+        return self._transformed(step)
+
+    def _transformed(self, step: Collected) -> Collected:
+        """``step`` through the run's transform, which it updates, as SB3's VecNormalize: the statistics count the
+        new observations (the reset ones where an episode ended), then normalize the ended episodes' final
+        observations frozen; rewards are scaled by the discounted return's moments. The env's step is kept as
+        :attr:`Collected.env_step`; episode returns stay the env's."""
+        obs, done = self.transform.observe(self.env_obs), step.done
+        final = {"final_obs": dict(zip(np.flatnonzero(done), self.transform.obs(step.next_obs[done])))}
+        normalized = Collected(self.obs, step.actions, self.transform.reward(step.rewards, done),
+                               true_next_obs(obs, done, final), step.terminated, step.truncated, step.ended,
+                               env_step=step)
+        self.obs = obs
+        return normalized
 
     @property
     def episodes(self) -> int:
@@ -233,12 +257,16 @@ def tensor_batch(sample: Any, device: torch.device) -> TensorBatch:
 
 
 def gradient_step(replay: ReplayAccess, update: Callable[[TensorBatch], UpdateResult], batch_size: int,
-                  beta: float, device: torch.device, time_update: TimeBlock) -> UpdateResult:
+                  beta: float, device: torch.device, time_update: TimeBlock,
+                  transform: ObsRewardNormalizer | None = None) -> UpdateResult:
     """One update in the serial order: sample a batch, update (timed as ``learner_update``), send the priorities.
+    ``transform``: the run's normalization, applied to the sampled env transitions with its statistics as they are.
 
     A replay on a torch device (its batches are tensors) gets the learner's ``|δ|`` tensor where it is (no wait
     for the GPU); a numpy replay gets it as a host array (the copy waits for the update, outside its timing)."""
     sample = replay.sample(batch_size, beta)
+    if transform is not None:
+        sample = transform.sample(sample)
     with time_update(LEARNER_UPDATE):
         out = update(tensor_batch(sample, device))
     if replay.prioritized:

@@ -17,7 +17,7 @@ import gymnasium as gym
 import numpy as np
 import torch
 
-from pearl_py.algorithms.env_make import make_env
+from pearl_py.envs import make_env
 from pearl_py.algorithms.networks import Networks
 from pearl_py.algorithms.off_policy.base import Algorithm
 from pearl_py.runtime.run_log import RunLog
@@ -43,7 +43,8 @@ def play(algorithm: Algorithm, nets: Networks, device: torch.device, episodes: i
     would alone up to the float rounding of a batched matrix product (a discrete action flips only on an
     exact tie; continuous returns moved by ~1e-10 relative when this replaced one episode after another).
     ``env_factory``: builds each env (default: the algorithm's env with its family's preprocessing and frame
-    stack, :func:`~pearl_py.algorithms.env_make.make_env`; ``pearl eval --video`` films the first one's).
+    stack, :func:`~pearl_py.envs.make_env`; ``pearl eval --video`` films the first one's). Observations go through
+    the algorithm's normalization with its statistics frozen.
     """
     make = env_factory or (lambda: make_env(algorithm.env_id, algorithm.spec.frame_stack,
                                             env_kwargs=algorithm.spec.env_kwargs))
@@ -56,6 +57,8 @@ def play(algorithm: Algorithm, nets: Networks, device: torch.device, episodes: i
         while obs:     # invariant: obs holds the episodes still running, by index
             running = list(obs)
             batch = np.stack([np.asarray(obs[i], dtype=algorithm.spec.obs_dtype) for i in running])
+            if algorithm.obs_transform is not None:      # the statistics frozen; rewards stay the env's
+                batch = algorithm.obs_transform.obs(batch)
             actions = algorithm.greedy_actions(nets, batch, device)
             for i, action in zip(running, actions):
                 next_obs, reward, terminated, truncated, _ = envs[i].step(algorithm.spec.to_env_action(action))

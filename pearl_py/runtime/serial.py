@@ -150,7 +150,8 @@ class SerialExecutor:
                     lambda obs: infer(obs, explore=True, progress=progress))  # noqa: B023 (called at once)
                 step = collector.step(policy)
                 with timer(REPLAY_INSERT):
-                    replay.add(step.obs, step.actions, step.rewards, step.next_obs, step.terminated)
+                    stored = step.env_step or step           # the env's transitions; samples are normalized
+                    replay.add(stored.obs, stored.actions, stored.rewards, stored.next_obs, stored.terminated)
                 for _, episode_return, length in step.ended:
                     log.episode(steps + cfg.n_envs, episode_return, length)
                 steps += cfg.n_envs
@@ -160,7 +161,7 @@ class SerialExecutor:
                     means = LossMeans()
                     for _ in range(cfg.gradient_steps):
                         means.add(gradient_step(timed_replay, update, cfg.batch_size, algo.beta_at(progress),
-                                                self.device, timer))
+                                                self.device, timer, algo.obs_transform))
                     if acting.copied:
                         with timer(PARAM_SYNC):
                             acting.sync()

@@ -16,8 +16,7 @@ from pathlib import Path
 
 import gymnasium as gym
 
-from pearl_py.algorithms.env_make import make_env
-from pearl_py.algorithms.obs_config import EnvKwargs
+from pearl_py.envs import EnvKwargs, make_env
 from pearl_py.errors import UserError
 
 VIDEO_EXTRA = 'pip install -c constraints.txt "pearl_py[video]" (moviepy, as gymnasium[other])'

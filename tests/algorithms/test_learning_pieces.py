@@ -9,7 +9,7 @@ import torch
 
 import pearl_py as pearl
 from pearl_py.algorithms import Learner, TensorBatch
-from pearl_py.algorithms.env_spec import EnvSpec
+from pearl_py.envs import EnvSpec
 from pearl_py.algorithms.schedules import linear_schedule
 
 

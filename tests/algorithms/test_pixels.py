@@ -7,8 +7,8 @@ import torch
 
 import pearl_py as pearl
 from pearl_py.algorithms.cnn import build_extractor, resolve_extractor
-from pearl_py.algorithms.env_make import EnvError, family, make_env
-from pearl_py.algorithms.env_spec import EnvSpec, make_vector_env
+from pearl_py.envs import EnvError, EnvSpec, make_env, make_vector_env
+from pearl_py.envs.families import family
 from pearl_py.algorithms.networks import Networks
 from pearl_py.errors import ConfigError
 

@@ -11,8 +11,7 @@ import numpy as np
 import pytest
 
 import pearl_py as pearl
-from pearl_py.algorithms.env_make import make_env
-from pearl_py.algorithms.env_spec import EnvError, EnvSpec
+from pearl_py.envs import EnvError, EnvSpec, make_env
 from pearl_py.cli import main
 
 USER_ENV = Path(__file__).resolve().parents[1] / "data" / "user_env"

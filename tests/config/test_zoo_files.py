@@ -56,17 +56,17 @@ def test_bad_gradient_steps_are_located(tmp_path, value, message):
 
 
 def test_set_repairs_an_entry_before_it_is_validated(capsys):
-    with pytest.raises(ConfigError, match=r"a2c.yml:44: Acrobot-v1.normalize: observation and reward normalization"):
-        load_zoo(ZOO / "a2c.yml", "Acrobot-v1")
-    cfg = load_zoo(ZOO / "a2c.yml", "Acrobot-v1", sets=["normalize=false", "seed=3", "total_steps=1000"])
-    assert (cfg.settings.seed, cfg.settings.total_steps, cfg.hyperparameters.n_envs) == (3, 1000, 16)
+    with pytest.raises(ConfigError, match=r"a2c.yml:65: Pendulum-v1.use_sde: generalized state-dependent"):
+        load_zoo(ZOO / "a2c.yml", "Pendulum-v1")
+    cfg = load_zoo(ZOO / "a2c.yml", "Pendulum-v1", sets=["use_sde=false", "seed=3", "total_steps=1000"])
+    assert (cfg.settings.seed, cfg.settings.total_steps, cfg.hyperparameters.n_envs) == (3, 1000, 8)
 
 
 @pytest.mark.parametrize("flag, message", [
     ("batch_size=-1", "pearl: error: --set batch_size=-1: batch_size: must be >= 1, got -1"),
     ("seed=-1", "pearl: error: --set seed=-1: seed: must be >= 0, got -1"),
-    ("normalize=true", "pearl: error: --set normalize=true: normalize: observation and reward normalization "
-                       "(VecNormalize) is not implemented in pearl_py: remove the key to run without it"),
+    ("normalize=maybe", "pearl: error: --set normalize=maybe: normalize: expected true/false or a mapping of "
+                        "norm_obs, norm_reward, clip_obs, clip_reward, gamma, epsilon, got text 'maybe'"),
     ("tau2=1", "pearl: error: --set tau2=1: tau2: dqn in pearl_py has no hyperparameter 'tau2'"),
     ("env=Acrobot-v1", "pearl: error: --set env=Acrobot-v1: with --zoo the algorithm is the file's and the env is "
                        "--env"),
@@ -114,7 +114,7 @@ def test_box2d_missing_names_the_extra(capsys):
         pytest.skip("Box2D is installed here")
     except ImportError:
         pass
-    from pearl_py.algorithms.env_spec import EnvNotInstalled, EnvSpec
+    from pearl_py.envs import EnvNotInstalled, EnvSpec
 
     with pytest.raises(EnvNotInstalled) as err:
         EnvSpec.from_env_id("LunarLander-v3")

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 import pearl_py as pearl
-from pearl_py.algorithms.env_make import make_env
+from pearl_py.envs import make_env
 from pearl_py.algorithms.networks import Networks
 from pearl_py.runtime.evaluation import evaluate
 

@@ -16,7 +16,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pearl_py.algorithms.obs_config import EnvKwargs, env_kwargs_param, features_extractor_param, frame_stack_param
+from pearl_py.algorithms.obs_config import (
+    env_kwargs_param,
+    features_extractor_param,
+    frame_stack_param,
+    normalize_param,
+)
+from pearl_py.envs import EnvKwargs
+from pearl_py.envs.normalize import Normalize
 from pearl_py.config.fields import param
 from pearl_py.errors import ConfigError
 
@@ -52,6 +59,7 @@ class OffPolicyConfig:
     features_extractor: str = features_extractor_param()
     frame_stack: int | None = frame_stack_param()
     env_kwargs: EnvKwargs = env_kwargs_param()
+    normalize: Normalize = normalize_param()
 
     def __post_init__(self) -> None:
         if self.gradient_steps == -1:

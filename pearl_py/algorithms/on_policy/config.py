@@ -16,7 +16,14 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from pearl_py.algorithms.obs_config import EnvKwargs, env_kwargs_param, features_extractor_param, frame_stack_param
+from pearl_py.algorithms.obs_config import (
+    env_kwargs_param,
+    features_extractor_param,
+    frame_stack_param,
+    normalize_param,
+)
+from pearl_py.envs import EnvKwargs
+from pearl_py.envs.normalize import Normalize
 from pearl_py.algorithms.on_policy.schedules import Schedule
 from pearl_py.config.fields import param
 from pearl_py.errors import ConfigError
@@ -54,6 +61,7 @@ class OnPolicyConfig:
     features_extractor: str = features_extractor_param()
     frame_stack: int | None = frame_stack_param()
     env_kwargs: EnvKwargs = env_kwargs_param()
+    normalize: Normalize = normalize_param()
 
     def __post_init__(self) -> None:
         if self.normalize_advantage and self.rollout_size < 2:

@@ -65,6 +65,9 @@ class Checkpoint:
     cuda_rng: list[torch.Tensor] = field(default_factory=list)
     """Every CUDA device's generator state (``pearl_py.runtime.rng_state``; empty without CUDA or in a checkpoint
     written before they were kept)."""
+    obs_transform: dict[str, Any] = field(default_factory=dict)
+    """The run's ``normalize`` statistics (:meth:`~pearl_py.envs.normalize.ObsRewardNormalizer.state`); empty
+    without normalization."""
 
     def check_matches(self, algorithm: Algorithm, seed: int, total_steps: int) -> None:
         """Raise :class:`UserError` unless the checkpoint belongs to this algorithm, config and run."""

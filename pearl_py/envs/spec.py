@@ -22,17 +22,9 @@ from dataclasses import dataclass
 import gymnasium as gym
 import numpy as np
 
-from pearl_py.algorithms.obs_config import EnvKwargs
-from pearl_py.algorithms.env_make import (
-    EnvError,
-    EnvNotInstalled,
-    default_frame_stack,
-    make_env,
-    register_family,
-    registered_name,
-)
-
-__all__ = ["EnvError", "EnvNotInstalled", "EnvSpec", "check_env_id", "make_vector_env"]
+from pearl_py.envs.families import EnvError, register_family, registered_name
+from pearl_py.envs.kwargs import EnvKwargs
+from pearl_py.envs.make import default_frame_stack, make_env
 
 
 @dataclass(frozen=True)
@@ -56,7 +48,7 @@ class EnvSpec:
     obs_dtype: str = "float32"
     """``float32``, or ``uint8`` for image frames."""
     frame_stack: int = 1
-    """Frames stacked by the env's preprocessing (:mod:`pearl_py.algorithms.env_make`)."""
+    """Frames stacked by the env's preprocessing (:mod:`pearl_py.envs.make`)."""
     env_kwargs: EnvKwargs = EnvKwargs()
     """Keyword arguments the env is made with."""
 
@@ -66,7 +58,7 @@ class EnvSpec:
 
     @classmethod
     def from_env_id(cls, env_id: str, frame_stack: int | None = None, env_kwargs: EnvKwargs | None = None) -> EnvSpec:
-        """The spec of ``env_id`` as :func:`~pearl_py.algorithms.env_make.make_env` makes it (family preprocessing)."""
+        """The spec of ``env_id`` as :func:`~pearl_py.envs.make.make_env` makes it (family preprocessing)."""
         check_env_id(env_id)
         kwargs = env_kwargs or EnvKwargs()
         env = make_env(env_id, frame_stack, env_kwargs=kwargs)
@@ -135,25 +127,10 @@ class EnvSpec:
 def check_env_id(env_id: str) -> None:
     """Raise :class:`EnvError` unless gymnasium knows ``env_id`` (registering Atari and MinAtar ids first, importing
     the module of a ``module:EnvName-v0`` id); whether the packages its env needs are installed is checked where it
-    is made (:func:`~pearl_py.algorithms.env_make.make_env`)."""
+    is made (:func:`~pearl_py.envs.make.make_env`)."""
     register_family(env_id)
     try:
         gym.spec(registered_name(env_id))
     except gym.error.Error as exc:
         hint = "" if ":" in env_id else "; an env of your own: env_module (--env-module) names the module that registers it"
         raise EnvError(f"unknown gymnasium env id {env_id!r} ({exc}){hint}") from None
-
-
-def make_vector_env(env_id: str, n_envs: int, seed: int, frame_stack: int | None = None,
-                    env_kwargs: EnvKwargs | None = None) -> gym.vector.VectorEnv:
-    """A synchronous vector of ``n_envs`` envs (their family's preprocessing) that reset in the same step they end.
-
-    With ``SAME_STEP`` autoreset the final observation of an ended episode is in
-    ``info["final_obs"]``, so stored transitions keep the true next observation.
-    """
-    envs = gym.vector.SyncVectorEnv(
-        [lambda: make_env(env_id, frame_stack, env_kwargs=env_kwargs) for _ in range(n_envs)],
-        autoreset_mode=gym.vector.AutoresetMode.SAME_STEP,
-    )
-    envs.action_space.seed(seed)
-    return envs

@@ -1,0 +1,17 @@
+"""The envs room: env families (:mod:`.families`), making one env (:mod:`.make`), what an algorithm knows of it
+(:mod:`.spec`), the vector env and its autoreset contract (:mod:`.vector`), and observation/reward normalization
+(:mod:`.normalize`).
+
+Example::
+
+    >>> from pearl_py.envs import EnvSpec
+    >>> EnvSpec.from_env_id("CartPole-v1").obs_dim
+    4
+"""
+from pearl_py.envs.families import EnvError, EnvNotInstalled
+from pearl_py.envs.kwargs import EnvKwargs
+from pearl_py.envs.make import make_env
+from pearl_py.envs.spec import EnvSpec, check_env_id
+from pearl_py.envs.vector import make_vector_env
+
+__all__ = ["EnvError", "EnvKwargs", "EnvNotInstalled", "EnvSpec", "check_env_id", "make_env", "make_vector_env"]

@@ -1,0 +1,210 @@
+"""Observation and reward normalization with Stable-Baselines3's ``VecNormalize`` meaning, as a transform the
+collector applies between the vector env and the algorithm.
+
+Observations are shifted and scaled by a running mean and variance of every observation the collector saw
+(reset ones included), ``clip((obs - mean) / sqrt(var + epsilon), -clip_obs, clip_obs)``. Rewards are divided by
+the running standard deviation of the discounted return ``R <- gamma * R + r`` (reset to 0 where an episode ends),
+``clip(r / sqrt(var_R + epsilon), -clip_reward, clip_reward)``; their mean is not subtracted. The running moments
+start at mean 0, variance 1 and count 1e-4 and merge each batch with the parallel-variance formula (Chan et al.
+1979, as SB3's ``RunningMeanStd``). Training updates the statistics (:meth:`ObsRewardNormalizer.observe`);
+evaluation, ``pearl eval`` and ``pearl.load`` apply them frozen (:meth:`ObsRewardNormalizer.obs`) and leave
+rewards raw. Episode returns in logs are always the env's own.
+
+Example::
+
+    >>> norm = ObsRewardNormalizer(Normalize.from_config(True), obs_shape=(3,), gamma=0.99)
+    >>> obs = norm.observe(np.ones((2, 3)))                 # updates, then normalizes
+    >>> rewards = norm.reward(np.array([1.0, 2.0]), done=np.array([False, True]))
+    >>> ObsRewardNormalizer.from_state(norm.state()).obs(np.ones((1, 3))).shape
+    (1, 3)
+"""
+from __future__ import annotations
+
+import ast
+import dataclasses
+from dataclasses import dataclass
+from typing import Any, ClassVar, TypeVar
+
+import numpy as np
+import torch
+
+Array = TypeVar("Array", np.ndarray, torch.Tensor)
+Sampled = TypeVar("Sampled")
+"""A replay's sample: a dataclass with ``obs``, ``next_obs`` and ``rewards`` (numpy or torch)."""
+
+
+@dataclass(frozen=True)
+class Normalize:
+    """The config value ``normalize``: ``false`` (none), ``true`` (SB3's defaults) or a mapping of VecNormalize's
+    keywords; the zoo's text form ``"{'norm_obs': True, 'norm_reward': False}"`` is read as that mapping.
+    ``gamma: null`` takes the algorithm's discount (as the zoo passes its entry's ``gamma``)."""
+
+    enabled: bool = False
+    norm_obs: bool = True
+    norm_reward: bool = True
+    clip_obs: float = 10.0
+    clip_reward: float = 10.0
+    gamma: float | None = None
+    epsilon: float = 1e-8
+
+    config_type_name: ClassVar[str] = "true/false or a mapping"
+    KEYS: ClassVar[tuple[str, ...]] = ("norm_obs", "norm_reward", "clip_obs", "clip_reward", "gamma", "epsilon")
+
+    @classmethod
+    def from_config(cls, value: Any) -> Normalize:
+        """``ValueError`` naming the first key or value that is not VecNormalize's."""
+        if isinstance(value, Normalize):
+            return value
+        if value is None or isinstance(value, bool):
+            return cls(enabled=bool(value))
+        if isinstance(value, str):
+            try:
+                value = ast.literal_eval(value)
+            except (ValueError, SyntaxError):
+                raise ValueError(f"expected true/false or a mapping of {', '.join(cls.KEYS)}, got text {value!r}") \
+                    from None
+        if not isinstance(value, dict):
+            raise ValueError(f"expected true/false or a mapping of {', '.join(cls.KEYS)}, got "
+                             f"{type(value).__name__} {value!r}")
+        for key, item in value.items():
+            if key not in cls.KEYS:
+                raise ValueError(f"unknown key {key!r} (VecNormalize's: {', '.join(cls.KEYS)})")
+            if key.startswith("norm_"):
+                if not isinstance(item, bool):
+                    raise ValueError(f"{key}: expected true/false, got {item!r}")
+            elif key != "gamma" or item is not None:
+                _check_number(key, item)
+        return cls(enabled=True, **value)
+
+    def to_config(self) -> bool | dict[str, Any]:
+        if not self.enabled:
+            return False
+        changed = {k: getattr(self, k) for k in self.KEYS if getattr(self, k) != getattr(Normalize, k)}
+        return changed or True
+
+    def __str__(self) -> str:
+        value = self.to_config()
+        return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def _check_number(key: str, item: Any) -> None:
+    if isinstance(item, bool) or not isinstance(item, (int, float)):
+        raise ValueError(f"{key}: expected a number, got {item!r}")
+    if key == "gamma" and not 0.0 <= item <= 1.0:
+        raise ValueError(f"gamma: must be in [0, 1], got {item!r}")
+    if key != "gamma" and not item > 0:
+        raise ValueError(f"{key}: must be > 0, got {item!r}")
+
+
+class RunningMoments:
+    """Running mean and (population) variance of a stream of batches, merged with the parallel-variance formula:
+    a batch of ``n`` rows with mean ``m_b`` and variance ``v_b`` moves ``(mean, var, count)`` to
+    ``mean + d n / N``, ``(var count + v_b n + d^2 count n / N) / N``, ``N`` where ``d = m_b - mean`` and
+    ``N = count + n``. Two streams' moments merge by the same formula (:meth:`merge`)."""
+
+    def __init__(self, shape: tuple[int, ...], count: float = 1e-4) -> None:
+        self.mean = np.zeros(shape, np.float64)
+        self.var = np.ones(shape, np.float64)
+        self.count = count
+
+    def update(self, batch: np.ndarray) -> None:
+        batch = np.asarray(batch, np.float64)
+        self.merge(batch.mean(axis=0), batch.var(axis=0), batch.shape[0])
+
+    def merge(self, mean: np.ndarray, var: np.ndarray, count: float) -> None:
+        delta, total = mean - self.mean, self.count + count
+        self.mean = self.mean + delta * count / total
+        self.var = (self.var * self.count + var * count + np.square(delta) * self.count * count / total) / total
+        self.count = total
+
+    def state(self) -> dict[str, Any]:
+        return {"mean": self.mean.tolist(), "var": self.var.tolist(), "count": float(self.count)}
+
+    def load(self, state: dict[str, Any]) -> None:
+        self.mean = np.asarray(state["mean"], np.float64).reshape(self.mean.shape)
+        self.var = np.asarray(state["var"], np.float64).reshape(self.var.shape)
+        self.count = float(state["count"])
+
+
+class ObsRewardNormalizer:
+    """The transform of one run: its settings, the observation moments and the discounted-return moments.
+
+    The seam: :meth:`observe` (update with a batch of observations, then normalize it), :meth:`obs` (normalize
+    with the statistics frozen), :meth:`reward` (update the return moments, then scale), :meth:`state` and
+    :meth:`from_state`/:meth:`load` (plain lists and numbers: JSON in a saved policy, data in a checkpoint).
+    ``returns`` (the running discounted return per env) is not state: a resumed run starts its episodes anew.
+    """
+
+    def __init__(self, settings: Normalize, obs_shape: tuple[int, ...], gamma: float) -> None:
+        self.settings = settings
+        self.gamma = settings.gamma if settings.gamma is not None else gamma
+        self.obs_moments = RunningMoments(tuple(obs_shape))
+        self.return_moments = RunningMoments(())
+        self.returns: np.ndarray | None = None
+
+    def begin(self, obs: np.ndarray) -> np.ndarray:
+        """The envs were reset to ``obs``: discounted returns restart at 0; :meth:`observe` ``obs``."""
+        self.returns = None
+        return self.observe(obs)
+
+    def observe(self, obs: np.ndarray) -> np.ndarray:
+        """Update the observation moments with ``obs`` (a batch), then normalize it (training)."""
+        if self.settings.norm_obs:
+            self.obs_moments.update(obs)
+        return self.obs(obs)
+
+    def obs(self, obs: Array) -> Array:
+        """``obs`` (numpy, or a torch tensor: a replay's sample) normalized with the statistics as they are (float32;
+        unchanged without ``norm_obs``)."""
+        if not self.settings.norm_obs:
+            return obs
+        s, m = self.settings, self.obs_moments
+        if isinstance(obs, torch.Tensor):
+            mean, std = (torch.as_tensor(a, device=obs.device) for a in (m.mean, np.sqrt(m.var + s.epsilon)))
+            return ((obs.double() - mean) / std).clamp(-s.clip_obs, s.clip_obs).float()
+        return np.clip((obs - m.mean) / np.sqrt(m.var + s.epsilon), -s.clip_obs, s.clip_obs).astype(np.float32)
+
+    def scaled_reward(self, rewards: Array) -> Array:
+        """``rewards`` scaled by the return moments as they are (no update: a replay's sample), clipped."""
+        if not self.settings.norm_reward:
+            return rewards
+        s = self.settings
+        scaled = rewards / float(np.sqrt(self.return_moments.var + s.epsilon))
+        return scaled.clamp(-s.clip_reward, s.clip_reward) if isinstance(scaled, torch.Tensor) \
+            else np.clip(scaled, -s.clip_reward, s.clip_reward).astype(np.float32)
+
+    def sample(self, batch: Sampled) -> Sampled:
+        """A replay's sample of the env's transitions as the learner sees them: observations, next observations and
+        rewards through the statistics as they are (SB3's off-policy replay normalizes its samples so)."""
+        return dataclasses.replace(batch, obs=self.obs(batch.obs), next_obs=self.obs(batch.next_obs),
+                                   rewards=self.scaled_reward(batch.rewards))
+
+    def reward(self, rewards: np.ndarray, done: np.ndarray) -> np.ndarray:
+        """Training rewards: the return moments updated with this step's discounted returns, ``rewards`` scaled by
+        their standard deviation and clipped; ended episodes' returns restart at 0 (float32; unchanged without
+        ``norm_reward``)."""
+        if not self.settings.norm_reward:
+            return rewards
+        if self.returns is None:
+            self.returns = np.zeros(len(rewards))
+        self.returns = self.returns * self.gamma + rewards
+        self.return_moments.update(self.returns)
+        scaled = self.scaled_reward(rewards)
+        self.returns[done] = 0.0
+        return scaled
+
+    def state(self) -> dict[str, Any]:
+        return {"settings": dataclasses.asdict(self.settings), "gamma": self.gamma,
+                "obs": self.obs_moments.state(), "return": self.return_moments.state()}
+
+    def load(self, state: dict[str, Any]) -> None:
+        self.obs_moments.load(state["obs"])
+        self.return_moments.load(state["return"])
+
+    @classmethod
+    def from_state(cls, state: dict[str, Any]) -> ObsRewardNormalizer:
+        obs_shape = np.asarray(state["obs"]["mean"]).shape
+        norm = cls(Normalize(**state["settings"]), obs_shape, state["gamma"])
+        norm.load(state)
+        return norm
+
