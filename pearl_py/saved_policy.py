@@ -30,11 +30,8 @@ Example::
 """
 from __future__ import annotations
 
-import dataclasses
-import io
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -44,81 +41,9 @@ import torch
 
 from pearl_py.algorithms import REGISTRY, BaseAlgorithm, Networks
 from pearl_py.config.fields import build
-from pearl_py.config.plain import plain_values
 from pearl_py.errors import UserError
-from pearl_py.fileio import atomic_write_bytes, atomic_write_json
-from pearl_py.version import __version__
-
-POLICY_FILE = "policy.pt"
-MANIFEST_FILE = "policy.json"
-BEST_POLICY_FILE = "best_policy.pt"
-BEST_MANIFEST_FILE = "best_policy.json"
-FORMAT = 1
-"""Format of both files; a reader refuses any other."""
-
-
-@dataclass(frozen=True)
-class PolicyManifest:
-    """What ``policy.json`` says of the networks in ``policy.pt``."""
-
-    format: int
-    algorithm: str
-    family: str
-    """``off_policy`` or ``on_policy``: which networks the algorithm builds (with target copies or not)."""
-    env: str
-    config: dict[str, Any]
-    """Every hyperparameter of the algorithm's config, as a config file holds it."""
-    pearl_py_version: str
-    seed: int
-    env_steps: int
-    gradient_steps: int
-    obs_normalization: dict[str, Any] | None = None
-    """The ``normalize`` transform's state (:meth:`~pearl_py.envs.normalize.ObsRewardNormalizer.state`), applied
-    frozen before the networks; null without normalization."""
-    best_evaluation: dict[str, float] | None = None
-    """In ``best_policy.json``: the periodic evaluation these networks scored best in (``step``,
-    ``return_mean``, ``return_std``); null in ``policy.json``."""
-
-    @classmethod
-    def from_dict(cls, data: Any, file: Path) -> PolicyManifest:
-        if not isinstance(data, dict):
-            raise UserError(f"{file}: not a pearl_py policy manifest (expected a JSON object)")
-        if data.get("format") != FORMAT:
-            raise UserError(f"{file}: not a pearl_py policy manifest of format {FORMAT} "
-                            f"(format {data.get('format')!r})")
-        names = [f.name for f in dataclasses.fields(cls)]
-        optional = {f.name for f in dataclasses.fields(cls) if f.default is not dataclasses.MISSING}
-        missing = [n for n in names if n not in data and n not in optional]
-        if missing:
-            raise UserError(f"{file}: policy manifest lacks {', '.join(missing)}")
-        return cls(**{n: data[n] for n in names if n in data})
-
-
-def save_policy(directory: str | Path, algorithm: BaseAlgorithm, nets: Networks, *, seed: int, env_steps: int,
-                gradient_steps: int, best_evaluation: dict[str, float] | None = None) -> Path:
-    """Write ``policy.pt`` and ``policy.json`` into ``directory`` (each atomically); returns policy.pt's path.
-
-    With ``best_evaluation`` (the periodic evaluation these networks scored best in): ``best_policy.pt``
-    and ``best_policy.json`` instead."""
-    weights_file, manifest_file = _names(best_evaluation is not None)
-    directory = Path(directory)
-    state = {name: tensor.detach().cpu().clone() for name, tensor in nets.state_dict().items()}
-    buffer = io.BytesIO()
-    torch.save({"format": FORMAT, "nets": state}, buffer)
-    manifest = PolicyManifest(format=FORMAT, algorithm=algorithm.name, family=algorithm.family, env=algorithm.env_id,
-                              config=plain_values(algorithm.config), pearl_py_version=__version__, seed=seed,
-                              env_steps=env_steps, gradient_steps=gradient_steps, best_evaluation=best_evaluation,
-                              obs_normalization=algorithm.obs_transform.state() if algorithm.obs_transform else None)
-    # the weights first: a manifest on disk always has its weights beside it
-    atomic_write_bytes(directory / weights_file, buffer.getvalue())
-    atomic_write_json(directory / manifest_file, dataclasses.asdict(manifest))
-    return directory / weights_file
-
-
-def _names(best: bool) -> tuple[str, str]:
-    """File names of the final policy's pair, or of the best evaluated one's."""
-    return (BEST_POLICY_FILE, BEST_MANIFEST_FILE) if best else (POLICY_FILE, MANIFEST_FILE)
-
+from pearl_py.runtime.evaluation import evaluate
+from pearl_py.runtime.policy_files import FORMAT, PolicyManifest, policy_file_names
 
 class TrainedPolicy:
     """A trained algorithm with its networks, on the CPU, ready to act (``predict``) or be evaluated."""
@@ -164,8 +89,6 @@ class TrainedPolicy:
                  ) -> list[float]:
         """Returns of ``episodes`` greedy episodes, episode ``i`` reset with ``seed + i`` (the run's final
         evaluation used ``seed = run seed + 10_000``)."""
-        from pearl_py.runtime.evaluation import evaluate
-
         return evaluate(self.algorithm, self.nets, self.device, episodes, seed, env_factory=env_factory)
 
     def __repr__(self) -> str:
@@ -178,8 +101,8 @@ def policy_files(path: str | Path, best: bool = False) -> tuple[Path, Path]:
     """``(policy.pt, policy.json)`` of a run folder, or of the folder holding the given file; with ``best``
     ``(best_policy.pt, best_policy.json)``."""
     path = Path(path)
-    folder = path.parent if path.name in (*_names(False), *_names(True)) else path
-    names = _names(best)
+    folder = path.parent if path.name in (*policy_file_names(False), *policy_file_names(True)) else path
+    names = policy_file_names(best)
     weights, manifest = folder / names[0], folder / names[1]
     for file in (manifest, weights):
         if not file.is_file():

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pearl_py.estimate.fit import FittedModel
-from pearl_py.protocol.kernel import LEARNER_UPDATE
+from pearl_py.protocol.kernel import INFERENCE, LEARNER_UPDATE
 
 CACHE_ENV = "PEARL_CACHE_DIR"
 THREADED_VARIANTS: dict[str, tuple[str, ...]] = {LEARNER_UPDATE: ("reference", "fused")}
@@ -100,7 +100,7 @@ class Spread:
 def network_family(kind: str, family: str | None) -> str | None:
     """The family a model of ``kind`` is kept under: a network kernel's own (each family's code differs); None for
     the other kinds (one implementation, shared)."""
-    return family if kind in ("learner_update", "inference") else None
+    return family if kind in (LEARNER_UPDATE, INFERENCE) else None
 
 
 DEFERRED_KEY = "deferred"

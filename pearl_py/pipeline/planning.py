@@ -22,7 +22,7 @@ from pearl_py.optimize.api import ranked_plans
 from pearl_py.pipeline.plan_check import check_plan, load_checked_plan
 from pearl_py.plan import Plan
 from pearl_py.platform import Platform
-from pearl_py.protocol.kernel import ENV_STEP
+from pearl_py.protocol.kernel import ENV_STEP, INFERENCE, LEARNER_UPDATE
 from pearl_py.runtime.kernel_devices import plan_problems
 
 PLAN_WORDS = ("auto", "local", "serial")
@@ -105,7 +105,7 @@ class CalibrationNeeds:
                 "cnn": self.cnn, "skip": dict(self.deferred), "only": self.only}
 
 
-NETWORK_KINDS = ("learner_update", "inference")
+NETWORK_KINDS = (LEARNER_UPDATE, INFERENCE)
 """Kinds whose calibration has a model of its own for CNN networks (``model_group`` "cnn")."""
 
 

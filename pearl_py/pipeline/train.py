@@ -32,7 +32,8 @@ from pearl_py.runtime.checkpoints import CheckpointOptions
 from pearl_py.runtime.kernel_devices import check_runnable
 from pearl_py.runtime.result import RunResult
 from pearl_py.runtime.run_energy import run_energy_record, run_meter
-from pearl_py.saved_policy import initial_state, save_policy
+from pearl_py.runtime.policy_files import save_policy
+from pearl_py.saved_policy import initial_state
 
 if TYPE_CHECKING:
     from pearl_py.pipeline.tune import TuneOptions

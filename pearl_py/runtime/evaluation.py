@@ -21,7 +21,7 @@ from pearl_py.envs import make_env
 from pearl_py.algorithms.networks import Networks
 from pearl_py.algorithms.off_policy.base import Algorithm
 from pearl_py.runtime.run_log import RunLog
-from pearl_py.saved_policy import save_policy
+from pearl_py.runtime.policy_files import save_policy
 
 EVAL_SEED_OFFSET = 10_000
 """Evaluation episodes reset with seeds disjoint from the training envs'."""

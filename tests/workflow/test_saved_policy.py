@@ -14,7 +14,7 @@ import torch
 import pearl_py as pearl
 from pearl_py.cli import main
 from pearl_py.errors import UserError
-from pearl_py.saved_policy import BEST_MANIFEST_FILE, BEST_POLICY_FILE, MANIFEST_FILE, POLICY_FILE
+from pearl_py.runtime.policy_files import BEST_MANIFEST_FILE, BEST_POLICY_FILE, MANIFEST_FILE, POLICY_FILE
 
 TINY = dict(learning_starts=100, train_freq=50, gradient_steps=5, batch_size=16, net_arch=[16])
 ROOT = Path(__file__).resolve().parents[2]
