@@ -8,10 +8,10 @@ else the file's ``atari`` entry for an Atari id, else its ``default`` (the zoo's
 ``nn.Tanh``, ``nn.ELU``, ``nn.GELU``, ``nn.LeakyReLU``, ``nn.SiLU``), ``ortho_init``, ``log_std_init``;
 ``train_freq`` may be ``[n, "step"]``; ``noise_type: normal`` is the Gaussian action noise of ``noise_std``;
 keys that only restate SB3's defaults (``normalize: false``, ``use_sde: false``, ``optimize_memory_usage:
-false``) are accepted; every other key (``gradient_steps: -1``, ``frame_stack``, ``env_kwargs``,
-``lin_<number>`` schedules) is the algorithm's own hyperparameter and is validated like a config file's.
+false``) are accepted; every other key (``gradient_steps: -1``, ``frame_stack``, ``env_kwargs``, PPO's and A2C's
+``use_sde``/``sde_sample_freq``, ``lin_<number>`` schedules) is the algorithm's own hyperparameter and is validated like a config file's.
 ``--set`` values are applied to the entry before it is validated. What pearl_py does not support is refused
-by name, at its line: ``ConfigError: hyperparams/ppo.yml:44: Pendulum-v1.use_sde: ...``; the env id is
+by name, at its line: ``ConfigError: hyperparams/sac.yml:20: Pendulum-v1.use_sde: ...``; the env id is
 checked last.
 
 Example::
@@ -47,8 +47,8 @@ AT_DEFAULT = {"normalize": False, "use_sde": False, "optimize_memory_usage": Fal
 UNSUPPORTED = {
     "normalize": "observation and reward normalization (VecNormalize) is not implemented in pearl_py",
     "normalize_kwargs": "observation and reward normalization (VecNormalize) is not implemented in pearl_py",
-    "use_sde": "generalized state-dependent exploration (gSDE) is not implemented in pearl_py",
-    "sde_sample_freq": "generalized state-dependent exploration (gSDE) is not implemented in pearl_py",
+    "use_sde": "generalized state-dependent exploration (gSDE) is implemented for ppo and a2c only",
+    "sde_sample_freq": "generalized state-dependent exploration (gSDE) is implemented for ppo and a2c only",
     "env_wrapper": "env wrappers are not applied by pearl_py (it makes envs with gymnasium.make)",
     "vec_env_wrapper": "vector-env wrappers are not applied by pearl_py",
     "callback": "SB3 callbacks do not run in pearl_py",
@@ -109,7 +109,7 @@ def read_entry(zoo: YamlDocument, env_id: str, name: str, sets: Sequence[str] = 
                                    "(ppo and a2c take them): give a number to run with a constant one")
         elif item in AT_DEFAULT and value == AT_DEFAULT[item]:
             continue
-        elif item in UNSUPPORTED:
+        elif item in UNSUPPORTED and item not in config_keys:
             raise doc.error(where, f"{UNSUPPORTED[item]}: remove the key to run without it")
         elif item not in config_keys:
             raise doc.error(where, f"{name} in pearl_py has no hyperparameter {item!r}")

@@ -73,8 +73,9 @@ def test_what_pearl_does_not_support_is_refused_by_name(tmp_path, entry, message
 
 
 @pytest.mark.parametrize("file, env, message", [
-    ("ppo.yml", "Pendulum-v1", "ppo.yml:13: Pendulum-v1.use_sde: generalized state-dependent exploration (gSDE) "
-                               "is not implemented in pearl_py: remove the key to run without it"),
+    (HERE.parent / "data" / "zoo" / "sac.yml", "MountainCarContinuous-v0",
+     "sac.yml:20: MountainCarContinuous-v0.use_sde: generalized state-dependent exploration (gSDE) is implemented "
+     "for ppo and a2c only: remove the key to run without it"),
     ("a2c.yml", "Pendulum-v1", "a2c.yml:9: Pendulum-v1.normalize: observation and reward normalization"),
 ])
 def test_zoo_entries_pearl_cannot_run_exit_2_naming_the_key(capsys, file, env, message):
