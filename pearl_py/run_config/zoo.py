@@ -6,10 +6,11 @@ else the file's ``atari`` entry for an Atari id, else its ``default`` (the zoo's
 ``MlpPolicy``; ``policy_kwargs`` (a ``dict(...)`` text or a mapping) gives ``net_arch`` (a list, or
 ``dict(pi=..., vf=...)``/``dict(pi=..., qf=...)`` with equal lists), ``activation_fn`` (``nn.ReLU``,
 ``nn.Tanh``, ``nn.ELU``, ``nn.GELU``, ``nn.LeakyReLU``, ``nn.SiLU``), ``ortho_init``, ``log_std_init``;
-``train_freq`` may be ``[n, "step"]``; ``noise_type: normal`` is the Gaussian action noise of ``noise_std``;
-keys that only restate SB3's defaults (``normalize: false``, ``use_sde: false``, ``optimize_memory_usage:
-false``) are accepted; every other key (``gradient_steps: -1``, ``frame_stack``, ``env_kwargs``, PPO's and A2C's
-``use_sde``/``sde_sample_freq``, ``lin_<number>`` schedules) is the algorithm's own hyperparameter and is validated like a config file's.
+``train_freq`` may be ``[n, "step"]``; keys that only restate SB3's defaults (``normalize: false``,
+``use_sde: false``, ``optimize_memory_usage: false``) are accepted; every other key (``gradient_steps: -1``,
+``frame_stack``, ``env_kwargs``, PPO's and A2C's ``use_sde``/``sde_sample_freq``, DDPG's and TD3's
+``noise_type`` (``normal`` or ``ornstein-uhlenbeck``, of ``noise_std``), ``lin_<number>`` schedules) is the
+algorithm's own hyperparameter and is validated like a config file's.
 ``--set`` values are applied to the entry before it is validated. What pearl_py does not support is refused
 by name, at its line: ``ConfigError: hyperparams/sac.yml:20: Pendulum-v1.use_sde: ...``; the env id is
 checked last.
@@ -100,10 +101,10 @@ def read_entry(zoo: YamlDocument, env_id: str, name: str, sets: Sequence[str] = 
             hyper.update(policy_kwargs(doc, where, value, config_keys))
         elif item == "train_freq":
             hyper["train_freq"] = _train_freq(doc, where, value)
-        elif item == "noise_type":
+        elif item == "noise_type" and item not in config_keys:
             if value != "normal":
-                raise doc.error(where, f"noise_type {value!r} is not supported: pearl_py implements 'normal' "
-                                       "(Gaussian action noise of noise_std)")
+                raise doc.error(where, f"noise_type {value!r} is not supported for {name}: pearl_py implements "
+                                       "'normal' (Gaussian action noise of noise_std)")
         elif isinstance(value, str) and value.startswith("lin_") and _takes_number(cls.Config, item):
             raise doc.error(where, f"{value!r}: linear schedules of {item} are not implemented for {name} in pearl_py "
                                    "(ppo and a2c take them): give a number to run with a constant one")
