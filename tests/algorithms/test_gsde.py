@@ -121,3 +121,26 @@ def test_bad_gsde_values_are_refused_by_name(env, values, message):
     with pytest.raises(ConfigError) as error:
         pearl.A2C(env, **values)
     assert message in str(error.value)
+
+
+def test_a_seeded_parallel_gsde_run_equals_the_serial_run():
+    """The actor draws the serial run's exploration matrices (one actor: torch's GEMMs are not row-invariant)."""
+    from pearl_py.plan import Placement, Plan
+    from pearl_py.protocol.kernel import ADVANTAGE, ENV_STEP, INFERENCE, LEARNER_UPDATE, PARAM_SYNC, ROLLOUT_INSERT
+    from pearl_py.runtime.on_policy_serial import OnPolicySerialExecutor
+    from pearl_py.runtime.parallel.on_policy import OnPolicyParallelExecutor
+
+    placements = {kind: Placement("cpu") for kind in (ENV_STEP, INFERENCE, ROLLOUT_INSERT, ADVANTAGE, LEARNER_UPDATE,
+                                                      PARAM_SYNC)}
+    plan = Plan(platform="local", objective="throughput", placements=placements, mode="synchronous",
+                devices={"cpu": "cpu"}, solver="test")
+    hyper = dict(n_envs=2, n_steps=16, batch_size=32, n_epochs=2, net_arch=[16], use_sde=True, sde_sample_freq=4)
+    serial = OnPolicySerialExecutor(pearl.PPO("Pendulum-v1", **hyper), 3, plan=plan, eval_episodes=1, progress=False)
+    expected = serial.run(64)
+    parallel = OnPolicyParallelExecutor(pearl.PPO("Pendulum-v1", **hyper), plan, seed=3, eval_episodes=1,
+                                        progress=False)
+    got = parallel.run(64)
+    assert got.backend == "local-parallel" and got.env_steps == expected.env_steps == 64
+    assert np.array_equal(parallel.rollout.actions, serial.rollout.actions)
+    for key, value in serial.learner.nets.online.state_dict().items():
+        assert torch.equal(parallel.learner.nets.online.state_dict()[key], value), key
