@@ -28,6 +28,7 @@ from pearl_py.algorithms.off_policy.action_noise import OrnsteinUhlenbeckNoise
 from pearl_py.algorithms.off_policy.base import Algorithm, Loss
 from pearl_py.algorithms.off_policy.config import OffPolicyConfig
 from pearl_py.algorithms.off_policy.learner import TensorBatch
+from pearl_py.algorithms.on_policy.schedules import Schedule
 from pearl_py.config.fields import param
 
 
@@ -39,7 +40,8 @@ NOISE_TYPES = ("normal", "ornstein-uhlenbeck")
 class DDPGConfig(OffPolicyConfig):
     """DDPG hyperparameters (rl-baselines3-zoo names; defaults are SB3's)."""
 
-    learning_rate: float = param(1e-3, "Adam step size of actor and critic.", low=0.0, low_open=True)
+    learning_rate: Schedule = param(Schedule(1e-3), "Adam step size of actor and critic: a number or "
+                                    "`lin_<number>`.", low=0.0, low_open=True)
     batch_size: int = param(256, "Transitions per gradient step.", low=1)
     tau: float = param(0.005, "Target-network Polyak coefficient.", low=0.0, low_open=True, high=1.0)
     train_freq: int = param(1, "Vector-env steps between training rounds.", low=1)

@@ -106,8 +106,8 @@ def read_entry(zoo: YamlDocument, env_id: str, name: str, sets: Sequence[str] = 
                 raise doc.error(where, f"noise_type {value!r} is not supported for {name}: pearl_py implements "
                                        "'normal' (Gaussian action noise of noise_std)")
         elif isinstance(value, str) and value.startswith("lin_") and _takes_number(cls.Config, item):
-            raise doc.error(where, f"{value!r}: linear schedules of {item} are not implemented for {name} in pearl_py "
-                                   "(ppo and a2c take them): give a number to run with a constant one")
+            raise doc.error(where, f"{value!r}: linear schedules of {item} are not implemented in pearl_py "
+                                   "(learning_rate and ppo's clip_range take them): give a number")
         elif item in AT_DEFAULT and value == AT_DEFAULT[item]:
             continue
         elif item in UNSUPPORTED and item not in config_keys:

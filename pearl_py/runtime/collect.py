@@ -261,6 +261,12 @@ def round_beta(algorithm: OffPolicyAlgorithm, schedule: TrainSchedule, step: int
     return algorithm.beta_at((step - 1) * schedule.n_envs / schedule.total_steps)
 
 
+def round_progress_remaining(schedule: TrainSchedule, step: int) -> float:
+    """``progress_remaining`` of the training round at vector step ``step``, after that step's transitions (SB3's
+    ``1 - num_timesteps / total_timesteps`` when ``train`` runs): what ``Learner.set_learning_rate`` takes."""
+    return 1.0 - step * schedule.n_envs / schedule.total_steps
+
+
 class LossMeans:
     """Average losses over a round's updates (tensors summed lazily, read once at the end)."""
 

@@ -30,7 +30,9 @@ def _signature_defaults(cls: type) -> dict[str, object]:
 
 
 def _ours(config_cls: type) -> dict[str, object]:
-    return {f.name: f.default for f in dataclasses.fields(config_cls)}
+    """Our defaults; a constant schedule (the off-policy learning rates) as its number, as SB3 holds it."""
+    return {f.name: f.default.initial if isinstance(f.default, pearl.algorithms.on_policy.Schedule)
+            and not f.default.linear else f.default for f in dataclasses.fields(config_cls)}
 
 
 def test_dqn_defaults_equal_sb3():

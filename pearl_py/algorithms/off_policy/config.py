@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pearl_py.algorithms.obs_config import EnvKwargs, env_kwargs_param, features_extractor_param, frame_stack_param
+from pearl_py.algorithms.on_policy.schedules import Schedule
 from pearl_py.config.fields import param
 from pearl_py.errors import ConfigError
 
@@ -25,7 +26,8 @@ from pearl_py.errors import ConfigError
 class OffPolicyConfig:
     """Replay-based training: collect with ``n_envs`` envs, learn every ``train_freq`` steps."""
 
-    learning_rate: float = param(1e-4, "Adam step size.", low=0.0, low_open=True)
+    learning_rate: Schedule = param(Schedule(1e-4), "Adam step size: a number or `lin_<number>` (linear to 0, set "
+                                    "once per training round).", low=0.0, low_open=True)
     batch_size: int = param(32, "Transitions per gradient step.", low=1)
     buffer_size: int = param(1_000_000, "Replay capacity in transitions.", low=1, high=100_000_000)
     learning_starts: int = param(100, "Env steps of uniform random actions before learning.", low=0)
@@ -54,6 +56,8 @@ class OffPolicyConfig:
     env_kwargs: EnvKwargs = env_kwargs_param()
 
     def __post_init__(self) -> None:
+        if not isinstance(self.learning_rate, Schedule):   # a number given to the dataclass itself, not a config
+            object.__setattr__(self, "learning_rate", Schedule.from_config(self.learning_rate))
         if self.gradient_steps == -1:
             object.__setattr__(self, "gradient_steps", self.train_freq * self.n_envs)
         elif self.gradient_steps < 1:
