@@ -16,7 +16,7 @@ Example::
 from __future__ import annotations
 
 import abc
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from pearl_py.envs import EnvError, EnvSpec
 from pearl_py.envs.normalize import ObsRewardNormalizer
@@ -24,9 +24,19 @@ from pearl_py.algorithms.networks import Networks
 from pearl_py.config.fields import rebuild
 
 if TYPE_CHECKING:
+    import numpy as np
     from torch import nn
 
     from pearl_py.protocol import ProtocolGraph
+
+
+class ActionNoise(Protocol):
+    """``noise() -> (envs, action_dim)`` the next noise of every env; ``noise.reset(ended)``: the envs whose
+    episode ended start again."""
+
+    def __call__(self) -> np.ndarray: ...
+
+    def reset(self, ended: np.ndarray) -> None: ...
 
 
 class BaseAlgorithm(abc.ABC):
@@ -95,6 +105,11 @@ class BaseAlgorithm(abc.ABC):
         Example: ``algo.fresh_networks().load_state_dict(saved)`` rebuilds a trained policy's modules.
         """
         return Networks(self.build_networks(), self.target_networks)
+
+    def action_noise(self, seed: int, envs: range) -> ActionNoise | None:
+        """Noise with per-env state that the collector adds to the actions of envs ``envs`` (global indices) and
+        resets at their episode ends (DDPG/TD3's Ornstein-Uhlenbeck noise); None (the default): none."""
+        return None
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(env={self.env_id!r}, config={self.config})"

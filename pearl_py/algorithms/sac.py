@@ -43,6 +43,7 @@ from pearl_py.algorithms.networks import Networks
 from pearl_py.algorithms.off_policy.base import Algorithm, Loss
 from pearl_py.algorithms.off_policy.config import OffPolicyConfig
 from pearl_py.algorithms.off_policy.learner import TensorBatch
+from pearl_py.algorithms.on_policy.schedules import Schedule
 from pearl_py.config.fields import param
 from pearl_py.errors import ConfigError
 
@@ -58,8 +59,8 @@ _AUTO = re.compile(r"auto(_(?P<initial>.+))?")
 class SACConfig(OffPolicyConfig):
     """SAC hyperparameters (rl-baselines3-zoo names; defaults are SB3's)."""
 
-    learning_rate: float = param(3e-4, "Adam step size of actor, critics and entropy coefficient.", low=0.0,
-                                 low_open=True)
+    learning_rate: Schedule = param(Schedule(3e-4), "Adam step size of actor, critics and entropy coefficient: a "
+                                    "number or `lin_<number>`.", low=0.0, low_open=True)
     batch_size: int = param(256, "Transitions per gradient step.", low=1)
     tau: float = param(0.005, "Polyak coefficient of the target critics.", low=0.0, low_open=True, high=1.0)
     train_freq: int = param(1, "Vector-env steps between training rounds.", low=1)
@@ -71,6 +72,7 @@ class SACConfig(OffPolicyConfig):
                                         "-dim(action space).")
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         if isinstance(self.ent_coef, str):
             match = _AUTO.fullmatch(self.ent_coef)
             initial = match and match.group("initial")

@@ -79,6 +79,7 @@ class CudaGraphUpdate:
 
     def __call__(self, batch: TensorBatch) -> UpdateResult:
         learner = self.learner
+        self.workspace.follow(learner.learning_rate)     # in place: the captured graphs read it
         step_number = learner.gradient_steps + 1
         active = tuple(i for i, loss in enumerate(learner.losses) if step_number % loss.every == 0)
         fields = batch_tensors(batch)

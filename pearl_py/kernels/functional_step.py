@@ -101,7 +101,7 @@ def _adam(group: LossGroup, grads: list[torch.Tensor]) -> None:
     # scalar expression would be recomputed inside every vectorized Adam loop iteration.
     steps = torch.stack(group.steps).to(torch.float64)
     dtype = params[0].dtype
-    step_size = (hp.lr / (1 - torch.pow(hp.beta1, steps))).amax().to(dtype)
+    step_size = (group.lr / (1 - torch.pow(hp.beta1, steps))).amax().to(dtype)
     bias_correction2_sqrt = torch.sqrt(1 - torch.pow(hp.beta2, steps)).amax().to(dtype)
     torch._foreach_lerp_(exp_avg, grads, 1 - hp.beta1)
     torch._foreach_mul_(exp_avg_sq, hp.beta2)

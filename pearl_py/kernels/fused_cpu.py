@@ -284,7 +284,7 @@ class FusedCpuUpdate:
         discrete = self.recipe.name == "dqn"
         self.n_act = 1 if discrete else algo.spec.action_dim           # action elements per row
         self.action_dtype = torch.int64 if discrete else torch.float32
-        self.hp = self._hyperparameters()
+        self.hp, self.learning_rate = self._hyperparameters(), learner.learning_rate
         self.delay = {loss.form: loss.every for loss in learner.losses}
         widths = sum(int(r[2]) + int(r[3]) for r in self.L)
         self._scratch: dict[int, np.ndarray] = {}
@@ -399,6 +399,8 @@ class FusedCpuUpdate:
     def __call__(self, batch: TensorBatch) -> UpdateResult:
         learner = self.learner
         self._check_shared()
+        if self.learning_rate != learner.learning_rate:   # a new round's rate (Learner.set_learning_rate)
+            self.hp, self.learning_rate = self._hyperparameters(), learner.learning_rate
         step_number = learner.gradient_steps + 1
         B = batch.obs.shape[0]
         keep: list[torch.Tensor] = []   # converted copies stay alive through the call

@@ -6,7 +6,7 @@
 ``make_fused`` is the CPU path for the acting forms an algorithm declares
 (:attr:`Algorithm.acting_form`, never its class): ``epsilon_greedy_q`` (DQN: greedy
 argmax, epsilon-greedy with ``algorithm.epsilon(progress)``), ``deterministic_actor_noise``
-(DDPG, TD3: tanh actor, Gaussian noise ``config.noise_std``, clip to [-1, 1]) and
+(DDPG, TD3: tanh actor, Gaussian noise ``algorithm.gaussian_noise_std``, clip to [-1, 1]) and
 ``squashed_gaussian`` (SAC: ``tanh(mean + exp(clamp(log_std, -20, 2)) z)`` from the actor's
 two output halves, ``tanh(mean)`` when greedy), each whole act as one
 ``@njit(nogil=True)`` call over float32 numpy arrays, one ``sgemm`` per layer
@@ -166,7 +166,8 @@ if numba is not None:
 FORMS = ACT_FORMS
 """The acting forms (``acting_form``) this kernel implements: ``epsilon_greedy_q`` (argmax of network ``q``,
 a uniform random action with probability ``algorithm.epsilon(progress)``), ``deterministic_actor_noise``
-(network ``actor``, tanh output, plus Gaussian noise of std ``config.noise_std``, clipped to [-1, 1]) and
+(network ``actor``, tanh output, plus Gaussian noise of std ``algorithm.gaussian_noise_std``, clipped to [-1, 1])
+and
 ``squashed_gaussian`` (network ``actor``'s two output halves: ``tanh(mean + exp(clamp(log_std)) N(0, 1))``)."""
 
 
@@ -221,7 +222,7 @@ class FusedInference:
         if self.form == "epsilon_greedy_q":
             rate = self.algorithm.epsilon(progress) if explore else 0.0
         elif self.form == "deterministic_actor_noise":
-            rate = self.algorithm.config.noise_std
+            rate = self.algorithm.gaussian_noise_std
             explore = explore and rate > 0
         return self.kernel(obs, self.Ws, self.bs, S, explore, rate, self.state)
 

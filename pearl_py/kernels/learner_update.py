@@ -48,6 +48,7 @@ class FusedUpdate:
 
     def __call__(self, batch: TensorBatch) -> UpdateResult:
         learner = self.learner
+        self.workspace.follow(learner.learning_rate)
         step_number = learner.gradient_steps + 1
         active = tuple(i for i, loss in enumerate(learner.losses) if step_number % loss.every == 0)
         names = tuple(learner.losses[i].name for i in active)

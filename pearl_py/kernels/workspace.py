@@ -59,6 +59,9 @@ class LossGroup:
     exp_avg_sq: tuple[torch.Tensor, ...]
     steps: tuple[torch.Tensor, ...]
     adam: AdamHyper
+    lr: torch.Tensor
+    """The step size as a float64 scalar on the parameters' device, read by the step (a compiled or captured step
+    sees :meth:`Workspace.follow`'s writes); starts at ``adam.lr``."""
 
 
 @dataclass(frozen=True)
@@ -69,11 +72,22 @@ class Workspace:
     """
 
     groups: tuple[LossGroup, ...]
+    rate: list[float]
+    """The step size the groups' ``lr`` tensors hold (one element, kept on the host)."""
 
     @classmethod
     def of(cls, learner: Learner, prefix: str = "nets.") -> Workspace:
         """The groups of ``learner``; ``prefix`` is where the ``Networks`` sit in the module called."""
-        return cls(tuple(_group(learner, loss, prefix) for loss in learner.losses))
+        groups = tuple(_group(learner, loss, prefix) for loss in learner.losses)
+        return cls(groups, [groups[0].adam.lr if groups else 0.0])
+
+    def follow(self, learning_rate: float) -> None:
+        """Every group's step size set to the learner's ``learning_rate`` (in place, without reading the device;
+        nothing when unchanged)."""
+        if learning_rate != self.rate[0]:
+            for group in self.groups:
+                group.lr.fill_(learning_rate)
+            self.rate[0] = learning_rate
 
 
 def _group(learner: Learner, loss: Loss, prefix: str) -> LossGroup:
@@ -97,4 +111,5 @@ def _group(learner: Learner, loss: Loss, prefix: str) -> LossGroup:
         raise ValueError(f"loss {loss.name!r}: its parameters have different Adam step counts")
     return LossGroup(loss, tuple(f"{prefix}online.{loss.trains}.{n}" for n, _ in named), tuple(params),
                      tuple(s["exp_avg"] for s in states), tuple(s["exp_avg_sq"] for s in states),
-                     tuple(s["step"] for s in states), adam)
+                     tuple(s["step"] for s in states), adam,
+                     torch.tensor(adam.lr, dtype=torch.float64, device=params[0].device))

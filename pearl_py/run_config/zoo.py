@@ -6,13 +6,14 @@ else the file's ``atari`` entry for an Atari id, else its ``default`` (the zoo's
 ``MlpPolicy``; ``policy_kwargs`` (a ``dict(...)`` text or a mapping) gives ``net_arch`` (a list, or
 ``dict(pi=..., vf=...)``/``dict(pi=..., qf=...)`` with equal lists), ``activation_fn`` (``nn.ReLU``,
 ``nn.Tanh``, ``nn.ELU``, ``nn.GELU``, ``nn.LeakyReLU``, ``nn.SiLU``), ``ortho_init``, ``log_std_init``;
-``train_freq`` may be ``[n, "step"]``; ``noise_type: normal`` is the Gaussian action noise of ``noise_std``;
-keys that only restate SB3's defaults (``use_sde: false``, ``optimize_memory_usage: false``) are accepted;
-every other key (``normalize``, also as the zoo's text ``"{'norm_obs': True, 'norm_reward': False}"``,
-``gradient_steps: -1``, ``frame_stack``, ``env_kwargs``, ``lin_<number>`` schedules) is the algorithm's own
-hyperparameter and is validated like a config file's.
+``train_freq`` may be ``[n, "step"]``; keys that only restate SB3's defaults (``use_sde: false``,
+``optimize_memory_usage: false``) are accepted; every other key (``normalize``, also as the zoo's text
+``"{'norm_obs': True, 'norm_reward': False}"``, ``gradient_steps: -1``, ``frame_stack``, ``env_kwargs``, PPO's
+and A2C's ``use_sde``/``sde_sample_freq``, DDPG's and TD3's ``noise_type`` (``normal`` or
+``ornstein-uhlenbeck``, of ``noise_std``), ``lin_<number>`` schedules) is the algorithm's own hyperparameter
+and is validated like a config file's.
 ``--set`` values are applied to the entry before it is validated. What pearl_py does not support is refused
-by name, at its line: ``ConfigError: hyperparams/ppo.yml:44: Pendulum-v1.use_sde: ...``; the env id is
+by name, at its line: ``ConfigError: hyperparams/sac.yml:20: Pendulum-v1.use_sde: ...``; the env id is
 checked last.
 
 Example::
@@ -47,8 +48,8 @@ AT_DEFAULT = {"use_sde": False, "optimize_memory_usage": False}
 """Zoo keys accepted only at these values (SB3's defaults, which pearl_py implements)."""
 UNSUPPORTED = {
     "normalize_kwargs": "normalize_kwargs is not read by pearl_py: give the mapping as normalize's value",
-    "use_sde": "generalized state-dependent exploration (gSDE) is not implemented in pearl_py",
-    "sde_sample_freq": "generalized state-dependent exploration (gSDE) is not implemented in pearl_py",
+    "use_sde": "generalized state-dependent exploration (gSDE) is implemented for ppo and a2c only",
+    "sde_sample_freq": "generalized state-dependent exploration (gSDE) is implemented for ppo and a2c only",
     "env_wrapper": "env wrappers are not applied by pearl_py (it makes envs with gymnasium.make)",
     "vec_env_wrapper": "vector-env wrappers are not applied by pearl_py",
     "callback": "SB3 callbacks do not run in pearl_py",
@@ -100,16 +101,16 @@ def read_entry(zoo: YamlDocument, env_id: str, name: str, sets: Sequence[str] = 
             hyper.update(policy_kwargs(doc, where, value, config_keys))
         elif item == "train_freq":
             hyper["train_freq"] = _train_freq(doc, where, value)
-        elif item == "noise_type":
+        elif item == "noise_type" and item not in config_keys:
             if value != "normal":
-                raise doc.error(where, f"noise_type {value!r} is not supported: pearl_py implements 'normal' "
-                                       "(Gaussian action noise of noise_std)")
+                raise doc.error(where, f"noise_type {value!r} is not supported for {name}: pearl_py implements "
+                                       "'normal' (Gaussian action noise of noise_std)")
         elif isinstance(value, str) and value.startswith("lin_") and _takes_number(cls.Config, item):
-            raise doc.error(where, f"{value!r}: linear schedules of {item} are not implemented for {name} in pearl_py "
-                                   "(ppo and a2c take them): give a number to run with a constant one")
+            raise doc.error(where, f"{value!r}: linear schedules of {item} are not implemented in pearl_py "
+                                   "(learning_rate and ppo's clip_range take them): give a number")
         elif item in AT_DEFAULT and value == AT_DEFAULT[item]:
             continue
-        elif item in UNSUPPORTED:
+        elif item in UNSUPPORTED and item not in config_keys:
             raise doc.error(where, f"{UNSUPPORTED[item]}: remove the key to run without it")
         elif item not in config_keys:
             raise doc.error(where, f"{name} in pearl_py has no hyperparameter {item!r}")

@@ -139,7 +139,10 @@ class Collector:
     when a server infers), the env step as ``env_step``. ``timed`` (a
     :class:`~pearl_py.runtime.timing.KernelTimer`) times the policy's call (and the warm-up's random
     actions) on the kernel's device clock (CUDA events for a policy on a GPU); without it, the host
-    clock times it and ``record`` receives the seconds (actors, on a CPU).
+    clock times it and ``record`` receives the seconds (actors, on a CPU). The algorithm's
+    :meth:`~pearl_py.algorithms.core.BaseAlgorithm.action_noise` (DDPG/TD3's Ornstein-Uhlenbeck noise), keyed
+    by ``seed`` and the envs' indices, is added to every action (clipped to [-1, 1]) and reset where an
+    episode ends.
     Call :meth:`close` (or use it as a context manager) to close the envs.
     """
 
@@ -156,6 +159,7 @@ class Collector:
         self.record, self.policy_kernel = record, policy_kernel
         self.timed = timed
         self.transform = algorithm.obs_transform
+        self.noise = algorithm.action_noise(seed, envs)
         obs, _ = self.envs.reset(seed=[seed + i for i in envs])   # env i: seed + i, wherever it runs
         self.env_obs = obs.astype(self.obs_dtype, copy=False)
         """The envs' observations now, as they gave them."""
@@ -176,9 +180,13 @@ class Collector:
             if actions is None:
                 return None
             self.record(kernel, time.perf_counter() - start)
+        if self.noise is not None:
+            actions = np.clip(actions + self.noise(), -1.0, 1.0).astype(np.float32)
         with host_clock(self.record, ENV_STEP):
             next_obs, rewards, terminated, truncated, infos = self.envs.step(self.spec.to_env_action(actions))
         done = terminated | truncated
+        if self.noise is not None and done.any():
+            self.noise.reset(done)
         next_obs = next_obs.astype(self.obs_dtype, copy=False)
         ended = self.tracker.step(rewards, done)
         step = Collected(self.env_obs, actions, rewards.astype(np.float32), true_next_obs(next_obs, done, infos),
@@ -279,6 +287,12 @@ def round_beta(algorithm: OffPolicyAlgorithm, schedule: TrainSchedule, step: int
     """Importance-sampling exponent of the training round at vector step ``step``: the serial loop's, which
     anneals it by the progress before that step's transitions."""
     return algorithm.beta_at((step - 1) * schedule.n_envs / schedule.total_steps)
+
+
+def round_progress_remaining(schedule: TrainSchedule, step: int) -> float:
+    """``progress_remaining`` of the training round at vector step ``step``, after that step's transitions (SB3's
+    ``1 - num_timesteps / total_timesteps`` when ``train`` runs): what ``Learner.set_learning_rate`` takes."""
+    return 1.0 - step * schedule.n_envs / schedule.total_steps
 
 
 class LossMeans:

@@ -73,7 +73,8 @@ class RolloutCollector:
         acted: list[Acted] = []
 
         def policy(obs: np.ndarray) -> np.ndarray:
-            out = self.acting(obs, self.streams.uniforms(vector_step, self.acting.noise_width))
+            noise_step = self.algorithm.noise_step(vector_step)
+            out = self.acting(obs, self.streams.uniforms(noise_step, self.acting.noise_width))
             acted.append(out)
             return out.actions
 

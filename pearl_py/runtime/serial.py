@@ -47,7 +47,7 @@ from pearl_py.runtime.checkpoints import (
     session_log_dir,
     session_seed,
 )
-from pearl_py.runtime.collect import Collector, LossMeans, TimedReplay, gradient_step
+from pearl_py.runtime.collect import Collector, LossMeans, TimedReplay, gradient_step, round_progress_remaining
 from pearl_py.runtime.device_replay import replay_from_state, replay_on
 from pearl_py.runtime.evaluation import EVAL_SEED_OFFSET, PeriodicEvaluation, evaluate
 from pearl_py.runtime.kernel_devices import (
@@ -158,6 +158,7 @@ class SerialExecutor:
                 vector_steps += 1
                 algo.after_env_step(learner.nets, vector_steps)
                 if schedule.is_round(vector_steps):
+                    learner.set_learning_rate(round_progress_remaining(schedule, vector_steps))
                     means = LossMeans()
                     for _ in range(cfg.gradient_steps):
                         means.add(gradient_step(timed_replay, update, cfg.batch_size, algo.beta_at(progress),

@@ -15,6 +15,7 @@ import pytest
 import torch
 
 import pearl_py as pearl
+from pearl_py.algorithms.obs_config import EnvKwargs
 
 sb3 = pytest.importorskip("stable_baselines3", reason="stable_baselines3 is not installed: "
                           "no SB3 defaults to compare with (pip install -c constraints.txt '.[bench]')")
@@ -30,7 +31,9 @@ def _signature_defaults(cls: type) -> dict[str, object]:
 
 
 def _ours(config_cls: type) -> dict[str, object]:
-    return {f.name: f.default for f in dataclasses.fields(config_cls)}
+    """Our defaults; a constant schedule (the off-policy learning rates) as its number, as SB3 holds it."""
+    return {f.name: f.default.initial if isinstance(f.default, pearl.algorithms.on_policy.Schedule)
+            and not f.default.linear else f.default for f in dataclasses.fields(config_cls)}
 
 
 def test_dqn_defaults_equal_sb3():
@@ -121,6 +124,7 @@ def _sb3_on_policy_defaults(sb3_cls: type, env_id: str) -> tuple[dict[str, objec
         n_envs=model.n_envs,
         features_extractor="auto",   # SB3's MlpPolicy/CnnPolicy choice, made by the observation space
         frame_stack=None,            # SB3 stacks no frames unless a VecFrameStack wrapper is added
+        env_kwargs=EnvKwargs(),      # the zoo's make_vec_env(env_kwargs=...): none unless given
     )
     return by_key, model
 

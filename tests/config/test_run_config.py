@@ -23,7 +23,7 @@ def test_example_configs_load_with_zoo_values():
     dqn = pearl.load_config("examples/configs/dqn_cartpole.yaml")
     assert dqn.settings.total_steps == 50_000
     h = dqn.hyperparameters
-    assert (h.learning_rate, h.batch_size, h.buffer_size, h.learning_starts) == (2.3e-3, 64, 100_000, 1000)
+    assert (h.learning_rate(1.0), h.batch_size, h.buffer_size, h.learning_starts) == (2.3e-3, 64, 100_000, 1000)
     assert (h.train_freq, h.gradient_steps, h.target_update_interval) == (256, 128, 10)
     assert (h.exploration_fraction, h.exploration_final_eps, h.net_arch) == (0.16, 0.04, (256, 256))
     ddpg = pearl.load_config("examples/configs/ddpg_pendulum.yaml")

@@ -20,7 +20,7 @@ coverage = importlib.util.module_from_spec(_spec)
 sys.modules[_spec.name] = coverage  # its dataclass looks its module up
 _spec.loader.exec_module(coverage)
 
-KEYS_READ = 56
+KEYS_READ = 64
 """Entries whose every key pearl_py reads (accepted, or accepted but for an env id this gymnasium lacks), of 139."""
 
 
@@ -136,12 +136,20 @@ def test_the_zoos_activation_names_build_their_torch_modules(tmp_path):
     assert [type(m) for m in policy.pi] == [nn.Linear, nn.GELU, nn.Linear]
 
 
-def test_a_learning_rate_schedule_the_family_lacks_is_refused_by_name():
+def test_off_policy_learning_rate_schedules_are_read():
+    from pearl_py.algorithms.on_policy.schedules import Schedule
+
+    cfg = load_zoo(ZOO / "sac.yml", "LunarLanderContinuous-v3")
+    assert cfg.hyperparameters.learning_rate == Schedule(7.3e-4, linear=True)
+
+
+def test_a_schedule_of_a_number_only_key_is_refused_by_name(tmp_path):
+    path = tmp_path / "td3.yml"
+    path.write_text("Pendulum-v1:\n  gamma: lin_0.99\n")
     with pytest.raises(ConfigError) as err:
-        load_zoo(ZOO / "sac.yml", "LunarLanderContinuous-v3")
-    assert str(err.value) == (f"{ZOO}/sac.yml:35: LunarLanderContinuous-v3.learning_rate: 'lin_7.3e-4': linear "
-                              "schedules of learning_rate are not implemented for sac in pearl_py (ppo and a2c take "
-                              "them): give a number to run with a constant one")
+        load_zoo(path, "Pendulum-v1")
+    assert str(err.value) == (f"{path}:2: Pendulum-v1.gamma: 'lin_0.99': linear schedules of gamma are not "
+                              "implemented in pearl_py (learning_rate and ppo's clip_range take them): give a number")
 
 
 def test_gradient_steps_minus_one_follows_a_set_train_freq_in_a_config(write_config):

@@ -35,13 +35,17 @@ def twin_learners(algo: Algorithm, device: str = "cpu") -> tuple[Learner, Learne
 
 
 def assert_same_run(algo: Algorithm, make_fast, device: str = "cpu", atol: float = 1e-4, updates: int = UPDATES,
-                    same_batch: bool = False) -> None:
+                    same_batch: bool = False, rounds_of: int = 0) -> None:
     """Reference and ``make_fast(learner)`` agree on every step's losses and |TD|, and on the final state, over
-    ``updates`` steps on the batch stream (or on its first batch every time, ``same_batch``)."""
+    ``updates`` steps on the batch stream (or on its first batch every time, ``same_batch``); with ``rounds_of``,
+    both learners' learning rates are set every ``rounds_of`` steps (a training round, ``lin_`` schedules)."""
     ref, fast_learner = twin_learners(algo, device)
     fast = make_fast(fast_learner)
     stream = batch_stream(algo, n=1 if same_batch else updates, device=device)
     for i, batch in enumerate(stream * updates if same_batch else stream):
+        if rounds_of and i % rounds_of == 0:
+            for learner in (ref, fast_learner):
+                learner.set_learning_rate(1.0 - i / updates)
         torch.manual_seed(i)     # losses may draw random numbers (TD3's target smoothing, SAC's actions)
         expected = ref.update(batch)
         torch.manual_seed(i)

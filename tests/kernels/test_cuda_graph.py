@@ -26,3 +26,10 @@ def test_cuda_graph_equals_reference(make_algo):
         return kernels.build("learner_update", "cuda_graph", learner, device_class="gpu")
 
     assert_same_run(make_algo(), build, device="cuda")
+
+
+def test_a_lin_learning_rate_set_per_round_reaches_the_captured_graph():
+    def build(learner):
+        return kernels.build("learner_update", "cuda_graph", learner, device_class="gpu")
+
+    assert_same_run(pearl.DDPG("Pendulum-v1", learning_rate="lin_1e-3"), build, device="cuda", rounds_of=10)

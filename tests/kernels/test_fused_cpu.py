@@ -24,7 +24,7 @@ SMALL = {"batch_size": 32, "net_arch": [32, 32]}
 
 
 def dqn(**overrides) -> pearl.DQN:
-    return pearl.DQN("CartPole-v1", **(SMALL | overrides), learning_rate=2.3e-3, target_update_interval=10)
+    return pearl.DQN("CartPole-v1", **(SMALL | {"learning_rate": 2.3e-3} | overrides), target_update_interval=10)
 
 
 def ddpg(**overrides) -> pearl.DDPG:
@@ -197,3 +197,9 @@ def test_a_delay_the_recipe_does_not_declare_is_refused():
 
     assert supports(twin_learners(DelayedCritic("Pendulum-v1", **SMALL))[0]) == (
         False, "loss 'critic' (td3_critic) runs every 2 steps; the fused step runs it every step")
+
+
+@pytest.mark.parametrize("make_algo", [lambda: dqn(learning_rate="lin_2.3e-3"), lambda: td3(learning_rate="lin_1e-3"),
+                                       lambda: sac(learning_rate="lin_1e-3")], ids=["dqn", "td3", "sac"])
+def test_a_lin_learning_rate_set_per_round_is_what_the_fused_step_uses(make_algo):
+    assert_same_run(make_algo(), make_fused_cpu, rounds_of=10)

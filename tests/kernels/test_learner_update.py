@@ -11,6 +11,7 @@ import torch
 from kernel_helpers import assert_same_run, batch_stream, twin_learners
 
 import pearl_py as pearl
+from pearl_py.algorithms.off_policy.learner import Learner
 from pearl_py import kernels
 from pearl_py.kernels.learner_update import make_compiled, make_functional
 
@@ -86,3 +87,17 @@ def test_plain_adam_is_required():
     learner.optimizers["q"] = torch.optim.Adam(learner.nets.online.q.parameters(), weight_decay=0.1)
     with pytest.raises(ValueError, match="weight_decay"):
         make_functional(learner)
+
+
+@pytest.mark.parametrize("make_fast", [make_functional, make_compiled], ids=["functional", "compiled"])
+def test_a_lin_learning_rate_set_per_round_is_what_the_fast_steps_use(make_fast):
+    algo = pearl.DDPG("Pendulum-v1", **SMALL, learning_rate="lin_1e-3")
+    assert_same_run(algo, make_fast, rounds_of=10)
+
+
+def test_set_learning_rate_follows_the_schedule_in_every_optimizer():
+    learner = Learner(pearl.SAC("Pendulum-v1", **SMALL, learning_rate="lin_1e-3"))
+    assert learner.learning_rate == 1e-3
+    assert learner.set_learning_rate(0.25) == pytest.approx(2.5e-4) == learner.learning_rate
+    assert {g["lr"] for opt in learner.optimizers.values() for g in opt.param_groups} == {learner.learning_rate}
+    assert learner.set_learning_rate(-0.5) == 0.0          # held at 0 after the end

@@ -58,8 +58,8 @@ def test_zoo_entries_map_policy_kwargs_and_schedules():
     ("CartPole-v1:\n  policy_kwargs: 'dict(activation_fn=nn.Softsign)'\n",
      "unsupported name nn.Softsign (activations: nn.ReLU, nn.Tanh, nn.ELU, nn.GELU, nn.LeakyReLU, nn.SiLU)"),
     ("CartPole-v1:\n  policy_kwargs: '__import__(\"os\").system(\"true\")'\n", "pearl_py reads dict(...) of literals"),
-    ("CartPole-v1:\n  learning_rate: lin_0.001\n", "CartPole-v1.learning_rate: 'lin_0.001': linear schedules of "
-                                             "learning_rate are not implemented for dqn"),
+    ("CartPole-v1:\n  gamma: lin_0.99\n", "CartPole-v1.gamma: 'lin_0.99': linear schedules of gamma are not "
+                                        "implemented in pearl_py"),
     ("CartPole-v1:\n  tau2: 1\n", "CartPole-v1.tau2: dqn in pearl_py has no hyperparameter 'tau2'"),
     ("CartPole-v1:\n  batch_size: 0\n", "zoo.yml:2: CartPole-v1.batch_size: must be >= 1, got 0"),
     ("Acrobot-v1:\n  batch_size: 8\n", "no entry for env 'CartPole-v1' (nor an 'atari' or 'default' entry); entries: Acrobot-v1"),
@@ -73,9 +73,9 @@ def test_what_pearl_does_not_support_is_refused_by_name(tmp_path, entry, message
 
 
 @pytest.mark.parametrize("file, env, message", [
-    ("ppo.yml", "Pendulum-v1", "ppo.yml:13: Pendulum-v1.use_sde: generalized state-dependent exploration (gSDE) "
-                               "is not implemented in pearl_py: remove the key to run without it"),
-    ("a2c.yml", "Pendulum-v1", "a2c.yml:22: Pendulum-v1.use_sde: generalized state-dependent exploration"),
+    (HERE.parent / "data" / "zoo" / "sac.yml", "MountainCarContinuous-v0",
+     "sac.yml:20: MountainCarContinuous-v0.use_sde: generalized state-dependent exploration (gSDE) is implemented "
+     "for ppo and a2c only: remove the key to run without it"),
 ])
 def test_zoo_entries_pearl_cannot_run_exit_2_naming_the_key(capsys, file, env, message):
     assert main(["run", "--zoo", str(ZOO / file), "--env", env]) == 2
@@ -102,7 +102,7 @@ def test_set_overrides_any_key_with_the_files_validation():
                            "exploration_final_eps=0.1", "double_q=true"])
     h = new.hyperparameters
     assert (h.batch_size, h.net_arch, h.exploration_final_eps, h.double_q) == (128, (32, 32), 0.1, True)
-    assert new.settings.seed == 7 and new.settings.eval_freq == 0 and h.learning_rate == 2.3e-3
+    assert new.settings.seed == 7 and new.settings.eval_freq == 0 and h.learning_rate == Schedule(2.3e-3)
     ppo = apply_sets(load_config(EXAMPLES / "ppo_cartpole.yaml"), ["learning_rate=lin_3e-4"])
     assert ppo.hyperparameters.learning_rate == Schedule(3e-4, linear=True)
 

@@ -22,6 +22,7 @@ from pearl_py.algorithms.obs_config import (
     frame_stack_param,
     normalize_param,
 )
+from pearl_py.algorithms.on_policy.schedules import Schedule
 from pearl_py.envs import EnvKwargs
 from pearl_py.envs.normalize import Normalize
 from pearl_py.config.fields import param
@@ -32,7 +33,8 @@ from pearl_py.errors import ConfigError
 class OffPolicyConfig:
     """Replay-based training: collect with ``n_envs`` envs, learn every ``train_freq`` steps."""
 
-    learning_rate: float = param(1e-4, "Adam step size.", low=0.0, low_open=True)
+    learning_rate: Schedule = param(Schedule(1e-4), "Adam step size: a number or `lin_<number>` (linear to 0, set "
+                                    "once per training round).", low=0.0, low_open=True)
     batch_size: int = param(32, "Transitions per gradient step.", low=1)
     buffer_size: int = param(1_000_000, "Replay capacity in transitions.", low=1, high=100_000_000)
     learning_starts: int = param(100, "Env steps of uniform random actions before learning.", low=0)
@@ -62,6 +64,8 @@ class OffPolicyConfig:
     normalize: Normalize = normalize_param()
 
     def __post_init__(self) -> None:
+        if not isinstance(self.learning_rate, Schedule):   # a number given to the dataclass itself, not a config
+            object.__setattr__(self, "learning_rate", Schedule.from_config(self.learning_rate))
         if self.gradient_steps == -1:
             object.__setattr__(self, "gradient_steps", self.train_freq * self.n_envs)
         elif self.gradient_steps < 1:

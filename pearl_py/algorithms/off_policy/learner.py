@@ -62,12 +62,28 @@ class Learner:
         if algorithm.initial_state is not None:  # continue training from a saved policy (--init-from)
             self.nets.load_state_dict(algorithm.initial_state)
         self.losses = tuple(algorithm.losses())
+        self.learning_rate = cfg.learning_rate(1.0)
+        """The optimizers' step size now: every ``learner_update`` variant reads it (:meth:`set_learning_rate`)."""
         self.optimizers = {
-            loss.name: torch.optim.Adam(self.nets.online[loss.trains].parameters(), lr=cfg.learning_rate,
+            loss.name: torch.optim.Adam(self.nets.online[loss.trains].parameters(), lr=self.learning_rate,
                                         eps=cfg.adam_eps)
             for loss in self.losses
         }
         self.gradient_steps = 0
+
+    def set_learning_rate(self, progress_remaining: float) -> float:
+        """The config's learning rate (a ``lin_`` schedule) at ``progress_remaining`` (1 - env steps / total, held
+        at 0 after the end) in every optimizer: what every executor calls at the start of each training round (SB3's
+        ``_update_learning_rate`` in ``train``). The torch optimizers take it here; the fast variants
+        (``kernels.fused_cpu``, ``kernels.learner_update``, ``kernels.cuda_graph``) read :attr:`learning_rate`
+        before each step. Returns the rate."""
+        rate = self.algorithm.config.learning_rate(max(progress_remaining, 0.0))
+        if rate != self.learning_rate:
+            self.learning_rate = rate
+            for optimizer in self.optimizers.values():
+                for group in optimizer.param_groups:
+                    group["lr"] = rate
+        return rate
 
     def update(self, batch: TensorBatch) -> UpdateResult:
         """One gradient step on every loss in order, then the per-step target update."""
@@ -103,4 +119,5 @@ class Learner:
         self.nets.load_state_dict(state["nets"])
         for name, opt in self.optimizers.items():
             opt.load_state_dict(state["optimizers"][name])
+        self.learning_rate = next(iter(self.optimizers.values())).param_groups[0]["lr"]   # the checkpoint's
         self.gradient_steps = state["gradient_steps"]

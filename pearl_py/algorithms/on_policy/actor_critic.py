@@ -17,7 +17,12 @@ from torch import nn
 from pearl_py.algorithms.cnn import build_extractor
 from pearl_py.algorithms.networks import Networks
 from pearl_py.algorithms.on_policy.base import OnPolicyAlgorithm, PolicyStep
+from pearl_py.algorithms.on_policy.distributions import StateDependentGaussian
 from pearl_py.algorithms.on_policy.policy import ActorCritic
+from pearl_py.errors import ConfigError
+
+SDE_FORM = "actor_critic_sde"
+"""The acting form of the actor-critic with gSDE (``use_sde``), which only the generic (torch) variants run."""
 
 
 class ActorCriticAlgorithm(OnPolicyAlgorithm, abc.ABC):
@@ -26,12 +31,48 @@ class ActorCriticAlgorithm(OnPolicyAlgorithm, abc.ABC):
     acting_networks = ("policy",)
     acting_form = "actor_critic"
 
+    def __init__(self, env: str, config: object = None, **hyperparameters: object) -> None:
+        super().__init__(env, config, **hyperparameters)
+        if self.config.use_sde and self.spec.discrete:
+            raise ConfigError(f"use_sde: gSDE needs continuous (Box) actions; env {env!r} has discrete ones",
+                              key="use_sde")
+
     def build_networks(self) -> dict[str, nn.Module]:
         cfg, spec = self.config, self.spec
         extractor = build_extractor(spec, cfg.features_extractor)
         width, encoder = (spec.obs_dim, None) if extractor is None else (extractor.n_features, extractor.net)
         return {"policy": ActorCritic(width, spec.action_dim, spec.discrete, cfg.net_arch,
-                                      cfg.activation_fn, cfg.ortho_init, cfg.log_std_init, encoder)}
+                                      cfg.activation_fn, cfg.ortho_init, cfg.log_std_init, encoder, cfg.use_sde)}
+
+    def declared_acting_form(self) -> str:
+        """``actor_critic_sde`` with ``use_sde``: the fused kernels (``actor_critic``) decline it."""
+        form = super().declared_acting_form()
+        return SDE_FORM if self.config.use_sde and form == self.acting_form else form
+
+    @property
+    def noise_width(self) -> int:
+        """With gSDE: the uniforms of one exploration matrix per row (``2 * latent_dim * action_dim``)."""
+        if not self.config.use_sde:
+            return super().noise_width
+        return StateDependentGaussian.noise_width(self.latent_dim, self.spec.action_dim)
+
+    @property
+    def latent_dim(self) -> int:
+        """The width of the policy's last hidden features (gSDE's ``z(s)``)."""
+        cfg = self.config
+        if cfg.net_arch:
+            return cfg.net_arch[-1]
+        extractor = build_extractor(self.spec, cfg.features_extractor)
+        return self.spec.obs_dim if extractor is None else extractor.n_features
+
+    def noise_step(self, vector_step: int) -> int:
+        """With gSDE, the step the exploration matrix in use at ``vector_step`` was drawn at: each rollout's first
+        step and then every ``sde_sample_freq`` steps (SB3's ``reset_noise`` schedule)."""
+        if not self.config.use_sde:
+            return vector_step
+        n_steps, freq = self.config.n_steps, self.config.sde_sample_freq
+        start, offset = divmod(vector_step, n_steps)
+        return start * n_steps + (offset - offset % freq if freq > 0 else 0)
 
     def act(self, nets: Networks, obs: torch.Tensor, *, explore: bool, noise: torch.Tensor | None = None
             ) -> PolicyStep:

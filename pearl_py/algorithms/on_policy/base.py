@@ -144,6 +144,11 @@ class OnPolicyAlgorithm(BaseAlgorithm):
         Gaussian one: Box-Muller)."""
         return 1 if self.spec.discrete else 2 * self.spec.action_dim
 
+    def noise_step(self, vector_step: int) -> int:
+        """The vector step whose uniforms the envs act with at ``vector_step`` (the same step by default; a policy
+        that holds its exploration noise for several steps, as gSDE, maps them to the step it drew it at)."""
+        return vector_step
+
     def declared_loss_form(self) -> str:
         """``loss_form``, or ``"custom"`` when ``loss`` was overridden below the class that declared it."""
         return _declared(type(self), "loss_form", "loss")

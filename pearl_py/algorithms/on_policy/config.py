@@ -57,6 +57,10 @@ class OnPolicyConfig:
     ortho_init: bool = param(True, "Orthogonal initialization (gains sqrt(2) hidden, 0.01 policy head, "
                              "1 value head), biases 0.")
     log_std_init: float = param(0.0, "Initial log standard deviation of the Gaussian policy (Box actions).")
+    use_sde: bool = param(False, "Generalized state-dependent exploration (gSDE, Box actions): the Gaussian's noise is "
+                          "the policy's last hidden features times an exploration matrix held between resamples.")
+    sde_sample_freq: int = param(-1, "With use_sde: draw a new exploration matrix every this many steps (-1: only "
+                                 "at each rollout's start).", low=-1)
     adam_eps: float = param(1e-5, "Adam epsilon (SB3's actor-critic policies use 1e-5).", low=0.0, low_open=True)
     features_extractor: str = features_extractor_param()
     frame_stack: int | None = frame_stack_param()
@@ -64,6 +68,8 @@ class OnPolicyConfig:
     normalize: Normalize = normalize_param()
 
     def __post_init__(self) -> None:
+        if self.sde_sample_freq != -1 and not self.use_sde:
+            raise ConfigError(f"sde_sample_freq {self.sde_sample_freq} needs use_sde: true", key="sde_sample_freq")
         if self.normalize_advantage and self.rollout_size < 2:
             raise ConfigError("normalize_advantage needs n_steps * n_envs > 1 (the std of one advantage is "
                               f"undefined), got {self.n_steps} * {self.n_envs}", key="n_steps")

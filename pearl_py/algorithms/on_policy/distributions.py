@@ -1,4 +1,5 @@
-"""Action distributions of stochastic policies: categorical (Discrete) and diagonal Gaussian (Box).
+"""Action distributions of stochastic policies: categorical (Discrete), diagonal Gaussian (Box), and gSDE's
+state-dependent Gaussian (Box with ``use_sde``, :class:`StateDependentGaussian`).
 
 Each gives ``sample``, ``mode`` (the deterministic action), ``log_prob`` of actions and
 ``entropy``, all batched over the leading dimension. ``sample(noise)`` turns given uniforms in
@@ -86,6 +87,57 @@ class DiagGaussian:
         return (0.5 + _HALF_LOG_2PI + self.log_std).sum(dim=-1)
 
 
+class StateDependentGaussian:
+    """Generalized state-dependent exploration (gSDE; Raffin, Kober & Stulp, CoRL 2021; docs/api.md, "gSDE"):
+    ``a = mu(s) + z(s) E`` with ``z(s)`` the policy's last hidden features (``latent``, width ``d``) and ``E`` a
+    ``(d, action_dim)`` exploration matrix of independent ``N(0, sigma_jk^2)`` entries, ``sigma = exp(log_std)``
+    (SB3's ``full_std``: one parameter per entry). Given ``z(s)``, each action element is normal with variance
+    ``sum_j z_j^2 sigma_jk^2`` (plus 1e-6, SB3's epsilon); the variance reads the features detached (SB3's default
+    ``learn_features=False``), the mean does not.
+
+    ``sample(noise)`` builds ``E`` per row from that row's ``2 * d * action_dim`` uniforms by Box-Muller (the
+    executors pass the uniforms of the step the matrix was last drawn at, so ``E`` is held between resamples).
+    """
+
+    EPSILON = 1e-6
+
+    def __init__(self, mean: torch.Tensor, latent: torch.Tensor, log_std: torch.Tensor) -> None:
+        self.mean, self.latent, self.std = mean, latent.detach(), log_std.exp()
+        self.scale = torch.sqrt(self.latent.pow(2) @ self.std.pow(2) + self.EPSILON)
+
+    @staticmethod
+    def noise_width(latent_dim: int, action_dim: int) -> int:
+        return 2 * latent_dim * action_dim
+
+    def exploration_matrices(self, noise: torch.Tensor) -> torch.Tensor:
+        """``(rows, d, action_dim)``: ``E = sigma * N`` with ``N`` standard normals from each row's uniforms."""
+        rows, (d, k) = noise.shape[0], self.std.shape
+        return self.std * box_muller(noise, d * k).view(rows, d, k)
+
+    def sample(self, noise: torch.Tensor | None = None) -> torch.Tensor:
+        """``mu + z E`` per row; ``E`` from ``noise`` (``(rows, 2 d action_dim)`` uniforms), else from torch's
+        generator."""
+        if noise is None:
+            matrices = self.std * torch.randn(self.latent.shape[0], *self.std.shape, dtype=self.mean.dtype,
+                                              device=self.mean.device)
+        else:
+            matrices = self.exploration_matrices(noise)
+        return self.mean + torch.bmm(self.latent.unsqueeze(1), matrices).squeeze(1)
+
+    def mode(self) -> torch.Tensor:
+        return self.mean
+
+    def log_prob(self, actions: torch.Tensor) -> torch.Tensor:
+        """``sum_k [-(a_k - mu_k)^2 / (2 s_k^2) - log s_k - log(2 pi) / 2]``,
+        ``s_k^2 = sum_j z_j^2 sigma_jk^2 + eps``."""
+        z = (actions - self.mean) / self.scale
+        return (-0.5 * z.pow(2) - self.scale.log() - _HALF_LOG_2PI).sum(dim=-1)
+
+    def entropy(self) -> torch.Tensor:
+        """``sum_k [1/2 + log(2 pi)/2 + log s_k]``, one value per batch row."""
+        return (0.5 + _HALF_LOG_2PI + self.scale.log()).sum(dim=-1)
+
+
 def box_muller(noise: torch.Tensor, dim: int) -> torch.Tensor:
     """Standard normals ``sqrt(-2 ln u1) cos(2 pi u2)`` from ``(rows, 2 * dim)`` uniforms (u1 first, then u2)."""
     u1, u2 = noise[:, :dim], noise[:, dim:2 * dim]
@@ -94,4 +146,4 @@ def box_muller(noise: torch.Tensor, dim: int) -> torch.Tensor:
 
 _TWO_PI = 2.0 * math.pi
 
-Distribution = Categorical | DiagGaussian
+Distribution = Categorical | DiagGaussian | StateDependentGaussian

@@ -7,7 +7,10 @@ Discrete actions (the policy net outputs logits), a diagonal Gaussian over Box a
 independent of the state, initialised to ``log_std_init``), and orthogonal initialisation
 with gains sqrt(2) for hidden layers, 0.01 for the policy head, 1 for the value head, zero
 biases. Gaussian actions live in pearl_py's [-1, 1] action space (scaled to the env's bounds
-and clipped at ``env.step``), not in the env's own units as in SB3.
+and clipped at ``env.step``), not in the env's own units as in SB3. With ``use_sde`` (Box actions) the
+policy is gSDE's state-dependent Gaussian over the policy net's last hidden features
+(:class:`~.distributions.StateDependentGaussian`; ``log_std`` is then one parameter per feature and
+action element, ``(latent_dim, action_dim)``, SB3's ``full_std=True``).
 
 Example::
 
@@ -29,6 +32,7 @@ from pearl_py.algorithms.on_policy.distributions import (
     Categorical,
     DiagGaussian,
     Distribution,
+    StateDependentGaussian,
 )
 
 ACTIVATIONS: dict[str, type[nn.Module]] = {"tanh": nn.Tanh, "relu": nn.ReLU, "elu": nn.ELU, "gelu": nn.GELU,
@@ -51,16 +55,18 @@ class ActorCritic(nn.Module):
 
     def __init__(self, obs_dim: int, action_dim: int, discrete: bool, net_arch: Sequence[int] = (64, 64),
                  activation_fn: str = "tanh", ortho_init: bool = True, log_std_init: float = 0.0,
-                 encoder: nn.Module | None = None) -> None:
+                 encoder: nn.Module | None = None, use_sde: bool = False) -> None:
         super().__init__()
         if encoder is not None:
             self.features = encoder
         activation = ACTIVATIONS[activation_fn]
-        self.discrete = discrete
+        self.discrete, self.use_sde = discrete, use_sde and not discrete
         self.pi = mlp(obs_dim, net_arch, action_dim, activation=activation)
         self.vf = mlp(obs_dim, net_arch, 1, activation=activation)
+        self.latent_dim = net_arch[-1] if net_arch else obs_dim
         if not discrete:
-            self.log_std = nn.Parameter(torch.full((action_dim,), float(log_std_init)))
+            shape = (self.latent_dim, action_dim) if self.use_sde else (action_dim,)
+            self.log_std = nn.Parameter(torch.full(shape, float(log_std_init)))
         if ortho_init:
             orthogonal_init(self.pi, POLICY_HEAD_GAIN)
             orthogonal_init(self.vf, VALUE_HEAD_GAIN)
@@ -74,6 +80,9 @@ class ActorCritic(nn.Module):
 
     def distribution_of(self, features: torch.Tensor) -> Distribution:
         """The action distribution given features already encoded (:meth:`encode`)."""
+        if self.use_sde:
+            latent = self.pi[:-1](features)                 # the last hidden layer's output: gSDE's z(s)
+            return StateDependentGaussian(self.pi[-1](latent), latent, self.log_std)
         out = self.pi(features)
         return Categorical(out) if self.discrete else DiagGaussian(out, self.log_std)
 

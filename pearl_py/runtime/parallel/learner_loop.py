@@ -33,7 +33,7 @@ from pearl_py.algorithms.off_policy.learner import Learner, TensorBatch, UpdateR
 from pearl_py.protocol.kernel import PARAM_SYNC
 from pearl_py.protocol.schedule import TrainSchedule
 from pearl_py.runtime.checkpoints import PeriodicCheckpoints
-from pearl_py.runtime.collect import LossMeans, gradient_step, round_beta
+from pearl_py.runtime.collect import LossMeans, gradient_step, round_beta, round_progress_remaining
 from pearl_py.runtime.monitor import Monitor
 from pearl_py.runtime.parallel.checkpoint import Progress
 from pearl_py.runtime.parallel.control import ControlBlock
@@ -213,6 +213,7 @@ class LearnerLoop:
     def _update(self, beta: float, step: int) -> UpdateResult:
         p = self.p
         p.replay.round_step = step
+        p.learner.set_learning_rate(round_progress_remaining(p.schedule, step))
         out = gradient_step(p.replay, p.update, p.algorithm.config.batch_size, beta, p.learner.device, p.timer)
         p.replay.finished_update(p.learner.gradient_steps)
         if p.learner.gradient_steps % self.sync_every == 0:

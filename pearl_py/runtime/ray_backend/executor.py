@@ -30,7 +30,7 @@ from pearl_py.algorithms.off_policy.base import Algorithm
 from pearl_py.plan import Plan
 from pearl_py.protocol.kernel import ENV_STEP, INFERENCE, LEARNER_UPDATE, REPLAY_INSERT
 from pearl_py.protocol.schedule import TrainSchedule
-from pearl_py.runtime.collect import round_beta
+from pearl_py.runtime.collect import round_beta, round_progress_remaining
 from pearl_py.runtime.evaluation import EVAL_SEED_OFFSET
 from pearl_py.runtime.kernel_devices import simulated_kernels
 from pearl_py.runtime.parallel.placement import runtime_of
@@ -157,7 +157,8 @@ class _Driver:
                 ray.get(self.adds)
                 self.adds = []
                 beta = round_beta(self.x.algorithm, s, self.step)
-                losses = ray.get(self.learner.train.remote(due - self.updates, beta))
+                losses = ray.get(self.learner.train.remote(due - self.updates, beta,
+                                                           round_progress_remaining(s, self.step)))
                 self.updates = due
                 self.log.train(self.step * s.n_envs, losses, self.step * s.n_envs / max(self.wall_seconds, 1e-9))
                 self._sync()

@@ -219,8 +219,10 @@ class LearnerWorker(LearnerState):
                                     device_class=kernels.device_class(self.learner.device))
         self.timer = KernelTimer({LEARNER_UPDATE: self.learner.device, PARAM_SYNC: self.learner.device})
 
-    def train(self, updates: int, beta: float) -> dict[str, float]:
-        """``updates`` gradient steps on batches from the replay server (one request ahead); mean losses."""
+    def train(self, updates: int, beta: float, progress_remaining: float) -> dict[str, float]:
+        """A training round: the learning rate at ``progress_remaining``, then ``updates`` gradient steps on batches
+        from the replay server (one request ahead); mean losses."""
+        self.learner.set_learning_rate(progress_remaining)
         replay = _Prefetching(self.replay, self.algo.config.prioritized_replay)
         means = LossMeans()
         for i in range(updates):

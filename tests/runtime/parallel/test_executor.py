@@ -61,6 +61,16 @@ def test_two_actors_keep_the_serial_update_count_and_env_steps(tmp_path):
     assert result.episodes > 0 and (tmp_path / "episodes.csv").exists() and (tmp_path / "train.csv").exists()
 
 
+def test_the_parallel_learner_sets_a_lin_learning_rate_each_round(tmp_path):
+    algo = pearl.DQN("CartPole-v1", **{**TINY_DQN, "learning_rate": "lin_1e-3"})
+    executor = ParallelExecutor(algo, plan_for(algo, actors=1), seed=3, out_dir=tmp_path, eval_episodes=1)
+    executor.run(1_010)
+    # rounds every 50 vector steps (one env); the last at step 1000: 1 - 1000 / 1010 remaining
+    assert executor.learner.learning_rate == pytest.approx(1e-3 * 10 / 1_010)
+    assert {g["lr"] for opt in executor.learner.optimizers.values() for g in opt.param_groups} == \
+        {executor.learner.learning_rate}
+
+
 def test_killed_actor_is_restarted_and_the_run_still_takes_the_configured_steps(tmp_path):
     algo = pearl.DQN("CartPole-v1", **TINY_DQN)
     executor = ParallelExecutor(algo, plan_for(algo, actors=2), seed=0, eval_episodes=1)
