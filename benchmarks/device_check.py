@@ -120,7 +120,7 @@ def event_seconds(call: Callable[[], object], device: str, calls: int) -> float:
 
 def clock_points(ctx: Context) -> list[tuple[str, str, Any]]:
     """(kind, variant, point) of every kernel kind that runs on a GPU."""
-    from pearl_py.estimate.microbench import BenchPoint
+    from pearl_py.profile.microbench import BenchPoint
     from pearl_py.protocol.kernel import (
         INFERENCE,
         LEARNER_UPDATE,
@@ -149,7 +149,7 @@ def clock_points(ctx: Context) -> list[tuple[str, str, Any]]:
 
 
 def step_smoke(ctx: Context) -> Outcome:
-    from pearl_py.estimate.microbench import build
+    from pearl_py.profile.microbench import build
 
     calls = 10 if ctx.dry else 200
     rows = []
@@ -200,8 +200,8 @@ def launch_floor(device: str, calls: int) -> dict[str, float]:
 def heldout_errors(ctx: Context, calibration: Any) -> dict[str, float]:
     """Median absolute error (%) of the device's fitted models on points never calibrated (MLP points)."""
     from pearl_py.estimate.features import workload_features
-    from pearl_py.estimate.microbench import build
-    from pearl_py.estimate.profiler import heldout_grid
+    from pearl_py.profile.microbench import build
+    from pearl_py.profile.profiler import heldout_grid
     from pearl_py.protocol.kernel import LEARNER_UPDATE, REPLAY_SAMPLE
 
     kinds = (REPLAY_SAMPLE,) if ctx.dry else (LEARNER_UPDATE, REPLAY_SAMPLE)
@@ -226,7 +226,7 @@ def step_profile(ctx: Context) -> Outcome:
     from pearl_py.estimate.calibration import Calibration
 
     if ctx.dry:   # one cheap kind on the CPU, into the work folder's cache (the machine's own is not touched)
-        from pearl_py.estimate.profiler import profile
+        from pearl_py.profile.profiler import profile
         from pearl_py.protocol.kernel import REPLAY_SAMPLE
 
         print(f"calibration written to {profile(quick=True, kinds=(REPLAY_SAMPLE,), gpus=False).save()}", flush=True)
@@ -387,7 +387,7 @@ def step_actors(ctx: Context) -> Outcome:
 
 
 def step_replay(ctx: Context) -> Outcome:
-    from pearl_py.estimate.microbench import BenchPoint, build
+    from pearl_py.profile.microbench import BenchPoint, build
     from pearl_py.protocol.kernel import PRIORITY_UPDATE, REPLAY_SAMPLE
 
     capacity = 10_000 if ctx.dry else 1 << 18

@@ -4,7 +4,7 @@ Every kernel kind and every implementation variant with a micro-benchmark, of ev
 (``reference``; ``learner_update/compiled``, ``inference/fused``; the on-policy family's
 ``inference`` and ``learner_update`` (``reference``, ``fused``), ``rollout_insert`` and ``advantage``)
 is calibrated exactly as
-``pearl profile`` does (grid of :func:`pearl_py.estimate.profiler.calibration_grid`), then
+``pearl profile`` does (grid of :func:`pearl_py.profile.profiler.calibration_grid`), then
 measured at batch sizes, layer widths, buffer capacities and copy sizes that were never
 calibrated (:func:`heldout_grid`). CNN learners and acting networks (DQN with the MinAtar small CNN
 and NatureCNN on random frames) have a model of their own (``learner_update/reference/cnn``,
@@ -40,7 +40,7 @@ import torch
 from pearl_py.estimate.calibration import Calibration, machine_fingerprint, model_key
 from pearl_py.estimate.estimator import Estimator
 from pearl_py.estimate.features import model_group
-from pearl_py.estimate.microbench import (
+from pearl_py.profile.microbench import (
     OFF_POLICY,
     BenchPoint,
     _algorithm,
@@ -50,7 +50,7 @@ from pearl_py.estimate.microbench import (
     register_runner,
     variants,
 )
-from pearl_py.estimate.profiler import (
+from pearl_py.profile.profiler import (
     KINDS,
     ZOO_POINTS,
     calibration_grid,

@@ -27,7 +27,7 @@ from pathlib import Path
 import torch
 
 import pearl_py as pearl
-from pearl_py.estimate.profiler import profile
+from pearl_py.profile.profiler import profile
 from pearl_py.plan import Plan
 from pearl_py.platform import Platform
 from pearl_py.protocol.kernel import (

@@ -12,7 +12,7 @@ time per update, median over repeats. Each of three neighbours runs once:
 * ``actor``: a child process that wakes once per 6.8 ms, as the parallel actor does on its
   doorbell, and works ~30 us (Pendulum's step plus the fused act per learner update at the
   DDPG zoo's one update per step): the neighbour ``pearl profile`` times the threaded
-  learner update beside (``pearl_py.estimate.neighbour``).
+  learner update beside (``pearl_py.profile.neighbour``).
 
 Two threads are timed unpinned and pinned to two cores (``pearl_py.kernels.affinity``, as the
 executors and ``pearl profile`` run them).
@@ -37,7 +37,7 @@ import torch
 
 import pearl_py as pearl
 from pearl_py.algorithms import Algorithm, Learner, TensorBatch
-from pearl_py.estimate.neighbour import KINDS, neighbour
+from pearl_py.profile.neighbour import KINDS, neighbour
 from pearl_py.kernels.affinity import pinned_threads
 from pearl_py.kernels.fused_cpu import make_fused_cpu
 from pearl_py.kernels.learner_update import make_reference

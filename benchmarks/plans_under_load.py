@@ -39,7 +39,7 @@ from typing import Any
 
 import yaml
 
-from pearl_py.estimate.neighbour import LIGHT_SLEEP_S, LIGHT_SPIN_S, neighbour
+from pearl_py.profile.neighbour import LIGHT_SLEEP_S, LIGHT_SPIN_S, neighbour
 
 README_JOB = Path(__file__).resolve().parents[1] / "examples" / "configs" / "dqn_cartpole.yaml"
 WAYS = ("auto", "1 thread", "2 threads")

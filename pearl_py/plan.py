@@ -311,20 +311,7 @@ class Prediction:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Prediction:
-        """Read :meth:`to_dict`'s data, or the ``predicted`` mapping of a format-1 plan file."""
-        data = dict(data)
-        if "figures" not in data:  # format 1 kept the figures at the top level
-            data["figures"] = {name: data.pop(name) for name in _field_names(Figures)}
-        data.pop("mode", None)
-        data.pop("placements", None)
-        alternative = data.get("alternative")
-        if alternative and "figures" not in alternative:
-            data["alternative"] = {"objective": alternative["objective"], "placements": alternative["placements"],
-                                   "figures": {name: alternative[name] for name in _field_names(Figures)}}
-        data["pareto"] = [{**point, "placements": point.get("placements", point.get("assignment"))}
-                          for point in data.get("pareto") or []]
-        for point in data["pareto"]:
-            point.pop("assignment", None)
+        """Read :meth:`to_dict`'s data."""
         return _build(cls, data)
 
 
@@ -395,16 +382,6 @@ class Plan:
         """The same plan with another prediction (a simulation or a tuning record added)."""
         return dataclasses.replace(self, prediction=prediction)
 
-    @property
-    def predicted(self) -> dict[str, Any]:
-        """The prediction as plain data with ``mode``, as plans held it before the typed :class:`Prediction`
-        (read-only; absent parts left out). New code reads :attr:`prediction`."""
-        if self.prediction is None:
-            return {}
-        data = self.prediction.to_dict()
-        figures = data.pop("figures")
-        return {**figures, **{k: v for k, v in data.items() if v is not None}, "mode": self.mode}
-
     def to_dict(self, prediction: bool = True) -> dict[str, Any]:
         """plan.yaml's data (``prediction=False``) or plan.json's (the prediction inline)."""
         data = {"format": FORMAT, "platform": self.platform, "objective": self.objective, "solver": self.solver,
@@ -418,21 +395,17 @@ class Plan:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Plan:
-        """A plan from :meth:`to_dict`'s data (format 2) or a format-1 plan's (``predicted`` inline)."""
-        predicted = data.get("predicted")
+        """A plan from :meth:`to_dict`'s data."""
         prediction = data.get("prediction")
-        mode = data.get("mode") or (predicted or {}).get("mode") or "overlapped"
         placements = {k: Placement(**v) for k, v in data["placements"].items()}
         devices = dict(data.get("devices") or {})
-        if predicted and not devices:
-            devices = {name: info["kind"] for name, info in (predicted.get("devices") or {}).items()}
         missing = sorted({p.device for p in placements.values()} - set(devices))
-        if missing:  # a format-1 or hand-written plan: the kinds are its platform's
+        if missing:  # a hand-written plan: the kinds are its platform's
             devices.update(platform_kinds(data["platform"], missing))
         made_for = data.get("made_for")
         return cls(platform=data["platform"], objective=data["objective"], solver=data.get("solver", "none"),
-                   placements=placements, mode=mode, devices=devices,
-                   prediction=Prediction.from_dict(prediction or predicted) if (prediction or predicted) else None,
+                   placements=placements, mode=data.get("mode") or "overlapped", devices=devices,
+                   prediction=Prediction.from_dict(prediction) if prediction else None,
                    made_for=MadeFor(made_for["algorithm"], made_for["env"], tuple(made_for["kernels"]))
                    if made_for else None)
 
@@ -466,10 +439,6 @@ def platform_kinds(platform: str, devices: list[str]) -> dict[str, str]:
 
 
 # -- plain data <-> the frozen dataclasses above -------------------------------------------------------
-def _field_names(cls: type) -> list[str]:
-    return [f.name for f in dataclasses.fields(cls)]
-
-
 def _plain(value: Any) -> Any:
     if dataclasses.is_dataclass(value):
         return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}

@@ -1,8 +1,8 @@
 """Reading plan files: ``plan.yaml`` (with ``prediction.json`` beside it) or ``plan.json``, validated.
 
 Every mistake is a :class:`~pearl_py.errors.ConfigError` naming ``file:line: key`` and what would
-be valid (the CLI prints it on one line and exits with code 2). A plan written by the first
-format (its prediction inline under ``predicted``) still loads.
+be valid (the CLI prints it on one line and exits with code 2). A plan of the first format (its prediction
+inline under ``predicted``) is refused: make it again with ``pearl plan``.
 
 Example::
 
@@ -29,8 +29,7 @@ runtime)."""
 FORMAT = 2
 """plan.yaml's format: 2 keeps the prediction beside the plan (1, the first, held it under ``predicted``)."""
 PREDICTION_FILE = "prediction.json"
-TOP_KEYS = ("format", "platform", "objective", "solver", "mode", "devices", "placements", "made_for", "prediction",
-            "predicted")
+TOP_KEYS = ("format", "platform", "objective", "solver", "mode", "devices", "placements", "made_for", "prediction")
 MADE_FOR_KEYS = ("algorithm", "env", "kernels")
 """``made_for``: the algorithm, env and kernels the plan was made for (absent in files of older pearl_py)."""
 PLACEMENT_KEYS = ("device", "variant", "replicas")
@@ -42,18 +41,21 @@ def load_plan(cls: type[Plan], path: Path) -> Plan:
     data = doc.data
     if not isinstance(data, dict):
         raise doc.error((), "a plan file is a mapping with platform, objective, mode, devices and placements")
+    if "predicted" in data:
+        raise doc.error(("predicted",), "a plan of the first format, which this pearl_py no longer reads; make the "
+                                        "plan again with `pearl plan`")
     for key in data:
         if key not in TOP_KEYS:
-            raise doc.error((key,), f"unknown key; a plan file has {', '.join(TOP_KEYS[:-1])}")
+            raise doc.error((key,), f"unknown key; a plan file has {', '.join(TOP_KEYS)}")
     for key in ("platform", "objective", "placements"):
         if key not in data:
             raise doc.error((), f"missing key {key!r}")
     for key in ("platform", "objective", "solver"):
         if key in data and (not isinstance(data[key], str) or not data[key]):
             raise doc.error((key,), f"must be a name, got {data[key]!r}")
-    version = data.get("format", 1)
-    if version not in (1, FORMAT):
-        raise doc.error(("format",), f"format {version!r} is not one this pearl_py reads (1 or {FORMAT}); "
+    version = data.get("format", FORMAT)  # a hand-written plan may leave it out
+    if version != FORMAT:
+        raise doc.error(("format",), f"format {version!r} is not one this pearl_py reads ({FORMAT}); "
                                      "make the plan again with `pearl plan`")
     if "mode" in data and data["mode"] not in MODES:
         raise doc.error(("mode",), f"must be one of {', '.join(MODES)}, got {data['mode']!r}")
@@ -77,7 +79,7 @@ def load_plan(cls: type[Plan], path: Path) -> Plan:
         if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 1:
             raise doc.error(("placements", kernel, "replicas"), f"must be an integer >= 1, got {replicas!r}")
     _check_made_for(doc, data.get("made_for"))
-    if "prediction" not in data and "predicted" not in data:
+    if "prediction" not in data:
         beside = path.parent / PREDICTION_FILE
         if beside.is_file():
             data = {**data, "prediction": _read_prediction(beside)}
@@ -89,8 +91,7 @@ def load_plan(cls: type[Plan], path: Path) -> Plan:
         where = ("platform",) if isinstance(exc, ConfigError) or not unplaced else ("placements", unplaced[0], "device")
         raise doc.error(where, str(exc).removeprefix("plan: ")) from None
     except (TypeError, ValueError, KeyError) as exc:
-        key = "predicted" if "predicted" in data else "prediction"
-        raise doc.error((key,), f"cannot be read ({exc}); make the plan again with `pearl plan`") from None
+        raise doc.error(("prediction",), f"cannot be read ({exc}); make the plan again with `pearl plan`") from None
 
 
 def _check_made_for(doc: YamlDocument, made_for: Any) -> None:

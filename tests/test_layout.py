@@ -1,5 +1,5 @@
 """The package's layout holds: no import cycle between packages, the runtime imports neither the optimizer
-nor the estimator, and kernel-kind names are spelled only where the kinds are declared.
+nor the estimator, the estimator neither the runtime nor the measuring, and kernel-kind names are spelled only where the kinds are declared.
 
 Imports are read from the source (every import, function-level ones included; those under
 ``if TYPE_CHECKING:`` are for type checkers only and do not count).
@@ -70,6 +70,13 @@ def test_the_runtime_imports_neither_the_optimizer_nor_the_estimator():
     graph, why = package_graph()
     for stage in ("optimize", "estimate"):
         assert not graph.has_edge("runtime", stage), sorted(why[("runtime", stage)])
+
+
+def test_the_estimator_imports_neither_the_runtime_nor_the_measuring():
+    """The cost model reads a calibration; measuring one (``pearl_py.profile``) runs the runtime's pieces."""
+    graph, why = package_graph()
+    for stage in ("runtime", "profile"):
+        assert not graph.has_edge("estimate", stage), sorted(why[("estimate", stage)])
 
 
 def quoted_kind_names() -> list[str]:

@@ -16,7 +16,7 @@ Example::
 from __future__ import annotations
 
 from pearl_py.estimate.calibration import Calibration, default_path
-from pearl_py.estimate.gpu_profile import calibrated_gpu
+from pearl_py.estimate.calibration import calibrated_gpu
 from pearl_py.platform import Catalogue, CpuSpec, FpgaSpec, GpuSpec, Platform
 from pearl_py.platform.energy import energy_statuses
 from pearl_py.platform.kinds import device_kind

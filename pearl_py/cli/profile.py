@@ -20,7 +20,7 @@ from __future__ import annotations
 import time
 
 from pearl_py.errors import UserError
-from pearl_py.estimate.profiler import profile
+from pearl_py.profile.profiler import profile
 
 
 def profile_main(out: str | None, quick: bool, check: bool = False) -> int:
@@ -46,7 +46,7 @@ def profile_main(out: str | None, quick: bool, check: bool = False) -> int:
 
 def check_main(path: str | None) -> int:
     from pearl_py.estimate.calibration import Calibration, default_path
-    from pearl_py.estimate.check import TOLERANCE, check_calibration
+    from pearl_py.profile.check import TOLERANCE, check_calibration
 
     file = path or str(default_path())
     try:

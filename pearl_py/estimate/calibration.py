@@ -26,8 +26,10 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from pearl_py.estimate.fit import FittedModel
+from pearl_py.platform.kinds import device_kind
 from pearl_py.protocol.kernel import INFERENCE, LEARNER_UPDATE
 
 CACHE_ENV = "PEARL_CACHE_DIR"
@@ -89,7 +91,7 @@ class Spread:
 
     ``p90_over_median``: over the model's points, the median of each point's p90 over its median pass;
     ``light_neighbour``: for a threaded variant (at every thread count it is calibrated at), the median over the
-    quick grid's points of a call's mean wall time beside a light neighbour (:mod:`pearl_py.estimate.neighbour`,
+    quick grid's points of a call's mean wall time beside a light neighbour (:mod:`pearl_py.profile.neighbour`,
     ``light``) over alone; None where not measured.
     """
 
@@ -103,6 +105,15 @@ def network_family(kind: str, family: str | None) -> str | None:
     return family if kind in (LEARNER_UPDATE, INFERENCE) else None
 
 
+LOOP_KEY = "loop_s"
+"""``meta[LOOP_KEY]``: ``{family: {"per_step": s, "per_update": s, "per_round": s}}``, the training loop's own work
+(:mod:`pearl_py.profile.loop_overhead` times it)."""
+IN_LOOP_KEY = "in_loop_s"
+"""``meta[IN_LOOP_KEY]``: ``{family: {kind: seconds per call a kernel of that kind takes more in a loop}}``."""
+PROCESS_START_KEY = "process_start_s"
+"""``meta[PROCESS_START_KEY]``: the timed start of a child process, seconds (:mod:`pearl_py.profile.process_start`)."""
+ROUND_TRIP_KEY = "round_trip_s"
+"""``meta[ROUND_TRIP_KEY]``: the timed handshake round trip with a child process, seconds."""
 DEFERRED_KEY = "deferred"
 """``meta[DEFERRED_KEY]``: ``{variant key: why}`` of the variants a run's first calibration left for a run that needs
 them (``profiler.profile``'s ``skip``; keys ``model_key(kind, variant, family=network_family(kind, family))``)."""
@@ -166,3 +177,22 @@ class Calibration:
             return cls.load(path)
         except (OSError, ValueError, KeyError):
             return None
+
+
+def calibrated_gpu(calibration: Calibration | None, device: Any) -> str | None:
+    """The model prefix of a local GPU ``device`` that ``pearl profile`` calibrated (its own name, or the name of
+    the GPU of its model that was); None for any other device (a CPU, a catalogue GPU, an uncalibrated one)."""
+    if calibration is None or not device.local or device_kind(device.kind).runtime != "cuda":
+        return None
+    entry = (calibration.meta.get("gpus") or {}).get(device.name)
+    if entry is None or not str(device.spec.model_name).startswith(entry["name"]):
+        return None  # not calibrated, or another GPU than the one calibrated under this name
+    return entry["models"]
+
+
+def measured_dynamic_w(calibration: Any, kind: str, variant: str, device: str, threads: int = 1) -> float | None:
+    """The dynamic power ``pearl profile`` measured for ``kind``/``variant`` on ``device`` (None: not measured;
+    :mod:`pearl_py.profile.power_profile` measures it)."""
+    entry = (calibration.meta.get("energy") or {}).get(device) or {}
+    kernel = (entry.get("kernels") or {}).get(model_key(kind, variant, threads=threads))
+    return None if kernel is None else float(kernel["dynamic_w"])

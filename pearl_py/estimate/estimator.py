@@ -53,7 +53,19 @@ from collections.abc import Callable
 from typing import Any
 
 from pearl_py.estimate import roofline
-from pearl_py.estimate.calibration import DEFERRED_KEY, THREADED_VARIANTS, Calibration, model_key, network_family
+from pearl_py.estimate.calibration import (
+    DEFERRED_KEY,
+    IN_LOOP_KEY,
+    LOOP_KEY,
+    PROCESS_START_KEY,
+    ROUND_TRIP_KEY,
+    THREADED_VARIANTS,
+    Calibration,
+    calibrated_gpu,
+    measured_dynamic_w,
+    model_key,
+    network_family,
+)
 from pearl_py.estimate.cost import Cost, Infeasible
 from pearl_py.estimate.features import model_group, workload_features
 from pearl_py.estimate.fpga_kernels import (
@@ -63,11 +75,7 @@ from pearl_py.estimate.fpga_kernels import (
     sync_design,
 )
 from pearl_py.estimate.fpga_on_policy import advantage_design, minibatch_learner_design
-from pearl_py.estimate.gpu_profile import calibrated_gpu
-from pearl_py.estimate.loop_overhead import IN_LOOP_KEY, LOOP_KEY
 from pearl_py.estimate.power import dynamic_energy_j
-from pearl_py.estimate.power_profile import measured_dynamic_w
-from pearl_py.estimate.process_start import PROCESS_START_KEY, ROUND_TRIP_KEY
 from pearl_py.estimate.roofline import RooflineParams
 from pearl_py.plan import LayerCost
 from pearl_py.platform import Device, Platform
@@ -276,7 +284,7 @@ class Estimator:
 
     def process_start(self) -> tuple[float, str]:
         """``(seconds, source)`` until a child process of the runtime runs its loop on this host: timed by
-        ``pearl profile`` (``calibrated``, :mod:`pearl_py.estimate.process_start`), else the assumed figure of
+        ``pearl profile`` (``calibrated``, :mod:`pearl_py.profile.process_start`), else the assumed figure of
         ``estimators/roofline.yaml`` (``modelled``)."""
         return self._timed_or_assumed(PROCESS_START_KEY, "process_start_s")
 

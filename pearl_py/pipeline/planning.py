@@ -58,7 +58,7 @@ class CalibrationNeeds:
         """Everything ``pearl profile`` calibrates (``algorithm`` None), or what ``algorithm``'s plans in either
         protocol mode cost from a calibration over a run of ``total_steps`` (None: of unknown length, where
         every variant may pay back)."""
-        from pearl_py.estimate.profiler import CALIBRATED_ENVS, KINDS
+        from pearl_py.profile.profiler import CALIBRATED_ENVS, KINDS
 
         if algorithm is None:
             return cls(KINDS, None, CALIBRATED_ENVS, True)
@@ -100,7 +100,7 @@ class CalibrationNeeds:
         return "; ".join(parts + ([f"deferred: {', '.join(k for k, _ in self.deferred)}"] if self.deferred else []))
 
     def profile_options(self) -> dict[str, Any]:
-        """:func:`~pearl_py.estimate.profiler.profile`'s arguments that calibrate these needs."""
+        """:func:`~pearl_py.profile.profiler.profile`'s arguments that calibrate these needs."""
         return {"kinds": self.kinds, "families_of": (self.family,) if self.family else None, "envs": self.envs,
                 "cnn": self.cnn, "skip": dict(self.deferred), "only": self.only}
 
@@ -158,7 +158,7 @@ def ensure_calibration(log: Callable[[str], None] = print, algorithm: Any = None
     a deferred variant a longer run pays back: each profiled on the first run that needs it, then cached).
     ``pearl profile`` calibrates everything at once."""
     from pearl_py.estimate.calibration import Calibration
-    from pearl_py.estimate.profiler import profile
+    from pearl_py.profile.profiler import profile
 
     needs = CalibrationNeeds.of(algorithm, total_steps)
     cached = Calibration.load_default()

@@ -56,10 +56,12 @@ def test_bad_gradient_steps_are_located(tmp_path, value, message):
 
 
 def test_set_repairs_an_entry_before_it_is_validated(capsys):
-    with pytest.raises(ConfigError, match=r"a2c.yml:65: Pendulum-v1.use_sde: generalized state-dependent"):
-        load_zoo(ZOO / "a2c.yml", "Pendulum-v1")
-    cfg = load_zoo(ZOO / "a2c.yml", "Pendulum-v1", sets=["use_sde=false", "seed=3", "total_steps=1000"])
-    assert (cfg.settings.seed, cfg.settings.total_steps, cfg.hyperparameters.n_envs) == (3, 1000, 8)
+    with pytest.raises(ConfigError, match=r"sac.yml:20: MountainCarContinuous-v0.use_sde: generalized state-"):
+        load_zoo(ZOO / "sac.yml", "MountainCarContinuous-v0")
+    cfg = load_zoo(ZOO / "sac.yml", "MountainCarContinuous-v0", sets=[
+        "use_sde=false", "policy_kwargs=dict(net_arch=[64, 64])", "seed=3", "total_steps=1000"])
+    assert (cfg.settings.seed, cfg.settings.total_steps, cfg.hyperparameters.train_freq,
+            cfg.hyperparameters.net_arch) == (3, 1000, 32, (64, 64))
 
 
 @pytest.mark.parametrize("flag, message", [

@@ -10,12 +10,13 @@ import pytest
 import torch
 
 import pearl_py as pearl
-from pearl_py.estimate import Calibration, Estimator, gpu_profile, profiler
+from pearl_py.estimate import Calibration, Estimator
+from pearl_py.profile import gpu_profile, profiler
 from pearl_py.estimate.calibration import model_key
 from pearl_py.estimate.fit import FittedModel
-from pearl_py.estimate.gpu_profile import LocalGpu, profile_gpus, synchronized_clock
-from pearl_py.estimate.microbench import BenchPoint
-from pearl_py.estimate.power_profile import PowerProfile
+from pearl_py.profile.gpu_profile import LocalGpu, profile_gpus, synchronized_clock
+from pearl_py.profile.microbench import BenchPoint
+from pearl_py.profile.power_profile import PowerProfile
 from pearl_py.platform import Catalogue, Platform
 from pearl_py.platform.local import GENERIC_GPU, local_gpu_specs, match_gpu
 from pearl_py.platform.platform import Device
@@ -226,7 +227,7 @@ def test_a_gpu_points_learner_and_batch_are_built_on_the_gpu(monkeypatch, varian
     """Each CNN learner runner builds on the point's device (``meta`` stands in for a GPU: no CPU tensor can pass
     for it), so a GPU model is fitted on GPU timings."""
     from pearl_py.algorithms.off_policy import learner as learner_module
-    from pearl_py.estimate.microbench import build
+    from pearl_py.profile.microbench import build
 
     built: list[torch.device] = []
     real = learner_module.Learner

@@ -6,8 +6,8 @@ import pytest
 from pearl_py.cli import profile as profile_command
 from pearl_py.cli.devices import devices_main
 from pearl_py.estimate.calibration import Calibration
-from pearl_py.estimate.microbench import BenchPoint, build, families, time_call
-from pearl_py.estimate.profiler import (
+from pearl_py.profile.microbench import BenchPoint, build, families, time_call
+from pearl_py.profile.profiler import (
     KINDS,
     calibration_grid,
     fit_measurements,

@@ -8,12 +8,13 @@ import pytest
 import torch
 
 import pearl_py as pearl
-from pearl_py.estimate import Calibration, Estimator, profiler
+from pearl_py.estimate import Calibration, Estimator
+from pearl_py.profile import profiler
 from pearl_py.estimate.calibration import model_key
 from pearl_py.estimate.cost import Infeasible
 from pearl_py.estimate.fit import FittedModel
-from pearl_py.estimate.load import LoadProbe, LoadSample
-from pearl_py.estimate.microbench import BenchPoint
+from pearl_py.profile.load import LoadProbe, LoadSample
+from pearl_py.profile.microbench import BenchPoint
 from pearl_py.platform import Platform
 
 NET = ("flops", "bytes", "ops")
@@ -110,7 +111,7 @@ def test_the_estimator_costs_calibrated_thread_counts_only(cpu):
 def test_the_neighbour_process_runs_meanwhile_and_stops():
     """No timing, no counting of other processes: only this neighbour's own process and events, so load can
     only make it slower, never fail it (it waits up to READY_TIMEOUT_S to start and STOP_TIMEOUT_S to stop)."""
-    from pearl_py.estimate.neighbour import neighbour
+    from pearl_py.profile.neighbour import neighbour
 
     with neighbour("actor") as beside:
         assert beside.ready.is_set()  # entered only once the neighbour's loop had begun: start-up is never timed
@@ -121,7 +122,7 @@ def test_the_neighbour_process_runs_meanwhile_and_stops():
 
 
 def test_a_neighbour_that_does_not_start_in_time_stops_the_measurement():
-    from pearl_py.estimate.neighbour import neighbour
+    from pearl_py.profile.neighbour import neighbour
 
     refused = pytest.raises(RuntimeError, match="did not start within 0 s")
     with refused, neighbour("actor", ready_timeout_s=0.0) as beside:  # a spawned interpreter is never ready at once

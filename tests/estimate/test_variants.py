@@ -9,8 +9,8 @@ import pearl_py as pearl
 from pearl_py.estimate import Calibration, Estimator, Infeasible
 from pearl_py.estimate.calibration import model_key
 from pearl_py.estimate.fit import FittedModel
-from pearl_py.estimate.microbench import BenchCall, BenchPoint, build
-from pearl_py.estimate.profiler import (
+from pearl_py.profile.microbench import BenchCall, BenchPoint, build
+from pearl_py.profile.profiler import (
     calibration_grid,
     measure,
     setup_cached,
@@ -131,7 +131,7 @@ def test_compiled_grid_compiles_once_per_shape():
 
 
 def test_measure_reports_one_off_setup(monkeypatch):
-    from pearl_py.estimate import microbench
+    from pearl_py.profile import microbench
     from pearl_py.protocol import SyncWorkload
 
     def runner(point):
@@ -172,7 +172,7 @@ def test_fused_inference_runner_runs_the_registered_variant():
 
 @pytest.mark.slow
 def test_compiled_runner_compiles_once_for_every_batch():
-    from pearl_py.estimate.microbench import clear_compiled
+    from pearl_py.profile.microbench import clear_compiled
 
     try:
         _, first = build("learner_update", "compiled", BenchPoint("learner_update", width=8, batch=4))

@@ -126,17 +126,17 @@ def test_the_plan_gives_the_learner_two_threads_and_says_why(two_cores, tmp_path
     learner = p.placements["learner_update"]
     assert (learner.variant, learner.replicas, p.learner_threads) == ("fused", 2, 2)
     assert p.placements["env_step"].replicas == 1
-    (sentence,) = p.predicted["threads"]
+    (sentence,) = p.prediction.threads
     assert sentence.startswith("learner_update runs 2 threads on cpu: ") and "at 1 thread (calibrated)" in sentence
-    two_threads = p.predicted["costs"]["learner_update"]["cpu"]["fused"]["threads"][0]
-    assert two_threads["threads"] == 2 and content.placed_cost(p, "learner_update").latency_s == two_threads["latency_s"]
+    two_threads = p.prediction.costs["learner_update"]["cpu"]["fused"].threads[0]
+    assert two_threads.threads == 2 and content.placed_cost(p, "learner_update").latency_s == two_threads.latency_s
     # the update alone, in every table; the loop's work that comes with it is the loop row's
     loop_s = content.placed_cost(p, "learner_update").loop_s
     row = next(r for r in content.assignment_rows(p) if r[0] == "learner_update")
-    assert row[3] == "2 threads" and row[5] == fmt.seconds(two_threads["latency_s"] - loop_s)
+    assert row[3] == "2 threads" and row[5] == fmt.seconds(two_threads.latency_s - loop_s)
     run = {"env_steps": 100, "kernel_times": {"learner_update": {"mean_s": 4e-3, "total_s": 0.4, "calls": 100}}}
     measured_row = next(r for r in measured.kernel_rows(p, run) if r[0] == "learner_update")
-    assert measured_row[2] == f"{fmt.seconds(two_threads['latency_s'] - loop_s)} (calibrated)"
+    assert measured_row[2] == f"{fmt.seconds(two_threads.latency_s - loop_s)} (calibrated)"
     assert sentence in content.choice_sentences(p)
     # the plan file keeps it, and the runtime reads it
     p.export(tmp_path)
@@ -148,7 +148,7 @@ def test_the_plan_gives_the_learner_two_threads_and_says_why(two_cores, tmp_path
 
 def test_a_calibration_without_threaded_models_plans_one_thread_and_says_so(two_cores):
     p = ddpg_plan(two_cores, threaded=False)
-    assert p.placements["learner_update"].replicas == 1 and p.predicted["threads"] == []
+    assert p.placements["learner_update"].replicas == 1 and p.prediction.threads == ()
     assert any("one thread only on cpu" in note and "pearl profile" in note
                for note in content.variant_notes(p))
 

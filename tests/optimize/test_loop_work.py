@@ -9,13 +9,9 @@ from variant_helpers import synthetic_calibration
 
 import pearl_py as pearl
 from pearl_py.estimate import Estimator
-from pearl_py.estimate.loop_overhead import (
-    IN_LOOP_KEY,
-    LOOP_KEY,
-    LoopWork,
-    time_loop_work,
-)
+from pearl_py.estimate.calibration import IN_LOOP_KEY, LOOP_KEY
 from pearl_py.optimize.api import plan
+from pearl_py.profile.loop_overhead import LoopWork, time_loop_work
 from pearl_py.protocol.kernel import ENV_STEP, LEARNER_UPDATE, LOOP_WORK
 from pearl_py.report import measured
 
@@ -64,7 +60,7 @@ class _Ran:
 
 
 def test_the_calibration_splits_the_loop_into_per_step_per_update_and_per_round_work(monkeypatch):
-    import pearl_py.estimate.loop_overhead as loop_overhead
+    import pearl_py.profile.loop_overhead as loop_overhead
 
     plan = loop_overhead.calibration_plan(pearl.PPO("CartPole-v1", n_envs=8, n_steps=32))
     runs = loop_overhead._calibration_runs("on_policy")     # 2, 16 and 2 updates per round

@@ -33,16 +33,16 @@ def test_throughput_and_power_plans_differ_and_report_says_why(pearl_platform, e
     frugal = plan(wide_dqn, pearl_platform, objective="power", estimator=estimator)
     moved = [k for k in fast.placements if fast.placements[k].device != frugal.placements[k].device]
     assert moved, "the models favour different devices for some kernel"
-    assert fast.predicted["samples_per_s"] > frugal.predicted["samples_per_s"]
-    assert frugal.predicted["samples_per_j"] > fast.predicted["samples_per_j"]
+    assert fast.prediction.samples_per_s > frugal.prediction.samples_per_s
+    assert frugal.prediction.samples_per_j > fast.prediction.samples_per_j
     # neither plan switches the GPU on: it would add its 55 W idle power and no speed (among the fastest plans
     # the throughput objective takes the least energy one); the power plan saves dynamic energy on the FPGA
     assert "gpu" not in {p.device for p in [*fast.placements.values(), *frugal.placements.values()]}
-    sentence = fast.predicted["comparison"]
+    sentence = fast.prediction.comparison
     assert sentence.startswith("The power objective moves") and "less dynamic energy per sample" in sentence
-    assert fast.predicted["alternative"]["placements"]["replay_sample"]["device"] == \
+    assert fast.prediction.alternative.placements["replay_sample"].device == \
         frugal.placements["replay_sample"].device
-    assert fast.predicted["solver"]["optimal"] and frugal.predicted["solver"]["optimal"]
+    assert fast.prediction.solver.optimal and frugal.prediction.solver.optimal
 
 
 def test_plan_round_trips_and_states_ratio(pearl_platform, estimator):
@@ -52,10 +52,10 @@ def test_plan_round_trips_and_states_ratio(pearl_platform, estimator):
     result = plan(ddpg, pearl_platform, objective="power", estimator=estimator)
     again = Plan.from_dict(result.to_dict())
     assert again == result
-    ratio = result.predicted["cpu_gpu_ratio"]
-    assert ratio["learner_gpus"] == 1 and ratio["ratio"] == ratio["actor_cores"]
-    assert len(result.predicted["pareto"]) >= 2
-    assert result.predicted["limit"].startswith("Throughput is limited by gpu (learner_update, param_sync)")
+    ratio = result.prediction.cpu_gpu_ratio
+    assert ratio.learner_gpus == 1 and ratio.ratio == ratio.actor_cores
+    assert len(result.prediction.pareto) >= 2
+    assert result.prediction.limit.startswith("Throughput is limited by gpu (learner_update, param_sync)")
 
 
 def test_no_device_can_host_a_pinned_kernel(pearl_platform, estimator, wide_dqn):
@@ -87,13 +87,13 @@ def test_power_cap_slows_the_plan_and_the_report_says_so(pearl_platform, estimat
     free = plan(wide_dqn, pearl_platform, objective="throughput", estimator=estimator)
     # the fastest plans tie (the FPGA learner bounds them); the most frugal of them sets the power a cap must undercut
     tied = plan(wide_dqn, pearl_platform, objective="throughput", estimator=estimator,
-                constraints={"power_cap_w": 0.999 * free.predicted["power_w"]})
-    assert tied.predicted["samples_per_s"] <= free.predicted["samples_per_s"]
-    cap = 0.97 * tied.predicted["power_w"]
+                constraints={"power_cap_w": 0.999 * free.prediction.figures.power_w})
+    assert tied.prediction.samples_per_s <= free.prediction.samples_per_s
+    cap = 0.97 * tied.prediction.figures.power_w
     capped = plan(wide_dqn, pearl_platform, objective="throughput", constraints={"power_cap_w": cap},
                   estimator=estimator)
-    assert capped.predicted["power_w"] <= cap * (1 + 1e-9)
-    assert capped.predicted["samples_per_s"] < free.predicted["samples_per_s"]
+    assert capped.prediction.figures.power_w <= cap * (1 + 1e-9)
+    assert capped.prediction.samples_per_s < free.prediction.samples_per_s
 
 
 def test_bad_constraints_and_objective_are_user_errors(pearl_platform, estimator, wide_dqn):

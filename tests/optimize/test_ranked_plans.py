@@ -49,10 +49,10 @@ def test_ranked_plans_of_an_algorithm_are_distinct_best_first_and_the_first_is_p
     top = pearl.ranked_plans(algo, platform, k=3)
     assert len(top) == 3
     assert len({tuple(sorted(p.placements.items())) for p in top}) == 3
-    rates = [p.predicted["samples_per_s"] for p in top]
+    rates = [p.prediction.samples_per_s for p in top]
     assert rates == sorted(rates, reverse=True)
     assert top[0].placements == pearl.plan(algo, platform).placements
-    assert top[1].predicted["pareto"] == top[0].predicted["pareto"]
+    assert top[1].prediction.pareto == top[0].prediction.pareto
 
 
 def test_k_below_one_is_refused():

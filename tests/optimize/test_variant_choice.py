@@ -44,9 +44,9 @@ def test_faster_variants_are_chosen_over_a_long_run(algo, local):
     p = plan(algo, local, estimator=estimator(), horizon=1e6, pareto_points=2)
     assert p.placements["learner_update"].variant == "compiled"
     assert p.placements["inference"].variant == "fused"
-    costs = p.predicted["costs"]["learner_update"][p.placements["learner_update"].device]
-    assert costs["compiled"]["latency_s"] < costs["reference"]["latency_s"]
-    assert costs["compiled"]["setup_s"] > 0 and costs["reference"]["setup_s"] == 0
+    costs = p.prediction.costs["learner_update"][p.placements["learner_update"].device]
+    assert costs["compiled"].latency_s < costs["reference"].latency_s
+    assert costs["compiled"].setup_s > 0 and costs["reference"].setup_s == 0
 
 
 def test_reference_where_the_fast_variant_is_unavailable(algo, local, monkeypatch):
@@ -55,7 +55,7 @@ def test_reference_where_the_fast_variant_is_unavailable(algo, local, monkeypatc
     assert p.placements["learner_update"].variant == "reference"
     assert p.placements["inference"].variant == "fused"
     assert any("'compiled' not offered on cpu: torch.compile cannot run here" in n
-               for n in p.predicted["variant_notes"]["learner_update"])
+               for n in p.prediction.variant_notes["learner_update"])
 
 
 def test_setup_not_paid_back_keeps_the_reference(algo, local):

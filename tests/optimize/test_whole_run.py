@@ -30,12 +30,12 @@ def test_warmup_runs_at_the_rate_of_env_step_and_insert_alone(ddpg):
     warm = evaluate(problem, {k: choices[k] for k in ("env_step", "replay_insert")})
     assert run.warmup_steps == 10_000 and run.env_steps == 20_000
     assert run.warmup_s == pytest.approx(10_000 * warm.time_per_sample)
-    assert run.learning_s == pytest.approx(10_000 * p.predicted["time_per_sample_s"])
+    assert run.learning_s == pytest.approx(10_000 * p.prediction.figures.time_per_sample_s)
     assert run.seconds == pytest.approx(run.startup_s + run.warmup_s + run.learning_s + run.setup_s)
     assert run.samples_per_s == pytest.approx(20_000 / run.seconds)
     # random actions skip inference and training, so warming up is faster than learning
-    assert warm.time_per_sample < p.predicted["time_per_sample_s"]
-    assert (run.seconds - run.startup_s) < 20_000 * p.predicted["time_per_sample_s"]
+    assert warm.time_per_sample < p.prediction.figures.time_per_sample_s
+    assert (run.seconds - run.startup_s) < 20_000 * p.prediction.figures.time_per_sample_s
 
 
 def test_warmup_longer_than_the_run_is_cut_to_the_run(ddpg):
@@ -76,7 +76,7 @@ def test_a_run_is_compared_with_the_whole_run_prediction_of_its_length(ddpg):
     # a run of another length than the plan was made for is compared with the steady state
     rows = dict(measured.summary_rows(p, {**run, "env_steps": 5_000}))
     assert "samples/s predicted (steady state of the learning phase)" in rows
-    assert rows["measured / predicted"] == f"{0.9 * whole / p.predicted['samples_per_s']:.2f}"
+    assert rows["measured / predicted"] == f"{0.9 * whole / p.prediction.samples_per_s:.2f}"
 
 
 def test_whole_run_needs_a_horizon(ddpg):
@@ -87,7 +87,7 @@ def test_whole_run_needs_a_horizon(ddpg):
 
 def test_kernel_rows_spread_learning_kernels_over_the_learning_steps_only(ddpg):
     p = plan(ddpg, "pearl-cpu-gpu-fpga", estimator=Estimator(use_cache=False), horizon=20_000, pareto_points=2)
-    rates = p.predicted["rates"]
+    rates = p.prediction.rates
     assert measured.predicted_calls_per_sample(p, "learner_update", 20_000) == pytest.approx(
         rates["learner_update"] / 2)  # 10,000 of the 20,000 steps learn
     assert measured.predicted_calls_per_sample(p, "env_step", 20_000) == rates["env_step"]  # also in the warm-up

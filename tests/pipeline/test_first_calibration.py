@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 import pearl_py as pearl
-from pearl_py.estimate import profiler
+from pearl_py.profile import profiler
 from pearl_py.estimate.calibration import Calibration, model_key
 from pearl_py.estimate.fit import FittedModel
 from pearl_py.pipeline import planning

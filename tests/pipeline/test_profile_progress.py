@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from pearl_py.estimate import progress as progress_module
-from pearl_py.estimate.progress import ProfileProgress
+from pearl_py.profile import progress as progress_module
+from pearl_py.profile.progress import ProfileProgress
 
 
 def test_a_phases_building_is_not_read_as_its_first_points_time(monkeypatch):

@@ -9,6 +9,7 @@ import pytest
 import yaml
 
 import pearl_py as pearl
+from pearl_py.errors import ConfigError
 from pearl_py.estimate import Estimator
 from pearl_py.optimize.api import plan
 from pearl_py.plan import Plan
@@ -36,16 +37,14 @@ def test_export_writes_the_plan_and_its_prediction_beside_it_and_both_round_trip
     assert Plan.load(paths["yaml"]).prediction is None
 
 
-def test_a_plan_file_of_the_first_format_still_loads(ddpg_plan, tmp_path):
-    old = {"platform": ddpg_plan.platform, "objective": ddpg_plan.objective, "solver": ddpg_plan.solver,
+def test_a_plan_file_of_the_first_format_is_refused_by_name(ddpg_plan, tmp_path):
+    old = {"platform": ddpg_plan.platform, "objective": ddpg_plan.objective,
            "placements": {k: dataclasses.asdict(p) for k, p in ddpg_plan.placements.items()},
-           "predicted": ddpg_plan.predicted}
+           "predicted": {"samples_per_s": 1.0}}
     (tmp_path / "plan.yaml").write_text(yaml.safe_dump(old))
-    loaded = Plan.load(tmp_path / "plan.yaml")
-    assert loaded.mode == ddpg_plan.mode and loaded.devices["gpu"] == "gpu"
-    assert loaded.prediction.figures == ddpg_plan.prediction.figures
-    assert loaded.prediction.alternative == ddpg_plan.prediction.alternative
-    assert loaded.prediction.pareto == ddpg_plan.prediction.pareto
+    with pytest.raises(ConfigError, match=r"plan.yaml:\d+: predicted: a plan of the first format, which this "
+                                          r"pearl_py no longer reads; make the plan again with `pearl plan`"):
+        Plan.load(tmp_path / "plan.yaml")
 
 
 def test_html_is_self_contained_and_has_every_section(ddpg_plan, tmp_path):
@@ -55,14 +54,14 @@ def test_html_is_self_contained_and_has_every_section(ddpg_plan, tmp_path):
     for heading in ("Assignment", "Utilization", "Throughput-power Pareto front", "Cost of each kernel on each device"):
         assert f"<h2>{heading}</h2>" in page
     assert page.count("<svg") == 2
-    assert ddpg_plan.predicted["limit"] in page.replace("&#x27;", "'")
+    assert ddpg_plan.prediction.limit in page.replace("&#x27;", "'")
     assert "modelled" in page
 
 
 def test_markdown_states_limit_sources_and_comparison(ddpg_plan, tmp_path):
     text = ddpg_plan.export(tmp_path)["markdown"].read_text()
     assert text.startswith("# Plan for pearl-cpu-gpu-fpga: power objective")
-    assert ddpg_plan.predicted["limit"] in text and ddpg_plan.predicted["comparison"] in text
+    assert ddpg_plan.prediction.limit in text and ddpg_plan.prediction.comparison in text
     assert re.search(r"\| learner_update \| [\d.,]+ \w+ modelled( \(\w+\))? \|", text)
 
 

@@ -16,7 +16,7 @@ TINY = dict(net_arch=[16], batch_size=16, learning_starts=100, train_freq=50, gr
 def test_local_plan_pins_every_kernel_to_the_cpu_and_predicts_it():
     plan = resolve_plan(pearl.DQN("CartPole-v1", **TINY), "local")
     assert {p.device for p in plan.placements.values()} == {"cpu"}
-    assert plan.predicted["mode"] == "serialized" and plan.predicted["samples_per_s"] > 0
+    assert plan.mode == "serialized" and plan.prediction.samples_per_s > 0
 
 
 def test_run_under_local_plan_writes_result_and_predicted_vs_measured_report(tmp_path):
@@ -86,10 +86,10 @@ def test_variants_follow_the_declared_loss_forms_not_the_class():
             return 2 * loss, td
 
     kept = resolve_plan(Renamed("CartPole-v1", **TINY), "local", total_steps=1_000_000)
-    assert "fused" not in str(kept.predicted["variant_notes"].get("learner_update", []))
+    assert "fused" not in str(kept.prediction.variant_notes.get("learner_update", ()))
     plan = resolve_plan(OwnLoss("CartPole-v1", **TINY), "local", total_steps=1_000_000)
     assert plan.placements["learner_update"].variant != "fused"
-    notes = plan.predicted["variant_notes"]["learner_update"]
+    notes = plan.prediction.variant_notes["learner_update"]
     assert "learner_update: variant 'fused' not offered on cpu: implements the forms dqn_td | " \
            "ddpg_critic+dpg_actor | td3_critic+td3_actor | sac_critic+sac_actor+sac_entropy | sac_critic+sac_actor; " \
            "this kernel computes custom (use the reference variant)" in notes, notes
@@ -100,7 +100,7 @@ def test_variants_follow_the_declared_loss_forms_not_the_class():
                                        lambda: pearl.SAC("Pendulum-v1", ent_coef=0.1, **TINY)])
 def test_td3_and_sac_are_offered_the_fused_variants(make_algo):
     plan = resolve_plan(make_algo(), "local", total_steps=1_000_000)
-    assert "fused" not in str(plan.predicted["variant_notes"])
+    assert "fused" not in str(plan.prediction.variant_notes)
 
 
 def test_an_interrupted_parallel_run_leaves_its_plan_for_resume(write_config, tmp_path, monkeypatch, capsys):
@@ -109,7 +109,7 @@ def test_an_interrupted_parallel_run_leaves_its_plan_for_resume(write_config, tm
     config = write_config("algorithm: dqn\nenv: CartPole-v1\ntotal_steps: 300\nhyperparameters:\n  net_arch: [16]\n")
     algo = pearl.DQN("CartPole-v1", net_arch=[16])
     plan = pearl.plan(algo, "local")  # overlapped: runs on the parallel executor
-    assert plan.predicted["mode"] == "overlapped"
+    assert plan.mode == "overlapped"
     plan.export(tmp_path / "given")
     seen = {}
 

@@ -19,8 +19,8 @@ def test_plan_simulate_and_report(config, tmp_path, capsys):
     plan = Plan.load(tmp_path / "plan.json")
     assert set(plan.placements) == {"env_step", "inference", "replay_insert", "replay_sample", "learner_update",
                                     "param_sync"}
-    costs = plan.predicted["costs"]["learner_update"]
-    assert costs and all(c["latency_s"] > 0 for by_variant in costs.values() for c in by_variant.values())
-    assert plan.predicted["simulation"]["samples_per_s"] > 0 and plan.predicted["samples_per_s"] > 0
+    costs = plan.prediction.costs["learner_update"]
+    assert costs and all(c.latency_s > 0 for by_variant in costs.values() for c in by_variant.values())
+    assert plan.prediction.simulation.samples_per_s > 0 and plan.prediction.samples_per_s > 0
     report = (tmp_path / "report.md").read_text()
     assert "learner_update" in report and "Simulated (discrete-event simulation of this plan)" in report

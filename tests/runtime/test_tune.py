@@ -48,7 +48,7 @@ class Injected:
 
     def __call__(self, plan: Plan, seconds: float, expected: float) -> Measurement:
         self.calls.append((seconds, expected))
-        rate = self.rates[(plan.placements["learner_update"].variant, plan.predicted["mode"])]
+        rate = self.rates[(plan.placements["learner_update"].variant, plan.mode)]
         if isinstance(rate, BaseException):
             raise rate
         return Measurement(samples_per_s=rate, window_env_steps=1000, window_s=1000 / rate, trial_env_steps=1500,
@@ -63,27 +63,27 @@ def test_the_measured_fastest_candidate_is_kept_with_every_trial_recorded():
     measure = Injected({("fused", "overlapped"): 1200.0, ("fused", "serialized"): 1500.0,
                         ("reference", "overlapped"): 900.0})
     kept = tune_plan(CANDIDATES, measure, TuneOptions(top_k=3, seconds=4), _quiet)
-    record = kept.predicted["tuning"]
-    assert kept.placements == CANDIDATES[1].placements and kept.predicted["mode"] == "serialized"
-    assert record["kept"] == 2 and [t["kept"] for t in record["trials"]] == [False, True, False]
-    assert [t["measured_samples_per_s"] for t in record["trials"]] == [1200.0, 1500.0, 900.0]
-    assert [t["predicted_samples_per_s"] for t in record["trials"]] == [3000.0, 3000.0, 1500.0]
-    assert record["trials"][0]["predicted_source"] == "calibrated+modelled"
-    assert [t["executor"] for t in record["trials"]] == ["parallel", "serial", "parallel"]
-    assert record["reason"] == ("fastest measured: 1,500 samples/s, 1.25× the optimizer's first choice "
+    record = kept.prediction.tuning
+    assert kept.placements == CANDIDATES[1].placements and kept.mode == "serialized"
+    assert record.kept == 2 and [t.kept for t in record.trials] == [False, True, False]
+    assert [t.measured_samples_per_s for t in record.trials] == [1200.0, 1500.0, 900.0]
+    assert [t.predicted_samples_per_s for t in record.trials] == [3000.0, 3000.0, 1500.0]
+    assert record.trials[0].predicted_source == "calibrated+modelled"
+    assert [t.executor for t in record.trials] == ["parallel", "serial", "parallel"]
+    assert record.reason == ("fastest measured: 1,500 samples/s, 1.25× the optimizer's first choice "
                                 "(1,200 samples/s)")
-    assert record["seconds"] == 4 and record["top_k"] == 3
+    assert record.seconds == 4 and record.top_k == 3
     # the first trial is sized by the prediction, later ones by it times the median measured/predicted so far
     assert measure.calls == [(4, 3000.0), (4, 3000.0 * 0.4), (4, 1500.0 * 0.45)]
-    assert "tuning" not in CANDIDATES[1].predicted  # the candidates themselves are left as they were
+    assert CANDIDATES[1].prediction.tuning is None  # the candidates themselves are left as they were
 
 
 def test_the_optimizers_choice_stays_when_it_is_also_fastest_and_ties_go_to_the_better_predicted():
     measure = Injected({("fused", "overlapped"): 1500.0, ("fused", "serialized"): 1500.0,
                         ("reference", "overlapped"): 1000.0})
-    record = tune_plan(CANDIDATES, measure, log=_quiet).predicted["tuning"]
-    assert record["kept"] == 1
-    assert record["reason"] == ("the optimizer's first choice was also the fastest measured: 1,500 samples/s, "
+    record = tune_plan(CANDIDATES, measure, log=_quiet).prediction.tuning
+    assert record.kept == 1
+    assert record.reason == ("the optimizer's first choice was also the fastest measured: 1,500 samples/s, "
                                 "1.00× the next")
 
 
@@ -91,10 +91,10 @@ def test_a_failed_trial_is_recorded_and_not_kept():
     measure = Injected({("fused", "overlapped"): RuntimeError("actor died"), ("fused", "serialized"): 800.0,
                         ("reference", "overlapped"): 900.0})
     kept = tune_plan(CANDIDATES, measure, log=_quiet)
-    record = kept.predicted["tuning"]
-    assert record["kept"] == 3 and record["trials"][0]["error"] == "RuntimeError: actor died"
-    assert record["trials"][0]["measured_samples_per_s"] is None
-    assert "the optimizer's first choice failed its trial (RuntimeError: actor died)" in record["reason"]
+    record = kept.prediction.tuning
+    assert record.kept == 3 and record.trials[0].error == "RuntimeError: actor died"
+    assert record.trials[0].measured_samples_per_s is None
+    assert "the optimizer's first choice failed its trial (RuntimeError: actor died)" in record.reason
     rows = tuning_report.trial_rows(kept)
     assert rows[0][4] == "failed: RuntimeError: actor died" and rows[2][-1] == "kept"
 
@@ -103,8 +103,8 @@ def test_when_every_trial_fails_the_optimizers_choice_runs():
     boom = ValueError("no")
     measure = Injected({("fused", "overlapped"): boom, ("fused", "serialized"): boom,
                         ("reference", "overlapped"): boom})
-    record = tune_plan(CANDIDATES, measure, log=_quiet).predicted["tuning"]
-    assert record["kept"] == 1 and "every trial failed" in record["reason"]
+    record = tune_plan(CANDIDATES, measure, log=_quiet).prediction.tuning
+    assert record.kept == 1 and "every trial failed" in record.reason
 
 
 def test_ctrl_c_during_a_trial_says_the_run_had_not_started():
@@ -121,7 +121,7 @@ def test_report_rows_name_only_the_placements_that_differ():
     assert rows[1] == ["2", "serial (serialized)", "learner_update: cpu / fused", "3,000 (calibrated+modelled)",
                        "1,500", "1,000 steps in 666.7 ms", "2.0 s", "kept"]
     assert rows[2][2] == "learner_update: cpu / reference"
-    assert tuning_report.sentences(kept)[0] == f"Kept plan 2 of 3: {kept.predicted['tuning']['reason']}."
+    assert tuning_report.sentences(kept)[0] == f"Kept plan 2 of 3: {kept.prediction.tuning.reason}."
 
 
 def test_trials_learn_after_a_short_prefill_and_run_whole_rounds_for_the_seconds_asked():

@@ -22,8 +22,8 @@ def test_simulate_writes_the_report_with_a_timeline(tmp_path: Path, capsys: pyte
         assert "Simulated (discrete-event simulation of this plan)" in page
         assert "<svg" in page.split("Simulated (discrete")[1]  # the Gantt chart follows the section title
         assert "learner_update" in page
-    saved = Plan.load(tmp_path / "plan.json").predicted["simulation"]
-    assert saved["source"] == "simulated" and saved["samples_per_s"] > 0 and saved["timeline"]
+    saved = Plan.load(tmp_path / "plan.json").prediction.simulation
+    assert saved.source == "simulated" and saved.samples_per_s > 0 and saved.timeline
 
 
 def test_a_saved_plan_is_simulated_on_its_own_platform_only(tmp_path: Path) -> None:

@@ -6,9 +6,9 @@ import contextlib
 import pytest
 
 from pearl_py.cli import main
-from pearl_py.estimate import check as check_module
-from pearl_py.estimate import load as load_module
-from pearl_py.estimate import profiler
+from pearl_py.profile import check as check_module
+from pearl_py.profile import load as load_module
+from pearl_py.profile import profiler
 from pearl_py.estimate.calibration import (
     Calibration,
     default_path,
@@ -16,8 +16,8 @@ from pearl_py.estimate.calibration import (
     model_key,
 )
 from pearl_py.estimate.fit import FittedModel
-from pearl_py.estimate.load import MAX_REPEATS, RULE, LoadProbe, LoadRecord, LoadSample
-from pearl_py.estimate.microbench import BenchPoint
+from pearl_py.profile.load import MAX_REPEATS, RULE, LoadProbe, LoadRecord, LoadSample
+from pearl_py.profile.microbench import BenchPoint
 
 POINTS = [BenchPoint("learner_update", algo="dqn", width=16, batch=8),
           BenchPoint("learner_update", algo="dqn", width=32, batch=16),

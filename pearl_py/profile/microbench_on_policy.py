@@ -1,6 +1,6 @@
 """Micro-benchmarks of the on-policy kernels: the real code of the on-policy executors, timed one call at a time.
 
-Registered with :func:`pearl_py.estimate.microbench.register_runner` (``pearl profile`` calibrates them):
+Registered with :func:`pearl_py.profile.microbench.register_runner` (``pearl profile`` calibrates them):
 
 * ``rollout_insert`` — one vector step of ``batch`` envs into a rollout of ``capacity`` steps
   (:meth:`RolloutBuffer.add`, what the serial executor and every actor do per step);
@@ -24,7 +24,7 @@ import itertools
 import numpy as np
 import torch
 
-from pearl_py.estimate.microbench import BenchPoint, _algorithm, register_runner
+from pearl_py.profile.microbench import BenchPoint, _algorithm, register_runner
 from pearl_py.protocol.kernel import (
     ADVANTAGE,
     INFERENCE,

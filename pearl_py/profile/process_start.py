@@ -27,10 +27,6 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-PROCESS_START_KEY = "process_start_s"
-"""``Calibration.meta`` key of the timed process start (seconds)."""
-ROUND_TRIP_KEY = "round_trip_s"
-"""``Calibration.meta`` key of the timed handshake round trip with a child process (seconds)."""
 START_TIMEOUT_S = 120.0
 """Longest wait for one timed process to start (a busy machine); past it the figures are not recorded."""
 HANDSHAKES = 200

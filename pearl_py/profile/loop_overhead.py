@@ -40,10 +40,6 @@ from scipy.optimize import nnls
 from pearl_py.protocol import Kernel
 from pearl_py.protocol.kernel import INFERENCE, LEARNER_UPDATE, LOOP_WORK
 
-LOOP_KEY = "loop_s"
-"""``Calibration.meta`` key: ``{family: {"per_step": s, "per_update": s, "per_round": s}}``."""
-IN_LOOP_KEY = "in_loop_s"
-"""``Calibration.meta`` key: ``{family: {kind: seconds per call a kernel of that kind takes more in a loop}}``."""
 FAMILIES = ("off_policy", "on_policy")
 FUSED = "fused"
 """The kernel variant the calibration runs use where this machine has it (:func:`calibration_plan`)."""

@@ -12,7 +12,7 @@ from these models (``source: calibrated``) and every other GPU from the roofline
 
 Example::
 
-    >>> cal = profile(quick=True)                  # pearl_py.estimate.profiler: CPU, then every local GPU
+    >>> cal = profile(quick=True)                  # pearl_py.profile.profiler: CPU, then every local GPU
     >>> cal.meta["gpus"]
     {'gpu0': {'name': 'NVIDIA H100 PCIe', 'models': 'gpu0'}}
     >>> cal.model("learner_update", "cuda_graph", device="gpu0").form
@@ -28,8 +28,7 @@ from typing import Any
 import torch
 
 from pearl_py.estimate.calibration import Calibration, model_key
-from pearl_py.estimate.microbench import variants
-from pearl_py.platform.kinds import device_kind
+from pearl_py.profile.microbench import variants
 from pearl_py.protocol.kernel import ENV_STEP
 
 GPU_KINDS_SKIPPED = (ENV_STEP,)
@@ -71,8 +70,8 @@ def profile_gpus(calibration: Calibration, quick: bool, kinds: Sequence[str], lo
                  grid: Mapping[str, Any] | None = None) -> None:
     """Add every local GPU's models to ``calibration`` (``gpus``: default :func:`local_gpus`; ``synchronize``:
     default ``torch.cuda.synchronize``; tests pass the CPU device and a recording fake). ``grid``: the
-    ``envs`` and ``cnn`` of :func:`~pearl_py.estimate.profiler.calibration_grid` (default: every env, CNNs)."""
-    from pearl_py.estimate.profiler import (
+    ``envs`` and ``cnn`` of :func:`~pearl_py.profile.profiler.calibration_grid` (default: every env, CNNs)."""
+    from pearl_py.profile.profiler import (
         calibration_grid,
         fit_measurements,
         measure,
@@ -117,13 +116,3 @@ def profile_gpus(calibration: Calibration, quick: bool, kinds: Sequence[str], lo
         meta[gpu.name] = {"name": gpu.model, "models": gpu.name}
         calibrated[gpu.model] = gpu.name
 
-
-def calibrated_gpu(calibration: Calibration | None, device: Any) -> str | None:
-    """The model prefix of a local GPU ``device`` that ``pearl profile`` calibrated (its own name, or the name of
-    the GPU of its model that was); None for any other device (a CPU, a catalogue GPU, an uncalibrated one)."""
-    if calibration is None or not device.local or device_kind(device.kind).runtime != "cuda":
-        return None
-    entry = (calibration.meta.get("gpus") or {}).get(device.name)
-    if entry is None or not str(device.spec.model_name).startswith(entry["name"]):
-        return None  # not calibrated, or another GPU than the one calibrated under this name
-    return entry["models"]

@@ -2,7 +2,7 @@
 
 The points are the zoo configurations' learner updates (DQN CartPole, DDPG, TD3 and SAC Pendulum), a
 single-observation inference, a CartPole step and a replay sample, each timed as the profile
-times it (three passes, fastest kept, under the load rule of :mod:`pearl_py.estimate.load`) and
+times it (three passes, fastest kept, under the load rule of :mod:`pearl_py.profile.load`) and
 compared with what the calibration predicts for it. The calibration holds when every point is
 within :data:`TOLERANCE` of its prediction and none stayed distorted by other processes.
 
@@ -19,9 +19,9 @@ from dataclasses import dataclass
 
 from pearl_py.estimate.calibration import Calibration, model_key
 from pearl_py.estimate.features import workload_features
-from pearl_py.estimate.load import LoadProbe, LoadRecord
-from pearl_py.estimate.microbench import BenchPoint
-from pearl_py.estimate.profiler import ZOO_POINTS, measure, usable_cores
+from pearl_py.profile.load import LoadProbe, LoadRecord
+from pearl_py.profile.microbench import BenchPoint
+from pearl_py.profile.profiler import ZOO_POINTS, measure, usable_cores
 from pearl_py.protocol.kernel import ENV_STEP, INFERENCE, REPLAY_SAMPLE
 
 TOLERANCE = 0.25

@@ -95,11 +95,3 @@ class PowerProfile:
                            "profile_j": self._whole.by_device.get(device) if self._whole is not None else None}
         return out
 
-
-def measured_dynamic_w(calibration: Any, kind: str, variant: str, device: str, threads: int = 1) -> float | None:
-    """The dynamic power ``pearl profile`` measured for ``kind``/``variant`` on ``device`` (None: not measured)."""
-    from pearl_py.estimate.calibration import model_key
-
-    entry = (calibration.meta.get("energy") or {}).get(device) or {}
-    kernel = (entry.get("kernels") or {}).get(model_key(kind, variant, threads=threads))
-    return None if kernel is None else float(kernel["dynamic_w"])

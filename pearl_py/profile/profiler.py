@@ -25,10 +25,13 @@ from collections.abc import Callable, Collection, Iterator, Mapping
 
 import torch
 
-from pearl_py.estimate import microbench_on_policy  # noqa: F401  registers the on-policy kernels' runners
 from pearl_py.estimate.calibration import (
     DEFERRED_KEY,
+    IN_LOOP_KEY,
+    LOOP_KEY,
     MAX_THREADS,
+    PROCESS_START_KEY,
+    ROUND_TRIP_KEY,
     SPREAD_KEY,
     THREADED_VARIANTS,
     Calibration,
@@ -38,16 +41,18 @@ from pearl_py.estimate.calibration import (
 )
 from pearl_py.estimate.features import model_group, workload_features
 from pearl_py.estimate.fit import FittedModel, select_model
-from pearl_py.estimate.load import (
+from pearl_py.kernels.affinity import pinned_threads, usable_cpus
+from pearl_py.profile import microbench_on_policy  # noqa: F401  registers the on-policy kernels' runners
+from pearl_py.profile.load import (
     MAX_REPEATS,
     RULE,
     LoadProbe,
     LoadRecord,
     load_average,
 )
-from pearl_py.estimate.loop_overhead import FAMILIES as LOOP_FAMILIES
-from pearl_py.estimate.loop_overhead import IN_LOOP_KEY, LOOP_KEY, time_loop_work
-from pearl_py.estimate.microbench import (
+from pearl_py.profile.loop_overhead import FAMILIES as LOOP_FAMILIES
+from pearl_py.profile.loop_overhead import time_loop_work
+from pearl_py.profile.microbench import (
     OFF_POLICY,
     BenchPoint,
     build,
@@ -56,15 +61,10 @@ from pearl_py.estimate.microbench import (
     time_call,
     variants,
 )
-from pearl_py.estimate.neighbour import neighbour
-from pearl_py.estimate.power_profile import PowerProfile
-from pearl_py.estimate.process_start import (
-    PROCESS_START_KEY,
-    ROUND_TRIP_KEY,
-    time_child_process,
-)
-from pearl_py.estimate.progress import ProfileProgress
-from pearl_py.kernels.affinity import pinned_threads, usable_cpus
+from pearl_py.profile.neighbour import neighbour
+from pearl_py.profile.power_profile import PowerProfile
+from pearl_py.profile.process_start import time_child_process
+from pearl_py.profile.progress import ProfileProgress
 from pearl_py.protocol import Workload
 from pearl_py.protocol.kernel import (
     ADVANTAGE,
@@ -294,7 +294,7 @@ def measure(kind: str, variant: str, points: list[BenchPoint], passes: int = 3,
     cache shortened them) are appended to ``setup`` when given. ``clock``: another clock for one thread
     (a GPU's: it synchronizes the device before reading the time, :mod:`gpu_profile`); each point keeps its
     fastest pass. ``window``: a context around the timed passes only (a power meter), not the building.
-    With ``probe``, every point is timed under the load rule of :mod:`pearl_py.estimate.load` (timed again
+    With ``probe``, every point is timed under the load rule of :mod:`pearl_py.profile.load` (timed again
     while other processes distort it) and ``load`` records what the probe saw; ``on_point`` is called after
     each point, ``on_build`` after each point's kernel is built. ``spread``: each point's median and p90 over its
     passes are appended to it. With more threads under ``probe``, timing stops at the first point that stays
@@ -466,7 +466,7 @@ def profile(quick: bool = False, kinds: tuple[str, ...] = KINDS,
     (``power``: default, this machine's counters; ``calibration.meta["energy"]``).
 
     Reports its progress through ``log`` (phase, points done, time left), warns when the machine
-    is loaded, and applies the load rule (:mod:`pearl_py.estimate.load`): the load it ran under
+    is loaded, and applies the load rule (:mod:`pearl_py.profile.load`): the load it ran under
     goes to ``meta["load"]``, and a multi-thread model with points still distorted is refused.
     ``probe``: what measures other processes' load (default: this machine's ``/proc/stat``).
     ``families_of``: calibrate only the implementations of these algorithm families (default: all);
@@ -543,7 +543,7 @@ def profile(quick: bool = False, kinds: tuple[str, ...] = KINDS,
         if ENV_STEP in kinds or ROLLOUT_INSERT in kinds:   # a profile of the collection side: its loop, its actors
             profile_loops(calibration, families_of, log)
         if gpus:
-            from pearl_py.estimate.gpu_profile import profile_gpus
+            from pearl_py.profile.gpu_profile import profile_gpus
 
             profile_gpus(calibration, quick, kinds, log, power, grid={"envs": envs, "cnn": cnn})
     finally:

@@ -78,7 +78,7 @@ OFF_POLICY = "off_policy"
 
 def register_runner(kind: str, variant: str, runner: Runner, family: str = OFF_POLICY) -> None:
     """Make ``pearl profile`` calibrate ``variant`` of ``kind`` with ``runner`` (the implementation of algorithm
-    family ``family``: :mod:`pearl_py.estimate.microbench_on_policy` registers the on-policy family's)."""
+    family ``family``: :mod:`pearl_py.profile.microbench_on_policy` registers the on-policy family's)."""
     _RUNNERS[(kind, variant, family)] = runner
 
 
