@@ -514,7 +514,8 @@ def profile(quick: bool = False, kinds: tuple[str, ...] = KINDS,
             measured = measure(kind, variant, points, passes, setup=setup if n == 1 else None, n_threads=n,
                                window=lambda key=key: power.window("cpu", key), probe=probe, load=record,
                                on_point=progress.point, family=family, spread=spread, on_build=progress.built)
-            calibration.meta.setdefault(SPREAD_KEY, {})[key] = spread_entry(kind, variant, n, family, spread, log)
+            if measured:   # a threaded model timing stopped (refused below) has no spread to keep
+                calibration.meta.setdefault(SPREAD_KEY, {})[key] = spread_entry(kind, variant, n, family, spread, log)
             load_meta["models"][key] = record.to_dict()
             if setup:
                 entry = setup_entry(setup, cached=setup_cached(kind, variant, family))

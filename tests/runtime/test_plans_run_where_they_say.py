@@ -130,7 +130,7 @@ def test_pearl_run_with_a_gpu_plan_here_exits_2_with_one_line(serial_plan, write
 def test_tune_trials_only_plans_this_machine_can_run(serial_plan, monkeypatch):
     fine = dataclasses.replace(serial_plan, prediction=placed(serial_plan, {}).prediction)
     gpu = dataclasses.replace(placed(serial_plan, {}, learner_update=Placement("gpu0")), mode="overlapped")
-    monkeypatch.setattr(planning, "ensure_calibration", lambda log, algorithm=None: None)
+    monkeypatch.setattr(planning, "ensure_calibration", lambda log, algorithm=None, total_steps=None: None)
     monkeypatch.setattr(planning, "ranked_plans", lambda protocol, *a, **k: [gpu, fine] if protocol.serialized
                         else [gpu])
     lines: list[str] = []
