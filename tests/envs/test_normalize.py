@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -17,8 +18,9 @@ from pearl_py.errors import UserError
 from pearl_py.replay.buffer import SampleBatch
 from pearl_py.runtime.collect import Collector, gradient_step
 from pearl_py.runtime.evaluation import evaluate
-from tests.config.test_zoo_files import ZOO
 
+ZOO = Path(__file__).resolve().parents[1] / "data" / "zoo"
+"""The zoo's hyperparameter files kept as test data."""
 PRIOR = 1e-4
 """The moments' starting count (mean 0, variance 1), as SB3's RunningMeanStd."""
 
