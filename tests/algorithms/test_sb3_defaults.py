@@ -15,7 +15,8 @@ import pytest
 import torch
 
 import pearl_py as pearl
-from pearl_py.algorithms.obs_config import EnvKwargs
+from pearl_py.envs import EnvKwargs
+from pearl_py.envs.normalize import Normalize
 
 sb3 = pytest.importorskip("stable_baselines3", reason="stable_baselines3 is not installed: "
                           "no SB3 defaults to compare with (pip install -c constraints.txt '.[bench]')")
@@ -125,6 +126,7 @@ def _sb3_on_policy_defaults(sb3_cls: type, env_id: str) -> tuple[dict[str, objec
         features_extractor="auto",   # SB3's MlpPolicy/CnnPolicy choice, made by the observation space
         frame_stack=None,            # SB3 stacks no frames unless a VecFrameStack wrapper is added
         env_kwargs=EnvKwargs(),      # the zoo's make_vec_env(env_kwargs=...): none unless given
+        normalize=Normalize(),       # no VecNormalize wrapper unless the zoo's normalize adds one
     )
     return by_key, model
 
