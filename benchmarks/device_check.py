@@ -298,14 +298,21 @@ def no_calibration() -> Outcome | None:
     return None
 
 
+def auto_cases(ctx: Context) -> tuple[dict[str, list[str]], str | None]:
+    """Steps d's and e's two runs as arguments both ``pearl run`` and ``benchmarks/vs_sb3.py`` take (config,
+    ``--steps``, ``--set``), and what stands in for MinAtar where it is not installed (None: nothing)."""
+    minatar, stand_in = minatar_config(ctx)
+    steps = ("600", "400") if ctx.dry else ("30000", "10000")
+    return {"dqn_minatar": [minatar, "--steps", steps[0], "--set", "learning_starts=200" if ctx.dry else
+                            "learning_starts=5000"],
+            "sac_pendulum": ["examples/configs/sac_pendulum.yaml", "--steps", steps[1], "--set", "eval_freq=0"]
+            }, stand_in
+
+
 def step_run_auto(ctx: Context) -> Outcome:
     if (missing := no_calibration()) is not None:
         return missing
-    minatar, stand_in = minatar_config(ctx)
-    steps = ("600", "400") if ctx.dry else ("30000", "10000")
-    cases = {"dqn_minatar": [minatar, "--steps", steps[0], "--set", "learning_starts=200" if ctx.dry else
-                             "learning_starts=5000"],
-             "sac_pendulum": ["examples/configs/sac_pendulum.yaml", "--steps", steps[1], "--set", "eval_freq=0"]}
+    cases, stand_in = auto_cases(ctx)
     figures, failed = {}, []
     for name, argv in cases.items():
         out = ctx.work / "runs" / f"d_{name}"
@@ -328,13 +335,9 @@ def step_sb3(ctx: Context) -> Outcome:
                                                 "benchmarks/device_wheels.sh)"}
     if (missing := no_calibration()) is not None:
         return missing
-    minatar, _ = minatar_config(ctx)
-    steps = ("600", "400") if ctx.dry else ("30000", "10000")
-    rcs = {"dqn_minatar": ctx.run(sys.executable, "benchmarks/vs_sb3.py", minatar, "--steps",
-                                  steps[0], "--seeds", "0", "--backends", "sb3", "auto", "--eval-episodes", "0"),
-           "sac_pendulum": ctx.run(sys.executable, "benchmarks/vs_sb3.py", "examples/configs/sac_pendulum.yaml",
-                                   "--steps", steps[1], "--seeds", "0", "--backends", "sb3", "auto",
-                                   "--eval-episodes", "0")}
+    cases, _ = auto_cases(ctx)
+    rcs = {name: ctx.run(sys.executable, "benchmarks/vs_sb3.py", *argv, "--seeds", "0", "--backends", "sb3", "auto",
+                         "--eval-episodes", "0") for name, argv in cases.items()}
     failed = [k for k, rc in rcs.items() if rc != 0]
     return {"status": "failed" if failed else "ok", "exit": rcs,
             "summary": "side by side in the log" + (f"; failed: {', '.join(failed)}" if failed else "")}
