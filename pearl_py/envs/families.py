@@ -5,10 +5,12 @@ registered id (without a ``module:`` prefix) makes it. ``gym`` (gymnasium's own 
 MuJoCo, toy text, and a user's env registered by its module) claims every id and comes last. A new family is one
 :func:`register_env_family` call.
 
-- ``atari`` (``ALE/Breakout-v5``, ``BreakoutNoFrameskip-v4``; ale-py ships the ROMs): gymnasium's
-  ``AtariPreprocessing`` (up to 30 no-op starts, an action repeated on 4 frames with the max of the last two,
-  84x84 grayscale), rewards clipped to their sign, 4 frames stacked channel-first: ``(4, 84, 84)`` uint8. This is
-  Mnih et al. (2015); the zoo's AtariWrapper also has EpisodicLifeEnv and FireResetEnv, which this lacks.
+- ``atari`` (``ALE/Breakout-v5``, ``BreakoutNoFrameskip-v4``; ale-py ships the ROMs): the zoo's preprocessing,
+  Stable-Baselines3's ``AtariWrapper`` with its defaults (:class:`~pearl_py.envs.atari.AtariPreprocessing`: up to
+  30 no-op starts, an action repeated on 4 frames with the max of the last two, a lost life ends the episode,
+  FIRE at reset, 84x84 grey, rewards clipped to their sign), 4 frames stacked channel-first: ``(4, 84, 84)``
+  uint8. Its episodes are lives; its true episodes (games, unclipped) are reported in the infos
+  (:mod:`pearl_py.envs.episodes`).
 - ``minatar`` (``MinAtar/Breakout-v1``): the 10x10 boolean planes as channel-first uint8 frames of 0 and 255.
 - ``frames`` (``pearl/Frames-CxHxW-v0``: 3 discrete actions, ``pearl/FramesBox-CxHxW-v0``: 2 continuous ones):
   random uint8 frames of any shape, 32 steps an episode, registered on first use.
@@ -27,8 +29,8 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 import gymnasium as gym
-import numpy as np
 
+from pearl_py.envs.atari import AtariPreprocessing
 from pearl_py.envs.wrappers import ChannelFirstFrames, RandomFrames
 from pearl_py.errors import UserError
 
@@ -64,8 +66,7 @@ def _import_extra(module: str, extra: str, env_id: str) -> Any:
 
 def _make_atari(env_id: str, made: dict[str, Any]) -> gym.Env:
     env = gym.make(env_id, frameskip=1, **made) if env_id.startswith("ALE/") else gym.make(env_id, **made)
-    env = gym.wrappers.AtariPreprocessing(env, noop_max=30, frame_skip=4, screen_size=84, grayscale_obs=True)
-    return gym.wrappers.TransformReward(env, lambda r: float(np.sign(r)))
+    return AtariPreprocessing(env)
 
 
 def _register_minatar(env_id: str) -> None:

@@ -16,7 +16,7 @@ from gymnasium.envs.registration import load_env_creator
 
 from pearl_py.envs.families import EnvError, EnvNotInstalled, family_of, register_family, registered_name
 from pearl_py.envs.kwargs import EnvKwargs
-from pearl_py.envs.wrappers import OneHotObservation
+from pearl_py.envs.wrappers import OneHotObservation, StackedFrames
 
 INSTALL = {"gymnasium.envs.box2d": "pip install 'pearl_py[box2d]'",
            "gymnasium.envs.mujoco": "pip install 'gymnasium[mujoco]' (pearl_py has no MuJoCo extra yet)"}
@@ -46,7 +46,8 @@ def default_frame_stack(env_id: str) -> int:
 
 def make_env(env_id: str, frame_stack: int | None = None, render_mode: str | None = None,
              env_kwargs: EnvKwargs | None = None) -> gym.Env:
-    """``env_id`` with its family's preprocessing and ``frame_stack`` frames stacked (None: the family's);
+    """``env_id`` with its family's preprocessing and ``frame_stack`` frames stacked (None: the family's; image
+    frames as the zoo's ``VecFrameStack``, :class:`~pearl_py.envs.wrappers.StackedFrames`);
     ``render_mode`` as gymnasium's (``rgb_array`` to film it); ``env_kwargs`` passed to ``gymnasium.make``
     (a keyword the env does not take is an :class:`EnvError` naming it)."""
     register_family(env_id)
@@ -62,8 +63,6 @@ def make_env(env_id: str, frame_stack: int | None = None, render_mode: str | Non
         env = OneHotObservation(env)
     stack = default_frame_stack(env_id) if frame_stack is None else frame_stack
     if stack > 1:
-        env = gym.wrappers.FrameStackObservation(env, stack_size=stack)
-        shape = env.observation_space.shape
-        if len(shape) == 4:                  # stacked (C, H, W) frames: channel-first (stack * C, H, W)
-            env = gym.wrappers.ReshapeObservation(env, (stack * shape[1], *shape[2:]))
+        frames = len(env.observation_space.shape) == 3      # (C, H, W) frames: channel-first (stack * C, H, W)
+        env = StackedFrames(env, stack) if frames else gym.wrappers.FrameStackObservation(env, stack_size=stack)
     return env

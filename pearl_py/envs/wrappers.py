@@ -40,6 +40,37 @@ class ChannelFirstFrames(gym.ObservationWrapper):
         return np.ascontiguousarray(np.moveaxis(observation, -1, 0)).astype(np.uint8) * np.uint8(255)
 
 
+class StackedFrames(gym.Wrapper):
+    """The last ``k`` ``(C, H, W)`` frames stacked channel-first, oldest first: ``(k * C, H, W)``, zeros before
+    an episode's first frame (Stable-Baselines3's ``VecFrameStack``, which the zoo's ``frame_stack`` adds).
+
+    The stack is one preallocated array: a step shifts it by one frame in place and writes the new frame; the
+    observation returned is its one copy (the caller may keep it, as a vector env keeps a final observation).
+    """
+
+    def __init__(self, env: gym.Env, k: int) -> None:
+        super().__init__(env)
+        space = env.observation_space
+        self.planes = space.shape[0]
+        self.stack = np.zeros((k * self.planes, *space.shape[1:]), space.dtype)
+        self.observation_space = gym.spaces.Box(np.concatenate([space.low] * k), np.concatenate([space.high] * k),
+                                                dtype=space.dtype)
+
+    def _push(self, frame: np.ndarray) -> np.ndarray:
+        self.stack[:-self.planes] = self.stack[self.planes:]
+        self.stack[-self.planes:] = frame
+        return self.stack.copy()
+
+    def reset(self, **kwargs) -> tuple[np.ndarray, dict]:
+        frame, info = self.env.reset(**kwargs)
+        self.stack[:] = 0
+        return self._push(frame), info
+
+    def step(self, action) -> tuple[np.ndarray, float, bool, bool, dict]:
+        frame, *rest = self.env.step(action)
+        return self._push(frame), *rest
+
+
 class RandomFrames(gym.Env):
     """Uniform random uint8 frames of ``shape``; reward 1 for action 0 (discrete) or ``-|a|^2`` (continuous).
 

@@ -3,7 +3,9 @@
 A zoo file maps env ids to entries of Stable-Baselines3 keyword arguments; the entry for an id is its own,
 else the file's ``atari`` entry for an Atari id, else its ``default`` (the zoo's choice). An entry becomes a
 :class:`~pearl_py.run_config.RunConfig`: ``n_timesteps`` is ``total_steps``; ``policy`` must be
-``MlpPolicy``; ``policy_kwargs`` (a ``dict(...)`` text or a mapping) gives ``net_arch`` (a list, or
+``MlpPolicy`` (``CnnPolicy`` for image envs); ``env_wrapper`` may name SB3's ``AtariWrapper`` (at its
+defaults) for an Atari env, whose preprocessing the Atari family applies; ``policy_kwargs`` (a ``dict(...)``
+text or a mapping) gives ``net_arch`` (a list, or
 ``dict(pi=..., vf=...)``/``dict(pi=..., qf=...)`` with equal lists), ``activation_fn`` (``nn.ReLU``,
 ``nn.Tanh``, ``nn.ELU``, ``nn.GELU``, ``nn.LeakyReLU``, ``nn.SiLU``), ``ortho_init``, ``log_std_init``;
 ``train_freq`` may be ``[n, "step"]``; keys that only restate SB3's defaults (``use_sde: false``,
@@ -33,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from pearl_py.algorithms import REGISTRY
+from pearl_py.envs.atari import ZOO_DEFAULTS, ZOO_WRAPPER
 from pearl_py.envs.families import family
 from pearl_py.envs import EnvError, check_env_id
 from pearl_py.config.fields import build
@@ -42,6 +45,8 @@ from pearl_py.run_config import RunConfig, RunSettings
 from pearl_py.run_config.overrides import HYPER, parse_set
 
 SUPPORTED_POLICY = "MlpPolicy"
+IMAGE_POLICY, IMAGE_FAMILIES = "CnnPolicy", ("atari", "minatar", "frames")
+"""SB3's CNN policy: the policy pearl_py gives the uint8 frames of these env families (nature_cnn)."""
 ACTIVATIONS = {"ReLU": "relu", "Tanh": "tanh", "ELU": "elu", "GELU": "gelu", "LeakyReLU": "leaky_relu", "SiLU": "silu"}
 """torch.nn activation class names in a zoo ``policy_kwargs`` -> pearl_py's ``activation_fn`` values."""
 AT_DEFAULT = {"use_sde": False, "optimize_memory_usage": False}
@@ -50,7 +55,6 @@ UNSUPPORTED = {
     "normalize_kwargs": "normalize_kwargs is not read by pearl_py: give the mapping as normalize's value",
     "use_sde": "generalized state-dependent exploration (gSDE) is implemented for ppo and a2c only",
     "sde_sample_freq": "generalized state-dependent exploration (gSDE) is implemented for ppo and a2c only",
-    "env_wrapper": "env wrappers are not applied by pearl_py (it makes envs with gymnasium.make)",
     "vec_env_wrapper": "vector-env wrappers are not applied by pearl_py",
     "callback": "SB3 callbacks do not run in pearl_py",
     "replay_buffer_class": "pearl_py has its own replay (prioritized_replay: true for PER)",
@@ -93,12 +97,16 @@ def read_entry(zoo: YamlDocument, env_id: str, name: str, sets: Sequence[str] = 
         if item == "n_timesteps":
             settings["total_steps"] = _whole_number(doc, where, value)
         elif item == "policy":
-            if value != SUPPORTED_POLICY:
-                raise doc.error(where, f"policy {value!r} is not supported: pearl_py implements {SUPPORTED_POLICY}")
-            if "policy" in config_keys:
+            if value != SUPPORTED_POLICY and not (value == IMAGE_POLICY and family(env_id) in IMAGE_FAMILIES):
+                raise doc.error(where, f"policy {value!r} is not supported for {env_id!r}: pearl_py implements "
+                                       f"{SUPPORTED_POLICY}, and {IMAGE_POLICY} for the image envs "
+                                       f"({', '.join(IMAGE_FAMILIES)})")
+            if "policy" in config_keys and value == SUPPORTED_POLICY:   # CnnPolicy: the CNN comes with the frames
                 hyper["policy"] = value
         elif item == "policy_kwargs":
             hyper.update(policy_kwargs(doc, where, value, config_keys))
+        elif item == "env_wrapper":
+            _env_wrapper(doc, where, value, env_id)
         elif item == "train_freq":
             hyper["train_freq"] = _train_freq(doc, where, value)
         elif item == "noise_type" and item not in config_keys:
@@ -172,6 +180,23 @@ def _whole_number(doc: YamlDocument, where: tuple[str, str], value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or float(value) != int(value) or value < 1:
         raise doc.error(where, f"expected a whole number of env steps, got {value!r}")
     return int(value)
+
+
+def _env_wrapper(doc: YamlDocument, where: tuple[str, str], value: Any, env_id: str) -> None:
+    """The zoo's ``env_wrapper`` (a name, ``{name: kwargs}``, or a list of these): only SB3's ``AtariWrapper`` of an
+    Atari env at its default arguments, which is the Atari family's preprocessing; anything else is refused."""
+    for wrapper in value if isinstance(value, list) else [value]:
+        name, kwargs = next(iter(wrapper.items())) if isinstance(wrapper, dict) and len(wrapper) == 1 \
+            else (wrapper, {})
+        if name != ZOO_WRAPPER:
+            raise doc.error(where, f"env wrapper {name!r} is not applied by pearl_py (it applies the Atari family's "
+                                   f"{ZOO_WRAPPER} only): remove the key to run without it")
+        if family(env_id) != "atari":
+            raise doc.error(where, f"{ZOO_WRAPPER} is for Atari envs; {env_id!r} is not one")
+        for key, item in (kwargs or {}).items():
+            if key not in ZOO_DEFAULTS or ZOO_DEFAULTS[key] != item:
+                raise doc.error(where, f"AtariWrapper {key}={item!r}: pearl_py applies AtariWrapper with SB3's "
+                                       f"defaults only ({', '.join(f'{k}={v!r}' for k, v in ZOO_DEFAULTS.items())})")
 
 
 def _train_freq(doc: YamlDocument, where: tuple[str, str], value: Any) -> Any:

@@ -32,6 +32,7 @@ import numpy as np
 import torch
 
 from pearl_py.envs import make_vector_env
+from pearl_py.envs.episodes import ended_games
 from pearl_py.algorithms.off_policy.learner import TensorBatch, UpdateResult
 from pearl_py.protocol.kernel import (
     ENV_STEP,
@@ -73,19 +74,24 @@ def host_clock(record: Record, kernel: str) -> Iterator[None]:
 
 
 class EpisodeTracker:
-    """Running return and length of every env of a vector; reports the episodes that end."""
+    """Running return and length of every env of a vector; reports the true episodes that end: an env's episodes,
+    or the games its infos report where its episodes are parts of one (an Atari game's lives: the unclipped game
+    return and its frames, :mod:`pearl_py.envs.episodes`)."""
 
     def __init__(self, n_envs: int) -> None:
         self.returns = np.zeros(n_envs)
         self.lengths = np.zeros(n_envs, dtype=np.int64)
         self.finished = 0
 
-    def step(self, rewards: np.ndarray, done: np.ndarray) -> list[tuple[float, int]]:
+    def step(self, rewards: np.ndarray, done: np.ndarray, infos: dict) -> list[tuple[int, float, int]]:
+        """``(env index, return, length)`` of the true episodes that ended with this vector step."""
         self.returns += rewards
         self.lengths += 1
         if not done.any():  # most steps: nothing ends
             return []
-        ended = [(float(self.returns[i]), int(self.lengths[i])) for i in np.flatnonzero(done)]
+        ended = ended_games(done, infos)
+        if ended is None:
+            ended = [(int(i), float(self.returns[i]), int(self.lengths[i])) for i in np.flatnonzero(done)]
         self.returns[done] = 0.0
         self.lengths[done] = 0
         self.finished += len(ended)
@@ -108,7 +114,8 @@ class Collected:
 
     ``next_obs`` holds the true next observations (an ended episode's final one); the envs
     continue from :attr:`Collector.obs`. ``truncated``: episodes a time limit cut (not terminated);
-    ``ended``: ``(env index, return, length)`` per episode that ended.
+    ``ended``: ``(env index, return, length)`` per true episode that ended (for Atari a game, whose lives are
+    the episodes: its unclipped return and its frames).
     """
 
     obs: np.ndarray
@@ -188,9 +195,9 @@ class Collector:
         if self.noise is not None and done.any():
             self.noise.reset(done)
         next_obs = next_obs.astype(self.obs_dtype, copy=False)
-        ended = self.tracker.step(rewards, done)
+        ended = self.tracker.step(rewards, done, infos)
         step = Collected(self.env_obs, actions, rewards.astype(np.float32), true_next_obs(next_obs, done, infos),
-                         terminated, truncated, tuple((int(i), r, n) for i, (r, n) in zip(np.flatnonzero(done), ended)))
+                         terminated, truncated, tuple(ended))
         self.env_obs = next_obs
         if self.transform is None:
             self.obs = next_obs

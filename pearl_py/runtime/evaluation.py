@@ -18,6 +18,7 @@ import numpy as np
 import torch
 
 from pearl_py.envs import make_env
+from pearl_py.envs.episodes import GAME_FRAMES, GAME_RETURN, game_over
 from pearl_py.algorithms.networks import Networks
 from pearl_py.algorithms.off_policy.base import Algorithm
 from pearl_py.runtime.run_log import RunLog
@@ -38,6 +39,9 @@ def play(algorithm: Algorithm, nets: Networks, device: torch.device, episodes: i
          env_factory: Callable[[], gym.Env] | None = None) -> tuple[list[float], list[int]]:
     """Undiscounted returns and lengths of ``episodes`` greedy episodes; episode ``i`` resets with ``seed + i``.
 
+    The episodes are true ones: where an env's episodes are parts of one (an Atari game's lives), the game goes on
+    through the resets after its parts, and its return and length are the game's (unclipped, in frames) as its
+    infos report them (:mod:`pearl_py.envs.episodes`), as SB3's ``Monitor`` under the ``AtariWrapper`` counts.
     The episodes run side by side, one env each, their observations batched through one
     ``greedy_actions`` call per step: the greedy policy acts on each row alone, so an episode plays as it
     would alone up to the float rounding of a batched matrix product (a discrete action flips only on an
@@ -61,10 +65,16 @@ def play(algorithm: Algorithm, nets: Networks, device: torch.device, episodes: i
                 batch = algorithm.obs_transform.obs(batch)
             actions = algorithm.greedy_actions(nets, batch, device)
             for i, action in zip(running, actions):
-                next_obs, reward, terminated, truncated, _ = envs[i].step(algorithm.spec.to_env_action(action))
+                next_obs, reward, terminated, truncated, info = envs[i].step(algorithm.spec.to_env_action(action))
                 returns[i] += float(reward)
                 lengths[i] += 1
-                if terminated or truncated:
+                ended = terminated or truncated
+                if ended and not game_over(info):      # a life lost: the game goes on (or ends inside the reset)
+                    next_obs, info = envs[i].reset()
+                    ended = GAME_RETURN in info
+                if GAME_RETURN in info:
+                    returns[i], lengths[i] = info[GAME_RETURN], info[GAME_FRAMES]
+                if ended:
                     del obs[i]
                 else:
                     obs[i] = next_obs

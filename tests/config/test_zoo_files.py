@@ -88,8 +88,49 @@ def test_the_zoo_entry_for_an_id_without_one_is_atari_or_default():
     assert entry_key(dqn, "BreakoutNoFrameskip-v4") == "atari" and entry_key(dqn, "ALE/Pong-v5") == "atari"
     assert entry_key(dqn, "Taxi-v4") == "default" and entry_key(dqn, "Acrobot-v1") == "Acrobot-v1"
     assert load_zoo(ZOO / "dqn.yml", "Taxi-v4").settings.total_steps == 1_000_000
-    with pytest.raises(ConfigError, match=r"dqn.yml:7: atari.env_wrapper: env wrappers are not applied by pearl_py"):
-        load_zoo(ZOO / "dqn.yml", "BreakoutNoFrameskip-v4")
+
+
+def test_the_zoos_atari_entries_are_read_with_their_atari_wrapper():
+    pytest.importorskip("ale_py")
+    for algorithm in ("dqn", "ppo"):
+        config = load_zoo(ZOO / f"{algorithm}.yml", "BreakoutNoFrameskip-v4")
+        assert (config.settings.total_steps, config.hyperparameters.frame_stack) == (10_000_000, 4)
+    # a2c's atari entry names SB3's RMSpropTFLike optimizer, which pearl_py does not have
+    with pytest.raises(ConfigError, match=r"a2c.yml:19: atari.policy_kwargs: cannot read 'dict\(optimizer_class="):
+        load_zoo(ZOO / "a2c.yml", "BreakoutNoFrameskip-v4")
+
+
+WRAPPER = "stable_baselines3.common.atari_wrappers.AtariWrapper"
+
+
+@pytest.mark.parametrize("wrapper", [WRAPPER, [WRAPPER], [{WRAPPER: {"terminal_on_life_loss": True, "noop_max": 30}}]])
+def test_the_atari_wrapper_is_accepted_in_the_zoos_forms(tmp_path, wrapper):
+    pytest.importorskip("ale_py")
+    import yaml
+
+    (tmp_path / "dqn.yml").write_text(yaml.safe_dump({"atari": {"env_wrapper": wrapper, "policy": "CnnPolicy"}}))
+    assert load_zoo(tmp_path / "dqn.yml", "PongNoFrameskip-v4").settings.env_id == "PongNoFrameskip-v4"
+
+
+@pytest.mark.parametrize("env, entry, message", [
+    ("CartPole-v1", "env_wrapper: rl_zoo3.wrappers.TimeFeatureWrapper",
+     "CartPole-v1.env_wrapper: env wrapper 'rl_zoo3.wrappers.TimeFeatureWrapper' is not applied by pearl_py "
+     f"(it applies the Atari family's {WRAPPER} only): remove the key to run without it"),
+    ("CartPole-v1", f"env_wrapper: [{WRAPPER}]", f"CartPole-v1.env_wrapper: {WRAPPER} is for Atari envs; "
+                                                 "'CartPole-v1' is not one"),
+    ("PongNoFrameskip-v4", f"env_wrapper: [{{{WRAPPER}: {{terminal_on_life_loss: false}}}}]",
+     "PongNoFrameskip-v4.env_wrapper: AtariWrapper terminal_on_life_loss=False: pearl_py applies AtariWrapper with "
+     "SB3's defaults only (noop_max=30, frame_skip=4, screen_size=84, terminal_on_life_loss=True, clip_reward=True)"),
+    ("PongNoFrameskip-v4", f"env_wrapper: [{{{WRAPPER}: {{action_repeat_probability: 0.25}}}}]",
+     "AtariWrapper action_repeat_probability=0.25: pearl_py applies AtariWrapper with SB3's defaults only"),
+    ("CartPole-v1", "policy: CnnPolicy", "CartPole-v1.policy: policy 'CnnPolicy' is not supported for 'CartPole-v1': "
+                                         "pearl_py implements MlpPolicy, and CnnPolicy for the image envs"),
+])
+def test_other_env_wrappers_and_arguments_are_refused_by_name(tmp_path, env, entry, message):
+    (tmp_path / "dqn.yml").write_text(f"{env}:\n  n_timesteps: 1000\n  {entry}\n")
+    with pytest.raises(ConfigError) as caught:
+        load_zoo(tmp_path / "dqn.yml", env)
+    assert message in str(caught.value) and "dqn.yml:3:" in str(caught.value)
 
 
 def test_an_env_whose_package_is_missing_is_one_line_naming_it(tmp_path, capsys):
