@@ -1,6 +1,7 @@
 """The envs room: env families (:mod:`.families`), making one env (:mod:`.make`), what an algorithm knows of it
-(:mod:`.spec`), the vector env and its autoreset contract (:mod:`.vector`), and observation/reward normalization
-(:mod:`.normalize`).
+(:mod:`.spec`), the vector env and its autoreset contract (:mod:`.vector`), observation/reward normalization
+(:mod:`.normalize`), the zoo's Atari preprocessing (:mod:`.atari`), and true episodes where an env's episodes are
+parts of one (:mod:`.episodes`).
 
 Example::
 

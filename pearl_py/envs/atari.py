@@ -21,6 +21,8 @@ since the last real reset (the no-ops and FIRE presses included). At the step th
 
 Example::
 
+    >>> import ale_py, gymnasium
+    >>> gymnasium.register_envs(ale_py)
     >>> env = AtariPreprocessing(gymnasium.make("BreakoutNoFrameskip-v4"))
     >>> obs, info = env.reset(seed=0)
     >>> obs.shape, obs.dtype

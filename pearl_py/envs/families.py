@@ -66,6 +66,9 @@ def _import_extra(module: str, extra: str, env_id: str) -> Any:
 
 def _make_atari(env_id: str, made: dict[str, Any]) -> gym.Env:
     env = gym.make(env_id, frameskip=1, **made) if env_id.startswith("ALE/") else gym.make(env_id, **made)
+    if env.spec.max_episode_steps:     # a TimeLimit counts env.step calls, and the preprocessing steps the emulator
+        raise EnvError(f"env {env_id!r}: max_episode_steps is not applied to Atari envs; limit an episode's frames "
+                       "with env_kwargs max_num_frames_per_episode (the emulator's, 108000 by default)")
     return AtariPreprocessing(env)
 
 

@@ -112,3 +112,11 @@ def test_the_family_makes_the_zoo_preprocessing_with_four_stacked_frames():
     obs, _ = env.reset(seed=0)
     assert obs.shape == (4, 84, 84) and obs.dtype == np.uint8 and not obs[:3].any() and obs[3].any()
     assert isinstance(env.unwrapped, gym.Env) and env.get_wrapper_attr("fire_reset")
+
+
+def test_a_time_limit_which_the_emulator_steps_would_skip_is_refused_by_name():
+    from pearl_py.envs import EnvError, EnvKwargs
+
+    with pytest.raises(EnvError, match=r"env 'PongNoFrameskip-v4': max_episode_steps is not applied to Atari envs; "
+                                       r"limit an episode's frames with env_kwargs max_num_frames_per_episode"):
+        make_env("PongNoFrameskip-v4", env_kwargs=EnvKwargs.from_config({"max_episode_steps": 100}))

@@ -12,6 +12,10 @@ resets each env's noise at its episode end). ``n_t`` of env ``i`` is Box-Muller 
 counter-based uniforms at its ``t``-th draw (:mod:`pearl_py.algorithms.on_policy.noise`), so a seeded
 run is deterministic and an env's noise does not depend on how the envs are split.
 
+Nothing of it is checkpointed, by design: a resumed session (``--resume``) makes its collector anew, whose envs
+start new episodes from the session's seed (``runtime.checkpoints.session_seed``; envs are not checkpointed), so
+its noise starts at 0, as at every episode start, from that seed's streams.
+
 Example::
 
     >>> ou = OrnsteinUhlenbeckNoise(sigma=0.5, action_dim=1, seed=0, envs=range(2))
