@@ -8,8 +8,9 @@ MuJoCo, toy text, and a user's env registered by its module) claims every id and
 - ``atari`` (``ALE/Breakout-v5``, ``BreakoutNoFrameskip-v4``; ale-py ships the ROMs): the zoo's preprocessing,
   Stable-Baselines3's ``AtariWrapper`` with its defaults (:class:`~pearl_py.envs.atari.AtariPreprocessing`: up to
   30 no-op starts, an action repeated on 4 frames with the max of the last two, a lost life ends the episode,
-  FIRE at reset, 84x84 grey, rewards clipped to their sign), 4 frames stacked channel-first: ``(4, 84, 84)``
-  uint8. Its episodes are lives; its true episodes (games, unclipped) are reported in the infos
+  FIRE at reset, 84x84 grey, rewards clipped to their sign; its arguments, ``noop_max``, ``frame_skip``,
+  ``screen_size``, ``terminal_on_life_loss`` and ``clip_reward``, may be given in ``env_kwargs`` beside ALE's),
+  4 frames stacked channel-first: ``(4, 84, 84)`` uint8. Its episodes are lives; its true episodes (games, unclipped) are reported in the infos
   (:mod:`pearl_py.envs.episodes`).
 - ``minatar`` (``MinAtar/Breakout-v1``): the 10x10 boolean planes as channel-first uint8 frames of 0 and 255.
 - ``frames`` (``pearl/Frames-CxHxW-v0``: 3 discrete actions, ``pearl/FramesBox-CxHxW-v0``: 2 continuous ones):
@@ -30,7 +31,7 @@ from typing import Any, Callable
 
 import gymnasium as gym
 
-from pearl_py.envs.atari import AtariPreprocessing
+from pearl_py.envs.atari import ZOO_DEFAULTS, AtariPreprocessing
 from pearl_py.envs.wrappers import ChannelFirstFrames, RandomFrames
 from pearl_py.errors import UserError
 
@@ -64,12 +65,25 @@ def _import_extra(module: str, extra: str, env_id: str) -> Any:
         raise EnvNotInstalled(f"env {env_id!r} needs the {module} package: pip install 'pearl_py[{extra}]'") from None
 
 
+ATARI_LOW = {"noop_max": 0, "frame_skip": 1, "screen_size": 1}
+"""The least value of each whole-number argument of the Atari preprocessing (the others are true or false)."""
+
+
 def _make_atari(env_id: str, made: dict[str, Any]) -> gym.Env:
+    """The env with ``made`` minus the preprocessing's own arguments (SB3's AtariWrapper's, :data:`ZOO_DEFAULTS`),
+    which go to :class:`AtariPreprocessing`."""
+    wrapper = {key: made.pop(key) for key in list(made) if key in ZOO_DEFAULTS}
+    for key, value in wrapper.items():
+        low = ATARI_LOW.get(key)       # None: a bool
+        if (type(value) is not int or value < low) if low is not None else type(value) is not bool:
+            raise EnvError(f"env {env_id!r}: env_kwargs {key} (AtariWrapper's, default {ZOO_DEFAULTS[key]!r}): "
+                           f"expected {'true or false' if low is None else f'a whole number >= {low}'}, "
+                           f"got {value!r}")
     env = gym.make(env_id, frameskip=1, **made) if env_id.startswith("ALE/") else gym.make(env_id, **made)
     if env.spec.max_episode_steps:     # a TimeLimit counts env.step calls, and the preprocessing steps the emulator
         raise EnvError(f"env {env_id!r}: max_episode_steps is not applied to Atari envs; limit an episode's frames "
                        "with env_kwargs max_num_frames_per_episode (the emulator's, 108000 by default)")
-    return AtariPreprocessing(env)
+    return AtariPreprocessing(env, **wrapper)
 
 
 def _register_minatar(env_id: str) -> None:

@@ -3,8 +3,8 @@
 A zoo file maps env ids to entries of Stable-Baselines3 keyword arguments; the entry for an id is its own,
 else the file's ``atari`` entry for an Atari id, else its ``default`` (the zoo's choice). An entry becomes a
 :class:`~pearl_py.run_config.RunConfig`: ``n_timesteps`` is ``total_steps``; ``policy`` must be
-``MlpPolicy`` (``CnnPolicy`` for image envs); ``env_wrapper`` may name SB3's ``AtariWrapper`` (at its
-defaults) for an Atari env, whose preprocessing the Atari family applies; ``policy_kwargs`` (a ``dict(...)``
+``MlpPolicy`` (``CnnPolicy`` for image envs); ``env_wrapper`` may name SB3's ``AtariWrapper`` for an Atari env,
+whose preprocessing the Atari family applies (its arguments join ``env_kwargs``); ``policy_kwargs`` (a ``dict(...)``
 text or a mapping) gives ``net_arch`` (a list, or
 ``dict(pi=..., vf=...)``/``dict(pi=..., qf=...)`` with equal lists), ``activation_fn`` (``nn.ReLU``,
 ``nn.Tanh``, ``nn.ELU``, ``nn.GELU``, ``nn.LeakyReLU``, ``nn.SiLU``), ``ortho_init``, ``log_std_init``;
@@ -92,6 +92,7 @@ def read_entry(zoo: YamlDocument, env_id: str, name: str, sets: Sequence[str] = 
     cls = REGISTRY[name]
     config_keys = {f for f in cls.Config.__dataclass_fields__}
     hyper: dict[str, Any] = {}
+    wrapper_kwargs: dict[str, Any] = {}
     for item, value in entry.items():
         where = (key, item)
         if item == "n_timesteps":
@@ -106,7 +107,7 @@ def read_entry(zoo: YamlDocument, env_id: str, name: str, sets: Sequence[str] = 
         elif item == "policy_kwargs":
             hyper.update(policy_kwargs(doc, where, value, config_keys))
         elif item == "env_wrapper":
-            _env_wrapper(doc, where, value, env_id)
+            wrapper_kwargs = _env_wrapper(doc, where, value, env_id)
         elif item == "train_freq":
             hyper["train_freq"] = _train_freq(doc, where, value)
         elif item == "noise_type" and item not in config_keys:
@@ -124,6 +125,9 @@ def read_entry(zoo: YamlDocument, env_id: str, name: str, sets: Sequence[str] = 
             raise doc.error(where, f"{name} in pearl_py has no hyperparameter {item!r}")
         else:
             hyper[item] = value
+    if wrapper_kwargs:
+        given = hyper.get("env_kwargs")
+        hyper["env_kwargs"] = {**given, **wrapper_kwargs} if isinstance(given, dict) else given or wrapper_kwargs
     run_settings = build(RunSettings, settings, doc=doc, path=(key,))
     hyperparameters = build(cls.Config, hyper, doc=doc, path=(key,))
     try:  # last, so that an entry for an env unknown here is still read through (benchmarks/zoo_coverage.py)
@@ -182,9 +186,11 @@ def _whole_number(doc: YamlDocument, where: tuple[str, str], value: Any) -> int:
     return int(value)
 
 
-def _env_wrapper(doc: YamlDocument, where: tuple[str, str], value: Any, env_id: str) -> None:
+def _env_wrapper(doc: YamlDocument, where: tuple[str, str], value: Any, env_id: str) -> dict[str, Any]:
     """The zoo's ``env_wrapper`` (a name, ``{name: kwargs}``, or a list of these): only SB3's ``AtariWrapper`` of an
-    Atari env at its default arguments, which is the Atari family's preprocessing; anything else is refused."""
+    Atari env, which is the Atari family's preprocessing; its arguments, returned, go to the env's ``env_kwargs``
+    (where the family reads them). Anything else is refused by name."""
+    arguments: dict[str, Any] = {}
     for wrapper in value if isinstance(value, list) else [value]:
         name, kwargs = next(iter(wrapper.items())) if isinstance(wrapper, dict) and len(wrapper) == 1 \
             else (wrapper, {})
@@ -193,10 +199,12 @@ def _env_wrapper(doc: YamlDocument, where: tuple[str, str], value: Any, env_id: 
                                    f"{ZOO_WRAPPER} only): remove the key to run without it")
         if family(env_id) != "atari":
             raise doc.error(where, f"{ZOO_WRAPPER} is for Atari envs; {env_id!r} is not one")
-        for key, item in (kwargs or {}).items():
-            if key not in ZOO_DEFAULTS or ZOO_DEFAULTS[key] != item:
-                raise doc.error(where, f"AtariWrapper {key}={item!r}: pearl_py applies AtariWrapper with SB3's "
-                                       f"defaults only ({', '.join(f'{k}={v!r}' for k, v in ZOO_DEFAULTS.items())})")
+        for key in kwargs or {}:
+            if key not in ZOO_DEFAULTS:
+                raise doc.error(where, f"AtariWrapper's {key!r} is not implemented in pearl_py (it takes "
+                                       f"{', '.join(ZOO_DEFAULTS)})")
+        arguments |= kwargs or {}
+    return arguments
 
 
 def _train_freq(doc: YamlDocument, where: tuple[str, str], value: Any) -> Any:

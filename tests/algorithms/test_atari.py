@@ -120,3 +120,25 @@ def test_a_time_limit_which_the_emulator_steps_would_skip_is_refused_by_name():
     with pytest.raises(EnvError, match=r"env 'PongNoFrameskip-v4': max_episode_steps is not applied to Atari envs; "
                                        r"limit an episode's frames with env_kwargs max_num_frames_per_episode"):
         make_env("PongNoFrameskip-v4", env_kwargs=EnvKwargs.from_config({"max_episode_steps": 100}))
+
+
+@pytest.mark.parametrize("arguments", [{"terminal_on_life_loss": False, "clip_reward": False, "screen_size": 64},
+                                       {"noop_max": 0, "frame_skip": 2}])
+def test_the_wrappers_arguments_in_env_kwargs_give_sb3s_wrapper_with_them(arguments):
+    from pearl_py.envs import EnvKwargs
+
+    ours = make_env(BREAKOUT, frame_stack=1, env_kwargs=EnvKwargs.from_config(arguments))
+    theirs = atari_wrappers.AtariWrapper(gym.make(BREAKOUT), **arguments)
+    obs, _ = ours.reset(seed=9)
+    expected, _ = theirs.reset(seed=9)
+    ends = 0
+    for t, action in enumerate(np.random.default_rng(4).integers(0, 4, 300)):
+        assert np.array_equal(obs[0], expected[..., 0]), t
+        obs, *outcome = ours.step(action)
+        expected, *sb3_outcome = theirs.step(action)
+        assert outcome[:3] == sb3_outcome[:3], t
+        if outcome[1] or outcome[2]:
+            ends += 1
+            obs, _ = ours.reset()
+            expected, _ = theirs.reset()
+    assert ends >= 1

@@ -112,17 +112,23 @@ def test_the_atari_wrapper_is_accepted_in_the_zoos_forms(tmp_path, wrapper):
     assert load_zoo(tmp_path / "dqn.yml", "PongNoFrameskip-v4").settings.env_id == "PongNoFrameskip-v4"
 
 
+def test_the_atari_wrappers_arguments_join_the_env_kwargs(tmp_path):
+    pytest.importorskip("ale_py")
+    (tmp_path / "dqn.yml").write_text(f"atari:\n  env_kwargs: {{full_action_space: true}}\n  env_wrapper:\n"
+                                      f"    - {WRAPPER}:\n        terminal_on_life_loss: false\n")
+    config = load_zoo(tmp_path / "dqn.yml", "PongNoFrameskip-v4")
+    assert config.hyperparameters.env_kwargs.to_config() == {"full_action_space": True, "terminal_on_life_loss": False}
+
+
 @pytest.mark.parametrize("env, entry, message", [
     ("CartPole-v1", "env_wrapper: rl_zoo3.wrappers.TimeFeatureWrapper",
      "CartPole-v1.env_wrapper: env wrapper 'rl_zoo3.wrappers.TimeFeatureWrapper' is not applied by pearl_py "
      f"(it applies the Atari family's {WRAPPER} only): remove the key to run without it"),
     ("CartPole-v1", f"env_wrapper: [{WRAPPER}]", f"CartPole-v1.env_wrapper: {WRAPPER} is for Atari envs; "
                                                  "'CartPole-v1' is not one"),
-    ("PongNoFrameskip-v4", f"env_wrapper: [{{{WRAPPER}: {{terminal_on_life_loss: false}}}}]",
-     "PongNoFrameskip-v4.env_wrapper: AtariWrapper terminal_on_life_loss=False: pearl_py applies AtariWrapper with "
-     "SB3's defaults only (noop_max=30, frame_skip=4, screen_size=84, terminal_on_life_loss=True, clip_reward=True)"),
     ("PongNoFrameskip-v4", f"env_wrapper: [{{{WRAPPER}: {{action_repeat_probability: 0.25}}}}]",
-     "AtariWrapper action_repeat_probability=0.25: pearl_py applies AtariWrapper with SB3's defaults only"),
+     "PongNoFrameskip-v4.env_wrapper: AtariWrapper's 'action_repeat_probability' is not implemented in pearl_py (it "
+     "takes noop_max, frame_skip, screen_size, terminal_on_life_loss, clip_reward)"),
     ("CartPole-v1", "policy: CnnPolicy", "CartPole-v1.policy: policy 'CnnPolicy' is not supported for 'CartPole-v1': "
                                          "pearl_py implements MlpPolicy, and CnnPolicy for the image envs"),
 ])
