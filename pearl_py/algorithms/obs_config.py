@@ -35,7 +35,8 @@ def frame_stack_param() -> Any:
 
 def env_kwargs_param() -> Any:
     return param(EnvKwargs(), "Keyword arguments of the env (gymnasium.make), e.g. {continuous: true} for "
-                 "LunarLander-v3; the zoo's env_kwargs.")
+                 "LunarLander-v3; the zoo's env_kwargs. An Atari env's also take its preprocessing's (SB3's "
+                 "AtariWrapper's): noop_max, frame_skip, screen_size, terminal_on_life_loss, clip_reward.")
 
 
 def normalize_param() -> Any:
