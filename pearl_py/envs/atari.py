@@ -44,7 +44,7 @@ NOOP, FIRE = 0, 1
 
 class AtariPreprocessing(gym.Wrapper):
     """SB3's ``AtariWrapper(env, noop_max, frame_skip, screen_size, terminal_on_life_loss, clip_reward)``
-    (defaults its), on a gymnasium Atari env that repeats no frame itself (``*NoFrameskip-v4``, or ``ALE/*`` made
+    (its defaults), on a gymnasium Atari env that repeats no frame itself (``*NoFrameskip-v4``, or ``ALE/*`` made
     with ``frameskip=1``)."""
 
     def __init__(self, env: gym.Env, noop_max: int = 30, frame_skip: int = 4, screen_size: int = 84,
@@ -56,7 +56,7 @@ class AtariPreprocessing(gym.Wrapper):
         atari = env.unwrapped
         if atari.get_action_meanings()[NOOP] != "NOOP":
             raise ValueError(f"{env.spec.id}: action 0 is not NOOP, which the no-op reset needs")
-        self.ale, self.actions = atari.ale, atari._action_set
+        self.ale, self.actions = atari.ale, atari._action_set     # the action set AtariEnv.step indexes
         self.noop_max, self.frame_skip, self.clip_reward = noop_max, frame_skip, clip_reward
         self.terminal_on_life_loss = terminal_on_life_loss
         meanings = atari.get_action_meanings()
@@ -83,7 +83,7 @@ class AtariPreprocessing(gym.Wrapper):
             self._ended = {GAME_OVER: True, GAME_RETURN: self.game_return, GAME_FRAMES: self.game_frames}
         return reward, terminated, truncated
 
-    def _real_reset(self, **kwargs: Any) -> tuple[np.ndarray, dict]:
+    def _real_reset(self, **kwargs: Any) -> dict:
         """The env's reset then the no-op frames; the frame to observe is the last raw one."""
         _, info = self.env.reset(**kwargs)
         self.game_return, self.game_frames = 0.0, 0
@@ -94,7 +94,7 @@ class AtariPreprocessing(gym.Wrapper):
                     _, info = self.env.reset(**kwargs)
                     self.game_return, self.game_frames = 0.0, 0
         self.ale.getScreenRGB(self._max)
-        return self._max, info
+        return info
 
     def _skip(self, action: int) -> tuple[float, bool, bool]:
         """``action`` on ``frame_skip`` frames (fewer when the game ends); the frame to observe is the max of the
@@ -125,12 +125,12 @@ class AtariPreprocessing(gym.Wrapper):
         """A real reset after game over; after a lost life, one no-op step instead (a real reset if it ends the
         game)."""
         if not self.terminal_on_life_loss or self.real_done:
-            info = self._real_reset(**kwargs)[1]
+            info = self._real_reset(**kwargs)
         else:
             _, terminated, truncated = self._skip(NOOP)
             info = {"lives": self.ale.lives()}
             if terminated or truncated:
-                info = self._real_reset(**kwargs)[1]
+                info = self._real_reset(**kwargs)
         self.lives = self.ale.lives()
         return info
 
@@ -152,7 +152,7 @@ class AtariPreprocessing(gym.Wrapper):
     def step(self, action: int) -> tuple[np.ndarray, float, bool, bool, dict]:
         self._ended = None
         reward, terminated, truncated = self._life_step(int(action))
-        info: dict[str, Any] = {"lives": self.lives}
+        info: dict[str, Any] = {"lives": self.ale.lives()}
         if terminated or truncated:
             info |= self._ended or {GAME_OVER: False}
         return self._observation(), float(np.sign(reward)) if self.clip_reward else reward, terminated, truncated, info
