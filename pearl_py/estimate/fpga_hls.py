@@ -178,7 +178,7 @@ class Resources:
 
     def allocate_array(self, words: int, banks: int, board: FpgaSpec, lutram_max_bits: int,
                        budget: dict[str, float], word_bits: int = 32) -> None:
-        """Place an fp32 array split into ``banks`` banks in RAM blocks (or LUTRAM when tiny).
+        """Place an array of ``word_bits``-bit words split into ``banks`` banks in RAM blocks (or LUTRAM when tiny).
 
         Each bank goes to the smallest RAM kind that holds it and still has blocks in
         ``budget``; a bank larger than any block takes several blocks of the largest kind.

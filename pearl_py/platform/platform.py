@@ -116,8 +116,9 @@ class Platform:
         return {
             "name": self.name,
             "description": self.description,
-            "devices": [{"name": d.name, "kind": d.kind, "model": d.model, "node": d.node, "local": d.local}
-                        for d in self],
+            "devices": [{"name": d.name, "kind": d.kind, "model": d.model, "node": d.node, "local": d.local,
+                         **({"training_precision": d.spec.training_precision.text}
+                            if isinstance(d.spec, FpgaSpec) else {})} for d in self],
             "links": [{"between": [a, b], "type": link.name} for a, b, link in self.links],
             "counters": dict(self.counters),
         }
