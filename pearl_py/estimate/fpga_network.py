@@ -4,7 +4,8 @@ Each dense or conv2d layer is a matrix-vector product of its ``n_in`` inputs (a 
 ``kernel x kernel x channels`` window) with ``n_out`` weights columns, spread over
 ``ceil(n_in x n_out / R)`` multipliers at reuse factor R, as hls4ml lays it out (Duarte et al., JINST 2018);
 a convolution computes its output pixels one after another. Multipliers map to DSPs or LUTs by operand
-width (:func:`pearl_py.estimate.fpga_hls.arithmetic`, which the planner's FPGA kernels share); parameters in ``estimators/fpga_network.yaml``;
+width (:func:`pearl_py.estimate.fpga_hls.arithmetic`, which the planner's FPGA kernels share); parameters in
+``estimators/fpga_network.yaml``;
 formulas and their sources in docs/cost-models.md, "FPGA designs".
 
 Example::
