@@ -61,3 +61,11 @@ def test_bad_spec_exits_2_with_file_line_key(tmp_path, capsys, edit, message):
     assert main(["fpga-design", str(tmp_path / "s.yaml")]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("pearl: error: ") and message in err and "\n" not in err
+
+
+def test_pearl_devices_lists_the_parts_and_each_boards_training_precision(capsys):
+    assert main(["devices"]) == 0
+    out = capsys.readouterr().out
+    assert "  alveo-u250 " in out and "trains float32" in out
+    assert "FPGA parts (for pearl fpga-design; a platform needs a board)" in out
+    assert "  xcvu9p                   6840 DSP   1182240 LUT  2160 bram36, 960 uram  DSP limit 775 MHz" in out
