@@ -3,9 +3,10 @@
 Every published figure is a C-synthesis report of hls4ml's CI, as the repository keeps it
 (github.com/fastmachinelearning/hls4ml, commit ef92ebdf2, test/pytest/baselines/<tool>/<version>/<test>.json;
 the networks are those of test/pytest/test_keras_api.py): hls4ml's default precision ap_fixed<16,6>, reuse
-factor 1, a 5 ns clock, part xcvu13p-flga2577-2-e, whose fabric the catalogue's alveo-u250 (XCU250) has
-(the reports' Available* fields are DS962's U250 figures). Latency and II are in cycles (the report's
-WorstLatency and IntervalMax). The error of a column is ``(predicted - published) / max(published, 1)``.
+factor 1, a 5 ns clock and hls4ml's default part xcvu13p-flga2577-2-e, the catalogue's bare part ``xcvu13p``
+(devices/fpgas.yaml, DS890; :data:`AVAILABLE` holds the reports' Available* fields, which equal its capacity).
+Latency and II are in cycles (the report's WorstLatency and IntervalMax). The error of a column is
+``(predicted - published) / max(published, 1)``; the DSP and LUT shares are of that part.
 
 Fitted vs checked: the activation LUTs per output bit (estimators/fpga_network.yaml) were calibrated on the
 LUT column of designs C, E and F; the io_stream rule (one cycle per dataflow process, II = latency) was read
@@ -24,9 +25,14 @@ from dataclasses import dataclass
 from pearl_py.config.yaml_source import YamlDocument
 from pearl_py.estimate.fpga_network import network_design
 from pearl_py.estimate.fpga_network_spec import network_spec
+from pearl_py.platform import Catalogue
 
 COLUMNS = ("latency_cycles", "ii_cycles", "dsp", "lut", "ff", "bram18k")
 SOURCE = "hls4ml@ef92ebdf2 test/pytest/baselines/"
+PART = "xcvu13p"
+AVAILABLE = {"dsp": 12288, "lut": 1728000, "ff": 3456000, "bram18k": 5376}
+"""The Available* fields of every report: what the part holds (AvailableBRAM_18K is 2 per BRAM36)."""
+SHARES = ("dsp", "lut")
 
 
 @dataclass(frozen=True)
@@ -84,7 +90,7 @@ DESIGNS = (
 
 def spec_text(design: Published) -> str:
     """The design as a `pearl fpga-design` spec."""
-    return (f"part: alveo-u250\nclock_ns: 5\nprecision: ap_fixed<16,6>\nreuse_factor: 1\n"
+    return (f"part: {PART}\nclock_ns: 5\nprecision: ap_fixed<16,6>\nreuse_factor: 1\n"
             f"strategy: {design.strategy}\nio: {design.io}\nlayers: {design.layers}\n")
 
 
@@ -93,14 +99,22 @@ def error(predicted: int, published: int) -> float:
     return (predicted - published) / max(published, 1)
 
 
+def part_capacity() -> dict[str, int]:
+    """The catalogue part's DSP, LUT, FF and BRAM18K, as the reports' Available* fields count them."""
+    part = Catalogue.load().parts[PART]
+    return {"dsp": part.dsp, "lut": part.lut, "ff": part.ff, "bram18k": 2 * part.memories["bram36"].count}
+
+
 def rows() -> list[dict]:
-    """Per design: id, name, report, fitted columns, and per column ``(predicted, published, error)``."""
-    out = []
+    """Per design: id, name, report, fitted columns, per column ``(predicted, published, error)``, and per
+    :data:`SHARES` column ``(predicted, published)`` as a share of the part."""
+    out, capacity = [], part_capacity()
     for d in DESIGNS:
         predicted = network_design(network_spec(YamlDocument.parse(spec_text(d), f"<design {d.id}>"))).as_dict()
         out.append({"id": d.id, "name": f"{d.name}, io_{d.io}, {d.strategy}", "report": SOURCE + d.report,
                     "fitted": d.fitted,
-                    "columns": {c: (predicted[c], d.figures[c], error(predicted[c], d.figures[c])) for c in COLUMNS}})
+                    "columns": {c: (predicted[c], d.figures[c], error(predicted[c], d.figures[c])) for c in COLUMNS},
+                    "shares": {c: (predicted[c] / capacity[c], d.figures[c] / capacity[c]) for c in SHARES}})
     return out
 
 
@@ -111,20 +125,26 @@ def summary(table: list[dict]) -> dict[str, tuple[float, float]]:
 
 
 def markdown(table: list[dict]) -> str:
-    head = "| design | " + " | ".join(COLUMNS) + " |\n|---|" + "---|" * len(COLUMNS) + "\n"
+    shares = [f"{c} % of {PART}" for c in SHARES]
+    head = "| design | " + " | ".join([*COLUMNS, *shares]) + " |\n|---|" + "---|" * (len(COLUMNS) + len(SHARES)) + "\n"
     body = ""
     for r in table:
         cells = [f"{p} / {q} ({e:+.0%}){' *' if c in r['fitted'] else ''}" for c, (p, q, e) in r["columns"].items()]
+        cells += [f"{p:.2%} / {q:.2%}" for p, q in r["shares"].values()]
         body += f"| {r['id']}: {r['name']} | " + " | ".join(cells) + " |\n"
     stats = summary(table)
-    body += "| median abs error | " + " | ".join(f"{stats[c][0]:.0%}" for c in COLUMNS) + " |\n"
-    body += "| worst abs error | " + " | ".join(f"{stats[c][1]:.0%}" for c in COLUMNS) + " |\n"
+    blank = " |" * len(SHARES)
+    body += "| median abs error | " + " | ".join(f"{stats[c][0]:.0%}" for c in COLUMNS) + f" |{blank}\n"
+    body += "| worst abs error | " + " | ".join(f"{stats[c][1]:.0%}" for c in COLUMNS) + f" |{blank}\n"
     return head + body
 
 
 def main() -> None:
+    if part_capacity() != AVAILABLE:
+        raise SystemExit(f"the catalogue's {PART} {part_capacity()} differs from the reports' Available* {AVAILABLE}")
     table = rows()
-    print("modelled / published (error); * = a parameter was fitted on this published figure\n")
+    print(f"on {PART} (its capacity = the reports' Available* fields); modelled / published (error); "
+          f"* = a parameter was fitted on this published figure\n")
     print(markdown(table))
     for r in table:
         print(f"{r['id']}: {r['report']}")

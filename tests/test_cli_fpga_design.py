@@ -35,7 +35,18 @@ def test_table(tmp_path, capsys):
     assert "(modelled)" in out and "1,344  10.94 % of 12,288" in out
 
 
+def test_bare_parts_by_name_with_shares_of_their_own_fabric(tmp_path, capsys):
+    """The designs of published reports were synthesized on bare parts: their shares are of that part's DS890 count."""
+    for part, dsps in (("xcvu13p", 12288), ("xcvu9p", 6840)):
+        (tmp_path / "s.yaml").write_text(SPEC.replace("alveo-u250", part))
+        assert main(["fpga-design", str(tmp_path / "s.yaml")]) == 0
+        out = capsys.readouterr().out
+        assert f"{part}, 5 ns clock" in out and f"1,344  {100 * 1344 / dsps:.2f} % of {dsps:,}" in out
+
+
 @pytest.mark.parametrize("edit, message", [
+    (("part: alveo-u250\nclock_ns: 5", "part: xcvu9p\nclock_ns: 1"),
+     "s.yaml:2: clock_ns: 1 ns is faster than xcvu9p's DSP limit of 1.29 ns (775 MHz, its catalogue entry)"),
     (("activation: relu", "activaton: relu"),
      "s.yaml:9: layers.1.activaton: unknown key 'activaton' (did you mean 'activation'?)"),
     (("ap_fixed<16,6>", "ap_fixd<16,6>"),
@@ -50,3 +61,11 @@ def test_bad_spec_exits_2_with_file_line_key(tmp_path, capsys, edit, message):
     assert main(["fpga-design", str(tmp_path / "s.yaml")]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("pearl: error: ") and message in err and "\n" not in err
+
+
+def test_pearl_devices_lists_the_parts_and_each_boards_training_precision(capsys):
+    assert main(["devices"]) == 0
+    out = capsys.readouterr().out
+    assert "  alveo-u250 " in out and "trains float32" in out
+    assert "FPGA parts (for pearl fpga-design; a platform needs a board)" in out
+    assert "  xcvu9p                   6840 DSP   1182240 LUT  2160 bram36, 960 uram  DSP limit 775 MHz" in out

@@ -24,7 +24,7 @@ from pearl_py.platform.platform import Device, build_platform
 
 
 def devices_main() -> int:
-    """List the catalogue (CPUs, GPUs, FPGAs, links, platforms) and this machine's devices."""
+    """List the catalogue (CPUs, GPUs, FPGAs, FPGA parts, links, platforms) and this machine's devices."""
     catalogue = Catalogue.load()
     specs = catalogue.devices.values()
     print("CPUs (per socket; one pearl_py process uses one core)")
@@ -39,7 +39,11 @@ def devices_main() -> int:
     for s in (s for s in specs if isinstance(s, FpgaSpec)):
         rams = ", ".join(f"{m.count} {k}" for k, m in s.memories.items())
         print(f"  {s.name:<22} {s.dsp:>6} DSP  {s.lut:>8} LUT  {rams}  {s.clock_mhz:g} MHz  "
-              f"{s.offchip_bandwidth_gbs:g} GB/s off-chip  host {s.host_link}")
+              f"{s.offchip_bandwidth_gbs:g} GB/s off-chip  host {s.host_link}  trains {s.training_precision.text}")
+    print("FPGA parts (for pearl fpga-design; a platform needs a board)")
+    for s in catalogue.parts.values():
+        rams = ", ".join(f"{m.count} {k}" for k, m in s.memories.items())
+        print(f"  {s.name:<22} {s.dsp:>6} DSP  {s.lut:>8} LUT  {rams}  DSP limit {s.fmax_mhz:g} MHz  {s.model_name}")
     print("Links")
     for name, link in catalogue.links.items():
         print(f"  {name:<22} {link.bandwidth_gbs:8.1f} GB/s  {link.latency_us:6.1f} us")

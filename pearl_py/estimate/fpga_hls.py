@@ -17,10 +17,10 @@ Example::
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass, field
 
-from pearl_py.platform.spec import FpgaSpec
+from pearl_py.platform.precision import Precision
+from pearl_py.platform.spec import FpgaPartSpec, FpgaSpec
 
 
 def pipelined_cycles(trip: int, ii: int, depth: int, unroll: int = 1) -> int:
@@ -43,35 +43,6 @@ def rec_mii(latency: int, distance: int) -> int:
 def initiation_interval(*bounds: int) -> int:
     """``II = max(ResMII, RecMII, ...)`` (COMBA, ICCAD 2017)."""
     return max(1, *bounds)
-
-
-_FIXED = re.compile(r"ap_fixed<\s*(\d+)\s*,\s*(-?\d+)\s*>")
-_FLOATS = {"float32": (32, 24), "float16": (16, 11)}
-"""IEEE 754 binary32 and binary16: storage bits and significand bits (hidden bit included)."""
-
-
-@dataclass(frozen=True)
-class Precision:
-    """An arithmetic type of an HLS design: ``ap_fixed<W,I>`` (W bits, I integer bits) or an IEEE float.
-
-    ``mantissa_bits`` is the width a multiplier sees: W for fixed point, the significand for floats.
-    """
-
-    text: str
-    width: int
-    mantissa_bits: int
-    is_float: bool
-
-    @classmethod
-    def parse(cls, text: str) -> Precision | None:
-        """The precision ``text`` names (``float32``, ``float16``, ``ap_fixed<W,I>`` with 1 <= W <= 64), else None."""
-        if text in _FLOATS:
-            width, mantissa = _FLOATS[text]
-            return cls(text, width, mantissa, True)
-        match = _FIXED.fullmatch(text.strip())
-        if match and 1 <= int(match[1]) <= 64:
-            return cls(text, int(match[1]), int(match[1]), False)
-        return None
 
 
 @dataclass(frozen=True)
@@ -100,6 +71,45 @@ def multiplier(precision: Precision, dsp_min_bits: int, dsp_a_bits: int, dsp_b_b
     if not precision.is_float and w < dsp_min_bits:
         return Multiplier(0, math.ceil(w * w / 2))
     return Multiplier(math.ceil(w / dsp_a_bits) * math.ceil(w / dsp_b_bits), 0)
+
+
+@dataclass(frozen=True)
+class Arithmetic:
+    """A precision's multiply and add on a part, as the HLS tools build them: the multiplier's fabric
+    (:func:`multiplier`), the LUTs of an add kept out of the DSPs, and the cycles of a pipelined multiply and add.
+
+    One model for both users: ``pearl fpga-design``'s networks (:mod:`pearl_py.estimate.fpga_network`) and the
+    planner's training kernels (:mod:`pearl_py.estimate.fpga_kernels`) take their multipliers, adders and operator
+    latencies from here.
+    """
+
+    precision: Precision
+    multiplier: Multiplier
+    add_lut: int
+    mul_cycles: int
+    add_cycles: int
+
+
+def arithmetic(precision: Precision, part: FpgaPartSpec, params: dict, clock_ns: float) -> Arithmetic:
+    """``precision``'s arithmetic on ``part`` at ``clock_ns`` (``params``: ``estimators/fpga_network.yaml``).
+
+    Floats take the part's floating-point operator latencies (UG1399; float16's taken as float32's) and an adder
+    of ``float_add_lut`` LUTs (0 for float32, whose add is in ``dsp_per_mac``); fixed point takes a carry-chain
+    adder of ``adder_lut_per_bit`` LUTs per bit, and ``ceil(mul_ns / clock)`` and ``ceil(add_ns / clock)`` cycles.
+
+    >>> from pearl_py.platform import Catalogue
+    >>> from pearl_py.estimate.fpga_network import load_params
+    >>> u250, p = Catalogue.load().device_spec("alveo-u250"), load_params()
+    >>> [(a.multiplier.dsp, a.add_lut, a.mul_cycles, a.add_cycles) for a in
+    ...  (arithmetic(Precision.parse(t), u250, p, 10 / 3) for t in ("float32", "ap_fixed<16,6>"))]
+    [(5, 0, 4, 5), (1, 16, 1, 1)]
+    """
+    mul = multiplier(precision, params["dsp_min_bits"], params["dsp_a_bits"], params["dsp_b_bits"], part.dsp_per_mac)
+    if precision.is_float:
+        return Arithmetic(precision, mul, params["float_add_lut"][precision.text], part.fmul_latency,
+                          part.fadd_latency)
+    return Arithmetic(precision, mul, params["adder_lut_per_bit"] * precision.width,
+                      max(1, math.ceil(params["mul_ns"] / clock_ns)), max(1, math.ceil(params["add_ns"] / clock_ns)))
 
 
 @dataclass(frozen=True)
@@ -168,7 +178,7 @@ class Resources:
 
     def allocate_array(self, words: int, banks: int, board: FpgaSpec, lutram_max_bits: int,
                        budget: dict[str, float], word_bits: int = 32) -> None:
-        """Place an fp32 array split into ``banks`` banks in RAM blocks (or LUTRAM when tiny).
+        """Place an array of ``word_bits``-bit words split into ``banks`` banks in RAM blocks (or LUTRAM when tiny).
 
         Each bank goes to the smallest RAM kind that holds it and still has blocks in
         ``budget``; a bank larger than any block takes several blocks of the largest kind.

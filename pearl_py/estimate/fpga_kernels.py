@@ -20,18 +20,21 @@ Example::
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from pearl_py.estimate.cost import Infeasible
 from pearl_py.estimate.fpga_hls import (
+    Arithmetic,
     DenseOp,
     Resources,
     StreamOp,
+    arithmetic,
     dataflow_cycles,
     pipelined_cycles,
     rec_mii,
 )
+from pearl_py.estimate.fpga_network import load_params
 from pearl_py.platform.spec import FpgaSpec, check_keys
 from pearl_py.platform.yamlsrc import CatalogueYaml
 from pearl_py.protocol import NetworkWorkload, ReplayWorkload, SyncWorkload
@@ -57,11 +60,13 @@ _SCHEMA = {
 
 @dataclass(frozen=True)
 class FpgaTemplates:
-    """Parameters of the kernel templates (``estimators/fpga.yaml``)."""
+    """Parameters of the kernel templates (``estimators/fpga.yaml``) and of the arithmetic by precision
+    (``estimators/fpga_network.yaml``, shared with ``pearl fpga-design``)."""
 
     budget_share: dict
     mlp: dict
     sum_tree: dict
+    arithmetic: dict = field(default_factory=load_params)
 
     @classmethod
     def load(cls, path: str | Path | None = None) -> FpgaTemplates:
@@ -83,7 +88,7 @@ class FpgaTemplates:
     def with_overrides(self, **sections: dict) -> FpgaTemplates:
         """A copy with some template keys replaced, e.g. ``mlp={"parallelism": "output"}``."""
         merged = {name: {**getattr(self, name), **sections.get(name, {})} for name in _SCHEMA}
-        return FpgaTemplates(**merged)
+        return FpgaTemplates(**merged, arithmetic=self.arithmetic)
 
 
 @dataclass(frozen=True)
@@ -116,7 +121,7 @@ LayerOps = tuple[Layer, list, list]
 """A layer and its forward and backward ops (:class:`DenseOp` or :class:`StreamOp`)."""
 
 
-def _layer_ops(workload: NetworkWorkload, board: FpgaSpec, reuse: int, parallelism: str, train: bool
+def _layer_ops(workload: NetworkWorkload, ar: Arithmetic, reuse: int, parallelism: str, train: bool
                ) -> list[LayerOps]:
     """Each layer's forward, input-gradient and weight-gradient ops at target reuse ``reuse``.
 
@@ -130,7 +135,7 @@ def _layer_ops(workload: NetworkWorkload, board: FpgaSpec, reuse: int, paralleli
     def op(n_in, n_out, rows, cap, accumulate=False):
         target = math.ceil(reuse * fewest / rows)
         r = min(max(target, math.ceil(n_in * n_out / cap)), n_in * n_out)
-        return DenseOp(n_in, n_out, rows, r, board.fmul_latency, board.fadd_latency, accumulate)
+        return DenseOp(n_in, n_out, rows, r, ar.mul_cycles, ar.add_cycles, accumulate)
 
     full = parallelism == "full"
     out = []
@@ -139,9 +144,9 @@ def _layer_ops(workload: NetworkWorkload, board: FpgaSpec, reuse: int, paralleli
         if isinstance(layer, PoolLayer):
             window = layer.kernel[0] * layer.kernel[1]
             rows = layer.batch * layer.channels * layer.out_h * layer.out_w
-            forward.append(StreamOp(rows, window + board.fadd_latency * math.ceil(math.log2(max(window, 2)))))
+            forward.append(StreamOp(rows, window + ar.add_cycles * math.ceil(math.log2(max(window, 2)))))
             if train and layer.backward:
-                backward.append(StreamOp(rows, window + board.fadd_latency))
+                backward.append(StreamOp(rows, window + ar.add_cycles))
         elif layer.gemm is not None:
             rows, n_in, n_out = layer.gemm
             forward.append(op(n_in, n_out, rows, n_in * n_out if full else n_out))
@@ -157,9 +162,9 @@ def _fewest_rows(workload: NetworkWorkload) -> int:
     return min(layer.gemm[0] for layer in workload.layers if layer.gemm is not None)
 
 
-def _dense_ops(workload: NetworkWorkload, board: FpgaSpec, reuse: int, parallelism: str, train: bool) -> dict:
+def _dense_ops(workload: NetworkWorkload, ar: Arithmetic, reuse: int, parallelism: str, train: bool) -> dict:
     """Forward and backward (input-gradient, weight-gradient) ops of the workload at target reuse ``reuse``."""
-    layers = _layer_ops(workload, board, reuse, parallelism, train)
+    layers = _layer_ops(workload, ar, reuse, parallelism, train)
     return {"forward": [op for _, forward, _ in layers for op in forward],
             "backward": [op for _, _, backward in reversed(layers) for op in backward]}
 
@@ -187,24 +192,32 @@ def mlp_design(workload: NetworkWorkload, kernel: str, board: FpgaSpec, template
             raise on_chip from None
 
 
-def _offchip_bytes(workload: NetworkWorkload, train: bool) -> float:
+def training_arithmetic(board: FpgaSpec, templates: FpgaTemplates) -> Arithmetic:
+    """The multiply-accumulate of ``board``'s network kernels: its ``training_precision`` at its clock, from the model
+    ``pearl fpga-design`` uses (:func:`pearl_py.estimate.fpga_hls.arithmetic`)."""
+    return arithmetic(board.training_precision, board, templates.arithmetic, 1e3 / board.clock_mhz)
+
+
+def _offchip_bytes(workload: NetworkWorkload, train: bool, weight_bytes: float) -> float:
     """Bytes one call moves to and from off-chip memory when weights stay there: every layer call reads its weights
     once (weight-stationary tiles, every row streamed past them), a back-propagated call reads them again for the
     input gradient and writes its weight gradient; Adam reads weights, gradients and both moments and writes
-    weights and moments (7 words per trained parameter)."""
+    weights and moments (7 fp32 words per trained parameter); a layer's weights and gradients are ``weight_bytes`` each
+    (its training precision)."""
     words = 0.0
     for layer in workload.layers:
         if layer.gemm is not None:
             words += layer.weights * (3 if train and layer.backward else 1)
-    if train:
-        words += 7 * workload.trained_params
-    return 4.0 * words / workload.period
+    adam = 7 * workload.trained_params if train else 0
+    return (weight_bytes * words + 4.0 * adam) / workload.period
 
 
 def _mlp_design(workload: NetworkWorkload, kernel: str, board: FpgaSpec, templates: FpgaTemplates,
                 offchip: bool) -> Design:
     t = templates.mlp
     train = kernel == LEARNER_UPDATE
+    ar = training_arithmetic(board, templates)
+    bits = board.training_precision.width   # the layers' weights and activations; Adam's state stays fp32
     share = templates.budget_share[kernel]
     budget = board_budget(board, share)
     max_lanes = 0
@@ -213,31 +226,33 @@ def _mlp_design(workload: NetworkWorkload, kernel: str, board: FpgaSpec, templat
         max_lanes = max(1, min(workload.trained_params, int(budget["dsp"] * t["adam_dsp_share"]) // lane_dsp))
 
     def resources_at(reuse: int, adam_lanes: int) -> Resources:
-        ops = _dense_ops(workload, board, reuse, t["parallelism"], train)
+        ops = _dense_ops(workload, ar, reuse, t["parallelism"], train)
         multipliers = sum(op.multipliers for group in ops.values() for op in group)
         res = Resources()
-        res.add("dsp", multipliers * board.dsp_per_mac + adam_lanes * t["adam_macs_per_lane"] * board.dsp_per_mac)
-        res.add("lut", t["lut_base"] + t["lut_per_multiplier"] * (multipliers + adam_lanes))
+        # a layer's multiply-accumulate: the precision's multiplier and adder (fp32: dsp_per_mac DSPs, adder in them)
+        res.add("dsp", multipliers * ar.multiplier.dsp + adam_lanes * t["adam_macs_per_lane"] * board.dsp_per_mac)
+        res.add("lut", t["lut_base"] + t["lut_per_multiplier"] * (multipliers + adam_lanes)
+                + multipliers * (ar.multiplier.lut + ar.add_lut))
         weighted = {la.weight_key: la for la in workload.layers if la.gemm is not None}
         for key in sorted(weighted):            # one weight array per distinct weight matrix
             _, n_in, n_out = weighted[key].gemm
             banks = math.ceil(math.ceil(n_in * n_out / reuse) / 2)  # 2 ports feed 2 multipliers per cycle
             # off chip: a double-buffered tile of one pass's operands (2 x the multipliers' weights) instead
             words = 2 * math.ceil(n_in * n_out / reuse) if offchip else weighted[key].weights
-            res.allocate_array(words, banks, board, t["lutram_max_bits"], budget)
+            res.allocate_array(words, banks, board, t["lutram_max_bits"], budget, bits)
         for la in workload.layers:              # a sliding-window unit per convolution call: kw banks (FINN's SWU)
             if isinstance(la, Conv2dLayer):
-                res.allocate_array(la.line_buffer_words, la.kernel[1], board, t["lutram_max_bits"], budget)
+                res.allocate_array(la.line_buffer_words, la.kernel[1], board, t["lutram_max_bits"], budget, bits)
         if train and not offchip:
             state_words = 3 * workload.trained_params  # gradient, first and second moments
             res.allocate_array(state_words, max(1, adam_lanes), board, t["lutram_max_bits"], budget)
         if train:
             activations = sum(la.gemm[0] * la.gemm[2] for la in workload.layers if la.backward and la.gemm)
-            res.allocate_array(activations, 2, board, t["lutram_max_bits"], budget)
+            res.allocate_array(activations, 2, board, t["lutram_max_bits"], budget, bits)
         return res
 
     def phases_at(reuse: int, adam_lanes: int) -> dict[str, float]:
-        ops = _dense_ops(workload, board, reuse, t["parallelism"], train)
+        ops = _dense_ops(workload, ar, reuse, t["parallelism"], train)
         phases = {"forward": dataflow_cycles(ops["forward"])}
         if train:
             phases["loss"] = pipelined_cycles(workload.batch, 1, t["loss_depth"])
@@ -278,11 +293,11 @@ def _mlp_design(workload: NetworkWorkload, kernel: str, board: FpgaSpec, templat
     phases = {**phases, "adam_lanes": lanes}
     cycles = int(sum(v for k, v in phases.items() if k != "adam_lanes"))
     layers = tuple((layer, _op_cycles(forward) + _op_cycles(backward),
-                    {"dsp": sum(op.multipliers for op in forward + backward) * board.dsp_per_mac})
-                   for layer, forward, backward in _layer_ops(workload, board, low, t["parallelism"], train))
+                    {"dsp": sum(op.multipliers for op in forward + backward) * ar.multiplier.dsp})
+                   for layer, forward, backward in _layer_ops(workload, ar, low, t["parallelism"], train))
     seconds = cycles / board.clock_hz
     if offchip:  # streamed through double-buffered tiles: transfers overlap the loop nests (HLS dataflow)
-        stream_s = _offchip_s(board, _offchip_bytes(workload, train))
+        stream_s = _offchip_s(board, _offchip_bytes(workload, train, bits / 8))
         phases = {**phases, "weights_offchip": 1, "offchip_s": stream_s}
         seconds = max(seconds, stream_s)
     return Design(cycles, seconds, dict(res.used), {**phases, "reuse_factor": low}, kernel,

@@ -4,7 +4,8 @@ Each dense or conv2d layer is a matrix-vector product of its ``n_in`` inputs (a 
 ``kernel x kernel x channels`` window) with ``n_out`` weights columns, spread over
 ``ceil(n_in x n_out / R)`` multipliers at reuse factor R, as hls4ml lays it out (Duarte et al., JINST 2018);
 a convolution computes its output pixels one after another. Multipliers map to DSPs or LUTs by operand
-width (:func:`pearl_py.estimate.fpga_hls.multiplier`); parameters in ``estimators/fpga_network.yaml``;
+width (:func:`pearl_py.estimate.fpga_hls.arithmetic`, which the planner's FPGA kernels share); parameters in
+``estimators/fpga_network.yaml``;
 formulas and their sources in docs/cost-models.md, "FPGA designs".
 
 Example::
@@ -19,7 +20,7 @@ import math
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from pearl_py.estimate.fpga_hls import multiplier
+from pearl_py.estimate.fpga_hls import arithmetic
 from pearl_py.estimate.fpga_network_spec import Conv2dSpec, NetworkSpec, load_network_spec, output_shape
 from pearl_py.platform.spec import check_keys
 from pearl_py.platform.yamlsrc import CatalogueYaml
@@ -79,16 +80,16 @@ def network_design(spec: NetworkSpec, params: dict | None = None) -> NetworkDesi
     """The design's figures under the formulas of docs/cost-models.md, "FPGA designs"."""
     p = params or load_params()
     board, prec, r, width = spec.board, spec.precision, spec.reuse_factor, spec.precision.width
-    mul = multiplier(prec, p["dsp_min_bits"], p["dsp_a_bits"], p["dsp_b_bits"], board.dsp_per_mac)
-    add_lut = p["float_add_lut"][prec.text] if prec.is_float else p["adder_lut_per_bit"] * width
+    ar = arithmetic(prec, board, p, spec.clock_ns)
+    mul, add_lut = ar.multiplier, ar.add_lut
     latency = ii = dsp = lut = ff = bram = 0
     for g in _gemms(spec):
         mults = math.ceil(g.n_in * g.n_out / r)
         adds = math.ceil((g.n_in - 1) * g.n_out / r)
         table = g.activation in p["table_activations"]
         if prec.is_float:
-            row = board.fmul_latency + board.fadd_latency * math.ceil(math.log2(max(g.n_in, 1))) if g.n_in > 1 \
-                else board.fmul_latency
+            row = ar.mul_cycles + ar.add_cycles * math.ceil(math.log2(max(g.n_in, 1))) if g.n_in > 1 \
+                else ar.mul_cycles
         else:
             row = math.floor((p["mul_ns"] + p["add_ns"] * math.ceil(math.log2(max(g.n_in, 1)))) / spec.clock_ns)
         row += (r - 1) + (board.mem_read_latency if table else 0)

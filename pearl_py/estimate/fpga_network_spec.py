@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from pearl_py.config.yaml_source import YamlDocument
-from pearl_py.estimate.fpga_hls import Precision
 from pearl_py.platform import Catalogue
-from pearl_py.platform.spec import FpgaSpec, check_keys
+from pearl_py.platform.precision import PRECISIONS, Precision
+from pearl_py.platform.spec import FpgaPartSpec, FpgaSpec, check_keys
 
 STRATEGIES = ("latency", "resource")
 IO_TYPES = ("parallel", "stream")
@@ -50,7 +50,8 @@ class NetworkSpec:
     """A network as an hls4ml-style FPGA design: every layer at one precision and one reuse factor."""
 
     part: str
-    board: FpgaSpec
+    board: FpgaPartSpec
+    """The catalogue FPGA the design is synthesized on: a board (``fpgas:``) or a bare part (``fpga_parts:``)."""
     clock_ns: float
     precision: Precision
     reuse_factor: int
@@ -69,13 +70,19 @@ def network_spec(doc: YamlDocument, catalogue: Catalogue | None = None) -> Netwo
     """The spec of a parsed document (``YamlDocument.parse(text)`` for one held in a string)."""
     error, data = doc.error, doc.data
     check_keys(data, _TOP, _TOP, (), error)
-    fpgas = {name: spec for name, spec in (catalogue or Catalogue.load()).devices.items() if isinstance(spec, FpgaSpec)}
+    catalogue = catalogue or Catalogue.load()
+    fpgas = {**{name: spec for name, spec in catalogue.devices.items() if isinstance(spec, FpgaSpec)},
+             **catalogue.parts}
     if data["part"] not in fpgas:
         raise error(("part",), f"unknown FPGA {data['part']!r}; catalogue FPGAs: {', '.join(sorted(fpgas))}")
+    board = fpgas[data["part"]]
     precision = Precision.parse(data["precision"]) if isinstance(data["precision"], str) else None
     if precision is None:
-        raise error(("precision",),
-                    f"must be float32, float16 or ap_fixed<W,I> (1 <= W <= 64), got {data['precision']!r}")
+        raise error(("precision",), f"must be {PRECISIONS}, got {data['precision']!r}")
+    clock_ns = _positive(data["clock_ns"], ("clock_ns",), error, float)
+    if board.fmax_mhz and clock_ns < 1e3 / board.fmax_mhz:
+        raise error(("clock_ns",), f"{clock_ns:g} ns is faster than {data['part']}'s DSP limit of "
+                                   f"{1e3 / board.fmax_mhz:.3g} ns ({board.fmax_mhz:g} MHz, its catalogue entry)")
     for key, options in (("strategy", STRATEGIES), ("io", IO_TYPES)):
         if data[key] not in options:
             raise error((key,), f"must be one of {', '.join(options)}, got {data[key]!r}")
@@ -86,8 +93,7 @@ def network_spec(doc: YamlDocument, catalogue: Catalogue | None = None) -> Netwo
     parsed = tuple(_layer(entry, ("layers", i), error) for i, entry in enumerate(layers[1:], start=1))
     _check_shapes(shape, parsed, error)
     return NetworkSpec(
-        part=data["part"], board=fpgas[data["part"]],
-        clock_ns=_positive(data["clock_ns"], ("clock_ns",), error, float),
+        part=data["part"], board=board, clock_ns=clock_ns,
         precision=precision,
         reuse_factor=_positive(data["reuse_factor"], ("reuse_factor",), error, int),
         strategy=data["strategy"], io=data["io"], input_shape=shape, layers=parsed,

@@ -1,6 +1,7 @@
 """The hardware catalogue: CPUs, GPUs, FPGAs, links and platforms from ``devices/*.yaml``.
 
-Every file may hold any of the sections ``links``, ``platforms`` and one per registered
+Every file may hold any of the sections ``links``, ``platforms``, ``fpga_parts`` (bare FPGA parts, which
+``pearl fpga-design`` synthesizes on but no platform holds) and one per registered
 device kind (``cpus``, ``gpus``, ``fpgas``: :mod:`pearl_py.platform.kinds`); a name may be
 defined once across all files. Mistakes raise
 :class:`CatalogueError` naming file, line and key.
@@ -10,8 +11,8 @@ Example::
     >>> cat = Catalogue.load()
     >>> cat.device_spec("a100-sxm4-80gb").fp32_tflops
     19.5
-    >>> "dgx-a100-node" in cat.platforms
-    True
+    >>> "dgx-a100-node" in cat.platforms, cat.parts["xcvu9p"].dsp
+    (True, 6840)
 """
 from __future__ import annotations
 
@@ -20,11 +21,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pearl_py.platform.kinds import spec_by_section
-from pearl_py.platform.spec import DeviceSpec, LinkSpec, check_keys
+from pearl_py.platform.spec import DeviceSpec, FpgaPartSpec, LinkSpec, check_keys
 from pearl_py.platform.yamlsrc import CatalogueError, CatalogueYaml
 from pearl_py.resources import devices_dir
 
-OTHER_SECTIONS = ("links", "platforms")
+OTHER_SECTIONS = ("links", "platforms", "fpga_parts")
 """Sections besides the device kinds' own."""
 
 
@@ -40,9 +41,10 @@ class PlatformEntry:
 
 @dataclass
 class Catalogue:
-    """All device specs, link specs and platform entries, by name."""
+    """All device specs, FPGA parts, link specs and platform entries, by name."""
 
     devices: dict[str, DeviceSpec] = field(default_factory=dict)
+    parts: dict[str, FpgaPartSpec] = field(default_factory=dict)
     links: dict[str, LinkSpec] = field(default_factory=dict)
     platforms: dict[str, PlatformEntry] = field(default_factory=dict)
     origin: dict[str, tuple[CatalogueYaml, tuple]] = field(default_factory=dict)
@@ -81,6 +83,8 @@ class Catalogue:
                     platforms.append(name)
                 elif section == "links":
                     self.links[name] = LinkSpec.from_entry(entry, where, doc.error, name=name)
+                elif section == "fpga_parts":
+                    self.parts[name] = FpgaPartSpec.from_entry(entry, where, doc.error, name=name)
                 else:
                     self.devices[name] = specs[section].from_entry(entry, where, doc.error, name=name)
         return platforms

@@ -14,14 +14,14 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import networkx as nx
 
 from pearl_py.platform.catalogue import Catalogue, PlatformEntry
 from pearl_py.platform.kinds import device_kind
-from pearl_py.platform.spec import DeviceSpec, LinkSpec, check_keys
+from pearl_py.platform.spec import DeviceSpec, FpgaSpec, LinkSpec, check_keys, parse_precision
 from pearl_py.platform.yamlsrc import CatalogueError
 
 
@@ -116,8 +116,9 @@ class Platform:
         return {
             "name": self.name,
             "description": self.description,
-            "devices": [{"name": d.name, "kind": d.kind, "model": d.model, "node": d.node, "local": d.local}
-                        for d in self],
+            "devices": [{"name": d.name, "kind": d.kind, "model": d.model, "node": d.node, "local": d.local,
+                         **({"training_precision": d.spec.training_precision.text}
+                            if isinstance(d.spec, FpgaSpec) else {})} for d in self],
             "links": [{"between": [a, b], "type": link.name} for a, b, link in self.links],
             "counters": dict(self.counters),
         }
@@ -201,16 +202,26 @@ def _expand_node(body: dict, catalogue: Catalogue, doc, where: tuple, node: str)
     prefix = f"{node}." if node else ""
     for group, item in body["devices"].items():
         here = where + ("devices", group)
-        check_keys(item, ["type", "count"], ["type"], here, doc.error)
+        check_keys(item, ["type", "count", "training_precision"], ["type"], here, doc.error)
+        if item["type"] in catalogue.parts:
+            raise doc.error(here + ("type",), f"{item['type']!r} is a bare FPGA part (fpga_parts: for pearl "
+                                              f"fpga-design); a platform needs a board from fpgas:")
         if item["type"] not in catalogue.devices:
             raise doc.error(here + ("type",), f"unknown device type {item['type']!r}; "
                                               f"known: {', '.join(sorted(catalogue.devices))}")
+        spec = catalogue.devices[item["type"]]
+        if "training_precision" in item:   # the board's kernels trained at another precision than its entry's
+            if not isinstance(spec, FpgaSpec):
+                raise doc.error(here + ("training_precision",), f"only an FPGA has one; {item['type']!r} is a "
+                                                                f"{spec.kind}")
+            precision = parse_precision(item["training_precision"], here + ("training_precision",), doc.error)
+            spec = replace(spec, training_precision=precision)
         count = item.get("count", 1)
         if not isinstance(count, int) or isinstance(count, bool) or count < 1:
             raise doc.error(here + ("count",), f"must be a whole number >= 1, got {count!r}")
         names = [f"{prefix}{group}"] if count == 1 else [f"{prefix}{group}{i}" for i in range(count)]
         groups[group] = names
-        devices += [Device(name, catalogue.devices[item["type"]], node=node) for name in names]
+        devices += [Device(name, spec, node=node) for name in names]
     links = []
     for i, item in enumerate(body.get("links") or []):
         here = where + ("links", i)

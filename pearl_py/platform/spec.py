@@ -18,6 +18,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from pearl_py.platform.precision import FLOAT32, PRECISIONS, Precision
+
 SpecError = Callable[[tuple, str], Exception]
 """Builds a located error from a key path relative to the entry and a message."""
 
@@ -166,14 +168,17 @@ class MemorySpec(Spec):
     ports: int
 
 
-@dataclass(frozen=True)
-class FpgaSpec(Spec):
-    """An FPGA board: fabric resources, clock, fp32 operator latencies, off-chip memory."""
+@dataclass(frozen=True, kw_only=True)
+class FpgaPartSpec(Spec):
+    """An FPGA part (a die at a speed grade): fabric resources, DSP clock limit, fp32 operator latencies.
 
-    kind: ClassVar[str] = "fpga"
+    ``pearl fpga-design`` synthesizes on a part or on a board (:class:`FpgaSpec`, a part with off-chip memory, a
+    host link and power); a platform needs a board.
+    """
+
+    kind: ClassVar[str] = "fpga_part"
     vendor: str
     model_name: str
-    clock_mhz: float
     dsp: int
     lut: int
     memories: dict
@@ -182,16 +187,11 @@ class FpgaSpec(Spec):
     fmul_latency: int
     fadd_latency: int
     mem_read_latency: int
-    offchip_bandwidth_gbs: float
-    offchip_latency_ns: float
-    idle_w: float
-    peak_w: float
-    host_link: str
     name: str = ""
-    memory_gb: float = 0.0
-    """Off-chip memory the board's kernels may keep data in (a replay); 0: unknown, not checked."""
     ff: int = 0
     """Flip-flops (registers) of the fabric, shown beside `pearl fpga-design`'s figures; 0: unknown."""
+    fmax_mhz: float = 0.0
+    """The fastest clock the part's DSP blocks take with every register used (its data sheet); 0: unknown."""
 
     @classmethod
     def _field_value(cls, name: str, value: Any, kind: type, path: tuple, error: SpecError) -> Any:
@@ -201,13 +201,45 @@ class FpgaSpec(Spec):
             raise error(path, "must map memory kinds (e.g. bram36, m20k) to {count, bits, ports}")
         return {str(k): MemorySpec.from_entry(v, path + (k,), error, name=str(k)) for k, v in value.items()}
 
+    def capacity(self) -> dict[str, int]:
+        """Every checked resource of the part: dsp, lut and each memory kind's block count."""
+        return {"dsp": self.dsp, "lut": self.lut, **{k: m.count for k, m in self.memories.items()}}
+
+
+@dataclass(frozen=True, kw_only=True)
+class FpgaSpec(FpgaPartSpec):
+    """An FPGA board: its part's fabric, the kernels' clock, off-chip memory, host link, power, training precision."""
+
+    kind: ClassVar[str] = "fpga"
+    clock_mhz: float
+    offchip_bandwidth_gbs: float
+    offchip_latency_ns: float
+    idle_w: float
+    peak_w: float
+    host_link: str
+    memory_gb: float = 0.0
+    """Off-chip memory the board's kernels may keep data in (a replay); 0: unknown, not checked."""
+    training_precision: Precision = FLOAT32
+    """The precision the planner's FPGA kernels compute their layers at (``float32``, ``float16``,
+    ``ap_fixed<W,I>``); a platform's device entry may override it. Adam keeps fp32 master weights."""
+
+    @classmethod
+    def _field_value(cls, name: str, value: Any, kind: type, path: tuple, error: SpecError) -> Any:
+        if name != "training_precision":
+            return super()._field_value(name, value, kind, path, error)
+        return parse_precision(value, path, error)
+
     @property
     def clock_hz(self) -> float:
         return self.clock_mhz * 1e6
 
-    def capacity(self) -> dict[str, int]:
-        """Every checked resource of the board: dsp, lut and each memory kind's block count."""
-        return {"dsp": self.dsp, "lut": self.lut, **{k: m.count for k, m in self.memories.items()}}
+
+def parse_precision(value: Any, path: tuple, error: SpecError) -> Precision:
+    """The :class:`Precision` ``value`` names, or ``error`` at ``path``."""
+    precision = Precision.parse(value) if isinstance(value, str) else None
+    if precision is None:
+        raise error(path, f"must be {PRECISIONS}, got {value!r}")
+    return precision
 
 
 DeviceSpec = CpuSpec | GpuSpec | FpgaSpec

@@ -174,6 +174,19 @@ def cost_source(cost: KernelCost, where: str = "") -> str:
     return text
 
 
+def precision_sentence(plan: Plan) -> str:
+    """The precision each FPGA's network kernels are modelled at, e.g. "FPGA network kernels are modelled at
+    their device's training precision: fpga float32 (...)"; empty without an FPGA."""
+    info = plan.prediction.platform if plan.prediction is not None else None
+    fpgas = [d for d in (info.devices if info is not None else ()) if "training_precision" in d]
+    if not fpgas:
+        return ""
+    named = ", ".join(f"{d['name']} {d['training_precision']}" for d in fpgas)
+    return (f"FPGA network kernels (inference, learner update) are modelled at their device's training precision: "
+            f"{named} (the catalogue entry's training_precision, or the platform device entry's; Adam keeps fp32 "
+            f"state; docs/cost-models.md, FPGA).")
+
+
 def _simulated(kind: str) -> bool:
     from pearl_py.platform.kinds import device_kind
 

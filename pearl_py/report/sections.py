@@ -222,6 +222,7 @@ def sections(plan: Plan, run: dict[str, Any] | None = None) -> list[Section]:
     out.append(Section("Cost of each kernel on each device", (
         Paragraph("Latency per call, and how it is known: measured, calibrated (fitted to micro-benchmarks on "
                   "this machine) or modelled (from the device's specification).", "small"),
+        *((Paragraph(content.precision_sentence(plan), "small"),) if content.precision_sentence(plan) else ()),
         _table(header, rows))))
     for kernel, header, rows, resources in content.layer_tables(plan):
         out.append(Section(f"Layers of {kernel} (modelled)", (

@@ -16,6 +16,7 @@ from pearl_py.estimate.fpga_kernels import (
     _dense_ops,
     _offchip_bytes,
     mlp_design,
+    training_arithmetic,
 )
 from pearl_py.estimate.roofline import RooflineParams, network_latency
 from pearl_py.platform import Catalogue, Platform
@@ -28,6 +29,7 @@ from pearl_py.protocol import (
 )
 
 AGILEX = Catalogue.load().device_spec("agilex-agf014")
+FP32_AGILEX = training_arithmetic(AGILEX, FpgaTemplates.load())   # its catalogue precision, float32
 TEMPLATES = FpgaTemplates.load()
 PARAMS = RooflineParams.load()
 
@@ -50,7 +52,7 @@ def test_conv_flops_run_at_the_conv_efficiency():
 
 def test_hls_conv_reuse_is_scaled_by_rows_so_layers_balance():
     workload = minatar_learner()
-    ops = _dense_ops(workload, AGILEX, reuse=64, parallelism="full", train=True)
+    ops = _dense_ops(workload, FP32_AGILEX, reuse=64, parallelism="full", train=True)
     conv, dense = ops["forward"]
     assert (conv.rows, conv.n_in, conv.n_out) == (32 * 64, 36, 16)         # im2col: one row per output pixel
     assert conv.reuse == math.ceil(64 * 32 / (32 * 64)) == 1 and dense.reuse == 64
@@ -68,7 +70,7 @@ def test_pooling_maps_to_a_stream():
     pool = PoolLayer("max", 16, 8, 8, (2, 2), (2, 2), (0, 0), 4)
     workload = NetworkWorkload((Conv2dLayer(4, 16, 10, 10, (3, 3), (1, 1), (0, 0), 4), pool,
                                 FlattenLayer((16, 4, 4), 4), DenseLayer(256, 3, 4)), trained_params=0, batch=4)
-    (conv, stream, dense) = _dense_ops(workload, AGILEX, 8, "full", False)["forward"]
+    (conv, stream, dense) = _dense_ops(workload, FP32_AGILEX, 8, "full", False)["forward"]
     assert isinstance(stream, StreamOp) and stream.rows == 4 * 16 * 4 * 4
 
 
@@ -85,10 +87,11 @@ def test_nature_cnn_learner_streams_its_weights_from_off_chip_memory():
     workload = algo.protocol().kernel("learner_update").workload
     design = mlp_design(workload, "learner_update", AGILEX, TEMPLATES)
     assert design.phases["weights_offchip"] == 1
-    stream_s = AGILEX.offchip_latency_ns * 1e-9 + _offchip_bytes(workload, True) / (AGILEX.offchip_bandwidth_gbs * 1e9)
+    stream_s = AGILEX.offchip_latency_ns * 1e-9 + _offchip_bytes(workload, True, 4) / (
+        AGILEX.offchip_bandwidth_gbs * 1e9)
     assert design.phases["offchip_s"] == pytest.approx(stream_s)
     assert design.seconds == pytest.approx(max(design.cycles / AGILEX.clock_hz, stream_s))
-    assert _offchip_bytes(workload, True) > 4 * 7 * workload.trained_params
+    assert _offchip_bytes(workload, True, 4) > 4 * 7 * workload.trained_params
 
 
 def test_cnn_kernels_use_their_own_calibrated_model_or_the_roofline():

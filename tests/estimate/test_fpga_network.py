@@ -89,5 +89,7 @@ def test_published_table_errors_come_from_the_cited_figures():
             assert err == pytest.approx((predicted - figure) / max(figure, 1))
     stats = bench.summary(table)
     assert stats["dsp"][1] == max(abs(r["columns"]["dsp"][2]) for r in table)
+    assert bench.part_capacity() == bench.AVAILABLE    # the reports' Available* fields are the catalogue's xcvu13p
+    assert table[0]["shares"]["dsp"] == (table[0]["columns"]["dsp"][0] / 12288, table[0]["columns"]["dsp"][1] / 12288)
     lines = bench.markdown(table).splitlines()
     assert len(lines) == 2 + len(table) + 2 and lines[-1].startswith("| worst abs error |")

@@ -26,6 +26,12 @@ def test_catalogue_covers_the_required_hardware():
         assert name in cat.devices
     for name in ("pcie-gen3-x16", "pcie-gen4-x16", "pcie-gen5-x16", "shm", "nvlink3", "tcp-40gbe", "bypass-40gbe"):
         assert name in cat.links
+    vu9p, vu13p = cat.parts["xcvu9p"], cat.parts["xcvu13p"]   # DS890's feature summary, DS923's DSP F_MAX at -2
+    assert (vu9p.dsp, vu9p.lut, vu9p.ff, vu9p.memories["bram36"].count, vu9p.memories["uram"].count,
+            vu9p.fmax_mhz) == (6840, 1182240, 2364480, 2160, 960, 775)
+    assert (vu13p.dsp, vu13p.lut, vu13p.ff, vu13p.memories["bram36"].count, vu13p.memories["uram"].count,
+            vu13p.fmax_mhz) == (12288, 1728000, 3456000, 2688, 1280, 775)
+    assert "xcvu9p" not in cat.devices   # a bare part: no off-chip memory, host link or power for a platform
 
 
 def test_every_number_in_the_catalogue_has_a_source_comment():
@@ -140,3 +146,35 @@ def test_bad_fpga_memory_entry(tmp_path):
 def test_unknown_platform_name():
     with pytest.raises(CatalogueError, match="unknown platform 'nope'.*dgx-a100-node"):
         Platform.load("nope")
+
+
+FPGA_PLATFORM = """
+platforms:
+  mine:
+    devices:
+      cpu: {type: xeon-gold-6326}
+      fpga: {type: alveo-u250, training_precision: "ap_fixed<16,6>"}
+    links:
+      - {between: [cpu, fpga], type: pcie-gen3-x16}
+"""
+
+
+def test_fpga_training_precision_from_the_platform_entry(tmp_path):
+    fpga = Platform.load(_platform_file(tmp_path, FPGA_PLATFORM)).device("fpga")
+    assert fpga.spec.training_precision.text == "ap_fixed<16,6>" and fpga.spec.dsp == 12288
+    assert Platform.load("fpga-replay-cluster-4").device("node0.fpga").spec.training_precision.text == "float32"
+    devices = Platform.load(_platform_file(tmp_path, FPGA_PLATFORM)).to_dict()["devices"]
+    assert [d.get("training_precision") for d in devices] == [None, "ap_fixed<16,6>"]
+
+
+@pytest.mark.parametrize("edit, key, message", [
+    (('"ap_fixed<16,6>"', "int8"), "platforms.mine.devices.fpga.training_precision",
+     "must be float32, float16 or ap_fixed<W,I> (1 <= W <= 64), got 'int8'"),
+    (("cpu: {type: xeon-gold-6326}", "cpu: {type: xeon-gold-6326, training_precision: float16}"),
+     "platforms.mine.devices.cpu.training_precision", "only an FPGA has one; 'xeon-gold-6326' is a cpu"),
+    (("type: alveo-u250", "type: xcvu13p"), "platforms.mine.devices.fpga.type",
+     "'xcvu13p' is a bare FPGA part (fpga_parts: for pearl fpga-design); a platform needs a board from fpgas:"),
+])
+def test_bad_fpga_device_entry_is_located(tmp_path, edit, key, message):
+    err = _error(tmp_path, FPGA_PLATFORM.replace(*edit))
+    assert err.key == key and message in str(err) and err.line == (4 if "cpu" in key else 5)
