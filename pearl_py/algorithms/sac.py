@@ -13,7 +13,12 @@ train_freq 1, net_arch [256, 256], ``ent_coef: auto``, ``target_entropy: auto`` 
   with ``a' ~ pi(s')``, loss ``0.5 * (MSE1 + MSE2)``; only the critics have targets;
 * the actor minimises ``alpha log pi(a|s) - min(Q1, Q2)(s, a)``, ``a ~ pi(s)``;
 * with ``ent_coef: auto`` (``auto_0.1``: starting at 0.1) ``log(alpha)`` is trained by
-  its own Adam on ``-log(alpha) (log pi(a|s) + target_entropy)``; a number fixes alpha.
+  its own Adam on ``-log(alpha) (log pi(a|s) + target_entropy)``; a number fixes alpha;
+* with ``use_sde`` (gSDE, docs/api.md "gSDE") the actor is :class:`StateDependentActor`: the Gaussian before the
+  tanh is gSDE's state-dependent one (the distribution PPO and A2C use,
+  :class:`~pearl_py.algorithms.on_policy.distributions.StateDependentGaussian`), its mean clipped to [-2, 2]
+  (SB3's ``clip_mean``); each loss draws one exploration matrix for its whole batch (SB3: one per gradient step),
+  acting holds one per env (:class:`HeldExploration`).
 
 Step order: critics, actor, entropy coefficient (the order of the SAC paper's algorithm),
 so the critics and the actor use the coefficient from before the step, as SB3's do.
@@ -43,6 +48,8 @@ from pearl_py.algorithms.networks import Networks
 from pearl_py.algorithms.off_policy.base import Algorithm, Loss
 from pearl_py.algorithms.off_policy.config import OffPolicyConfig
 from pearl_py.algorithms.off_policy.learner import TensorBatch
+from pearl_py.algorithms.on_policy.config import check_sde_sample_freq
+from pearl_py.algorithms.on_policy.distributions import StateDependentGaussian
 from pearl_py.algorithms.on_policy.schedules import Schedule
 from pearl_py.config.fields import param
 from pearl_py.errors import ConfigError
@@ -52,6 +59,12 @@ LOG_STD_MIN, LOG_STD_MAX = -20.0, 2.0
 SQUASH_EPS = 1e-6
 """Added inside ``log(1 - tanh(u)^2 + eps)``: keeps the correction finite at saturated actions."""
 HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
+CLIP_MEAN = 2.0
+"""With gSDE the actor's mean is clipped to [-CLIP_MEAN, CLIP_MEAN] before the tanh (SB3's ``clip_mean``)."""
+SDE_ACTING_FORM = "squashed_gaussian_sde"
+"""The acting form of SAC with gSDE, which only the generic (torch) inference runs."""
+SDE_LOSS_FORMS = {"sac_critic": "sac_sde_critic", "sac_actor": "sac_sde_actor", "sac_entropy": "sac_sde_entropy"}
+"""The loss forms of SAC with gSDE, which only the generic (torch) updates run."""
 _AUTO = re.compile(r"auto(_(?P<initial>.+))?")
 
 
@@ -70,9 +83,19 @@ class SACConfig(OffPolicyConfig):
                                   "1.0) or 'auto_<initial value>' (learnt, e.g. auto_0.1).", low=0.0)
     target_entropy: float | str = param("auto", "Entropy the learnt coefficient steers the policy to; 'auto': "
                                         "-dim(action space).")
+    use_sde: bool = param(False, "Generalized state-dependent exploration (gSDE): the noise before the tanh is the "
+                          "actor's last hidden features times an exploration matrix held between draws.")
+    sde_sample_freq: int = param(-1, "With use_sde: draw new exploration matrices every this many steps (-1: only "
+                                 "at each training round's start).", low=-1)
+    log_std_init: float = param(-3.0, "With use_sde: initial log std of every exploration-matrix entry (SB3's "
+                                "SAC: -3).")
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        check_sde_sample_freq(self.use_sde, self.sde_sample_freq)
+        if self.log_std_init != -3.0 and not self.use_sde:
+            raise ConfigError(f"log_std_init {self.log_std_init} needs use_sde: true (without gSDE the log std is "
+                              "an output of the actor)", key="log_std_init")
         if isinstance(self.ent_coef, str):
             match = _AUTO.fullmatch(self.ent_coef)
             initial = match and match.group("initial")
@@ -119,14 +142,77 @@ def mean_and_log_std(actor_out: torch.Tensor) -> tuple[torch.Tensor, torch.Tenso
     return mean, log_std.clamp(LOG_STD_MIN, LOG_STD_MAX)
 
 
+def squashed(gaussian_action: torch.Tensor, gaussian_log_prob: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """``a = tanh(u)`` and ``log pi(a|s) = log p(u|s) - sum log(1 - a^2 + 1e-6)`` (the change of variables)."""
+    action = torch.tanh(gaussian_action)
+    return action, gaussian_log_prob - torch.log(1.0 - action.square() + SQUASH_EPS).sum(-1)
+
+
 def squashed_sample(actor: nn.Module, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """``a = tanh(mean + std * eps)``, ``eps ~ N(0, 1)`` (reparameterized: gradients reach the actor), and
-    ``log pi(a|s) = sum(-eps^2 / 2 - log std - log(2 pi) / 2) - sum log(1 - a^2 + 1e-6)``."""
+    ``log pi(a|s) = sum(-eps^2 / 2 - log std - log(2 pi) / 2) - sum log(1 - a^2 + 1e-6)``; with gSDE
+    (:class:`StateDependentActor`) ``u = mu + z E`` with one exploration matrix ``E`` for the batch."""
+    if isinstance(actor, StateDependentActor):
+        dist = actor(obs)
+        gaussian_action = dist.actions(dist.draw_matrices())
+        return squashed(gaussian_action, dist.log_prob(gaussian_action))
     mean, log_std = mean_and_log_std(actor(obs))
     eps = torch.randn_like(mean)
-    action = torch.tanh(mean + log_std.exp() * eps)
-    gaussian = (-0.5 * eps.square() - log_std - HALF_LOG_2PI).sum(-1)
-    return action, gaussian - torch.log(1.0 - action.square() + SQUASH_EPS).sum(-1)
+    return squashed(mean + log_std.exp() * eps, (-0.5 * eps.square() - log_std - HALF_LOG_2PI).sum(-1))
+
+
+class StateDependentActor(nn.Module):
+    """SAC's actor with gSDE: ``z(s)``, the MLP's last hidden features; the mean ``clip(W z(s) + b, -2, 2)``; and
+    ``log_std``, one parameter per feature and action element (SB3's ``full_std``), from ``log_std_init``.
+    Calling it gives the Gaussian before the tanh, a
+    :class:`~pearl_py.algorithms.on_policy.distributions.StateDependentGaussian`.
+
+    Example::
+
+        >>> net = nn.Sequential(nn.Linear(3, 64), nn.ReLU(), nn.Linear(64, 1))
+        >>> actor = StateDependentActor(net, action_dim=1, log_std_init=-3.0)
+        >>> actor.log_std.shape, actor(torch.zeros(5, 3)).mean.shape
+        (torch.Size([64, 1]), torch.Size([5, 1]))
+    """
+
+    def __init__(self, net: nn.Sequential, action_dim: int, log_std_init: float) -> None:
+        super().__init__()
+        # net: hidden layers with their activations, then a Linear (an extractor's net first: its MLP nested last)
+        layers = [*net[:-1], *net[-1]] if isinstance(net[-1], nn.Sequential) else [*net]
+        self.latent, self.mu = nn.Sequential(*layers[:-1]), layers[-1]
+        self.log_std = nn.Parameter(torch.full((self.mu.in_features, action_dim), float(log_std_init)))
+
+    def forward(self, obs: torch.Tensor) -> StateDependentGaussian:
+        latent = self.latent(obs)
+        return StateDependentGaussian(F.hardtanh(self.mu(latent), -CLIP_MEAN, CLIP_MEAN), latent, self.log_std)
+
+
+class HeldExploration:
+    """The exploration matrices acting holds, one per env (row), drawn as SB3's ``reset_noise`` is called: at
+    the start of every training round (every ``train_freq`` vector steps from step 0, the warm-up's counted)
+    and every ``sample_freq`` steps within a round (``-1``: never); rows of another count (a different share of
+    envs) draw anew.
+
+    Example::
+
+        >>> held = HeldExploration(train_freq=4, sample_freq=-1, first_step=0)
+        >>> dist = StateDependentGaussian(torch.zeros(2, 1), torch.ones(2, 3), torch.zeros(3, 1))
+        >>> first = held(dist); torch.equal(held(dist), first)      # step 1: the same matrices
+        True
+    """
+
+    def __init__(self, train_freq: int, sample_freq: int, first_step: int) -> None:
+        self.train_freq, self.sample_freq, self.step = train_freq, sample_freq, first_step
+        self.matrices: torch.Tensor | None = None
+
+    def __call__(self, dist: StateDependentGaussian) -> torch.Tensor:
+        """The matrices for this vector step, ``(rows, d, action_dim)``; the step counter moves on."""
+        within = self.step % self.train_freq
+        if (self.matrices is None or self.matrices.shape[0] != dist.mean.shape[0] or within == 0
+                or (self.sample_freq > 0 and within % self.sample_freq == 0)):
+            self.matrices = dist.draw_matrices(dist.mean.shape[0])
+        self.step += 1
+        return self.matrices
 
 
 class SAC(Algorithm):
@@ -147,8 +233,9 @@ class SAC(Algorithm):
 
     def build_networks(self) -> dict[str, nn.Module]:
         spec, cfg = self.spec, self.config
+        actor = obs_mlp(spec, cfg.features_extractor, cfg.net_arch, (1 if cfg.use_sde else 2) * spec.action_dim)
         nets: dict[str, nn.Module] = {
-            "actor": obs_mlp(spec, cfg.features_extractor, cfg.net_arch, 2 * spec.action_dim),
+            "actor": StateDependentActor(actor, spec.action_dim, cfg.log_std_init) if cfg.use_sde else actor,
             "critic": critic(spec, cfg.features_extractor, cfg.net_arch, twin=True),
         }
         if cfg.learns_ent_coef:
@@ -187,8 +274,29 @@ class SAC(Algorithm):
             _, log_prob = squashed_sample(nets.online.actor, batch.obs)
         return -(nets.online.ent_coef.log_value * (log_prob + self.target_entropy)).mean(), None
 
+    def loss_forms(self) -> tuple[str, ...]:
+        """The declared forms; with ``use_sde`` the gSDE ones, which the fused update declines."""
+        forms = super().loss_forms()
+        return tuple(SDE_LOSS_FORMS.get(form, form) for form in forms) if self.config.use_sde else forms
+
+    def declared_acting_form(self) -> str:
+        """``squashed_gaussian_sde`` with ``use_sde``: the fused inference (``squashed_gaussian``) declines it."""
+        form = super().declared_acting_form()
+        return SDE_ACTING_FORM if self.config.use_sde and form == self.acting_form else form
+
     def act(self, nets: Networks, obs: torch.Tensor, *, explore: bool, progress: float) -> torch.Tensor:
+        if self.config.use_sde:
+            dist = nets.online.actor(obs)
+            return torch.tanh(dist.actions(self._held_exploration()(dist)) if explore else dist.mean)
         mean, log_std = mean_and_log_std(nets.online.actor(obs))
         if not explore:
             return torch.tanh(mean)
         return torch.tanh(mean + log_std.exp() * torch.randn_like(mean))
+
+    def _held_exploration(self) -> HeldExploration:
+        """This process's :class:`HeldExploration`, made at its first exploring step (after the warm-up's
+        ``ceil(learning_starts / n_envs)`` vector steps of random actions)."""
+        if getattr(self, "_held", None) is None:
+            cfg = self.config
+            self._held = HeldExploration(cfg.train_freq, cfg.sde_sample_freq, -(-cfg.learning_starts // cfg.n_envs))
+        return self._held

@@ -19,7 +19,7 @@ from pearl_py.envs.kwargs import EnvKwargs
 from pearl_py.envs.wrappers import OneHotObservation, StackedFrames
 
 INSTALL = {"gymnasium.envs.box2d": "pip install 'pearl_py[box2d]'",
-           "gymnasium.envs.mujoco": "pip install 'gymnasium[mujoco]' (pearl_py has no MuJoCo extra yet)"}
+           "gymnasium.envs.mujoco": "pip install 'pearl_py[mujoco]'"}
 """Module of a gymnasium entry point -> the command that installs what it needs."""
 
 

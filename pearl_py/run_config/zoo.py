@@ -9,9 +9,9 @@ text or a mapping) gives ``net_arch`` (a list, or
 ``dict(pi=..., vf=...)``/``dict(pi=..., qf=...)`` with equal lists), ``activation_fn`` (``nn.ReLU``,
 ``nn.Tanh``, ``nn.ELU``, ``nn.GELU``, ``nn.LeakyReLU``, ``nn.SiLU``), ``ortho_init``, ``log_std_init``;
 ``train_freq`` may be ``[n, "step"]``; keys that only restate SB3's defaults (``use_sde: false``,
-``optimize_memory_usage: false``) are accepted; every other key (``normalize``, also as the zoo's text
-``"{'norm_obs': True, 'norm_reward': False}"``, ``gradient_steps: -1``, ``frame_stack``, ``env_kwargs``, PPO's
-and A2C's ``use_sde``/``sde_sample_freq``, DDPG's and TD3's ``noise_type`` (``normal`` or
+``use_sde_at_warmup: false``, ``optimize_memory_usage: false``) are accepted; every other key (``normalize``, also
+as the zoo's text ``"{'norm_obs': True, 'norm_reward': False}"``, ``gradient_steps: -1``, ``frame_stack``,
+``env_kwargs``, PPO's, A2C's and SAC's ``use_sde``/``sde_sample_freq``, DDPG's and TD3's ``noise_type`` (``normal`` or
 ``ornstein-uhlenbeck``, of ``noise_std``), ``lin_<number>`` schedules) is the algorithm's own hyperparameter
 and is validated like a config file's.
 ``--set`` values are applied to the entry before it is validated. What pearl_py does not support is refused
@@ -49,12 +49,14 @@ IMAGE_POLICY, IMAGE_FAMILIES = "CnnPolicy", ("atari", "minatar", "frames")
 """SB3's CNN policy: the policy pearl_py gives the uint8 frames of these env families (nature_cnn)."""
 ACTIVATIONS = {"ReLU": "relu", "Tanh": "tanh", "ELU": "elu", "GELU": "gelu", "LeakyReLU": "leaky_relu", "SiLU": "silu"}
 """torch.nn activation class names in a zoo ``policy_kwargs`` -> pearl_py's ``activation_fn`` values."""
-AT_DEFAULT = {"use_sde": False, "optimize_memory_usage": False}
+AT_DEFAULT = {"use_sde": False, "use_sde_at_warmup": False, "optimize_memory_usage": False}
 """Zoo keys accepted only at these values (SB3's defaults, which pearl_py implements)."""
 UNSUPPORTED = {
     "normalize_kwargs": "normalize_kwargs is not read by pearl_py: give the mapping as normalize's value",
-    "use_sde": "generalized state-dependent exploration (gSDE) is implemented for ppo and a2c only",
-    "sde_sample_freq": "generalized state-dependent exploration (gSDE) is implemented for ppo and a2c only",
+    "use_sde": "generalized state-dependent exploration (gSDE) is implemented for ppo, a2c and sac only",
+    "sde_sample_freq": "generalized state-dependent exploration (gSDE) is implemented for ppo, a2c and sac only",
+    "use_sde_at_warmup": "the warm-up (learning_starts) takes uniform random actions in every pearl_py executor, "
+                         "not the gSDE policy's",
     "vec_env_wrapper": "vector-env wrappers are not applied by pearl_py",
     "callback": "SB3 callbacks do not run in pearl_py",
     "replay_buffer_class": "pearl_py has its own replay (prioritized_replay: true for PER)",

@@ -20,7 +20,7 @@ coverage = importlib.util.module_from_spec(_spec)
 sys.modules[_spec.name] = coverage  # its dataclass looks its module up
 _spec.loader.exec_module(coverage)
 
-KEYS_READ = 64
+KEYS_READ = 118
 """Entries whose every key pearl_py reads (accepted, or accepted but for an env id this gymnasium lacks), of 139."""
 
 
@@ -55,13 +55,15 @@ def test_bad_gradient_steps_are_located(tmp_path, value, message):
     assert str(err.value) == f"{path.parent}/{message}"
 
 
-def test_set_repairs_an_entry_before_it_is_validated(capsys):
-    with pytest.raises(ConfigError, match=r"sac.yml:20: MountainCarContinuous-v0.use_sde: generalized state-"):
-        load_zoo(ZOO / "sac.yml", "MountainCarContinuous-v0")
-    cfg = load_zoo(ZOO / "sac.yml", "MountainCarContinuous-v0", sets=[
-        "use_sde=false", "policy_kwargs=dict(net_arch=[64, 64])", "seed=3", "total_steps=1000"])
+def test_set_repairs_an_entry_before_it_is_validated(tmp_path):
+    path = tmp_path / "sac.yml"
+    path.write_text((ZOO / "sac.yml").read_text().replace("  use_sde: True\n", "  use_sde: True\n  use_sde_at_warmup: True\n", 1))
+    with pytest.raises(ConfigError, match=r"sac.yml:21: MountainCarContinuous-v0.use_sde_at_warmup: the warm-up "):
+        load_zoo(path, "MountainCarContinuous-v0")
+    cfg = load_zoo(path, "MountainCarContinuous-v0", sets=[
+        "use_sde_at_warmup=false", "policy_kwargs=dict(net_arch=[32, 32])", "seed=3", "total_steps=1000"])
     assert (cfg.settings.seed, cfg.settings.total_steps, cfg.hyperparameters.train_freq,
-            cfg.hyperparameters.net_arch) == (3, 1000, 32, (64, 64))
+            cfg.hyperparameters.net_arch, cfg.hyperparameters.use_sde) == (3, 1000, 32, (32, 32), True)
 
 
 @pytest.mark.parametrize("flag, message", [

@@ -73,9 +73,9 @@ def test_what_pearl_does_not_support_is_refused_by_name(tmp_path, entry, message
 
 
 @pytest.mark.parametrize("file, env, message", [
-    (HERE.parent / "data" / "zoo" / "sac.yml", "MountainCarContinuous-v0",
-     "sac.yml:20: MountainCarContinuous-v0.use_sde: generalized state-dependent exploration (gSDE) is implemented "
-     "for ppo and a2c only: remove the key to run without it"),
+    (HERE.parent / "data" / "zoo" / "ppo.yml", "BreakoutNoFrameskip-v4",
+     "ppo.yml:7: atari.env_wrapper: env wrappers are not applied by pearl_py (it makes envs with gymnasium.make): "
+     "remove the key to run without it"),
 ])
 def test_zoo_entries_pearl_cannot_run_exit_2_naming_the_key(capsys, file, env, message):
     assert main(["run", "--zoo", str(ZOO / file), "--env", env]) == 2

@@ -68,8 +68,7 @@ class OnPolicyConfig:
     normalize: Normalize = normalize_param()
 
     def __post_init__(self) -> None:
-        if self.sde_sample_freq != -1 and not self.use_sde:
-            raise ConfigError(f"sde_sample_freq {self.sde_sample_freq} needs use_sde: true", key="sde_sample_freq")
+        check_sde_sample_freq(self.use_sde, self.sde_sample_freq)
         if self.normalize_advantage and self.rollout_size < 2:
             raise ConfigError("normalize_advantage needs n_steps * n_envs > 1 (the std of one advantage is "
                               f"undefined), got {self.n_steps} * {self.n_envs}", key="n_steps")
@@ -93,3 +92,9 @@ class OnPolicyConfig:
     def minibatches_per_epoch(self) -> int:
         """Gradient steps per pass; the last minibatch is smaller when it does not divide the rollout (as SB3)."""
         return math.ceil(self.rollout_size / min(self.minibatch_size, self.rollout_size))
+
+
+def check_sde_sample_freq(use_sde: bool, sde_sample_freq: int) -> None:
+    """``sde_sample_freq`` other than -1 means nothing without gSDE (PPO, A2C and SAC): a :class:`ConfigError`."""
+    if sde_sample_freq != -1 and not use_sde:
+        raise ConfigError(f"sde_sample_freq {sde_sample_freq} needs use_sde: true", key="sde_sample_freq")

@@ -114,15 +114,23 @@ class StateDependentGaussian:
         rows, (d, k) = noise.shape[0], self.std.shape
         return self.std * box_muller(noise, d * k).view(rows, d, k)
 
+    def draw_matrices(self, rows: int | None = None) -> torch.Tensor:
+        """``E = sigma * N`` from torch's generator: ``(rows, d, action_dim)``, one per row, or (``rows`` None) one
+        ``(d, action_dim)`` matrix for every row. Reparameterized: gradients reach ``log_std`` through ``E``."""
+        shape = self.std.shape if rows is None else (rows, *self.std.shape)
+        return self.std * torch.randn(shape, dtype=self.mean.dtype, device=self.mean.device)
+
+    def actions(self, matrices: torch.Tensor) -> torch.Tensor:
+        """``mu + z E`` per row, with ``matrices`` one ``(d, action_dim)`` for all rows or ``(rows, d, action_dim)``."""
+        if matrices.dim() == 2:
+            return self.mean + self.latent @ matrices
+        return self.mean + torch.bmm(self.latent.unsqueeze(1), matrices).squeeze(1)
+
     def sample(self, noise: torch.Tensor | None = None) -> torch.Tensor:
         """``mu + z E`` per row; ``E`` from ``noise`` (``(rows, 2 d action_dim)`` uniforms), else from torch's
         generator."""
-        if noise is None:
-            matrices = self.std * torch.randn(self.latent.shape[0], *self.std.shape, dtype=self.mean.dtype,
-                                              device=self.mean.device)
-        else:
-            matrices = self.exploration_matrices(noise)
-        return self.mean + torch.bmm(self.latent.unsqueeze(1), matrices).squeeze(1)
+        matrices = self.draw_matrices(self.latent.shape[0]) if noise is None else self.exploration_matrices(noise)
+        return self.actions(matrices)
 
     def mode(self) -> torch.Tensor:
         return self.mean
