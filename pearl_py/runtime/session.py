@@ -15,7 +15,7 @@ the :class:`RunResult`. A run-level feature is added here once and every executo
 Example (an executor's ``run``, condensed)::
 
     >>> session = self.session(total_steps)
-        >>> session.seed_torch(threads)                           # torch threads and seed
+    >>> session.seed_torch(threads)                      # torch threads and seed
     >>> replay_state = session.restore(learner)          # resuming: the learner, RNGs; session.progress
     >>> log = session.open_log()
     >>> update = session.watch(threads, update)          # the monitor, when the plan has a prediction
