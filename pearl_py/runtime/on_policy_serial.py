@@ -145,7 +145,8 @@ class OnPolicySerialExecutor(SessionExecutor):
                 if session.due(steps):  # between rollouts: the learner holds the whole state
                     session.checkpoint(learner.state_dict(), {}, reached())
                 if signals.requested:
-                    raise RunInterrupted(signals.requested, session.stop_checkpoint(learner.state_dict(), {}, reached()))
+                    saved = session.stop_checkpoint(learner.state_dict(), {}, reached())
+                    raise RunInterrupted(signals.requested, saved)
             session.clock.stop()
             record_loop_work(timer, session.clock.session_seconds, (steps - done.transitions) // cfg.n_envs)
         self.learner, self.rollout = learner, rollout  # the trained networks and the last rollout, for inspection
