@@ -52,7 +52,6 @@ from pearl_py.protocol.kernel import (
 )
 from pearl_py.protocol.schedule import RolloutSchedule
 from pearl_py.runtime.acting import ActingNetworks
-from pearl_py.runtime.evaluation import evaluation_points
 from pearl_py.runtime.kernel_devices import device_of, execution_device, learner_timing_devices
 from pearl_py.runtime.on_policy_collect import RolloutCollector
 from pearl_py.runtime.on_policy_layout import OnPolicyLayout
@@ -102,7 +101,7 @@ class OnPolicySerialExecutor(SessionExecutor):
         # a resumed session's envs start anew with session seeds; the noise streams stay keyed by the run's seed
         collector = RolloutCollector(algo, self.seed, acting, timer.add, env_seed=session.env_seed)
         rollout = algo.make_rollout(seed=session.env_seed)
-        evals = session.evaluation(learner)
+        session.evaluate_with(learner)
         steps = done.transitions
 
         def rate() -> float:
@@ -130,8 +129,7 @@ class OnPolicySerialExecutor(SessionExecutor):
                     before, steps = steps, steps + cfg.n_envs
                     for _, episode_return, length in step.step.ended:
                         log.episode(steps, episode_return, length)
-                    for at in evaluation_points(self.eval_freq, cfg.n_envs, before, steps):
-                        session.evaluate(evals, at)
+                    session.evaluate(before, steps, cfg.n_envs)
                     log.tick(steps, rate())
                 last_values, last_dones = collector.last_values()
                 with timer(ADVANTAGE):

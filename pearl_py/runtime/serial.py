@@ -92,7 +92,7 @@ class SerialExecutor(SessionExecutor):
                   else replay_on(algo, self.seed, replay_device))
         timed_replay = TimedReplay(replay, timer)
         schedule = TrainSchedule.from_config(cfg, total_steps)
-        evals = session.evaluation(learner)
+        session.evaluate_with(learner)
         steps = done.transitions
         vector_steps = steps // cfg.n_envs
         with contextlib.ExitStack() as stack:
@@ -136,8 +136,7 @@ class SerialExecutor(SessionExecutor):
                             acting.sync()
                     log.train(steps, means.means(), rate())
                     session.round_ended(steps, learner.gradient_steps, timer)
-                if self.eval_freq and steps % self.eval_freq < cfg.n_envs:
-                    session.evaluate(evals, steps)
+                session.evaluate(steps - cfg.n_envs, steps, cfg.n_envs)
                 if session.due(steps):
                     session.checkpoint(learner.state_dict(), replay.state_dict(), reached())
                 log.tick(steps, rate())

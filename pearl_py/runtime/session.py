@@ -20,6 +20,7 @@ Example (an executor's ``run``, condensed)::
     >>> log = session.open_log()
     >>> update = session.watch(threads, update)          # the monitor, when the plan has a prediction
     >>> session.clock.start()
+    >>> session.evaluate_with(learner)                   # periodic evaluations of its networks
     >>> ...                                              # the loop: session.round_ended(...), session.evaluate(...),
     >>> ...                                              # session.checkpoint(...) when session.periodic.due(...)
     >>> return session.result(env_steps=..., gradient_steps=..., eval_returns=session.final_evaluation(...), ...)
@@ -45,7 +46,7 @@ from pearl_py.runtime.checkpoints import (
     session_log_dir,
     session_seed,
 )
-from pearl_py.runtime.evaluation import EVAL_SEED_OFFSET, PeriodicEvaluation, evaluate
+from pearl_py.runtime.evaluation import EVAL_SEED_OFFSET, PeriodicEvaluation, evaluate, evaluation_points
 from pearl_py.runtime.monitor import AdaptOptions, Monitor, ThreadSetting, result_fields
 from pearl_py.runtime.parallel.checkpoint import Checkpoint, Progress
 from pearl_py.runtime.result import RunResult
@@ -114,6 +115,7 @@ class RunSession:
         self.log: RunLog | None = None
         self.monitor: Monitor | None = None
         self._periodic: PeriodicCheckpoints | None = None
+        self._evaluation: PeriodicEvaluation | None = None
 
     # -- before the loop -------------------------------------------------------------------------------------
 
@@ -150,15 +152,17 @@ class RunSession:
                           algorithm=self.algorithm, kernel_times=kernel_times)
         return self.log
 
-    def evaluation(self, learner: Any) -> PeriodicEvaluation:
-        """The session's periodic evaluations of ``learner`` (each into :attr:`progress`'s history, the log and,
-        when best, ``best_policy.pt``)."""
-        return PeriodicEvaluation(self.algorithm, learner, self.x.eval_episodes, self.seed,
-                                  self.progress.eval_history, self.log, self.x.out_dir)
+    def evaluate_with(self, learner: Any) -> None:
+        """The session's periodic evaluations are of ``learner``'s networks (each into :attr:`progress`'s history,
+        the log and, when best, ``best_policy.pt``: :class:`PeriodicEvaluation`)."""
+        self._evaluation = PeriodicEvaluation(self.algorithm, learner, self.x.eval_episodes, self.seed,
+                                              self.progress.eval_history, self.log, self.x.out_dir)
 
-    def evaluate(self, evaluation: PeriodicEvaluation, step: int) -> None:
-        """A periodic evaluation at env step ``step``, off the clock."""
-        self.clock.exclude(evaluation.run(step))
+    def evaluate(self, before: int, after: int, n_envs: int) -> None:
+        """The periodic evaluations due at the vector steps from ``before`` (excluded) to ``after`` env steps
+        (``eval_freq``; :func:`evaluation_points`), off the clock."""
+        for at in evaluation_points(self.x.eval_freq, n_envs, before, after):
+            self.clock.exclude(self._evaluation.run(at))
 
     def watch(self, threads: ThreadSetting, update: Callable[..., Any]) -> Callable[..., Any]:
         """Start the run's monitor of the plan (none without a prediction or with ``adapt=False``) and return the
