@@ -127,9 +127,9 @@ class _Driver:
         self.session, self.log, self.x, self.progress = session, session.log, executor, session.progress
         self.queue: deque[tuple[Any, Any, int]] = deque()
         # a resumed run continues at its checkpoint's vector step, whose round's updates are done
-        self.dispatched = self.step = progress.transitions // schedule.n_envs
+        self.dispatched = self.step = self.progress.transitions // schedule.n_envs
         self.updates = schedule.updates_until(self.step)
-        self.episodes = progress.episodes
+        self.episodes = self.progress.episodes
         self.adds: list[Any] = []
         self.eval_history = self.progress.eval_history
         self.params: Any = None
