@@ -256,6 +256,10 @@ class SessionExecutor:
         self.checkpoints = checkpoints or CheckpointOptions()
         self.adapt = adapt
 
+    session_type: type[RunSession] = RunSession
+    """The session every run of every executor opens: a run-level feature is a subclass set here
+    (docs/extending.md, "A new run-level feature")."""
+
     def session(self, total_steps: int) -> RunSession:
         """A new session of a run of ``total_steps`` env steps."""
-        return RunSession(self, total_steps)
+        return self.session_type(self, total_steps)
