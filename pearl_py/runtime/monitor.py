@@ -336,6 +336,29 @@ def result_fields(monitor: Monitor | None, plan: Plan, env_steps: int) -> dict[s
     return fields
 
 
+def drift(plan: Plan, kernel_times: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, float]]:
+    """Each predicted kernel's measured mean seconds a call (``kernel_times``, a run's) against the plan's modelled
+    per-call cost, as the monitor compares them: what an executor whose monitor cannot switch anything (the Ray
+    backend's learner is a Ray worker) records in ``result.json``'s ``drift``. Kernels charged their modelled time
+    (a simulated device) are left out; empty without a prediction."""
+    prediction = plan.prediction
+    if prediction is None:
+        return {}
+    out: dict[str, dict[str, float]] = {}
+    for kernel, placement in plan.placements.items():
+        cost = prediction.cost(kernel, placement.device, placement.variant)
+        times = kernel_times.get(kernel)
+        if cost is None or not times or not times.get("calls") or times.get("source") == "modelled":
+            continue
+        kind = _kind(kernel)
+        at = cost.at(placement.replicas) if kind is not None and kind.threaded else cost
+        predicted = at.latency_s - at.loop_s
+        measured = times["total_s"] / times["calls"]
+        out[kernel] = {"predicted_s": predicted, "measured_s": measured,
+                       "ratio": measured / predicted if predicted > 0 else float("nan")}
+    return out
+
+
 def _kind(name: str) -> KernelKind | None:
     return next((k for k in KernelKind if str(k) == name), None)
 

@@ -47,7 +47,7 @@ from pearl_py.runtime.checkpoints import (
     session_seed,
 )
 from pearl_py.runtime.evaluation import EVAL_SEED_OFFSET, PeriodicEvaluation, evaluate, evaluation_points
-from pearl_py.runtime.monitor import AdaptOptions, Monitor, ThreadSetting, result_fields
+from pearl_py.runtime.monitor import AdaptOptions, Monitor, ThreadSetting, drift, result_fields
 from pearl_py.runtime.parallel.checkpoint import Checkpoint, Progress
 from pearl_py.runtime.result import RunResult
 from pearl_py.runtime.run_log import RunLog
@@ -222,12 +222,15 @@ class RunSession:
 
     def result(self, *, env_steps: int, **fields: Any) -> RunResult:
         """The run's :class:`RunResult`: what every executor records (the algorithm, env, seed, plan, training
-        seconds, start-up seconds, evaluation history, the monitor's corrections) and the executor's ``fields``."""
+        seconds, start-up seconds, evaluation history, the monitor's corrections, or the kernels' drift from the plan
+        where no monitor could switch anything) and the executor's ``fields`` (``kernel_times`` among them)."""
         algo = self.algorithm
         startup = self.clock.started - self.entered if self.clock.started else None
+        unwatched = self.monitor is None and self.x.adapt is not False
         return RunResult(algorithm=algo.name, env=algo.env_id, seed=self.seed, env_steps=env_steps,
                          wall_seconds=self.clock.seconds, startup_seconds=startup, plan=self.plan.to_dict(),
                          eval_history=self.progress.eval_history,
+                         drift=drift(self.plan, fields["kernel_times"]) if unwatched else {},
                          **result_fields(self.monitor, self.plan, env_steps), **fields)
 
 

@@ -89,6 +89,7 @@ def test_a_slowdown_at_two_threads_switches_the_learner_to_one_thread_at_a_round
 def test_a_quiet_machine_makes_no_correction(monkeypatch):
     result, machine = run(monkeypatch, slow_after=float("inf"), total_steps=1_200)
     assert result.corrections == [] and set(machine.threads) == {2}
+    assert result.drift == {}          # the monitor watched: its record is the corrections
     assert result.gradient_steps == 200
 
 
@@ -197,3 +198,16 @@ def test_a_resumed_run_starts_from_the_corrected_plan(monkeypatch, tmp_path):
     assert resumed.gradient_steps == first.gradient_steps == 360
     assert resumed.corrections == [correction]
     assert set(machine.threads) == {1} and len(machine.threads) == 360 - 200   # rounds 21-36, all at 1 thread
+
+
+def test_drift_is_what_an_executor_without_a_monitor_records():
+    """The Ray backend cannot switch its learner's threads: result.json's ``drift`` has each predicted kernel's
+    measured seconds a call against the plan's (at the planned 2 threads), simulated kernels left out."""
+    from pearl_py.runtime.monitor import drift
+
+    plan = two_thread_plan(pearl.DQN("CartPole-v1", **TINY_DQN))
+    times = {"learner_update": {"calls": 10, "total_s": 0.3}, "env_step": {"calls": 5, "total_s": 1.0}}
+    assert drift(plan, times) == {"learner_update": pytest.approx({"predicted_s": COST_S[2], "measured_s": 0.03,
+                                                                   "ratio": 3.0})}
+    assert drift(plan, {"learner_update": {"calls": 10, "total_s": 0.1, "source": "modelled"}}) == {}
+    assert drift(dataclasses.replace(plan, prediction=None), times) == {}
