@@ -1,4 +1,4 @@
-"""docs/extending.md's five examples run as written, each in a fresh process (registries are process-wide)."""
+"""docs/extending.md's six examples run as written, each in a fresh process (registries are process-wide)."""
 from __future__ import annotations
 
 import os
@@ -15,7 +15,8 @@ EXAMPLES = {"1. A new algorithm family": "hill climbing: eval return",
             "2. A new kernel kind": "obs_normalize runs on",
             "3. A new device kind": "learner_update on the NPU",
             "4. A new kernel variant": "learner_update ran 'foreach'",
-            "5. A new env family": "noisy/CartPole-v1 (4,): eval return"}
+            "5. A new env family": "noisy/CartPole-v1 (4,): eval return",
+            "6. A new run-level feature": "round boundaries seen by the session"}
 
 
 def example(heading: str) -> str:

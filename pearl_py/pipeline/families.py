@@ -107,4 +107,4 @@ def _on_policy_parallel(algorithm: Any, seed: int, plan: Any = None, **common: A
 OFF_POLICY = register_family(Family("off_policy", serial=_off_policy_serial, parallel=_off_policy_parallel,
                                     ray=_off_policy_ray, adapts=("serial", "parallel")))
 ON_POLICY = register_family(Family("on_policy", serial=_on_policy_serial, parallel=_on_policy_parallel,
-                                   ray=_on_policy_ray, adapts=("serial",)))
+                                   ray=_on_policy_ray, adapts=("serial", "parallel")))

@@ -156,12 +156,14 @@ class Monitor:
         self._off_measured = 0.0
 
     @classmethod
-    def of(cls, plan: Plan, threads: ThreadSetting, adapt: bool | AdaptOptions, log: Any = None) -> Monitor | None:
+    def of(cls, plan: Plan, threads: ThreadSetting, adapt: bool | AdaptOptions, log: Any = None,
+           earlier: list[dict[str, Any]] = ()) -> Monitor | None:
         """The monitor of ``plan``'s kernels in this process, or None when ``adapt`` is False (``--no-adapt``), the
         plan has no prediction to compare with (a hand-made plan, the unpredicted serial reference) or its learner
         does not run on a CPU.
         ``adapt``: True (the default rule) or the rule; ``log``: the run's RunLog, whose progress says each
-        correction."""
+        correction; ``earlier``: the corrections of the run's earlier sessions (a checkpoint's), after which this
+        one starts: at the last one's threads, its re-timed cost the reference."""
         prediction = plan.prediction
         if prediction is None or adapt is False:
             return None
@@ -181,7 +183,18 @@ class Monitor:
                 options = tuple(sorted(n for n in costed if n <= _usable_cores() or n == placement.replicas))
         if threaded not in reference or plan.device_kind(plan.placements[threaded].device) != "cpu":
             return None  # a learner elsewhere than on a CPU has no thread options, and the host times only its launches
-        return cls(reference, threaded, options, threads, rule, _progress(log) if log is not None else None)
+        monitor = cls(reference, threaded, options, threads, rule, _progress(log) if log is not None else None)
+        monitor.resume([Correction(**c) for c in earlier])
+        return monitor
+
+    def resume(self, earlier: list[Correction]) -> None:
+        """Start where the run's earlier sessions left off: their corrections kept, the last one's threads set."""
+        self.corrections = list(earlier)
+        if earlier:
+            last = earlier[-1]
+            self.threads.set(last.after["threads"])
+            self.reference[self.threaded] = last.retimed_s.get(_threads_word(last.after["threads"]),
+                                                              self.reference[self.threaded])
 
     def watch(self, call: F) -> F:
         """``call`` (the threaded kernel, one update), timed on the monitor's clock; while re-timing, each call
@@ -321,6 +334,29 @@ def result_fields(monitor: Monitor | None, plan: Plan, env_steps: int) -> dict[s
             executed["run_samples_per_s"] = prediction.run.env_steps / (prediction.run.seconds + monitor.extra_s)
         fields["prediction_as_executed"] = executed
     return fields
+
+
+def drift(plan: Plan, kernel_times: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, float]]:
+    """Each predicted kernel's measured mean seconds a call (``kernel_times``, a run's) against the plan's modelled
+    per-call cost, as the monitor compares them: what an executor whose monitor cannot switch anything (the Ray
+    backend's learner is a Ray worker) records in ``result.json``'s ``drift``. Kernels charged their modelled time
+    (a simulated device) are left out; empty without a prediction."""
+    prediction = plan.prediction
+    if prediction is None:
+        return {}
+    out: dict[str, dict[str, float]] = {}
+    for kernel, placement in plan.placements.items():
+        cost = prediction.cost(kernel, placement.device, placement.variant)
+        times = kernel_times.get(kernel)
+        if cost is None or not times or not times.get("calls") or times.get("source") == "modelled":
+            continue
+        kind = _kind(kernel)
+        at = cost.at(placement.replicas) if kind is not None and kind.threaded else cost
+        predicted = at.latency_s - at.loop_s
+        measured = times["total_s"] / times["calls"]
+        out[kernel] = {"predicted_s": predicted, "measured_s": measured,
+                       "ratio": measured / predicted if predicted > 0 else float("nan")}
+    return out
 
 
 def _kind(name: str) -> KernelKind | None:

@@ -65,7 +65,12 @@ class RunResult:
     (:func:`pearl_py.runtime.monitor.result_fields`, modelled); None when the run ran its plan as planned."""
     startup_seconds: float | None = None
     """Start-up of this session, not in ``wall_seconds``: from the executor's ``run`` to the first env step of
-    training (child processes spawned and ready, envs built, kernels warmed up); None where not measured (Ray)."""
+    training (child processes spawned and ready, envs built, kernels warmed up; the Ray backend's from its
+    cluster joined); None where the run never started training."""
+    drift: dict[str, dict[str, float]] = field(default_factory=dict)
+    """Where no monitor could switch anything (the Ray backend): each predicted kernel's measured seconds a call
+    against the plan's (``predicted_s`` modelled, ``measured_s``, ``ratio``; :func:`pearl_py.runtime.monitor.drift`);
+    empty elsewhere."""
 
     @property
     def eval_return_mean(self) -> float:

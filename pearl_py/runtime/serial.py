@@ -20,10 +20,8 @@ Example::
 from __future__ import annotations
 
 import contextlib
-import dataclasses
-import time
 from collections.abc import Callable
-from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -40,16 +38,8 @@ from pearl_py.protocol.kernel import (
 )
 from pearl_py.protocol.schedule import TrainSchedule
 from pearl_py.runtime.acting import ActingNetworks
-from pearl_py.runtime.checkpoints import (
-    CheckpointOptions,
-    PeriodicCheckpoints,
-    restore,
-    session_log_dir,
-    session_seed,
-)
 from pearl_py.runtime.collect import Collector, LossMeans, TimedReplay, gradient_step, round_progress_remaining
 from pearl_py.runtime.device_replay import replay_from_state, replay_on
-from pearl_py.runtime.evaluation import EVAL_SEED_OFFSET, PeriodicEvaluation, evaluate
 from pearl_py.runtime.kernel_devices import (
     REPLAY_KERNELS,
     check_runnable,
@@ -60,37 +50,24 @@ from pearl_py.runtime.kernel_devices import (
 )
 from pearl_py.runtime.parallel.checkpoint import Progress
 from pearl_py.runtime.parallel.interrupts import RunInterrupted, StopSignals
-from pearl_py.runtime.monitor import AdaptOptions, Monitor, result_fields
 from pearl_py.runtime.result import RunResult
-from pearl_py.runtime.run_log import RunLog
+from pearl_py.runtime.session import SessionExecutor
 from pearl_py.runtime.timing import KernelTimer, merge_kernel_times, record_loop_work
 
 
-class SerialExecutor:
-    """Runs collection and learning alternately in this process, timing every kernel."""
+class SerialExecutor(SessionExecutor):
+    """Runs collection and learning alternately in this process, timing every kernel; ``options``: the
+    :class:`~pearl_py.runtime.session.SessionExecutor`'s."""
 
-    def __init__(self, algorithm: Algorithm, seed: int = 0, *, out_dir: Path | None = None, eval_episodes: int = 10,
-                 eval_freq: int = 0, progress: bool | None = None, plan: Plan | None = None,
-                 threads: int | None = None, checkpoints: CheckpointOptions | None = None,
-                 resume_from: Path | None = None, adapt: bool | AdaptOptions = True) -> None:
-        self.algorithm = algorithm
-        self.seed = seed
-        self.out_dir = out_dir
-        self.eval_episodes = eval_episodes
-        self.eval_freq = eval_freq
-        self.progress = progress
-        self.plan = plan or Plan.single_device(algorithm.protocol(serialized=True))
+    def __init__(self, algorithm: Algorithm, seed: int = 0, *, plan: Plan | None = None, threads: int | None = None,
+                 **options: Any) -> None:
+        super().__init__(algorithm, plan or Plan.single_device(algorithm.protocol(serialized=True)), seed, **options)
         self.threads = threads if threads is not None else self.plan.learner_threads
         """Torch intra-op threads of this process (default: the plan's learner threads, ``Plan.learner_threads``;
         1 in the default plan, one core per process as the cost models are calibrated)."""
         check_runnable(self.plan)
         self.devices = kernel_devices(self.plan)
         """Each kernel's torch device (the plan's placements on this machine)."""
-        self.checkpoints = checkpoints or CheckpointOptions()
-        """Periodic checkpoints (:mod:`pearl_py.runtime.checkpoints`), written after a training round."""
-        self.resume_from = Path(resume_from) if resume_from is not None else None
-        self.adapt = adapt
-        """Whether (and by which rule) the run corrects a plan its kernels do not hold to (:mod:`pearl_py.runtime.monitor`)."""
 
     @property
     def device(self) -> torch.device:
@@ -98,51 +75,42 @@ class SerialExecutor:
         return self.devices[LEARNER_UPDATE]
 
     def run(self, total_steps: int) -> RunResult:
-        entered = time.perf_counter()
         algo, cfg = self.algorithm, self.algorithm.config
-        torch.set_num_threads(self.threads)
-        torch.manual_seed(self.seed)  # every device's generator
+        session = self.session(total_steps)
+        session.seed_torch(self.threads)
         learner = Learner(algo, self.device)
-        done, replay_state = restore(algo, learner, self.seed, total_steps, self.resume_from)
+        replay_state = session.restore(learner)
+        done = session.progress
         update = self._learner_update(learner)
         acting = ActingNetworks(algo, learner, self.devices[INFERENCE])
         infer = self._inference(algo, acting)
         timer = KernelTimer(timing_devices(self.plan))
-        log = RunLog(session_log_dir(self.out_dir, done.sessions), total_steps, self.progress, algorithm=algo,
-                     kernel_times=lambda: timer.summary(wait=False))
-        collector = Collector(algo, session_seed(self.seed, done.sessions), timer.add, timed=timer)
+        log = session.open_log(lambda: timer.summary(wait=False))
+        collector = Collector(algo, session.env_seed, timer.add, timed=timer)
         replay_device = self.devices[REPLAY_INSERT]
         replay = (replay_from_state(replay_state, replay_device) if replay_state is not None
                   else replay_on(algo, self.seed, replay_device))
         timed_replay = TimedReplay(replay, timer)
         schedule = TrainSchedule.from_config(cfg, total_steps)
-        periodic = PeriodicCheckpoints(self.out_dir, self.checkpoints, algo, self.seed, total_steps, done.transitions)
-        eval_history: list[dict[str, float]] = done.eval_history
-        evals = PeriodicEvaluation(algo, learner, self.eval_episodes, self.seed, eval_history, log, self.out_dir)
+        session.evaluate_with(learner)
         steps = done.transitions
         vector_steps = steps // cfg.n_envs
-        eval_seconds = 0.0
         with contextlib.ExitStack() as stack:
             for close in (log.close, replay.close, collector.close):  # closed in the reverse order
                 stack.callback(close)
             threads = stack.enter_context(LearnerThreads(self.threads))
             signals = stack.enter_context(StopSignals())
-            monitor = Monitor.of(self.plan, threads, self.adapt, log)
-            if monitor is not None:
-                update = monitor.watch(update)
-            start = time.perf_counter()
-            startup = start - entered
+            update = session.watch(threads, update)
+            session.clock.start()
 
             def rate() -> float:
                 """Env steps per training second of this session."""
-                return (steps - done.transitions) / max(time.perf_counter() - start - eval_seconds, 1e-9)
+                return (steps - done.transitions) / max(session.clock.session_seconds, 1e-9)
 
-            def reached(now: float) -> Progress:
-                """The run's progress at ``steps`` env steps, ``now`` on the clock: what a checkpoint records."""
-                return dataclasses.replace(
-                    done, transitions=steps, episodes=done.episodes + collector.episodes,
-                    wall_seconds=done.wall_seconds + now - start - eval_seconds, eval_history=list(eval_history),
-                    kernel_times=merge_kernel_times([done.kernel_times, timer.summary()], {}))
+            def reached() -> Progress:
+                """The run's progress at ``steps`` env steps: what a checkpoint records."""
+                return session.snapshot([timer.summary()], transitions=steps,
+                                        episodes=done.episodes + collector.episodes)
 
             while steps < total_steps:
                 progress = steps / total_steps
@@ -167,37 +135,27 @@ class SerialExecutor:
                         with timer(PARAM_SYNC):
                             acting.sync()
                     log.train(steps, means.means(), rate())
-                    if monitor is not None:
-                        monitor.round_ended(steps, learner.gradient_steps, timer)
-                if self.eval_freq and steps % self.eval_freq < cfg.n_envs:
-                    eval_seconds += evals.run(steps)
-                if periodic.due(steps):
-                    t0 = time.perf_counter()
-                    periodic.save(learner.state_dict(), replay.state_dict(), reached(t0))
-                    eval_seconds += time.perf_counter() - t0  # not training time
+                    session.round_ended(steps, learner.gradient_steps, timer)
+                session.evaluate(steps - cfg.n_envs, steps, cfg.n_envs)
+                if session.due(steps):
+                    session.checkpoint(learner.state_dict(), replay.state_dict(), reached())
                 log.tick(steps, rate())
                 if signals.requested:  # a consistent point: the step's transitions are in, its round is done
-                    saved = periodic.save_stop(learner.state_dict(), replay.state_dict(), reached(time.perf_counter()))
+                    saved = session.stop_checkpoint(learner.state_dict(), replay.state_dict(), reached())
                     raise RunInterrupted(signals.requested, saved)
             timer.flush()  # the GPU's queued work is part of the training time
-            wall = done.wall_seconds + time.perf_counter() - start - eval_seconds
-            record_loop_work(timer, wall - done.wall_seconds, (steps - done.transitions) // cfg.n_envs)
-        eval_returns = evaluate(algo, learner.nets, self.device, self.eval_episodes,
-                                self.seed + EVAL_SEED_OFFSET)
+            session.clock.stop()
+            record_loop_work(timer, session.clock.session_seconds, (steps - done.transitions) // cfg.n_envs)
         self.learner = learner
         executed_on = {k: "cpu" for k in self.plan.placements}  # env_step and simulated kernels: the host
         executed_on.update({INFERENCE: device_of(acting.nets), LEARNER_UPDATE: device_of(learner.nets),
                             **{k: device_of(replay) for k in self.plan.placements if k in REPLAY_KERNELS},
                             PARAM_SYNC: device_of(learner.nets)})
-        return RunResult(executed_on=executed_on, algorithm=algo.name, env=algo.env_id, seed=self.seed, env_steps=steps,
-                         gradient_steps=learner.gradient_steps, wall_seconds=wall, startup_seconds=startup,
-                         eval_returns=eval_returns,
-                         plan=self.plan.to_dict(),
-                         kernel_times=merge_kernel_times([done.kernel_times, timer.summary()],
-                                                         simulated_kernels(self.plan)),
-                         episodes=done.episodes + collector.episodes,
-                         eval_history=eval_history, backend="serial",
-                         **result_fields(monitor, self.plan, steps))
+        return session.result(env_steps=steps, executed_on=executed_on, gradient_steps=learner.gradient_steps,
+                                eval_returns=session.final_evaluation(learner.nets, self.device),
+                                kernel_times=merge_kernel_times([done.kernel_times, timer.summary()],
+                                                                simulated_kernels(self.plan)),
+                                episodes=done.episodes + collector.episodes, backend="serial")
 
     def _learner_update(self, learner: Learner) -> Callable[[TensorBatch], UpdateResult]:
         """The plan's ``learner_update`` variant from ``pearl_py.kernels`` ("reference": ``learner.update``)."""

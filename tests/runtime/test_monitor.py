@@ -10,6 +10,7 @@ import torch
 
 import pearl_py as pearl
 from pearl_py.plan import Figures, KernelCost, Placement, Plan, Prediction, SolverInfo, ThreadCost
+from pearl_py.runtime.checkpoints import CheckpointOptions
 from pearl_py.runtime.monitor import AdaptOptions
 from pearl_py.runtime.serial import SerialExecutor
 
@@ -88,6 +89,7 @@ def test_a_slowdown_at_two_threads_switches_the_learner_to_one_thread_at_a_round
 def test_a_quiet_machine_makes_no_correction(monkeypatch):
     result, machine = run(monkeypatch, slow_after=float("inf"), total_steps=1_200)
     assert result.corrections == [] and set(machine.threads) == {2}
+    assert result.drift == {}          # the monitor watched: its record is the corrections
     assert result.gradient_steps == 200
 
 
@@ -157,3 +159,55 @@ def test_the_parallel_learner_runs_the_same_monitor(monkeypatch):
     assert (correction.updates, correction.change) == (110, "learner threads 2 -> 1")
     assert correction.step >= 200 + 50 * 11 and set(machine.threads[110:]) == {1}
     assert result.prediction_as_executed is None       # an overlapped plan's is not recomputed (docs/runtime.md)
+
+
+def test_the_parallel_on_policy_learner_runs_the_same_monitor_with_the_serial_counts():
+    """The local parallel on-policy learner (in this process), through the run session: the same rule off at
+    rollout 2, re-timed over rollouts 3-6, decided at rollout 6's end, as the serial executor above."""
+    from pearl_py.protocol.kernel import ADVANTAGE, ENV_STEP, INFERENCE, LEARNER_UPDATE, PARAM_SYNC, ROLLOUT_INSERT
+    from pearl_py.runtime.parallel.on_policy import OnPolicyParallelExecutor
+
+    algo = pearl.PPO("CartPole-v1", n_envs=2, n_steps=16, batch_size=8, n_epochs=2, net_arch=[16])
+    placements = {ENV_STEP: Placement("cpu", replicas=1), INFERENCE: Placement("cpu", "reference", 1),
+                  ROLLOUT_INSERT: Placement("cpu", replicas=1), ADVANTAGE: Placement("cpu"),
+                  LEARNER_UPDATE: Placement("cpu", "reference", 2), PARAM_SYNC: Placement("cpu")}
+    plan = Plan(platform="local", objective="throughput", placements=placements, mode="synchronous",
+                devices={"cpu": "cpu"}, solver="test",
+                prediction=two_thread_plan(pearl.DQN("CartPole-v1", **TINY_DQN)).prediction)
+    always_off = AdaptOptions(threshold=-1e9, patience_rounds=1, patience_s=0.0)
+    result = OnPolicyParallelExecutor(algo, plan, seed=0, eval_episodes=1, progress=False,
+                                      adapt=always_off).run(32 * 8)
+    assert result.env_steps == 256 and result.gradient_steps == 64
+    assert (result.corrections[0].step, result.corrections[0].updates) == (6 * 32, 48)
+
+
+def test_a_resumed_run_starts_from_the_corrected_plan(monkeypatch, tmp_path):
+    """The checkpoint after the switch (step 1,200) carries the correction: the resumed session keeps it in its
+    record and runs the learner at 1 thread from its first update, with no new correction."""
+    machine = FakeMachine(slow_after=100)
+    built = SerialExecutor._learner_update
+    monkeypatch.setattr(SerialExecutor, "_learner_update", lambda self, learner: machine.wrap(built(self, learner)))
+    algo = pearl.DQN("CartPole-v1", **TINY_DQN)
+    options = dict(seed=0, plan=two_thread_plan(algo), eval_episodes=1, progress=False, out_dir=tmp_path,
+                   checkpoints=CheckpointOptions(every=1_200),
+                   adapt=AdaptOptions(patience_s=0.5, clock=machine.clock))
+    first = SerialExecutor(algo, **options).run(total_steps=2_000)
+    [correction] = first.corrections
+    machine.threads.clear()
+    resumed = SerialExecutor(pearl.DQN("CartPole-v1", **TINY_DQN), resume_from=tmp_path, **options).run(2_000)
+    assert resumed.gradient_steps == first.gradient_steps == 360
+    assert resumed.corrections == [correction]
+    assert set(machine.threads) == {1} and len(machine.threads) == 360 - 200   # rounds 21-36, all at 1 thread
+
+
+def test_drift_is_what_an_executor_without_a_monitor_records():
+    """The Ray backend cannot switch its learner's threads: result.json's ``drift`` has each predicted kernel's
+    measured seconds a call against the plan's (at the planned 2 threads), simulated kernels left out."""
+    from pearl_py.runtime.monitor import drift
+
+    plan = two_thread_plan(pearl.DQN("CartPole-v1", **TINY_DQN))
+    times = {"learner_update": {"calls": 10, "total_s": 0.3}, "env_step": {"calls": 5, "total_s": 1.0}}
+    assert drift(plan, times) == {"learner_update": pytest.approx({"predicted_s": COST_S[2], "measured_s": 0.03,
+                                                                   "ratio": 3.0})}
+    assert drift(plan, {"learner_update": {"calls": 10, "total_s": 0.1, "source": "modelled"}}) == {}
+    assert drift(dataclasses.replace(plan, prediction=None), times) == {}

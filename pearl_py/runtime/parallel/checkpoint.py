@@ -49,6 +49,9 @@ class Progress:
     kernel_times: dict[str, dict[str, float]] = field(default_factory=dict)
     max_policy_lag: int = 0
     """The largest policy lag (updates) any actor noted in any session."""
+    corrections: list[dict[str, Any]] = field(default_factory=list)
+    """The run's monitor's corrections so far (:class:`~pearl_py.runtime.monitor.Correction` as dicts): a resumed
+    session starts from the corrected plan."""
 
 
 @dataclass
@@ -128,6 +131,8 @@ def load_checkpoint(path: Path) -> Checkpoint:
         raise UserError(f"resume: {file} is not a pearl_py checkpoint of format {FORMAT} (found {found!r})")
     data.pop("format")
     _check_fields(file, "", data, Checkpoint)
+    if isinstance(data["progress"], dict):
+        data["progress"].setdefault("corrections", [])  # a checkpoint written before corrections were kept
     _check_fields(file, "progress.", data["progress"], Progress)
     for key in ("learner", "replay", "config"):
         if not isinstance(data[key], dict):

@@ -31,11 +31,8 @@ import contextlib
 import os
 import secrets
 import tempfile
-import time
-from dataclasses import asdict
 from pathlib import Path
-
-import torch
+from typing import Any
 
 from pearl_py import kernels
 from pearl_py.algorithms.off_policy.base import Algorithm
@@ -53,15 +50,7 @@ from pearl_py.protocol.schedule import (
     DEFAULT_SYNC_EVERY,
     TrainSchedule,
 )
-from pearl_py.runtime.checkpoints import (
-    CheckpointOptions,
-    PeriodicCheckpoints,
-    restore,
-    session_log_dir,
-    session_seed,
-)
 from pearl_py.runtime.device_replay import replay_from_state, replay_on
-from pearl_py.runtime.evaluation import EVAL_SEED_OFFSET, PeriodicEvaluation, evaluate
 from pearl_py.runtime.kernel_devices import (
     REPLAY_KERNELS,
     check_runnable,
@@ -69,14 +58,7 @@ from pearl_py.runtime.kernel_devices import (
     kernel_devices,
     timing_devices,
 )
-from pearl_py.runtime.monitor import AdaptOptions, Monitor, result_fields
 from pearl_py.runtime.parallel.actor import ActorSpec, ring_fields
-from pearl_py.runtime.parallel.checkpoint import (
-    CHECKPOINT_DIR,
-    Checkpoint,
-    Progress,
-    save_checkpoint,
-)
 from pearl_py.runtime.parallel.control import ControlBlock
 from pearl_py.runtime.parallel.feed import RingFeed
 from pearl_py.runtime.parallel.interrupts import RunInterrupted, StopSignals
@@ -88,7 +70,7 @@ from pearl_py.runtime.parallel.process import (
     ProcessGuard,
     sweep_stale_segments,
 )
-from pearl_py.runtime.parallel.replay_access import LocalReplay, ServedReplay
+from pearl_py.runtime.parallel.replay_access import LocalReplay
 from pearl_py.runtime.parallel.ring import ShmRing
 from pearl_py.runtime.parallel.services import (
     start_inference_server,
@@ -96,8 +78,7 @@ from pearl_py.runtime.parallel.services import (
 )
 from pearl_py.runtime.parallel.supervisor import ActorPool, Service, ServiceFailed, log
 from pearl_py.runtime.result import RunResult
-from pearl_py.runtime.rng_state import cuda_rng_states
-from pearl_py.runtime.run_log import RunLog
+from pearl_py.runtime.session import RunSession, SessionExecutor
 from pearl_py.runtime.timing import KernelTimer, merge_kernel_times
 
 MIN_RING_RECORDS = 1024
@@ -107,27 +88,16 @@ SHM_PREFIX = "pearl"
 """Shared-memory segments of a run are named ``pearl-<pid>-<token>-<role>``."""
 
 
-class ParallelExecutor:
-    """Runs ``algorithm`` under ``plan`` with actor processes and a learner; see the module docstring."""
+class ParallelExecutor(SessionExecutor):
+    """Runs ``algorithm`` under ``plan`` with actor processes and a learner; see the module docstring. ``options``:
+    the :class:`~pearl_py.runtime.session.SessionExecutor`'s (periodic checkpoints after a training round, with the
+    replay in the learner's process only: a replay server's state is taken when the run stops)."""
 
-    def __init__(self, algorithm: Algorithm, plan: Plan, seed: int = 0, *, out_dir: Path | None = None,
-                 eval_episodes: int = 10, eval_freq: int = 0, progress: bool | None = None,
-                 resume_from: Path | None = None, sync_every: int = DEFAULT_SYNC_EVERY, lookahead_rounds: int = 1,
-                 max_policy_lag: int | None = DEFAULT_POLICY_LAG,
+    def __init__(self, algorithm: Algorithm, plan: Plan, seed: int = 0, *, sync_every: int = DEFAULT_SYNC_EVERY,
+                 lookahead_rounds: int = 1, max_policy_lag: int | None = DEFAULT_POLICY_LAG,
                  max_restarts: int = 3, inference: str | None = None, replay: str | None = None,
-                 replay_prefetch: int = 4, replay_order: str = "strict",
-                 checkpoints: CheckpointOptions | None = None, adapt: bool | AdaptOptions = True) -> None:
-        self.algorithm = algorithm
-        self.adapt = adapt
-        """Whether (and by which rule) the learner corrects its threads when its kernels do not hold to the plan
-        (:mod:`pearl_py.runtime.monitor`)."""
-        self.plan = plan
-        self.seed = seed
-        self.out_dir = Path(out_dir) if out_dir is not None else None
-        self.eval_episodes = eval_episodes
-        self.eval_freq = eval_freq
-        self.progress = progress
-        self.resume_from = Path(resume_from) if resume_from is not None else None
+                 replay_prefetch: int = 4, replay_order: str = "strict", **options: Any) -> None:
+        super().__init__(algorithm, plan, seed, **options)
         self.sync_every = sync_every
         """Publish the acting networks to the actors every this many updates (the plan's K)."""
         self.lookahead_rounds = lookahead_rounds
@@ -143,9 +113,6 @@ class ParallelExecutor:
         """Batches a replay server may draw ahead of the learner."""
         self.replay_order = replay_order
         """Prioritized replay behind a server: ``"strict"`` (serial order) or ``"relaxed"`` (see docs/runtime.md)."""
-        self.checkpoints = checkpoints or CheckpointOptions()
-        """Periodic checkpoints (:mod:`pearl_py.runtime.checkpoints`), after a training round; with the replay
-        in the learner's process only (a replay server's state is taken when the run stops)."""
         self.restarts: list = []
         """Actor restarts of the last run (:class:`supervisor.Restart`)."""
         self.learner: Learner | None = None
@@ -166,67 +133,55 @@ class ParallelExecutor:
         return {name: s.pid for name, s in self._services.items() if s.pid is not None}
 
     def run(self, total_steps: int) -> RunResult:
-        entered = time.perf_counter()
         algo = self.algorithm
         check_runnable(self.plan)
         layout = RuntimeLayout.from_plan(self.plan, inference=self.inference, replay=self.replay,
                                          replay_prefetch=self.replay_prefetch, replay_order=self.replay_order)
         schedule = TrainSchedule.from_config(algo.config, total_steps, lookahead_rounds=self.lookahead_rounds,
                                              max_policy_lag=self.max_policy_lag)
-        torch.set_num_threads(layout.learner_threads)  # the plan's; actors and servers set their own (one)
-        torch.manual_seed(self.seed)  # the learner's initial weights (a resumed run loads its own)
+        session = self.session(total_steps)
+        session.seed_torch(layout.learner_threads)  # the plan's; actors and servers set their own (one)
         learner = self.learner = Learner(algo, layout.learner_device)
-        progress, replay_state = self._restore(learner, total_steps)
+        replay_state = session.restore(learner)
+        progress = session.progress
         timer = KernelTimer(timing_devices(self.plan))
-        log = RunLog(session_log_dir(self.out_dir, progress.sessions), total_steps, self.progress, algorithm=algo)
+        log = session.open_log()
+        session.evaluate_with(learner)
         with contextlib.ExitStack() as stack:
             stack.callback(log.close)
-            parts = self._start(stack, layout, schedule, learner, replay_state, progress, timer, log)
+            parts = self._start(stack, layout, schedule, learner, replay_state, session, timer)
             log.kernel_times = lambda: merge_kernel_times([timer.summary(wait=False), parts.control.kernel_times()],
                                                            {})
             threads = stack.enter_context(LearnerThreads(layout.learner_threads))  # after the actors started: free
-            monitor = parts.monitor = Monitor.of(self.plan, threads, self.adapt, log)
-            if monitor is not None:
-                parts.update = monitor.watch(parts.update)
+            parts.update = session.watch(threads, parts.update)
             loop = LearnerLoop(parts, progress, self.sync_every)
             try:
                 loop.run()
             except BaseException as exc:
-                saved = self._checkpoint_after(exc, loop, parts, progress, total_steps)
+                saved = self._checkpoint_after(exc, loop, parts)
                 if isinstance(exc, StopRequested):
                     raise RunInterrupted(exc.signal_name, saved) from None
                 raise
-            progress.wall_seconds = loop.wall_seconds
-            startup = loop.clock_started - entered if loop.clock_started else None
+            session.clock.stop()
             progress.max_policy_lag = max(progress.max_policy_lag, parts.control.max_policy_lag)
             times = merge_kernel_times([progress.kernel_times, timer.summary(), parts.control.kernel_times()],
                                        layout.simulated)
-        eval_returns = evaluate(algo, learner.nets, learner.device, self.eval_episodes,
-                                self.seed + EVAL_SEED_OFFSET)
         executed_on = {k: "cpu" for k in self.plan.placements}  # actors, servers and simulated kernels: the host
         executed_on.update({LEARNER_UPDATE: device_of(learner.nets), PARAM_SYNC: device_of(learner.nets),
                             **{k: self._replay_device for k in self.plan.placements if k in REPLAY_KERNELS}})
         if layout.inference == "central":
             executed_on[INFERENCE] = str(layout.inference_device)
-        return RunResult(executed_on=executed_on,
-                         algorithm=algo.name, env=algo.env_id, seed=self.seed, env_steps=progress.transitions,
-                         gradient_steps=learner.gradient_steps, wall_seconds=progress.wall_seconds,
-                         startup_seconds=startup,
-                         eval_returns=eval_returns, plan=self.plan.to_dict(), kernel_times=times,
-                         episodes=progress.episodes, eval_history=progress.eval_history,
-                         backend="local-parallel",
-                         policy_lag={"bound": self.max_policy_lag, "max_observed": progress.max_policy_lag},
-                         layout=layout.describe(), **result_fields(monitor, self.plan, progress.transitions))
-
-    def _restore(self, learner: Learner, total_steps: int) -> tuple[Progress, dict | None]:
-        """Fresh progress, or the checkpoint's with its replay state when resuming."""
-        return restore(self.algorithm, learner, self.seed, total_steps, self.resume_from)
+        return session.result(env_steps=progress.transitions, executed_on=executed_on,
+                              gradient_steps=learner.gradient_steps,
+                              eval_returns=session.final_evaluation(learner.nets, learner.device),
+                              kernel_times=times, episodes=progress.episodes, backend="local-parallel",
+                              policy_lag={"bound": self.max_policy_lag, "max_observed": progress.max_policy_lag},
+                              layout=layout.describe())
 
     def _start(self, stack: contextlib.ExitStack, layout: RuntimeLayout, schedule: TrainSchedule,
-               learner: Learner, replay_state: dict | None, progress: Progress, timer: KernelTimer,
-               log: RunLog) -> LoopParts:
+               learner: Learner, replay_state: dict | None, session: RunSession, timer: KernelTimer) -> LoopParts:
         """Create the shared segments and start the actors; ``stack`` undoes it all in reverse."""
-        algo, n = self.algorithm, self.algorithm.config.n_envs
+        algo, n, progress = self.algorithm, self.algorithm.config.n_envs, session.progress
         sweep_stale_segments(SHM_PREFIX)  # of runs killed with their guard (logged)
         prefix = f"{SHM_PREFIX}-{os.getpid()}-{secrets.token_hex(4)}"
         guard = ProcessGuard.start(prefix)  # first: closed last, once every child and segment is gone
@@ -243,7 +198,7 @@ class ParallelExecutor:
             stack.callback(ring.close)
             rings.append(ring)
         errors = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="pearl-actors-")))
-        base_seed = session_seed(self.seed, progress.sessions)
+        base_seed = session.env_seed
         done = progress.transitions // n
         stack.callback(self._services.clear)
         self._replay_device = "cpu"  # a replay server keeps the numpy buffer in shared memory
@@ -283,26 +238,18 @@ class ParallelExecutor:
         return LoopParts(algorithm=algo, learner=learner, update=kernels.build(kernels.KernelKind.LEARNER_UPDATE, layout.learner_variant, learner,
                                               device_class=kernels.device_class(learner.device)),
                          replay=replay, board=board, control=control, pool=pool,
-                         schedule=schedule, log=log, timer=timer, signals=signals,
-                         evaluate=PeriodicEvaluation(algo, learner, self.eval_episodes, self.seed,
-                                                  progress.eval_history, log, self.out_dir).run,
-                         eval_freq=self.eval_freq, services=list(self._services.values()),
-                         checkpoint=self._periodic(layout, schedule.total_steps, progress))
+                         schedule=schedule, session=session, timer=timer, signals=signals,
+                         services=list(self._services.values()), periodic=self._periodic(layout, session))
 
-    def _periodic(self, layout: RuntimeLayout, total_steps: int, progress: Progress) -> PeriodicCheckpoints | None:
-        """The run's periodic checkpoints of the learner and the local replay (None when off)."""
-        periodic = PeriodicCheckpoints(self.out_dir, self.checkpoints, self.algorithm, self.seed, total_steps,
-                                       progress.transitions)
-        if not periodic.enabled:
-            return None
-        if layout.replay == "server":
+    def _periodic(self, layout: RuntimeLayout, session: RunSession) -> bool:
+        """Whether the run writes periodic checkpoints of the learner and the local replay."""
+        if session.periodic.enabled and layout.replay == "server":
             log.warning("periodic checkpoints are off: the replay runs in a server process, whose state is "
                         "taken only when the run stops (Ctrl-C, SIGTERM, a crash)")
-            return None
-        return periodic
+            return False
+        return session.periodic.enabled
 
-    def _checkpoint_after(self, exc: BaseException, loop: LearnerLoop, parts: LoopParts, progress: Progress,
-                          total_steps: int) -> Path | None:
+    def _checkpoint_after(self, exc: BaseException, loop: LearnerLoop, parts: LoopParts) -> Path | None:
         """Checkpoint a run that ``exc`` ended; None without ``out_dir`` or when a server's state is lost."""
         if self.out_dir is None:
             return None
@@ -311,19 +258,8 @@ class ParallelExecutor:
         except ServiceFailed as failure:
             log.error("no checkpoint written: %s", str(failure).splitlines()[0])
             return None
-        progress.wall_seconds = loop.wall_seconds
-        progress.max_policy_lag = max(progress.max_policy_lag, parts.control.max_policy_lag)
-        progress.kernel_times = merge_kernel_times(
-            [progress.kernel_times, parts.timer.summary(), parts.control.kernel_times()], {})
-        return self._checkpoint(parts.learner, parts.replay, progress, total_steps)
-
-    def _checkpoint(self, learner: Learner, replay: LocalReplay | ServedReplay, progress: Progress,
-                    total_steps: int) -> Path:
-        algo = self.algorithm
-        ckpt = Checkpoint(algorithm=algo.name, env=algo.env_id, config=asdict(algo.config), seed=self.seed,
-                          total_steps=total_steps, learner=learner.state_dict(), replay=replay.state_dict(),
-                          progress=progress, torch_rng=torch.get_rng_state(), cuda_rng=cuda_rng_states())
-        return save_checkpoint(self.out_dir / CHECKPOINT_DIR, ckpt).parent
+        return parts.session.stop_checkpoint(parts.learner.state_dict(), parts.replay.state_dict(),
+                                             loop.snapshot())
 
 
 def ring_capacity(schedule: TrainSchedule, actors: int) -> int:

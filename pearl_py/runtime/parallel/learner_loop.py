@@ -18,12 +18,9 @@ Example (what :class:`ParallelExecutor` does)::
 
     >>> loop = LearnerLoop(parts, progress, sync_every=1)
     >>> loop.run()                  # returns when the schedule is done
-    >>> loop.wall_seconds
-    41.7
 """
 from __future__ import annotations
 
-import dataclasses
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -32,9 +29,7 @@ from pearl_py.algorithms.off_policy.base import Algorithm
 from pearl_py.algorithms.off_policy.learner import Learner, TensorBatch, UpdateResult
 from pearl_py.protocol.kernel import PARAM_SYNC
 from pearl_py.protocol.schedule import TrainSchedule
-from pearl_py.runtime.checkpoints import PeriodicCheckpoints
 from pearl_py.runtime.collect import LossMeans, gradient_step, round_beta, round_progress_remaining
-from pearl_py.runtime.monitor import Monitor
 from pearl_py.runtime.parallel.checkpoint import Progress
 from pearl_py.runtime.parallel.control import ControlBlock
 from pearl_py.runtime.parallel.interrupts import StopSignals
@@ -44,8 +39,8 @@ from pearl_py.runtime.parallel.replay_access import (
     ServedReplay,
 )
 from pearl_py.runtime.parallel.supervisor import ActorPool, Service
-from pearl_py.runtime.run_log import RunLog
-from pearl_py.runtime.timing import KernelTimer, merge_kernel_times
+from pearl_py.runtime.session import RunSession
+from pearl_py.runtime.timing import KernelTimer
 
 CHECK_EVERY_S = 0.05
 """How often the learner looks at the actors' health while it trains."""
@@ -89,18 +84,14 @@ class LoopParts:
     control: ControlBlock
     pool: ActorPool
     schedule: TrainSchedule
-    log: RunLog
+    session: RunSession
+    """The run session: its log, clock, evaluations, checkpoints and monitor (:mod:`pearl_py.runtime.session`)."""
     timer: KernelTimer
     signals: StopSignals
-    evaluate: Callable[[int], float]
-    """``evaluate(step)``: a periodic evaluation at env step ``step`` (:meth:`PeriodicEvaluation.run`); its seconds."""
-    eval_freq: int = 0
     services: list[Service] = field(default_factory=list)
     """Server processes whose failure fails the run (replay server, inference server)."""
-    checkpoint: PeriodicCheckpoints | None = None
-    """Periodic checkpoints of the learner and the (local) replay, taken after a training round."""
-    monitor: Monitor | None = None
-    """The run's monitor (:mod:`pearl_py.runtime.monitor`), told each training round's end."""
+    periodic: bool = False
+    """Whether periodic checkpoints of the learner and the (local) replay are taken after a training round."""
 
 
 class LearnerLoop:
@@ -113,25 +104,13 @@ class LearnerLoop:
         self._acting = parts.learner.nets.acting_state(parts.algorithm.acting_networks)
         self._published = parts.learner.gradient_steps
         """Gradient steps of the parameters last published to the actors."""
-        self._start = 0.0
-        self._eval_seconds = 0.0
+        self.clock = parts.session.clock
+        self.log = parts.session.log
         self._health = HealthClock(parts.signals)
         self._session_start = progress.transitions
         self.step = progress.transitions // parts.schedule.n_envs
         """The vector step the learner is at (a training round's, while it trains)."""
         parts.replay.wait = self._wait
-
-    @property
-    def clock_started(self) -> float | None:
-        """``time.perf_counter()`` when this session's training clock started (None before it did)."""
-        return self._start or None
-
-    @property
-    def wall_seconds(self) -> float:
-        """Training seconds of this session (evaluation excluded) plus earlier sessions'."""
-        if not self._start:
-            return self.progress.wall_seconds
-        return self.progress.wall_seconds + time.perf_counter() - self._start - self._eval_seconds
 
     def run(self) -> None:
         p = self.p
@@ -158,7 +137,7 @@ class LearnerLoop:
             self._check(force=True)
             p.replay.nap()
             return
-        self._start_clock()
+        self.clock.start()  # training time starts with the first transition or update (actor start-up excluded)
         self._absorb(moved, episodes)
         self._check()
 
@@ -167,7 +146,7 @@ class LearnerLoop:
         p, n = self.p, self.p.schedule.n_envs
         step, inserted = self.step, self.progress.transitions
         for offset, episode_return, length in episodes:
-            p.log.episode(inserted + offset + 1, episode_return, length)
+            self.log.episode(inserted + offset + 1, episode_return, length)
         self.progress.episodes += len(episodes)
         self.progress.transitions = inserted + moved
         self._raise_limit()
@@ -177,38 +156,28 @@ class LearnerLoop:
             p.algorithm.after_env_step(p.learner.nets, j)
             if not p.schedule.is_round(j):
                 self._maybe_evaluate(j)
-        p.log.tick(self.progress.transitions, self._rate())
-
-    def _start_clock(self) -> None:
-        """Training time starts with the first transition or update of the session (actor start-up excluded)."""
-        if not self._start:
-            self._start = time.perf_counter()
+        self.log.tick(self.progress.transitions, self._rate())
 
     def _train_round(self, step: int, due: int) -> None:
         p = self.p
-        self._start_clock()
+        self.clock.start()
         beta = round_beta(p.algorithm, p.schedule, step)
         means = LossMeans()
         while p.learner.gradient_steps < due:
             means.add(self._update(beta, step))
             self._check()
-        p.log.train(step * p.algorithm.config.n_envs, means.means(), self._rate())
-        if p.monitor is not None:
-            p.monitor.round_ended(self.progress.transitions, p.learner.gradient_steps, p.timer)
-        if p.checkpoint is not None and p.checkpoint.due(self.progress.transitions):
-            self._periodic_checkpoint()
+        self.log.train(step * p.algorithm.config.n_envs, means.means(), self._rate())
+        p.session.round_ended(self.progress.transitions, p.learner.gradient_steps, p.timer)
+        if p.periodic and p.session.due(self.progress.transitions):
+            # the learner, the replay (every drained transition in it) and the counters so far; the actors run on
+            # meanwhile (their rings are drained after)
+            p.session.checkpoint(p.learner.state_dict(), p.replay.state_dict(), self.snapshot())
 
-    def _periodic_checkpoint(self) -> None:
-        """Write the learner, the replay (every drained transition in it) and the counters so far; the actors
-        run on meanwhile (their rings are drained after). Its time is not training time."""
-        p, started = self.p, time.perf_counter()
-        snapshot = dataclasses.replace(
-            self.progress, wall_seconds=self.wall_seconds, eval_history=list(self.progress.eval_history),
-            max_policy_lag=max(self.progress.max_policy_lag, p.control.max_policy_lag),
-            kernel_times=merge_kernel_times([self.progress.kernel_times, p.timer.summary(),
-                                             p.control.kernel_times()], {}))
-        p.checkpoint.save(p.learner.state_dict(), p.replay.state_dict(), snapshot)
-        self._eval_seconds += time.perf_counter() - started
+    def snapshot(self) -> Progress:
+        """The run's progress now, as a checkpoint records it."""
+        p = self.p
+        return p.session.snapshot([p.timer.summary(), p.control.kernel_times()],
+                                  max_policy_lag=max(self.progress.max_policy_lag, p.control.max_policy_lag))
 
     def _update(self, beta: float, step: int) -> UpdateResult:
         p = self.p
@@ -241,10 +210,8 @@ class LearnerLoop:
         return True
 
     def _maybe_evaluate(self, step: int) -> None:
-        p, n = self.p, self.p.schedule.n_envs
-        if not p.eval_freq or (step * n) % p.eval_freq >= n:
-            return
-        self._eval_seconds += p.evaluate(step * n)
+        n = self.p.schedule.n_envs
+        self.p.session.evaluate((step - 1) * n, step * n, n)
 
     def settle(self, finish: bool) -> None:
         """Before a checkpoint: pause a replay server, train on the batches it drew (``finish``), catch up.
@@ -289,4 +256,4 @@ class LearnerLoop:
             raise RuntimeError(f"actors finished after {produced} of {self.p.schedule.env_steps} transitions")
 
     def _rate(self) -> float:
-        return self.progress.transitions / max(self.wall_seconds, 1e-9)
+        return self.progress.transitions / max(self.clock.seconds, 1e-9)

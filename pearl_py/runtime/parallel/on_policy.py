@@ -35,36 +35,19 @@ import contextlib
 import os
 import secrets
 import tempfile
-import time
-from dataclasses import asdict
 from pathlib import Path
-
-import torch
+from typing import Any
 
 from pearl_py.algorithms.on_policy.base import OnPolicyAlgorithm
 from pearl_py.algorithms.on_policy.learner import OnPolicyLearner
-from pearl_py.kernels.affinity import pinned_threads
+from pearl_py.kernels.affinity import LearnerThreads
 from pearl_py.kernels.on_policy import install_update, warm_up
 from pearl_py.plan import Plan
 from pearl_py.protocol.kernel import LEARNER_UPDATE, PARAM_SYNC
 from pearl_py.protocol.schedule import RolloutSchedule
 from pearl_py.replay.rollout import RolloutBuffer
-from pearl_py.runtime.checkpoints import (
-    CheckpointOptions,
-    PeriodicCheckpoints,
-    restore,
-    session_log_dir,
-    session_seed,
-)
-from pearl_py.runtime.evaluation import EVAL_SEED_OFFSET, PeriodicEvaluation, evaluate
 from pearl_py.runtime.kernel_devices import device_of, learner_timing_devices
 from pearl_py.runtime.on_policy_layout import OnPolicyLayout
-from pearl_py.runtime.parallel.checkpoint import (
-    CHECKPOINT_DIR,
-    Checkpoint,
-    Progress,
-    save_checkpoint,
-)
 from pearl_py.runtime.parallel.control import ControlBlock
 from pearl_py.runtime.parallel.executor import SHM_PREFIX
 from pearl_py.runtime.parallel.interrupts import RunInterrupted, StopSignals
@@ -83,32 +66,22 @@ from pearl_py.runtime.parallel.process import (
 from pearl_py.runtime.parallel.shared_rollout import SharedRollout
 from pearl_py.runtime.parallel.supervisor import ActorPool, log
 from pearl_py.runtime.result import RunResult
-from pearl_py.runtime.rng_state import cuda_rng_states
-from pearl_py.runtime.run_log import RunLog
+from pearl_py.runtime.session import RunSession, SessionExecutor
 from pearl_py.runtime.timing import KernelTimer, merge_kernel_times
 
 ROLLOUT_STATE = "rollout_rng"
 """The checkpoint's rollout part: the state of the generator of the minibatch permutations."""
 
 
-class OnPolicyParallelExecutor:
-    """Runs an on-policy ``algorithm`` under ``plan`` with actor processes and a learner; see the module docstring."""
+class OnPolicyParallelExecutor(SessionExecutor):
+    """Runs an on-policy ``algorithm`` under ``plan`` with actor processes and a learner; see the module docstring.
+    ``options``: the :class:`~pearl_py.runtime.session.SessionExecutor`'s (periodic checkpoints between rollouts;
+    the monitor moves the learner's threads)."""
 
-    def __init__(self, algorithm: OnPolicyAlgorithm, plan: Plan, seed: int = 0, *, out_dir: Path | None = None,
-                 eval_episodes: int = 10, eval_freq: int = 0, progress: bool | None = None,
-                 resume_from: Path | None = None, max_restarts: int = 3,
-                 checkpoints: CheckpointOptions | None = None) -> None:
-        self.algorithm = algorithm
-        self.plan = plan
-        self.seed = seed
-        self.out_dir = Path(out_dir) if out_dir is not None else None
-        self.eval_episodes = eval_episodes
-        self.eval_freq = eval_freq
-        self.progress = progress
-        self.resume_from = Path(resume_from) if resume_from is not None else None
+    def __init__(self, algorithm: OnPolicyAlgorithm, plan: Plan, seed: int = 0, *, max_restarts: int = 3,
+                 **options: Any) -> None:
+        super().__init__(algorithm, plan, seed, **options)
         self.max_restarts = max_restarts
-        self.checkpoints = checkpoints or CheckpointOptions()
-        """Periodic checkpoints (:mod:`pearl_py.runtime.checkpoints`), written between rollouts."""
         self.layout = OnPolicyLayout.from_plan(plan, algorithm)
         self.restarts: list = []
         """Actor restarts of the last run (:class:`supervisor.Restart`)."""
@@ -122,58 +95,52 @@ class OnPolicyParallelExecutor:
         return self._pool.pids if self._pool is not None else []
 
     def run(self, total_steps: int) -> RunResult:
-        entered = time.perf_counter()
         algo, layout = self.algorithm, self.layout
         schedule = RolloutSchedule.from_config(algo.config, total_steps)
-        torch.set_num_threads(layout.learner_threads)  # the plan's; actors set their own (one)
-        torch.manual_seed(self.seed)  # the learner's initial weights (a resumed run loads its own)
+        session = self.session(total_steps)
+        session.seed_torch(layout.learner_threads)  # the plan's; actors set their own (one)
         learner = self.learner = OnPolicyLearner(algo, layout.learner_device)
         rollout = algo.make_rollout(seed=self.seed)
-        progress = self._restore(learner, rollout, total_steps)
+        state = session.restore(learner)
+        if state and ROLLOUT_STATE in state:   # a periodic checkpoint of the serial executor has none
+            rollout.rng.bit_generator.state = state[ROLLOUT_STATE]
+        progress = session.progress
         install_update(layout.learner_variant, learner)
         timer = KernelTimer(learner_timing_devices(layout.learner_device))
-        run_log = RunLog(session_log_dir(self.out_dir, progress.sessions), total_steps, self.progress, algorithm=algo)
+        run_log = session.open_log()
+        session.evaluate_with(learner)
         with contextlib.ExitStack() as stack:
             stack.callback(run_log.close)
-            parts = self._start(stack, schedule, learner, rollout, progress, timer, run_log)
+            parts = self._start(stack, schedule, learner, rollout, session, timer)
             run_log.kernel_times = lambda: merge_kernel_times([timer.summary(wait=False), parts.control.kernel_times()], {})
             warm_up(algo, layout.learner_variant)  # while the actors start: the clock starts once they are ready
-            stack.enter_context(pinned_threads(layout.learner_threads))  # after the actors started: they stay free
+            threads = stack.enter_context(LearnerThreads(layout.learner_threads))  # after the actors started: free
+            learner.update = session.watch(threads, learner.update)
             loop = OnPolicyLoop(parts, progress)
             try:
                 loop.run()
             except BaseException as exc:
-                saved = self._checkpoint_after(loop, parts, progress, total_steps)
+                saved = self._checkpoint_after(loop, parts)
                 if isinstance(exc, StopRequested):
                     raise RunInterrupted(exc.signal_name, saved) from None
                 raise
-            progress.wall_seconds = loop.wall_seconds
-            startup = loop.clock_started - entered if loop.clock_started else None
+            session.clock.stop()
             times = merge_kernel_times([progress.kernel_times, timer.summary(), parts.control.kernel_times()],
                                        layout.simulated)
-        eval_returns = evaluate(algo, learner.nets, learner.device, self.eval_episodes, self.seed + EVAL_SEED_OFFSET)
         self.rollout = rollout  # the last rollout, for inspection
         # the actors build their networks on the host (on_policy_actor); the learner's are read from what it built
         executed_on = {k: "cpu" for k in self.plan.placements}
         executed_on.update({LEARNER_UPDATE: device_of(learner.nets), PARAM_SYNC: device_of(learner.nets)})
-        return RunResult(executed_on=executed_on, algorithm=algo.name, env=algo.env_id, seed=self.seed,
-                         env_steps=progress.transitions,
-                         gradient_steps=learner.gradient_steps, wall_seconds=progress.wall_seconds,
-                         startup_seconds=startup, eval_returns=eval_returns, plan=self.plan.to_dict(), kernel_times=times,
-                         episodes=progress.episodes, eval_history=progress.eval_history, backend="local-parallel",
-                         layout=layout.describe())
-
-    def _restore(self, learner: OnPolicyLearner, rollout: RolloutBuffer, total_steps: int) -> Progress:
-        """Fresh progress, or the checkpoint's (learner, minibatch generator, torch RNG) when resuming."""
-        progress, state = restore(self.algorithm, learner, self.seed, total_steps, self.resume_from)
-        if state and ROLLOUT_STATE in state:   # a periodic checkpoint of the serial executor has none
-            rollout.rng.bit_generator.state = state[ROLLOUT_STATE]
-        return progress
+        return session.result(env_steps=progress.transitions, executed_on=executed_on,
+                              gradient_steps=learner.gradient_steps,
+                              eval_returns=session.final_evaluation(learner.nets, learner.device),
+                              kernel_times=times, episodes=progress.episodes, backend="local-parallel",
+                              layout=layout.describe())
 
     def _start(self, stack: contextlib.ExitStack, schedule: RolloutSchedule, learner: OnPolicyLearner,
-               rollout: RolloutBuffer, progress: Progress, timer: KernelTimer, run_log: RunLog) -> OnPolicyLoopParts:
+               rollout: RolloutBuffer, session: RunSession, timer: KernelTimer) -> OnPolicyLoopParts:
         """Create the shared segments and start the actors; ``stack`` undoes it all in reverse."""
-        algo, layout = self.algorithm, self.layout
+        algo, layout, progress = self.algorithm, self.layout, session.progress
         sweep_stale_segments(SHM_PREFIX)  # of runs killed with their guard (logged)
         prefix = f"{SHM_PREFIX}-{os.getpid()}-{secrets.token_hex(4)}"
         guard = ProcessGuard.start(prefix)  # first: closed last, once every child and segment is gone
@@ -189,7 +156,7 @@ class OnPolicyParallelExecutor:
         learnt = progress.transitions // schedule.rollout_size
         done_bell = Doorbell()
         specs = [OnPolicyActorSpec(algo, index=i, envs=envs, seed=self.seed,
-                                   env_seed=session_seed(self.seed, progress.sessions), generation=0,
+                                   env_seed=session.env_seed, generation=0,
                                    rollouts=schedule.rollouts - learnt, rollouts_before=learnt, rollout=shared.name,
                                    params=board.name, control=control.name, error_file=str(errors / f"actor{i}.err"),
                                    inference=layout.inference_variant, room_bell=Doorbell(), done_bell=done_bell)
@@ -201,33 +168,15 @@ class OnPolicyParallelExecutor:
         signals = stack.enter_context(StopSignals())
         pool.start()
         return OnPolicyLoopParts(algorithm=algo, learner=learner, rollout=rollout, shared=shared, board=board,
-                                 control=control, pool=pool, schedule=schedule, log=run_log, timer=timer,
-                                 signals=signals, done_bell=done_bell, eval_freq=self.eval_freq,
-                                 evaluate=PeriodicEvaluation(algo, learner, self.eval_episodes, self.seed,
-                                                          progress.eval_history, run_log, self.out_dir).run,
-                                 checkpoint=self._periodic(schedule.total_steps, progress),
+                                 control=control, pool=pool, schedule=schedule, session=session, timer=timer,
+                                 signals=signals, done_bell=done_bell,
                                  rollout_state=lambda: {ROLLOUT_STATE: rollout.rng.bit_generator.state})
 
-    def _periodic(self, total_steps: int, progress: Progress) -> PeriodicCheckpoints | None:
-        """The run's periodic checkpoints (None when off)."""
-        periodic = PeriodicCheckpoints(self.out_dir, self.checkpoints, self.algorithm, self.seed, total_steps,
-                                       progress.transitions)
-        return periodic if periodic.enabled else None
-
-    def _checkpoint_after(self, loop: OnPolicyLoop, parts: OnPolicyLoopParts, progress: Progress,
-                          total_steps: int) -> Path | None:
+    def _checkpoint_after(self, loop: OnPolicyLoop, parts: OnPolicyLoopParts) -> Path | None:
         """Checkpoint a run an exception ended between rollouts; None without ``out_dir`` or mid-learning."""
         if self.out_dir is None:
             return None
         if not loop.between_rollouts:
             log.error("no checkpoint written: the run stopped while learning on a rollout")
             return None
-        progress.wall_seconds = loop.wall_seconds
-        progress.kernel_times = merge_kernel_times(
-            [progress.kernel_times, parts.timer.summary(), parts.control.kernel_times()], {})
-        algo = self.algorithm
-        ckpt = Checkpoint(algorithm=algo.name, env=algo.env_id, config=asdict(algo.config), seed=self.seed,
-                          total_steps=total_steps, learner=parts.learner.state_dict(),
-                          replay={ROLLOUT_STATE: parts.rollout.rng.bit_generator.state}, progress=progress,
-                          torch_rng=torch.get_rng_state(), cuda_rng=cuda_rng_states())
-        return save_checkpoint(self.out_dir / CHECKPOINT_DIR, ckpt).parent
+        return parts.session.stop_checkpoint(parts.learner.state_dict(), parts.rollout_state(), loop.snapshot())

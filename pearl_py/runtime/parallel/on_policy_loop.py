@@ -14,13 +14,9 @@ Example (what :class:`OnPolicyParallelExecutor` does)::
 
     >>> loop = OnPolicyLoop(parts, progress)
     >>> loop.run()                  # returns when every rollout is learnt
-    >>> loop.wall_seconds
-    12.4
 """
 from __future__ import annotations
 
-import dataclasses
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -29,8 +25,6 @@ from pearl_py.algorithms.on_policy.learner import OnPolicyLearner
 from pearl_py.protocol.kernel import ADVANTAGE, PARAM_SYNC
 from pearl_py.protocol.schedule import RolloutSchedule
 from pearl_py.replay.rollout import RolloutBuffer
-from pearl_py.runtime.checkpoints import PeriodicCheckpoints
-from pearl_py.runtime.evaluation import evaluation_points
 from pearl_py.runtime.parallel.actor import WAIT_S
 from pearl_py.runtime.parallel.checkpoint import Progress
 from pearl_py.runtime.parallel.control import ControlBlock
@@ -40,8 +34,8 @@ from pearl_py.runtime.parallel.params import ParamBoard
 from pearl_py.runtime.parallel.process import Doorbell
 from pearl_py.runtime.parallel.shared_rollout import SharedRollout
 from pearl_py.runtime.parallel.supervisor import ActorPool
-from pearl_py.runtime.run_log import RunLog
-from pearl_py.runtime.timing import KernelTimer, merge_kernel_times
+from pearl_py.runtime.session import RunSession
+from pearl_py.runtime.timing import KernelTimer
 
 ROLLOUT_HANDOFF = "rollout_handoff"
 """The learner's copy of the shared rollout into its own storage (timed beside the kernels)."""
@@ -59,15 +53,11 @@ class OnPolicyLoopParts:
     control: ControlBlock
     pool: ActorPool
     schedule: RolloutSchedule
-    log: RunLog
+    session: RunSession
+    """The run session: its log, clock, evaluations, checkpoints and monitor (:mod:`pearl_py.runtime.session`)."""
     timer: KernelTimer
     signals: StopSignals
     done_bell: Doorbell
-    evaluate: Callable[[int], float]
-    """``evaluate(step)``: a periodic evaluation at env step ``step`` (:meth:`PeriodicEvaluation.run`); its seconds."""
-    eval_freq: int = 0
-    checkpoint: PeriodicCheckpoints | None = None
-    """Periodic checkpoints of the learner and the minibatch generator, taken between rollouts."""
     rollout_state: Callable[[], dict] = dict
     """The rollout part of a checkpoint (the minibatch generator's state)."""
 
@@ -81,28 +71,15 @@ class OnPolicyLoop:
         self.learnt = progress.transitions // parts.schedule.rollout_size
         """Rollouts learnt, over all sessions."""
         self._first = self.learnt
-        self._start = 0.0
-        self._eval_seconds = 0.0
+        self.clock = parts.session.clock
         self._health = HealthClock(parts.signals)
         self.between_rollouts = True
         """False while the learner learns on a rollout (a checkpoint then would not be consistent)."""
 
-    @property
-    def clock_started(self) -> float | None:
-        """``time.perf_counter()`` when this session's training clock started (None before it did)."""
-        return self._start or None
-
-    @property
-    def wall_seconds(self) -> float:
-        """Training seconds of this session (actor start-up and evaluation excluded) plus earlier sessions'."""
-        if not self._start:
-            return self.progress.wall_seconds
-        return self.progress.wall_seconds + time.perf_counter() - self._start - self._eval_seconds
-
     def run(self) -> None:
         p, size = self.p, self.p.schedule.rollout_size
         self._wait(lambda: p.control.all_ready)
-        self._start = time.perf_counter()
+        self.clock.start()  # actor start-up is not training time
         while self.learnt < p.schedule.rollouts:
             session_rollout = self.learnt - self._first
             p.control.limit = session_rollout + 1
@@ -114,9 +91,10 @@ class OnPolicyLoop:
             before = self.progress.transitions
             self.progress.transitions = before + size
             for offset, episode_return, length in ended:
-                p.log.episode(before + offset, episode_return, length)
+                p.session.log.episode(before + offset, episode_return, length)
             self.progress.episodes += len(ended)
-            self._evaluations(before)
+            # the evaluations the serial run makes during this rollout's collection (same networks)
+            p.session.evaluate(before, self.progress.transitions, p.schedule.n_envs)
             with p.timer(ADVANTAGE):
                 p.rollout.compute_advantages(last_values, last_dones, p.algorithm.config.gamma,
                                              p.algorithm.config.gae_lambda)
@@ -126,28 +104,17 @@ class OnPolicyLoop:
                 p.board.publish(p.learner.nets.acting_state(p.algorithm.acting_networks),
                                 tag=p.learner.gradient_steps)
             self.between_rollouts = True
-            p.log.train(self.progress.transitions, stats.as_log(), self._rate())
-            p.log.tick(self.progress.transitions, self._rate())
-            if p.checkpoint is not None and p.checkpoint.due(self.progress.transitions):
-                self._periodic_checkpoint()
+            p.session.log.train(self.progress.transitions, stats.as_log(), self._rate())
+            p.session.log.tick(self.progress.transitions, self._rate())
+            p.session.round_ended(self.progress.transitions, p.learner.gradient_steps, p.timer)
+            if p.session.due(self.progress.transitions):
+                # the learner, the minibatch generator and the counters so far (the actors wait meanwhile)
+                p.session.checkpoint(p.learner.state_dict(), p.rollout_state(), self.snapshot())
             self._check()
 
-    def _periodic_checkpoint(self) -> None:
-        """Write the learner, the minibatch generator and the counters so far (the actors wait for the next
-        rollout meanwhile); its time is not training time."""
-        p, started = self.p, time.perf_counter()
-        snapshot = dataclasses.replace(
-            self.progress, wall_seconds=self.wall_seconds, eval_history=list(self.progress.eval_history),
-            kernel_times=merge_kernel_times([self.progress.kernel_times, p.timer.summary(),
-                                             p.control.kernel_times()], {}))
-        p.checkpoint.save(p.learner.state_dict(), p.rollout_state(), snapshot)
-        self._eval_seconds += time.perf_counter() - started
-
-    def _evaluations(self, before: int) -> None:
-        """The periodic evaluations the serial run makes during this rollout's collection (same networks)."""
-        n = self.p.schedule.n_envs
-        for at in evaluation_points(self.p.eval_freq, n, before, self.progress.transitions):
-            self._eval_seconds += self.p.evaluate(at)
+    def snapshot(self) -> Progress:
+        """The run's progress now (between rollouts), as a checkpoint records it."""
+        return self.p.session.snapshot([self.p.timer.summary(), self.p.control.kernel_times()])
 
     def _wait(self, done: Callable[[], bool]) -> None:
         """Sleep on the learner's doorbell until ``done()``, honouring stop requests and restarting failed actors."""
@@ -165,4 +132,4 @@ class OnPolicyLoop:
                                f"{self.p.schedule.rollouts - self._first} rollouts of this session")
 
     def _rate(self) -> float:
-        return self.progress.transitions / max(self.wall_seconds, 1e-9)
+        return self.progress.transitions / max(self.clock.seconds, 1e-9)

@@ -19,8 +19,6 @@ Example::
 """
 from __future__ import annotations
 
-import dataclasses
-import time
 from collections import deque
 from types import ModuleType
 from typing import Any
@@ -34,12 +32,11 @@ from pearl_py.runtime.collect import round_beta, round_progress_remaining
 from pearl_py.runtime.evaluation import EVAL_SEED_OFFSET
 from pearl_py.runtime.kernel_devices import simulated_kernels
 from pearl_py.runtime.parallel.placement import runtime_of
-from pearl_py.runtime.checkpoints import session_log_dir, session_seed
-from pearl_py.runtime.parallel.checkpoint import Checkpoint, Progress
+from pearl_py.runtime.parallel.checkpoint import Checkpoint
 from pearl_py.runtime.ray_backend.ray_run import RayRun
 from pearl_py.runtime.ray_backend.resources import component_resources, needs
 from pearl_py.runtime.result import RunResult
-from pearl_py.runtime.run_log import RunLog
+from pearl_py.runtime.session import RunSession
 from pearl_py.runtime.timing import merge_kernel_times
 
 
@@ -58,7 +55,7 @@ class RayExecutor(RayRun):
     def needs(self) -> dict[str, float]:
         return needs(self.resources, self.actors)
 
-    def _start(self, ray: ModuleType, total_steps: int, resumed: Checkpoint | None, sessions: int
+    def _start(self, ray: ModuleType, total_steps: int, resumed: Checkpoint | None, env_seed: int
                ) -> tuple[Any, Any, list[Any]]:
         from pearl_py.runtime.ray_backend import workers
 
@@ -72,7 +69,7 @@ class RayExecutor(RayRun):
                                            str(self.resume_from)))
         actor_cls = ray.remote(workers.ActorWorker).options(**res["actor"], max_restarts=self.max_restarts,
                                                             max_task_retries=-1)
-        actors = [actor_cls.remote(algo, i, session_seed(self.seed, sessions), total_steps, places[INFERENCE].variant,
+        actors = [actor_cls.remote(algo, i, env_seed, total_steps, places[INFERENCE].variant,
                                    self._torch_device(INFERENCE)) for i in range(self.actors)]
         pids = ray.get([replay.pid.remote(), learner.pid.remote()] + [a.pid.remote() for a in actors])
         self.components = {
@@ -91,16 +88,17 @@ class RayExecutor(RayRun):
         algo = self.algorithm
         n = algo.config.n_envs
         schedule = TrainSchedule.from_config(algo.config, total_steps, lookahead_rounds=self.lookahead_rounds)
-        resumed = self._resume(total_steps)
-        progress = resumed.progress if resumed is not None else Progress()
-        replay, learner, actors = self._start(ray, total_steps, resumed, progress.sessions)
-        log = RunLog(session_log_dir(self.out_dir, progress.sessions), total_steps, self.progress, algorithm=algo)
+        session = self.session(total_steps)
+        resumed = session.resume()
+        replay, learner, actors = self._start(ray, total_steps, resumed, session.env_seed)
+        log = session.open_log()
         try:
-            loop = _Driver(ray, schedule, replay, learner, actors, log, self, progress)
+            loop = _Driver(ray, schedule, replay, learner, actors, session, self)
             try:
                 loop.run()
             except ray.exceptions.RayError as exc:
                 raise self._failure(exc, loop.step * n) from None
+            session.clock.stop()
             eval_returns = ray.get(learner.evaluate.remote(self.eval_episodes, self.seed + EVAL_SEED_OFFSET))
             timings = ray.get([w.timings.remote() for w in (replay, learner, *actors)])
             self.restarted = self._restarted(ray, actors)
@@ -111,46 +109,35 @@ class RayExecutor(RayRun):
             log.close()
             for handle in (*actors, learner, replay):
                 ray.kill(handle)
-        return RunResult(algorithm=algo.name, env=algo.env_id, seed=self.seed, env_steps=schedule.vector_steps * n,
-                         gradient_steps=gradient_steps, wall_seconds=loop.wall_seconds, eval_returns=eval_returns,
-                         plan=self.plan.to_dict(), kernel_times=self._kernel_times([progress.kernel_times, *timings]),
-                         episodes=loop.episodes, eval_history=progress.eval_history, backend="ray",
-                         # actors collect the next rounds on the parameters of the round before: not measured
-                         policy_lag={"bound": schedule.gradient_steps * self.lookahead_rounds, "max_observed": None})
-
-    def _kernel_times(self, timings: list[dict[str, dict[str, float]]]) -> dict[str, dict[str, Any]]:
-        """Summed over every worker; kernels planned on a simulated device charged their modelled time."""
-        return merge_kernel_times(timings, simulated_kernels(self.plan))
+        return session.result(env_steps=schedule.vector_steps * n, gradient_steps=gradient_steps,
+                              eval_returns=eval_returns, episodes=loop.episodes, backend="ray",
+                              kernel_times=merge_kernel_times([session.progress.kernel_times, *timings],
+                                                              simulated_kernels(self.plan)),
+                              # actors collect the next rounds on the parameters of the round before: not measured
+                              policy_lag={"bound": schedule.gradient_steps * self.lookahead_rounds,
+                                          "max_observed": None})
 
 
 class _Driver:
     """The schedule loop on the driver: dispatch collection, feed the replay in order, train, sync."""
 
     def __init__(self, ray: ModuleType, schedule: TrainSchedule, replay: Any, learner: Any, actors: list[Any],
-                 log: RunLog, executor: RayExecutor, progress: Progress) -> None:
+                 session: RunSession, executor: RayExecutor) -> None:
         self.ray, self.s, self.replay, self.learner, self.actors = ray, schedule, replay, learner, actors
-        self.log, self.x, self.progress = log, executor, progress
+        self.session, self.log, self.x, self.progress = session, session.log, executor, session.progress
         self.queue: deque[tuple[Any, Any, int]] = deque()
         # a resumed run continues at its checkpoint's vector step, whose round's updates are done
-        self.dispatched = self.step = progress.transitions // schedule.n_envs
+        self.dispatched = self.step = self.progress.transitions // schedule.n_envs
         self.updates = schedule.updates_until(self.step)
-        self.episodes = progress.episodes
+        self.episodes = self.progress.episodes
         self.adds: list[Any] = []
-        self.eval_history = progress.eval_history
-        self.periodic = executor._periodic(schedule.total_steps, progress)
+        self.eval_history = self.progress.eval_history
         self.params: Any = None
-        self._start = time.perf_counter()
-        self._eval_s = 0.0
-
-    @property
-    def wall_seconds(self) -> float:
-        """Training seconds of this session (evaluations and checkpoints excluded) plus earlier sessions'."""
-        return self.progress.wall_seconds + time.perf_counter() - self._start - self._eval_s
 
     def run(self) -> None:
         ray, s = self.ray, self.s
         self._sync()
-        self._start = time.perf_counter()
+        self.session.clock.start()
         while True:
             due = s.updates_until(self.step)
             if self.updates < due:
@@ -160,10 +147,11 @@ class _Driver:
                 losses = ray.get(self.learner.train.remote(due - self.updates, beta,
                                                            round_progress_remaining(s, self.step)))
                 self.updates = due
-                self.log.train(self.step * s.n_envs, losses, self.step * s.n_envs / max(self.wall_seconds, 1e-9))
+                self.log.train(self.step * s.n_envs, losses,
+                               self.step * s.n_envs / max(self.session.clock.seconds, 1e-9))
                 self._sync()
                 self._maybe_evaluate(self.step)
-                if self.periodic is not None and self.periodic.due(self.step * s.n_envs):
+                if self.session.due(self.step * s.n_envs):
                     self._checkpoint()
                 continue
             if self.step >= s.vector_steps:
@@ -210,22 +198,18 @@ class _Driver:
     def _checkpoint(self) -> None:
         """After a training round, every consumed chunk in the replay: the learner, the replay and the counters
         (chunks dispatched ahead are dropped and collected again on resume); not training time."""
-        started = time.perf_counter()
         ray, n = self.ray, self.s.n_envs
-        learner_state, torch_rng, cuda_rng = ray.get(self.learner.checkpoint_state.remote())
-        replay_state = ray.get(self.replay.state_dict.remote())
-        timings = ray.get([w.timings.remote() for w in (self.replay, self.learner, *self.actors)])
-        progress = dataclasses.replace(self.progress, transitions=self.step * n, episodes=self.episodes,
-                                       wall_seconds=self.wall_seconds, eval_history=list(self.eval_history),
-                                       kernel_times=merge_kernel_times([self.progress.kernel_times, *timings], {}))
-        self.periodic.save(learner_state, replay_state, progress, rng=(torch_rng, cuda_rng))
-        self._eval_s += time.perf_counter() - started
+        with self.session.clock.paused():
+            learner_state, torch_rng, cuda_rng = ray.get(self.learner.checkpoint_state.remote())
+            replay_state = ray.get(self.replay.state_dict.remote())
+            timings = ray.get([w.timings.remote() for w in (self.replay, self.learner, *self.actors)])
+            progress = self.session.snapshot(timings, transitions=self.step * n, episodes=self.episodes)
+        self.session.checkpoint(learner_state, replay_state, progress, rng=(torch_rng, cuda_rng))
 
     def _maybe_evaluate(self, step: int) -> None:
         x, n = self.x, self.s.n_envs
         if not x.eval_freq or (step * n) % x.eval_freq >= n:
             return
-        started = time.perf_counter()
-        returns = self.ray.get(self.learner.evaluate.remote(x.eval_episodes, x.seed + EVAL_SEED_OFFSET))
-        self._eval_s += time.perf_counter() - started
+        with self.session.clock.paused():
+            returns = self.ray.get(self.learner.evaluate.remote(x.eval_episodes, x.seed + EVAL_SEED_OFFSET))
         self.eval_history.append({"step": step * n, "return_mean": sum(returns) / max(len(returns), 1)})

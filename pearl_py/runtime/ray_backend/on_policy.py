@@ -21,8 +21,6 @@ Example::
 """
 from __future__ import annotations
 
-import dataclasses
-import time
 from types import ModuleType
 from typing import Any
 
@@ -30,15 +28,14 @@ from pearl_py.algorithms.networks import Networks
 from pearl_py.algorithms.on_policy.base import OnPolicyAlgorithm
 from pearl_py.plan import Plan
 from pearl_py.protocol.schedule import RolloutSchedule
-from pearl_py.runtime.checkpoints import session_log_dir, session_seed
 from pearl_py.runtime.evaluation import EVAL_SEED_OFFSET, eval_point, evaluation_points
 from pearl_py.runtime.on_policy_layout import OnPolicyLayout
-from pearl_py.runtime.parallel.checkpoint import Checkpoint, Progress
+from pearl_py.runtime.parallel.checkpoint import Checkpoint
 from pearl_py.runtime.parallel.on_policy import ROLLOUT_STATE
 from pearl_py.runtime.ray_backend.ray_run import RayRun
 from pearl_py.runtime.ray_backend.resources import needs, on_policy_resources
 from pearl_py.runtime.result import RunResult
-from pearl_py.runtime.run_log import RunLog
+from pearl_py.runtime.session import RunSession
 from pearl_py.runtime.timing import merge_kernel_times
 
 
@@ -55,7 +52,7 @@ class OnPolicyRayExecutor(RayRun):
     def needs(self) -> dict[str, float]:
         return needs(self.resources, self.layout.actors)
 
-    def _start(self, ray: ModuleType, schedule: RolloutSchedule, resumed: Checkpoint | None, sessions: int
+    def _start(self, ray: ModuleType, schedule: RolloutSchedule, resumed: Checkpoint | None, env_seed: int
                ) -> tuple[Any, list[Any]]:
         from pearl_py.runtime.ray_backend.on_policy_workers import OnPolicyActorWorker, OnPolicyLearnerWorker
 
@@ -69,7 +66,7 @@ class OnPolicyRayExecutor(RayRun):
                      learner.set_rollout_rng.remote(resumed.replay[ROLLOUT_STATE])])
         actor_cls = ray.remote(OnPolicyActorWorker).options(**res["actor"], max_restarts=self.max_restarts,
                                                             max_task_retries=-1)
-        actors = [actor_cls.remote(algo, envs, self.seed, session_seed(self.seed, sessions), layout.inference_variant)
+        actors = [actor_cls.remote(algo, envs, self.seed, env_seed, layout.inference_variant)
                   for envs in schedule.env_split(layout.actors)]
         pids = ray.get([learner.pid.remote()] + [a.pid.remote() for a in actors])
         self.components = {
@@ -81,16 +78,18 @@ class OnPolicyRayExecutor(RayRun):
     def _run(self, ray: ModuleType, total_steps: int) -> RunResult:
         algo = self.algorithm
         schedule = RolloutSchedule.from_config(algo.config, total_steps)
-        resumed = self._resume(total_steps)
-        progress = resumed.progress if resumed is not None else Progress()
-        learner, actors = self._start(ray, schedule, resumed, progress.sessions)
-        log = RunLog(session_log_dir(self.out_dir, progress.sessions), total_steps, self.progress, algorithm=algo)
-        loop = _RolloutLoop(ray, schedule, learner, actors, log, self, progress)
+        session = self.session(total_steps)
+        resumed = session.resume()
+        progress = session.progress
+        learner, actors = self._start(ray, schedule, resumed, session.env_seed)
+        log = session.open_log()
+        loop = _RolloutLoop(ray, schedule, learner, actors, session, self)
         try:
             try:
                 loop.run()
             except ray.exceptions.RayError as exc:
                 raise self._failure(exc, progress.transitions) from None
+            session.clock.stop()
             eval_returns = ray.get(learner.evaluate.remote(self.eval_episodes, self.seed + EVAL_SEED_OFFSET))
             times = merge_kernel_times([progress.kernel_times, *loop.timings()], self.layout.simulated)
             gradient_steps = ray.get(learner.gradient_steps.remote())
@@ -101,52 +100,43 @@ class OnPolicyRayExecutor(RayRun):
             log.close()
             for handle in (*actors, learner):
                 ray.kill(handle)
-        return RunResult(algorithm=algo.name, env=algo.env_id, seed=self.seed, env_steps=progress.transitions,
-                         gradient_steps=gradient_steps, wall_seconds=loop.wall_seconds, eval_returns=eval_returns,
-                         plan=self.plan.to_dict(), kernel_times=times, episodes=progress.episodes,
-                         eval_history=progress.eval_history, backend="ray",
-                         layout={**self.layout.describe(), "rollout": "object store, each actor sending its envs' "
-                                                                      "columns to the learner"})
+        return session.result(env_steps=progress.transitions, gradient_steps=gradient_steps, eval_returns=eval_returns,
+                              kernel_times=times, episodes=progress.episodes, backend="ray",
+                              layout={**self.layout.describe(), "rollout": "object store, each actor sending its "
+                                                                           "envs' columns to the learner"})
 
 
 class _RolloutLoop:
     """The driver's loop: request a rollout, evaluate where due, learn on it, checkpoint where due; again."""
 
-    def __init__(self, ray: ModuleType, schedule: RolloutSchedule, learner: Any, actors: list[Any], log: RunLog,
-                 executor: OnPolicyRayExecutor, progress: Progress) -> None:
-        self.ray, self.s, self.learner, self.actors, self.log, self.x = ray, schedule, learner, actors, log, executor
-        self.progress = progress
+    def __init__(self, ray: ModuleType, schedule: RolloutSchedule, learner: Any, actors: list[Any],
+                 session: RunSession, executor: OnPolicyRayExecutor) -> None:
+        self.ray, self.s, self.learner, self.actors, self.x = ray, schedule, learner, actors, executor
+        self.session, self.log, self.clock = session, session.log, session.clock
+        self.progress = session.progress
         """Updated after every rollout: transitions, episodes, evaluations (a resumed run starts from its own)."""
-        self.periodic = executor._periodic(schedule.total_steps, progress)
         self.splits = list(schedule.env_split(len(actors)))
-        self._start = time.perf_counter()
-        self._eval_s = 0.0
-
-    @property
-    def wall_seconds(self) -> float:
-        """Training seconds of this session (evaluations and checkpoints excluded) plus earlier sessions'."""
-        return self.progress.wall_seconds + time.perf_counter() - self._start - self._eval_s
 
     def run(self) -> None:
         ray, s, p, x = self.ray, self.s, self.progress, self.x
+        self.clock.start()
         params = self.learner.acting_params.remote()
         for k in range(p.transitions // s.rollout_size, s.rollouts):
             parts = [actor.collect.remote(k * s.n_steps, params) for actor in self.actors]
             before, p.transitions = p.transitions, p.transitions + s.rollout_size
             for at in evaluation_points(x.eval_freq, s.n_envs, before, p.transitions):  # on the collecting networks
-                started = time.perf_counter()
-                returns = ray.get(self.learner.evaluate.remote(x.eval_episodes, x.seed + EVAL_SEED_OFFSET))
-                self._eval_s += time.perf_counter() - started
+                with self.clock.paused():
+                    returns = ray.get(self.learner.evaluate.remote(x.eval_episodes, x.seed + EVAL_SEED_OFFSET))
                 p.eval_history.append(eval_point(at, returns))
             stats, ended = ray.get(self.learner.learn.remote(s.progress_remaining(k + 1), self.splits, *parts))
             params = self.learner.acting_params.remote()
             for offset, episode_return, length in ended:
                 self.log.episode(before + offset, episode_return, length)
             p.episodes += len(ended)
-            rate = p.transitions / max(self.wall_seconds, 1e-9)
+            rate = p.transitions / max(self.clock.seconds, 1e-9)
             self.log.train(p.transitions, stats, rate)
             self.log.tick(p.transitions, rate)
-            if self.periodic is not None and self.periodic.due(p.transitions):
+            if self.session.due(p.transitions):
                 self._checkpoint()
 
     def timings(self) -> list[dict[str, dict[str, float]]]:
@@ -155,11 +145,8 @@ class _RolloutLoop:
 
     def _checkpoint(self) -> None:
         """Between rollouts: the learner, the minibatch generator and the counters; not training time."""
-        started, ray = time.perf_counter(), self.ray
-        (learner_state, torch_rng, cuda_rng), rollout_rng = ray.get(
-            [self.learner.checkpoint_state.remote(), self.learner.rollout_rng.remote()])
-        times = merge_kernel_times([self.progress.kernel_times, *self.timings()], {})
-        snapshot = dataclasses.replace(self.progress, wall_seconds=self.wall_seconds,
-                                       eval_history=list(self.progress.eval_history), kernel_times=times)
-        self.periodic.save(learner_state, {ROLLOUT_STATE: rollout_rng}, snapshot, rng=(torch_rng, cuda_rng))
-        self._eval_s += time.perf_counter() - started
+        with self.clock.paused():
+            (learner_state, torch_rng, cuda_rng), rollout_rng = self.ray.get(
+                [self.learner.checkpoint_state.remote(), self.learner.rollout_rng.remote()])
+            snapshot = self.session.snapshot(self.timings())
+        self.session.checkpoint(learner_state, {ROLLOUT_STATE: rollout_rng}, snapshot, rng=(torch_rng, cuda_rng))

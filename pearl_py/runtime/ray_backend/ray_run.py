@@ -21,36 +21,26 @@ Example::
 from __future__ import annotations
 
 import math
-from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 from pearl_py.algorithms.core import BaseAlgorithm
 from pearl_py.errors import UserError
 from pearl_py.plan import Plan
-from pearl_py.runtime.checkpoints import CheckpointOptions, PeriodicCheckpoints, load_resume, newest_checkpoint
-from pearl_py.runtime.parallel.checkpoint import Checkpoint, Progress
+from pearl_py.runtime.checkpoints import newest_checkpoint
 from pearl_py.runtime.ray_backend.require import import_ray
 from pearl_py.runtime.result import RunResult
+from pearl_py.runtime.session import SessionExecutor
 
 
-class RayRun:
-    """The part of a Ray executor around its schedule loop (see the module docstring); subclasses write ``_run``."""
+class RayRun(SessionExecutor):
+    """The part of a Ray executor around its schedule loop (see the module docstring); subclasses write ``_run``.
+    ``options``: the :class:`~pearl_py.runtime.session.SessionExecutor`'s."""
 
     def __init__(self, algorithm: BaseAlgorithm, plan: Plan, seed: int = 0, *, address: str | None = None,
-                 out_dir: Path | None = None, eval_episodes: int = 10, eval_freq: int = 0,
-                 progress: bool | None = None, resume_from: Path | None = None,
-                 checkpoints: CheckpointOptions | None = None, max_restarts: int = 3) -> None:
-        self.algorithm = algorithm
-        self.plan = plan
-        self.seed = seed
+                 max_restarts: int = 3, **options: Any) -> None:
+        super().__init__(algorithm, plan, seed, **options)
         self.address = address
-        self.out_dir = Path(out_dir) if out_dir is not None else None
-        self.eval_episodes = eval_episodes
-        self.eval_freq = eval_freq
-        self.progress = progress
-        self.resume_from = Path(resume_from) if resume_from is not None else None
-        self.checkpoints = checkpoints or CheckpointOptions()
         self.max_restarts = max_restarts
         """Times Ray restarts each actor worker that dies (its pending collection call is sent again)."""
         self.components: dict[str, Any] = {}
@@ -95,17 +85,6 @@ class RayRun:
             raise UserError(f"plan: the Ray cluster lacks resources for the run's actors and learner; needs "
                             f"{', '.join(short)}")
         return started
-
-    def _resume(self, total_steps: int) -> Checkpoint | None:
-        """The checkpoint to continue from (checked against this run), or None for a fresh run."""
-        if self.resume_from is None:
-            return None
-        return load_resume(self.algorithm, self.seed, total_steps, self.resume_from)
-
-    def _periodic(self, total_steps: int, progress: Progress) -> PeriodicCheckpoints | None:
-        periodic = PeriodicCheckpoints(self.out_dir, self.checkpoints, self.algorithm, self.seed, total_steps,
-                                       progress.transitions)
-        return periodic if periodic.enabled else None
 
     def _restarted(self, ray: ModuleType, actors: list[Any]) -> list[int]:
         """The actor workers whose process is not the one they started in (Ray restarted them)."""
