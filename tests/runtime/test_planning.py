@@ -149,3 +149,30 @@ def test_auto_keeps_the_mode_that_is_faster_over_the_run(modelled_machine):
     assert parallel.prediction.run.seconds > short.prediction.run.seconds  # why the serialized plan won
     # without the run's length the steady states compare; equal on one CPU, the parallel plan is kept
     assert auto_plan(algo, total_steps=None).mode == "synchronous"
+
+
+def test_auto_never_picks_a_plan_that_normalize_refuses(modelled_machine):
+    """With normalize, auto and --tune's candidates are serialized plans (the parallel runtime and Ray refuse it);
+    the same config without normalize gets the parallel plan, and the auto run then takes its plan."""
+    from pearl_py.pipeline.normalize_plans import normalize_refusal
+    from pearl_py.pipeline.planning import auto_plan, candidate_plans
+
+    ppo = dict(n_envs=4, n_steps=32, batch_size=64, n_epochs=2, net_arch=[16])
+    assert auto_plan(pearl.PPO("CartPole-v1", **ppo), total_steps=None).mode == "synchronous"
+    normalized = pearl.PPO("CartPole-v1", normalize=True, **ppo)
+    plan = auto_plan(normalized, total_steps=None)
+    assert plan.mode == "serialized" and normalize_refusal(normalized, serialized=plan.serialized) is None
+    candidates = candidate_plans(pearl.DQN("CartPole-v1", normalize=True, **TINY), k=3, log=lambda line: None)
+    assert candidates and {c.mode for c in candidates} == {"serialized"}
+    result = pearl.train(normalized, 128, plan="auto", eval_episodes=1, progress=False, log=lambda line: None)
+    assert result.plan["mode"] == "serialized" and result.env_steps == 128
+
+
+def test_a_parallel_plan_with_normalize_is_refused_before_it_starts(modelled_machine):
+    ppo = dict(n_envs=4, n_steps=32, batch_size=64, n_epochs=2, net_arch=[16])
+    algo = pearl.PPO("CartPole-v1", normalize=True, **ppo)
+    with pytest.raises(UserError, match="normalize runs on the serial executor only for now: the Ray backend"):
+        resolve_plan(algo, "auto", total_steps=None, one_process=False, log=lambda line: None)
+    parallel = resolve_plan(pearl.PPO("CartPole-v1", **ppo), "auto", one_process=False, log=lambda line: None)
+    with pytest.raises(UserError, match="normalize runs on the serial executor only for now: the parallel runtime"):
+        pearl.train(algo, 128, plan=parallel, log=lambda line: None)
