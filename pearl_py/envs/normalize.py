@@ -117,6 +117,21 @@ class RunningMoments:
         self.var = (self.var * self.count + var * count + np.square(delta) * self.count * count / total) / total
         self.count = total
 
+    def merge_moments(self, other: RunningMoments) -> None:
+        """Merge ``other``'s moments (another stream's): afterwards these are the moments of both streams' rows."""
+        if other.count:
+            self.merge(other.mean, other.var, other.count)
+
+    def vector(self) -> np.ndarray:
+        """``[mean..., var..., count]`` (float64): the form shared memory carries (:meth:`load_vector`)."""
+        return np.concatenate([self.mean.ravel(), self.var.ravel(), [self.count]])
+
+    def load_vector(self, vector: np.ndarray) -> None:
+        size = self.mean.size
+        self.mean = np.array(vector[:size], np.float64).reshape(self.mean.shape)
+        self.var = np.array(vector[size:2 * size], np.float64).reshape(self.var.shape)
+        self.count = float(vector[2 * size])
+
     def state(self) -> dict[str, Any]:
         return {"mean": self.mean.tolist(), "var": self.var.tolist(), "count": float(self.count)}
 
@@ -133,6 +148,11 @@ class ObsRewardNormalizer:
     with the statistics frozen), :meth:`reward` (update the return moments, then scale), :meth:`state` and
     :meth:`from_state`/:meth:`load` (plain lists and numbers: JSON in a saved policy, data in a checkpoint).
     ``returns`` (the running discounted return per env) is not state: a resumed run starts its episodes anew.
+
+    An actor of a parallel run also keeps the moments of only what it updated with since :meth:`track` (its
+    share, ``seen``); the learner merges every actor's share into its own statistics (:meth:`merge_seen`, exact:
+    the moments of the concatenated data) and publishes them; the actors act with the published statistics
+    (:mod:`pearl_py.runtime.parallel.shared_statistics`).
     """
 
     def __init__(self, settings: Normalize, obs_shape: tuple[int, ...], gamma: float) -> None:
@@ -141,6 +161,21 @@ class ObsRewardNormalizer:
         self.obs_moments = RunningMoments(tuple(obs_shape))
         self.return_moments = RunningMoments(())
         self.returns: np.ndarray | None = None
+        self.seen: tuple[RunningMoments, RunningMoments] | None = None
+        """With :meth:`track`: the observation and return moments of only the rows updated with since (from count 0)."""
+
+    def track(self) -> None:
+        """From now on also keep the moments of only what this copy updates with (``seen``; restarts them)."""
+        self.seen = (RunningMoments(self.obs_moments.mean.shape, count=0.0), RunningMoments((), count=0.0))
+
+    def merge_seen(self, seen: tuple[RunningMoments, RunningMoments]) -> None:
+        """Merge another copy's ``seen`` moments into these statistics."""
+        self.obs_moments.merge_moments(seen[0])
+        self.return_moments.merge_moments(seen[1])
+
+    def moments(self) -> tuple[RunningMoments, RunningMoments]:
+        """The observation and the return moments (the statistics an actor acts with)."""
+        return self.obs_moments, self.return_moments
 
     def begin(self, obs: np.ndarray) -> np.ndarray:
         """The envs were reset to ``obs``: discounted returns restart at 0; :meth:`observe` ``obs``."""
@@ -151,6 +186,8 @@ class ObsRewardNormalizer:
         """Update the observation moments with ``obs`` (a batch), then normalize it (training)."""
         if self.settings.norm_obs:
             self.obs_moments.update(obs)
+            if self.seen is not None:
+                self.seen[0].update(obs)
         return self.obs(obs)
 
     def obs(self, obs: Array) -> Array:
@@ -189,6 +226,8 @@ class ObsRewardNormalizer:
             self.returns = np.zeros(len(rewards))
         self.returns = self.returns * self.gamma + rewards
         self.return_moments.update(self.returns)
+        if self.seen is not None:
+            self.seen[1].update(self.returns)
         scaled = self.scaled_reward(rewards)
         self.returns[done] = 0.0
         return scaled

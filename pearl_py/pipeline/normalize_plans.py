@@ -1,16 +1,17 @@
 """Which plans a run with ``normalize`` (SB3's VecNormalize) can take: one rule that the optimizer (``plan="auto"``,
 ``--tune``) and the executors share, so ``--auto`` never picks a plan that the run then refuses.
 
-Today ``normalize`` runs on the serial executor only (serialized plans, local backend): the local parallel runtime's
-and the Ray backend's actors would each keep their own statistics, and combining them is not implemented.
+Today ``normalize`` runs on the serial executor (serialized plans) of every family and on the local parallel runtime
+of the families in :data:`PARALLEL_FAMILIES`, which combines the actors' statistics
+(:mod:`pearl_py.runtime.parallel.shared_statistics`). The off-policy parallel runtime and the Ray backend refuse it:
+their actors would each keep their own statistics.
 
 Example::
 
-    >>> algo = pearl.PPO("CartPole-v1", normalize=True)
-    >>> plan_modes(algo, one_process=True)          # auto chooses among serialized plans only
+    >>> plan_modes(pearl.DQN("CartPole-v1", normalize=True), one_process=True)   # auto: serialized plans only
     (True,)
-    >>> normalize_refusal(algo, serialized=False)
-    "normalize runs on the serial executor only for now: the parallel runtime's actors would ..."
+    >>> normalize_refusal(pearl.PPO("CartPole-v1", normalize=True), serialized=False, backend="ray")
+    "normalize does not run on the Ray backend yet: its actors would ..."
 """
 from __future__ import annotations
 
@@ -19,16 +20,21 @@ from pearl_py.errors import UserError
 
 PARALLEL_MODE, SERIALIZED_MODE = False, True
 """The protocol modes (``algorithm.protocol(serialized=...)``): actor processes, or every stage in this process."""
+PARALLEL_FAMILIES = ("on_policy",)
+"""The families whose local parallel runtime combines the actors' ``normalize`` statistics."""
 
 
 def normalize_refusal(algorithm: BaseAlgorithm, *, serialized: bool, backend: str = "local") -> str | None:
     """Why ``algorithm``'s run cannot take a plan of this mode on ``backend`` (``None``: it can)."""
-    if algorithm.obs_transform is None or (serialized and backend == "local"):
+    if algorithm.obs_transform is None or backend == "local" and (
+            serialized or getattr(algorithm, "family", None) in PARALLEL_FAMILIES):
         return None
-    runtime = "Ray backend" if backend == "ray" else "parallel runtime"
-    return (f"normalize runs on the serial executor only for now: the {runtime}'s actors would each keep their own "
-            "statistics (combining them is not implemented); run a serialized plan locally (plan 'serial', "
-            "'local' or 'auto') or set normalize: false")
+    runtime = "the Ray backend" if backend == "ray" else f"the {algorithm.family} parallel runtime"
+    where = ("a serialized plan or, for PPO and A2C, a parallel one" if backend == "ray"
+             else "a serialized plan (plan 'serial', 'local' or 'auto')")
+    return (f"normalize does not run on {runtime} yet: its actors would each keep their own statistics (combining "
+            f"them is implemented for the local on-policy runtime only); run {where} locally, or set normalize: "
+            "false")
 
 
 def check_normalize(algorithm: BaseAlgorithm, *, serialized: bool, backend: str = "local") -> None:

@@ -172,7 +172,7 @@ def test_a_zoo_entry_with_normalize_true_runs_through_pearl_run(tmp_path):
 
 
 def test_the_parallel_backends_refuse_normalize_by_name():
-    with pytest.raises(UserError, match="normalize runs on the serial executor only for now: the Ray backend"):
+    with pytest.raises(UserError, match="normalize does not run on the Ray backend yet"):
         pearl.train(_algo(), 64, backend="ray", log=lambda line: None)
 
 

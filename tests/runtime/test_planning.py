@@ -152,27 +152,33 @@ def test_auto_keeps_the_mode_that_is_faster_over_the_run(modelled_machine):
 
 
 def test_auto_never_picks_a_plan_that_normalize_refuses(modelled_machine):
-    """With normalize, auto and --tune's candidates are serialized plans (the parallel runtime and Ray refuse it);
-    the same config without normalize gets the parallel plan, and the auto run then takes its plan."""
+    """With normalize, an off-policy run's auto plan and --tune's candidates are serialized (its parallel runtime and
+    Ray refuse normalize) where the same config without it gets a parallel plan; the auto run takes its plan."""
     from pearl_py.pipeline.normalize_plans import normalize_refusal
     from pearl_py.pipeline.planning import auto_plan, candidate_plans
 
-    ppo = dict(n_envs=4, n_steps=32, batch_size=64, n_epochs=2, net_arch=[16])
-    assert auto_plan(pearl.PPO("CartPole-v1", **ppo), total_steps=None).mode == "synchronous"
-    normalized = pearl.PPO("CartPole-v1", normalize=True, **ppo)
+    assert auto_plan(pearl.DQN("CartPole-v1", **TINY), total_steps=None).mode != "serialized"
+    normalized = pearl.DQN("CartPole-v1", normalize=True, **TINY)
     plan = auto_plan(normalized, total_steps=None)
     assert plan.mode == "serialized" and normalize_refusal(normalized, serialized=plan.serialized) is None
-    candidates = candidate_plans(pearl.DQN("CartPole-v1", normalize=True, **TINY), k=3, log=lambda line: None)
+    candidates = candidate_plans(normalized, k=3, log=lambda line: None)
     assert candidates and {c.mode for c in candidates} == {"serialized"}
-    result = pearl.train(normalized, 128, plan="auto", eval_episodes=1, progress=False, log=lambda line: None)
-    assert result.plan["mode"] == "serialized" and result.env_steps == 128
+    result = pearl.train(normalized, 200, plan="auto", eval_episodes=1, progress=False, log=lambda line: None)
+    assert result.plan["mode"] == "serialized" and result.env_steps == 200
+    with pytest.raises(UserError, match="normalize does not run on the Ray backend yet"):
+        resolve_plan(normalized, "auto", total_steps=None, one_process=False, log=lambda line: None)
 
 
-def test_a_parallel_plan_with_normalize_is_refused_before_it_starts(modelled_machine):
-    ppo = dict(n_envs=4, n_steps=32, batch_size=64, n_epochs=2, net_arch=[16])
-    algo = pearl.PPO("CartPole-v1", normalize=True, **ppo)
-    with pytest.raises(UserError, match="normalize runs on the serial executor only for now: the Ray backend"):
-        resolve_plan(algo, "auto", total_steps=None, one_process=False, log=lambda line: None)
-    parallel = resolve_plan(pearl.PPO("CartPole-v1", **ppo), "auto", one_process=False, log=lambda line: None)
-    with pytest.raises(UserError, match="normalize runs on the serial executor only for now: the parallel runtime"):
-        pearl.train(algo, 128, plan=parallel, log=lambda line: None)
+def test_an_off_policy_parallel_plan_with_normalize_is_refused_before_it_starts(modelled_machine):
+    parallel = resolve_plan(pearl.DQN("CartPole-v1", **TINY), "auto", one_process=False, log=lambda line: None)
+    with pytest.raises(UserError, match="normalize does not run on the off_policy parallel runtime yet: its actors "
+                                        "would each keep their own statistics"):
+        pearl.train(pearl.DQN("CartPole-v1", normalize=True, **TINY), 200, plan=parallel, log=lambda line: None)
+
+
+def test_auto_runs_an_on_policy_config_with_normalize_on_its_parallel_plan(modelled_machine):
+    algo = pearl.PPO("CartPole-v1", normalize=True, n_envs=4, n_steps=32, batch_size=64, n_epochs=2, net_arch=[16])
+    plan = resolve_plan(algo, "auto", total_steps=None, log=lambda line: None)   # steady state: the parallel plan
+    result = pearl.train(algo, 256, plan=plan, eval_episodes=1, progress=False, log=lambda line: None)
+    assert result.plan["mode"] == "synchronous" and result.backend == "local-parallel"
+    assert algo.obs_transform.obs_moments.count == pytest.approx(4 * (1 + 256 // 4) + 1e-4, rel=1e-12)

@@ -81,6 +81,7 @@ from pearl_py.runtime.parallel.process import (
     sweep_stale_segments,
 )
 from pearl_py.runtime.parallel.shared_rollout import SharedRollout
+from pearl_py.runtime.parallel.shared_statistics import SharedStatistics
 from pearl_py.runtime.parallel.supervisor import ActorPool, log
 from pearl_py.runtime.result import RunResult
 from pearl_py.runtime.rng_state import cuda_rng_states
@@ -185,6 +186,10 @@ class OnPolicyParallelExecutor:
         stack.callback(board.close)
         shared = SharedRollout.create(algo, f"{prefix}-rollout")
         stack.callback(shared.close)
+        statistics = None
+        if algo.obs_transform is not None:
+            statistics = SharedStatistics.create(algo.obs_transform, layout.actors, f"{prefix}-stats")
+            stack.callback(statistics.close)
         errors = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="pearl-actors-")))
         learnt = progress.transitions // schedule.rollout_size
         done_bell = Doorbell()
@@ -192,7 +197,8 @@ class OnPolicyParallelExecutor:
                                    env_seed=session_seed(self.seed, progress.sessions), generation=0,
                                    rollouts=schedule.rollouts - learnt, rollouts_before=learnt, rollout=shared.name,
                                    params=board.name, control=control.name, error_file=str(errors / f"actor{i}.err"),
-                                   inference=layout.inference_variant, room_bell=Doorbell(), done_bell=done_bell)
+                                   inference=layout.inference_variant, room_bell=Doorbell(), done_bell=done_bell,
+                                   statistics=statistics.name if statistics is not None else None)
                  for i, envs in enumerate(schedule.env_split(layout.actors))]
         pool = ActorPool(specs, self.max_restarts, guard, target=run_on_policy_actor)
         self._pool, self.restarts = pool, pool.restarts
@@ -206,7 +212,8 @@ class OnPolicyParallelExecutor:
                                  evaluate=PeriodicEvaluation(algo, learner, self.eval_episodes, self.seed,
                                                           progress.eval_history, run_log, self.out_dir).run,
                                  checkpoint=self._periodic(schedule.total_steps, progress),
-                                 rollout_state=lambda: {ROLLOUT_STATE: rollout.rng.bit_generator.state})
+                                 rollout_state=lambda: {ROLLOUT_STATE: rollout.rng.bit_generator.state},
+                                 statistics=statistics)
 
     def _periodic(self, total_steps: int, progress: Progress) -> PeriodicCheckpoints | None:
         """The run's periodic checkpoints (None when off)."""
@@ -229,5 +236,6 @@ class OnPolicyParallelExecutor:
         ckpt = Checkpoint(algorithm=algo.name, env=algo.env_id, config=asdict(algo.config), seed=self.seed,
                           total_steps=total_steps, learner=parts.learner.state_dict(),
                           replay={ROLLOUT_STATE: parts.rollout.rng.bit_generator.state}, progress=progress,
-                          torch_rng=torch.get_rng_state(), cuda_rng=cuda_rng_states())
+                          torch_rng=torch.get_rng_state(), cuda_rng=cuda_rng_states(),
+                          obs_transform=algo.obs_transform.state() if algo.obs_transform else {})
         return save_checkpoint(self.out_dir / CHECKPOINT_DIR, ckpt).parent
