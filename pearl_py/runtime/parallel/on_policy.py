@@ -13,7 +13,10 @@ A seeded run performs the serial executor's updates on the same rollouts: the sa
 same seeds, the same per-env uniforms, the rollout in the same order, the same minibatch
 permutations; with the ``fused`` (row-invariant) inference its parameters equal the serial run's
 bit for bit, with the ``reference`` inference when one actor steps all envs
-(tests/runtime/parallel/test_on_policy_parallel.py).
+(tests/runtime/parallel/test_on_policy_parallel.py). With ``normalize`` the actors act with the statistics published
+with the parameters plus their own envs' updates, and the learner merges their shares exactly every rollout
+(:mod:`.shared_statistics`, docs/runtime.md): the statistics are the serial run's up to rounding at every rollout
+boundary, the actions no longer bit-equal.
 
 Ctrl-C, SIGTERM or a crash between rollouts write a checkpoint under ``out_dir/checkpoint``
 (networks, optimizer state, the minibatch generator, progress) that ``resume_from`` continues, as
