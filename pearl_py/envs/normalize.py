@@ -150,9 +150,10 @@ class ObsRewardNormalizer:
     ``returns`` (the running discounted return per env) is not state: a resumed run starts its episodes anew.
 
     An actor of a parallel run also keeps the moments of only what it updated with since :meth:`track` (its
-    share, ``seen``); the learner merges every actor's share into its own statistics (:meth:`merge_seen`, exact:
-    the moments of the concatenated data) and publishes them; the actors act with the published statistics
-    (:mod:`pearl_py.runtime.parallel.shared_statistics`).
+    share, ``seen``, taken with :meth:`take_share`); the learner merges every actor's share into its own
+    statistics (:meth:`merge_share`, exact: the moments of the concatenated data) and publishes them
+    (:meth:`vector`); the actors act with the published statistics (:meth:`load_vector`;
+    :mod:`pearl_py.runtime.parallel.shared_statistics`, the Ray backend's on-policy workers).
     """
 
     def __init__(self, settings: Normalize, obs_shape: tuple[int, ...], gamma: float) -> None:
@@ -166,16 +167,31 @@ class ObsRewardNormalizer:
 
     def track(self) -> None:
         """From now on also keep the moments of only what this copy updates with (``seen``; restarts them)."""
-        self.seen = (RunningMoments(self.obs_moments.mean.shape, count=0.0), RunningMoments((), count=0.0))
+        self.seen = self._empty()
 
-    def merge_seen(self, seen: tuple[RunningMoments, RunningMoments]) -> None:
-        """Merge another copy's ``seen`` moments into these statistics."""
-        self.obs_moments.merge_moments(seen[0])
-        self.return_moments.merge_moments(seen[1])
+    def take_share(self) -> np.ndarray:
+        """The ``seen`` moments since :meth:`track` (or the last take) as a :meth:`vector`; they restart from 0."""
+        share = _moments_vector(self.seen)
+        self.track()
+        return share
 
-    def moments(self) -> tuple[RunningMoments, RunningMoments]:
-        """The observation and the return moments (the statistics an actor acts with)."""
-        return self.obs_moments, self.return_moments
+    def merge_share(self, share: np.ndarray) -> None:
+        """Merge another copy's share (:meth:`take_share`) into these statistics (exact: the merge formula)."""
+        moments = self._empty()
+        _load_moments(moments, share)
+        self.obs_moments.merge_moments(moments[0])
+        self.return_moments.merge_moments(moments[1])
+
+    def vector(self) -> np.ndarray:
+        """The observation then the return moments as one float64 vector (shared memory, Ray's object store)."""
+        return _moments_vector((self.obs_moments, self.return_moments))
+
+    def load_vector(self, vector: np.ndarray) -> None:
+        """These statistics from a :meth:`vector` (an actor takes the published statistics)."""
+        _load_moments((self.obs_moments, self.return_moments), vector)
+
+    def _empty(self) -> tuple[RunningMoments, RunningMoments]:
+        return RunningMoments(self.obs_moments.mean.shape, count=0.0), RunningMoments((), count=0.0)
 
     def begin(self, obs: np.ndarray) -> np.ndarray:
         """The envs were reset to ``obs``: discounted returns restart at 0; :meth:`observe` ``obs``."""
@@ -247,3 +263,13 @@ class ObsRewardNormalizer:
         norm.load(state)
         return norm
 
+
+def _moments_vector(moments: tuple[RunningMoments, ...]) -> np.ndarray:
+    return np.concatenate([m.vector() for m in moments])
+
+
+def _load_moments(moments: tuple[RunningMoments, ...], vector: np.ndarray) -> None:
+    for m in moments:
+        size = m.vector().size
+        m.load_vector(vector[:size])
+        vector = vector[size:]

@@ -1,17 +1,17 @@
 """Which plans a run with ``normalize`` (SB3's VecNormalize) can take: one rule that the optimizer (``plan="auto"``,
 ``--tune``) and the executors share, so ``--auto`` never picks a plan that the run then refuses.
 
-Today ``normalize`` runs on the serial executor (serialized plans) of every family and on the local parallel runtime
-of the families in :data:`PARALLEL_FAMILIES`, which combines the actors' statistics
-(:mod:`pearl_py.runtime.parallel.shared_statistics`). The off-policy parallel runtime and the Ray backend refuse it:
-their actors would each keep their own statistics.
+Today ``normalize`` runs on the serial executor (serialized plans) of every family and, for the families in
+:data:`PARALLEL_FAMILIES`, on the local parallel runtime and the Ray backend, which combine the actors'
+statistics (:mod:`pearl_py.runtime.parallel.shared_statistics`). The off-policy parallel runtime and Ray executor
+refuse it: their actors would each keep their own statistics.
 
 Example::
 
     >>> plan_modes(pearl.DQN("CartPole-v1", normalize=True), one_process=True)   # auto: serialized plans only
     (True,)
-    >>> normalize_refusal(pearl.PPO("CartPole-v1", normalize=True), serialized=False, backend="ray")
-    "normalize does not run on the Ray backend yet: its actors would ..."
+    >>> normalize_refusal(pearl.DQN("CartPole-v1", normalize=True), serialized=False, backend="ray")
+    "normalize does not run on the Ray backend for off_policy algorithms yet: its actors would ..."
 """
 from __future__ import annotations
 
@@ -21,20 +21,18 @@ from pearl_py.errors import UserError
 PARALLEL_MODE, SERIALIZED_MODE = False, True
 """The protocol modes (``algorithm.protocol(serialized=...)``): actor processes, or every stage in this process."""
 PARALLEL_FAMILIES = ("on_policy",)
-"""The families whose local parallel runtime combines the actors' ``normalize`` statistics."""
+"""The families whose local parallel runtime and Ray executor combine the actors' ``normalize`` statistics."""
 
 
 def normalize_refusal(algorithm: BaseAlgorithm, *, serialized: bool, backend: str = "local") -> str | None:
     """Why ``algorithm``'s run cannot take a plan of this mode on ``backend`` (``None``: it can)."""
-    if algorithm.obs_transform is None or backend == "local" and (
-            serialized or getattr(algorithm, "family", None) in PARALLEL_FAMILIES):
+    family = getattr(algorithm, "family", None)
+    if algorithm.obs_transform is None or family in PARALLEL_FAMILIES or (serialized and backend == "local"):
         return None
-    runtime = "the Ray backend" if backend == "ray" else f"the {algorithm.family} parallel runtime"
-    where = ("a serialized plan or, for PPO and A2C, a parallel one" if backend == "ray"
-             else "a serialized plan (plan 'serial', 'local' or 'auto')")
-    return (f"normalize does not run on {runtime} yet: its actors would each keep their own statistics (combining "
-            f"them is implemented for the local on-policy runtime only); run {where} locally, or set normalize: "
-            "false")
+    runtime = "the Ray backend" if backend == "ray" else "the parallel runtime"
+    return (f"normalize does not run on {runtime} for {family} algorithms yet: its actors would each keep their "
+            "own statistics (combining them is implemented for PPO and A2C only); run a serialized plan locally "
+            "(plan 'serial', 'local' or 'auto'), or set normalize: false")
 
 
 def check_normalize(algorithm: BaseAlgorithm, *, serialized: bool, backend: str = "local") -> None:

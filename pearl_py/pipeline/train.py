@@ -142,7 +142,7 @@ def train(algorithm: BaseAlgorithm, total_steps: int, seed: int = 0, *,
         folder = out if out is None or isinstance(out, RunFolder) else held.enter_context(claim_run_dir(
             out, overwrite=overwrite, continues=_continues_in_place(Path(out), resume), flags=PYTHON_FLAGS))
         admit_config(algorithm, replay=backend == "local")
-        if backend == "ray":  # refused before any planning or calibration: no plan on Ray takes normalize yet
+        if backend == "ray":  # refused before any planning (normalize: no plan on Ray takes it for off-policy yet)
             check_normalize(algorithm, serialized=SERIALIZED_MODE, backend=backend)
         if init_from is not None:
             algorithm.initial_state = initial_state(init_from, algorithm)

@@ -165,14 +165,14 @@ def test_auto_never_picks_a_plan_that_normalize_refuses(modelled_machine):
     assert candidates and {c.mode for c in candidates} == {"serialized"}
     result = pearl.train(normalized, 200, plan="auto", eval_episodes=1, progress=False, log=lambda line: None)
     assert result.plan["mode"] == "serialized" and result.env_steps == 200
-    with pytest.raises(UserError, match="normalize does not run on the Ray backend yet"):
+    with pytest.raises(UserError, match="normalize does not run on the Ray backend for off_policy algorithms yet"):
         resolve_plan(normalized, "auto", total_steps=None, one_process=False, log=lambda line: None)
 
 
 def test_an_off_policy_parallel_plan_with_normalize_is_refused_before_it_starts(modelled_machine):
     parallel = resolve_plan(pearl.DQN("CartPole-v1", **TINY), "auto", one_process=False, log=lambda line: None)
-    with pytest.raises(UserError, match="normalize does not run on the off_policy parallel runtime yet: its actors "
-                                        "would each keep their own statistics"):
+    with pytest.raises(UserError, match="normalize does not run on the parallel runtime for off_policy algorithms "
+                                        "yet: its actors would each keep their own statistics"):
         pearl.train(pearl.DQN("CartPole-v1", normalize=True, **TINY), 200, plan=parallel, log=lambda line: None)
 
 

@@ -100,20 +100,20 @@ def _collect(spec: OnPolicyActorSpec, control: ControlBlock, shared: SharedRollo
     acting = build_acting(spec.inference, algo, nets)
     warm_up(algo, acting=acting)
     if statistics is not None:  # before the collector: its envs' reset observations count in the share
-        statistics.start(algo.obs_transform)
+        algo.obs_transform.track()
     collector = RolloutCollector(algo, spec.seed, acting, record, envs=spec.envs, env_seed=spec.generation_seed)
     try:
         control.set_ready(index)
         if spec.done_bell is not None:
             spec.done_bell.ring()
-        k = first = control.produced_by(index)
+        k = control.produced_by(index)
         while k < spec.rollouts:
             if not _wait_for_rollout(spec, control, k):
                 return
             start = time.perf_counter()
             if board.read_into(acting_state):
                 record(PARAM_SYNC, time.perf_counter() - start)
-            if statistics is not None and k > first:  # published with the parameters learnt on rollout k - 1
+            if statistics is not None:  # every rollout starts from the published statistics (as on Ray)
                 statistics.load_published(algo.obs_transform)
             collect_rollout(collector, shared, spec.envs, (spec.rollouts_before + k) * n_steps, n_steps, record)
             if statistics is not None:

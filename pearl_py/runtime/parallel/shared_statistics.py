@@ -1,10 +1,10 @@
 """The ``normalize`` statistics of a parallel run in shared memory: the learner's merged statistics, published to
 the actors, and each actor's share (the moments of what it saw since the last publication).
 
-The rule (docs/runtime.md, "normalize on the parallel runtime"): an actor acts with the published statistics
-updated by its own envs' observations and discounted returns (the return per env, as SB3's ``VecNormalize``),
-and keeps its share apart (:meth:`~pearl_py.envs.normalize.ObsRewardNormalizer.track`). Once every actor has
-collected rollout ``k``, the learner merges the shares in actor order into its statistics with the
+The rule (docs/runtime.md, "normalize on the parallel runtime"): an actor starts every rollout from the published
+statistics and acts with them updated by its own envs' observations and discounted returns (the return per env,
+as SB3's ``VecNormalize``), and keeps its share apart (:meth:`~pearl_py.envs.normalize.ObsRewardNormalizer.track`).
+Once every actor has collected rollout ``k``, the learner merges the shares in actor order into its statistics with the
 parallel-variance formula (Chan et al. 1979), which is exact: the merged moments are those of the concatenated
 observations (and returns), whatever the split, up to float rounding. It then publishes them with the parameters,
 and every actor starts rollout ``k + 1`` from them. Nothing is locked: an actor writes its slot only while the
@@ -15,34 +15,22 @@ Example::
 
     >>> shared = SharedStatistics.create(algo.obs_transform, actors=2, name="pearl-stats")   # learner
     >>> actor_side = SharedStatistics.attach("pearl-stats")                                   # actor 0
-    >>> actor_side.start(transform)               # the published statistics, its share from count 0
-    >>> actor_side.report(0, transform)           # after its rollout: its share into its slot
+    >>> transform.track()                         # actor 0 at its start: its share counted from 0
+    >>> actor_side.load_published(transform)      # before each rollout: the published statistics
+    >>> actor_side.report(0, transform)           # after it: its share into its slot
     >>> shared.combine(algo.obs_transform)        # learner: every share merged, the result published
-    >>> actor_side.load_published(transform)      # actor: before its next rollout
 """
 from __future__ import annotations
 
 import numpy as np
 
-from pearl_py.envs.normalize import ObsRewardNormalizer, RunningMoments
+from pearl_py.envs.normalize import ObsRewardNormalizer
 from pearl_py.replay.storage import Layout, Storage
-
-Moments = tuple[RunningMoments, RunningMoments]
-"""The observation and the discounted-return moments."""
-
-
-def _vector(moments: Moments) -> np.ndarray:
-    return np.concatenate([m.vector() for m in moments])
-
-
-def _load(moments: Moments, vector: np.ndarray) -> None:
-    split = moments[0].vector().size
-    moments[0].load_vector(vector[:split])
-    moments[1].load_vector(vector[split:])
 
 
 class SharedStatistics:
-    """The published statistics (``published``) and one share slot per actor (``seen``), as float64 vectors."""
+    """The published statistics (``published``) and one share slot per actor (``seen``), as float64 vectors
+    (:meth:`~pearl_py.envs.normalize.ObsRewardNormalizer.vector`)."""
 
     def __init__(self, storage: Storage) -> None:
         self._storage = storage
@@ -51,7 +39,7 @@ class SharedStatistics:
     @classmethod
     def create(cls, transform: ObsRewardNormalizer, actors: int, name: str) -> SharedStatistics:
         """Segment ``name`` holding ``transform``'s statistics as published, and ``actors`` empty shares."""
-        size = _vector(transform.moments()).size
+        size = transform.vector().size
         layout = Layout.of({"published": (np.float64, (size,)), "seen": (np.float64, (actors, size))})
         shared = cls(Storage.create(layout, shared=True, name=name))
         shared.publish(transform)
@@ -66,29 +54,21 @@ class SharedStatistics:
         return self._storage.name
 
     def publish(self, transform: ObsRewardNormalizer) -> None:
-        self._published[:] = _vector(transform.moments())
+        self._published[:] = transform.vector()
 
     def load_published(self, transform: ObsRewardNormalizer) -> None:
         """``transform`` (an actor's) acts with the published statistics from now on."""
-        _load(transform.moments(), self._published)
-
-    def start(self, transform: ObsRewardNormalizer) -> None:
-        """An actor's start: the published statistics, and its share kept from count 0."""
-        self.load_published(transform)
-        transform.track()
+        transform.load_vector(self._published)
 
     def report(self, index: int, transform: ObsRewardNormalizer) -> None:
         """Actor ``index``'s share since its last report into its slot; its share restarts from count 0."""
-        self._seen[index] = _vector(transform.seen)
-        transform.track()
+        self._seen[index] = transform.take_share()
 
     def combine(self, transform: ObsRewardNormalizer) -> None:
         """Every actor's share merged into ``transform`` (the learner's) in actor order, then published; the slots
         are emptied (invariant: a slot holds only a share not merged yet)."""
-        share = (RunningMoments(transform.obs_moments.mean.shape, count=0.0), RunningMoments((), count=0.0))
-        for row in self._seen:
-            _load(share, row)
-            transform.merge_seen(share)
+        for share in self._seen:
+            transform.merge_share(share)
         self._seen[:] = 0.0
         self.publish(transform)
 

@@ -100,7 +100,10 @@ class RayRun:
         """The checkpoint to continue from (checked against this run), or None for a fresh run."""
         if self.resume_from is None:
             return None
-        return load_resume(self.algorithm, self.seed, total_steps, self.resume_from)
+        ckpt = load_resume(self.algorithm, self.seed, total_steps, self.resume_from)
+        if self.algorithm.obs_transform is not None:   # before the workers start: they take the algorithm's
+            self.algorithm.obs_transform.load(ckpt.obs_transform)
+        return ckpt
 
     def _periodic(self, total_steps: int, progress: Progress) -> PeriodicCheckpoints | None:
         periodic = PeriodicCheckpoints(self.out_dir, self.checkpoints, self.algorithm, self.seed, total_steps,

@@ -52,7 +52,8 @@ def test_the_merged_shares_are_the_moments_of_the_concatenated_data():
         actors, returns = [], []
         for index, batches in enumerate(shares):
             actor = ObsRewardNormalizer(Normalize.from_config(True), (3,), gamma=GAMMA)
-            shared.start(actor)
+            actor.track()
+            shared.load_published(actor)
             for batch in batches:
                 actor.observe(batch)
                 actor.reward(batch[:, 0], np.zeros(len(batch), bool))
@@ -91,7 +92,7 @@ def recorded(files: list[Path], steps: int | None = None) -> tuple[np.ndarray, n
     for file in files:
         lines = [line.split() for line in file.read_text().splitlines()]
         obs = [[float(a), float(b)] for kind, a, b in lines if kind == "obs"]
-        rewards = [(float(np.float32(r)), done == "1") for kind, r, done in lines if kind == "reward"]  # the collector's
+        rewards = [(float(np.float32(r)), done == "1") for kind, r, done in lines if kind == "reward"]
         rows += obs[:None if steps is None else steps + 1]
         running = 0.0
         for reward, done in rewards[:steps]:
