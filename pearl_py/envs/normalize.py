@@ -152,7 +152,7 @@ class ObsRewardNormalizer:
     An actor of a parallel run also keeps the moments of only what it updated with since :meth:`track` (its
     share, ``seen``, taken with :meth:`take_share`); the learner merges every actor's share into its own
     statistics (:meth:`merge_share`, exact: the moments of the concatenated data) and publishes them
-    (:meth:`vector`); the actors act with the published statistics (:meth:`load_vector`;
+    (:meth:`vector`); the actors act with the published statistics (:meth:`take_published`;
     :mod:`pearl_py.runtime.parallel.shared_statistics`, the Ray backend's on-policy workers).
     """
 
@@ -179,6 +179,16 @@ class ObsRewardNormalizer:
         """Merge another copy's share (:meth:`take_share`) into these statistics (exact: the merge formula)."""
         moments = self._empty()
         _load_moments(moments, share)
+        self._merge(moments)
+
+    def take_published(self, published: np.ndarray) -> None:
+        """Act with the ``published`` statistics (a :meth:`vector`) merged with this copy's share not taken yet (an
+        actor's statistics: its envs' reset observations before its first report, after a restart too)."""
+        self.load_vector(published)
+        if self.seen is not None:
+            self._merge(self.seen)
+
+    def _merge(self, moments: tuple[RunningMoments, RunningMoments]) -> None:
         self.obs_moments.merge_moments(moments[0])
         self.return_moments.merge_moments(moments[1])
 

@@ -2,8 +2,9 @@
 the actors, and each actor's share (the moments of what it saw since the last publication).
 
 The rule (docs/runtime.md, "normalize on the parallel runtime"): an actor starts every rollout from the published
-statistics and acts with them updated by its own envs' observations and discounted returns (the return per env,
-as SB3's ``VecNormalize``), and keeps its share apart (:meth:`~pearl_py.envs.normalize.ObsRewardNormalizer.track`).
+statistics (merged with its share not reported yet: its envs' reset observations before its first rollout) and
+acts with them updated by its own envs' observations and discounted returns (the return per env, as SB3's
+``VecNormalize``), and keeps its share apart (:meth:`~pearl_py.envs.normalize.ObsRewardNormalizer.track`).
 Once every actor has collected rollout ``k``, the learner merges the shares in actor order into its statistics with the
 parallel-variance formula (Chan et al. 1979), which is exact: the merged moments are those of the concatenated
 observations (and returns), whatever the split, up to float rounding. It then publishes them with the parameters,
@@ -57,8 +58,8 @@ class SharedStatistics:
         self._published[:] = transform.vector()
 
     def load_published(self, transform: ObsRewardNormalizer) -> None:
-        """``transform`` (an actor's) acts with the published statistics from now on."""
-        transform.load_vector(self._published)
+        """``transform`` (an actor's) acts with the published statistics (and its share not reported yet)."""
+        transform.take_published(self._published)
 
     def report(self, index: int, transform: ObsRewardNormalizer) -> None:
         """Actor ``index``'s share since its last report into its slot; its share restarts from count 0."""

@@ -67,7 +67,7 @@ class OnPolicyActorWorker(Acting):
         self.load(params, PARAM_SYNC)
         transform = self.algo.obs_transform
         if transform is not None:
-            transform.load_vector(statistics)
+            transform.take_published(statistics)
         collect_rollout(self.collector, self.rollout, self.envs, first_step, self.algo.config.n_steps, self.timer.add)
         columns = self.rollout.columns(self.envs)
         if transform is not None:

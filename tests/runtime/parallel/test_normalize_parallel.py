@@ -73,6 +73,21 @@ def test_the_merged_shares_are_the_moments_of_the_concatenated_data():
         shared.close()
 
 
+def test_an_actor_acts_with_the_published_statistics_and_its_share_not_reported_yet():
+    """Before its first report an actor's statistics hold its envs' reset observations: with one actor they are the
+    serial run's, bit for bit, until the first merge."""
+    rng = np.random.default_rng(5)
+    serial, actor = (ObsRewardNormalizer(Normalize.from_config(True), (3,), gamma=GAMMA) for _ in range(2))
+    actor.track()
+    reset = rng.normal(2.0, 3.0, size=(4, 3))
+    serial.observe(reset)
+    actor.observe(reset)
+    actor.take_published(ObsRewardNormalizer(Normalize.from_config(True), (3,), gamma=GAMMA).vector())  # the prior
+    np.testing.assert_array_equal(actor.vector(), serial.vector())
+    step = rng.normal(2.0, 3.0, size=(4, 3))
+    np.testing.assert_array_equal(actor.observe(step), serial.observe(step))
+
+
 @pytest.fixture
 def recording(monkeypatch, tmp_path):
     """The recording env's module on the import path (as a user's package is installed) and its record folder."""
