@@ -117,6 +117,21 @@ class RunningMoments:
         self.var = (self.var * self.count + var * count + np.square(delta) * self.count * count / total) / total
         self.count = total
 
+    def merge_moments(self, other: RunningMoments) -> None:
+        """Merge ``other``'s moments (another stream's): afterwards these are the moments of both streams' rows."""
+        if other.count:
+            self.merge(other.mean, other.var, other.count)
+
+    def vector(self) -> np.ndarray:
+        """``[mean..., var..., count]`` (float64): the form shared memory carries (:meth:`load_vector`)."""
+        return np.concatenate([self.mean.ravel(), self.var.ravel(), [self.count]])
+
+    def load_vector(self, vector: np.ndarray) -> None:
+        size = self.mean.size
+        self.mean = np.array(vector[:size], np.float64).reshape(self.mean.shape)
+        self.var = np.array(vector[size:2 * size], np.float64).reshape(self.var.shape)
+        self.count = float(vector[2 * size])
+
     def state(self) -> dict[str, Any]:
         return {"mean": self.mean.tolist(), "var": self.var.tolist(), "count": float(self.count)}
 
@@ -133,6 +148,12 @@ class ObsRewardNormalizer:
     with the statistics frozen), :meth:`reward` (update the return moments, then scale), :meth:`state` and
     :meth:`from_state`/:meth:`load` (plain lists and numbers: JSON in a saved policy, data in a checkpoint).
     ``returns`` (the running discounted return per env) is not state: a resumed run starts its episodes anew.
+
+    An actor of a parallel run also keeps the moments of only what it updated with since :meth:`track` (its
+    share, ``seen``, taken with :meth:`take_share`); the learner merges every actor's share into its own
+    statistics (:meth:`merge_share`, exact: the moments of the concatenated data) and publishes them
+    (:meth:`vector`); the actors act with the published statistics (:meth:`take_published`;
+    :mod:`pearl_py.runtime.parallel.shared_statistics`, the Ray backend's on-policy workers).
     """
 
     def __init__(self, settings: Normalize, obs_shape: tuple[int, ...], gamma: float) -> None:
@@ -141,6 +162,46 @@ class ObsRewardNormalizer:
         self.obs_moments = RunningMoments(tuple(obs_shape))
         self.return_moments = RunningMoments(())
         self.returns: np.ndarray | None = None
+        self.seen: tuple[RunningMoments, RunningMoments] | None = None
+        """With :meth:`track`: the observation and return moments of only the rows updated with since (from count 0)."""
+
+    def track(self) -> None:
+        """From now on also keep the moments of only what this copy updates with (``seen``; restarts them)."""
+        self.seen = self._empty()
+
+    def take_share(self) -> np.ndarray:
+        """The ``seen`` moments since :meth:`track` (or the last take) as a :meth:`vector`; they restart from 0."""
+        share = _moments_vector(self.seen)
+        self.track()
+        return share
+
+    def merge_share(self, share: np.ndarray) -> None:
+        """Merge another copy's share (:meth:`take_share`) into these statistics (exact: the merge formula)."""
+        moments = self._empty()
+        _load_moments(moments, share)
+        self._merge(moments)
+
+    def take_published(self, published: np.ndarray) -> None:
+        """Act with the ``published`` statistics (a :meth:`vector`) merged with this copy's share not taken yet (an
+        actor's statistics: its envs' reset observations before its first report, after a restart too)."""
+        self.load_vector(published)
+        if self.seen is not None:
+            self._merge(self.seen)
+
+    def _merge(self, moments: tuple[RunningMoments, RunningMoments]) -> None:
+        self.obs_moments.merge_moments(moments[0])
+        self.return_moments.merge_moments(moments[1])
+
+    def vector(self) -> np.ndarray:
+        """The observation then the return moments as one float64 vector (shared memory, Ray's object store)."""
+        return _moments_vector((self.obs_moments, self.return_moments))
+
+    def load_vector(self, vector: np.ndarray) -> None:
+        """These statistics from a :meth:`vector` (an actor takes the published statistics)."""
+        _load_moments((self.obs_moments, self.return_moments), vector)
+
+    def _empty(self) -> tuple[RunningMoments, RunningMoments]:
+        return RunningMoments(self.obs_moments.mean.shape, count=0.0), RunningMoments((), count=0.0)
 
     def begin(self, obs: np.ndarray) -> np.ndarray:
         """The envs were reset to ``obs``: discounted returns restart at 0; :meth:`observe` ``obs``."""
@@ -151,6 +212,8 @@ class ObsRewardNormalizer:
         """Update the observation moments with ``obs`` (a batch), then normalize it (training)."""
         if self.settings.norm_obs:
             self.obs_moments.update(obs)
+            if self.seen is not None:
+                self.seen[0].update(obs)
         return self.obs(obs)
 
     def obs(self, obs: Array) -> Array:
@@ -189,6 +252,8 @@ class ObsRewardNormalizer:
             self.returns = np.zeros(len(rewards))
         self.returns = self.returns * self.gamma + rewards
         self.return_moments.update(self.returns)
+        if self.seen is not None:
+            self.seen[1].update(self.returns)
         scaled = self.scaled_reward(rewards)
         self.returns[done] = 0.0
         return scaled
@@ -208,3 +273,13 @@ class ObsRewardNormalizer:
         norm.load(state)
         return norm
 
+
+def _moments_vector(moments: tuple[RunningMoments, ...]) -> np.ndarray:
+    return np.concatenate([m.vector() for m in moments])
+
+
+def _load_moments(moments: tuple[RunningMoments, ...], vector: np.ndarray) -> None:
+    for m in moments:
+        size = m.vector().size
+        m.load_vector(vector[:size])
+        vector = vector[size:]

@@ -137,6 +137,8 @@ class RunSession:
         if self.x.resume_from is None:
             return None
         ckpt = load_resume(self.algorithm, self.seed, self.total_steps, self.x.resume_from)
+        if self.algorithm.obs_transform is not None:   # before the workers start: they take the algorithm's
+            self.algorithm.obs_transform.load(ckpt.obs_transform)
         self.progress = ckpt.progress
         self.clock.before = self.progress.wall_seconds
         return ckpt

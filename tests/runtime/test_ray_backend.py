@@ -180,6 +180,28 @@ def test_an_on_policy_run_resumes_and_survives_a_killed_actor(cluster: str, tmp_
     assert resumed.restarted == [0]
 
 
+def test_normalize_on_ray_merges_the_actor_workers_statistics_as_the_local_runtime(cluster: str, tmp_path: Path
+                                                                                       ) -> None:
+    """normalize with two actor workers: the statistics, the networks and the periodic checkpoint's statistics equal
+    the local parallel runtime's (the same merge every rollout), and count every env's observations once."""
+    from pearl_py.runtime.parallel.checkpoint import load_checkpoint
+    from pearl_py.runtime.parallel.on_policy import OnPolicyParallelExecutor
+
+    steps, seed, plan, n = 256, 3, sync_plan(2), TINY_PPO["n_envs"]
+    local = OnPolicyParallelExecutor(pearl.PPO("CartPole-v1", normalize=True, **TINY_PPO), plan, seed=seed,
+                                     eval_episodes=1, progress=False)
+    local.run(steps)
+    algo = pearl.PPO("CartPole-v1", normalize=True, **TINY_PPO)
+    executor = OnPolicyRayExecutor(algo, plan, seed=seed, eval_episodes=1, address=cluster, out_dir=tmp_path,
+                                   checkpoints=CheckpointOptions(every=128), progress=False)
+    executor.run(steps)
+    assert algo.obs_transform.state() == local.algorithm.obs_transform.state()
+    assert algo.obs_transform.obs_moments.count == pytest.approx(n * (1 + steps // n) + 1e-4, rel=1e-12)
+    assert_same_networks(executor.trained_networks.online, local.learner.nets.online)
+    ckpt = load_checkpoint(periodic_checkpoints(tmp_path)[0])
+    assert ckpt.obs_transform["obs"]["count"] == pytest.approx(n * (1 + 128 // n) + 1e-4, rel=1e-12)
+
+
 def _kill_first_actor(executor: OnPolicyRayExecutor) -> None:
     """SIGKILL actor worker 0's process once the run has started its actors."""
     deadline = time.monotonic() + 120

@@ -13,7 +13,10 @@ A seeded run performs the serial executor's updates on the same rollouts: the sa
 same seeds, the same per-env uniforms, the rollout in the same order, the same minibatch
 permutations; with the ``fused`` (row-invariant) inference its parameters equal the serial run's
 bit for bit, with the ``reference`` inference when one actor steps all envs
-(tests/runtime/parallel/test_on_policy_parallel.py).
+(tests/runtime/parallel/test_on_policy_parallel.py). With ``normalize`` the actors act with the statistics published
+with the parameters plus their own envs' updates, and the learner merges their shares exactly every rollout
+(:mod:`.shared_statistics`, docs/runtime.md): the statistics are the serial run's up to rounding at every rollout
+boundary, the actions no longer bit-equal.
 
 Ctrl-C, SIGTERM or a crash between rollouts write a checkpoint under ``out_dir/checkpoint``
 (networks, optimizer state, the minibatch generator, progress) that ``resume_from`` continues, as
@@ -64,6 +67,7 @@ from pearl_py.runtime.parallel.process import (
     sweep_stale_segments,
 )
 from pearl_py.runtime.parallel.shared_rollout import SharedRollout
+from pearl_py.runtime.parallel.shared_statistics import SharedStatistics
 from pearl_py.runtime.parallel.supervisor import ActorPool, log
 from pearl_py.runtime.result import RunResult
 from pearl_py.runtime.session import RunSession, SessionExecutor
@@ -152,6 +156,10 @@ class OnPolicyParallelExecutor(SessionExecutor):
         stack.callback(board.close)
         shared = SharedRollout.create(algo, f"{prefix}-rollout")
         stack.callback(shared.close)
+        statistics = None
+        if algo.obs_transform is not None:
+            statistics = SharedStatistics.create(algo.obs_transform, layout.actors, f"{prefix}-stats")
+            stack.callback(statistics.close)
         errors = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="pearl-actors-")))
         learnt = progress.transitions // schedule.rollout_size
         done_bell = Doorbell()
@@ -159,7 +167,8 @@ class OnPolicyParallelExecutor(SessionExecutor):
                                    env_seed=session.env_seed, generation=0,
                                    rollouts=schedule.rollouts - learnt, rollouts_before=learnt, rollout=shared.name,
                                    params=board.name, control=control.name, error_file=str(errors / f"actor{i}.err"),
-                                   inference=layout.inference_variant, room_bell=Doorbell(), done_bell=done_bell)
+                                   inference=layout.inference_variant, room_bell=Doorbell(), done_bell=done_bell,
+                                   statistics=statistics.name if statistics is not None else None)
                  for i, envs in enumerate(schedule.env_split(layout.actors))]
         pool = ActorPool(specs, self.max_restarts, guard, target=run_on_policy_actor)
         self._pool, self.restarts = pool, pool.restarts
@@ -170,7 +179,8 @@ class OnPolicyParallelExecutor(SessionExecutor):
         return OnPolicyLoopParts(algorithm=algo, learner=learner, rollout=rollout, shared=shared, board=board,
                                  control=control, pool=pool, schedule=schedule, session=session, timer=timer,
                                  signals=signals, done_bell=done_bell,
-                                 rollout_state=lambda: {ROLLOUT_STATE: rollout.rng.bit_generator.state})
+                                 rollout_state=lambda: {ROLLOUT_STATE: rollout.rng.bit_generator.state},
+                                 statistics=statistics)
 
     def _checkpoint_after(self, loop: OnPolicyLoop, parts: OnPolicyLoopParts) -> Path | None:
         """Checkpoint a run an exception ended between rollouts; None without ``out_dir`` or mid-learning."""

@@ -30,6 +30,7 @@ from pearl_py.runtime.parallel.control import ControlBlock
 from pearl_py.runtime.parallel.params import ParamBoard
 from pearl_py.runtime.parallel.process import Doorbell, child_process
 from pearl_py.runtime.parallel.shared_rollout import SharedRollout
+from pearl_py.runtime.parallel.shared_statistics import SharedStatistics
 
 
 @dataclass(frozen=True)
@@ -59,6 +60,9 @@ class OnPolicyActorSpec:
     """Rung by the learner when it allows the next rollout."""
     done_bell: Doorbell | None = None
     """Rung by this actor after each rollout (the learner waits on it)."""
+    statistics: str | None = None
+    """The :class:`SharedStatistics` segment (``normalize``): the actor acts with the published statistics and
+    reports its share after each rollout."""
 
     @property
     def generation_seed(self) -> int:
@@ -71,15 +75,19 @@ def run_on_policy_actor(spec: OnPolicyActorSpec) -> None:
     with child_process(spec.error_file, threads=1):
         control, rollout = ControlBlock.attach(spec.control), SharedRollout.attach(spec.rollout)
         board = ParamBoard.attach(spec.params)
+        statistics = SharedStatistics.attach(spec.statistics) if spec.statistics else None
         try:
-            _collect(spec, control, rollout, board)
+            _collect(spec, control, rollout, board, statistics)
         finally:
+            if statistics is not None:
+                statistics.close()
             board.close()
             rollout.close()
             control.close()
 
 
-def _collect(spec: OnPolicyActorSpec, control: ControlBlock, shared: SharedRollout, board: ParamBoard) -> None:
+def _collect(spec: OnPolicyActorSpec, control: ControlBlock, shared: SharedRollout, board: ParamBoard,
+             statistics: SharedStatistics | None) -> None:
     algo, index = spec.algorithm, spec.index
     n_steps = algo.config.n_steps
 
@@ -91,6 +99,8 @@ def _collect(spec: OnPolicyActorSpec, control: ControlBlock, shared: SharedRollo
     board.read_into(acting_state)
     acting = build_acting(spec.inference, algo, nets)
     warm_up(algo, acting=acting)
+    if statistics is not None:  # before the collector: its envs' reset observations count in the share
+        algo.obs_transform.track()
     collector = RolloutCollector(algo, spec.seed, acting, record, envs=spec.envs, env_seed=spec.generation_seed)
     try:
         control.set_ready(index)
@@ -103,7 +113,11 @@ def _collect(spec: OnPolicyActorSpec, control: ControlBlock, shared: SharedRollo
             start = time.perf_counter()
             if board.read_into(acting_state):
                 record(PARAM_SYNC, time.perf_counter() - start)
+            if statistics is not None:  # every rollout starts from the published statistics (as on Ray)
+                statistics.load_published(algo.obs_transform)
             collect_rollout(collector, shared, spec.envs, (spec.rollouts_before + k) * n_steps, n_steps, record)
+            if statistics is not None:
+                statistics.report(index, algo.obs_transform)
             k += 1
             control.set_produced(index, k)
             if spec.done_bell is not None:

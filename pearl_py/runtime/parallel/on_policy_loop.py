@@ -33,6 +33,7 @@ from pearl_py.runtime.parallel.learner_loop import HealthClock
 from pearl_py.runtime.parallel.params import ParamBoard
 from pearl_py.runtime.parallel.process import Doorbell
 from pearl_py.runtime.parallel.shared_rollout import SharedRollout
+from pearl_py.runtime.parallel.shared_statistics import SharedStatistics
 from pearl_py.runtime.parallel.supervisor import ActorPool
 from pearl_py.runtime.session import RunSession
 from pearl_py.runtime.timing import KernelTimer
@@ -60,6 +61,8 @@ class OnPolicyLoopParts:
     done_bell: Doorbell
     rollout_state: Callable[[], dict] = dict
     """The rollout part of a checkpoint (the minibatch generator's state)."""
+    statistics: SharedStatistics | None = None
+    """``normalize``: the actors' shares, merged into the algorithm's statistics once a rollout is in."""
 
 
 class OnPolicyLoop:
@@ -88,6 +91,8 @@ class OnPolicyLoop:
             self.between_rollouts = False
             with p.timer(ROLLOUT_HANDOFF):
                 last_values, last_dones, ended = p.shared.copy_into(p.rollout)
+            if p.statistics is not None:  # published now; the actors read them once allowed rollout k + 1
+                p.statistics.combine(p.algorithm.obs_transform)
             before = self.progress.transitions
             self.progress.transitions = before + size
             for offset, episode_return, length in ended:

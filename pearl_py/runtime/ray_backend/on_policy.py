@@ -90,6 +90,7 @@ class OnPolicyRayExecutor(RayRun):
             except ray.exceptions.RayError as exc:
                 raise self._failure(exc, progress.transitions) from None
             session.clock.stop()
+            loop.fetch_statistics()   # the saved policy's
             eval_returns = ray.get(learner.evaluate.remote(self.eval_episodes, self.seed + EVAL_SEED_OFFSET))
             times = merge_kernel_times([progress.kernel_times, *loop.timings()], self.layout.simulated)
             gradient_steps = ray.get(learner.gradient_steps.remote())
@@ -120,16 +121,16 @@ class _RolloutLoop:
     def run(self) -> None:
         ray, s, p, x = self.ray, self.s, self.progress, self.x
         self.clock.start()
-        params = self.learner.acting_params.remote()
+        params, statistics = self.learner.acting_params.remote(), self.learner.statistics.remote()
         for k in range(p.transitions // s.rollout_size, s.rollouts):
-            parts = [actor.collect.remote(k * s.n_steps, params) for actor in self.actors]
+            parts = [actor.collect.remote(k * s.n_steps, params, statistics) for actor in self.actors]
             before, p.transitions = p.transitions, p.transitions + s.rollout_size
             for at in evaluation_points(x.eval_freq, s.n_envs, before, p.transitions):  # on the collecting networks
                 with self.clock.paused():
                     returns = ray.get(self.learner.evaluate.remote(x.eval_episodes, x.seed + EVAL_SEED_OFFSET))
                 p.eval_history.append(eval_point(at, returns))
             stats, ended = ray.get(self.learner.learn.remote(s.progress_remaining(k + 1), self.splits, *parts))
-            params = self.learner.acting_params.remote()
+            params, statistics = self.learner.acting_params.remote(), self.learner.statistics.remote()
             for offset, episode_return, length in ended:
                 self.log.episode(before + offset, episode_return, length)
             p.episodes += len(ended)
@@ -138,6 +139,13 @@ class _RolloutLoop:
             self.log.tick(p.transitions, rate)
             if self.session.due(p.transitions):
                 self._checkpoint()
+
+    def fetch_statistics(self) -> None:
+        """The learner's ``normalize`` statistics into this process's algorithm (what the policy and checkpoints
+        save)."""
+        transform = self.x.algorithm.obs_transform
+        if transform is not None:
+            transform.load_vector(self.ray.get(self.learner.statistics.remote()))
 
     def timings(self) -> list[dict[str, dict[str, float]]]:
         """Every worker's kernel times (a restarted actor's since its restart)."""
@@ -149,4 +157,5 @@ class _RolloutLoop:
             (learner_state, torch_rng, cuda_rng), rollout_rng = self.ray.get(
                 [self.learner.checkpoint_state.remote(), self.learner.rollout_rng.remote()])
             snapshot = self.session.snapshot(self.timings())
+            self.fetch_statistics()
         self.session.checkpoint(learner_state, {ROLLOUT_STATE: rollout_rng}, snapshot, rng=(torch_rng, cuda_rng))

@@ -8,6 +8,11 @@ Imported only once :func:`import_ray` succeeded (its base module imports ``ray``
 * :class:`OnPolicyLearnerWorker` puts every actor's columns in place, scans the advantages and
   learns on the rollout (the plan's device, variant and threads), as the local learner does.
 
+With ``normalize`` an actor acts with the statistics the learner published (sent with each collection call)
+plus its own envs' updates, and sends its share (the moments of what it saw since, ``SHARE`` among its
+columns); the learner merges the shares in actor order before it learns, as the local runtime does
+(:mod:`~pearl_py.runtime.parallel.shared_statistics`, docs/runtime.md).
+
 Example (what :class:`~pearl_py.runtime.ray_backend.on_policy.OnPolicyRayExecutor` does)::
 
     >>> parts = [actor.collect.remote(first_step, params) for actor in actors]
@@ -34,6 +39,9 @@ from pearl_py.runtime.timing import KernelTimer
 
 Columns = dict[str, np.ndarray]
 """One actor's envs' columns of a rollout (:meth:`SharedRollout.columns`)."""
+SHARE = "normalize_share"
+"""The key of an actor's ``normalize`` share (:meth:`~pearl_py.envs.normalize.ObsRewardNormalizer.take_share`)
+among its columns."""
 
 
 class OnPolicyActorWorker(Acting):
@@ -48,14 +56,23 @@ class OnPolicyActorWorker(Acting):
         acting = build_acting(inference, algorithm, nets)
         warm_up(algorithm, acting=acting)
         self.timer = KernelTimer()
+        if algorithm.obs_transform is not None:  # before the collector: its envs' reset observations count
+            algorithm.obs_transform.track()
         self.collector = RolloutCollector(algorithm, seed, acting, self.timer.add, envs=envs, env_seed=env_seed)
         self.rollout = SharedRollout.create(algorithm, shared=False)
 
-    def collect(self, first_step: int, params: Params) -> Columns:
-        """The rollout whose first vector step is the run's ``first_step``, acting on ``params``."""
+    def collect(self, first_step: int, params: Params, statistics: np.ndarray | None = None) -> Columns:
+        """The rollout whose first vector step is the run's ``first_step``, acting on ``params`` and the published
+        ``normalize`` ``statistics`` (with its share among the columns)."""
         self.load(params, PARAM_SYNC)
+        transform = self.algo.obs_transform
+        if transform is not None:
+            transform.take_published(statistics)
         collect_rollout(self.collector, self.rollout, self.envs, first_step, self.algo.config.n_steps, self.timer.add)
-        return self.rollout.columns(self.envs)
+        columns = self.rollout.columns(self.envs)
+        if transform is not None:
+            columns[SHARE] = transform.take_share()
+        return columns
 
 
 class OnPolicyLearnerWorker(LearnerState):
@@ -81,11 +98,17 @@ class OnPolicyLearnerWorker(LearnerState):
         with self.timer(ROLLOUT_HANDOFF):
             for envs, part in zip(splits, parts):
                 self.shared.put_columns(envs, part)
+                if SHARE in part:
+                    self.algo.obs_transform.merge_share(part[SHARE])
             last_values, last_dones, ended = self.shared.copy_into(self.rollout)
         with self.timer(ADVANTAGE):
             self.rollout.compute_advantages(last_values, last_dones, cfg.gamma, cfg.gae_lambda)
         stats = self.learner.learn(self.rollout, progress_remaining, self.timer)
         return stats.as_log(), ended
+
+    def statistics(self) -> np.ndarray | None:
+        """The ``normalize`` statistics as published to the actors (None without normalize)."""
+        return None if self.algo.obs_transform is None else self.algo.obs_transform.vector()
 
     def rollout_rng(self) -> dict[str, Any]:
         """The minibatch generator's state (a checkpoint's rollout part)."""

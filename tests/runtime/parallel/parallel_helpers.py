@@ -12,6 +12,8 @@ import gymnasium as gym
 from gymnasium.envs.classic_control import CartPoleEnv
 
 import pearl_py as pearl
+from pearl_py.plan import Placement, Plan
+from pearl_py.protocol.kernel import ADVANTAGE, ENV_STEP, INFERENCE, LEARNER_UPDATE, PARAM_SYNC, ROLLOUT_INSERT
 
 TINY_DQN = dict(net_arch=[32], batch_size=16, learning_starts=200, train_freq=50, gradient_steps=10,
                 buffer_size=5_000, target_update_interval=100)
@@ -78,3 +80,12 @@ def zombies() -> set[int]:
 def shm_segments() -> set[str]:
     """Shared-memory segments of pearl_py runs started by this process."""
     return {p.name for p in Path("/dev/shm").glob(f"pearl-{os.getpid()}-*")}
+
+
+def sync_plan(actors: int, inference: str = "fused", learner: str = "fused") -> Plan:
+    """Every kernel on the CPU, ``actors`` actors splitting the envs (what ``pearl plan`` writes on this machine)."""
+    placements = {ENV_STEP: Placement("cpu", replicas=actors), INFERENCE: Placement("cpu", inference, actors),
+                  ROLLOUT_INSERT: Placement("cpu", replicas=actors), ADVANTAGE: Placement("cpu"),
+                  LEARNER_UPDATE: Placement("cpu", learner), PARAM_SYNC: Placement("cpu")}
+    return Plan(platform="local", objective="throughput", placements=placements, mode="synchronous",
+                devices={"cpu": "cpu"}, solver="test")

@@ -16,31 +16,17 @@ import pytest
 import torch
 
 import pearl_py as pearl
-from pearl_py.plan import Placement, Plan
-from pearl_py.protocol.kernel import (
-    ADVANTAGE,
-    ENV_STEP,
-    INFERENCE,
-    LEARNER_UPDATE,
-    PARAM_SYNC,
-    ROLLOUT_INSERT,
-)
+from pearl_py.plan import Plan
+from pearl_py.protocol.kernel import ENV_STEP, LEARNER_UPDATE, PARAM_SYNC
 from pearl_py.runtime.on_policy_serial import OnPolicySerialExecutor
 from pearl_py.runtime.parallel import RunInterrupted
 from pearl_py.runtime.parallel.checkpoint import load_checkpoint
 from pearl_py.runtime.parallel.on_policy import OnPolicyParallelExecutor
 
+from parallel_helpers import sync_plan
+
 TINY_PPO = dict(n_envs=4, n_steps=32, batch_size=32, n_epochs=2, net_arch=[16])
 TINY_A2C = dict(n_envs=3, n_steps=5, net_arch=[16])
-
-
-def sync_plan(actors: int, inference: str = "fused", learner: str = "fused") -> Plan:
-    """Every kernel on the CPU, ``actors`` actors splitting the envs (what ``pearl plan`` writes on this machine)."""
-    placements = {ENV_STEP: Placement("cpu", replicas=actors), INFERENCE: Placement("cpu", inference, actors),
-                  ROLLOUT_INSERT: Placement("cpu", replicas=actors), ADVANTAGE: Placement("cpu"),
-                  LEARNER_UPDATE: Placement("cpu", learner), PARAM_SYNC: Placement("cpu")}
-    return Plan(platform="local", objective="throughput", placements=placements, mode="synchronous",
-                devices={"cpu": "cpu"}, solver="test")
 
 
 def serial_run(algo, plan: Plan, steps: int, seed: int):
