@@ -34,7 +34,7 @@ def test_each_node_is_a_host_costed_from_this_machines_calibration_only_where_it
     lines = platform.description.splitlines()
     assert lines[0] == f"the Ray cluster at 10.0.0.1:6379: 4 node(s), each a host; between nodes {NETWORK_LINK} (modelled)"
     assert lines[1].startswith("node0.cpu: 10.0.0.1 (head), here, 2 CPUs of ") and lines[1].endswith(
-        "(this machine's CPU: calibrated)")
+        "(this machine's CPU: its calibration)")
     assert lines[3] == "node2.cpu: 10.0.0.3, far, 4 CPUs of Some Xeon (as xeon-cascadelake-vm) (catalogue xeon-cascadelake-vm: modelled)" and len(lines) == 4  # the node without CPUs is left out
 
 

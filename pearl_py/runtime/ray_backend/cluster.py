@@ -17,7 +17,7 @@ Example::
     >>> [d.name for d in platform]
     ['node0.cpu', 'node1.cpu']
     >>> platform.description.splitlines()[1]
-    'node0.cpu: 127.0.0.1 (head), 2 CPUs of this machine's Intel Xeon ...: calibrated'
+    "node0.cpu: 127.0.0.1 (head), myhost, 2 CPUs of Intel Xeon ... (this machine's CPU: its calibration)"
 """
 from __future__ import annotations
 
@@ -115,7 +115,7 @@ def nodes_platform(nodes: list[ClusterNode], address: str, catalogue: Catalogue 
         same_cpu = all(node.cpuinfo.get(k) == here.get(k) for k in SAME_CPU)
         spec = local_cpu_spec(catalogue, node.cpuinfo, cores=node.cpus, memory=round(node.memory_bytes / 1e9, 2))
         devices[f"{name}.cpu"] = Device(f"{name}.cpu", spec, node=node.node_id, local=same_cpu)
-        how = "this machine's CPU: calibrated" if same_cpu else f"catalogue {spec.name}: modelled"
+        how = "this machine's CPU: its calibration" if same_cpu else f"catalogue {spec.name}: modelled"
         where = f"{node.ip}{' (head)' if node.head else ''}, {node.hostname}"
         lines.append(f"{name}.cpu: {where}, {node.cpus} CPUs of {spec.model_name} ({how})")
         on_this_host = node.hostname == hostname
