@@ -184,6 +184,8 @@ def test_the_cluster_planned_as_a_platform_runs_each_component_on_its_planned_no
     assert result["env_steps"] == 3000
     report = (out / "report.md").read_text()
     assert "| samples/s simulated (discrete-event, this plan) |" in report and "| runtime: nodes |" in report
+    assert f"- the Ray cluster at {cluster}: 2 node(s), each a host; between nodes tcp-40gbe (modelled)" in report
+    assert "(this machine's CPU: its calibration)" in report
 
     bad = f"127.0.0.1:{free_port()}"
     for argv in (["plan", str(config), "--address", bad], ["run", str(config), "--backend", "ray", "--address", bad,
