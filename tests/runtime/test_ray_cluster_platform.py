@@ -7,7 +7,8 @@ import pytest
 
 from pearl_py.errors import UserError
 from pearl_py.platform.catalogue import Catalogue
-from pearl_py.runtime.ray_backend.cluster import CLUSTER_PLATFORM, NETWORK_LINK, ClusterNode, check_address, nodes_platform
+from pearl_py.runtime.ray_backend.cluster import (CLUSTER_PLATFORM, NETWORK_LINK, ClusterNode, check_address,
+                                                  nodes_platform)
 
 HERE = {"vendor_id": "AuthenticAMD", "cpu family": "25", "model": "17", "model name": "AMD EPYC 9654 96-Core",
         "flags": "fma avx2"}
@@ -32,10 +33,13 @@ def test_each_node_is_a_host_costed_from_this_machines_calibration_only_where_it
         ("node0.cpu", "node1.cpu", NETWORK_LINK), ("node0.cpu", "node2.cpu", NETWORK_LINK),
         ("node1.cpu", "node2.cpu", NETWORK_LINK)]
     lines = platform.description.splitlines()
-    assert lines[0] == f"the Ray cluster at 10.0.0.1:6379: 4 node(s), each a host; between nodes {NETWORK_LINK} (modelled)"
+    assert lines[0] == (f"the Ray cluster at 10.0.0.1:6379: 4 node(s), each a host; between nodes {NETWORK_LINK} "
+                        "(modelled)")
     assert lines[1].startswith("node0.cpu: 10.0.0.1 (head), here, 2 CPUs of ") and lines[1].endswith(
         "(this machine's CPU: its calibration)")
-    assert lines[3] == "node2.cpu: 10.0.0.3, far, 4 CPUs of Some Xeon (as xeon-cascadelake-vm) (catalogue xeon-cascadelake-vm: modelled)" and len(lines) == 4  # the node without CPUs is left out
+    assert lines[3] == ("node2.cpu: 10.0.0.3, far, 4 CPUs of Some Xeon (as xeon-cascadelake-vm) "
+                        "(catalogue xeon-cascadelake-vm: modelled)")
+    assert len(lines) == 4  # the node without CPUs is left out
 
 
 @pytest.mark.parametrize(("address", "message"), [

@@ -63,11 +63,12 @@ class RayExecutor(RayRun):
         from pearl_py.runtime.ray_backend import workers
 
         algo, places, res, where = self.algorithm, self.plan.placements, self.resources, self.where
-        replay = ray.remote(workers.ReplayServer).options(**where.pin(res["replay"], places[REPLAY_INSERT].device)).remote(
+        replay_options = where.pin(res["replay"], places[REPLAY_INSERT].device)
+        replay = ray.remote(workers.ReplayServer).options(**replay_options).remote(
             algo, self.seed, self._torch_device(REPLAY_INSERT), resumed.replay if resumed else None)
-        learner = ray.remote(workers.LearnerWorker).options(**where.pin(res["learner"], places[LEARNER_UPDATE].device)
-                                                            ).remote(algo, self.seed, self._torch_device(LEARNER_UPDATE),
-                                                                     places[LEARNER_UPDATE].variant, replay)
+        learner_options = where.pin(res["learner"], places[LEARNER_UPDATE].device)
+        learner = ray.remote(workers.LearnerWorker).options(**learner_options).remote(
+            algo, self.seed, self._torch_device(LEARNER_UPDATE), places[LEARNER_UPDATE].variant, replay)
         if resumed is not None:
             ray.get(learner.restore.remote(resumed.learner, resumed.torch_rng, resumed.cuda_rng,
                                            str(self.resume_from)))

@@ -67,8 +67,8 @@ class OnPolicyRayExecutor(RayRun):
         if learner_options.get("num_cpus"):  # on its actors' node it takes the cores they leave: the two alternate
             learner_options["num_cpus"] = max(min(learner_options["num_cpus"],
                                                   where.spare_cpus(places[LEARNER_UPDATE].device)), 0.0)
-        learner = ray.remote(OnPolicyLearnerWorker).options(**where.pin(learner_options, places[LEARNER_UPDATE].device)
-                                                            ).remote(
+        pinned = where.pin(learner_options, places[LEARNER_UPDATE].device)
+        learner = ray.remote(OnPolicyLearnerWorker).options(**pinned).remote(
             algo, self.seed, "cuda" if layout.learner_device.type == "cuda" else "cpu", layout.learner_variant,
             layout.learner_threads)
         if resumed is not None:
