@@ -34,7 +34,7 @@ def _simulate(args: argparse.Namespace) -> int:
 def _plan(args: argparse.Namespace) -> int:
     from pearl_py.cli.plan import plan_main
 
-    return plan_main(args.config, args.platform, args.objective, args.out, args.dedicated)
+    return plan_main(args.config, args.platform, args.objective, args.out, args.dedicated, args.address)
 
 
 def _profile(args: argparse.Namespace) -> int:
@@ -106,7 +106,8 @@ def build_parser() -> argparse.ArgumentParser:
                      help="what --auto optimizes")
     run.add_argument("--backend", default="local", choices=["local", "ray"],
                      help="local processes (default) or a Ray cluster")
-    run.add_argument("--address", help="Ray cluster address (with --backend ray; default: start a local one)")
+    run.add_argument("--address", help="Ray cluster address (with --backend ray; default: start a local one); "
+                                        "with --auto the plan is made over the cluster's nodes")
     run.add_argument("--resume", metavar="DIR", help="continue a stopped run from the newest complete checkpoint "
                      "in DIR (periodic, or written on Ctrl-C/SIGTERM)")
     run.add_argument("--checkpoint-freq", type=int, metavar="N",
@@ -133,7 +134,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     plan = sub.add_parser("plan", help="assign kernels to devices; write plan.yaml/json and report.md/html")
     plan.add_argument("config", help="run config YAML")
-    plan.add_argument("--platform", default="local", help="catalogue platform name, a platform YAML path, or local")
+    target = plan.add_mutually_exclusive_group()
+    target.add_argument("--platform", default="local", help="catalogue platform name, a platform YAML path, or local")
+    target.add_argument("--address", metavar="HOST:PORT",
+                        help="plan over the running Ray cluster there: its nodes, their CPUs, GPUs and memory")
     plan.add_argument("--objective", default="throughput", choices=["throughput", "power"])
     plan.add_argument("--out", help="output folder (default: plan-out)")
     plan.add_argument("--dedicated", action="store_true", default=None,

@@ -247,6 +247,30 @@ def auto_plan(algorithm: Algorithm, objective: str = "throughput", total_steps: 
     return min(plans, key=lambda plan: _plan_cost(plan, objective))   # min keeps the first of equals
 
 
+def cluster_plan(algorithm: Algorithm, address: str, objective: str = "throughput", total_steps: int | None = None,
+                 dedicated: bool = False, log: Callable[[str], None] | None = None) -> Plan:
+    """The optimizer's plan over the Ray cluster at ``address`` (its nodes read as a platform, each a host:
+    :mod:`pearl_py.runtime.ray_backend.cluster`), with the discrete-event simulator's prediction of the same plan
+    beside the model's; a run on the cluster places its components on the planned nodes. With ``log``, this machine
+    is calibrated first where needed (:func:`ensure_calibration`), once the cluster answered.
+
+    Example::
+
+        >>> plan = cluster_plan(pearl.PPO("CartPole-v1", n_envs=8), "127.0.0.1:6379", total_steps=100_000)
+        >>> plan.platform, plan.prediction.simulation.samples_per_s > 0
+        ('ray-cluster', True)
+    """
+    from pearl_py.runtime.ray_backend.cluster import cluster_platform
+    from pearl_py.simulate.inputs import simulate_plan, with_simulation
+
+    platform = cluster_platform(address)
+    if log is not None:
+        ensure_calibration(log, algorithm, total_steps)
+    estimator = _estimator(dedicated)
+    planned = optimize(algorithm.protocol(), platform, objective, horizon=total_steps, estimator=estimator)
+    return with_simulation(planned, simulate_plan(planned, algorithm, platform, estimator=estimator))
+
+
 def _plan_cost(plan: Plan, objective: str) -> float:
     """What ``auto`` minimises: the whole run's seconds when known (throughput), else the objective per sample."""
     figures = plan.prediction.figures

@@ -25,7 +25,7 @@ from pearl_py.pipeline.families import Executor, family_of
 from pearl_py.pipeline.normalize_plans import SERIALIZED_MODE, check_normalize
 from pearl_py.pipeline.outputs import PYTHON_FLAGS, RunFolder, claim_run_dir
 from pearl_py.pipeline.plan_check import PlanSource
-from pearl_py.pipeline.planning import PLAN_WORDS, candidate_plans, resolve_plan
+from pearl_py.pipeline.planning import PLAN_WORDS, candidate_plans, cluster_plan, resolve_plan
 from pearl_py.plan import Plan
 from pearl_py.platform import Platform
 from pearl_py.report.run_files import run_record
@@ -104,7 +104,8 @@ def train(algorithm: BaseAlgorithm, total_steps: int, seed: int = 0, *,
     optimizer's plan for ``objective``: fused kernels, actor processes where they pay; ``pearl run --auto``,
     usually several times faster than ``"serial"``), a :class:`Plan`, or a path to a saved plan. Serialized plans run on the
     serial executor, overlapped ones on the local parallel runtime (``backend="local"``) or
-    on Ray (``backend="ray"``, ``address`` of a running cluster or None for a local one).
+    on Ray (``backend="ray"``, ``address`` of a running cluster or None for a local one; with ``"auto"`` the plan is
+    made over the cluster's nodes and the run places its components on them: docs/ray.md).
     ``checkpoint_freq``: write a checkpoint every this many env steps into ``out/checkpoints`` (0: none),
     keeping the newest ``checkpoint_keep``; ``resume``: a run folder whose newest complete checkpoint
     (periodic, or a parallel run's stop checkpoint) the run continues from (docs/runtime.md).
@@ -155,8 +156,10 @@ def train(algorithm: BaseAlgorithm, total_steps: int, seed: int = 0, *,
             resolved = _tuned_plan(algorithm, total_steps, seed, plan, objective, backend, resume, tune, log,
                                    dedicated)
         else:
-            resolved = resolve_plan(algorithm, plan, objective, log, total_steps=total_steps,
-                                    one_process=backend == "local", dedicated=dedicated)
+            resolved = (cluster_plan(algorithm, address, objective, total_steps, dedicated, log)
+                        if backend == "ray" and address is not None and plan == "auto" else
+                        resolve_plan(algorithm, plan, objective, log, total_steps=total_steps,
+                                     one_process=backend == "local", dedicated=dedicated))
         for line in plan_lines(resolved):
             log(line)
         admission = None

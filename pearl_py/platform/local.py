@@ -103,15 +103,18 @@ def _int(text: str | None) -> int | None:
         return None
 
 
-def local_cpu_spec(catalogue: Catalogue, info: dict[str, str] | None = None) -> CpuSpec:
-    """This CPU: catalogue figures of the matching entry with the detected cores and memory."""
+def local_cpu_spec(catalogue: Catalogue, info: dict[str, str] | None = None, cores: int | None = None,
+                   memory: float | None = None) -> CpuSpec:
+    """This CPU (or the one ``info`` describes): catalogue figures of the matching entry with ``cores`` and
+    ``memory`` GB (default: this process's usable cores and this machine's memory)."""
     info = read_cpuinfo() if info is None else info
-    cores = usable_cores()
+    cores = usable_cores() if cores is None else cores
+    memory = round(memory_gb(), 2) if memory is None else memory
     model_name = info.get("model name") or _pyplatform.processor() or "unknown CPU"
     matched = match_cpu(info, catalogue)
     if matched is not None:
         share = cores / matched.cores  # a VM or a cpuset gets this share of the socket's power
-        return dataclasses.replace(matched, cores=cores, memory_gb=round(memory_gb(), 2),
+        return dataclasses.replace(matched, cores=cores, memory_gb=memory,
                                    idle_w=matched.idle_w * share, peak_w=matched.peak_w * share,
                                    model_name=f"{model_name} (as {matched.name})")
     flags = set(info.get("flags", "").split())
@@ -120,7 +123,7 @@ def local_cpu_spec(catalogue: Catalogue, info: dict[str, str] | None = None) -> 
     return CpuSpec(
         vendor=info.get("vendor_id", "unknown"), model_name=model_name, cores=cores, base_ghz=ghz,
         flops_per_cycle=flops_per_cycle, mem_bandwidth_gbs=GENERIC_CPU["mem_bandwidth_gbs"],
-        memory_gb=round(memory_gb(), 2), dram_latency_ns=GENERIC_CPU["dram_latency_ns"],
+        memory_gb=memory, dram_latency_ns=GENERIC_CPU["dram_latency_ns"],
         idle_w=GENERIC_CPU["idle_w_per_core"] * cores, peak_w=GENERIC_CPU["peak_w_per_core"] * cores,
         dispatch_overhead_us=GENERIC_CPU["dispatch_overhead_us"], name="generic-cpu",
     )

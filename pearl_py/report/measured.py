@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 KERNEL_HEADER = ["kernel", "device / variant", "predicted per call", "measured per call", "calls measured",
                  "predicted per sample", "measured per sample", "measured / predicted"]
-RUNTIME_FIGURES = ("actors", "learner_threads", "inference", "replay")
+RUNTIME_FIGURES = ("actors", "learner_threads", "inference", "replay", "nodes")
 """The parts of the runtime's layout (result.json ``layout``) a report lists."""
 
 
@@ -181,6 +181,10 @@ def summary_rows(plan: Plan, run: dict[str, Any]) -> list[tuple[str, str]]:
         rows.append(("measured / predicted", f"{measured / predicted:.2f}"))
     if measured_covers != "training":
         rows.append(("samples/s measured (training)", fmt.rate(run["samples_per_second"])))
+    simulated = plan.prediction.simulation if plan.prediction is not None else None
+    if simulated is not None:
+        rows += [("samples/s simulated (discrete-event, this plan)", fmt.rate(simulated.samples_per_s)),
+                 ("measured / simulated", f"{run['samples_per_second'] / simulated.samples_per_s:.2f}")]
     steady = plan.prediction.samples_per_s if plan.prediction is not None else None
     if steady and predicted != steady:
         rows.append(("samples/s predicted (steady state of the learning phase)", fmt.rate(steady)))

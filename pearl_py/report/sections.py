@@ -187,6 +187,8 @@ def sections(plan: Plan, run: dict[str, Any] | None = None) -> list[Section]:
         assignment.append(Bullets(tuple(why)))
     if content.loop_sentence(plan):
         assignment.append(Paragraph(content.loop_sentence(plan), "small"))
+    if p.platform is not None and "\n" in p.platform.description:  # a Ray cluster's: each node, how it is costed
+        assignment.append(Bullets(tuple(p.platform.description.splitlines())))
     out.append(Section("Assignment", tuple(assignment)))
     if p.tuning is not None:
         rows = tuning.trial_rows(plan)

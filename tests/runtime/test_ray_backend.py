@@ -14,11 +14,12 @@ from pathlib import Path
 
 import pytest
 import torch
-from ray_cluster import two_raylet_cluster
+from ray_cluster import free_port, two_raylet_cluster
 
 import pearl_py as pearl
 from pearl_py.cli.main import main
 from pearl_py.errors import UserError
+from pearl_py.estimate.calibration import Calibration, default_path
 from pearl_py.plan import Placement, Plan
 from pearl_py.protocol.schedule import RolloutSchedule
 from pearl_py.runtime.checkpoints import CheckpointOptions, newest_checkpoint, periodic_checkpoints
@@ -139,6 +140,64 @@ def assert_same_networks(a, b) -> None:
     assert sa.keys() == sb.keys() and all(torch.equal(sa[k], sb[k]) for k in sa)
 
 
+def _planned_nodes(plan: Plan) -> dict[str, list[str]]:
+    """Each component's planned Ray node id (a pool's replica i on member i mod members, in platform order)."""
+    devices = plan.prediction.platform.devices
+
+    def nodes(device: str) -> list[str]:
+        if device.startswith("pool:"):
+            return [d["node"] for d in devices if d["model"] == device[5:].rpartition("x")[0]]
+        return [d["node"] for d in devices if d["name"] == device]
+
+    actors = nodes(plan.placements["env_step"].device)
+    return {"replay": nodes(plan.placements["replay_insert"].device)[:1],
+            "learner": nodes(plan.placements["learner_update"].device)[:1],
+            "actors": [actors[i % len(actors)] for i in range(plan.placements["env_step"].replicas)]}
+
+
+def test_the_cluster_planned_as_a_platform_runs_each_component_on_its_planned_node(
+        cluster: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture) -> None:
+    """`pearl plan --address` reads the two raylets as two hosts of this machine's CPU; `pearl run --backend ray
+    --address --auto` plans over them (an empty calibration here: every cost modelled, nothing profiled), pins
+    each component to its planned node, records where each ran and reports measured samples/s beside the model's
+    and the simulator's. A bad address: one line, exit 2, no folder."""
+    monkeypatch.setenv("PEARL_CACHE_DIR", str(tmp_path / "cache"))
+    Calibration("empty").save(default_path())
+    config = tmp_path / "dqn.yaml"
+    config.write_text(DQN_CONFIG)
+    assert main(["plan", str(config), "--address", cluster, "--out", str(tmp_path / "plan")]) == 0
+    planned = Plan.load(tmp_path / "plan" / "plan.yaml")
+    hosts = {d["name"]: d["node"] for d in planned.prediction.platform.devices}
+    assert planned.platform == "ray-cluster" and sorted(hosts) == ["node0.cpu", "node1.cpu"]
+    assert len(set(hosts.values())) == 2
+    assert planned.prediction.simulation.samples_per_s > 0
+    assert "samples/s simulated (discrete-event, this plan)" in capsys.readouterr().out
+
+    out = tmp_path / "run"
+    assert main(["run", str(config), "--backend", "ray", "--address", cluster, "--auto", "--out", str(out)]) == 0
+    result = json.loads((out / "result.json").read_text())
+    expected = _planned_nodes(Plan.load(out / "plan.yaml"))
+    ran = dict(part.split(": ") for part in result["layout"]["nodes"].split(", "))
+    assert {name: where.split()[-1] for name, where in ran.items()} == {
+        "replay": expected["replay"][0][:8], "learner": expected["learner"][0][:8],
+        **{f"actor {i}": node[:8] for i, node in enumerate(expected["actors"])}}
+    assert result["env_steps"] == 3000
+    report = (out / "report.md").read_text()
+    assert "| samples/s simulated (discrete-event, this plan) |" in report and "| runtime: nodes |" in report
+    assert f"- the Ray cluster at {cluster}: 2 node(s), each a host; between nodes tcp-40gbe (modelled)" in report
+    assert "(this machine's CPU: its calibration)" in report
+
+    bad = f"127.0.0.1:{free_port()}"
+    for argv in (["plan", str(config), "--address", bad], ["run", str(config), "--backend", "ray", "--address", bad,
+                                                            "--auto"]):
+        capsys.readouterr()
+        assert main([*argv, "--out", str(tmp_path / "bad")]) == 2
+        err = capsys.readouterr().err
+        assert err == f"pearl: error: --address {bad}: no Ray cluster answers there (Connection refused); start " \
+                      "one with `ray start --head --port PORT`\n"
+        assert not (tmp_path / "bad").exists()
+
+
 TINY_PPO = dict(n_envs=4, n_steps=32, batch_size=32, n_epochs=2, net_arch=[16])
 TINY_A2C = dict(n_envs=3, n_steps=5, net_arch=[16])
 
@@ -239,3 +298,21 @@ def test_ppo_cartpole_reaches_475_on_a_two_raylet_cluster(cluster: str) -> None:
         cfg.settings.total_steps)
     assert result.env_steps == 391 * 256
     assert result.eval_return_mean >= 475, result.eval_returns
+
+
+def test_ray_components_take_the_plans_devices() -> None:
+    pytest.importorskip("ray", reason='ray is an optional extra: pip install -c constraints.txt ".[ray]"')
+    from pearl_py.runtime.ray_backend.workers import ActorWorker, ReplayServer
+
+    algo = pearl.DQN("CartPole-v1", net_arch=[16])
+    base = Plan.single_device(algo.protocol())
+    plan = dataclasses.replace(base, mode="overlapped", devices={"cpu": "cpu", "gpu0": "gpu"},
+                               placements={**base.placements, "inference": Placement("gpu0"),
+                                           "learner_update": Placement("gpu0")})
+    executor = RayExecutor(algo, plan, seed=0)
+    assert [executor._torch_device(k) for k in ("inference", "learner_update", "replay_insert")] == \
+        ["cuda", "cuda", "cpu"]
+    assert executor.resources["actor"]["num_gpus"] == 1.0  # the actor's GPU, which its inference runs on
+    actor = ActorWorker(algo, 0, 0, 1000, device="cpu")
+    assert actor.timer.evented == frozenset() and next(actor.nets.parameters()).device.type == "cpu"
+    assert type(ReplayServer(algo, seed=0).replay).__name__ == "ReplayBuffer"

@@ -59,24 +59,26 @@ class RayExecutor(RayRun):
                ) -> tuple[Any, Any, list[Any]]:
         from pearl_py.runtime.ray_backend import workers
 
-        algo, places, res = self.algorithm, self.plan.placements, self.resources
-        replay = ray.remote(workers.ReplayServer).options(**res["replay"]).remote(
+        algo, places, res, where = self.algorithm, self.plan.placements, self.resources, self.where
+        replay_options = where.pin(res["replay"], places[REPLAY_INSERT].device)
+        replay = ray.remote(workers.ReplayServer).options(**replay_options).remote(
             algo, self.seed, self._torch_device(REPLAY_INSERT), resumed.replay if resumed else None)
-        learner = ray.remote(workers.LearnerWorker).options(**res["learner"]).remote(
+        learner_options = where.pin(res["learner"], places[LEARNER_UPDATE].device)
+        learner = ray.remote(workers.LearnerWorker).options(**learner_options).remote(
             algo, self.seed, self._torch_device(LEARNER_UPDATE), places[LEARNER_UPDATE].variant, replay)
         if resumed is not None:
             ray.get(learner.restore.remote(resumed.learner, resumed.torch_rng, resumed.cuda_rng,
                                            str(self.resume_from)))
-        actor_cls = ray.remote(workers.ActorWorker).options(**res["actor"], max_restarts=self.max_restarts,
-                                                            max_task_retries=-1)
-        actors = [actor_cls.remote(algo, i, env_seed, total_steps, places[INFERENCE].variant,
-                                   self._torch_device(INFERENCE)) for i in range(self.actors)]
-        pids = ray.get([replay.pid.remote(), learner.pid.remote()] + [a.pid.remote() for a in actors])
-        self.components = {
-            "replay": {"pid": pids[0], "actor_id": replay._actor_id.hex(), "resources": res["replay"]},
-            "learner": {"pid": pids[1], "actor_id": learner._actor_id.hex(), "resources": res["learner"]},
-            "actors": [{"pid": pid, "actor_id": a._actor_id.hex(), "resources": res["actor"]}
-                       for pid, a in zip(pids[2:], actors)]}
+        actor_cls = ray.remote(workers.ActorWorker)
+        actors = [actor_cls.options(**where.pin(res["actor"], places[ENV_STEP].device, replica=i),
+                                    max_restarts=self.max_restarts, max_task_retries=-1)
+                  .remote(algo, i, env_seed, total_steps, places[INFERENCE].variant,
+                          self._torch_device(INFERENCE)) for i in range(self.actors)]
+        handles = [replay, learner, *actors]
+        pids, nodes = ray.get([h.pid.remote() for h in handles]), ray.get([h.node_id.remote() for h in handles])
+        found = [self._component(h, pid, node, r) for h, pid, node, r in
+                 zip(handles, pids, nodes, [res["replay"], res["learner"]] + [res["actor"]] * len(actors))]
+        self.components = {"replay": found[0], "learner": found[1], "actors": found[2:]}
         return replay, learner, actors
 
     def _torch_device(self, kernel: str) -> str:
@@ -115,7 +117,8 @@ class RayExecutor(RayRun):
                                                               simulated_kernels(self.plan)),
                               # actors collect the next rounds on the parameters of the round before: not measured
                               policy_lag={"bound": schedule.gradient_steps * self.lookahead_rounds,
-                                          "max_observed": None})
+                                          "max_observed": None},
+                              layout={"nodes": self.ran_on()})
 
 
 class _Driver:

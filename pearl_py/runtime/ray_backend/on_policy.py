@@ -27,6 +27,7 @@ from typing import Any
 from pearl_py.algorithms.networks import Networks
 from pearl_py.algorithms.on_policy.base import OnPolicyAlgorithm
 from pearl_py.plan import Plan
+from pearl_py.protocol.kernel import ENV_STEP, LEARNER_UPDATE
 from pearl_py.protocol.schedule import RolloutSchedule
 from pearl_py.runtime.evaluation import EVAL_SEED_OFFSET, eval_point, evaluation_points
 from pearl_py.runtime.on_policy_layout import OnPolicyLayout
@@ -56,23 +57,30 @@ class OnPolicyRayExecutor(RayRun):
                ) -> tuple[Any, list[Any]]:
         from pearl_py.runtime.ray_backend.on_policy_workers import OnPolicyActorWorker, OnPolicyLearnerWorker
 
-        algo, layout, res = self.algorithm, self.layout, self.resources
-        learner = ray.remote(OnPolicyLearnerWorker).options(**res["learner"]).remote(
+        algo, layout, res, where = self.algorithm, self.layout, self.resources, self.where
+        places = self.plan.placements
+        actor_options = [where.pin(res["actor"], places[ENV_STEP].device, replica=i) for i in range(layout.actors)]
+        learner_options = dict(res["learner"])
+        if learner_options.get("num_cpus"):  # on its actors' node it takes the cores they leave: the two alternate
+            learner_options["num_cpus"] = max(min(learner_options["num_cpus"],
+                                                  where.spare_cpus(places[LEARNER_UPDATE].device)), 0.0)
+        pinned = where.pin(learner_options, places[LEARNER_UPDATE].device)
+        learner = ray.remote(OnPolicyLearnerWorker).options(**pinned).remote(
             algo, self.seed, "cuda" if layout.learner_device.type == "cuda" else "cpu", layout.learner_variant,
             layout.learner_threads)
         if resumed is not None:
             ray.get([learner.restore.remote(resumed.learner, resumed.torch_rng, resumed.cuda_rng,
                                             str(self.resume_from)),
                      learner.set_rollout_rng.remote(resumed.replay[ROLLOUT_STATE])])
-        actor_cls = ray.remote(OnPolicyActorWorker).options(**res["actor"], max_restarts=self.max_restarts,
-                                                            max_task_retries=-1)
-        actors = [actor_cls.remote(algo, envs, self.seed, env_seed, layout.inference_variant)
-                  for envs in schedule.env_split(layout.actors)]
-        pids = ray.get([learner.pid.remote()] + [a.pid.remote() for a in actors])
-        self.components = {
-            "learner": {"pid": pids[0], "actor_id": learner._actor_id.hex(), "resources": res["learner"]},
-            "actors": [{"pid": pid, "actor_id": a._actor_id.hex(), "resources": res["actor"]}
-                       for pid, a in zip(pids[1:], actors)]}
+        actor_cls = ray.remote(OnPolicyActorWorker)
+        actors = [actor_cls.options(**options, max_restarts=self.max_restarts, max_task_retries=-1).remote(
+                      algo, envs, self.seed, env_seed, layout.inference_variant)
+                  for options, envs in zip(actor_options, schedule.env_split(layout.actors))]
+        handles = [learner, *actors]
+        pids, nodes = ray.get([h.pid.remote() for h in handles]), ray.get([h.node_id.remote() for h in handles])
+        found = [self._component(h, pid, node, r) for h, pid, node, r in
+                 zip(handles, pids, nodes, [learner_options] + [res["actor"]] * len(actors))]
+        self.components = {"learner": found[0], "actors": found[1:]}
         return learner, actors
 
     def _run(self, ray: ModuleType, total_steps: int) -> RunResult:
@@ -104,7 +112,8 @@ class OnPolicyRayExecutor(RayRun):
         return session.result(env_steps=progress.transitions, gradient_steps=gradient_steps, eval_returns=eval_returns,
                               kernel_times=times, episodes=progress.episodes, backend="ray",
                               layout={**self.layout.describe(), "rollout": "object store, each actor sending its "
-                                                                           "envs' columns to the learner"})
+                                                                           "envs' columns to the learner",
+                                      "nodes": self.ran_on()})
 
 
 class _RolloutLoop:

@@ -28,6 +28,7 @@ from pearl_py.algorithms.core import BaseAlgorithm
 from pearl_py.errors import UserError
 from pearl_py.plan import Plan
 from pearl_py.runtime.checkpoints import newest_checkpoint
+from pearl_py.runtime.ray_backend.cluster import NodePlacement, check_address
 from pearl_py.runtime.ray_backend.require import import_ray
 from pearl_py.runtime.result import RunResult
 from pearl_py.runtime.session import SessionExecutor
@@ -44,7 +45,9 @@ class RayRun(SessionExecutor):
         self.max_restarts = max_restarts
         """Times Ray restarts each actor worker that dies (its pending collection call is sent again)."""
         self.components: dict[str, Any] = {}
-        """After ``run``: each component's process id, Ray actor id and resources."""
+        """After ``run``: each component's process id, Ray actor id, resources and Ray node (``node``)."""
+        self.where: NodePlacement | None = None
+        """Once connected: the Ray node of each component of a plan made on the cluster (none pinned otherwise)."""
         self.restarted: list[int] = []
         """After ``run``: the actor workers (indices) that Ray restarted during it."""
 
@@ -70,6 +73,7 @@ class RayRun(SessionExecutor):
         started = False
         if not ray.is_initialized():
             if self.address is not None:
+                check_address(self.address)  # ray.init retries an address where nothing answers for minutes
                 ray.init(address=self.address, include_dashboard=False, log_to_driver=False)
             else:
                 custom = {k: v for k, v in need.items() if k not in ("CPU", "GPU")}
@@ -84,7 +88,26 @@ class RayRun(SessionExecutor):
                 ray.shutdown()
             raise UserError(f"plan: the Ray cluster lacks resources for the run's actors and learner; needs "
                             f"{', '.join(short)}")
+        try:
+            self.where = NodePlacement(ray, self.plan)
+        except UserError:
+            if started:
+                ray.shutdown()
+            raise
         return started
+
+    def ran_on(self) -> str:
+        """Where each component ran (result.json ``layout["nodes"]``): ``"learner: node0.cpu 3f2a9c1b, actor 0: ..."``,
+        the plan's device where the component was pinned to its node, else ``node`` and the Ray node id's start."""
+        pinned = {nodes[0]: device for device, nodes in (self.where.nodes if self.where else {}).items()
+                  if len(nodes) == 1}
+        named = [(name, c) for name, c in self.components.items() if name != "actors"]
+        named += [(f"actor {i}", c) for i, c in enumerate(self.components.get("actors", []))]
+        return ", ".join(f"{name}: {pinned.get(c['node'], 'node')} {c['node'][:8]}" for name, c in named)
+
+    def _component(self, handle: Any, pid: int, node: str, resources: dict[str, Any]) -> dict[str, Any]:
+        """What ``components`` records of one Ray actor."""
+        return {"pid": pid, "actor_id": handle._actor_id.hex(), "node": node, "resources": resources}
 
     def _restarted(self, ray: ModuleType, actors: list[Any]) -> list[int]:
         """The actor workers whose process is not the one they started in (Ray restarted them)."""

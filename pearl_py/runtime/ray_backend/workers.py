@@ -61,6 +61,12 @@ class Timed:
     def pid(self) -> int:
         return os.getpid()
 
+    def node_id(self) -> str:
+        """The Ray node this worker runs on."""
+        import ray
+
+        return ray.get_runtime_context().get_node_id()
+
     def timings(self) -> dict[str, dict[str, float]]:
         return self.timer.summary()
 

@@ -1,5 +1,5 @@
-"""Checkpoints keep every CUDA generator (fakes: no CUDA here); the Ray backend builds each component on the device
-the plan names (inference on a GPU included)."""
+"""Checkpoints keep every CUDA generator (fakes: no CUDA here). (The Ray backend's devices per component:
+tests/runtime/test_ray_backend.py, which CI's Ray stage runs.)"""
 from __future__ import annotations
 
 import dataclasses
@@ -10,7 +10,6 @@ import torch
 
 import pearl_py as pearl
 from pearl_py.errors import UserError
-from pearl_py.plan import Placement, Plan
 from pearl_py.runtime import rng_state
 from pearl_py.runtime.parallel.checkpoint import (
     Checkpoint,
@@ -53,22 +52,3 @@ def test_without_cuda_nothing_is_kept_and_old_checkpoints_load(tmp_path: Path):
     rng_state.restore_cuda_rng_states([])  # an old checkpoint, or one written without CUDA
     fields = {f.name for f in dataclasses.fields(Checkpoint)}
     assert "cuda_rng" in fields and Checkpoint.__dataclass_fields__["cuda_rng"].default_factory() == []
-
-
-def test_ray_components_take_the_plans_devices():
-    pytest.importorskip("ray", reason='ray is an optional extra: pip install -c constraints.txt ".[ray]"')
-    from pearl_py.runtime.ray_backend import RayExecutor
-    from pearl_py.runtime.ray_backend.workers import ActorWorker, ReplayServer
-
-    algo = pearl.DQN("CartPole-v1", net_arch=[16])
-    base = Plan.single_device(algo.protocol())
-    plan = dataclasses.replace(base, mode="overlapped", devices={"cpu": "cpu", "gpu0": "gpu"},
-                               placements={**base.placements, "inference": Placement("gpu0"),
-                                           "learner_update": Placement("gpu0")})
-    executor = RayExecutor(algo, plan, seed=0)
-    assert [executor._torch_device(k) for k in ("inference", "learner_update", "replay_insert")] == \
-        ["cuda", "cuda", "cpu"]
-    assert executor.resources["actor"]["num_gpus"] == 1.0  # the actor's GPU, which its inference runs on
-    actor = ActorWorker(algo, 0, 0, 1000, device="cpu")
-    assert actor.timer.evented == frozenset() and next(actor.nets.parameters()).device.type == "cpu"
-    assert type(ReplayServer(algo, seed=0).replay).__name__ == "ReplayBuffer"
