@@ -115,6 +115,8 @@ class RunSession:
         self.log: RunLog | None = None
         self.monitor: Monitor | None = None
         self._periodic: PeriodicCheckpoints | None = None
+        self._resumed_at = 0
+        """Env steps the run had made when this session started (the next periodic checkpoint follows them)."""
         self._evaluation: PeriodicEvaluation | None = None
 
     # -- before the loop -------------------------------------------------------------------------------------
@@ -128,6 +130,7 @@ class RunSession:
         """Resuming: ``learner``, the torch RNGs and :attr:`progress` from the newest checkpoint; its replay state
         (None for a fresh run)."""
         self.progress, state = restore(self.algorithm, learner, self.seed, self.total_steps, self.x.resume_from)
+        self._resumed_at = self.progress.transitions
         self.clock.before = self.progress.wall_seconds
         return state
 
@@ -140,6 +143,7 @@ class RunSession:
         if self.algorithm.obs_transform is not None:   # before the workers start: they take the algorithm's
             self.algorithm.obs_transform.load(ckpt.obs_transform)
         self.progress = ckpt.progress
+        self._resumed_at = self.progress.transitions
         self.clock.before = self.progress.wall_seconds
         return ckpt
 
@@ -184,7 +188,7 @@ class RunSession:
         """The run's periodic checkpoints and its stop checkpoint (:mod:`pearl_py.runtime.checkpoints`)."""
         if self._periodic is None:
             self._periodic = PeriodicCheckpoints(self.x.out_dir, self.x.checkpoints, self.algorithm, self.seed,
-                                                 self.total_steps, self.progress.transitions)
+                                                 self.total_steps, self._resumed_at)
         return self._periodic
 
     def due(self, transitions: int) -> bool:
