@@ -383,8 +383,8 @@ def _mean_wall(call: Callable[[], object], window_s: float = LIGHT_WINDOW_S) -> 
 LIGHT_POINTS = 3
 """Points of a model's grid its slowdown beside the light neighbour is timed at: the smallest, middle and largest by
 size. The slowdown is one figure per model (the median of the points' ratios); every point of the quick grid, CNN
-frames included whatever the run, cost a first run 26 builds and 156 windows per threaded model (about a minute of
-its two; docs/calibration.md, "First run")."""
+frames included whatever the run, cost the README job's first run 528 windows of 0.1 s for its 4 models, now 72
+(docs/cost-models.md, "Spread")."""
 
 
 def light_points(points: list[BenchPoint]) -> list[BenchPoint]:
