@@ -388,11 +388,11 @@ frames included whatever the run, cost the README job's first run 528 windows of
 
 
 def light_points(points: list[BenchPoint]) -> list[BenchPoint]:
-    """:data:`LIGHT_POINTS` of ``points``, evenly spaced in size (a network's batch x its layers' squared widths x
-    its frame's pixels), smallest and largest included; all of them when there are no more."""
+    """:data:`LIGHT_POINTS` of ``points``, evenly spaced in size (a network's batch x (its layers' squared widths + its
+    frame's values)), smallest and largest included; all of them when there are no more."""
     if len(points) <= LIGHT_POINTS:
         return list(points)
-    ordered = sorted(points, key=lambda p: p.batch * sum(w * w for w in p.hidden) * math.prod(p.frames or (1,)))
+    ordered = sorted(points, key=lambda p: p.batch * (sum(w * w for w in p.hidden) + math.prod(p.frames or (0,))))
     return [ordered[round(i * (len(ordered) - 1) / (LIGHT_POINTS - 1))] for i in range(LIGHT_POINTS)]
 
 
