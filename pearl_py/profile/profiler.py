@@ -67,7 +67,6 @@ from pearl_py.profile.power_profile import PowerProfile
 from pearl_py.profile.process_start import time_child_process
 from pearl_py.profile.progress import ProfileProgress
 from pearl_py.protocol import Workload
-from pearl_py.runtime.run_log import clock
 from pearl_py.protocol.kernel import (
     ADVANTAGE,
     ENV_STEP,
@@ -79,6 +78,7 @@ from pearl_py.protocol.kernel import (
     REPLAY_SAMPLE,
     ROLLOUT_INSERT,
 )
+from pearl_py.runtime.run_log import clock
 
 KINDS = (LEARNER_UPDATE, INFERENCE, REPLAY_INSERT, REPLAY_SAMPLE, PRIORITY_UPDATE, ENV_STEP,
          PARAM_SYNC, ROLLOUT_INSERT, ADVANTAGE)
