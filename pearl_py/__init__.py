@@ -16,9 +16,7 @@ as its attribute when first imported).
 """
 from __future__ import annotations
 
-import importlib
-from typing import Any
-
+from pearl_py.lazy import lazy_names
 from pearl_py.plan import Placement, Plan  # before ``plan``: see the docstring
 
 del globals()["plan"]  # the submodule the import above set: ``pearl_py.plan`` is the function (``__getattr__``)
@@ -40,19 +38,5 @@ _WHERE = {
     "pearl_py.saved_policy": ("TrainedPolicy", "load"),
     "pearl_py.version": ("__version__",),
 }
-_MODULE_OF = {name: module for module, names in _WHERE.items() for name in names}
-
-__all__ = sorted([*_MODULE_OF, "Placement", "Plan"], key=str.lower)
-
-
-def __getattr__(name: str) -> Any:
-    module = _MODULE_OF.get(name)
-    if module is None:
-        raise AttributeError(f"module 'pearl_py' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = lazy_names(__name__, _WHERE)
+__all__ = sorted([*(name for names in _WHERE.values() for name in names), "Placement", "Plan"], key=str.lower)

@@ -159,21 +159,27 @@ def ensure_calibration(log: Callable[[str], None] = print, algorithm: Any = None
     a deferred variant a longer run pays back: each profiled on the first run that needs it, then cached).
     ``pearl profile`` calibrates everything at once."""
     from pearl_py.estimate.calibration import Calibration
-    from pearl_py.profile.profiler import profile
 
     needs = CalibrationNeeds.of(algorithm, total_steps)
     cached = Calibration.load_default()
     if cached is None:
         log(f"no calibration of this machine is cached: profiling what this run needs once ({needs.describe()}; "
             "`pearl profile` calibrates everything) ...")
-        path = profile(log=log, **needs.profile_options()).save()
-        log(f"calibration cached at {path}; later runs reuse it")
+        _profile_into_cache(log, **needs.profile_options())
         return
     missing = needs.missing(cached) if cached.models else None  # an empty calibration: "model every cost"
     if missing is not None:
         log(f"the cached calibration lacks what this run needs ({missing.describe()}): profiling it once ...")
-        path = profile(log=log, gpus=False, into=cached, **missing.profile_options()).save()
-        log(f"calibration cached at {path}; later runs reuse it")
+        _profile_into_cache(log, gpus=False, into=cached, **missing.profile_options())
+
+
+def _profile_into_cache(log: Callable[[str], None], **options: Any) -> None:
+    """Profile (``profiler.profile(**options)``, imported here: a run with its calibration cached does not load the
+    profiler) and save the calibration to the cache."""
+    from pearl_py.profile.profiler import profile
+
+    path = profile(log=log, **options).save()
+    log(f"calibration cached at {path}; later runs reuse it")
 
 
 def local_serial_plan(algorithm: Algorithm, total_steps: int | None = None, dedicated: bool = False) -> Plan:

@@ -16,6 +16,7 @@ Example::
 """
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -114,3 +115,10 @@ class Catalogue:
             return self.links[name]
         except KeyError:
             raise CatalogueError(f"unknown link type {name!r}; known: {', '.join(sorted(self.links))}") from None
+
+
+@functools.lru_cache(maxsize=1)
+def shipped_catalogue() -> Catalogue:
+    """The shipped catalogue (:meth:`Catalogue.load` without extra files), read once per process: a run builds
+    ``Platform.local()`` several times, and each build parsed every shipped YAML file again. Callers only read it."""
+    return Catalogue.load()

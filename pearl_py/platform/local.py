@@ -16,7 +16,7 @@ import platform as _pyplatform
 import re
 from pathlib import Path
 
-from pearl_py.platform.catalogue import Catalogue
+from pearl_py.platform.catalogue import Catalogue, shipped_catalogue
 from pearl_py.platform.counters import NvmlCounter, RaplCounter
 from pearl_py.platform.platform import Device, Platform
 from pearl_py.platform.spec import CpuSpec, GpuSpec
@@ -176,7 +176,7 @@ def local_gpu_specs(catalogue: Catalogue) -> list[GpuSpec]:
 
 def detect_local_platform(catalogue: Catalogue | None = None) -> Platform:
     """The ``local`` platform: one CPU device ``cpu`` plus ``gpu0``..``gpuN`` on their host links."""
-    catalogue = catalogue or Catalogue.load()
+    catalogue = catalogue or shipped_catalogue()
     devices = {"cpu": Device("cpu", local_cpu_spec(catalogue), local=True)}
     links = []
     for i, spec in enumerate(local_gpu_specs(catalogue)):

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import math
 import statistics
 import time
 from collections.abc import Callable, Collection, Iterator, Mapping
@@ -77,6 +78,7 @@ from pearl_py.protocol.kernel import (
     REPLAY_SAMPLE,
     ROLLOUT_INSERT,
 )
+from pearl_py.runtime.run_log import clock
 
 KINDS = (LEARNER_UPDATE, INFERENCE, REPLAY_INSERT, REPLAY_SAMPLE, PRIORITY_UPDATE, ENV_STEP,
          PARAM_SYNC, ROLLOUT_INSERT, ADVANTAGE)
@@ -289,7 +291,8 @@ def measure(kind: str, variant: str, points: list[BenchPoint], passes: int = 3,
     learner shares the machine with in a parallel run), and each point keeps its *slowest*
     pass: on this VM a 2-thread update switched between two speeds for seconds at a time
     and lost much more to other processes than one thread (docs/kernels.md), so a second
-    thread is planned only where it pays in every pass.
+    thread is planned only where it pays in every pass. A point is not timed again once :func:`settled` (after
+    three passes, so only where ``passes`` is more: the threaded phases).
     One-off setups paid while building the kernels (compiles: wall seconds, and whether no
     cache shortened them) are appended to ``setup`` when given. ``clock``: another clock for one thread
     (a GPU's: it synchronizes the device before reading the time, :mod:`gpu_profile`); each point keeps its
@@ -319,6 +322,8 @@ def measure(kind: str, variant: str, points: list[BenchPoint], passes: int = 3,
         with pinned_threads(n_threads), window():  # pinned as the executors run a threaded learner
             for _ in range(passes):
                 for times, (_, call) in zip(samples, benches):
+                    if settled(times):
+                        continue
                     times.append(_timed(call, clock, n_threads, probe, load))
                     if on_point is not None:
                         on_point()
@@ -327,6 +332,28 @@ def measure(kind: str, variant: str, points: list[BenchPoint], passes: int = 3,
     if spread is not None:
         spread += [(statistics.median(times), _p90(times)) for times in samples]
     return [(workload, keep(times)) for (workload, _), times in zip(benches, samples)]
+
+
+SETTLED_PASSES = 3
+"""Passes a point is timed at least before :func:`settled` may stop it."""
+SETTLED_WITHIN = 0.05
+"""How close to a point's median its passes must all be for :func:`settled` (a fraction of the median)."""
+
+
+def settled(times: list[float]) -> bool:
+    """Whether a point's passes so far settle its figure, so that more passes (a threaded phase's
+    :data:`THREAD_PASSES`) would not move it: after :data:`SETTLED_PASSES` passes, the distribution-free interval of
+    its median, the passes' range (it holds the median with probability 1 - 2 x 0.5^passes: 75% at 3, 88% at 4),
+    lies within :data:`SETTLED_WITHIN` of the median. A point switching between two speeds spreads wider and is
+    timed every pass, so the slowest pass a threaded model keeps still catches its slow speed.
+
+        >>> settled([1.00, 1.02, 0.99]), settled([1.00, 1.30, 0.99]), settled([1.00, 1.00])
+        (True, False, False)
+    """
+    if len(times) < SETTLED_PASSES:
+        return False
+    middle = statistics.median(times)
+    return max(times) - middle <= SETTLED_WITHIN * middle and middle - min(times) <= SETTLED_WITHIN * middle
 
 
 def _p90(values: list[float]) -> float:
@@ -353,23 +380,67 @@ def _mean_wall(call: Callable[[], object], window_s: float = LIGHT_WINDOW_S) -> 
     return elapsed / calls
 
 
+LIGHT_POINTS = 3
+"""Points of a model's grid its slowdown beside the light neighbour is timed at: the smallest, middle and largest by
+size. The slowdown is one figure per model (the median of the points' ratios); every point of the quick grid, CNN
+frames included whatever the run, cost the README job's first run 528 windows of 0.1 s for its 4 models, now 72
+(docs/cost-models.md, "Spread")."""
+
+
+def light_points(points: list[BenchPoint]) -> list[BenchPoint]:
+    """:data:`LIGHT_POINTS` of ``points``, evenly spaced in size (a network's batch x (its layers' squared widths + its
+    frame's values)), smallest and largest included; all of them when there are no more."""
+    if len(points) <= LIGHT_POINTS:
+        return list(points)
+    ordered = sorted(points, key=lambda p: p.batch * (sum(w * w for w in p.hidden) + math.prod(p.frames or (0,))))
+    return [ordered[round(i * (len(ordered) - 1) / (LIGHT_POINTS - 1))] for i in range(LIGHT_POINTS)]
+
+
+LIGHT_PASSES = 3
+"""Windows per point alone and beside the light neighbour (each side keeps their median)."""
+
+
 def light_neighbour_slowdown(kind: str, variant: str, points: list[BenchPoint], n_threads: int,
-                             family: str = OFF_POLICY, passes: int = 3) -> float:
+                             family: str = OFF_POLICY, passes: int = LIGHT_PASSES,
+                             progress: ProfileProgress | None = None) -> float:
     """How much slower ``variant`` of ``kind`` runs at ``n_threads`` threads (pinned, as the executors run it) beside
     a light neighbour than alone: the median over ``points`` of the ratio of a call's mean wall time (median of
-    ``passes``) beside the neighbour to alone."""
+    ``passes``) beside the neighbour to alone; ``progress`` counts its builds and windows."""
     with threads(n_threads):
-        benches = [build(kind, variant, point, family) for point in points]
+        benches = []
+        for point in points:
+            benches.append(build(kind, variant, point, family))
+            if progress is not None:
+                progress.built()
 
         def timed() -> list[float]:
+            runs = []
             with pinned_threads(n_threads):
-                runs = [[_mean_wall(call) for _, call in benches] for _ in range(passes)]
+                for _ in range(passes):
+                    runs.append([])
+                    for _, call in benches:
+                        runs[-1].append(_mean_wall(call))
+                        if progress is not None:
+                            progress.point()
             return [statistics.median(run[i] for run in runs) for i in range(len(benches))]
 
         alone = timed()
         with neighbour("light"):
             beside = timed()
     return statistics.median(b / a for a, b in zip(alone, beside))
+
+
+def light_windows(kind: str, variant: str, family: str, points: list[BenchPoint]) -> int:
+    """How many windows :func:`spread_entry` times beside and apart from the light neighbour for a model of ``points``
+    (0: a variant it does not time there), for the profile's progress."""
+    if family != OFF_POLICY or variant not in THREADED_VARIANTS.get(kind, ()) or usable_cores() < 2:
+        return 0
+    return 2 * LIGHT_PASSES * len(light_points(points))
+
+
+def light_builds(kind: str, variant: str, family: str, points: list[BenchPoint]) -> int:
+    """How many kernels :func:`spread_entry` builds for its light-neighbour windows (as :func:`light_windows`)."""
+    return len(light_points(points)) if light_windows(kind, variant, family, points) else 0
 
 
 def _timed(call: Callable[[], object], clock: Callable[[], float], n_threads: int, probe: LoadProbe | None,
@@ -388,14 +459,16 @@ def _timed(call: Callable[[], object], clock: Callable[[], float], n_threads: in
 
 
 def spread_entry(kind: str, variant: str, n: int, family: str, spread: list[tuple[float, float]],
-                 log: Callable[[str], None]) -> dict[str, float]:
+                 log: Callable[[str], None], points: list[BenchPoint],
+                 progress: ProfileProgress | None = None) -> dict[str, float]:
     """``meta["spread"]``'s entry of a model (:class:`~pearl_py.estimate.calibration.Spread`): its points' p90 over
     median and, for a variant the off-policy learner may run threaded, the slowdown beside a light neighbour at
-    ``n`` threads (the one-thread model's too, to compare with)."""
+    ``n`` threads (the one-thread model's too, to compare with), timed at :func:`light_points` of the model's
+    ``points``."""
     entry = {"p90_over_median": round(statistics.median(p90 / max(median, 1e-12) for median, p90 in spread), 4)}
-    if family == OFF_POLICY and variant in THREADED_VARIANTS.get(kind, ()) and usable_cores() > 1:
-        entry["light_neighbour"] = round(light_neighbour_slowdown(kind, variant, calibration_grid(kind, True, variant),
-                                                                  n, family), 4)
+    if light_windows(kind, variant, family, points):
+        entry["light_neighbour"] = round(light_neighbour_slowdown(kind, variant, light_points(points), n, family,
+                                                                  progress=progress), 4)
         log(f"{model_key(kind, variant, threads=n, family=family):<33} beside a light neighbour: "
             f"{entry['light_neighbour']:.2f}x its time alone")
     return entry
@@ -497,8 +570,10 @@ def profile(quick: bool = False, kinds: tuple[str, ...] = KINDS,
     deferred.update(skip or {})
     for kind, variant, _, _, _, family in phases:
         deferred.pop(model_key(kind, variant, family=network_family(kind, family)), None)
-    progress = ProfileProgress(sum(len(points) * passes for _, _, _, points, passes, _ in phases), len(phases), log,
-                               total_builds=sum(len(points) for _, _, _, points, _, _ in phases))
+    progress = ProfileProgress(sum(len(points) * passes + light_windows(kind, variant, family, points)
+                                   for kind, variant, _, points, passes, family in phases), len(phases), log,
+                               total_builds=sum(len(points) + light_builds(kind, variant, family, points)
+                                                for kind, variant, _, points, _, family in phases))
     probe = probe or LoadProbe(cores)
     start = time.perf_counter()
     fitted: dict[str, tuple[FittedModel, float]] = {}
@@ -515,15 +590,20 @@ def profile(quick: bool = False, kinds: tuple[str, ...] = KINDS,
                                window=lambda key=key: power.window("cpu", key), probe=probe, load=record,
                                on_point=progress.point, family=family, spread=spread, on_build=progress.built)
             if measured:   # a threaded model timing stopped (refused below) has no spread to keep
-                calibration.meta.setdefault(SPREAD_KEY, {})[key] = spread_entry(kind, variant, n, family, spread, log)
+                progress.part = "light neighbour"
+                calibration.meta.setdefault(SPREAD_KEY, {})[key] = spread_entry(kind, variant, n, family, spread, log,
+                                                                                points, progress)
+                progress.part = "grid"
             load_meta["models"][key] = record.to_dict()
+            progress.dropped(len(points) * passes - record.points)   # settled points (and a refused model's rest)
             if setup:
                 entry = setup_entry(setup, cached=setup_cached(kind, variant, family))
                 calibration.meta.setdefault("setup", {})[model_key(kind, variant, family=keyed)] = entry
                 log(f"{model_key(kind, variant, family=keyed):<32} setup (compile) {sum(s for _, s, _ in setup):.1f}s "
                     f"for {len(setup)} shapes ({len(entry['cold'])} cold)")
             if record.distorted and n > 1:
-                progress.dropped(len(points) * passes - record.points)   # not timed: the model is refused
+                progress.dropped(light_windows(kind, variant, family, points),
+                                 light_builds(kind, variant, family, points))   # not timed: the model is refused
                 load_meta["refused"][key] = (f"point {record.points} of {len(points) * passes} stayed distorted "
                                              f"(timing stopped there): other processes kept up to "
                                              f"{record.max_others_cores:.1f} cores busy")
@@ -554,6 +634,7 @@ def profile(quick: bool = False, kinds: tuple[str, ...] = KINDS,
     load_meta["load_average_end"] = load_average()
     before = calibration.meta.get("seconds", 0.0) if into is not None else 0.0
     calibration.meta["seconds"] = round(before + time.perf_counter() - start, 1)
+    log(f"profiled in {clock(time.perf_counter() - start)}: {progress.breakdown(time.perf_counter() - start)}")
     return calibration
 
 

@@ -13,6 +13,12 @@ Example::
     [1/14] learner_update/reference: 60 points (0/412 done, 0:00 elapsed)
     >>> progress.built()       # after each kernel built
     >>> progress.point()       # after each timed point; prints a line every ``every_s`` seconds
+    >>> progress.part = "light neighbour"   # what the builds and points after it are counted under
+    >>> progress.breakdown(total_s=95.0)
+    'grid: 60 builds 12%, 412 points 61%; light neighbour: 6 builds 1%, 36 points 5%; the rest (fits, loops, ...) 21%'
+
+Each build's and point's seconds run from the mark before it (a phase's start, the previous build or point), so a
+neighbour process's start falls to the build or point after it.
 """
 from __future__ import annotations
 
@@ -39,6 +45,10 @@ class ProfileProgress:
         self._build_s = self._point_s = 0.0
         """Seconds spent building and timing so far (each since the mark before it: a phase's start or the
         previous build or point)."""
+        self.part = "grid"
+        """What the builds and points are counted under in :meth:`breakdown` (the profiler names its steps)."""
+        self._spent: dict[str, dict[str, list[float]]] = {}
+        """``{part: {"builds" | "points": [count, seconds]}}``."""
 
     def left_s(self) -> float | None:
         """Seconds the builds and points left would take, each at its own pace so far (None before the first
@@ -65,18 +75,36 @@ class ProfileProgress:
         seconds, self._mark = now - self._mark, now
         return seconds
 
-    def dropped(self, points: int) -> None:
-        """``points`` of the current phase will not be timed (a refused model's): out of the total."""
+    def dropped(self, points: int, builds: int = 0) -> None:
+        """``points`` and ``builds`` of the current phase will not be done (a refused model's): out of the totals."""
         self.total -= points
+        self.total_builds -= builds
+
+    def _count(self, what: str, seconds: float) -> float:
+        tally = self._spent.setdefault(self.part, {}).setdefault(what, [0, 0.0])
+        tally[0] += 1
+        tally[1] += seconds
+        return seconds
 
     def built(self) -> None:
         self.builds += 1
-        self._build_s += self._since_mark()
+        self._build_s += self._count("builds", self._since_mark())
 
     def point(self) -> None:
         self.done += 1
-        self._point_s += self._since_mark()
+        self._point_s += self._count("points", self._since_mark())
         now = time.perf_counter()
         if now - self._last >= self.every_s:
             self._last = now
             self.log(f"    {self.name}: {self._figures()}")
+
+    def breakdown(self, total_s: float) -> str:
+        """Counts and shares of ``total_s`` (the whole profile's seconds) per part, builds and points apart, and the
+        rest (fits, the loop and process-start timings, neighbours stopping)."""
+        total_s = max(total_s, 1e-9)
+        parts, counted = [], 0.0
+        for part, tallies in self._spent.items():
+            parts.append(f"{part}: " + ", ".join(f"{int(n)} {what} {seconds / total_s:.0%}"
+                                                 for what, (n, seconds) in tallies.items()))
+            counted += sum(seconds for _, seconds in tallies.values())
+        return "; ".join(parts + [f"the rest (fits, loops, ...) {max(total_s - counted, 0.0) / total_s:.0%}"])

@@ -173,3 +173,29 @@ def test_the_plan_takes_one_thread_when_two_are_fragile_and_says_why():
                      estimator=Estimator(spread_calibration(1.0, 2.0), dedicated=True), pareto_points=2)
     assert dedicated.placements["learner_update"].replicas == 2
     assert any("declared dedicated: valued alone, 2 threads chosen" in s for s in dedicated.prediction.threads)
+
+
+def test_the_light_neighbour_is_timed_at_the_smallest_middle_and_largest_points_of_the_runs_grid():
+    grid = profiler.calibration_grid("learner_update", True, "fused", cnn=False)
+    assert len(grid) == 18 and not any(p.frames for p in grid)
+    smallest, middle, largest = profiler.light_points(grid)
+    assert (smallest.width, smallest.batch) == (32, 32) and (largest.width, largest.batch) == (400, 256)
+    assert smallest.batch * smallest.width ** 2 < middle.batch * middle.width ** 2 < largest.batch * largest.width ** 2
+    assert profiler.light_points(grid[:2]) == grid[:2]
+    threaded_here = profiler.usable_cores() > 1
+    assert profiler.light_windows("learner_update", "fused", "off_policy", grid) == (18 if threaded_here else 0)
+    assert profiler.light_windows("inference", "fused", "off_policy", grid) == 0
+
+
+def test_a_point_whose_passes_settle_its_median_is_not_timed_again(monkeypatch):
+    """Five passes (a threaded phase's): the steady point stops after three, the one switching speeds runs all."""
+    points = [BenchPoint("learner_update", width=16), BenchPoint("learner_update", width=32)]
+    monkeypatch.setattr(profiler, "build", lambda kind, variant, point, family: (point, point))
+    figures = {16: iter([1.0, 1.01, 0.99]), 32: iter([1.0, 1.3, 1.0, 1.3, 1.0])}
+    timed = []
+    monkeypatch.setattr(profiler, "_timed", lambda call, *rest: timed.append(call.width) or next(figures[call.width]))
+    spread: list[tuple[float, float]] = []
+    measured = profiler.measure("learner_update", "reference", points, passes=5, spread=spread)
+    assert timed.count(16) == 3 and timed.count(32) == 5
+    assert [seconds for _, seconds in measured] == [0.99, 1.0]   # one thread: each keeps its fastest pass
+    assert profiler.settled([1.0, 1.04, 0.96]) and not profiler.settled([1.0, 1.06, 1.0])

@@ -27,3 +27,21 @@ def test_a_phases_building_is_not_read_as_its_first_points_time(monkeypatch):
     assert progress.left_s() == pytest.approx(30 * 0.1 + 10 * 2.0)
     progress.phase("b", 30)
     assert lines[-1] == "[2/2] b: 30 points (30/60 points done, 0:23 elapsed, about 0:23 left)"
+
+
+def test_the_breakdown_gives_each_parts_builds_and_points_their_count_and_share(monkeypatch):
+    now = [0.0]
+    monkeypatch.setattr(progress_module.time, "perf_counter", lambda: now[0])
+    progress = ProfileProgress(total_points=6, phases=1, log=lambda line: None, total_builds=2)
+    progress.phase("a", 4)
+    for seconds, step in ((2.0, progress.built), (1.0, progress.point), (1.0, progress.point)):
+        now[0] += seconds
+        step()
+    progress.part = "light neighbour"
+    for seconds, step in ((1.0, progress.built), (0.5, progress.point), (0.5, progress.point)):
+        now[0] += seconds
+        step()
+    assert progress.breakdown(total_s=10.0) == ("grid: 1 builds 20%, 2 points 20%; light neighbour: 1 builds 10%, "
+                                                "2 points 10%; the rest (fits, loops, ...) 40%")
+    progress.dropped(points=2, builds=1)
+    assert (progress.total, progress.total_builds) == (4, 1)

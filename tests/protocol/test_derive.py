@@ -1,6 +1,8 @@
 """The protocol is derived from the algorithm's own code and config, with the right rates and bytes."""
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 import pearl_py as pearl
@@ -127,3 +129,23 @@ def test_sac_records_twin_critics_the_sampling_actor_and_the_entropy_coefficient
     assert learner.trained_params == actor_params + critic_params + (1 if entropy_loss else 0)   # + log(alpha)
     assert [(l.n_in, l.n_out, l.batch) for l in graph.kernel("inference").workload.layers] == [(3, 8, 1), (8, 2, 1)]
     assert graph.kernel("param_sync").workload.param_bytes == 4 * actor_params   # the actor only
+
+
+def test_the_code_is_observed_once_per_config_for_both_modes(monkeypatch):
+    """A run derives its protocol several times (the calibration's needs, each plan, both modes): one throwaway
+    learner is built for them all, and the graphs equal fresh derivations; a new config observes anew."""
+    from pearl_py.algorithms.off_policy import derive
+
+    algo = pearl.DQN("CartPole-v1", batch_size=64)
+    fresh = {serialized: derive.derive_protocol(pearl.DQN("CartPole-v1", batch_size=64), serialized)
+             for serialized in (False, True)}
+    built = []
+    probe = derive._probe_learner
+    monkeypatch.setattr(derive, "_probe_learner", lambda algorithm: built.append(algorithm) or probe(algorithm))
+    for serialized in (False, True, False, True):
+        graph = algo.protocol(serialized=serialized)
+        assert [(k.name, k.workload, k.rate) for k in graph.kernels()] == \
+            [(k.name, k.workload, k.rate) for k in fresh[serialized].kernels()]
+    assert len(built) == 1
+    algo.config = dataclasses.replace(algo.config, batch_size=32)
+    assert algo.protocol().kernel("learner_update").workload.batch == 32 and len(built) == 2

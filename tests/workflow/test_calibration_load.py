@@ -94,8 +94,9 @@ def test_a_busy_machine_is_named_and_a_distorted_threaded_model_refused(tiny_pro
     assert load["models"]["learner_update/reference@2threads"]["points"] == 1   # refused at its first point
     assert load["models"]["learner_update/reference"]["distorted"] == 0
     assert lines[0].startswith("warning: the machine's load average is 5.0 on 2 usable cores")
-    assert "[1/2] learner_update/reference: 15 points (0/20 points done" in lines[1]
-    assert any(line.startswith("[2/2] learner_update/reference@2threads: 5 points (15/20 points done")
+    # 15 + 5 grid points and, per model, 3 light-neighbour points x 3 windows alone and 3 beside (18)
+    assert "[1/2] learner_update/reference: 15 points (0/56 points done" in lines[1]
+    assert any(line.startswith("[2/2] learner_update/reference@2threads: 5 points (33/56 points done")
                for line in lines)
     assert any(line.startswith("warning: learner_update/reference@2threads refused: point 1 of 5 stayed distorted")
                for line in lines)

@@ -16,6 +16,7 @@ Example::
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import torch
@@ -46,6 +47,7 @@ from pearl_py.protocol.workload import (
 )
 
 if TYPE_CHECKING:
+    from pearl_py.protocol.workload import Layer
     from pearl_py.envs import EnvSpec
     from pearl_py.algorithms.off_policy.base import Algorithm
     from pearl_py.algorithms.off_policy.learner import Learner
@@ -82,17 +84,38 @@ def example_obs(spec: EnvSpec, size: int, generator: torch.Generator) -> torch.T
     return torch.randn(size, *spec.obs_shape, generator=generator)
 
 
-def derive_protocol(algorithm: Algorithm, serialized: bool = False) -> ProtocolGraph:
-    """The kernels, workloads, rates and data edges of ``algorithm`` under its config."""
+@dataclass(frozen=True)
+class ObservedCode:
+    """What running ``algorithm``'s code once on a throwaway learner shows: the layers and dispatched operators of its
+    acting and of one period of updates, the period, the parameters trained per period, and the acting networks'
+    bytes and tensors (what a parameter sync copies)."""
+
+    period: int
+    trained_params: int
+    acting: tuple[Layer, ...]
+    acting_ops: int
+    learning: tuple[Layer, ...]
+    learning_ops: int
+    param_bytes: int
+    param_tensors: int
+
+
+def observe_code(algorithm: Algorithm) -> ObservedCode:
+    """:class:`ObservedCode` of ``algorithm``, observed once per config and env spec (a run derives its protocol in
+    both modes, for the calibration's needs and each plan: every derivation built a learner and ran its updates,
+    about a second each on a 2-core VM); the algorithm's config is frozen, so the same config object observes the
+    same."""
     cfg, spec = algorithm.config, algorithm.spec
-    n_envs = cfg.n_envs
+    cached = algorithm.__dict__.get("_observed_code")
+    if cached is not None and cached[0] is cfg and cached[1] is spec:
+        return cached[2]
     learner = _probe_learner(algorithm)
     period = math.lcm(*(loss.every for loss in learner.losses))
     trained_params = sum(p.numel() * (period // loss.every) for loss in learner.losses
                          for p in learner.nets.online[loss.trains].parameters())
 
     with torch.random.fork_rng():
-        obs = example_obs(spec, n_envs, torch.Generator().manual_seed(1))
+        obs = example_obs(spec, cfg.n_envs, torch.Generator().manual_seed(1))
 
         def act() -> object:
             with torch.no_grad():
@@ -103,7 +126,19 @@ def derive_protocol(algorithm: Algorithm, serialized: bool = False) -> ProtocolG
         learning, learning_ops = observe(learner.nets, lambda: [learner.update(batch) for _ in range(period)])
 
     acting_params = [p for name in algorithm.acting_networks for p in learner.nets.online[name].parameters()]
-    param_bytes = sum(p.numel() * p.element_size() for p in acting_params)
+    observed = ObservedCode(period, trained_params, tuple(acting), acting_ops, tuple(learning), learning_ops,
+                            sum(p.numel() * p.element_size() for p in acting_params), len(acting_params))
+    algorithm.__dict__["_observed_code"] = (cfg, spec, observed)
+    return observed
+
+
+def derive_protocol(algorithm: Algorithm, serialized: bool = False) -> ProtocolGraph:
+    """The kernels, workloads, rates and data edges of ``algorithm`` under its config."""
+    cfg, spec = algorithm.config, algorithm.spec
+    n_envs = cfg.n_envs
+    code = observe_code(algorithm)
+    period, trained_params, acting, acting_ops = code.period, code.trained_params, code.acting, code.acting_ops
+    learning, learning_ops, param_bytes = code.learning, code.learning_ops, code.param_bytes
     layout = algorithm.transition_layout()
     per_step = 1.0 / n_envs
     per_update = cfg.updates_per_transition
@@ -131,7 +166,7 @@ def derive_protocol(algorithm: Algorithm, serialized: bool = False) -> ProtocolG
                                                                dispatched_ops=learning_ops / period,
                                                                updates_per_round=cfg.gradient_steps),
                rate=per_update),
-        Kernel(PARAM_SYNC, PARAM_SYNC, SyncWorkload(param_bytes, tensors=len(acting_params)), rate=per_sync),
+        Kernel(PARAM_SYNC, PARAM_SYNC, SyncWorkload(param_bytes, tensors=code.param_tensors), rate=per_sync),
     ]
     if cfg.prioritized_replay:
         kernels.append(Kernel(PRIORITY_UPDATE, PRIORITY_UPDATE, replay(cfg.batch_size), rate=per_update))

@@ -8,9 +8,14 @@ Example::
     >>> result.backend
     'local-parallel'
 """
-from pearl_py.protocol.schedule import TrainSchedule
-from pearl_py.runtime.parallel.executor import ParallelExecutor
-from pearl_py.runtime.parallel.interrupts import RunInterrupted
-from pearl_py.runtime.parallel.supervisor import ActorFailed, ServiceFailed
+from pearl_py.lazy import lazy_names
 
+# imported on first use: the serial executor imports this package's checkpoint module, and a serial run loads none
+# of the parallel runtime's other modules
+__getattr__, __dir__ = lazy_names(__name__, {
+    "pearl_py.protocol.schedule": ("TrainSchedule",),
+    "pearl_py.runtime.parallel.executor": ("ParallelExecutor",),
+    "pearl_py.runtime.parallel.interrupts": ("RunInterrupted",),
+    "pearl_py.runtime.parallel.supervisor": ("ActorFailed", "ServiceFailed"),
+})
 __all__ = ["ActorFailed", "ParallelExecutor", "RunInterrupted", "ServiceFailed", "TrainSchedule"]

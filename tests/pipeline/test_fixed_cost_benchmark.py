@@ -1,0 +1,51 @@
+"""benchmarks/fixed_cost.py: each part's seconds are its own (a part inside another pauses it), and the table sets each
+side's median beside the other's with their ratio (no timing: a fake clock)."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+
+import fixed_cost  # noqa: E402
+
+
+def test_a_part_inside_another_is_counted_once_and_only_in_itself(monkeypatch):
+    now = [0.0]
+    monkeypatch.setattr(fixed_cost.time, "perf_counter", lambda: now[0])
+    parts = fixed_cost.Parts()
+    with parts.part("setup"):
+        now[0] += 1.0
+        with parts.part("numba cache"):
+            now[0] += 2.0
+        now[0] += 0.5
+    with parts.part("numba cache"):
+        now[0] += 1.0
+    assert parts.seconds["setup"] == 1.5 and parts.seconds["numba cache"] == 3.0
+    assert parts.calls["setup"] == 1 and parts.calls["numba cache"] == 2
+
+
+def test_wrap_times_every_call_of_a_function_as_its_part(monkeypatch):
+    now = [0.0]
+    monkeypatch.setattr(fixed_cost.time, "perf_counter", lambda: now[0])
+
+    class Owner:
+        @staticmethod
+        def work(x: int) -> int:
+            now[0] += x
+            return 2 * x
+
+    parts = fixed_cost.Parts()
+    parts.wrap(Owner, "work", "eval")
+    assert Owner.work(3) == 6 and Owner.work(1) == 2
+    assert parts.seconds["eval"] == 4.0 and parts.calls["eval"] == 2
+
+
+def test_the_table_gives_medians_and_the_ratio_and_a_dash_where_a_side_has_no_such_part():
+    figures = {"pearl_py": {"import": [1.0, 3.0, 2.0], "plan": [0.4], "spawn": [0.3], "whole": [4.0]},
+               "SB3": {"import": [2.0, 2.0, 2.0], "whole": [5.0]}}
+    rows = {row.split()[0]: row.split()[1:] for row in fixed_cost.table(figures)[1:]}
+    assert rows["import"] == ["2.00", "2.00", "1.00"]
+    assert rows["plan"] == ["0.40", "-", "-"] and rows["spawn"] == ["0.30", "-", "-"]
+    assert rows["whole"] == ["4.00", "5.00", "0.80"]
+    assert rows["eval"] == ["-", "-", "-"]
