@@ -132,7 +132,8 @@ class OnPolicySerialExecutor:
                      kernel_times=lambda: timer.summary(wait=False))
         # a resumed session's envs start anew with session seeds; the noise streams stay keyed by the run's seed
         collector = RolloutCollector(algo, self.seed, acting, timer.add,
-                                     env_seed=session_seed(self.seed, done.sessions))
+                                     env_seed=session_seed(self.seed, done.sessions),
+                                     env_variant=self.plan.variant(ENV_STEP))
         rollout = algo.make_rollout(seed=session_seed(self.seed, done.sessions))
         periodic = PeriodicCheckpoints(self.out_dir, self.checkpoints, algo, self.seed, total_steps, done.transitions)
         eval_history: list[dict[str, float]] = done.eval_history

@@ -73,7 +73,7 @@ class RayExecutor(RayRun):
         actor_cls = ray.remote(workers.ActorWorker).options(**res["actor"], max_restarts=self.max_restarts,
                                                             max_task_retries=-1)
         actors = [actor_cls.remote(algo, i, session_seed(self.seed, sessions), total_steps, places[INFERENCE].variant,
-                                   self._torch_device(INFERENCE)) for i in range(self.actors)]
+                                   self._torch_device(INFERENCE), places[ENV_STEP].variant) for i in range(self.actors)]
         pids = ray.get([replay.pid.remote(), learner.pid.remote()] + [a.pid.remote() for a in actors])
         self.components = {
             "replay": {"pid": pids[0], "actor_id": replay._actor_id.hex(), "resources": res["replay"]},

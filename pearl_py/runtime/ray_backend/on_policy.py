@@ -29,6 +29,7 @@ from typing import Any
 from pearl_py.algorithms.networks import Networks
 from pearl_py.algorithms.on_policy.base import OnPolicyAlgorithm
 from pearl_py.plan import Plan
+from pearl_py.protocol.kernel import ENV_STEP
 from pearl_py.protocol.schedule import RolloutSchedule
 from pearl_py.runtime.checkpoints import session_log_dir, session_seed
 from pearl_py.runtime.evaluation import EVAL_SEED_OFFSET, eval_point, evaluation_points
@@ -69,7 +70,8 @@ class OnPolicyRayExecutor(RayRun):
                      learner.set_rollout_rng.remote(resumed.replay[ROLLOUT_STATE])])
         actor_cls = ray.remote(OnPolicyActorWorker).options(**res["actor"], max_restarts=self.max_restarts,
                                                             max_task_retries=-1)
-        actors = [actor_cls.remote(algo, envs, self.seed, session_seed(self.seed, sessions), layout.inference_variant)
+        actors = [actor_cls.remote(algo, envs, self.seed, session_seed(self.seed, sessions), layout.inference_variant,
+                                   self.plan.variant(ENV_STEP))
                   for envs in schedule.env_split(layout.actors)]
         pids = ray.get([learner.pid.remote()] + [a.pid.remote() for a in actors])
         self.components = {

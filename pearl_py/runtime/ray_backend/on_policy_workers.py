@@ -38,9 +38,10 @@ Columns = dict[str, np.ndarray]
 
 class OnPolicyActorWorker(Acting):
     """The run's envs ``envs`` (seeded ``env_seed + i``, noise streams keyed by ``seed``), acting with the plan's
-    ``inference`` variant on one thread."""
+    ``inference`` variant on one thread; its envs made by the plan's ``env_step`` variant."""
 
-    def __init__(self, algorithm: OnPolicyAlgorithm, envs: range, seed: int, env_seed: int, inference: str) -> None:
+    def __init__(self, algorithm: OnPolicyAlgorithm, envs: range, seed: int, env_seed: int, inference: str,
+                 env_step: str = "reference") -> None:
         torch.set_num_threads(1)
         self.algo, self.envs = algorithm, envs
         nets = Networks(algorithm.build_networks())
@@ -48,7 +49,8 @@ class OnPolicyActorWorker(Acting):
         acting = build_acting(inference, algorithm, nets)
         warm_up(algorithm, acting=acting)
         self.timer = KernelTimer()
-        self.collector = RolloutCollector(algorithm, seed, acting, self.timer.add, envs=envs, env_seed=env_seed)
+        self.collector = RolloutCollector(algorithm, seed, acting, self.timer.add, envs=envs, env_seed=env_seed,
+                                          env_variant=env_step)
         self.rollout = SharedRollout.create(algorithm, shared=False)
 
     def collect(self, first_step: int, params: Params) -> Columns:
