@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from pearl_py.envs import EnvKwargs, make_native_vector_env, make_vector_env, native_vector_reason
+from pearl_py.envs.envpool_vector import envpool_reason
 
 N_ENVS, STEPS = 3, 1100     # past CartPole-v1's 500-step truncation, twice, for the balanced env
 
@@ -57,3 +58,47 @@ def test_native_vector_env_is_offered_only_where_gymnasium_has_one():
     assert native_vector_reason("CartPole-v1", env_kwargs=EnvKwargs()) is None
     with pytest.raises(ValueError, match="no native vector env for 'Acrobot-v1'"):
         make_native_vector_env("Acrobot-v1", 2, seed=0)
+    assert envpool_reason("CartPole-v1") is None
+    assert envpool_reason("Pendulum-v1") == "EnvPool is offered for CartPole-v1 only, not 'Pendulum-v1'"
+
+
+def _cartpole_state(obs: np.ndarray) -> np.ndarray:
+    return obs.astype(np.float64)
+
+
+@pytest.mark.parametrize(("env_id", "state_of", "action_of"), [
+    ("CartPole-v1", _cartpole_state, lambda obs, rng: int(obs[2] + obs[3] > 0) if rng.random() < 0.9 else 0),
+])
+def test_envpool_steps_the_gymnasium_env_under_the_same_step_contract(env_id, state_of, action_of):
+    """EnvPool's own start states are written into gymnasium's single envs (EnvPool's state cannot be set); each
+    step of both from the same state and action must agree: observations within 1e-5 (EnvPool keeps its state in
+    float64 and the start written here is its float32 observation), rewards within 1e-5 relative, terminations,
+    truncations and final observations the same."""
+    pytest.importorskip("envpool")
+    from pearl_py.envs import make_env, make_envpool_vector_env
+
+    pool = make_envpool_vector_env(env_id, N_ENVS, seed=0)
+    assert pool.metadata["autoreset_mode"] == gym.vector.AutoresetMode.SAME_STEP
+    singles = [make_env(env_id) for _ in range(N_ENVS)]
+    obs, _ = pool.reset(seed=0)
+    for env, first in zip(singles, obs):
+        env.reset(seed=0)
+        env.unwrapped.state = state_of(first)
+    rng, ends = np.random.default_rng(0), {"terminated": 0, "truncated": 0}
+    for _ in range(STEPS):
+        actions = np.array([action_of(o, rng) for o in obs])
+        next_obs, rewards, terminated, truncated, info = pool.step(actions)
+        for i, env in enumerate(singles):
+            want_obs, want_reward, want_terminated, want_truncated, _ = env.step(actions[i])
+            assert (terminated[i], truncated[i]) == (want_terminated, want_truncated)
+            assert rewards[i] == pytest.approx(want_reward, rel=1e-5, abs=1e-6)
+            seen = info["final_obs"][i] if want_terminated or want_truncated else next_obs[i]
+            np.testing.assert_allclose(seen, want_obs, rtol=1e-5, atol=1e-5)
+            if want_terminated or want_truncated:
+                assert info["_final_obs"][i]
+                env.reset()                                     # EnvPool's new episode started this step
+                ends["terminated" if want_terminated else "truncated"] += 1
+            env.unwrapped.state = state_of(next_obs[i])         # go on from EnvPool's float32 observation
+        obs = next_obs
+    pool.close()
+    assert ends["truncated"] >= 1 and ends["terminated"] >= 1             # both kinds of end were compared

@@ -61,20 +61,38 @@ def test_a_backend_is_offered_only_where_it_steps_the_env_and_is_calibrated(loca
                for note in older.prediction.variant_notes["env_step"])
 
 
-def test_the_serial_executor_steps_the_planned_backend(monkeypatch):
-    algo = pearl.DQN("CartPole-v1", **TINY)
-    base = Plan.single_device(algo.protocol(serialized=True))
-    native = dataclasses.replace(base, placements={
-        **base.placements, "env_step": dataclasses.replace(base.placements["env_step"], variant="native_vector")})
-    made = []
-    real = collect.Collector.__init__
+@pytest.fixture
+def made_envs(monkeypatch) -> list:
+    """The vector env of every Collector made from now on."""
+    made, real = [], collect.Collector.__init__
 
     def recording(self, *args, **kwargs):
         real(self, *args, **kwargs)
         made.append(self.envs)
 
     monkeypatch.setattr(collect.Collector, "__init__", recording)
-    result = SerialExecutor(algo, seed=0, plan=native, eval_episodes=1, progress=False).run(128)
-    assert result.env_steps == 128 and isinstance(made[0], SameStepAutoreset)
-    SerialExecutor(algo, seed=0, plan=base, eval_episodes=1, progress=False).run(64)
-    assert not isinstance(made[-1], SameStepAutoreset)
+    return made
+
+
+def run_with(algo, variant: str, steps: int) -> int:
+    """Env steps of a serial run of ``algo`` whose plan places ``env_step`` as ``variant``."""
+    base = Plan.single_device(algo.protocol(serialized=True))
+    placed = dataclasses.replace(base, placements={
+        **base.placements, "env_step": dataclasses.replace(base.placements["env_step"], variant=variant)})
+    return SerialExecutor(algo, seed=0, plan=placed, eval_episodes=1, progress=False).run(steps).env_steps
+
+
+def test_the_serial_executor_steps_the_planned_backend(made_envs):
+    algo = pearl.DQN("CartPole-v1", **TINY)
+    assert run_with(algo, "native_vector", 128) == 128 and isinstance(made_envs[0], SameStepAutoreset)
+    assert run_with(algo, "reference", 64) == 64 and not isinstance(made_envs[-1], SameStepAutoreset)
+
+
+def test_envpool_is_chosen_where_it_is_calibrated_cheapest_and_the_run_steps_it(local, made_envs):
+    pytest.importorskip("envpool")
+    from pearl_py.envs.envpool_vector import EnvPoolVector
+
+    algo = pearl.DQN("CartPole-v1", **TINY)
+    p = planned(algo, local, calibration("CartPole-v1", {"reference": 30.0, "native_vector": 10.0, "envpool": 1.0}))
+    assert p.placements["env_step"].variant == "envpool"
+    assert run_with(algo, "envpool", 128) == 128 and isinstance(made_envs[0], EnvPoolVector)
