@@ -370,6 +370,11 @@ class Plan:
         threaded = [p for name, p in self.placements.items() if name in declared and declared[name].threaded]
         return threaded[0].replicas if threaded else 1
 
+    def variant(self, kernel: str) -> str:
+        """The implementation variant ``kernel`` is placed as ("reference" for a kernel the plan does not place)."""
+        placement = self.placements.get(kernel)
+        return placement.variant if placement is not None else "reference"
+
     def device_kind(self, device: str) -> str:
         """The kind of a device a placement names (``cpu``, ``gpu``, ``fpga``, ...)."""
         try:

@@ -13,6 +13,8 @@ from pearl_py.envs.families import EnvError, EnvNotInstalled
 from pearl_py.envs.kwargs import EnvKwargs
 from pearl_py.envs.make import make_env
 from pearl_py.envs.spec import EnvSpec, check_env_id
-from pearl_py.envs.vector import make_vector_env
+from pearl_py.envs.envpool_vector import make_envpool_vector_env
+from pearl_py.envs.vector import make_native_vector_env, make_vector_env, native_vector_reason
 
-__all__ = ["EnvError", "EnvKwargs", "EnvNotInstalled", "EnvSpec", "check_env_id", "make_env", "make_vector_env"]
+__all__ = ["EnvError", "EnvKwargs", "EnvNotInstalled", "EnvSpec", "check_env_id", "make_env", "make_envpool_vector_env",
+           "make_native_vector_env", "make_vector_env", "native_vector_reason"]

@@ -1,20 +1,38 @@
-"""The vector env every collector steps, and its autoreset contract.
+"""The vector envs every collector steps, and their autoreset contract.
 
 Contract (``SAME_STEP`` autoreset): when an env's episode ends (terminated or truncated) in ``step``, it is reset
 in that same step; the returned observation is the new episode's first, and the ended episode's last observation
 is ``info["final_obs"][i]`` (with ``info["_final_obs"][i]`` true). Collectors store that final observation as the
 transition's next observation, so a truncated episode bootstraps from its true last state.
 
+Two ways to make one (the ``env_step`` kernel's variants, :mod:`pearl_py.kernels.env_step`):
+
+- :func:`make_vector_env`: gymnasium's ``SyncVectorEnv`` of ``n_envs`` single envs (any env, its family's
+  preprocessing); env ``i`` resets with seed ``seed + i``.
+- :func:`make_native_vector_env`: the env's own vectorized implementation (gymnasium's ``vector_entry_point``,
+  one numpy call for all envs), for the envs :func:`native_vector_reason` accepts. Those autoreset ``NEXT_STEP``
+  (the step after the end returns the reset observation, with reward 0); :class:`SameStepAutoreset` resets the
+  ended envs in the ending step instead, so episodes (observations, rewards, ends) are the ones a
+  ``SyncVectorEnv`` gives from the same start states. Its one random stream draws every env's start state
+  (seeded with the first seed), so its episodes start elsewhere than the single envs' (``seed + i``).
+
 Example::
 
     >>> envs = make_vector_env("CartPole-v1", n_envs=2, seed=0)
     >>> envs.reset(seed=0)[0].shape
     (2, 4)
+    >>> native_vector_reason("Pendulum-v1")
+    "gymnasium registers no numpy vector_entry_point for 'Pendulum-v1' (it has one for CartPole-v0, CartPole-v1)"
 """
 from __future__ import annotations
 
-import gymnasium as gym
+from collections.abc import Callable, Sequence
+from typing import Any
 
+import gymnasium as gym
+import numpy as np
+
+from pearl_py.envs.families import family, registered_name
 from pearl_py.envs.kwargs import EnvKwargs
 from pearl_py.envs.make import make_env
 
@@ -27,5 +45,75 @@ def make_vector_env(env_id: str, n_envs: int, seed: int, frame_stack: int | None
         [lambda: make_env(env_id, frame_stack, env_kwargs=env_kwargs) for _ in range(n_envs)],
         autoreset_mode=gym.vector.AutoresetMode.SAME_STEP,
     )
+    envs.action_space.seed(seed)
+    return envs
+
+
+def _reset_cartpole(env: Any, done: np.ndarray) -> np.ndarray:
+    """Reset the ended envs of a ``CartPoleVectorEnv`` as its own next step would (a uniform start state from its
+    random stream, step count 0), now; the observations of all its envs."""
+    env.state[:, done] = env.np_random.uniform(low=env.low, high=env.high, size=(env.state.shape[0], int(done.sum())))
+    env.steps[done] = 0
+    env.prev_done[done] = False           # its NEXT_STEP reset must not fire again
+    return env.state.T.astype(np.float32)
+
+
+PER_ENV_RESETS: dict[str, Callable[[Any, np.ndarray], np.ndarray]] = {
+    "gymnasium.envs.classic_control.cartpole:CartPoleVectorEnv": _reset_cartpole,
+}
+"""gymnasium ``vector_entry_point`` -> how to reset some of its envs now (``(env, done mask) -> observations``).
+A native vector env is offered only where it has one: gymnasium's vector envs reset all envs or autoreset on the
+next step, neither of which is the SAME_STEP contract."""
+
+
+class SameStepAutoreset(gym.vector.VectorWrapper):
+    """A ``NEXT_STEP`` native vector env under the module's ``SAME_STEP`` contract (``reset_done(env, done)``:
+    :data:`PER_ENV_RESETS`' entry for it)."""
+
+    def __init__(self, env: gym.vector.VectorEnv, reset_done: Callable[[Any, np.ndarray], np.ndarray]) -> None:
+        super().__init__(env)
+        self.reset_done = reset_done
+        self.metadata = {**env.metadata, "autoreset_mode": gym.vector.AutoresetMode.SAME_STEP}
+
+    def reset(self, *, seed: int | Sequence[int] | None = None, options: dict[str, Any] | None = None):
+        """``seed``: an int, or a list whose first seeds the one random stream of every env's start state."""
+        first = seed[0] if isinstance(seed, (list, tuple)) else seed
+        return self.env.reset(seed=first, options=options)
+
+    def step(self, actions: np.ndarray):
+        obs, rewards, terminated, truncated, info = self.env.step(actions)
+        done = terminated | truncated
+        if done.any():
+            info = {**info, "final_obs": obs, "_final_obs": done}
+            obs = self.reset_done(self.env.unwrapped, done)
+        return obs, rewards, terminated, truncated, info
+
+
+def native_vector_reason(env_id: str, frame_stack: int | None = None,
+                         env_kwargs: EnvKwargs | None = None) -> str | None:
+    """None when :func:`make_native_vector_env` can make ``env_id`` (as configured), else why not."""
+    if family(env_id) != "gym" or ":" in env_id:
+        return f"{env_id!r} is not one of gymnasium's own envs (its family is {family(env_id)!r})"
+    if frame_stack not in (None, 1):
+        return "a native vector env stacks no frames"
+    if env_kwargs is not None and env_kwargs.items:
+        return "a native vector env takes no env_kwargs here"
+    spec = gym.registry.get(registered_name(env_id))
+    if spec is None or spec.vector_entry_point not in PER_ENV_RESETS:
+        known = ", ".join(sorted(k for k, s in gym.registry.items() if s.vector_entry_point in PER_ENV_RESETS))
+        return f"gymnasium registers no numpy vector_entry_point for {env_id!r} (it has one for {known})"
+    return None
+
+
+def make_native_vector_env(env_id: str, n_envs: int, seed: int, frame_stack: int | None = None,
+                           env_kwargs: EnvKwargs | None = None) -> gym.vector.VectorEnv:
+    """``env_id``'s own vector env (``gymnasium.make_vec(..., vectorization_mode="vector_entry_point")``) under the
+    module's autoreset contract; its action space is seeded with ``seed``. A ValueError says why for an env
+    :func:`native_vector_reason` refuses."""
+    reason = native_vector_reason(env_id, frame_stack, env_kwargs)
+    if reason is not None:
+        raise ValueError(f"no native vector env for {env_id!r}: {reason}")
+    vector = gym.make_vec(env_id, n_envs, vectorization_mode="vector_entry_point")
+    envs = SameStepAutoreset(vector, PER_ENV_RESETS[gym.registry[registered_name(env_id)].vector_entry_point])
     envs.action_space.seed(seed)
     return envs

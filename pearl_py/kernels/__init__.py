@@ -13,6 +13,9 @@ inference          cpu     fused       DQN/DDPG/TD3/SAC act (MLP; argmax/epsilon
 inference          gpu     reference   ``algorithm.act`` under ``no_grad`` on the GPU
 =================  ======  ==========  ====================================================
 
+The ``env_step`` kind's variants (which vector env steps the envs: ``reference`` and ``native_vector``) are in
+``pearl_py.kernels.env_step``, registered with every family's registry.
+
 These are the off-policy family's; the on-policy family's (PPO, A2C: ``reference`` and ``fused``
 inference and learner update) are in their own registry, ``pearl_py.kernels.on_policy``
 (``registry_of(family)``).
@@ -84,6 +87,7 @@ for _variant in (
     REGISTRY.register(_variant)
 
 from pearl_py.kernels import on_policy as _on_policy  # noqa: E402, F401  registers the on-policy variants
+from pearl_py.kernels import env_step as _env_step  # noqa: E402, F401  registers env_step's, in every family's
 
 __all__ = ["DEVICE_CLASSES", "FAMILY_REGISTRIES", "REGISTRY", "KernelKind", "KernelUnavailable", "Registry", "Variant",
            "build", "device_class", "registry_of"]

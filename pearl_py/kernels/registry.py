@@ -30,7 +30,7 @@ from typing import Any
 import torch
 
 from pearl_py.protocol.kernel import Kernel, KernelKind
-from pearl_py.protocol.workload import NetworkWorkload
+from pearl_py.protocol.workload import EnvWorkload, NetworkWorkload
 
 DEVICE_CLASSES = ("cpu", "gpu")
 
@@ -93,6 +93,8 @@ class Variant:
     needs_layers: frozenset[type] | None = None
     """Layer types a network kernel must have for this variant to change anything (channels-last: a
     convolution); None: none needed."""
+    env_support: Callable[[str], str | None] | None = None
+    """An ``env_step`` variant's answer for an env id: None when it can step that env, else why not; None: any."""
 
     def __post_init__(self) -> None:
         if self.device_class not in DEVICE_CLASSES:
@@ -106,6 +108,8 @@ class Variant:
     def supports(self, kernel: Kernel) -> str | None:
         """None when this variant can run ``kernel`` as the algorithm declared it, else why not."""
         workload = kernel.workload
+        if isinstance(workload, EnvWorkload) and self.env_support is not None:
+            return self.env_support(workload.env_id)
         if not isinstance(workload, NetworkWorkload):
             return None
         if self.forms is not None and tuple(workload.forms) not in self.forms:

@@ -66,7 +66,7 @@ class CalibrationNeeds:
         groups = _kernel_groups(algorithm)
         kinds = {kind for kind, _ in groups}
         return cls(tuple(k for k in KINDS if k in kinds), algorithm.family,
-                   tuple(e for e in CALIBRATED_ENVS if (ENV_STEP, e) in groups), any(g == "cnn" for _, g in groups),
+                   tuple(sorted(group for kind, group in groups if kind == ENV_STEP)), any(g == "cnn" for _, g in groups),
                    _unpaid_setups(algorithm, total_steps))
 
     def missing(self, calibration: Any) -> CalibrationNeeds | None:

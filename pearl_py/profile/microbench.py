@@ -342,20 +342,25 @@ def priority_update_reference(point: BenchPoint):
     return buf.workload(point.batch), lambda: buf.update_priorities(indices, td)
 
 
-def env_step_reference(point: BenchPoint):
-    """One step of a gymnasium vector env made exactly as the runtime makes it."""
-    from pearl_py.envs import make_vector_env
-    from pearl_py.protocol import EnvWorkload
+def env_step_bench(variant: str) -> Runner:
+    """One step of the vector env that ``env_step``'s ``variant`` (:mod:`pearl_py.kernels.env_step`) makes, exactly
+    as the runtime makes it."""
 
-    envs = make_vector_env(point.env_id, point.batch, seed=0)
-    envs.reset(seed=0)
-    envs.action_space.seed(0)
-    actions = envs.action_space.sample()
-    space = envs.single_observation_space
-    discrete = hasattr(envs.single_action_space, "n")
-    action_dim = int(envs.single_action_space.n) if discrete else int(np.prod(envs.single_action_space.shape))
-    workload = EnvWorkload(point.env_id, int(np.prod(space.shape)), action_dim, point.batch, discrete)
-    return workload, lambda: envs.step(actions)
+    def run(point: BenchPoint):
+        from pearl_py import kernels
+        from pearl_py.protocol import EnvWorkload
+
+        envs = kernels.build(ENV_STEP, variant, point.env_id, point.batch, 0)
+        envs.reset(seed=0)
+        envs.action_space.seed(0)
+        actions = envs.action_space.sample()
+        space = envs.single_observation_space
+        discrete = hasattr(envs.single_action_space, "n")
+        action_dim = int(envs.single_action_space.n) if discrete else int(np.prod(envs.single_action_space.shape))
+        workload = EnvWorkload(point.env_id, int(np.prod(space.shape)), action_dim, point.batch, discrete)
+        return workload, lambda: envs.step(actions)
+
+    return run
 
 
 def param_sync_reference(point: BenchPoint):
@@ -382,7 +387,7 @@ def param_sync_reference(point: BenchPoint):
 for _kind, _runner in {
     LEARNER_UPDATE: learner_update_reference, INFERENCE: inference_reference,
     REPLAY_INSERT: replay_insert_reference, REPLAY_SAMPLE: replay_sample_reference,
-    PRIORITY_UPDATE: priority_update_reference, ENV_STEP: env_step_reference,
+    PRIORITY_UPDATE: priority_update_reference, ENV_STEP: env_step_bench("reference"),
     PARAM_SYNC: param_sync_reference,
 }.items():
     register_runner(_kind, "reference", _runner)
@@ -391,3 +396,5 @@ register_runner(LEARNER_UPDATE, "compiled", learner_update_compiled)
 register_runner(LEARNER_UPDATE, "cuda_graph", learner_update_cuda_graph)
 register_runner(LEARNER_UPDATE, "fused", learner_update_fused)
 register_runner(INFERENCE, "fused", inference_fused)
+register_runner(ENV_STEP, "native_vector", env_step_bench("native_vector"))
+register_runner(ENV_STEP, "envpool", env_step_bench("envpool"))

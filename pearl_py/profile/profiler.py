@@ -187,7 +187,7 @@ def calibration_grid(kind: str, quick: bool = False, variant: str = "reference",
         return _replay(kind, (1_000, 100_000) if quick else (1_000, 10_000, 100_000),
                        (1, 16, 256) if quick else (1, 8, 64, 256))
     if kind == ENV_STEP:
-        return [BenchPoint(kind, env_id=e, batch=n) for e in envs for n in (1, 2, 4, 8, 16)]
+        return [BenchPoint(kind, env_id=e, batch=n) for e in stepped_envs(variant, envs) for n in (1, 2, 4, 8, 16)]
     if kind == PARAM_SYNC:   # batch: the tensors the bytes are in
         return [BenchPoint(kind, nbytes=n, batch=t) for n, t in itertools.product(
             (1_000, 10_000, 100_000, 1_000_000, 4_000_000), (2, 8, 32))]
@@ -224,11 +224,20 @@ def heldout_grid(kind: str, variant: str = "reference", family: str = OFF_POLICY
     if kind in (REPLAY_INSERT, REPLAY_SAMPLE, PRIORITY_UPDATE):
         return _replay(kind, (3_000, 30_000), (4, 32, 128))
     if kind == ENV_STEP:
-        return [BenchPoint(kind, env_id=e, batch=n) for e in CALIBRATED_ENVS for n in (3, 6, 12)]
+        return [BenchPoint(kind, env_id=e, batch=n) for e in stepped_envs(variant, CALIBRATED_ENVS) for n in (3, 6, 12)]
     if kind == PARAM_SYNC:
         return [BenchPoint(kind, nbytes=n, batch=t) for n, t in itertools.product(
             (3_000, 30_000, 300_000, 2_000_000), (4, 16))]
     raise KeyError(kind)
+
+
+def stepped_envs(variant: str, envs: tuple[str, ...]) -> tuple[str, ...]:
+    """The envs of ``envs`` that ``env_step``'s ``variant`` steps (an env backend serves some envs only:
+    :attr:`~pearl_py.kernels.Variant.env_support`)."""
+    from pearl_py.kernels import REGISTRY
+
+    support = REGISTRY.get(ENV_STEP, variant, "cpu").env_support
+    return tuple(e for e in envs if support is None or support(e) is None)
 
 
 THREAD_PASSES = 5

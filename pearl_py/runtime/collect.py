@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 import torch
 
-from pearl_py.envs import make_vector_env
+from pearl_py import kernels
 from pearl_py.envs.episodes import ended_games
 from pearl_py.algorithms.off_policy.learner import TensorBatch, UpdateResult
 from pearl_py.protocol.kernel import (
@@ -150,17 +150,18 @@ class Collector:
     :meth:`~pearl_py.algorithms.core.BaseAlgorithm.action_noise` (DDPG/TD3's Ornstein-Uhlenbeck noise), keyed
     by ``seed`` and the envs' indices, is added to every action (clipped to [-1, 1]) and reset where an
     episode ends.
+    ``env_variant``: the ``env_step`` variant that makes the vector env (:mod:`pearl_py.kernels.env_step`; the plan's).
     Call :meth:`close` (or use it as a context manager) to close the envs.
     """
 
     def __init__(self, algorithm: BaseAlgorithm, seed: int, record: Record, policy_kernel: str = INFERENCE,
-                 timed: TimeBlock | None = None, envs: range | None = None) -> None:
+                 timed: TimeBlock | None = None, envs: range | None = None, env_variant: str = "reference") -> None:
         envs = envs if envs is not None else range(algorithm.config.n_envs)
         self.spec = algorithm.spec
         self.n_envs = len(envs)
         self.rng = np.random.default_rng(seed)
-        self.envs = make_vector_env(algorithm.env_id, self.n_envs, seed + envs.start, self.spec.frame_stack,
-                                    self.spec.env_kwargs)
+        self.envs = kernels.build(ENV_STEP, env_variant, algorithm.env_id, self.n_envs, seed + envs.start,
+                                  self.spec.frame_stack, self.spec.env_kwargs)
         self.obs_dtype = np.dtype(self.spec.obs_dtype)     # uint8 frames stay uint8 (4x fewer bytes than float32)
         self.tracker = EpisodeTracker(self.n_envs)
         self.record, self.policy_kernel = record, policy_kernel

@@ -57,15 +57,16 @@ class RolloutCollector:
     """Envs ``envs`` of the run (default all), seeded ``env_seed + i`` (default ``seed``), acting with ``acting``.
 
     ``seed`` keys the per-env noise streams (the run's seed: a restarted actor, whose envs get a new seed, keeps
-    drawing from its envs' streams).
+    drawing from its envs' streams). ``env_variant``: the plan's ``env_step`` variant (:class:`Collector`).
     """
 
     def __init__(self, algorithm: OnPolicyAlgorithm, seed: int, acting: ActingKernel, record: Record,
-                 envs: range | None = None, env_seed: int | None = None) -> None:
+                 envs: range | None = None, env_seed: int | None = None, env_variant: str = "reference") -> None:
         self.algorithm, self.seed, self.acting, self.record = algorithm, seed, acting, record
         self.envs = envs if envs is not None else range(algorithm.config.n_envs)
         self.streams = EnvStreams(seed, self.envs)
-        self.collector = Collector(algorithm, seed if env_seed is None else env_seed, record, envs=self.envs)
+        self.collector = Collector(algorithm, seed if env_seed is None else env_seed, record, envs=self.envs,
+                                   env_variant=env_variant)
         self.episode_starts = np.ones(len(self.envs), dtype=np.float32)   # every env starts an episode
 
     def step(self, vector_step: int) -> RolloutStep:

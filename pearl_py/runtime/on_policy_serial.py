@@ -99,7 +99,8 @@ class OnPolicySerialExecutor(SessionExecutor):
         timer = KernelTimer(learner_timing_devices(self.device))
         log = session.open_log(lambda: timer.summary(wait=False))
         # a resumed session's envs start anew with session seeds; the noise streams stay keyed by the run's seed
-        collector = RolloutCollector(algo, self.seed, acting, timer.add, env_seed=session.env_seed)
+        collector = RolloutCollector(algo, self.seed, acting, timer.add, env_seed=session.env_seed,
+                                     env_variant=self.plan.variant(ENV_STEP))
         rollout = algo.make_rollout(seed=session.env_seed)
         session.evaluate_with(learner)
         steps = done.transitions

@@ -31,6 +31,7 @@ from pearl_py.algorithms.off_policy.learner import Learner, TensorBatch, UpdateR
 from pearl_py.kernels.affinity import LearnerThreads
 from pearl_py.plan import Plan
 from pearl_py.protocol.kernel import (
+    ENV_STEP,
     INFERENCE,
     LEARNER_UPDATE,
     PARAM_SYNC,
@@ -86,7 +87,8 @@ class SerialExecutor(SessionExecutor):
         infer = self._inference(algo, acting)
         timer = KernelTimer(timing_devices(self.plan))
         log = session.open_log(lambda: timer.summary(wait=False))
-        collector = Collector(algo, session.env_seed, timer.add, timed=timer)
+        collector = Collector(algo, session.env_seed, timer.add, timed=timer,
+                              env_variant=self.plan.variant(ENV_STEP))
         replay_device = self.devices[REPLAY_INSERT]
         replay = (replay_from_state(replay_state, replay_device) if replay_state is not None
                   else replay_on(algo, self.seed, replay_device))
@@ -159,13 +161,11 @@ class SerialExecutor(SessionExecutor):
 
     def _learner_update(self, learner: Learner) -> Callable[[TensorBatch], UpdateResult]:
         """The plan's ``learner_update`` variant from ``pearl_py.kernels`` ("reference": ``learner.update``)."""
-        placement = self.plan.placements.get(LEARNER_UPDATE)
-        return kernels.build(LEARNER_UPDATE, placement.variant if placement else "reference",
+        return kernels.build(LEARNER_UPDATE, self.plan.variant(LEARNER_UPDATE),
                              learner, device_class=kernels.device_class(self.device))
 
     def _inference(self, algo: Algorithm, acting: ActingNetworks) -> kernels.inference.Inference:
         """The plan's ``inference`` variant from ``pearl_py.kernels`` ("reference": ``algo.act`` under
         ``no_grad``, what this loop always ran) on inference's networks; built after ``torch.manual_seed(seed)``."""
-        placement = self.plan.placements.get(INFERENCE)
-        return kernels.build(INFERENCE, placement.variant if placement else "reference",
+        return kernels.build(INFERENCE, self.plan.variant(INFERENCE),
                              algo, acting.nets, device_class=kernels.device_class(acting.device))

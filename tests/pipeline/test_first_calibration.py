@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 
 import pearl_py as pearl
+from pearl_py.envs.envpool_vector import envpool_available
 from pearl_py.profile import profiler
 from pearl_py.estimate.calibration import Calibration, model_key
 from pearl_py.estimate.fit import FittedModel
@@ -132,3 +133,17 @@ def test_a_later_run_tops_the_cache_up_with_what_it_lacks(fake_profile, monkeypa
     assert ppo == {"kinds": ("learner_update", "inference", "rollout_insert", "advantage"),
                    "families_of": ("on_policy",), "envs": (), "cnn": False, "gpus": False, "into": cache, "skip": {},
                    "only": None}
+
+
+def test_every_env_a_run_steps_is_calibrated_and_each_backend_times_the_envs_it_steps():
+    frames = pearl.DQN("pearl/Frames-4x10x10-v0")      # outside pearl profile's envs: its step was "modelled"
+    needs = CalibrationNeeds.of(frames)
+    assert needs.envs == ("pearl/Frames-4x10x10-v0",)
+    assert "env_step of pearl/Frames-4x10x10-v0" in needs.describe()
+    lacking = needs.missing(_cache([model_key(kind, "reference", "CartPole-v1" if kind == "env_step" else None)
+                                    for kind in OFF_POLICY_DQN]))
+    assert "env_step" in lacking.kinds and lacking.envs == ("pearl/Frames-4x10x10-v0",)   # and its CNN nets
+    env_phases = {variant: {p.env_id for p in grid} for kind, variant, _, grid, _, _ in profiler.profile_phases(
+        ("env_step",), True, lambda line: None, ("off_policy",), ("CartPole-v1", "Pendulum-v1"), False)}
+    pooled = {"envpool": {"CartPole-v1"}} if envpool_available()[0] else {}    # the envpool extra, where installed
+    assert env_phases == {"reference": {"CartPole-v1", "Pendulum-v1"}, "native_vector": {"CartPole-v1"}, **pooled}

@@ -84,6 +84,8 @@ class ActorSpec:
     """Where the actor writes its traceback when it fails (read by the supervisor)."""
     inference: str = "reference"
     """Variant of the inference kernel (:mod:`pearl_py.kernels`, CPU)."""
+    env_step: str = "reference"
+    """Variant of the env_step kernel (:mod:`pearl_py.kernels.env_step`)."""
     threads: int = 1
     warmup: int = 0
     """Vector steps of uniform random actions this actor takes first (its share of ``learning_starts``)."""
@@ -156,7 +158,7 @@ def _collect(spec: ActorSpec, ring: ShmRing, control: ControlBlock) -> None:
     torch.manual_seed(spec.env_seed)
     policy = _policy(spec, control)
     collector = Collector(spec.algorithm, spec.env_seed, lambda kernel, seconds: control.add_time(
-        spec.index, kernel, seconds), policy_kernel=policy.kernel)
+        spec.index, kernel, seconds), policy_kernel=policy.kernel, env_variant=spec.env_step)
     no_return, no_length = np.zeros(n), np.zeros(n, dtype=np.int64)
     try:
         while ring.head // n < spec.quota:

@@ -40,6 +40,7 @@ from pearl_py.algorithms.off_policy.learner import Learner
 from pearl_py.kernels.affinity import LearnerThreads
 from pearl_py.plan import Plan
 from pearl_py.protocol.kernel import (
+    ENV_STEP,
     INFERENCE,
     LEARNER_UPDATE,
     PARAM_SYNC,
@@ -226,6 +227,7 @@ class ParallelExecutor(SessionExecutor):
         specs = [ActorSpec(algo, index=i, seed=base_seed, generation=0, quota=quota, total_steps=schedule.total_steps,
                            steps_before=done * n, ring=rings[i].name, params=board.name, control=control.name,
                            error_file=str(errors / f"actor{i}.err"), inference=layout.inference_variant,
+                           env_step=self.plan.variant(ENV_STEP),
                            warmup=warmups[i], actors=layout.actors, central=links[i],
                            replay_bell=replay.server_bell if replay.remote else None, room_bell=Doorbell())
                  for i, quota in enumerate(schedule.quotas(layout.actors, done))]

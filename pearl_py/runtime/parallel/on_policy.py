@@ -46,7 +46,7 @@ from pearl_py.algorithms.on_policy.learner import OnPolicyLearner
 from pearl_py.kernels.affinity import LearnerThreads
 from pearl_py.kernels.on_policy import install_update, warm_up
 from pearl_py.plan import Plan
-from pearl_py.protocol.kernel import LEARNER_UPDATE, PARAM_SYNC
+from pearl_py.protocol.kernel import ENV_STEP, LEARNER_UPDATE, PARAM_SYNC
 from pearl_py.protocol.schedule import RolloutSchedule
 from pearl_py.replay.rollout import RolloutBuffer
 from pearl_py.runtime.kernel_devices import device_of, learner_timing_devices
@@ -167,7 +167,8 @@ class OnPolicyParallelExecutor(SessionExecutor):
                                    env_seed=session.env_seed, generation=0,
                                    rollouts=schedule.rollouts - learnt, rollouts_before=learnt, rollout=shared.name,
                                    params=board.name, control=control.name, error_file=str(errors / f"actor{i}.err"),
-                                   inference=layout.inference_variant, room_bell=Doorbell(), done_bell=done_bell,
+                                   inference=layout.inference_variant, env_step=self.plan.variant(ENV_STEP),
+                                   room_bell=Doorbell(), done_bell=done_bell,
                                    statistics=statistics.name if statistics is not None else None)
                  for i, envs in enumerate(schedule.env_split(layout.actors))]
         pool = ActorPool(specs, self.max_restarts, guard, target=run_on_policy_actor)

@@ -56,6 +56,8 @@ class OnPolicyActorSpec:
     error_file: str
     inference: str = "reference"
     """Variant of the inference kernel (``pearl_py.kernels.on_policy``)."""
+    env_step: str = "reference"
+    """Variant of the env_step kernel (:mod:`pearl_py.kernels.env_step`)."""
     room_bell: Doorbell | None = None
     """Rung by the learner when it allows the next rollout."""
     done_bell: Doorbell | None = None
@@ -101,7 +103,8 @@ def _collect(spec: OnPolicyActorSpec, control: ControlBlock, shared: SharedRollo
     warm_up(algo, acting=acting)
     if statistics is not None:  # before the collector: its envs' reset observations count in the share
         algo.obs_transform.track()
-    collector = RolloutCollector(algo, spec.seed, acting, record, envs=spec.envs, env_seed=spec.generation_seed)
+    collector = RolloutCollector(algo, spec.seed, acting, record, envs=spec.envs, env_seed=spec.generation_seed,
+                                 env_variant=spec.env_step)
     try:
         control.set_ready(index)
         if spec.done_bell is not None:

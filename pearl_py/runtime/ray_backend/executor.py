@@ -73,7 +73,7 @@ class RayExecutor(RayRun):
         actors = [actor_cls.options(**where.pin(res["actor"], places[ENV_STEP].device, replica=i),
                                     max_restarts=self.max_restarts, max_task_retries=-1)
                   .remote(algo, i, env_seed, total_steps, places[INFERENCE].variant,
-                          self._torch_device(INFERENCE)) for i in range(self.actors)]
+                          self._torch_device(INFERENCE), places[ENV_STEP].variant) for i in range(self.actors)]
         handles = [replay, learner, *actors]
         pids, nodes = ray.get([h.pid.remote() for h in handles]), ray.get([h.node_id.remote() for h in handles])
         found = [self._component(h, pid, node, r) for h, pid, node, r in

@@ -74,7 +74,7 @@ class OnPolicyRayExecutor(RayRun):
                      learner.set_rollout_rng.remote(resumed.replay[ROLLOUT_STATE])])
         actor_cls = ray.remote(OnPolicyActorWorker)
         actors = [actor_cls.options(**options, max_restarts=self.max_restarts, max_task_retries=-1).remote(
-                      algo, envs, self.seed, env_seed, layout.inference_variant)
+                      algo, envs, self.seed, env_seed, layout.inference_variant, self.plan.variant(ENV_STEP))
                   for options, envs in zip(actor_options, schedule.env_split(layout.actors))]
         handles = [learner, *actors]
         pids, nodes = ray.get([h.pid.remote() for h in handles]), ray.get([h.node_id.remote() for h in handles])

@@ -46,9 +46,10 @@ among its columns."""
 
 class OnPolicyActorWorker(Acting):
     """The run's envs ``envs`` (seeded ``env_seed + i``, noise streams keyed by ``seed``), acting with the plan's
-    ``inference`` variant on one thread."""
+    ``inference`` variant on one thread; its envs made by the plan's ``env_step`` variant."""
 
-    def __init__(self, algorithm: OnPolicyAlgorithm, envs: range, seed: int, env_seed: int, inference: str) -> None:
+    def __init__(self, algorithm: OnPolicyAlgorithm, envs: range, seed: int, env_seed: int, inference: str,
+                 env_step: str = "reference") -> None:
         torch.set_num_threads(1)
         self.algo, self.envs = algorithm, envs
         nets = Networks(algorithm.build_networks())
@@ -58,7 +59,8 @@ class OnPolicyActorWorker(Acting):
         self.timer = KernelTimer()
         if algorithm.obs_transform is not None:  # before the collector: its envs' reset observations count
             algorithm.obs_transform.track()
-        self.collector = RolloutCollector(algorithm, seed, acting, self.timer.add, envs=envs, env_seed=env_seed)
+        self.collector = RolloutCollector(algorithm, seed, acting, self.timer.add, envs=envs, env_seed=env_seed,
+                                          env_variant=env_step)
         self.rollout = SharedRollout.create(algorithm, shared=False)
 
     def collect(self, first_step: int, params: Params, statistics: np.ndarray | None = None) -> Columns:

@@ -133,10 +133,11 @@ def _on_cpu(value: Any) -> Any:
 
 class ActorWorker(Acting):
     """``n_envs`` envs seeded ``seed + index`` and a copy of the acting networks on the planned inference
-    ``device`` (``"cuda"``: the GPU Ray gave this actor; inference is then timed with CUDA events)."""
+    ``device`` (``"cuda"``: the GPU Ray gave this actor; inference is then timed with CUDA events); its envs made by the
+    plan's ``env_step`` variant."""
 
     def __init__(self, algorithm: Algorithm, index: int, seed: int, total_steps: int,
-                 inference: str = "reference", device: str = "cpu") -> None:
+                 inference: str = "reference", device: str = "cpu", env_step: str = "reference") -> None:
         torch.set_num_threads(1)
         self.algo, self.total_steps = algorithm, total_steps
         self.seed = seed + index
@@ -147,7 +148,7 @@ class ActorWorker(Acting):
         self.infer = kernels.build(INFERENCE, inference, algorithm, self.nets,
                                    device_class=kernels.device_class(self.device))
         self.timer = KernelTimer({INFERENCE: self.device, PARAM_READ: self.device})
-        self.collector = Collector(algorithm, self.seed, self.timer.add, timed=self.timer)
+        self.collector = Collector(algorithm, self.seed, self.timer.add, timed=self.timer, env_variant=env_step)
 
     def collect(self, vector_steps: int, steps_before: int, params: Params
                 ) -> tuple[Rows, list[tuple[int, float, int]]]:

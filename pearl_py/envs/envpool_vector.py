@@ -1,0 +1,102 @@
+"""EnvPool (C++ envs stepped by a thread pool; the ``envpool`` extra) as a vector env under the envs room's
+SAME_STEP autoreset contract (:mod:`pearl_py.envs.vector`).
+
+EnvPool autoresets on the next step (that step ignores the env's action and returns the reset observation with
+reward 0). :class:`EnvPoolVector` steps the ended envs once more at once (EnvPool steps a subset of its envs by
+``env_id``), so the observation it returns is the new episode's first and the ended one's last is
+``info["final_obs"]``. It runs EnvPool's pool with one worker thread: the loop waits for each step, so the pool
+keeps one core busy at a time, as the reference's SyncVectorEnv does. Env ``i`` is EnvPool's env ``i`` of a pool
+seeded ``seed`` at make (EnvPool seeds at make, not at reset), so its episodes start elsewhere than the single
+envs' (``seed + i``).
+
+Offered for the envs in :data:`ENVPOOL_IDS` (EnvPool's own implementation of that gymnasium env, checked step by
+step against gymnasium's in tests/envs/test_vector_backends.py); Atari and MuJoCo are not offered: EnvPool's
+Atari preprocessing (its fire reset, no sticky actions, its resize) is not the ``atari`` family's.
+
+Example::
+
+    >>> envs = make_envpool_vector_env("CartPole-v1", n_envs=4, seed=0)
+    >>> envs.reset()[0].shape
+    (4, 4)
+"""
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Sequence
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium.vector.utils import batch_space
+
+from pearl_py.envs.kwargs import EnvKwargs
+
+ENVPOOL_IDS = ("CartPole-v1",)
+"""Gymnasium ids whose EnvPool task of the same id is offered as their env_step backend: the ones checked step by
+step against gymnasium's env. Not Pendulum-v1: EnvPool 1.2.5 integrates the angle with the speed before clipping
+it to 8 (gym 0.21's order), gymnasium after, so their steps part (by 0.009 in cos/sin) whenever the speed clips."""
+
+
+def envpool_available() -> tuple[bool, str]:
+    """Whether the ``envpool`` package can be imported here (the ``envpool`` extra)."""
+    if importlib.util.find_spec("envpool") is None:
+        return False, "the envpool package is not installed: pip install 'pearl_py[envpool]'"
+    return True, ""
+
+
+def envpool_reason(env_id: str, frame_stack: int | None = None, env_kwargs: EnvKwargs | None = None) -> str | None:
+    """None when :func:`make_envpool_vector_env` can make ``env_id`` (as configured), else why not."""
+    if env_id not in ENVPOOL_IDS:
+        return f"EnvPool is offered for {', '.join(ENVPOOL_IDS)} only, not {env_id!r}"
+    if frame_stack not in (None, 1):
+        return "EnvPool's classic-control envs stack no frames"
+    if env_kwargs is not None and env_kwargs.items:
+        return "EnvPool's envs take no env_kwargs here"
+    return None
+
+
+class EnvPoolVector(gym.vector.VectorEnv):
+    """An EnvPool pool (gymnasium interface) as a SAME_STEP vector env; see the module docstring."""
+
+    metadata = {"autoreset_mode": gym.vector.AutoresetMode.SAME_STEP}
+
+    def __init__(self, pool: Any, n_envs: int) -> None:
+        self.pool, self.num_envs = pool, n_envs
+        self.single_observation_space, self.single_action_space = pool.observation_space, pool.action_space
+        self.observation_space = batch_space(self.single_observation_space, n_envs)
+        self.action_space = batch_space(self.single_action_space, n_envs)
+        self._noop = np.zeros((n_envs, *self.single_action_space.shape), dtype=self.single_action_space.dtype)
+
+    def reset(self, *, seed: int | Sequence[int] | None = None, options: dict[str, Any] | None = None):
+        """Every env's first observation (``seed`` is ignored: the pool was seeded when made)."""
+        obs, info = self.pool.reset()
+        return obs, info
+
+    def step(self, actions: np.ndarray):
+        obs, rewards, terminated, truncated, info = self.pool.step(np.asarray(actions))
+        done = terminated | truncated
+        if done.any():
+            ended = np.flatnonzero(done).astype(np.int32)
+            first, *_, reset_info = self.pool.step(self._noop[ended], env_id=ended)   # their NEXT_STEP reset, now
+            info = {**info, "final_obs": obs.copy(), "_final_obs": done}
+            obs[reset_info["env_id"]] = first
+        return obs, rewards, terminated, truncated, info
+
+    def close_extras(self, **kwargs: Any) -> None:
+        self.pool.close()
+
+
+def make_envpool_vector_env(env_id: str, n_envs: int, seed: int, frame_stack: int | None = None,
+                            env_kwargs: EnvKwargs | None = None) -> EnvPoolVector:
+    """EnvPool's ``env_id`` as ``n_envs`` envs of a pool seeded ``seed`` with one worker thread, under the
+    module's autoreset contract; its action space is seeded with ``seed``. A ValueError says why for an env
+    :func:`envpool_reason` refuses."""
+    reason = envpool_reason(env_id, frame_stack, env_kwargs)
+    if reason is not None:
+        raise ValueError(f"no EnvPool env for {env_id!r}: {reason}")
+    import envpool
+
+    envs = EnvPoolVector(envpool.make(env_id, env_type="gymnasium", num_envs=n_envs, seed=seed, num_threads=1),
+                         n_envs)
+    envs.action_space.seed(seed)
+    return envs

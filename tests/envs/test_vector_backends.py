@@ -1,0 +1,104 @@
+"""Each env_step backend gives the same episodes as the reference SyncVectorEnv on fixed actions.
+
+CartPole is deterministic given its start state; the native vector env draws start states from one stream of its
+own, so each episode of the reference is replayed on the native env from the reference's start state (written
+into the native env's state) with the same actions. Observations are float32 of the same float64 dynamics: they
+must be equal to the last bit; rewards and ends exactly.
+"""
+import gymnasium as gym
+import numpy as np
+import pytest
+
+from pearl_py.envs import EnvKwargs, make_native_vector_env, make_vector_env, native_vector_reason
+from pearl_py.envs.envpool_vector import envpool_reason
+
+N_ENVS, STEPS = 3, 1100     # past CartPole-v1's 500-step truncation, twice, for the balanced env
+
+
+def _actions(rng: np.random.Generator, obs: np.ndarray) -> np.ndarray:
+    """The same actions for both backends: env 0 random, env 1 always right (ends fast), env 2 pushes toward the
+    pole's fall (balances it to the 500-step truncation)."""
+    return np.array([rng.integers(2), 1, int(obs[2, 2] + obs[2, 3] > 0)])
+
+
+def test_native_cartpole_gives_the_reference_episodes_under_the_same_step_contract():
+    reference = make_vector_env("CartPole-v1", N_ENVS, seed=0)
+    native = make_native_vector_env("CartPole-v1", N_ENVS, seed=0)
+    assert native.metadata["autoreset_mode"] == gym.vector.AutoresetMode.SAME_STEP
+    obs, _ = reference.reset(seed=[0, 1, 2])
+    native.reset(seed=[0, 1, 2])
+    native.unwrapped.state = np.stack([env.unwrapped.state for env in reference.envs], axis=1)
+    rng, ends, truncations = np.random.default_rng(0), 0, 0
+    for _ in range(STEPS):
+        actions = _actions(rng, obs)
+        want = reference.step(actions)
+        got = native.step(actions)
+        done = want[2] | want[3]
+        np.testing.assert_array_equal(got[1], want[1])           # rewards
+        np.testing.assert_array_equal(got[2], want[2])           # terminated
+        np.testing.assert_array_equal(got[3], want[3])           # truncated
+        if done.any():
+            np.testing.assert_array_equal(got[4]["_final_obs"], done)
+            for i in np.flatnonzero(done):
+                np.testing.assert_array_equal(got[4]["final_obs"][i], want[4]["final_obs"][i])
+            assert np.all(np.abs(got[0][done]) <= 0.05)          # the new episodes' first observations
+            native.unwrapped.state[:, done] = np.stack([reference.envs[i].unwrapped.state for i in np.flatnonzero(done)], axis=1)
+            ends, truncations = ends + int(done.sum()), truncations + int(want[3].sum())
+            got = (native.unwrapped.state.T.astype(np.float32),)
+        np.testing.assert_array_equal(got[0], want[0])           # observations
+        obs = want[0]
+    assert ends > 20 and truncations >= 1                        # both kinds of end were compared
+
+
+def test_native_vector_env_is_offered_only_where_gymnasium_has_one():
+    assert native_vector_reason("CartPole-v1") is None
+    assert "no numpy vector_entry_point for 'Pendulum-v1'" in native_vector_reason("Pendulum-v1")
+    assert "stacks no frames" in native_vector_reason("CartPole-v1", frame_stack=4)
+    assert "env_kwargs" in native_vector_reason("CartPole-v1", env_kwargs=EnvKwargs.from_config({"a": 1}))
+    assert native_vector_reason("CartPole-v1", env_kwargs=EnvKwargs()) is None
+    with pytest.raises(ValueError, match="no native vector env for 'Acrobot-v1'"):
+        make_native_vector_env("Acrobot-v1", 2, seed=0)
+    assert envpool_reason("CartPole-v1") is None
+    assert envpool_reason("Pendulum-v1") == "EnvPool is offered for CartPole-v1 only, not 'Pendulum-v1'"
+
+
+def _cartpole_state(obs: np.ndarray) -> np.ndarray:
+    return obs.astype(np.float64)
+
+
+@pytest.mark.parametrize(("env_id", "state_of", "action_of"), [
+    ("CartPole-v1", _cartpole_state, lambda obs, rng: int(obs[2] + obs[3] > 0) if rng.random() < 0.9 else 0),
+])
+def test_envpool_steps_the_gymnasium_env_under_the_same_step_contract(env_id, state_of, action_of):
+    """EnvPool's own start states are written into gymnasium's single envs (EnvPool's state cannot be set); each
+    step of both from the same state and action must agree: observations within 1e-5 (EnvPool keeps its state in
+    float64 and the start written here is its float32 observation), rewards within 1e-5 relative, terminations,
+    truncations and final observations the same."""
+    pytest.importorskip("envpool")
+    from pearl_py.envs import make_env, make_envpool_vector_env
+
+    pool = make_envpool_vector_env(env_id, N_ENVS, seed=0)
+    assert pool.metadata["autoreset_mode"] == gym.vector.AutoresetMode.SAME_STEP
+    singles = [make_env(env_id) for _ in range(N_ENVS)]
+    obs, _ = pool.reset(seed=0)
+    for env, first in zip(singles, obs):
+        env.reset(seed=0)
+        env.unwrapped.state = state_of(first)
+    rng, ends = np.random.default_rng(0), {"terminated": 0, "truncated": 0}
+    for _ in range(STEPS):
+        actions = np.array([action_of(o, rng) for o in obs])
+        next_obs, rewards, terminated, truncated, info = pool.step(actions)
+        for i, env in enumerate(singles):
+            want_obs, want_reward, want_terminated, want_truncated, _ = env.step(actions[i])
+            assert (terminated[i], truncated[i]) == (want_terminated, want_truncated)
+            assert rewards[i] == pytest.approx(want_reward, rel=1e-5, abs=1e-6)
+            seen = info["final_obs"][i] if want_terminated or want_truncated else next_obs[i]
+            np.testing.assert_allclose(seen, want_obs, rtol=1e-5, atol=1e-5)
+            if want_terminated or want_truncated:
+                assert info["_final_obs"][i]
+                env.reset()                                     # EnvPool's new episode started this step
+                ends["terminated" if want_terminated else "truncated"] += 1
+            env.unwrapped.state = state_of(next_obs[i])         # go on from EnvPool's float32 observation
+        obs = next_obs
+    pool.close()
+    assert ends["truncated"] >= 1 and ends["terminated"] >= 1             # both kinds of end were compared
