@@ -80,6 +80,9 @@ def test_a_binary_plan_exits_2(write_config, tmp_path, capsys):
 
 
 def test_thousands_of_actors_are_refused_with_the_figures(write_config, tmp_path, capsys):
+    from pearl_py.pipeline.admission import process_memory_bytes
+
+    assert process_memory_bytes() > 0   # measured (and cached) before the check, whose probe would start a process
     text = PLAN.replace("env_step: {device: cpu, variant: reference, replicas: 1}",
                         "env_step: {device: cpu, variant: reference, replicas: 5000}")
     code, err = run_plan(write_config, tmp_path, capsys, text)
