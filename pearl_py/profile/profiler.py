@@ -49,6 +49,7 @@ from pearl_py.profile.load import (
     RULE,
     LoadProbe,
     LoadRecord,
+    LoadSample,
     load_average,
 )
 from pearl_py.profile.loop_overhead import FAMILIES as LOOP_FAMILIES
@@ -602,25 +603,29 @@ def profile(quick: bool = False, kinds: tuple[str, ...] = KINDS,
 
         power = PowerProfile(local_readers(Platform.local()))
     power.start()
+    start_load = load_average()
     load_meta: dict = calibration.meta.setdefault("load", {
-        "usable_cores": cores, "rule": RULE, "load_average_start": load_average(), "models": {}, "refused": {}})
-    warn_if_loaded(load_average(), cores, log)
+        "usable_cores": cores, "rule": RULE, "load_average_start": start_load, "models": {}, "refused": {}})
+    warn_if_loaded(start_load, cores, log)
     phases = profile_phases(kinds, quick, log, families_of, envs, cnn, skip or {}, only)
     deferred = calibration.meta.setdefault(DEFERRED_KEY, {})
     deferred.update(skip or {})
     for kind, variant, _, _, _, family in phases:
         deferred.pop(model_key(kind, variant, family=network_family(kind, family)), None)
-    progress = ProfileProgress(sum(len(points) * passes + light_windows(kind, variant, family, points)
-                                   for kind, variant, _, points, passes, family in phases), len(phases), log,
-                               total_builds=sum(len(points) + light_builds(kind, variant, family, points)
-                                                for kind, variant, _, points, _, family in phases))
+    # a phase the load rule will likely refuse at its first point is counted in the ETA's totals only once it starts
+    later = [refusal_expected(n, cores, start_load) for _, _, n, _, _, _ in phases]
+    counts = [phase_counts(*phase) for phase in phases]
+    progress = ProfileProgress(sum(p for (p, _), late in zip(counts, later) if not late), len(phases), log,
+                               total_builds=sum(b for (_, b), late in zip(counts, later) if not late))
     probe = probe or LoadProbe(cores)
     start = time.perf_counter()
     fitted: dict[str, tuple[FittedModel, float]] = {}
     try:
-        for kind, variant, n, points, passes, family in phases:
+        for (kind, variant, n, points, passes, family), late, count in zip(phases, later, counts):
             keyed = network_family(kind, family)   # a network kernel's model is its family's (different code)
             key = model_key(kind, variant, threads=n, family=keyed)
+            if late:
+                progress.counted(*count)
             progress.phase(key, len(points) * passes)
             t0 = time.perf_counter()
             record = LoadRecord()
@@ -676,6 +681,24 @@ def profile(quick: bool = False, kinds: tuple[str, ...] = KINDS,
     calibration.meta["seconds"] = round(before + time.perf_counter() - start, 1)
     log(f"profiled in {clock(time.perf_counter() - start)}: {progress.breakdown(time.perf_counter() - start)}")
     return calibration
+
+
+def phase_counts(kind: str, variant: str, n: int, points: list[BenchPoint], passes: int, family: str
+                 ) -> tuple[int, int]:
+    """The timed points (the grid's passes and the light-neighbour windows) and the builds of a profile phase
+    (:func:`profile_phases`' tuple), for the profile's progress."""
+    return (len(points) * passes + light_windows(kind, variant, family, points),
+            len(points) + light_builds(kind, variant, family, points))
+
+
+def refusal_expected(threads: int, cores: int, load: float | None) -> bool:
+    """Whether a phase at ``threads`` threads will likely be refused at its first point (:mod:`load`'s rule), read
+    from the machine's load average before the profile (``load``, less this process's one core): the ETA then
+    counts it only once it starts. The startup note's first ETA on a loaded machine was 3.3x the profile's time,
+    counting 180 points and 36 windows of two threaded phases refused at their first point."""
+    if threads < 2 or load is None:
+        return False
+    return LoadSample(threads, max(cores - threads, 0), max(load - 1.0, 0.0)).distorted
 
 
 def profile_loops(calibration: Calibration, families_of: tuple[str, ...] | None, log: Callable[[str], None]) -> None:
