@@ -42,6 +42,7 @@ from pearl_py.estimate.calibration import (
 )
 from pearl_py.estimate.features import model_group, workload_features
 from pearl_py.estimate.fit import FittedModel, select_model
+from pearl_py.estimate.thread_bound import threads_can_win
 from pearl_py.kernels.affinity import pinned_threads, usable_cpus
 from pearl_py.profile import microbench_on_policy  # noqa: F401  registers the on-policy kernels' runners
 from pearl_py.profile.load import (
@@ -574,7 +575,8 @@ def profile(quick: bool = False, kinds: tuple[str, ...] = KINDS,
             log: Callable[[str], None] = lambda line: None, power: PowerProfile | None = None,
             gpus: bool = True, probe: LoadProbe | None = None, families_of: tuple[str, ...] | None = None,
             into: Calibration | None = None, envs: tuple[str, ...] = CALIBRATED_ENVS, cnn: bool = True,
-            skip: Mapping[str, str] | None = None, only: Collection[str] | None = None) -> Calibration:
+            skip: Mapping[str, str] | None = None, only: Collection[str] | None = None,
+            workloads: Mapping[str, Collection[Workload]] | None = None) -> Calibration:
     """Measure and fit every registered variant of every kind that can run on this CPU, then on each local GPU
     (``gpus``, where CUDA is present: :mod:`gpu_profile`); with the power each draws where a counter reads it
     (``power``: default, this machine's counters; ``calibration.meta["energy"]``).
@@ -590,7 +592,10 @@ def profile(quick: bool = False, kinds: tuple[str, ...] = KINDS,
     only its own: :func:`pearl_py.pipeline.planning.ensure_calibration`). ``skip``: variants (``kind/variant``
     keys, a network kernel's with its family: ``on_policy/learner_update/compiled``) left for later, with why,
     recorded in ``meta["deferred"]`` (the estimator says why it does not offer them); ``only``: calibrate just
-    these variants of the kinds (a deferred one a later run needs). A variant profiled leaves ``meta["deferred"]``.
+    these variants of the kinds (a deferred one a later run needs; a threaded model by its key,
+    ``learner_update/reference@2threads``). A variant profiled leaves ``meta["deferred"]``. ``workloads``: the run's
+    own workloads per kind; a threaded model that cannot beat the kind's fastest one-thread model on any of them
+    (:func:`~pearl_py.estimate.thread_bound.threads_can_win`) is not timed but deferred (None: every one is timed).
     """
     threaded = {model_key(kind, v): [1, *thread_counts(kind, v)] for kind in kinds for v in variants(kind)
                 if thread_counts(kind, v)}
@@ -610,8 +615,8 @@ def profile(quick: bool = False, kinds: tuple[str, ...] = KINDS,
     phases = profile_phases(kinds, quick, log, families_of, envs, cnn, skip or {}, only)
     deferred = calibration.meta.setdefault(DEFERRED_KEY, {})
     deferred.update(skip or {})
-    for kind, variant, _, _, _, family in phases:
-        deferred.pop(model_key(kind, variant, family=network_family(kind, family)), None)
+    for kind, variant, n, _, _, family in phases:
+        deferred.pop(model_key(kind, variant, threads=n, family=network_family(kind, family)), None)
     # a phase the load rule will likely refuse at its first point is counted in the ETA's totals only once it starts
     later = [refusal_expected(n, cores, start_load) for _, _, n, _, _, _ in phases]
     counts = [phase_counts(*phase) for phase in phases]
@@ -624,6 +629,14 @@ def profile(quick: bool = False, kinds: tuple[str, ...] = KINDS,
         for (kind, variant, n, points, passes, family), late, count in zip(phases, later, counts):
             keyed = network_family(kind, family)   # a network kernel's model is its family's (different code)
             key = model_key(kind, variant, threads=n, family=keyed)
+            if n > 1 and workloads is not None and not threads_can_win(calibration, kind, variant, n,
+                                                                       workloads.get(kind, ()), keyed):
+                deferred[key] = (f"at {n} threads it cannot beat the fastest one-thread variant on this run's "
+                                 f"{kind} workloads (its one-thread time over {n} is slower)")
+                log(f"{key:<32} deferred: {deferred[key]}")
+                progress.dropped(*(count if not late else (0, 0)))
+                progress.phases -= 1
+                continue
             if late:
                 progress.counted(*count)
             progress.phase(key, len(points) * passes)
@@ -738,12 +751,15 @@ def profile_phases(kinds: tuple[str, ...], quick: bool, log: Callable[[str], Non
     for kind in kinds:
         implemented = families(kind)
         for family in (f for f in implemented if families_of is None or f in families_of or len(implemented) == 1):
+            threaded = []   # after the kind's one-thread phases, whose models bound them (profile's ``workloads``)
             for variant in variants(kind, family):
                 key = model_key(kind, variant, family=network_family(kind, family))
-                if only is not None and key not in only:
-                    continue
                 if skip and key in skip:
                     log(f"{key:<32} deferred: {skip[key]}")
+                    continue
+                counts = [n for n in (1, *thread_counts(kind, variant, family)) if only is None or
+                          model_key(kind, variant, threads=n, family=network_family(kind, family)) in only]
+                if not counts:
                     continue
                 ok, reason = variant_available(kind, variant, family=family)
                 if not ok:
@@ -752,10 +768,10 @@ def profile_phases(kinds: tuple[str, ...], quick: bool, log: Callable[[str], Non
                 grid = calibration_grid(kind, quick, variant, family, envs, cnn)
                 if not grid:
                     continue
-                phases.append((kind, variant, 1, grid, 3, family))
+                phases += [(kind, variant, 1, grid, 3, family)] if counts[0] == 1 else []
                 quick_grid = calibration_grid(kind, True, variant, OFF_POLICY, envs, cnn)
-                phases += [(kind, variant, n, quick_grid, THREAD_PASSES, family)
-                           for n in thread_counts(kind, variant, family)]
+                threaded += [(kind, variant, n, quick_grid, THREAD_PASSES, family) for n in counts if n > 1]
+            phases += threaded
     return phases
 
 

@@ -104,6 +104,11 @@ def test_the_estimator_costs_calibrated_thread_counts_only(cpu):
         "learner_update: one thread only on cpu: `pearl profile` refused its model at 2 or more threads for load "
         "(learner_update/fused@2threads: 3 of 8 points distorted: other processes kept up to 1.6 cores busy); "
         "profile again on an idle machine for threaded plans")
+    deferred = calibration(threaded=False)
+    deferred.meta = {"threaded": {}, "deferred": {"learner_update/fused@2threads": "it cannot win"}}
+    assert Estimator(deferred).thread_note(kernel, cpu) == (
+        "learner_update: one thread only on cpu: the first run's calibration deferred its model at 2 or more threads "
+        "(learner_update/fused@2threads: it cannot win); a run it could win in calibrates it first")
     catalogue = Platform.load("pearl-cpu-gpu-fpga").device("cpu")
     assert old.thread_counts(kernel, catalogue, "fused") == [1]
 
