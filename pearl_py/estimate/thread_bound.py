@@ -14,34 +14,36 @@ Example::
 """
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Collection
 
 from pearl_py.estimate.calibration import Calibration
 from pearl_py.estimate.features import model_group, workload_features
+from pearl_py.estimate.fit import FittedModel
 from pearl_py.protocol import Workload
 
 
-def threads_can_win(calibration: Calibration, kind: str, variant: str, threads: int, workloads: Iterable[Workload],
+def threads_can_win(calibration: Calibration, kind: str, variant: str, threads: int, workloads: Collection[Workload],
                     family: str | None) -> bool:
     """Whether ``variant`` of ``kind`` at ``threads`` threads could be faster than every calibrated one-thread
     variant for one of ``workloads`` (models of ``family``): True where the bound cannot rule it out (no workloads,
     no one-thread model of ``variant`` for one of them)."""
-    workloads = list(workloads)
-    if not workloads:
+    return not workloads or any(_can_win_on(calibration, kind, variant, threads, workload, family)
+                                for workload in workloads)
+
+
+def _can_win_on(calibration: Calibration, kind: str, variant: str, threads: int, workload: Workload,
+                family: str | None) -> bool:
+    group = model_group(workload)
+    own = calibration.model(kind, variant, group, family=family)
+    if own is None:
         return True
-    for workload in workloads:
-        group = model_group(workload)
-        own = calibration.model(kind, variant, group, family=family)
-        if own is None:
-            return True
-        features = workload_features(workload)
-        fastest = min(model.predict(features) for model in one_thread_models(calibration, kind, group, family))
-        if own.predict(features) / threads < fastest:
-            return True
-    return False
+    features = workload_features(workload)
+    fastest = min(model.predict(features) for model in one_thread_models(calibration, kind, group, family))
+    return own.predict(features) / threads < fastest
 
 
-def one_thread_models(calibration: Calibration, kind: str, group: str | None, family: str | None) -> list:
+def one_thread_models(calibration: Calibration, kind: str, group: str | None, family: str | None
+                      ) -> list[FittedModel]:
     """The calibrated one-thread models of every CPU variant of ``kind`` (the network kernels' ``family``'s) for
     the workloads of model group ``group``."""
     from pearl_py.estimate.estimator import registered_variants

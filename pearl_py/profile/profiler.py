@@ -634,7 +634,8 @@ def profile(quick: bool = False, kinds: tuple[str, ...] = KINDS,
                 deferred[key] = (f"at {n} threads it cannot beat the fastest one-thread variant on this run's "
                                  f"{kind} workloads (its one-thread time over {n} is slower)")
                 log(f"{key:<32} deferred: {deferred[key]}")
-                progress.dropped(*(count if not late else (0, 0)))
+                if not late:   # a late phase is not in the totals yet
+                    progress.dropped(*count)
                 progress.phases -= 1
                 continue
             if late:
