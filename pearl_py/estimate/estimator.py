@@ -261,7 +261,8 @@ class Estimator:
     def thread_note(self, kernel: Kernel, device: Device) -> str | None:
         """Why ``kernel`` is offered one thread only on this machine's multi-core CPU, when another
         ``pearl profile`` would offer more: its threaded models were refused for load (``meta["load"]["refused"]``,
-        the reason recorded there), or the calibration predates threaded calibration (no ``meta["threaded"]``)."""
+        the reason recorded there) or deferred by a run's first calibration (``meta["deferred"]``: they could not
+        win that run), or the calibration predates threaded calibration (no ``meta["threaded"]``)."""
         kind = kernel.kind
         if not (self._calibrated_here(device) and device.parallel_units > 1 and kind in THREADED_VARIANTS
                 and device_kind(device.kind).runtime == "cpu"):
@@ -270,12 +271,14 @@ class Estimator:
                 any(len(self.thread_counts(kernel, device, v)) > 1 for v in THREADED_VARIANTS[kind]):
             return None
         meta = self.calibration.meta
-        refused = sorted((key, why) for key, why in (meta.get("load") or {}).get("refused", {}).items()
-                         if key.startswith(f"{kind}/") and "threads" in key)
-        if refused:
-            key, why = refused[0]
-            return (f"{kernel.name}: one thread only on {device.name}: `pearl profile` refused its model at 2 or more "
-                    f"threads for load ({key}: {why}); profile again on an idle machine for threaded plans")
+        for held, what, then in (((meta.get("load") or {}).get("refused", {}), "`pearl profile` refused its model",
+                                  "for load ({}); profile again on an idle machine for threaded plans"),
+                                 (meta.get(DEFERRED_KEY, {}), "the first run's calibration deferred its model",
+                                  "({}); a run it could win in calibrates it first")):
+            reasons = sorted((key, why) for key, why in held.items() if key.startswith(f"{kind}/") and "threads" in key)
+            if reasons:
+                return (f"{kernel.name}: one thread only on {device.name}: {what} at 2 or more threads "
+                        + then.format(": ".join(reasons[0])))
         if "threaded" in meta:
             return (f"{kernel.name}: one thread only on {device.name}: the calibration holds no model at 2 or more "
                     "threads for it")

@@ -53,6 +53,9 @@ class CalibrationNeeds:
     """``(variant key, why)`` of the variants left uncalibrated (``profiler.profile``'s ``skip``)."""
     only: tuple[str, ...] | None = None
     """Calibrate just these variants (``kind/variant`` keys) of the kinds; None: every one not deferred."""
+    workloads: tuple[tuple[str, Any], ...] | None = None
+    """``(kind, workload)`` of the run's kernels of a kind that may run threaded: a threaded model that cannot beat a
+    one-thread one on them is left uncalibrated (:mod:`pearl_py.estimate.thread_bound`); None: every one is timed."""
 
     @classmethod
     def of(cls, algorithm: Any, total_steps: int | None = None) -> CalibrationNeeds:
@@ -67,7 +70,7 @@ class CalibrationNeeds:
         kinds = {kind for kind, _ in groups}
         return cls(tuple(k for k in KINDS if k in kinds), algorithm.family,
                    tuple(sorted(group for kind, group in groups if kind == ENV_STEP)), any(g == "cnn" for _, g in groups),
-                   _unpaid_setups(algorithm, total_steps))
+                   _unpaid_setups(algorithm, total_steps), workloads=_threaded_workloads(algorithm))
 
     def missing(self, calibration: Any) -> CalibrationNeeds | None:
         """What of these needs ``calibration`` lacks (None: nothing): a reference model of one of the kernels, or a
@@ -81,14 +84,31 @@ class CalibrationNeeds:
                    and (kind in NETWORK_KINDS or group != "cnn")]
         mine = {model_key for model_key, _ in self.deferred}
         wanted = [key for key in calibration.meta.get(DEFERRED_KEY, {}) if key not in mine
-                  and any(key.removeprefix(f"{family}/").startswith(f"{kind}/") for kind in self.kinds)]
+                  and any(key.removeprefix(f"{family}/").startswith(f"{kind}/") for kind in self.kinds)
+                  and self._threads_may_win(calibration, key)]
         if not (lacking or wanted):
             return None
         kinds = {kind for kind, _ in lacking} | {k for k in self.kinds for key in wanted
                                                   if key.removeprefix(f"{family}/").startswith(f"{k}/")}
         return CalibrationNeeds(tuple(k for k in self.kinds if k in kinds), self.family,
                                 tuple(g for k, g in lacking if k == ENV_STEP), any(g == "cnn" for _, g in lacking),
-                                self.deferred, None if lacking else tuple(wanted))
+                                self.deferred, None if lacking else tuple(wanted), self.workloads)
+
+    def _threads_may_win(self, calibration: Any, key: str) -> bool:
+        """Whether this run wants a deferred model ``key`` on account of its threads: a one-thread key always; a
+        threaded one (``learner_update/reference@2threads``) where it could beat a one-thread variant on this run's
+        workloads (:func:`~pearl_py.estimate.thread_bound.threads_can_win`)."""
+        from pearl_py.estimate.calibration import network_family
+        from pearl_py.estimate.thread_bound import threads_can_win
+
+        base, _, threads = key.partition("@")
+        if not threads:
+            return True
+        family = self.family or "off_policy"
+        kind, variant = base.removeprefix(f"{family}/").split("/")[:2]
+        mine = [workload for k, workload in self.workloads or () if k == kind]
+        return threads_can_win(calibration, kind, variant, int(threads.removesuffix("threads")), mine,
+                               network_family(kind, family))
 
     def describe(self) -> str:
         """``on_policy's kernels learner_update, advantage; env_step of Pendulum-v1; CNN networks; deferred: ...``."""
@@ -102,8 +122,13 @@ class CalibrationNeeds:
 
     def profile_options(self) -> dict[str, Any]:
         """:func:`~pearl_py.profile.profiler.profile`'s arguments that calibrate these needs."""
+        workloads: dict[str, list[Any]] | None = None
+        if self.workloads is not None:
+            workloads = {}
+            for kind, workload in self.workloads:
+                workloads.setdefault(kind, []).append(workload)
         return {"kinds": self.kinds, "families_of": (self.family,) if self.family else None, "envs": self.envs,
-                "cnn": self.cnn, "skip": dict(self.deferred), "only": self.only}
+                "cnn": self.cnn, "skip": dict(self.deferred), "only": self.only, "workloads": workloads}
 
 
 NETWORK_KINDS = (LEARNER_UPDATE, INFERENCE)
@@ -116,6 +141,13 @@ def _kernel_groups(algorithm: Any) -> set[tuple[str, str | None]]:
 
     return {(str(kernel.kind), model_group(kernel.workload))
             for serialized in (False, True) for kernel in algorithm.protocol(serialized=serialized).kernels()}
+
+
+def _threaded_workloads(algorithm: Any) -> tuple[tuple[str, Any], ...]:
+    """``(kind, workload)`` of every kernel of ``algorithm``'s protocol, both modes, of a kind that may run threaded."""
+    return tuple(dict.fromkeys((str(kernel.kind), kernel.workload) for serialized in (False, True)
+                               for kernel in algorithm.protocol(serialized=serialized).kernels()
+                               if kernel.kind.threaded))
 
 
 def _unpaid_setups(algorithm: Any, total_steps: int | None) -> tuple[tuple[str, str], ...]:

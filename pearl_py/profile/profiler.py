@@ -42,6 +42,7 @@ from pearl_py.estimate.calibration import (
 )
 from pearl_py.estimate.features import model_group, workload_features
 from pearl_py.estimate.fit import FittedModel, select_model
+from pearl_py.estimate.thread_bound import threads_can_win
 from pearl_py.kernels.affinity import pinned_threads, usable_cpus
 from pearl_py.profile import microbench_on_policy  # noqa: F401  registers the on-policy kernels' runners
 from pearl_py.profile.load import (
@@ -49,6 +50,7 @@ from pearl_py.profile.load import (
     RULE,
     LoadProbe,
     LoadRecord,
+    LoadSample,
     load_average,
 )
 from pearl_py.profile.loop_overhead import FAMILIES as LOOP_FAMILIES
@@ -476,11 +478,42 @@ def spread_entry(kind: str, variant: str, n: int, family: str, spread: list[tupl
     ``points``."""
     entry = {"p90_over_median": round(statistics.median(p90 / max(median, 1e-12) for median, p90 in spread), 4)}
     if light_windows(kind, variant, family, points):
-        entry["light_neighbour"] = round(light_neighbour_slowdown(kind, variant, light_points(points), n, family,
-                                                                  progress=progress), 4)
-        log(f"{model_key(kind, variant, threads=n, family=family):<33} beside a light neighbour: "
-            f"{entry['light_neighbour']:.2f}x its time alone")
+        key = model_key(kind, variant, threads=n, family=family)
+
+        def timed() -> float:
+            return light_neighbour_slowdown(kind, variant, light_points(points), n, family, progress=progress)
+
+        entry["light_neighbour"] = round(checked_slowdown(timed, key, log, progress, light_windows(
+            kind, variant, family, points), light_builds(kind, variant, family, points)), 4)
+        log(f"{key:<33} beside a light neighbour: {entry['light_neighbour']:.2f}x its time alone")
     return entry
+
+
+LIGHT_NOISE = 0.05
+"""How far below 1 a slowdown beside the light neighbour is read as noise about 1 (kept as 1, not timed again)."""
+
+
+def checked_slowdown(timed: Callable[[], float], key: str, log: Callable[[str], None],
+                     progress: ProfileProgress | None = None, windows: int = 0, builds: int = 0) -> float:
+    """A slowdown beside the light neighbour of at least 1: a neighbour only adds time, so a figure below 1 means the
+    load changed between the windows alone and those beside (the startup note saw 0.65x and 0.18x at load 23),
+    and would value the option below its time alone. A figure below 1 - :data:`LIGHT_NOISE` is timed once more
+    (its ``windows`` and ``builds`` counted into ``progress``); still below 1, it is kept as 1 and said so.
+
+        >>> figures, said = iter([0.65, 0.18]), []
+        >>> checked_slowdown(lambda: next(figures), "learner_update/fused", said.append), said[0][:40]
+        (1.0, 'warning: learner_update/fused ran faster')
+    """
+    slowdown = timed()
+    if slowdown >= 1.0 - LIGHT_NOISE:
+        return max(slowdown, 1.0)
+    if progress is not None:
+        progress.counted(windows, builds)
+    first, slowdown = slowdown, timed()
+    if slowdown < 1.0:
+        log(f"warning: {key} ran faster beside a light neighbour than alone, twice ({first:.2f}x, then "
+            f"{slowdown:.2f}x): other processes' load changed between its windows; kept as 1.00x")
+    return max(slowdown, 1.0)
 
 
 def fit_measurements(kind: str, measured: list[tuple[Workload, float]]) -> dict[str | None, FittedModel]:
@@ -542,7 +575,8 @@ def profile(quick: bool = False, kinds: tuple[str, ...] = KINDS,
             log: Callable[[str], None] = lambda line: None, power: PowerProfile | None = None,
             gpus: bool = True, probe: LoadProbe | None = None, families_of: tuple[str, ...] | None = None,
             into: Calibration | None = None, envs: tuple[str, ...] = CALIBRATED_ENVS, cnn: bool = True,
-            skip: Mapping[str, str] | None = None, only: Collection[str] | None = None) -> Calibration:
+            skip: Mapping[str, str] | None = None, only: Collection[str] | None = None,
+            workloads: Mapping[str, Collection[Workload]] | None = None) -> Calibration:
     """Measure and fit every registered variant of every kind that can run on this CPU, then on each local GPU
     (``gpus``, where CUDA is present: :mod:`gpu_profile`); with the power each draws where a counter reads it
     (``power``: default, this machine's counters; ``calibration.meta["energy"]``).
@@ -558,7 +592,10 @@ def profile(quick: bool = False, kinds: tuple[str, ...] = KINDS,
     only its own: :func:`pearl_py.pipeline.planning.ensure_calibration`). ``skip``: variants (``kind/variant``
     keys, a network kernel's with its family: ``on_policy/learner_update/compiled``) left for later, with why,
     recorded in ``meta["deferred"]`` (the estimator says why it does not offer them); ``only``: calibrate just
-    these variants of the kinds (a deferred one a later run needs). A variant profiled leaves ``meta["deferred"]``.
+    these variants of the kinds (a deferred one a later run needs; a threaded model by its key,
+    ``learner_update/reference@2threads``). A variant profiled leaves ``meta["deferred"]``. ``workloads``: the run's
+    own workloads per kind; a threaded model that cannot beat the kind's fastest one-thread model on any of them
+    (:func:`~pearl_py.estimate.thread_bound.threads_can_win`) is not timed but deferred (None: every one is timed).
     """
     threaded = {model_key(kind, v): [1, *thread_counts(kind, v)] for kind in kinds for v in variants(kind)
                 if thread_counts(kind, v)}
@@ -571,25 +608,38 @@ def profile(quick: bool = False, kinds: tuple[str, ...] = KINDS,
 
         power = PowerProfile(local_readers(Platform.local()))
     power.start()
+    start_load = load_average()
     load_meta: dict = calibration.meta.setdefault("load", {
-        "usable_cores": cores, "rule": RULE, "load_average_start": load_average(), "models": {}, "refused": {}})
-    warn_if_loaded(load_average(), cores, log)
+        "usable_cores": cores, "rule": RULE, "load_average_start": start_load, "models": {}, "refused": {}})
+    warn_if_loaded(start_load, cores, log)
     phases = profile_phases(kinds, quick, log, families_of, envs, cnn, skip or {}, only)
     deferred = calibration.meta.setdefault(DEFERRED_KEY, {})
     deferred.update(skip or {})
-    for kind, variant, _, _, _, family in phases:
-        deferred.pop(model_key(kind, variant, family=network_family(kind, family)), None)
-    progress = ProfileProgress(sum(len(points) * passes + light_windows(kind, variant, family, points)
-                                   for kind, variant, _, points, passes, family in phases), len(phases), log,
-                               total_builds=sum(len(points) + light_builds(kind, variant, family, points)
-                                                for kind, variant, _, points, _, family in phases))
+    for kind, variant, n, _, _, family in phases:
+        deferred.pop(model_key(kind, variant, threads=n, family=network_family(kind, family)), None)
+    # a phase the load rule will likely refuse at its first point is counted in the ETA's totals only once it starts
+    later = [refusal_expected(n, cores, start_load) for _, _, n, _, _, _ in phases]
+    counts = [phase_counts(*phase) for phase in phases]
+    progress = ProfileProgress(sum(p for (p, _), late in zip(counts, later) if not late), len(phases), log,
+                               total_builds=sum(b for (_, b), late in zip(counts, later) if not late))
     probe = probe or LoadProbe(cores)
     start = time.perf_counter()
     fitted: dict[str, tuple[FittedModel, float]] = {}
     try:
-        for kind, variant, n, points, passes, family in phases:
+        for (kind, variant, n, points, passes, family), late, count in zip(phases, later, counts):
             keyed = network_family(kind, family)   # a network kernel's model is its family's (different code)
             key = model_key(kind, variant, threads=n, family=keyed)
+            if n > 1 and workloads is not None and not threads_can_win(calibration, kind, variant, n,
+                                                                       workloads.get(kind, ()), keyed):
+                deferred[key] = (f"at {n} threads it cannot beat the fastest one-thread variant on this run's "
+                                 f"{kind} workloads (its one-thread time over {n} is slower)")
+                log(f"{key:<32} deferred: {deferred[key]}")
+                if not late:   # a late phase is not in the totals yet
+                    progress.dropped(*count)
+                progress.phases -= 1
+                continue
+            if late:
+                progress.counted(*count)
             progress.phase(key, len(points) * passes)
             t0 = time.perf_counter()
             record = LoadRecord()
@@ -647,6 +697,24 @@ def profile(quick: bool = False, kinds: tuple[str, ...] = KINDS,
     return calibration
 
 
+def phase_counts(kind: str, variant: str, n: int, points: list[BenchPoint], passes: int, family: str
+                 ) -> tuple[int, int]:
+    """The timed points (the grid's passes and the light-neighbour windows) and the builds of a profile phase
+    (:func:`profile_phases`' tuple), for the profile's progress."""
+    return (len(points) * passes + light_windows(kind, variant, family, points),
+            len(points) + light_builds(kind, variant, family, points))
+
+
+def refusal_expected(threads: int, cores: int, load: float | None) -> bool:
+    """Whether a phase at ``threads`` threads will likely be refused at its first point (:mod:`load`'s rule), read
+    from the machine's load average before the profile (``load``, less this process's one core): the ETA then
+    counts it only once it starts. The startup note's first ETA on a loaded machine was 3.3x the profile's time,
+    counting 180 points and 36 windows of two threaded phases refused at their first point."""
+    if threads < 2 or load is None:
+        return False
+    return LoadSample(threads, max(cores - threads, 0), max(load - 1.0, 0.0)).distorted
+
+
 def profile_loops(calibration: Calibration, families_of: tuple[str, ...] | None, log: Callable[[str], None]) -> None:
     """Time the training loop's own work of each family (:mod:`loop_overhead`), the start of a child process and a
     handshake with it (:mod:`process_start`) into ``calibration.meta``."""
@@ -684,12 +752,15 @@ def profile_phases(kinds: tuple[str, ...], quick: bool, log: Callable[[str], Non
     for kind in kinds:
         implemented = families(kind)
         for family in (f for f in implemented if families_of is None or f in families_of or len(implemented) == 1):
+            threaded = []   # after the kind's one-thread phases, whose models bound them (profile's ``workloads``)
             for variant in variants(kind, family):
                 key = model_key(kind, variant, family=network_family(kind, family))
-                if only is not None and key not in only:
-                    continue
                 if skip and key in skip:
                     log(f"{key:<32} deferred: {skip[key]}")
+                    continue
+                counts = [n for n in (1, *thread_counts(kind, variant, family)) if only is None or
+                          model_key(kind, variant, threads=n, family=network_family(kind, family)) in only]
+                if not counts:
                     continue
                 ok, reason = variant_available(kind, variant, family=family)
                 if not ok:
@@ -698,10 +769,10 @@ def profile_phases(kinds: tuple[str, ...], quick: bool, log: Callable[[str], Non
                 grid = calibration_grid(kind, quick, variant, family, envs, cnn)
                 if not grid:
                     continue
-                phases.append((kind, variant, 1, grid, 3, family))
+                phases += [(kind, variant, 1, grid, 3, family)] if counts[0] == 1 else []
                 quick_grid = calibration_grid(kind, True, variant, OFF_POLICY, envs, cnn)
-                phases += [(kind, variant, n, quick_grid, THREAD_PASSES, family)
-                           for n in thread_counts(kind, variant, family)]
+                threaded += [(kind, variant, n, quick_grid, THREAD_PASSES, family) for n in counts if n > 1]
+            phases += threaded
     return phases
 
 

@@ -80,6 +80,11 @@ class ProfileProgress:
         self.total -= points
         self.total_builds -= builds
 
+    def counted(self, points: int, builds: int = 0) -> None:
+        """``points`` and ``builds`` not in the totals will be done after all (a phase expected to be refused that
+        runs, a slowdown timed again): into the totals."""
+        self.dropped(-points, -builds)
+
     def _count(self, what: str, seconds: float) -> float:
         tally = self._spent.setdefault(self.part, {}).setdefault(what, [0, 0.0])
         tally[0] += 1

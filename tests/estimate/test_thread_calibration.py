@@ -104,6 +104,11 @@ def test_the_estimator_costs_calibrated_thread_counts_only(cpu):
         "learner_update: one thread only on cpu: `pearl profile` refused its model at 2 or more threads for load "
         "(learner_update/fused@2threads: 3 of 8 points distorted: other processes kept up to 1.6 cores busy); "
         "profile again on an idle machine for threaded plans")
+    deferred = calibration(threaded=False)
+    deferred.meta = {"threaded": {}, "deferred": {"learner_update/fused@2threads": "it cannot win"}}
+    assert Estimator(deferred).thread_note(kernel, cpu) == (
+        "learner_update: one thread only on cpu: the first run's calibration deferred its model at 2 or more threads "
+        "(learner_update/fused@2threads: it cannot win); a run it could win in calibrates it first")
     catalogue = Platform.load("pearl-cpu-gpu-fpga").device("cpu")
     assert old.thread_counts(kernel, catalogue, "fused") == [1]
 
@@ -199,3 +204,26 @@ def test_a_point_whose_passes_settle_its_median_is_not_timed_again(monkeypatch):
     assert timed.count(16) == 3 and timed.count(32) == 5
     assert [seconds for _, seconds in measured] == [0.99, 1.0]   # one thread: each keeps its fastest pass
     assert profiler.settled([1.0, 1.04, 0.96]) and not profiler.settled([1.0, 1.06, 1.0])
+
+
+@pytest.mark.parametrize("figures, kept, timings", [
+    ([1.3], 1.3, 1),          # a slowdown: kept as timed
+    ([0.97], 1.0, 1),         # noise about 1: kept as 1, not timed again
+    ([0.65, 1.2], 1.2, 2),    # below 1: timed again, the second figure holds
+    ([0.65, 0.18], 1.0, 2),   # below 1 twice: kept as 1 and said so
+])
+def test_a_slowdown_below_one_beside_the_light_neighbour_is_timed_again_then_kept_as_one(monkeypatch, figures, kept,
+                                                                                           timings):
+    monkeypatch.setattr(profiler, "usable_cores", lambda: 2)
+    calls = iter(figures)
+    timed = []
+    monkeypatch.setattr(profiler, "light_neighbour_slowdown",
+                        lambda *args, **kwargs: timed.append(1) or next(calls))
+    lines: list[str] = []
+    grid = profiler.calibration_grid("learner_update", True, "fused", cnn=False)
+    entry = profiler.spread_entry("learner_update", "fused", 2, "off_policy", [(1.0, 1.1)], lines.append, grid)
+    assert entry["light_neighbour"] == kept and len(timed) == timings
+    warning = [line for line in lines if line.startswith("warning:")]
+    assert warning == ([] if figures[-1] >= 1 or len(figures) == 1 else [
+        "warning: learner_update/fused@2threads ran faster beside a light neighbour than alone, twice (0.65x, then "
+        "0.18x): other processes' load changed between its windows; kept as 1.00x"])

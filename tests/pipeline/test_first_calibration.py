@@ -18,7 +18,9 @@ OFF_POLICY_DQN = ("learner_update", "inference", "replay_insert", "replay_sample
 
 def test_a_dqn_cartpole_run_needs_its_own_kernels_env_and_no_cnn():
     needs = CalibrationNeeds.of(pearl.DQN("CartPole-v1"))
-    assert needs == CalibrationNeeds(OFF_POLICY_DQN, "off_policy", ("CartPole-v1",), False)
+    learner = pearl.DQN("CartPole-v1").protocol().kernel("learner_update").workload
+    assert needs == CalibrationNeeds(OFF_POLICY_DQN, "off_policy", ("CartPole-v1",), False,
+                                     workloads=(("learner_update", learner),))   # what a threaded model is bound on
     assert CalibrationNeeds.of(pearl.PPO("Pendulum-v1")).kinds == (
         "learner_update", "inference", "env_step", "param_sync", "rollout_insert", "advantage")
     assert CalibrationNeeds.of(None) == CalibrationNeeds(profiler.KINDS, None, profiler.CALIBRATED_ENVS, True)
@@ -75,7 +77,8 @@ def test_the_first_run_profiles_only_what_it_needs(fake_profile, monkeypatch):
     (options,) = fake_profile.calls
     assert options.pop("log") == lines.append
     assert options == {"kinds": OFF_POLICY_DQN, "families_of": ("off_policy",), "envs": ("CartPole-v1",), "cnn": False,
-                       "skip": {}, "only": None}
+                       "skip": {}, "only": None,
+                       "workloads": {"learner_update": [pearl.DQN("CartPole-v1").protocol().kernel("learner_update").workload]}}
     assert lines[0] == ("no calibration of this machine is cached: profiling what this run needs once (off_policy's "
                         "kernels learner_update, inference, replay_insert, replay_sample, param_sync; env_step of "
                         "CartPole-v1; `pearl profile` calibrates everything) ...")
@@ -127,7 +130,7 @@ def test_a_later_run_tops_the_cache_up_with_what_it_lacks(fake_profile, monkeypa
     assert fake_profile.calls == []                                  # all there
     planning.ensure_calibration(lambda line: None, pearl.DDPG("Pendulum-v1"))
     planning.ensure_calibration(lambda line: None, pearl.PPO("CartPole-v1"))
-    pendulum, ppo = ({k: v for k, v in call.items() if k != "log"} for call in fake_profile.calls)
+    pendulum, ppo = ({k: v for k, v in call.items() if k not in ("log", "workloads")} for call in fake_profile.calls)
     assert pendulum == {"kinds": ("env_step",), "families_of": ("off_policy",), "envs": ("Pendulum-v1",),
                         "cnn": False, "gpus": False, "into": cache, "skip": {}, "only": None}
     assert ppo == {"kinds": ("learner_update", "inference", "rollout_insert", "advantage"),

@@ -94,8 +94,9 @@ def test_a_busy_machine_is_named_and_a_distorted_threaded_model_refused(tiny_pro
     assert load["models"]["learner_update/reference@2threads"]["points"] == 1   # refused at its first point
     assert load["models"]["learner_update/reference"]["distorted"] == 0
     assert lines[0].startswith("warning: the machine's load average is 5.0 on 2 usable cores")
-    # 15 + 5 grid points and, per model, 3 light-neighbour points x 3 windows alone and 3 beside (18)
-    assert "[1/2] learner_update/reference: 15 points (0/56 points done" in lines[1]
+    # 15 + 5 grid points and, per model, 3 light-neighbour points x 3 windows alone and 3 beside (18); at load 5 on
+    # 2 cores the 2-thread phase is expected refused, so it is counted only once it starts
+    assert "[1/2] learner_update/reference: 15 points (0/33 points done" in lines[1]
     assert any(line.startswith("[2/2] learner_update/reference@2threads: 5 points (33/56 points done")
                for line in lines)
     assert any(line.startswith("warning: learner_update/reference@2threads refused: point 1 of 5 stayed distorted")
@@ -149,3 +150,12 @@ def test_profile_check_says_whether_the_cached_calibration_holds(monkeypatch, tm
 def test_profile_check_without_a_calibration_exits_2(tmp_path, capsys):
     assert main(["profile", "--check", "--out", str(tmp_path / "none.json")]) == 2
     assert "no calibration to check: run `pearl profile` first" in capsys.readouterr().err
+
+
+def test_a_threaded_phase_is_in_the_first_eta_only_where_the_load_average_lets_it_run(tiny_profile, monkeypatch):
+    monkeypatch.setattr(profiler, "load_average", lambda: 1.2)   # this process and a fifth of a core more
+    lines: list[str] = []
+    profiler.profile(kinds=("learner_update",), log=lines.append, probe=Machine(lambda threads, attempt: 0.0))
+    assert "[1/2] learner_update/reference: 15 points (0/56 points done" in lines[0]
+    assert profiler.refusal_expected(2, 2, 5.0) and not profiler.refusal_expected(1, 2, 5.0)
+    assert not profiler.refusal_expected(2, 2, None) and not profiler.refusal_expected(2, 4, 2.5)
