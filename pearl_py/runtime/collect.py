@@ -18,6 +18,7 @@ Example (the serial executor's loop, condensed)::
     ...         means = LossMeans()
     ...         for _ in range(gradient_steps):
     ...             means.add(gradient_step(TimedReplay(replay, timer), update, batch_size, beta, device, timer))
+    ...         log.train(steps, means.pending(timer.events_of(LEARNER_UPDATE)), rate)  # read when it has arrived
 """
 from __future__ import annotations
 
@@ -48,6 +49,7 @@ if TYPE_CHECKING:
     from pearl_py.envs.normalize import ObsRewardNormalizer
     from pearl_py.protocol.schedule import TrainSchedule
     from pearl_py.replay import ReplayBuffer, SampleBatch
+    from pearl_py.runtime.device_timing import DeviceEvent, DeviceEvents
     from pearl_py.runtime.timing import KernelTimer
 
 WARMUP_ACTIONS = "warmup_actions"
@@ -304,7 +306,11 @@ def round_progress_remaining(schedule: TrainSchedule, step: int) -> float:
 
 
 class LossMeans:
-    """Average losses over a round's updates (tensors summed lazily, read once at the end)."""
+    """Average losses over a round's updates (tensors summed lazily on their device).
+
+    :meth:`means` reads them now (the host waits for the round's updates); :meth:`pending` starts their copy to the
+    host and returns at once, for a log row written once the copy has arrived (``RunLog.train``).
+    """
 
     def __init__(self) -> None:
         self.totals: dict[str, torch.Tensor | float] = {}
@@ -317,3 +323,36 @@ class LossMeans:
 
     def means(self) -> dict[str, float]:
         return {name: float(total) / max(self.count, 1) for name, total in self.totals.items()}
+
+    def pending(self, events: DeviceEvents | None) -> PendingLosses:
+        """The means on their way to the host: ``events`` makes events of the device the updates ran on (None: they
+        ran on the host, and the means are read now). One device-side stack, one copy to pinned host memory, one
+        event after it; nothing waits."""
+        device = next((t.device for t in self.totals.values() if isinstance(t, torch.Tensor)), None)
+        if events is None or device is None:
+            return PendingLosses(self.means())
+        means = torch.stack([torch.as_tensor(total, device=device).reshape(()).float()
+                             for total in self.totals.values()]) / max(self.count, 1)
+        host = means.to("cpu", non_blocking=True)  # a device-to-host copy with non_blocking lands in pinned memory
+        arrived = events()
+        arrived.record()
+        return PendingLosses(dict(zip(self.totals, host)), arrived)
+
+
+@dataclass
+class PendingLosses:
+    """A round's mean losses copied to the host: ``host`` holds them once ``arrived`` (an event recorded after the
+    copy; None: already there) has completed."""
+
+    host: dict[str, torch.Tensor | float]
+    arrived: DeviceEvent | None = None
+
+    def ready(self) -> bool:
+        """Whether the values have arrived (never waits)."""
+        return self.arrived is None or self.arrived.query()
+
+    def values(self) -> dict[str, float]:
+        """The mean losses by name, waiting for the copy if it has not arrived."""
+        if not self.ready():
+            self.arrived.synchronize()
+        return {name: float(value) for name, value in self.host.items()}

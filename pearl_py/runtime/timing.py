@@ -27,7 +27,7 @@ from typing import Any
 import torch
 
 from pearl_py.protocol.kernel import LOOP_WORK
-from pearl_py.runtime.device_timing import EventLog, EventSource, cuda_events
+from pearl_py.runtime.device_timing import DeviceEvents, EventLog, EventSource, cuda_events
 from pearl_py.runtime.kernel_devices import SimulatedKernel
 
 
@@ -55,6 +55,11 @@ class KernelTimer:
     def evented(self) -> frozenset[str]:
         """Kernels timed with device events (on a CUDA device)."""
         return frozenset(self._logs)
+
+    def events_of(self, kernel: str) -> DeviceEvents | None:
+        """The event factory of the device that times ``kernel`` (None: the host clock times it)."""
+        log = self._logs.get(kernel)
+        return log.events if log is not None else None
 
     @contextmanager
     def __call__(self, kernel: str, calls: int = 1) -> Iterator[None]:
