@@ -41,6 +41,7 @@ from pearl_py.protocol.kernel import (
     LEARNER_UPDATE,
     PRIORITY_UPDATE,
     REPLAY_SAMPLE,
+    setup_timing,
 )
 
 if TYPE_CHECKING:
@@ -274,10 +275,18 @@ def tensor_batch(sample: Any, device: torch.device) -> TensorBatch:
                                                                    sample.next_obs, sample.dones, sample.weights)))
 
 
+def update_timing(update: Callable[[TensorBatch], UpdateResult]) -> str:
+    """What the next call of ``update`` is timed as: its setup (``setup_timing``) when it first captures or compiles
+    its step (a kernel's ``sets_up_next``), else ``learner_update``."""
+    sets_up = getattr(update, "sets_up_next", None)
+    return setup_timing(LEARNER_UPDATE) if sets_up is not None and sets_up() else LEARNER_UPDATE
+
+
 def gradient_step(replay: ReplayAccess, update: Callable[[TensorBatch], UpdateResult], batch_size: int,
                   beta: float, device: torch.device, time_update: TimeBlock,
                   transform: ObsRewardNormalizer | None = None) -> UpdateResult:
-    """One update in the serial order: sample a batch, update (timed as ``learner_update``), send the priorities.
+    """One update in the serial order: sample a batch, update (timed as ``learner_update``, or as its setup:
+    :func:`update_timing`), send the priorities.
     ``transform``: the run's normalization, applied to the sampled env transitions with its statistics as they are.
 
     A replay on a torch device (its batches are tensors) gets the learner's ``|δ|`` tensor where it is (no wait
@@ -285,7 +294,7 @@ def gradient_step(replay: ReplayAccess, update: Callable[[TensorBatch], UpdateRe
     sample = replay.sample(batch_size, beta)
     if transform is not None:
         sample = transform.sample(sample)
-    with time_update(LEARNER_UPDATE):
+    with time_update(update_timing(update)):
         out = update(tensor_batch(sample, device))
     if replay.prioritized:
         on_device = isinstance(sample.indices, torch.Tensor)

@@ -26,7 +26,7 @@ from typing import Any
 
 import torch
 
-from pearl_py.protocol.kernel import LOOP_WORK
+from pearl_py.protocol.kernel import LOOP_WORK, setup_timing
 from pearl_py.runtime.device_timing import DeviceEvents, EventLog, EventSource, cuda_events
 from pearl_py.runtime.kernel_devices import SimulatedKernel
 
@@ -47,14 +47,15 @@ class KernelTimer:
         self._logs: dict[str, EventLog] = {}
         for kernel, device in (devices or {}).items():
             device = torch.device(device)
-            if device.type == "cuda":
-                self._logs[kernel] = logs.setdefault(device, EventLog(events(device)))
+            if device.type == "cuda":  # the kernel's one-off setup is timed on the same device
+                log = logs.setdefault(device, EventLog(events(device)))
+                self._logs.update({kernel: log, setup_timing(kernel): log})
         self._devices = list(logs.values())
 
     @property
     def evented(self) -> frozenset[str]:
-        """Kernels timed with device events (on a CUDA device)."""
-        return frozenset(self._logs)
+        """Kernels timed with device events (on a CUDA device; their setups' entries too, not listed)."""
+        return frozenset(k for k in self._logs if setup_timing(k) in self._logs)
 
     def events_of(self, kernel: str) -> DeviceEvents | None:
         """The event factory of the device that times ``kernel`` (None: the host clock times it)."""
