@@ -189,6 +189,10 @@ LOOP_WORK = "loop"
 collector's bookkeeping, episode tracking, logs). The serial executors measure it (their training time minus
 their kernels'); the cost model charges it with the ``env_step`` it accompanies (``Cost.loop_s``)."""
 
+LOOP_WORK_LABEL = "derived: training time minus the timed kernels"
+"""What ``LOOP_WORK``'s figure is: not timed itself, but the remainder of two measured figures (``result.json``
+``kernel_times.loop.source`` is ``derived``, its ``label`` this)."""
+
 
 
 def setup_timing(kernel: str) -> str:

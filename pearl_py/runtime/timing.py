@@ -26,7 +26,7 @@ from typing import Any
 
 import torch
 
-from pearl_py.protocol.kernel import LOOP_WORK, setup_timing
+from pearl_py.protocol.kernel import LOOP_WORK, LOOP_WORK_LABEL, setup_timing
 from pearl_py.runtime.device_timing import DeviceEvents, EventLog, EventSource, cuda_events
 from pearl_py.runtime.kernel_devices import SimulatedKernel
 
@@ -130,7 +130,8 @@ def merge_kernel_times(parts: Iterable[Mapping[str, Mapping[str, Any]]],
     A kernel in ``simulated`` ran on a simulated device (the FPGA: executed on the CPU): its
     ``total_s`` is charged at its modelled latency per call, marked ``source: modelled`` and labelled
     (``label``: ``modelled (simulated FPGA)``), and the CPU's own time is kept as ``cpu_total_s``;
-    every other figure is measured (``label``: ``measured``).
+    ``LOOP_WORK`` is derived (``label``: :data:`LOOP_WORK_LABEL`); every other figure is measured (``label``:
+    ``measured``).
 
     Example::
 
@@ -151,6 +152,7 @@ def merge_kernel_times(parts: Iterable[Mapping[str, Mapping[str, Any]]],
             out[kernel] = {"calls": calls, "total_s": calls * charged.latency_s, "mean_s": charged.latency_s,
                            "source": "modelled", "label": charged.label, "cpu_total_s": seconds}
         else:
-            out[kernel] = {"calls": calls, "total_s": seconds, "mean_s": seconds / max(calls, 1), "source": "measured",
-                           "label": "measured"}
+            how = ("derived", LOOP_WORK_LABEL) if kernel == LOOP_WORK else ("measured", "measured")
+            out[kernel] = {"calls": calls, "total_s": seconds, "mean_s": seconds / max(calls, 1), "source": how[0],
+                           "label": how[1]}
     return out

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 
 from pearl_py.algorithms.off_policy.base import Algorithm
 from pearl_py.algorithms.off_policy.learner import Learner, TensorBatch, UpdateResult
-from pearl_py.protocol.kernel import PARAM_SYNC
+from pearl_py.protocol.kernel import LEARNER_UPDATE, PARAM_SYNC
 from pearl_py.protocol.schedule import TrainSchedule
 from pearl_py.runtime.collect import LossMeans, gradient_step, round_beta, round_progress_remaining
 from pearl_py.runtime.parallel.checkpoint import Progress
