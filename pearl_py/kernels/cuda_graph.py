@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import torch
 
 from pearl_py.algorithms.off_policy.learner import Learner, TensorBatch, UpdateResult
-from pearl_py.kernels.functional_step import StepFn, batch_tensors, make_step
+from pearl_py.kernels.functional_step import StepFn, active_losses, batch_tensors, make_step
 from pearl_py.kernels.workspace import Workspace
 
 WARMUP_STEPS = 3
@@ -56,6 +56,10 @@ class CudaGraphUpdate:
         self.workspace = Workspace.of(learner)
         self.captured: dict[tuple[int, ...], _Captured] = {}
 
+    def sets_up_next(self) -> bool:
+        """Whether the next call captures its step first (the one-off setup, not an update's time)."""
+        return active_losses(self.learner) not in self.captured
+
     def _state(self) -> list[torch.Tensor]:
         return [t for g in self.workspace.groups for t in (*g.params, *g.exp_avg, *g.exp_avg_sq, *g.steps)]
 
@@ -81,7 +85,7 @@ class CudaGraphUpdate:
         learner = self.learner
         self.workspace.follow(learner.learning_rate)     # in place: the captured graphs read it
         step_number = learner.gradient_steps + 1
-        active = tuple(i for i, loss in enumerate(learner.losses) if step_number % loss.every == 0)
+        active = active_losses(learner)
         fields = batch_tensors(batch)
         captured = self.captured.get(active)
         if captured is None:

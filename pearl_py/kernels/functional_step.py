@@ -51,6 +51,12 @@ class _LossCall(nn.Module):
         return self.fn(self.nets, batch)
 
 
+def active_losses(learner: Learner) -> tuple[int, ...]:
+    """Indices of the losses the learner's next gradient step updates (a delayed loss: every ``Loss.every`` steps)."""
+    step_number = learner.gradient_steps + 1
+    return tuple(i for i, loss in enumerate(learner.losses) if step_number % loss.every == 0)
+
+
 def make_step(learner: Learner, workspace: Workspace, active: tuple[int, ...] | None = None) -> StepFn:
     """One gradient step on the losses ``active`` (indices, all by default), in order, in place.
 

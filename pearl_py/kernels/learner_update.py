@@ -20,7 +20,7 @@ from collections.abc import Callable
 import torch
 
 from pearl_py.algorithms.off_policy.learner import Learner, TensorBatch, UpdateResult
-from pearl_py.kernels.functional_step import StepFn, batch_tensors, make_step
+from pearl_py.kernels.functional_step import StepFn, active_losses, batch_tensors, make_step
 from pearl_py.kernels.workspace import Workspace
 
 LearnerUpdate = Callable[[TensorBatch], UpdateResult]
@@ -36,13 +36,15 @@ class FusedUpdate:
 
     ``wrap`` turns a step function into what runs (``torch.compile``, or nothing); one
     is made per set of active losses (delayed losses, ``Loss.every``, make several).
-    ``first_call_seconds`` holds the first call's time per set (the compile time).
+    ``first_call_seconds`` holds the first call's time per set (the compile time); ``compiles``: whether ``wrap``
+    compiles, so that a set's first call is its setup (:meth:`sets_up_next`).
     """
 
-    def __init__(self, learner: Learner, wrap: Callable[[StepFn], StepFn]) -> None:
+    def __init__(self, learner: Learner, wrap: Callable[[StepFn], StepFn], compiles: bool = True) -> None:
         self.learner = learner
         self.workspace = Workspace.of(learner)
         self.wrap = wrap
+        self.compiles = compiles
         self.steps: dict[tuple[int, ...], StepFn] = {}
         self.first_call_seconds: dict[tuple[str, ...], float] = {}
 
@@ -50,7 +52,7 @@ class FusedUpdate:
         learner = self.learner
         self.workspace.follow(learner.learning_rate)
         step_number = learner.gradient_steps + 1
-        active = tuple(i for i, loss in enumerate(learner.losses) if step_number % loss.every == 0)
+        active = active_losses(learner)
         names = tuple(learner.losses[i].name for i in active)
         step = self.steps.get(active)
         if step is None:
@@ -64,10 +66,14 @@ class FusedUpdate:
         learner.algorithm.after_gradient_step(learner.nets, step_number)
         return UpdateResult(dict(zip(names, losses)), td_abs)
 
+    def sets_up_next(self) -> bool:
+        """Whether the next call compiles its step first (the one-off setup, not an update's time)."""
+        return self.compiles and active_losses(self.learner) not in self.steps
+
 
 def make_functional(learner: Learner) -> FusedUpdate:
     """The whole-step function run eagerly: exact, no compile time, no faster (the compiled variant's source)."""
-    return FusedUpdate(learner, lambda step: step)
+    return FusedUpdate(learner, lambda step: step, compiles=False)
 
 
 COMPILE_OPTIONS = {"fallback_random": True}

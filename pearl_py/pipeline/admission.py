@@ -15,7 +15,10 @@ Two checks, each refusing with the figures and the key that sets the largest nee
   (docs/optimizer.md, "threads"): every actor process holds a core, and so does each learner thread
   beyond the first (the first thread and any server share the cores, their time in the busy-time
   model), so every plan the optimizer makes for this machine fits. An oversubscribed plan runs only
-  with ``oversubscribe`` (the CLI's ``--oversubscribe``), and the result records it.
+  with ``oversubscribe`` (the CLI's ``--oversubscribe``), and the result records it. On a CUDA device the
+  plan uses, the learner's networks and batch (where ``learner_update`` runs) and the replay (where its kernels
+  run; a GPU replay stores whole observations, no frame ring) must fit in the device's free memory
+  (``torch.cuda.mem_get_info``).
 
 A refusal is a :class:`~pearl_py.errors.ConfigError` located at the key (``plan.yaml:12:
 placements.env_step.replicas: ...``); the CLI prints it on one line and exits with code 2.
@@ -97,12 +100,15 @@ class Machine:
     """Private memory of a freshly started run child (measured once; None where it cannot be measured)."""
     process_slots: int | None = None
     """Processes the user may still start (``RLIMIT_NPROC`` less those running; None: no limit)."""
+    gpu_free_bytes: dict[int, float] = field(default_factory=dict)
+    """Free memory of each CUDA device, by index (``torch.cuda.mem_get_info``; empty without CUDA)."""
 
     @classmethod
     def here(cls, measure: bool = True) -> Machine:
         """This machine's figures (``measure``: the per-process memory too, measured once and cached)."""
         return cls(cores=usable_cores(), available_bytes=available_memory_bytes(), shm_bytes=shared_memory_bytes(),
-                   process_bytes=process_memory_bytes() if measure else None, process_slots=_process_slots())
+                   process_bytes=process_memory_bytes() if measure else None, process_slots=_process_slots(),
+                   gpu_free_bytes=_gpu_free_bytes())
 
 
 @dataclass(frozen=True)
@@ -224,6 +230,7 @@ def admit_plan(plan: Plan, algorithm: Algorithm, *, oversubscribe: bool = False,
                   (["an inference server"] if layout.inference == "central" else [])
         parallel = ParallelNeeds(algorithm, footprint, machine.process_bytes, servers)
         needs, shm = parallel.memory(actors), parallel.shared(actors)
+    _admit_gpus(plan, algorithm, footprint, machine, locate)
     processes = 1 + actors + len(servers)
     parts = ", ".join([f"learner with {threads} thread{'s' * (threads > 1)}"]
                       + ([f"{actors} actor{'s' * (actors > 1)}"] if actors else []) + servers)
@@ -251,6 +258,33 @@ def admit_plan(plan: Plan, algorithm: Algorithm, *, oversubscribe: bool = False,
                      memory_bytes=sum(n.bytes for n in needs + shm), available_bytes=machine.available_bytes,
                      shm_bytes=sum(n.bytes for n in shm), shm_available_bytes=machine.shm_bytes,
                      oversubscribed=busy > machine.cores, parts=parts, needs=tuple(needs + shm))
+
+
+def _admit_gpus(plan: Plan, algorithm: Algorithm, footprint: Footprint, machine: Machine, error: Locate) -> None:
+    """Refuse a plan whose buffers on a CUDA device exceed its free memory: the learner's networks and batch where
+    ``learner_update`` runs there, the replay (whole observations) where its kernels do. A device this machine does
+    not report is not checked (``check_runnable`` refuses a plan placed on it)."""
+    from pearl_py.runtime.kernel_devices import REPLAY_KERNELS, kernel_devices
+
+    placed: dict[torch.device, tuple[list[str], list[Need]]] = {}
+    for kernel, device in kernel_devices(plan).items():
+        if device.index is None or device.index not in machine.gpu_free_bytes:
+            continue
+        kernels, needs = placed.setdefault(device, ([], []))
+        kernels.append(kernel)
+        if kernel == LEARNER_UPDATE:
+            needs += [footprint.networks, footprint.batch]
+        elif kernel == REPLAY_INSERT and isinstance(algorithm, Algorithm):
+            cfg = algorithm.config
+            needs.append(Need("the replay on the GPU", float(algorithm.replay_bytes(whole_observations=True)),
+                              ("hyperparameters", "buffer_size"), detail=f"{cfg.buffer_size:,} transitions, both "
+                              "observations stored whole, modelled"))
+    for device, (kernels, needs) in placed.items():
+        held = [k for k in kernels if k == LEARNER_UPDATE or k in REPLAY_KERNELS]
+        if needs:
+            _fit(needs, machine.gpu_free_bytes[device.index],
+                 f"free on {plan.placements[held[0]].device} ({device}, torch.cuda.mem_get_info) for "
+                 f"{', '.join(held)}", error)
 
 
 class ParallelNeeds:
@@ -385,6 +419,13 @@ def _process_slots() -> int | None:
         except OSError:
             continue
     return max(soft - running, 0)
+
+
+def _gpu_free_bytes() -> dict[int, float]:
+    """Free bytes of each CUDA device now (empty without CUDA)."""
+    if not torch.cuda.is_available():
+        return {}
+    return {i: float(torch.cuda.mem_get_info(i)[0]) for i in range(torch.cuda.device_count())}
 
 
 def _size(nbytes: float) -> str:

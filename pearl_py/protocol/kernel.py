@@ -189,6 +189,22 @@ LOOP_WORK = "loop"
 collector's bookkeeping, episode tracking, logs). The serial executors measure it (their training time minus
 their kernels'); the cost model charges it with the ``env_step`` it accompanies (``Cost.loop_s``)."""
 
+LOOP_WORK_LABEL = "derived: training time minus the timed kernels"
+"""What ``LOOP_WORK``'s figure is: not timed itself, but the remainder of two measured figures (``result.json``
+``kernel_times.loop.source`` is ``derived``, its ``label`` this)."""
+
+
+
+def setup_timing(kernel: str) -> str:
+    """The timing entry of ``kernel``'s one-off setup paid inside a run (a CUDA graph's capture, a compile on the
+    first call): measured apart from the kernel's own calls, as the prediction charges it apart (``setup_s``).
+
+    >>> setup_timing("learner_update")
+    'learner_update_setup'
+    """
+    return f"{kernel}_setup"
+
+
 REPLAY_KINDS = frozenset(k for k in KernelKind if k.storage == "replay")
 """Kernels that touch the replay storage and so must run where it lives."""
 

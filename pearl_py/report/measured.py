@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from pearl_py.protocol.kernel import ENV_STEP, LOOP_WORK, KernelKind
+from pearl_py.protocol.kernel import ENV_STEP, LOOP_WORK, LOOP_WORK_LABEL, KernelKind
 from pearl_py.report import content, fmt
 
 if TYPE_CHECKING:
@@ -46,8 +46,9 @@ def _predicted_loop(plan: Plan, env_steps: int) -> tuple[float, float, str] | No
 
 
 def _loop_row(plan: Plan, run: dict[str, Any], steps: int) -> tuple[float, list[str]] | None:
-    """The row of the loop's own work, per vector step: predicted from the kernels that carry it, measured by a
-    serial executor (training time no kernel took); a parallel run's processes do not time it."""
+    """The row of the loop's own work, per vector step: predicted from the kernels that carry it, derived by a
+    serial executor (training time no kernel took: :data:`LOOP_WORK_LABEL`); a parallel run's processes do not
+    time it."""
     predicted = _predicted_loop(plan, run["env_steps"])
     if predicted is None:
         return None
@@ -57,7 +58,8 @@ def _loop_row(plan: Plan, run: dict[str, Any], steps: int) -> tuple[float, list[
     ratio = f"{measured_sample / predicted_sample:.2f}×" if timing and predicted_sample else "–"
     return measured_sample, [
         f"{LOOP_WORK} (per vector step, beside the kernels)", "cpu", f"{fmt.seconds(per_step)} ({source})",
-        fmt.seconds(timing["mean_s"]) if timing else "not measured (a parallel run's loops are not timed)",
+        f"{fmt.seconds(timing['mean_s'])} ({LOOP_WORK_LABEL})" if timing
+        else "not measured (a parallel run's loops are not timed)",
         str(timing["calls"]) if timing else "0", fmt.seconds(predicted_sample),
         fmt.seconds(measured_sample) if timing else "–", ratio]
 

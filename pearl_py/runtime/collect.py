@@ -18,6 +18,7 @@ Example (the serial executor's loop, condensed)::
     ...         means = LossMeans()
     ...         for _ in range(gradient_steps):
     ...             means.add(gradient_step(TimedReplay(replay, timer), update, batch_size, beta, device, timer))
+    ...         log.train(steps, means.pending(timer.events_of(LEARNER_UPDATE)), rate)  # read when it has arrived
 """
 from __future__ import annotations
 
@@ -40,6 +41,7 @@ from pearl_py.protocol.kernel import (
     LEARNER_UPDATE,
     PRIORITY_UPDATE,
     REPLAY_SAMPLE,
+    setup_timing,
 )
 
 if TYPE_CHECKING:
@@ -48,6 +50,7 @@ if TYPE_CHECKING:
     from pearl_py.envs.normalize import ObsRewardNormalizer
     from pearl_py.protocol.schedule import TrainSchedule
     from pearl_py.replay import ReplayBuffer, SampleBatch
+    from pearl_py.runtime.device_timing import DeviceEvent, DeviceEvents
     from pearl_py.runtime.timing import KernelTimer
 
 WARMUP_ACTIONS = "warmup_actions"
@@ -272,10 +275,18 @@ def tensor_batch(sample: Any, device: torch.device) -> TensorBatch:
                                                                    sample.next_obs, sample.dones, sample.weights)))
 
 
+def update_timing(update: Callable[[TensorBatch], UpdateResult]) -> str:
+    """What the next call of ``update`` is timed as: its setup (``setup_timing``) when it first captures or compiles
+    its step (a kernel's ``sets_up_next``), else ``learner_update``."""
+    sets_up = getattr(update, "sets_up_next", None)
+    return setup_timing(LEARNER_UPDATE) if sets_up is not None and sets_up() else LEARNER_UPDATE
+
+
 def gradient_step(replay: ReplayAccess, update: Callable[[TensorBatch], UpdateResult], batch_size: int,
                   beta: float, device: torch.device, time_update: TimeBlock,
                   transform: ObsRewardNormalizer | None = None) -> UpdateResult:
-    """One update in the serial order: sample a batch, update (timed as ``learner_update``), send the priorities.
+    """One update in the serial order: sample a batch, update (timed as ``learner_update``, or as its setup:
+    :func:`update_timing`), send the priorities.
     ``transform``: the run's normalization, applied to the sampled env transitions with its statistics as they are.
 
     A replay on a torch device (its batches are tensors) gets the learner's ``|δ|`` tensor where it is (no wait
@@ -283,7 +294,7 @@ def gradient_step(replay: ReplayAccess, update: Callable[[TensorBatch], UpdateRe
     sample = replay.sample(batch_size, beta)
     if transform is not None:
         sample = transform.sample(sample)
-    with time_update(LEARNER_UPDATE):
+    with time_update(update_timing(update)):
         out = update(tensor_batch(sample, device))
     if replay.prioritized:
         on_device = isinstance(sample.indices, torch.Tensor)
@@ -304,7 +315,11 @@ def round_progress_remaining(schedule: TrainSchedule, step: int) -> float:
 
 
 class LossMeans:
-    """Average losses over a round's updates (tensors summed lazily, read once at the end)."""
+    """Average losses over a round's updates (tensors summed lazily on their device).
+
+    :meth:`means` reads them now (the host waits for the round's updates); :meth:`pending` starts their copy to the
+    host and returns at once, for a log row written once the copy has arrived (``RunLog.train``).
+    """
 
     def __init__(self) -> None:
         self.totals: dict[str, torch.Tensor | float] = {}
@@ -317,3 +332,36 @@ class LossMeans:
 
     def means(self) -> dict[str, float]:
         return {name: float(total) / max(self.count, 1) for name, total in self.totals.items()}
+
+    def pending(self, events: DeviceEvents | None) -> PendingLosses:
+        """The means on their way to the host: ``events`` makes events of the device the updates ran on (None: they
+        ran on the host, and the means are read now). One device-side stack, one copy to pinned host memory, one
+        event after it; nothing waits."""
+        device = next((t.device for t in self.totals.values() if isinstance(t, torch.Tensor)), None)
+        if events is None or device is None:
+            return PendingLosses(self.means())
+        means = torch.stack([torch.as_tensor(total, device=device).reshape(()).float()
+                             for total in self.totals.values()]) / max(self.count, 1)
+        host = means.to("cpu", non_blocking=True)  # a device-to-host copy with non_blocking lands in pinned memory
+        arrived = events()
+        arrived.record()
+        return PendingLosses(dict(zip(self.totals, host)), arrived)
+
+
+@dataclass
+class PendingLosses:
+    """A round's mean losses copied to the host: ``host`` holds them once ``arrived`` (an event recorded after the
+    copy; None: already there) has completed."""
+
+    host: dict[str, torch.Tensor | float]
+    arrived: DeviceEvent | None = None
+
+    def ready(self) -> bool:
+        """Whether the values have arrived (never waits)."""
+        return self.arrived is None or self.arrived.query()
+
+    def values(self) -> dict[str, float]:
+        """The mean losses by name, waiting for the copy if it has not arrived."""
+        if not self.ready():
+            self.arrived.synchronize()
+        return {name: float(value) for name, value in self.host.items()}

@@ -5,9 +5,10 @@ per training round (a rollout's learning for on-policy algorithms) with the scal
 Stable-Baselines3 logs — ``ep_rew_mean`` and ``ep_len_mean`` (the last 100 episodes),
 ``exploration_rate``, the losses (``loss_<name>``), ``steps_per_second`` (SB3's fps), the
 episode count and elapsed seconds — and each kernel's mean time per call since the previous
-row (``time_<kernel>_ms``, measured). With the ``tensorboard`` extra every row of ``train.csv`` goes to
-``tensorboard/`` too, under SB3's tags (``rollout/ep_rew_mean``, ``train/loss``, ``train/value_loss``,
-``time/fps``, ...: :func:`tensorboard_tag`), with every episode (``rollout/episode_return``,
+row (``time_<kernel>_ms``, measured). A round's losses may still be on their way from a GPU
+(``LossMeans.pending``): its row waits until they have arrived, so the host does not wait for the GPU to write a
+row. With the ``tensorboard`` extra every row of ``train.csv`` goes to ``tensorboard/`` too, under SB3's tags
+(``rollout/ep_rew_mean``, ``train/loss``, ``train/value_loss``, ``time/fps``, ...: :func:`tensorboard_tag`), with every episode (``rollout/episode_return``,
 ``rollout/episode_length``) and every periodic evaluation (``eval/mean_reward``, ``eval/mean_ep_length``).
 A row's scalars go out as one event (one protobuf record per row rather than one per scalar: a separate
 ``add_scalar`` per scalar cost ~46-85 us each, a tenth of a short run's training time); close flushes them.
@@ -33,7 +34,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Protocol
 
 from pearl_py.report.curve import RETURN_WINDOW
 
@@ -45,7 +46,33 @@ ETA_WINDOW_S = 30.0
 """The ETA extrapolates the pace of about the last this many seconds (a warm-up of random actions runs faster)."""
 TENSORBOARD_EXTRA = 'pip install -c constraints.txt "pearl_py[tensorboard]"'
 
+MAX_LATE_ROWS = 64
+"""Rows kept waiting for their losses at most; beyond, the host waits for the oldest (bounded memory)."""
+
 KernelTimes = Callable[[], Mapping[str, Mapping[str, Any]]]
+
+
+class LateLosses(Protocol):
+    """A round's mean losses on their way from a device (``collect.PendingLosses``)."""
+
+    def ready(self) -> bool:
+        """Whether they have arrived (never waits)."""
+
+    def values(self) -> Mapping[str, float]:
+        """The losses by name (waits for them)."""
+
+
+class _Arrived:
+    """Losses already on the host."""
+
+    def __init__(self, losses: Mapping[str, float]) -> None:
+        self.losses = losses
+
+    def ready(self) -> bool:
+        return True
+
+    def values(self) -> Mapping[str, float]:
+        return self.losses
 
 
 def exploration_rate(algorithm: Any, progress: float) -> float | None:
@@ -94,6 +121,8 @@ class RunLog:
         self._last_step = 0
         self._last_rate = 0.0
         self._last_kernels: dict[str, tuple[int, float]] = {}
+        self._late: deque[tuple[int, dict[str, float], dict[str, float], LateLosses]] = deque()
+        """Rows whose losses have not arrived yet: ``(step, figures before the losses, figures after, losses)``."""
         self._shown: deque[tuple[float, int]] = deque()
         """``(time, step)`` of recent progress displays, for the ETA's recent pace."""
         self.returns: deque[float] = deque(maxlen=RETURN_WINDOW)
@@ -133,17 +162,19 @@ class RunLog:
 
     def scalars(self, step: int, losses: Mapping[str, float], steps_per_second: float) -> dict[str, float]:
         """The figures of a ``train.csv`` row, by column name (empty figures left out)."""
-        row: dict[str, float] = {"episodes": self.episodes, "time_elapsed": time.monotonic() - self._started}
+        head, tail = self._figures(step, steps_per_second)
+        return _row(head, losses, tail)
+
+    def _figures(self, step: int, steps_per_second: float) -> tuple[dict[str, float], dict[str, float]]:
+        """A row's figures other than the losses: those before them and those after, by column name."""
+        head: dict[str, float] = {"episodes": self.episodes, "time_elapsed": time.monotonic() - self._started}
         if self.returns:
-            row["ep_rew_mean"] = sum(self.returns) / len(self.returns)
-            row["ep_len_mean"] = sum(self.lengths) / len(self.lengths)
+            head["ep_rew_mean"] = sum(self.returns) / len(self.returns)
+            head["ep_len_mean"] = sum(self.lengths) / len(self.lengths)
         rate = exploration_rate(self.algorithm, step / max(self.total_steps, 1))
         if rate is not None:
-            row["exploration_rate"] = rate
-        row.update({f"loss_{k}": float(v) for k, v in losses.items()})
-        row["steps_per_second"] = steps_per_second
-        row.update(self._kernel_ms())
-        return row
+            head["exploration_rate"] = rate
+        return head, {"steps_per_second": steps_per_second, **self._kernel_ms()}
 
     def _kernel_ms(self) -> dict[str, float]:
         """Mean milliseconds per call of each kernel since the previous row (kernels not called since: left out)."""
@@ -158,8 +189,24 @@ class RunLog:
             self._last_kernels[kernel] = (calls, total)
         return out
 
-    def train(self, step: int, losses: Mapping[str, float], steps_per_second: float) -> None:
-        row = self.scalars(step, losses, steps_per_second)
+    def train(self, step: int, losses: Mapping[str, float] | LateLosses, steps_per_second: float) -> None:
+        """A training round's row. Its figures are taken now; losses still on their way from a device
+        (:class:`LateLosses`) are read once they have arrived: the row is written then, at a later round's row or
+        at :meth:`close` (or, beyond :data:`MAX_LATE_ROWS` waiting rows, after waiting for the oldest). Rows keep
+        their order."""
+        late = _Arrived(losses) if isinstance(losses, Mapping) else losses
+        self._late.append((step, *self._figures(step, steps_per_second), late))
+        self._write_arrived(wait=len(self._late) > MAX_LATE_ROWS)
+
+    def _write_arrived(self, wait: bool, all_of_them: bool = False) -> None:
+        """Write the waiting rows whose losses have arrived, oldest first (``wait``: for the oldest, or for every
+        one with ``all_of_them``)."""
+        while self._late and (wait or self._late[0][3].ready()):
+            step, head, tail, late = self._late.popleft()
+            self._write_row(step, _row(head, late.values(), tail))
+            wait = all_of_them
+
+    def _write_row(self, step: int, row: Mapping[str, float]) -> None:
         if self.out_dir is not None:
             if self._train is None:
                 self._train_fields = ["step", *row]
@@ -213,6 +260,7 @@ class RunLog:
         return (self.total_steps - step) / steps_per_second if steps_per_second > 0 else None
 
     def close(self) -> None:
+        self._write_arrived(wait=True, all_of_them=True)
         if self.mode == "bar":
             self.stream.write("\n")
         elif self.mode == "lines" and self._first_step is not None:
@@ -221,6 +269,11 @@ class RunLog:
             f.close()
         if self._tb is not None:
             self._tb.close()
+
+
+def _row(head: Mapping[str, float], losses: Mapping[str, float], tail: Mapping[str, float]) -> dict[str, float]:
+    """A ``train.csv`` row's figures in column order: ``head``, the losses (``loss_<name>``), ``tail``."""
+    return {**head, **{f"loss_{k}": float(v) for k, v in losses.items()}, **tail}
 
 
 def _cell(value: float | None) -> str:

@@ -136,7 +136,7 @@ class SerialExecutor(SessionExecutor):
                     if acting.copied:
                         with timer(PARAM_SYNC):
                             acting.sync()
-                    log.train(steps, means.means(), rate())
+                    log.train(steps, means.pending(timer.events_of(LEARNER_UPDATE)), rate())
                     session.round_ended(steps, learner.gradient_steps, timer)
                 session.evaluate(steps - cfg.n_envs, steps, cfg.n_envs)
                 if session.due(steps):

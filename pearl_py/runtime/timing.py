@@ -26,8 +26,8 @@ from typing import Any
 
 import torch
 
-from pearl_py.protocol.kernel import LOOP_WORK
-from pearl_py.runtime.device_timing import EventLog, EventSource, cuda_events
+from pearl_py.protocol.kernel import LOOP_WORK, LOOP_WORK_LABEL, setup_timing
+from pearl_py.runtime.device_timing import DeviceEvents, EventLog, EventSource, cuda_events
 from pearl_py.runtime.kernel_devices import SimulatedKernel
 
 
@@ -47,14 +47,20 @@ class KernelTimer:
         self._logs: dict[str, EventLog] = {}
         for kernel, device in (devices or {}).items():
             device = torch.device(device)
-            if device.type == "cuda":
-                self._logs[kernel] = logs.setdefault(device, EventLog(events(device)))
+            if device.type == "cuda":  # the kernel's one-off setup is timed on the same device
+                log = logs.setdefault(device, EventLog(events(device)))
+                self._logs.update({kernel: log, setup_timing(kernel): log})
         self._devices = list(logs.values())
 
     @property
     def evented(self) -> frozenset[str]:
-        """Kernels timed with device events (on a CUDA device)."""
-        return frozenset(self._logs)
+        """Kernels timed with device events (on a CUDA device; their setups' entries too, not listed)."""
+        return frozenset(k for k in self._logs if setup_timing(k) in self._logs)
+
+    def events_of(self, kernel: str) -> DeviceEvents | None:
+        """The event factory of the device that times ``kernel`` (None: the host clock times it)."""
+        log = self._logs.get(kernel)
+        return log.events if log is not None else None
 
     @contextmanager
     def __call__(self, kernel: str, calls: int = 1) -> Iterator[None]:
@@ -124,7 +130,8 @@ def merge_kernel_times(parts: Iterable[Mapping[str, Mapping[str, Any]]],
     A kernel in ``simulated`` ran on a simulated device (the FPGA: executed on the CPU): its
     ``total_s`` is charged at its modelled latency per call, marked ``source: modelled`` and labelled
     (``label``: ``modelled (simulated FPGA)``), and the CPU's own time is kept as ``cpu_total_s``;
-    every other figure is measured (``label``: ``measured``).
+    ``LOOP_WORK`` is derived (``label``: :data:`LOOP_WORK_LABEL`); every other figure is measured (``label``:
+    ``measured``).
 
     Example::
 
@@ -145,6 +152,7 @@ def merge_kernel_times(parts: Iterable[Mapping[str, Mapping[str, Any]]],
             out[kernel] = {"calls": calls, "total_s": calls * charged.latency_s, "mean_s": charged.latency_s,
                            "source": "modelled", "label": charged.label, "cpu_total_s": seconds}
         else:
-            out[kernel] = {"calls": calls, "total_s": seconds, "mean_s": seconds / max(calls, 1), "source": "measured",
-                           "label": "measured"}
+            how = ("derived", LOOP_WORK_LABEL) if kernel == LOOP_WORK else ("measured", "measured")
+            out[kernel] = {"calls": calls, "total_s": seconds, "mean_s": seconds / max(calls, 1), "source": how[0],
+                           "label": how[1]}
     return out

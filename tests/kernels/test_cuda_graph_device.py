@@ -48,7 +48,10 @@ def test_capture_and_its_streams_are_on_the_learners_device(monkeypatch):
     batch = TensorBatch(torch.as_tensor(rng.standard_normal((4, 4), dtype=np.float32)), torch.tensor([0, 1, 0, 1]),
                         torch.ones(4), torch.as_tensor(rng.standard_normal((4, 4), dtype=np.float32)), torch.zeros(4),
                         torch.ones(4))
-    CudaGraphUpdate(learner)(batch)
+    update = CudaGraphUpdate(learner)
+    assert update.sets_up_next()        # the first call captures: the run times it as the update's setup
+    update(batch)
+    assert not update.sets_up_next()    # DQN's one loss set is captured: every later call replays
     assert asked[0] == ("device", CUDA1)
     assert {where for what, where in asked if what in ("stream", "current")} == {CUDA1}
     assert asked[-1] == ("replay", None)

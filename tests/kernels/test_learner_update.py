@@ -13,7 +13,9 @@ from kernel_helpers import assert_same_run, batch_stream, twin_learners
 import pearl_py as pearl
 from pearl_py.algorithms.off_policy.learner import Learner
 from pearl_py import kernels
-from pearl_py.kernels.learner_update import make_compiled, make_functional
+from pearl_py.kernels.learner_update import FusedUpdate, make_compiled, make_functional
+from pearl_py.runtime.collect import gradient_step, update_timing
+from pearl_py.runtime.timing import KernelTimer
 
 SMALL = {"batch_size": 32, "net_arch": [32, 32]}
 
@@ -101,3 +103,28 @@ def test_set_learning_rate_follows_the_schedule_in_every_optimizer():
     assert learner.set_learning_rate(0.25) == pytest.approx(2.5e-4) == learner.learning_rate
     assert {g["lr"] for opt in learner.optimizers.values() for g in opt.param_groups} == {learner.learning_rate}
     assert learner.set_learning_rate(-0.5) == 0.0          # held at 0 after the end
+
+
+class _Batches:
+    """A uniform replay handing out prepared batches (tensors, so ``gradient_step`` uses them as they are)."""
+
+    prioritized = False
+
+    def __init__(self, batches) -> None:
+        self.batches = iter(batches)
+
+    def sample(self, batch_size, beta):
+        return next(self.batches)
+
+
+def test_a_steps_compile_is_timed_as_the_updates_setup_not_as_an_update():
+    """The first call of each loss set compiles (here: TD3's critic step, then its delayed actor step); the timer
+    charges those calls to ``learner_update_setup``, and the update's calls are the replays only."""
+    algo = td3()
+    update = FusedUpdate(twin_learners(algo)[0], lambda step: step)   # a 'compile' that returns the step as is
+    timer, replay = KernelTimer(), _Batches(batch_stream(algo, n=5))
+    for _ in range(5):
+        gradient_step(replay, update, algo.config.batch_size, 0.4, torch.device("cpu"), timer)
+    times = timer.summary()
+    assert times["learner_update_setup"]["calls"] == 2 and times["learner_update"]["calls"] == 3
+    assert update_timing(make_functional(twin_learners(algo)[0])) == "learner_update"  # nothing compiled, no setup

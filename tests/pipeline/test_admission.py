@@ -181,3 +181,17 @@ def test_a_synchronous_plan_counts_its_actors_the_shared_rollout_and_no_learner_
     assert admission.memory_bytes - admission.shm_bytes == (footprint.networks.bytes + footprint.batch.bytes
                                                             + footprint.storage.bytes
                                                             + 2 * (0.2 * GB + footprint.acting_bytes))
+
+
+def test_a_plan_whose_gpu_buffers_exceed_the_gpus_free_memory_is_refused_naming_the_kernels():
+    algo = tiny(buffer_size=100_000)
+    plan = pearl.Plan.single_device(algo.protocol(serialized=True), device="gpu0", kind="gpu")
+    replay = algo.replay_bytes(whole_observations=True)
+    with pytest.raises(ConfigError) as refused:
+        admit_plan(plan, algo, machine=machine(gpu_free_bytes={0: replay / 2}))
+    message = str(refused.value)
+    assert message.startswith("hyperparameters.buffer_size: the replay on the GPU would take")
+    assert f"more than the {replay / 2 / 1e6:.3g} MB free on gpu0 (cuda:0, torch.cuda.mem_get_info) for " \
+           "replay_insert, replay_sample, learner_update" in message
+    assert admit_plan(plan, algo, machine=machine(gpu_free_bytes={0: 2 * replay})).processes == 1
+    assert admit_plan(plan, algo, machine=machine()).processes == 1   # no CUDA here: check_runnable refuses it

@@ -156,12 +156,14 @@ class OffPolicyAlgorithm(BaseAlgorithm):
             return FrameReplayBuffer(**self._frame_settings(), seed=seed, shared_name=shared_name)
         return ReplayBuffer(**self._replay_settings(), alpha=self.config.alpha, seed=seed, shared_name=shared_name)
 
-    def replay_bytes(self) -> int:
-        """Bytes of the storage :meth:`make_replay` allocates (computed from the config; nothing allocated)."""
+    def replay_bytes(self, whole_observations: bool = False) -> int:
+        """Bytes of the storage :meth:`make_replay` allocates (computed from the config; nothing allocated).
+        ``whole_observations``: a replay that stores every observation whole, as one on a GPU does (no frame ring:
+        a frame-stacked observation takes its whole stack, about 8x the ring's bytes with both observations)."""
         from pearl_py.replay import ReplayBuffer
         from pearl_py.replay.frames import FrameReplayBuffer
 
-        if self.uses_frame_replay():
+        if self.uses_frame_replay() and not whole_observations:
             return FrameReplayBuffer.storage_bytes(**self._frame_settings())
         return ReplayBuffer.storage_bytes(**self._replay_settings())
 

@@ -32,9 +32,15 @@ class TensorBatch:
 
     @classmethod
     def from_numpy(cls, batch, device: torch.device) -> TensorBatch:
-        """From a :class:`pearl_py.replay.SampleBatch` (numpy arrays), without copying on CPU."""
+        """From a :class:`pearl_py.replay.SampleBatch` (numpy arrays), without copying on CPU. To an accelerator each
+        array is staged in pinned host memory first, so its upload is asynchronous (from pageable memory the copy
+        would hold the host until it is done)."""
+        device = torch.device(device)
+        on_host = device.type == "cpu"
+
         def t(a: np.ndarray) -> torch.Tensor:
-            return torch.from_numpy(np.ascontiguousarray(a)).to(device, non_blocking=True)
+            host = torch.from_numpy(np.ascontiguousarray(a))
+            return host if on_host else host.pin_memory().to(device, non_blocking=True)
 
         return cls(t(batch.obs), t(batch.actions), t(batch.rewards), t(batch.next_obs), t(batch.dones),
                    t(batch.weights))

@@ -49,6 +49,8 @@ into the shared rollout."""
 
 SERVICES = ("replay", INFERENCE)
 """Server processes with a timing row each, after the actors' rows."""
+BUILT_BYTES = 32
+"""Room for the name of the device a server built its part on (``cuda:0``), UTF-8."""
 
 _FLAGS = ("limit", "stop", "consumed", "completed", "applied", "pause", "paused")
 
@@ -91,6 +93,7 @@ class ControlBlock:
         self._ready = storage["ready"]
         self._seconds = storage["seconds"]
         self._calls = storage["calls"]
+        self._built = storage["built"]
         self.actors = int(storage.layout.meta["actors"])
 
     @classmethod
@@ -100,7 +103,8 @@ class ControlBlock:
                             "finished": (np.int64, (actors,)), "lag": (np.int64, (actors,)),
                             "ready": (np.int64, (actors,)),
                             "seconds": (np.float64, (rows, len(KERNELS))),
-                            "calls": (np.int64, (rows, len(KERNELS)))}, {"actors": actors})
+                            "calls": (np.int64, (rows, len(KERNELS))),
+                            "built": (np.uint8, (len(SERVICES), BUILT_BYTES))}, {"actors": actors})
         return cls(Storage.create(layout, shared=True, name=name))
 
     @classmethod
@@ -176,6 +180,18 @@ class ControlBlock:
             j = KERNELS.index(kernel)
             self._seconds[row, j] = seconds
             self._calls[row, j] = timer.calls[kernel]
+
+    def set_built_on(self, service: str, device: str) -> None:
+        """Server ``service`` built its part on ``device`` (``device_of`` what it built): the result's
+        ``executed_on`` reads it rather than the plan."""
+        raw = np.frombuffer(device.encode()[:BUILT_BYTES], np.uint8)
+        row = self._built[SERVICES.index(service)]
+        row[:] = 0
+        row[:len(raw)] = raw
+
+    def built_on(self, service: str) -> str | None:
+        """The device server ``service`` reported building its part on (None: it has not reported)."""
+        return bytes(self._built[SERVICES.index(service)]).rstrip(b"\0").decode() or None
 
     def kernel_times(self) -> dict[str, dict[str, float]]:
         """Per-kernel ``{calls, total_s}`` summed over actors and servers."""

@@ -60,7 +60,7 @@ from pearl_py.runtime.kernel_devices import (
     timing_devices,
 )
 from pearl_py.runtime.parallel.actor import ActorSpec, ring_fields
-from pearl_py.runtime.parallel.control import ControlBlock
+from pearl_py.runtime.parallel.control import SERVICES, ControlBlock
 from pearl_py.runtime.parallel.feed import RingFeed
 from pearl_py.runtime.parallel.interrupts import RunInterrupted, StopSignals
 from pearl_py.runtime.parallel.learner_loop import LearnerLoop, LoopParts, StopRequested
@@ -120,7 +120,7 @@ class ParallelExecutor(SessionExecutor):
         """The learner of the current (or last) run; ``learner.gradient_steps`` shows its progress."""
         self._pool: ActorPool | None = None
         self._replay_device = "cpu"
-        """Where the current run's replay lives (device_of its buffer)."""
+        """Where the current run's replay lives when the learner holds it (device_of its buffer)."""
         self._services: dict[str, Service] = {}
 
     @property
@@ -167,11 +167,13 @@ class ParallelExecutor(SessionExecutor):
             progress.max_policy_lag = max(progress.max_policy_lag, parts.control.max_policy_lag)
             times = merge_kernel_times([progress.kernel_times, timer.summary(), parts.control.kernel_times()],
                                        layout.simulated)
-        executed_on = {k: "cpu" for k in self.plan.placements}  # actors, servers and simulated kernels: the host
+            served = {service: parts.control.built_on(service) or "not reported" for service in SERVICES}
+        replay_device = served["replay"] if layout.replay == "server" else self._replay_device
+        executed_on = {k: "cpu" for k in self.plan.placements}  # actors and simulated kernels: the host
         executed_on.update({LEARNER_UPDATE: device_of(learner.nets), PARAM_SYNC: device_of(learner.nets),
-                            **{k: self._replay_device for k in self.plan.placements if k in REPLAY_KERNELS}})
-        if layout.inference == "central":
-            executed_on[INFERENCE] = str(layout.inference_device)
+                            **{k: replay_device for k in self.plan.placements if k in REPLAY_KERNELS}})
+        if layout.inference == "central":  # what the servers built, as they reported it
+            executed_on[INFERENCE] = served[INFERENCE]
         return session.result(env_steps=progress.transitions, executed_on=executed_on,
                               gradient_steps=learner.gradient_steps,
                               eval_returns=session.final_evaluation(learner.nets, learner.device),
@@ -202,7 +204,6 @@ class ParallelExecutor(SessionExecutor):
         base_seed = session.env_seed
         done = progress.transitions // n
         stack.callback(self._services.clear)
-        self._replay_device = "cpu"  # a replay server keeps the numpy buffer in shared memory
         if layout.replay == "server":
             replay, self._services["replay server"] = start_replay_server(
                 stack, prefix, algo, control, rings, schedule=schedule, seed=self.seed, errors=errors,

@@ -39,6 +39,7 @@ from pearl_py.algorithms.off_policy.base import Algorithm
 from pearl_py.protocol.kernel import INFERENCE
 from pearl_py.protocol.schedule import TrainSchedule
 from pearl_py.runtime.collect import PARAM_READ
+from pearl_py.runtime.kernel_devices import device_of
 from pearl_py.runtime.parallel.control import ControlBlock
 from pearl_py.runtime.parallel.params import ParamBoard
 from pearl_py.runtime.parallel.process import Doorbell, child_process
@@ -158,6 +159,7 @@ class InferenceServer:
                                    device_class=kernels.device_class(device))
         self.timer = KernelTimer({INFERENCE: device, PARAM_READ: device})  # CUDA events for a server on a GPU
         self.row = control.service_row(INFERENCE)
+        control.set_built_on(INFERENCE, device_of(nets))
 
     def serve(self) -> None:
         bell = self.links[0].server

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 
 from pearl_py.algorithms.off_policy.base import Algorithm
 from pearl_py.algorithms.off_policy.learner import Learner, TensorBatch, UpdateResult
-from pearl_py.protocol.kernel import PARAM_SYNC
+from pearl_py.protocol.kernel import LEARNER_UPDATE, PARAM_SYNC
 from pearl_py.protocol.schedule import TrainSchedule
 from pearl_py.runtime.collect import LossMeans, gradient_step, round_beta, round_progress_remaining
 from pearl_py.runtime.parallel.checkpoint import Progress
@@ -166,7 +166,8 @@ class LearnerLoop:
         while p.learner.gradient_steps < due:
             means.add(self._update(beta, step))
             self._check()
-        self.log.train(step * p.algorithm.config.n_envs, means.means(), self._rate())
+        self.log.train(step * p.algorithm.config.n_envs, means.pending(p.timer.events_of(LEARNER_UPDATE)),
+                       self._rate())
         p.session.round_ended(self.progress.transitions, p.learner.gradient_steps, p.timer)
         if p.periodic and p.session.due(self.progress.transitions):
             # the learner, the replay (every drained transition in it) and the counters so far; the actors run on

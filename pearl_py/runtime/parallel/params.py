@@ -29,9 +29,16 @@ from pearl_py.replay.storage import Layout, Storage
 
 
 def pack(flat: torch.Tensor, tensors: Iterable[torch.Tensor]) -> None:
-    """Copy ``tensors`` one after another into the front of the flat float32 ``flat`` (a publication's writes)."""
+    """Copy ``tensors`` one after another into the front of the flat float32 ``flat`` (a publication's writes).
+    Tensors on another device (a GPU learner's) are gathered there and copied in one transfer: a copy per tensor
+    would wait for the device once per tensor."""
+    tensors = list(tensors)
     offset = 0
     with torch.no_grad():
+        if any(t.device != flat.device for t in tensors):
+            gathered = torch.cat([t.reshape(-1) for t in tensors])
+            flat[:gathered.numel()].copy_(gathered)
+            return
         for tensor in tensors:
             n = tensor.numel()
             flat[offset:offset + n].copy_(tensor.reshape(-1))

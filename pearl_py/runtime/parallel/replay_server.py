@@ -43,6 +43,7 @@ from pearl_py.replay import ReplayBuffer
 from pearl_py.replay.restore import replay_from_state
 from pearl_py.runtime.collect import round_beta
 from pearl_py.runtime.parallel.checkpoint import load_checkpoint
+from pearl_py.runtime.kernel_devices import device_of
 from pearl_py.runtime.parallel.control import ControlBlock
 from pearl_py.runtime.parallel.feed import RingFeed
 from pearl_py.runtime.parallel.process import Doorbell, child_process
@@ -135,6 +136,7 @@ class ReplayServer:
         self.timer = KernelTimer()
         self.feed = RingFeed(rings, replay, self.timer, self.n)
         self.row = control.service_row("replay")
+        control.set_built_on("replay", device_of(replay))
         self.consumed, self.sampled, self.applied = spec.consumed, spec.updates, spec.updates
         self.ahead = 1 if replay.prioritized and spec.strict else spec.prefetch
         """Batches that may be drawn beyond the updates whose priorities are in (uniform: done)."""

@@ -43,6 +43,7 @@ def test_actions_come_back_to_the_actor_that_asked():
     assert times["inference_request"]["calls"] == 401  # every vector step of both actors asked the server
     assert times["inference"]["calls"] == 201  # rounds: 200 with both actors, then actor 0's last step alone
     assert result.layout["inference"] == "central on cpu (one server process, batched over the actors)"
+    assert result.executed_on["inference"] == "cpu"  # as the server reported building its networks
 
 
 def test_rounds_batch_actors_in_order_and_exploration_follows_the_seed(tmp_path):

@@ -156,3 +156,19 @@ def test_learner_crash_writes_a_checkpoint_and_reraises(tmp_path):
     ckpt = load_checkpoint(tmp_path / "checkpoint")
     assert ckpt.learner["gradient_steps"] == executor.learner.gradient_steps >= 10
     assert ckpt.progress.transitions >= 250
+
+
+def test_a_server_reports_the_device_it_built_on_through_the_control_block():
+    """The result's ``executed_on`` of a served replay or central inference is what the server process built."""
+    from pearl_py.runtime.parallel.control import ControlBlock
+
+    block = ControlBlock.create(actors=1, name=f"pearl-built-{os.getpid()}")
+    try:
+        assert block.built_on("inference") is None       # not reported yet
+        peer = ControlBlock.attach(block.name)            # the server's side
+        peer.set_built_on("inference", "cuda:1")
+        peer.set_built_on("replay", "cpu")
+        peer.close()
+        assert (block.built_on("inference"), block.built_on("replay")) == ("cuda:1", "cpu")
+    finally:
+        block.close()

@@ -173,6 +173,8 @@ def test_plan_with_replay_on_another_device_runs_a_server_that_reports_its_kerne
     assert times["replay_insert"]["calls"] == 500 and times["replay_insert"]["source"] == "modelled"
     assert times["replay_sample"]["calls"] == times["priority_update"]["calls"] == result.gradient_steps
     assert times["replay_wait"]["calls"] == result.gradient_steps
+    # the server reported where it built the replay (the host, emulating the FPGA), not copied from the plan
+    assert {result.executed_on[k] for k in ("replay_insert", "replay_sample", "priority_update")} == {"cpu"}
     episodes = (tmp_path / "episodes.csv").read_text().splitlines()
     assert result.episodes == len(episodes) - 1 > 0
 

@@ -98,3 +98,24 @@ def test_param_board_moves_weights_and_reports_nothing_new():
         reader.close()
     finally:
         board.close()
+
+
+def test_a_gpu_learners_parameters_are_published_in_one_transfer(monkeypatch):
+    """Tensors on another device than the board (a GPU's; here ``meta``) are gathered there and copied to the board
+    once, not once per tensor (each copy would wait for the device)."""
+    from pearl_py.runtime.parallel.params import pack
+
+    gathered: list[int] = []
+    cat = torch.cat
+
+    def gather(tensors):
+        gathered.append(len(tensors))
+        return torch.arange(sum(t.numel() for t in tensors), dtype=torch.float32)  # what the device would hold
+
+    monkeypatch.setattr(torch, "cat", gather)
+    flat = torch.zeros(8)
+    pack(flat, [torch.empty(2, 2, device="meta"), torch.empty(3, device="meta")])
+    assert gathered == [2] and flat.tolist() == [0, 1, 2, 3, 4, 5, 6, 0]
+    monkeypatch.setattr(torch, "cat", cat)
+    pack(flat, [torch.ones(2), torch.full((1,), 2.0)])   # on the board's own device: copied as they are
+    assert gathered == [2] and flat.tolist()[:3] == [1, 1, 2]
