@@ -26,6 +26,7 @@ from pearl_py.algorithms.off_policy.base import Algorithm
 from pearl_py.config.yaml_source import KeyPath, YamlDocument
 from pearl_py.errors import ConfigError, UserError
 from pearl_py.plan import Placement, Plan
+from pearl_py.plan_file import load_plan
 from pearl_py.platform import Platform
 from pearl_py.platform.kinds import device_kind
 from pearl_py.platform.local import usable_cores
@@ -50,8 +51,9 @@ class PlanSource:
 
 
 def load_checked_plan(path: str | Path, algorithm: Algorithm) -> Plan:
-    """Read the plan file at ``path`` (:meth:`Plan.load`) and check it for ``algorithm`` (:func:`check_plan`)."""
-    plan = Plan.load(path)
+    """Read the plan file at ``path`` (:func:`~pearl_py.plan_file.load_plan`) and check it for ``algorithm``
+    (:func:`check_plan`)."""
+    plan = load_plan(path)
     check_plan(plan, algorithm, PlanSource.of(path))
     return plan
 
