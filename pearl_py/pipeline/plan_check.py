@@ -142,8 +142,7 @@ def _check_variant(kernel: Kernel, placement: Placement, kind: str, where: KeyPa
     kernel."""
     from pearl_py.kernels import registry_of
 
-    runtime = device_kind(kind)
-    variant_class = "gpu" if runtime.runtime == "cuda" else ("cpu" if runtime.variant_class else None)
+    variant_class = device_kind(kind).variant_class
     # a network kernel is its algorithm family's code; the other kinds' implementations are shared
     registry = registry_of(getattr(kernel.workload, "family", "off_policy"))
     offered = {v.name: v for v in registry.variants(kernel.kind, variant_class)} if variant_class else {}
