@@ -272,11 +272,11 @@ def minatar_config(ctx: Context) -> tuple[str, str]:
 
 def run_figures(out: Path) -> dict[str, Any]:
     """A run folder's plan, per-kernel and whole-run predicted against measured, and energy."""
-    from pearl_py.plan import Plan
+    from pearl_py.plan_file import load_plan
     from pearl_py.report.measured import kernel_rows
 
     result = json.loads((out / "result.json").read_text())
-    plan = Plan.load(out / "plan.yaml")
+    plan = load_plan(out / "plan.yaml")
     whole = plan.prediction.run if plan.prediction is not None else None
     devices = result.get("energy", {}).get("devices", {})
     joules = sum(d["joules"] for d in devices.values())

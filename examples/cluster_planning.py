@@ -40,7 +40,7 @@ def main() -> None:
           f"modelled), bottleneck {sim.bottleneck}, {sim.power_w:,.0f} W, {sim.samples_per_j:,.1f} samples/J")
     busiest = list(sim.utilization.items())[:5]
     print("simulated utilization: " + ", ".join(f"{name} {u:.0%}" for name, u in busiest))
-    paths = with_simulation(plan, sim).export(args.out)
+    paths = pearl.export_plan(with_simulation(plan, sim), args.out)
     print(f"wrote {paths['html']} (with the simulated timeline)")
 
 

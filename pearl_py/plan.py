@@ -17,9 +17,9 @@ Example::
     ('gpu', 'overlapped', 'fpga')
     >>> round(plan.prediction.samples_per_s), plan.prediction.cost(LEARNER_UPDATE, "gpu").source
     (35531, 'modelled')
-    >>> sorted(p.name for p in plan.export("out/plan").values())
+    >>> sorted(p.name for p in pearl.export_plan(plan, "out/plan").values())
     ['plan.json', 'plan.yaml', 'prediction.json', 'report.html', 'report.md']
-    >>> Plan.load("out/plan/plan.yaml") == plan      # the prediction is read back from beside it
+    >>> pearl.load_plan("out/plan/plan.yaml") == plan      # the prediction is read back from beside it
     True
 """
 from __future__ import annotations
@@ -30,12 +30,17 @@ import types
 import typing
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from pearl_py.errors import PlanningError
-from pearl_py.plan_file import FORMAT, MODES, load_plan
 from pearl_py.protocol.kernel import KernelKind
+
+MODES = ("serialized", "overlapped", "synchronous")
+"""A plan's protocol modes: stages one after another (the serial executor), collection beside training (the
+off-policy parallel runtime), or collection over actors then learning, alternating (the on-policy parallel
+runtime)."""
+FORMAT = 2
+"""plan.yaml's format: 2 keeps the prediction beside the plan (1, the first, held it under ``predicted``)."""
 
 
 @dataclass(frozen=True)
@@ -413,21 +418,6 @@ class Plan:
                    prediction=Prediction.from_dict(prediction) if prediction else None,
                    made_for=MadeFor(made_for["algorithm"], made_for["env"], tuple(made_for["kernels"]))
                    if made_for else None)
-
-    def export(self, directory: str | Path, run: dict[str, Any] | None = None) -> dict[str, Path]:
-        """Write ``plan.yaml``, ``prediction.json``, ``plan.json``, ``report.md`` and ``report.html`` (each atomically).
-
-        ``run``: a run's result.json data; the reports then set what was measured beside the predictions.
-        """
-        from pearl_py.report.export import export_plan
-
-        return export_plan(self, Path(directory), run)
-
-    @classmethod
-    def load(cls, path: str | Path) -> Plan:
-        """Read a ``plan.yaml`` or ``plan.json`` written by :meth:`export` (a ``prediction.json`` beside a
-        plan.yaml is read with it); a mistake raises a ConfigError naming ``file:line: key``."""
-        return load_plan(cls, Path(path))
 
 
 def platform_kinds(platform: str, devices: list[str]) -> dict[str, str]:

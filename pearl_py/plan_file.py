@@ -6,7 +6,7 @@ inline under ``predicted``) is refused: make it again with ``pearl plan``.
 
 Example::
 
-    >>> plan = load_plan(Plan, Path("out/plan/plan.yaml"))
+    >>> plan = load_plan("out/plan/plan.yaml")      # pearl.load_plan
     >>> plan.prediction is not None           # out/plan/prediction.json was read with it
     True
 """
@@ -14,20 +14,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pearl_py.config.yaml_source import YamlDocument
 from pearl_py.errors import ConfigError, UserError
+from pearl_py.plan import FORMAT, MODES, Plan
 
-if TYPE_CHECKING:
-    from pearl_py.plan import Plan
-
-MODES = ("serialized", "overlapped", "synchronous")
-"""A plan's protocol modes: stages one after another (the serial executor), collection beside training (the
-off-policy parallel runtime), or collection over actors then learning, alternating (the on-policy parallel
-runtime)."""
-FORMAT = 2
-"""plan.yaml's format: 2 keeps the prediction beside the plan (1, the first, held it under ``predicted``)."""
 PREDICTION_FILE = "prediction.json"
 TOP_KEYS = ("format", "platform", "objective", "solver", "mode", "devices", "placements", "made_for", "prediction")
 MADE_FOR_KEYS = ("algorithm", "env", "kernels")
@@ -35,8 +27,10 @@ MADE_FOR_KEYS = ("algorithm", "env", "kernels")
 PLACEMENT_KEYS = ("device", "variant", "replicas")
 
 
-def load_plan(cls: type[Plan], path: Path) -> Plan:
-    """Validate and read the plan file at ``path``; see the module docstring."""
+def load_plan(path: str | Path) -> Plan:
+    """Validate and read the ``plan.yaml`` or ``plan.json`` at ``path`` (a ``prediction.json`` beside a plan.yaml
+    is read with it); a mistake raises a ConfigError naming ``file:line: key``."""
+    path = Path(path)
     doc = YamlDocument.load(path)  # JSON is YAML too
     data = doc.data
     if not isinstance(data, dict):
@@ -84,7 +78,7 @@ def load_plan(cls: type[Plan], path: Path) -> Plan:
         if beside.is_file():
             data = {**data, "prediction": _read_prediction(beside)}
     try:
-        return cls.from_dict(data)
+        return Plan.from_dict(data)
     except UserError as exc:  # from_dict looks up on the platform the kinds of devices the file leaves out
         kinds = data.get("devices", {})
         unplaced = [k for k, entry in placements.items() if entry["device"] not in kinds]

@@ -1,4 +1,4 @@
-"""docs/extending.md's six examples run as written, each in a fresh process (registries are process-wide)."""
+"""docs/extending.md's seven examples run as written, each in a fresh process (registries are process-wide)."""
 from __future__ import annotations
 
 import os
@@ -16,7 +16,8 @@ EXAMPLES = {"1. A new algorithm family": "hill climbing: eval return",
             "3. A new device kind": "learner_update on the NPU",
             "4. A new kernel variant": "learner_update ran 'foreach'",
             "5. A new env family": "noisy/CartPole-v1 (4,): eval return",
-            "6. A new run-level feature": "round boundaries seen by the session"}
+            "6. A new run-level feature": "round boundaries seen by the session",
+            "7. A new device runtime": "learner_update is placed on xpu1 (a xpu device), but this machine has no XPU"}
 
 
 def example(heading: str) -> str:

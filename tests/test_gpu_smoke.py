@@ -66,5 +66,5 @@ def test_the_smoke_plans_put_learner_inference_and_replay_on_the_gpu_and_this_co
         pinned = module.ON_GPU_ON_POLICY if on_policy else module.ON_GPU
         assert {k for k, p in plan.placements.items() if p.device == "gpu0"} >= set(pinned) & set(plan.placements)
         monkeypatch.setattr(torch.cuda, "is_available", lambda: True)  # as on the GPU machine
-        assert plan_problems(plan, cuda_devices=1, family=algorithm.family) == []
+        assert plan_problems(plan, device_counts={"cuda": 1}, family=algorithm.family) == []
         monkeypatch.setattr(torch.cuda, "is_available", lambda: False)

@@ -94,7 +94,3 @@ class Networks(nn.Module):
     def acting_state(self, names: Iterable[str]) -> dict[str, torch.Tensor]:
         """Flat state dict of the networks actors need (what ``param_sync`` moves)."""
         return {f"{n}.{k}": v for n in names for k, v in self.online[n].state_dict().items()}
-
-
-def count_bytes(tensors: Iterable[torch.Tensor]) -> int:
-    return sum(t.numel() * t.element_size() for t in tensors)

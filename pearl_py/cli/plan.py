@@ -29,6 +29,7 @@ def plan_main(config_path: str, platform: str, objective: str, out: str | None, 
     from pearl_py.pipeline.planning import cluster_plan
     from pearl_py.platform import Platform
     from pearl_py.report.content import optimality_sentence
+    from pearl_py.report.export import export_plan
     from pearl_py.run_config import load_config
 
     config = load_config(config_path)
@@ -41,7 +42,7 @@ def plan_main(config_path: str, platform: str, objective: str, out: str | None, 
     else:
         result = plan(algo, Platform.load(platform), objective=objective, horizon=config.settings.total_steps,
                       estimator=Estimator(dedicated=dedicated))
-    paths = result.export(directory)
+    paths = export_plan(result, directory)
     print(f"wrote {directory}/" + ", ".join(p.name for p in paths.values()))
     f = result.prediction.figures
     print(f"{f.samples_per_s:,.0f} samples/s, {f.samples_per_j:,.1f} samples/J, {f.power_w:,.0f} W ({result.solver})")

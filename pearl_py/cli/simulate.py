@@ -29,8 +29,9 @@ def simulate_main(config_path: str, platform: str, plan_path: str | None, out: s
     from pearl_py.pipeline.admission import admit_config
     from pearl_py.pipeline.outputs import check_output_dir
     from pearl_py.pipeline.plan_check import PlanSource, check_plan
-    from pearl_py.plan import Plan
+    from pearl_py.plan_file import load_plan
     from pearl_py.platform import Platform
+    from pearl_py.report.export import export_plan
     from pearl_py.run_config import load_config
     from pearl_py.simulate.inputs import simulate_plan, with_simulation
 
@@ -42,7 +43,7 @@ def simulate_main(config_path: str, platform: str, plan_path: str | None, out: s
     if plan_path is None:
         chosen = make_plan(algo, target, objective="throughput")
     else:
-        chosen = Plan.load(plan_path)
+        chosen = load_plan(plan_path)
         if chosen.platform != target.name:
             raise UserError(f"{plan_path}: the plan was made for platform {chosen.platform!r}, not {target.name!r}")
         check_plan(chosen, algo, PlanSource.of(plan_path), runs_here=False)
@@ -55,7 +56,7 @@ def simulate_main(config_path: str, platform: str, plan_path: str | None, out: s
           f"{result.power_w:,.0f} W average")
     busiest = list(result.utilization.items())[:SHOWN]
     print("simulated utilization: " + ", ".join(f"{name} {100 * u:.0f}%" for name, u in busiest))
-    paths = with_simulation(chosen, result).export(directory) if chosen.prediction is not None \
-        else chosen.export(directory)
+    paths = export_plan(with_simulation(chosen, result), directory) if chosen.prediction is not None \
+        else export_plan(chosen, directory)
     print(f"wrote {directory}/" + ", ".join(p.name for p in paths.values()))
     return 0

@@ -7,7 +7,7 @@ Example::
     ...                   objective="power", constraints={"power_cap_w": 400})
     >>> plan.placements[REPLAY_SAMPLE].device, round(plan.prediction.samples_per_j)
     ('fpga', 806)
-    >>> plan.export("out/plan")          # plan.yaml, prediction.json, plan.json, report.md, report.html
+    >>> pearl.export_plan(plan, "out/plan")          # plan.yaml, prediction.json, plan.json, report.md, report.html
     >>> top = pearl.ranked_plans(pearl.DQN("CartPole-v1"), pearl.Platform.local(), k=3)  # best first
     >>> [(p.placements[INFERENCE].variant, p.placements[LEARNER_UPDATE].variant) for p in top]
     [('fused', 'fused'), ('reference', 'fused'), ('fused', 'reference')]

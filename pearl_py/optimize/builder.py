@@ -322,7 +322,7 @@ def build_problem(protocol: ProtocolGraph, platform: Platform, estimator: CostMo
                 if note:
                     notes[kernel.name].append(note)
     tasks = tuple(Task(k.name, k.rate, k.replicable, constraints.pin.get(k.name), k.kind.stage) for k in kernels)
-    colocations = _device_storage(kernels, [d for d in chosen if device_kind(d.kind).runtime == "cuda"])
+    colocations = _device_storage(kernels, [d for d in chosen if not device_kind(d.kind).device_runtime.on_host])
     edges = tuple(Edge(src, dst, float(nbytes), float(rate)) for src, dst, nbytes, rate in protocol.edges())
     physical = {m for d in devices.values() for m in d.physical}
     links, routes = _routes(platform, physical)
@@ -335,8 +335,9 @@ def build_problem(protocol: ProtocolGraph, platform: Platform, estimator: CostMo
 
 
 def _device_storage(kernels: list[Kernel], gpus: list) -> tuple[Colocation, ...]:
-    """The replay on a GPU is a ``TorchReplayBuffer`` in the learner's process (pearl_py.runtime.device_replay):
-    its kernels go to a GPU together and with the learner (docs/optimizer.md)."""
+    """The replay on a GPU (``gpus``: the devices whose runtime is off the host) is a ``TorchReplayBuffer`` in the
+    learner's process (pearl_py.runtime.device_replay): its kernels go to a GPU together and with the learner
+    (docs/optimizer.md)."""
     replay = tuple(k.name for k in kernels if k.kind in REPLAY_KINDS)
     learner = next((k.name for k in kernels if k.kind == LEARNER_UPDATE), None)
     if not replay or not gpus:

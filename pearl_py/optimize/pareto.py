@@ -35,11 +35,6 @@ class ParetoPoint:
     power_w: float
     assignment: Assignment
 
-    def to_dict(self) -> dict:
-        return {"samples_per_s": self.samples_per_s, "samples_per_j": self.samples_per_j, "power_w": self.power_w,
-                "assignment": {k: {"device": c.device, "variant": c.variant, "replicas": c.replicas}
-                               for k, c in self.assignment.items()}}
-
 
 def _point(sol: Solution) -> ParetoPoint:
     p = sol.performance

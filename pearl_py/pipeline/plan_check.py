@@ -26,6 +26,7 @@ from pearl_py.algorithms.off_policy.base import Algorithm
 from pearl_py.config.yaml_source import KeyPath, YamlDocument
 from pearl_py.errors import ConfigError, UserError
 from pearl_py.plan import Placement, Plan
+from pearl_py.plan_file import load_plan
 from pearl_py.platform import Platform
 from pearl_py.platform.kinds import device_kind
 from pearl_py.platform.local import usable_cores
@@ -50,8 +51,9 @@ class PlanSource:
 
 
 def load_checked_plan(path: str | Path, algorithm: Algorithm) -> Plan:
-    """Read the plan file at ``path`` (:meth:`Plan.load`) and check it for ``algorithm`` (:func:`check_plan`)."""
-    plan = Plan.load(path)
+    """Read the plan file at ``path`` (:func:`~pearl_py.plan_file.load_plan`) and check it for ``algorithm``
+    (:func:`check_plan`)."""
+    plan = load_plan(path)
     check_plan(plan, algorithm, PlanSource.of(path))
     return plan
 
@@ -140,8 +142,7 @@ def _check_variant(kernel: Kernel, placement: Placement, kind: str, where: KeyPa
     kernel."""
     from pearl_py.kernels import registry_of
 
-    runtime = device_kind(kind)
-    variant_class = "gpu" if runtime.runtime == "cuda" else ("cpu" if runtime.variant_class else None)
+    variant_class = device_kind(kind).variant_class
     # a network kernel is its algorithm family's code; the other kinds' implementations are shared
     registry = registry_of(getattr(kernel.workload, "family", "off_policy"))
     offered = {v.name: v for v in registry.variants(kernel.kind, variant_class)} if variant_class else {}

@@ -28,6 +28,7 @@ from pearl_py.pipeline.plan_check import PlanSource
 from pearl_py.pipeline.planning import PLAN_WORDS, candidate_plans, cluster_plan, resolve_plan
 from pearl_py.plan import Plan
 from pearl_py.platform import Platform
+from pearl_py.report.export import export_plan
 from pearl_py.report.run_files import run_record
 from pearl_py.runtime.checkpoints import CheckpointOptions
 from pearl_py.runtime.kernel_devices import check_runnable
@@ -177,7 +178,7 @@ def train(algorithm: BaseAlgorithm, total_steps: int, seed: int = 0, *,
         if folder is not None:
             folder.clear()  # every check passed: an earlier run's files go (with overwrite)
         if out_dir is not None and resolved.prediction is not None and not continues:
-            resolved.export(out_dir)  # the plan is on disk before the run: `--resume` finds it after a stop
+            export_plan(resolved, out_dir)  # the plan is on disk before the run: `--resume` finds it after a stop
         local = Platform.local() if backend == "local" else None  # Ray's workers run on the cluster's counters
         meter = run_meter(resolved, local) if local is not None else None
         with meter if meter is not None else contextlib.nullcontext():
@@ -190,7 +191,7 @@ def train(algorithm: BaseAlgorithm, total_steps: int, seed: int = 0, *,
             save_trained(out_dir, algorithm, executor, result)
             result.save(out_dir / "result.json")
             if resolved.prediction is not None:
-                resolved.export(out_dir, run=run_record(out_dir, result.to_dict()))
+                export_plan(resolved, out_dir, run=run_record(out_dir, result.to_dict()))
         return result
 
 

@@ -34,7 +34,8 @@ from pearl_py.platform.counters import (
     nvml_reader,
     rapl_reader,
 )
-from pearl_py.platform.kinds import cuda_index, device_kind
+from pearl_py.platform.kinds import device_kind
+from pearl_py.platform.runtimes import device_index
 
 
 def cuda_uuid(index: int) -> str | None:
@@ -58,7 +59,7 @@ def local_readers(platform: Any, rapl: RaplCounter | None = None, nvml: NvmlCoun
             readers[device.name] = rapl_reader(rapl)
         elif runtime == "cuda":
             nvml = nvml if nvml is not None else NvmlCounter()
-            index = cuda_index(device.name)
+            index = device_index(device.name)
             match = nvml.device_for(uuid_of(index), index)
             status = nvml.status(match)
             readers[device.name] = nvml_reader(nvml, match) if status.measured else \

@@ -4,10 +4,10 @@ A :class:`DeviceKind` says everything a stage needs to know about a kind of devi
 dataclass its catalogue entries validate into (and the catalogue section that holds them), how
 the estimator costs kernels on it (``calibrated`` where this machine was profiled — its CPU and
 its CUDA GPUs — and the roofline elsewhere, ``roofline`` only, or ``hls``: the FPGA HLS-style model), which kernel
-variants of :mod:`pearl_py.kernels` run on it (their device class), what it is at run time
-(``cpu`` a host process, ``cuda`` a torch device, ``simulated``: runs on the host CPU and is
-charged its modelled time) and the Ray resource it maps to. A new kind of device is one
-:func:`register` call plus its catalogue YAML (docs/extending.md).
+variants of :mod:`pearl_py.kernels` run on it (their device class), what it is at run time (the name of a
+registered :class:`~pearl_py.platform.runtimes.DeviceRuntime`: ``cpu`` a host process, ``cuda`` a torch device,
+``simulated``: runs on the host CPU and is charged its modelled time) and the Ray resource it maps to. A new kind of
+device is one :func:`register` call plus its catalogue YAML (docs/extending.md).
 
 Example::
 
@@ -18,15 +18,15 @@ Example::
 """
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from pearl_py.platform import runtimes
+from pearl_py.platform.runtimes import DeviceRuntime
 from pearl_py.platform.spec import CpuSpec, FpgaSpec, GpuSpec
 
 COSTINGS = ("calibrated", "roofline", "hls")
-RUNTIMES = ("cpu", "cuda", "simulated")
 
 
 def _one_unit(spec: Any) -> int:
@@ -65,22 +65,23 @@ class DeviceKind:
     def __post_init__(self) -> None:
         if self.costing not in COSTINGS:
             raise ValueError(f"device kind {self.name!r}: costing must be one of {COSTINGS}, got {self.costing!r}")
-        if self.runtime not in RUNTIMES:
-            raise ValueError(f"device kind {self.name!r}: runtime must be one of {RUNTIMES}, got {self.runtime!r}")
+        try:
+            runtimes.device_runtime(self.runtime)
+        except KeyError as exc:
+            raise ValueError(f"device kind {self.name!r}: {exc.args[0]}") from None
         if getattr(self.spec, "kind", None) != self.name:
             raise ValueError(f"device kind {self.name!r}: its spec class {self.spec.__name__} must set "
                              f"kind = {self.name!r}")
 
     @property
+    def device_runtime(self) -> DeviceRuntime:
+        """What it is at run time: the registered runtime its ``runtime`` names."""
+        return runtimes.device_runtime(self.runtime)
+
+    @property
     def simulated(self) -> bool:
         """Its kernels run on the host CPU at run time and are charged their modelled time."""
-        return self.runtime == "simulated"
-
-
-def cuda_index(device: str) -> int:
-    """The CUDA index of a GPU device name: its trailing number (``gpu1`` -> 1, ``node0.gpu3`` -> 3; none -> 0)."""
-    found = re.search(r"(\d+)$", device)
-    return int(found.group(1)) if found else 0
+        return self.device_runtime.simulated
 
 
 _KINDS: dict[str, DeviceKind] = {}

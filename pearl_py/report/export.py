@@ -2,7 +2,7 @@
 
 Example::
 
-    >>> paths = export_plan(plan, Path("out/plan"))
+    >>> paths = export_plan(plan, "out/plan")       # pearl.export_plan
     >>> sorted(paths)
     ['html', 'json', 'markdown', 'prediction', 'yaml']
 """
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from pearl_py.plan import Plan
 
 
-def export_plan(plan: Plan, directory: Path, run: dict[str, Any] | None = None) -> dict[str, Path]:
+def export_plan(plan: Plan, directory: str | Path, run: dict[str, Any] | None = None) -> dict[str, Path]:
     """Render everything first, then write: a rendering error leaves no file behind.
 
     ``plan.yaml`` holds what runs (placements, mode, devices); ``prediction.json`` the model's

@@ -1,10 +1,10 @@
 """Where a plan's kernels execute on this machine, and whether this machine can run the plan as planned.
 
-A kernel placed on a device of a ``cpu`` kind runs on the host CPU; on a ``cuda`` kind (a GPU
-``gpuN``) on torch device ``cuda:N``; on a ``simulated`` kind (the FPGA) on the host CPU, charged
-the latency the plan's model predicted (labelled e.g. ``modelled (simulated FPGA)``, never measured).
-:func:`plan_problems` lists every way this machine cannot run a plan as it says: a GPU without
-CUDA (or past the last CUDA device), a variant this machine cannot build there (``cuda_graph``
+A kernel executes on the torch device its kind's :class:`~pearl_py.platform.runtimes.DeviceRuntime` gives: on a
+``cpu`` kind the host CPU; on a ``cuda`` kind (a GPU ``gpuN``) torch device ``cuda:N``; on a ``simulated`` kind (the
+FPGA) the host CPU, charged the latency the plan's model predicted (labelled e.g. ``modelled (simulated FPGA)``,
+never measured). :func:`plan_problems` lists every way this machine cannot run a plan as it says: a GPU without
+CUDA (or past the last CUDA device; the same for any numbered runtime), a variant this machine cannot build there (``cuda_graph``
 without CUDA, ``fused`` without numba), a kernel kind with no such variant, the replay's kernels on
 two devices, a replay on a GPU apart from the learner, a simulated kernel without a modelled
 latency. :func:`check_runnable` raises the first as a :class:`~pearl_py.errors.UserError`, one
@@ -14,13 +14,14 @@ Example::
 
     >>> kernel_devices(plan)["learner_update"], kernel_devices(plan)["replay_sample"]
     (device(type='cuda', index=0), device(type='cuda', index=0))
-    >>> plan_problems(gpu_plan, cuda_devices=0)[0]
+    >>> plan_problems(gpu_plan, device_counts={"cuda": 0})[0]
     "plan: learner_update is placed on gpu0 (a gpu device), but this machine has no CUDA device ..."
     >>> simulated_kernels(fpga_plan)["replay_sample"]
     SimulatedKernel(latency_s=2.1e-06, label='modelled (simulated FPGA)')
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,7 +29,7 @@ import torch
 
 from pearl_py.errors import UserError
 from pearl_py.plan import Plan
-from pearl_py.platform.kinds import cuda_index, device_kind
+from pearl_py.platform.kinds import device_kind
 from pearl_py.protocol.kernel import (
     LEARNER_UPDATE,
     PARAM_SYNC,
@@ -54,9 +55,7 @@ def modelled_latency(plan: Plan, kernel: str) -> float:
 def execution_device(plan: Plan, kernel: str) -> torch.device:
     """The torch device ``kernel`` executes on as placed (the host CPU for cpu and simulated kinds)."""
     device = plan.placements[kernel].device
-    if device_kind(plan.device_kind(device)).runtime == "cuda":
-        return torch.device("cuda", cuda_index(device))
-    return torch.device("cpu")
+    return device_kind(plan.device_kind(device)).device_runtime.torch_device(device)
 
 
 def kernel_devices(plan: Plan) -> dict[str, torch.device]:
@@ -70,7 +69,7 @@ def timing_devices(plan: Plan) -> dict[str, torch.device]:
     would charge it the learner's queued work)."""
     devices = kernel_devices(plan)
     learner = devices.get(LEARNER_UPDATE)
-    if PARAM_SYNC in devices and learner is not None and learner.type == "cuda":
+    if PARAM_SYNC in devices and learner is not None and learner.type != "cpu":
         devices[PARAM_SYNC] = learner
     return devices
 
@@ -99,10 +98,6 @@ def simulated_kernels(plan: Plan) -> dict[str, SimulatedKernel]:
         if kind.simulated:
             out[kernel] = SimulatedKernel(modelled_latency(plan, kernel), f"modelled (simulated {kind.name.upper()})")
     return out
-
-
-def _cuda_devices() -> int:
-    return torch.cuda.device_count() if torch.cuda.is_available() else 0
 
 
 def _variant_problem(plan: Plan, kernel: str, device: torch.device, family: str) -> str | None:
@@ -136,11 +131,12 @@ def _variant_problem(plan: Plan, kernel: str, device: torch.device, family: str)
     return None
 
 
-def plan_problems(plan: Plan, cuda_devices: int | None = None, family: str = "off_policy") -> list[str]:
+def plan_problems(plan: Plan, device_counts: Mapping[str, int] | None = None,
+                  family: str = "off_policy") -> list[str]:
     """Every reason this machine cannot run ``plan`` as planned (empty: it can); each one line naming the kernel
-    and the device. ``cuda_devices``: CUDA devices here (default: what torch sees); ``family``: whose kernel
-    implementations run (the algorithm's family)."""
-    cuda = _cuda_devices() if cuda_devices is None else cuda_devices
+    and the device. ``device_counts``: the devices here per numbered runtime (``{"cuda": 1}``; a runtime left out:
+    what torch sees); ``family``: whose kernel implementations run (the algorithm's family)."""
+    counts = dict(device_counts or {})
     problems: list[str] = []
     devices: dict[str, torch.device] = {}
     for kernel, placement in plan.placements.items():
@@ -151,14 +147,18 @@ def plan_problems(plan: Plan, cuda_devices: int | None = None, family: str = "of
             continue
         device = execution_device(plan, kernel)
         devices[kernel] = device
-        if device.type == "cuda":
-            if cuda == 0:
+        runtime = kind.device_runtime
+        if runtime.indexed:
+            here = counts.setdefault(runtime.name, runtime.device_count())
+            named = runtime.torch_type.upper()
+            if here == 0:
                 problems.append(f"plan: {kernel} is placed on {placement.device} (a {kind.name} device), but this "
-                                "machine has no CUDA device (torch.cuda.is_available() is False)")
+                                f"machine has no {named} device (torch.{runtime.torch_type}.is_available() is False)")
                 continue
-            if device.index >= cuda:
+            if device.index >= here:
                 problems.append(f"plan: {kernel} is placed on {placement.device} ({device}), but this machine has "
-                                f"{cuda} CUDA device{'s' if cuda > 1 else ''} (cuda:0 .. cuda:{cuda - 1})")
+                                f"{here} {named} device{'s' if here > 1 else ''} ({device.type}:0 .. "
+                                f"{device.type}:{here - 1})")
                 continue
         if kind.simulated:
             try:
@@ -185,7 +185,7 @@ def _replay_problems(plan: Plan, devices: dict[str, torch.device]) -> list[str]:
                  "one device: place them together")]
     device = where[0]
     learner = devices.get(LEARNER_UPDATE)
-    if device.type == "cuda" and learner is not None and learner != device:
+    if device.type != "cpu" and learner is not None and learner != device:
         kernel = next(iter(replay))
         return [(f"plan: {kernel} is placed on {plan.placements[kernel].device} ({device}) apart from the learner "
                  f"({plan.placements[LEARNER_UPDATE].device}, {learner}): a replay on a GPU lives in the learner's "
@@ -200,9 +200,10 @@ def device_of(part: Any) -> str:
     return str(getattr(part, "device", "cpu"))
 
 
-def check_runnable(plan: Plan, cuda_devices: int | None = None, family: str = "off_policy") -> None:
+def check_runnable(plan: Plan, device_counts: Mapping[str, int] | None = None,
+                   family: str = "off_policy") -> None:
     """Raise :class:`UserError` with the first of :func:`plan_problems` (and how many more), if any."""
-    problems = plan_problems(plan, cuda_devices, family)
+    problems = plan_problems(plan, device_counts, family)
     if problems:
         more = f" (and {len(problems) - 1} more problem{'s' if len(problems) > 2 else ''})" if len(problems) > 1 else ""
         raise UserError(problems[0] + more)

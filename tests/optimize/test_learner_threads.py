@@ -139,8 +139,8 @@ def test_the_plan_gives_the_learner_two_threads_and_says_why(two_cores, tmp_path
     assert measured_row[2] == f"{fmt.seconds(two_threads.latency_s - loop_s)} (calibrated)"
     assert sentence in content.choice_sentences(p)
     # the plan file keeps it, and the runtime reads it
-    p.export(tmp_path)
-    for loaded in (Plan.load(tmp_path / "plan.yaml"), Plan.from_dict(p.to_dict())):
+    pearl.export_plan(p, tmp_path)
+    for loaded in (pearl.load_plan(tmp_path / "plan.yaml"), Plan.from_dict(p.to_dict())):
         assert loaded.placements == p.placements and loaded.learner_threads == 2
         assert RuntimeLayout.from_plan(loaded).learner_threads == 2
         assert RuntimeLayout.from_plan(loaded).describe()["learner_threads"] == 2

@@ -130,9 +130,9 @@ def test_a_plan_made_for_another_algorithm_or_env_is_refused_by_name(write_confi
     dqn = pearl.DQN("CartPole-v1", net_arch=[16])
     made = pearl.plan(dqn, pearl.Platform.load("pearl-cpu-gpu-fpga"))
     assert made.made_for == MadeFor("dqn", "CartPole-v1", tuple(k.name for k in dqn.protocol().kernels()))
-    made.export(tmp_path / "made")
+    pearl.export_plan(made, tmp_path / "made")
     plan = tmp_path / "made" / "plan.yaml"
-    assert pearl.Plan.load(plan).made_for == made.made_for
+    assert pearl.load_plan(plan).made_for == made.made_for
     sac = write_config("algorithm: sac\nenv: Pendulum-v1\ntotal_steps: 300\n", "sac.yaml")
     assert main(["run", str(sac), "--plan", str(plan), "--out", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err

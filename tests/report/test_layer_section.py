@@ -8,7 +8,7 @@ from pearl_py.estimate import Estimator
 def test_cnn_plan_report_lists_conv_layers_per_device_and_fpga_resources(tmp_path):
     algo = pearl.DQN("pearl/Frames-4x84x84-v0", net_arch=[], buffer_size=10_000)
     plan = pearl.plan(algo, "pearl-cpu-gpu-fpga", estimator=Estimator(use_cache=False), horizon=100_000)
-    report = plan.export(tmp_path)["markdown"].read_text()
+    report = pearl.export_plan(plan, tmp_path)["markdown"].read_text()
     assert "## Layers of learner_update (modelled)" in report and "## Layers of inference (modelled)" in report
     section = report.split("## Layers of learner_update (modelled)")[1].split("\n## ")[0]
     assert "| layer | MFLOP per call | cpu | gpu | fpga |" in section
@@ -22,4 +22,4 @@ def test_cnn_plan_report_lists_conv_layers_per_device_and_fpga_resources(tmp_pat
 
 def test_mlp_plan_report_has_no_layer_section(tmp_path):
     plan = pearl.plan(pearl.DQN("CartPole-v1"), "pearl-cpu-gpu-fpga", estimator=Estimator(use_cache=False))
-    assert "Layers of" not in plan.export(tmp_path)["markdown"].read_text()
+    assert "Layers of" not in pearl.export_plan(plan, tmp_path)["markdown"].read_text()

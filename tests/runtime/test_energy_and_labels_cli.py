@@ -86,7 +86,7 @@ def test_a_kernel_planned_on_a_simulated_fpga_is_marked_modelled_end_to_end(tmp_
     (tmp_path / "dqn.yaml").write_text(CONFIG)
     assert main(["plan", str(tmp_path / "dqn.yaml"), "--platform", str(tmp_path / "platform.yaml"),
                  "--out", str(tmp_path / "plan")]) == 0
-    plan = pearl.Plan.load(tmp_path / "plan" / "plan.yaml")
+    plan = pearl.load_plan(tmp_path / "plan" / "plan.yaml")
     on_fpga = sorted(k for k, p in plan.placements.items() if plan.devices[p.device] == "fpga")
     assert on_fpga, "the model puts kernels on the FPGA here (its replay and learner are far faster)"
     assert main(["run", str(tmp_path / "dqn.yaml"), "--plan", str(tmp_path / "plan" / "plan.yaml"),

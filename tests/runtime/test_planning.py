@@ -37,10 +37,10 @@ def test_run_under_local_plan_writes_result_and_predicted_vs_measured_report(tmp
 def test_saved_plan_round_trips_and_runs(tmp_path):
     algo = pearl.DQN("CartPole-v1", **TINY)
     plan = resolve_plan(algo, "local")
-    plan.export(tmp_path / "p")
-    loaded = pearl.Plan.load(tmp_path / "p" / "plan.yaml")
+    pearl.export_plan(plan, tmp_path / "p")
+    loaded = pearl.load_plan(tmp_path / "p" / "plan.yaml")
     assert loaded.placements == plan.placements
-    assert pearl.Plan.load(tmp_path / "p" / "plan.json").placements == plan.placements
+    assert pearl.load_plan(tmp_path / "p" / "plan.json").placements == plan.placements
     result = pearl.train(algo, total_steps=150, plan=tmp_path / "p" / "plan.yaml", eval_episodes=1,
                          progress=False)
     assert result.plan["placements"] == plan.to_dict()["placements"]
@@ -57,7 +57,7 @@ def test_saved_plan_round_trips_and_runs(tmp_path):
 ])
 def test_bad_plan_files_name_file_line_and_key(write_config, text, message):
     with pytest.raises(UserError) as err:
-        pearl.Plan.load(write_config(text, "plan.yaml"))
+        pearl.load_plan(write_config(text, "plan.yaml"))
     assert str(err.value).endswith(message)
 
 
@@ -110,7 +110,7 @@ def test_an_interrupted_parallel_run_leaves_its_plan_for_resume(write_config, tm
     algo = pearl.DQN("CartPole-v1", net_arch=[16])
     plan = pearl.plan(algo, "local")  # overlapped: runs on the parallel executor
     assert plan.mode == "overlapped"
-    plan.export(tmp_path / "given")
+    pearl.export_plan(plan, tmp_path / "given")
     seen = {}
 
     def stop(self, total_steps):
@@ -123,7 +123,7 @@ def test_an_interrupted_parallel_run_leaves_its_plan_for_resume(write_config, tm
     out = tmp_path / "out"
     assert main(["run", str(config), "--plan", str(tmp_path / "given" / "plan.yaml"), "--out", str(out)]) == 130
     assert f"pearl: interrupted; checkpoint written to {out / 'checkpoint'}" in capsys.readouterr().err
-    assert pearl.Plan.load(out / "plan.yaml").placements == plan.placements
+    assert pearl.load_plan(out / "plan.yaml").placements == plan.placements
     assert not (out / "result.json").exists()
     assert main(["run", str(config), "--resume", str(out)]) == 130
     assert seen["resume_from"] == out and seen["placements"] == plan.placements

@@ -15,7 +15,7 @@ from pearl_py.errors import PlanningError, UserError
 from pearl_py.pipeline import planning
 from pearl_py.pipeline.train import make_executor
 from pearl_py.plan import Figures, KernelCost, Placement, Plan, Prediction, SolverInfo
-from pearl_py.platform.kinds import cuda_index
+from pearl_py.platform.runtimes import device_index
 from pearl_py.replay import ReplayBuffer, TorchReplayBuffer
 from pearl_py.runtime import acting, serial
 from pearl_py.runtime.acting import ActingNetworks
@@ -61,7 +61,7 @@ def serial_plan() -> Plan:
 
 
 def test_gpu_names_map_to_cuda_indices_and_the_learners_gpu_times_param_sync(serial_plan):
-    assert (cuda_index("gpu0"), cuda_index("gpu3"), cuda_index("node1.gpu2"), cuda_index("gpu")) == (0, 3, 2, 0)
+    assert (device_index("gpu0"), device_index("gpu3"), device_index("node1.gpu2"), device_index("gpu")) == (0, 3, 2, 0)
     plan = placed(serial_plan, learner_update=Placement("gpu1"), replay_sample=Placement("gpu1"),
                   replay_insert=Placement("gpu1"), priority_update=Placement("gpu1"))
     devices = kernel_devices(plan)
@@ -71,10 +71,11 @@ def test_gpu_names_map_to_cuda_indices_and_the_learners_gpu_times_param_sync(ser
 
 def test_a_gpu_plan_without_cuda_names_the_kernel_and_the_device(serial_plan):
     plan = placed(serial_plan, learner_update=Placement("gpu0"))
-    assert plan_problems(plan, cuda_devices=0) == [
+    assert plan_problems(plan, device_counts={"cuda": 0}) == [
         ("plan: learner_update is placed on gpu0 (a gpu device), but this machine has no CUDA device "
          "(torch.cuda.is_available() is False)")]
-    assert plan_problems(placed(serial_plan, learner_update=Placement("gpu1", "cuda_graph")), cuda_devices=1)[:1] == [
+    one_gpu = {"cuda": 1}
+    assert plan_problems(placed(serial_plan, learner_update=Placement("gpu1", "cuda_graph")), one_gpu)[:1] == [
         "plan: learner_update is placed on gpu1 (cuda:1), but this machine has 1 CUDA device (cuda:0 .. cuda:0)"]
     with pytest.raises(UserError, match=r"^plan: learner_update is placed on gpu0 .*no CUDA device"):
         SerialExecutor(algo(prioritized_replay=True), plan=plan)  # before anything runs
@@ -83,28 +84,28 @@ def test_a_gpu_plan_without_cuda_names_the_kernel_and_the_device(serial_plan):
 def test_variants_this_machine_cannot_build_are_refused(serial_plan, monkeypatch):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     graph = placed(serial_plan, learner_update=Placement("gpu0", "cuda_graph"))
-    assert plan_problems(graph, cuda_devices=1) == [
+    assert plan_problems(graph, device_counts={"cuda": 1}) == [
         ("plan: learner_update variant 'cuda_graph' on gpu0 cannot run on this machine: CUDA is not available here "
          "(torch.cuda.is_available() is False)")]
     on_cpu = placed(serial_plan, learner_update=Placement("cpu", "cuda_graph"))
-    assert plan_problems(on_cpu, cuda_devices=0)[0].startswith(
+    assert plan_problems(on_cpu, device_counts={"cuda": 0})[0].startswith(
         "plan: learner_update is placed on cpu as variant 'cuda_graph', which pearl_py has no cpu implementation of")
     odd = placed(serial_plan, replay_sample=Placement("cpu", "fast"))
-    assert plan_problems(odd, cuda_devices=0) == [
+    assert plan_problems(odd, device_counts={"cuda": 0}) == [
         ("plan: replay_sample is placed on cpu as variant 'fast', but pearl_py has one implementation of "
          "replay_sample ('reference')")]
 
 
 def test_one_replay_lives_on_one_device_beside_a_gpu_learner(serial_plan, cuda_here):
     split = placed(serial_plan, replay_sample=Placement("gpu0"), learner_update=Placement("gpu0"))
-    assert plan_problems(split, cuda_devices=1)[0].startswith("plan: the replay's kernels are placed on 2 devices")
+    assert plan_problems(split, {"cuda": 1})[0].startswith("plan: the replay's kernels are placed on 2 devices")
     apart = placed(serial_plan, replay_sample=Placement("gpu0"), replay_insert=Placement("gpu0"),
                    priority_update=Placement("gpu0"))
-    assert "apart from the learner (cpu, cpu)" in plan_problems(apart, cuda_devices=1)[0]
+    assert "apart from the learner (cpu, cpu)" in plan_problems(apart, device_counts={"cuda": 1})[0]
     together = placed(apart, learner_update=Placement("gpu0"))
-    assert plan_problems(together, cuda_devices=1) == []
+    assert plan_problems(together, device_counts={"cuda": 1}) == []
     with pytest.raises(UserError, match=r"\(and 1 more problem\)$"):
-        check_runnable(placed(split, inference=Placement("gpu1")), cuda_devices=1)
+        check_runnable(placed(split, inference=Placement("gpu1")), device_counts={"cuda": 1})
 
 
 def test_pearl_run_with_a_gpu_plan_here_exits_2_with_one_line(serial_plan, write_config, tmp_path, capsys):

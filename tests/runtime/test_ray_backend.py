@@ -166,7 +166,7 @@ def test_the_cluster_planned_as_a_platform_runs_each_component_on_its_planned_no
     config = tmp_path / "dqn.yaml"
     config.write_text(DQN_CONFIG)
     assert main(["plan", str(config), "--address", cluster, "--out", str(tmp_path / "plan")]) == 0
-    planned = Plan.load(tmp_path / "plan" / "plan.yaml")
+    planned = pearl.load_plan(tmp_path / "plan" / "plan.yaml")
     hosts = {d["name"]: d["node"] for d in planned.prediction.platform.devices}
     assert planned.platform == "ray-cluster" and sorted(hosts) == ["node0.cpu", "node1.cpu"]
     assert len(set(hosts.values())) == 2
@@ -176,7 +176,7 @@ def test_the_cluster_planned_as_a_platform_runs_each_component_on_its_planned_no
     out = tmp_path / "run"
     assert main(["run", str(config), "--backend", "ray", "--address", cluster, "--auto", "--out", str(out)]) == 0
     result = json.loads((out / "result.json").read_text())
-    expected = _planned_nodes(Plan.load(out / "plan.yaml"))
+    expected = _planned_nodes(pearl.load_plan(out / "plan.yaml"))
     ran = dict(part.split(": ") for part in result["layout"]["nodes"].split(", "))
     assert {name: where.split()[-1] for name, where in ran.items()} == {
         "replay": expected["replay"][0][:8], "learner": expected["learner"][0][:8],

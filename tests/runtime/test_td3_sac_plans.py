@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from pearl_py.cli.simulate import simulate_main
-from pearl_py.plan import Plan
+from pearl_py.plan_file import load_plan
 
 CONFIGS = Path(__file__).resolve().parents[2] / "examples" / "configs"
 
@@ -16,7 +16,7 @@ CONFIGS = Path(__file__).resolve().parents[2] / "examples" / "configs"
 def test_plan_simulate_and_report(config, tmp_path, capsys):
     assert simulate_main(str(CONFIGS / config), "pearl-cpu-gpu-fpga", None, str(tmp_path)) == 0
     assert "simulated" in capsys.readouterr().out
-    plan = Plan.load(tmp_path / "plan.json")
+    plan = load_plan(tmp_path / "plan.json")
     assert set(plan.placements) == {"env_step", "inference", "replay_insert", "replay_sample", "learner_update",
                                     "param_sync"}
     costs = plan.prediction.costs["learner_update"]

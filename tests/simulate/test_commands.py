@@ -7,7 +7,7 @@ import pytest
 
 from pearl_py.cli.simulate import simulate_main
 from pearl_py.errors import UserError
-from pearl_py.plan import Plan
+from pearl_py.plan_file import load_plan
 
 CONFIG = str(Path(__file__).resolve().parents[2] / "examples" / "configs" / "dqn_cartpole.yaml")
 
@@ -22,7 +22,7 @@ def test_simulate_writes_the_report_with_a_timeline(tmp_path: Path, capsys: pyte
         assert "Simulated (discrete-event simulation of this plan)" in page
         assert "<svg" in page.split("Simulated (discrete")[1]  # the Gantt chart follows the section title
         assert "learner_update" in page
-    saved = Plan.load(tmp_path / "plan.json").prediction.simulation
+    saved = load_plan(tmp_path / "plan.json").prediction.simulation
     assert saved.source == "simulated" and saved.samples_per_s > 0 and saved.timeline
 
 

@@ -37,7 +37,7 @@ import torch
 
 from pearl_py.errors import UserError
 from pearl_py.plan import Plan
-from pearl_py.platform.kinds import DeviceKind, cuda_index, device_kind
+from pearl_py.platform.kinds import DeviceKind, device_kind
 from pearl_py.protocol.kernel import (
     ENV_STEP,
     INFERENCE,
@@ -51,7 +51,7 @@ ACTOR_SIDE = (ENV_STEP, INFERENCE)
 
 
 def runtime_of(plan: Plan, device: str) -> DeviceKind:
-    """The registered kind of a device the plan names (its run-time meaning: ``cpu``, ``cuda``, ``simulated``)."""
+    """The registered kind of a device the plan names (its ``device_runtime``: ``cpu``, ``cuda``, ``simulated``)."""
     kind = plan.device_kind(device)
     try:
         return device_kind(kind)
@@ -66,11 +66,11 @@ REPLAY_ORDERS = ("strict", "relaxed")
 
 def torch_device(plan: Plan, device: str, kernel: str = LEARNER_UPDATE) -> torch.device:
     """The torch device that executes ``kernel`` planned on ``device`` (a simulated device's kernels: the CPU)."""
-    if runtime_of(plan, device).runtime != "cuda":
-        return torch.device("cpu")
-    if not torch.cuda.is_available():
-        raise UserError(f"plan: {kernel} is placed on GPU {device!r} but torch sees no CUDA device here")
-    return torch.device("cuda", cuda_index(device))
+    kind = runtime_of(plan, device)
+    if not kind.device_runtime.available():
+        raise UserError(f"plan: {kernel} is placed on {kind.name.upper()} {device!r} but torch sees no "
+                        f"{kind.device_runtime.torch_type.upper()} device here")
+    return kind.device_runtime.torch_device(device)
 
 
 def _apart(plan: Plan, a: str, b: str) -> bool:

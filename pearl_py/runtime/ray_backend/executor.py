@@ -82,9 +82,9 @@ class RayExecutor(RayRun):
         return replay, learner, actors
 
     def _torch_device(self, kernel: str) -> str:
-        """Where a component runs ``kernel`` in its Ray worker: ``"cuda"`` (the GPU Ray assigned it, which its
-        ``num_gpus`` asks for) when the plan puts the kernel on a GPU, else ``"cpu"``."""
-        return "cuda" if runtime_of(self.plan, self.plan.placements[kernel].device).runtime == "cuda" else "cpu"
+        """Where a component runs ``kernel`` in its Ray worker: its device's torch type, ``"cuda"`` (the GPU Ray
+        assigned it, which its ``num_gpus`` asks for) when the plan puts the kernel on a GPU, else ``"cpu"``."""
+        return runtime_of(self.plan, self.plan.placements[kernel].device).device_runtime.torch_type
 
     def _run(self, ray: ModuleType, total_steps: int) -> RunResult:
         algo = self.algorithm

@@ -66,8 +66,7 @@ class OnPolicyRayExecutor(RayRun):
                                                   where.spare_cpus(places[LEARNER_UPDATE].device)), 0.0)
         pinned = where.pin(learner_options, places[LEARNER_UPDATE].device)
         learner = ray.remote(OnPolicyLearnerWorker).options(**pinned).remote(
-            algo, self.seed, "cuda" if layout.learner_device.type == "cuda" else "cpu", layout.learner_variant,
-            layout.learner_threads)
+            algo, self.seed, layout.learner_device.type, layout.learner_variant, layout.learner_threads)
         if resumed is not None:
             ray.get([learner.restore.remote(resumed.learner, resumed.torch_rng, resumed.cuda_rng,
                                             str(self.resume_from)),
