@@ -73,6 +73,7 @@ from pearl_py.runtime.parallel.process import (
 )
 from pearl_py.runtime.parallel.replay_access import LocalReplay
 from pearl_py.runtime.parallel.ring import ShmRing
+from pearl_py.runtime.parallel.shared_statistics import SharedStatistics
 from pearl_py.runtime.parallel.services import (
     start_inference_server,
     start_replay_server,
@@ -192,6 +193,10 @@ class ParallelExecutor(SessionExecutor):
         board = ParamBoard.create(learner.nets.acting_state(algo.acting_networks), f"{prefix}-params",
                                  tag=learner.gradient_steps)
         stack.callback(board.close)
+        statistics = None
+        if algo.obs_transform is not None:  # the session's base: the restored statistics, if resuming
+            statistics = SharedStatistics.create(algo.obs_transform, layout.actors, f"{prefix}-stats")
+            stack.callback(statistics.close)
         rings = []
         for i in range(layout.actors):
             capacity = ring_capacity(schedule, layout.actors)
@@ -229,7 +234,8 @@ class ParallelExecutor(SessionExecutor):
                            error_file=str(errors / f"actor{i}.err"), inference=layout.inference_variant,
                            env_step=self.plan.variant(ENV_STEP),
                            warmup=warmups[i], actors=layout.actors, central=links[i],
-                           replay_bell=replay.server_bell if replay.remote else None, room_bell=Doorbell())
+                           replay_bell=replay.server_bell if replay.remote else None, room_bell=Doorbell(),
+                           statistics=statistics.name if statistics is not None else None)
                  for i, quota in enumerate(schedule.quotas(layout.actors, done))]
         pool = ActorPool(specs, self.max_restarts, guard)
         self._pool, self.restarts = pool, pool.restarts
@@ -241,7 +247,8 @@ class ParallelExecutor(SessionExecutor):
                                               device_class=kernels.device_class(learner.device)),
                          replay=replay, board=board, control=control, pool=pool,
                          schedule=schedule, session=session, timer=timer, signals=signals,
-                         services=list(self._services.values()), periodic=self._periodic(layout, session))
+                         services=list(self._services.values()), periodic=self._periodic(layout, session),
+                         statistics=statistics)
 
     def _periodic(self, layout: RuntimeLayout, session: RunSession) -> bool:
         """Whether the run writes periodic checkpoints of the learner and the local replay."""
