@@ -4,6 +4,7 @@ continues them; on-policy (shares reported per rollout) and off-policy (cumulati
 publication)."""
 from __future__ import annotations
 
+import dataclasses
 import os
 import secrets
 import sys
@@ -205,14 +206,14 @@ def dqn(folder: Path) -> pearl.DQN:
 
 
 def two_actors(algo: pearl.DQN) -> Plan:
-    """The single-device plan with two actors (each steps ``n_envs`` envs)."""
-    plan = Plan.single_device(algo.protocol(serialized=False))
+    """Every kernel on the CPU, overlapped, two actors (each steps ``n_envs`` envs)."""
+    plan = dataclasses.replace(Plan.single_device(algo.protocol(serialized=False)), mode="overlapped")
     for kernel in (ENV_STEP, INFERENCE):
-        placement = plan.placements[kernel]
-        plan.placements[kernel] = Placement(placement.device, placement.variant, 2)
+        plan.placements[kernel] = Placement("cpu", replicas=2)
     return plan
 
 
+@pytest.mark.slow
 def test_an_off_policy_parallel_runs_saved_statistics_are_those_of_every_observation_its_actors_counted(
         recording, tmp_path):
     out = tmp_path / "run"
