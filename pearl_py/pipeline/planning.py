@@ -204,7 +204,8 @@ def candidate_plans(algorithm: Algorithm, k: int, objective: str = "throughput",
     """The ``k`` best plans for this machine by the model, over both protocol modes, best first.
 
     Overlapped plans run on the parallel runtime, serialized ones on the serial executor
-    (:func:`~pearl_py.pipeline.normalize_plans.plan_modes`); where the model finds them close, run-to-run noise may order them otherwise, so ``--tune`` trials both. Only
+    (:func:`~pearl_py.pipeline.normalize_plans.plan_modes`); where the model finds them close, run-to-run noise
+    may order them otherwise, so ``--tune`` trials both. Only
     plans this machine can run as planned (:func:`~pearl_py.runtime.kernel_devices.plan_problems` finds
     none) are returned, each one
     dropped said in ``log``. Calibrates first if needed; on ties the overlapped plan (the one
@@ -234,7 +235,8 @@ def auto_plan(algorithm: Algorithm, objective: str = "throughput", total_steps: 
     """The optimizer's plan for this machine: the best plan of the algorithm's parallel protocol (overlapped or
     synchronous, actor processes) and, with ``one_process``, the best serialized one (every stage in this
     process), whichever the model finds faster (or more frugal); only modes whose plans the run takes
-    (:func:`~pearl_py.pipeline.normalize_plans.plan_modes`: on Ray, no off-policy run with ``normalize``). With the run's length (``total_steps``) the two compare over the whole run, the actors'
+    (:func:`~pearl_py.pipeline.normalize_plans.plan_modes`: on Ray, no off-policy run with ``normalize``). With
+    the run's length (``total_steps``) the two compare over the whole run, the actors'
     start-up included (a short run may not repay it, :mod:`pearl_py.optimize.whole_run`); else in the steady
     state. On a tie the parallel plan. ``dedicated``: multi-threaded options valued by their calibrated cost
     alone, not as expected beside other processes.

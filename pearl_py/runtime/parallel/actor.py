@@ -12,7 +12,8 @@ step, so its exploration does not depend on how fast the other actors run. It wa
 while the rate limiter's ``limit`` or its ring is full and leaves when its quota is done
 or the run stops. With ``normalize`` it acts with the statistics last published (:meth:`SharedStatistics.refresh`)
 updated by its own envs since, writes the raw env transitions to its ring (the learner normalizes its samples), and
-posts its cumulative share of the statistics to its slot every vector step (:mod:`.shared_statistics`). Before each inference it notes its policy lag: the updates the serial run would
+posts its cumulative share of the statistics to its slot every vector step (:mod:`.shared_statistics`). Before
+each inference it notes its policy lag: the updates the serial run would
 have done by this step (global transitions so far; exact with one actor, within one
 vector step per other actor otherwise) minus those of the parameters it holds. Exceptions propagate: the process exits non-zero and the supervisor restarts it.
 
