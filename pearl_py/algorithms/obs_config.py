@@ -44,6 +44,5 @@ def normalize_param() -> Any:
                  "false, true, or a mapping of norm_obs, norm_reward, clip_obs, clip_reward, gamma (null: the "
                  "algorithm's) and epsilon. Training updates the running statistics; evaluation, pearl eval and "
                  "pearl.load use them frozen; they are saved with the policy and in checkpoints. Off-policy "
-                 "algorithms store the env's transitions and normalize their samples, as SB3. Serial executor and "
-                 "parallel runtime (the actors' statistics merged exactly: every rollout, or at each parameter "
-                 "publication off-policy); on Ray for PPO and A2C only.")
+                 "algorithms store the env's transitions and normalize their samples, as SB3. Every executor (the "
+                 "parallel runtime's and Ray's merge the actors' statistics exactly).")

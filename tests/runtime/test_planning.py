@@ -151,10 +151,10 @@ def test_auto_keeps_the_mode_that_is_faster_over_the_run(modelled_machine):
     assert auto_plan(algo, total_steps=None).mode == "synchronous"
 
 
-def test_auto_never_picks_a_plan_that_normalize_refuses(modelled_machine):
-    """With normalize, an off-policy run locally keeps the parallel plan it gets without it (its parallel runtime
-    combines the statistics); on Ray it is refused in planning (its Ray executor does not combine them yet). An
-    on-policy run keeps its parallel plan (tests/runtime/parallel/test_normalize_parallel.py runs both)."""
+def test_normalize_keeps_the_parallel_plans(modelled_machine):
+    """With normalize every family keeps the parallel plan it gets without it, locally and on Ray (their parallel
+    runtimes combine the statistics: tests/runtime/parallel/test_normalize_parallel.py,
+    tests/runtime/test_ray_backend.py)."""
     from pearl_py.pipeline.planning import auto_plan
 
     normalized = pearl.DQN("CartPole-v1", normalize=True, **TINY)
@@ -162,5 +162,5 @@ def test_auto_never_picks_a_plan_that_normalize_refuses(modelled_machine):
                                                                      total_steps=None).mode != "serialized"
     ppo = pearl.PPO("CartPole-v1", normalize=True, n_envs=4, n_steps=32, batch_size=64, n_epochs=2, net_arch=[16])
     assert auto_plan(ppo, total_steps=None).mode == "synchronous"
-    with pytest.raises(UserError, match="normalize does not run on the Ray backend for off_policy algorithms yet"):
-        resolve_plan(normalized, "auto", total_steps=None, one_process=False, log=lambda line: None)
+    assert resolve_plan(normalized, "auto", total_steps=None, one_process=False, log=lambda line: None).mode != \
+        "serialized"
