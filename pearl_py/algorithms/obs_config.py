@@ -44,4 +44,5 @@ def normalize_param() -> Any:
                  "false, true, or a mapping of norm_obs, norm_reward, clip_obs, clip_reward, gamma (null: the "
                  "algorithm's) and epsilon. Training updates the running statistics; evaluation, pearl eval and "
                  "pearl.load use them frozen; they are saved with the policy and in checkpoints. Off-policy "
-                 "algorithms store the env's transitions and normalize their samples, as SB3. Serial executor; for PPO and A2C also the parallel runtime and Ray (the actors' statistics merged every rollout).")
+                 "algorithms store the env's transitions and normalize their samples, as SB3. Every executor (the "
+                 "parallel runtime's and Ray's merge the actors' statistics exactly).")

@@ -165,13 +165,20 @@ class ObsRewardNormalizer:
         self.seen: tuple[RunningMoments, RunningMoments] | None = None
         """With :meth:`track`: the observation and return moments of only the rows updated with since (from count 0)."""
 
-    def track(self) -> None:
-        """From now on also keep the moments of only what this copy updates with (``seen``; restarts them)."""
+    def track(self, share: np.ndarray | None = None) -> None:
+        """From now on also keep the moments of only what this copy updates with (``seen``): from count 0, or
+        continuing ``share`` (a :meth:`share` of before: a restarted off-policy actor's slot)."""
         self.seen = self._empty()
+        if share is not None:
+            _load_moments(self.seen, share)
+
+    def share(self) -> np.ndarray:
+        """The ``seen`` moments since :meth:`track` as a :meth:`vector` (they go on counting)."""
+        return _moments_vector(self.seen)
 
     def take_share(self) -> np.ndarray:
         """The ``seen`` moments since :meth:`track` (or the last take) as a :meth:`vector`; they restart from 0."""
-        share = _moments_vector(self.seen)
+        share = self.share()
         self.track()
         return share
 

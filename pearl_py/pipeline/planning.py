@@ -19,7 +19,6 @@ from pearl_py.algorithms.off_policy.base import Algorithm
 from pearl_py.errors import PlanningError
 from pearl_py.optimize.api import plan as optimize
 from pearl_py.optimize.api import ranked_plans
-from pearl_py.pipeline.normalize_plans import plan_modes
 from pearl_py.pipeline.plan_check import check_plan, load_checked_plan
 from pearl_py.plan import Plan
 from pearl_py.platform import Platform
@@ -231,13 +230,18 @@ def _estimator(dedicated: bool) -> Any:
     return Estimator(dedicated=dedicated)
 
 
+def plan_modes(one_process: bool) -> tuple[bool, ...]:
+    """The protocol modes (``algorithm.protocol(serialized=...)``) the optimizer chooses from, the parallel one first
+    (it wins ties): both for the local runtime (``one_process``), the parallel one alone on Ray."""
+    return (False, True) if one_process else (False,)
+
+
 def candidate_plans(algorithm: Algorithm, k: int, objective: str = "throughput", total_steps: int | None = None,
                     log: Callable[[str], None] = print, dedicated: bool = False) -> list[Plan]:
     """The ``k`` best plans for this machine by the model, over both protocol modes, best first.
 
-    Overlapped plans run on the parallel runtime, serialized ones on the serial executor (only serialized ones
-    for an off-policy algorithm with ``normalize``: :func:`~pearl_py.pipeline.normalize_plans.plan_modes`); where the
-    model finds them close, run-to-run noise may order them otherwise, so ``--tune`` trials both. Only
+    Overlapped plans run on the parallel runtime, serialized ones on the serial executor; where the model finds
+    them close, run-to-run noise may order them otherwise, so ``--tune`` trials both. Only
     plans this machine can run as planned (:func:`~pearl_py.runtime.kernel_devices.plan_problems` finds
     none) are returned, each one
     dropped said in ``log``. Calibrates first if needed; on ties the overlapped plan (the one
@@ -245,7 +249,7 @@ def candidate_plans(algorithm: Algorithm, k: int, objective: str = "throughput",
     """
     ensure_calibration(log, algorithm, total_steps)
     local = Platform.local()
-    plans = [plan for serialized in plan_modes(algorithm, one_process=True)
+    plans = [plan for serialized in plan_modes(one_process=True)
              for plan in ranked_plans(algorithm.protocol(serialized=serialized), local, objective, k=k,
                                       horizon=total_steps, estimator=_estimator(dedicated))]
     runnable = []
@@ -266,9 +270,8 @@ def auto_plan(algorithm: Algorithm, objective: str = "throughput", total_steps: 
               one_process: bool = True, dedicated: bool = False) -> Plan:
     """The optimizer's plan for this machine: the best plan of the algorithm's parallel protocol (overlapped or
     synchronous, actor processes) and, with ``one_process``, the best serialized one (every stage in this
-    process), whichever the model finds faster (or more frugal); only modes whose plans the run takes
-    (:func:`~pearl_py.pipeline.normalize_plans.plan_modes`: with ``normalize``, an off-policy algorithm's
-    serialized ones). With the run's length (``total_steps``) the two compare over the whole run, the actors'
+    process), whichever the model finds faster (or more frugal). With
+    the run's length (``total_steps``) the two compare over the whole run, the actors'
     start-up included (a short run may not repay it, :mod:`pearl_py.optimize.whole_run`); else in the steady
     state. On a tie the parallel plan. ``dedicated``: multi-threaded options valued by their calibrated cost
     alone, not as expected beside other processes.
@@ -281,7 +284,7 @@ def auto_plan(algorithm: Algorithm, objective: str = "throughput", total_steps: 
     local = Platform.local()
     estimator = _estimator(dedicated)
     plans = [optimize(algorithm.protocol(serialized=serialized), local, objective, horizon=total_steps,
-                      estimator=estimator) for serialized in plan_modes(algorithm, one_process)]
+                      estimator=estimator) for serialized in plan_modes(one_process)]
     return min(plans, key=lambda plan: _plan_cost(plan, objective))   # min keeps the first of equals
 
 

@@ -22,7 +22,6 @@ from pearl_py.errors import UserError
 from pearl_py.pipeline.admission import admit_config, admit_plan
 from pearl_py.pipeline.announce import plan_lines
 from pearl_py.pipeline.families import Executor, family_of
-from pearl_py.pipeline.normalize_plans import SERIALIZED_MODE, check_normalize
 from pearl_py.pipeline.outputs import PYTHON_FLAGS, RunFolder, claim_run_dir
 from pearl_py.pipeline.plan_check import PlanSource
 from pearl_py.pipeline.planning import PLAN_WORDS, candidate_plans, cluster_plan, resolve_plan
@@ -63,7 +62,6 @@ def make_executor(algorithm: BaseAlgorithm, plan: Plan, seed: int, *, backend: s
     """
     family = family_of(algorithm)
     resume_options = _resume_options(resume, checkpoints)
-    check_normalize(algorithm, serialized=runs_serially(plan), backend=backend)
     if backend == "ray":
         if family.ray is None:
             raise UserError(f"{algorithm.name} ({family.name}) has no Ray executor yet; run it locally")
@@ -144,8 +142,6 @@ def train(algorithm: BaseAlgorithm, total_steps: int, seed: int = 0, *,
         folder = out if out is None or isinstance(out, RunFolder) else held.enter_context(claim_run_dir(
             out, overwrite=overwrite, continues=_continues_in_place(Path(out), resume), flags=PYTHON_FLAGS))
         admit_config(algorithm, replay=backend == "local")
-        if backend == "ray":  # refused before any planning (normalize: no plan on Ray takes it for off-policy yet)
-            check_normalize(algorithm, serialized=SERIALIZED_MODE, backend=backend)
         if init_from is not None:
             algorithm.initial_state = initial_state(init_from, algorithm)
             log(f"networks start from the policy saved in {init_from}")

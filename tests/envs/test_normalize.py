@@ -171,11 +171,6 @@ def test_a_zoo_entry_with_normalize_true_runs_through_pearl_run(tmp_path):
     assert manifest["obs_normalization"]["gamma"] == 0.99          # the entry's gamma, as the zoo passes it
 
 
-def test_the_parallel_backends_refuse_normalize_by_name():
-    with pytest.raises(UserError, match="normalize does not run on the Ray backend for off_policy algorithms yet"):
-        pearl.train(pearl.DQN("CartPole-v1", normalize=True), 64, backend="ray", log=lambda line: None)
-
-
 def test_off_policy_replay_stores_the_env_transitions_and_the_learner_gets_normalized_samples():
     plain = pearl.DQN("CartPole-v1", n_envs=2)
     normalized = pearl.DQN("CartPole-v1", n_envs=2, normalize=True)

@@ -151,29 +151,16 @@ def test_auto_keeps_the_mode_that_is_faster_over_the_run(modelled_machine):
     assert auto_plan(algo, total_steps=None).mode == "synchronous"
 
 
-def test_auto_never_picks_a_plan_that_normalize_refuses(modelled_machine):
-    """With normalize, an off-policy run's auto plan and --tune's candidates are serialized (its parallel runtime and
-    Ray refuse normalize) where the same config without it gets a parallel plan; the auto run takes its plan. An
-    on-policy run keeps its parallel plan (tests/runtime/parallel/test_normalize_parallel.py runs one)."""
-    from pearl_py.pipeline.normalize_plans import normalize_refusal
-    from pearl_py.pipeline.planning import auto_plan, candidate_plans
+def test_normalize_keeps_the_parallel_plans(modelled_machine):
+    """With normalize every family keeps the parallel plan it gets without it, locally and on Ray (their parallel
+    runtimes combine the statistics: tests/runtime/parallel/test_normalize_parallel.py,
+    tests/runtime/test_ray_backend.py)."""
+    from pearl_py.pipeline.planning import auto_plan
 
-    assert auto_plan(pearl.DQN("CartPole-v1", **TINY), total_steps=None).mode != "serialized"
     normalized = pearl.DQN("CartPole-v1", normalize=True, **TINY)
-    plan = auto_plan(normalized, total_steps=None)
-    assert plan.mode == "serialized" and normalize_refusal(normalized, serialized=plan.serialized) is None
-    candidates = candidate_plans(normalized, k=3, log=lambda line: None)
-    assert candidates and {c.mode for c in candidates} == {"serialized"}
-    result = pearl.train(normalized, 200, plan="auto", eval_episodes=1, progress=False, log=lambda line: None)
-    assert result.plan["mode"] == "serialized" and result.env_steps == 200
+    assert auto_plan(normalized, total_steps=None).mode == auto_plan(pearl.DQN("CartPole-v1", **TINY),
+                                                                     total_steps=None).mode != "serialized"
     ppo = pearl.PPO("CartPole-v1", normalize=True, n_envs=4, n_steps=32, batch_size=64, n_epochs=2, net_arch=[16])
-    assert auto_plan(ppo, total_steps=None).mode == "synchronous"   # its parallel runtime combines the statistics
-    with pytest.raises(UserError, match="normalize does not run on the Ray backend for off_policy algorithms yet"):
-        resolve_plan(normalized, "auto", total_steps=None, one_process=False, log=lambda line: None)
-
-
-def test_an_off_policy_parallel_plan_with_normalize_is_refused_before_it_starts(modelled_machine):
-    parallel = resolve_plan(pearl.DQN("CartPole-v1", **TINY), "auto", one_process=False, log=lambda line: None)
-    with pytest.raises(UserError, match="normalize does not run on the parallel runtime for off_policy algorithms "
-                                        "yet: its actors would each keep their own statistics"):
-        pearl.train(pearl.DQN("CartPole-v1", normalize=True, **TINY), 200, plan=parallel, log=lambda line: None)
+    assert auto_plan(ppo, total_steps=None).mode == "synchronous"
+    assert resolve_plan(normalized, "auto", total_steps=None, one_process=False, log=lambda line: None).mode != \
+        "serialized"

@@ -316,3 +316,30 @@ def test_ray_components_take_the_plans_devices() -> None:
     actor = ActorWorker(algo, 0, 0, 1000, device="cpu")
     assert actor.timer.evented == frozenset() and next(actor.nets.parameters()).device.type == "cpu"
     assert type(ReplayServer(algo, seed=0).replay).__name__ == "ReplayBuffer"
+
+
+def test_normalize_on_ray_off_policy_merges_every_consumed_chunks_share_and_resumes(cluster: str, tmp_path: Path
+                                                                                     ) -> None:
+    """normalize with two DQN actor workers: the learner's statistics count every observation (each env's reset one
+    and one per transition) and discounted return of the chunks consumed, at a periodic checkpoint and at the end,
+    and a run resumed from the checkpoint continues its statistics."""
+    from pearl_py.runtime.parallel.checkpoint import load_checkpoint
+
+    def dqn() -> pearl.DQN:
+        return pearl.DQN("CartPole-v1", normalize=True, train_freq=32, gradient_steps=8, batch_size=16,
+                         learning_starts=64, net_arch=[16])
+
+    def run(folder: Path, resume: Path | None = None) -> pearl.DQN:
+        algo = dqn()
+        RayExecutor(algo, _plan("cpu", "cpu", actors=2), seed=3, eval_episodes=1, address=cluster, out_dir=folder,
+                    checkpoints=CheckpointOptions(every=128), resume_from=resume, progress=False).run(256)
+        return algo
+
+    prior, envs = 1e-4, 2   # two actors of one env each: their envs' reset observations count once per session
+    first = run(tmp_path / "first")
+    assert first.obs_transform.obs_moments.count == pytest.approx(envs + 256 + prior, rel=1e-12)
+    assert first.obs_transform.return_moments.count == pytest.approx(256 + prior, rel=1e-12)
+    ckpt = load_checkpoint(periodic_checkpoints(tmp_path / "first")[0])
+    assert ckpt.obs_transform["obs"]["count"] == pytest.approx(envs + 128 + prior, rel=1e-12)
+    resumed = run(tmp_path / "second", resume=periodic_checkpoints(tmp_path / "first")[0])
+    assert resumed.obs_transform.obs_moments.count == pytest.approx(envs + 128 + envs + 128 + prior, rel=1e-12)

@@ -10,7 +10,10 @@ steps (its share of ``learning_starts``) and gives the policy the progress
 ``(steps_before + (k * actors + index) * n_envs) / total_steps`` at its ``k``-th vector
 step, so its exploration does not depend on how fast the other actors run. It waits
 while the rate limiter's ``limit`` or its ring is full and leaves when its quota is done
-or the run stops. Before each inference it notes its policy lag: the updates the serial run would
+or the run stops. With ``normalize`` it acts with the statistics last published (:meth:`SharedStatistics.refresh`)
+updated by its own envs since, writes the raw env transitions to its ring (the learner normalizes its samples), and
+posts its cumulative share of the statistics to its slot every vector step (:mod:`.shared_statistics`). Before
+each inference it notes its policy lag: the updates the serial run would
 have done by this step (global transitions so far; exact with one actor, within one
 vector step per other actor otherwise) minus those of the parameters it holds. Exceptions propagate: the process exits non-zero and the supervisor restarts it.
 
@@ -38,6 +41,7 @@ from pearl_py.runtime.parallel.inference_server import InferenceClient, Inferenc
 from pearl_py.runtime.parallel.params import ParamBoard
 from pearl_py.runtime.parallel.process import Doorbell, child_process
 from pearl_py.runtime.parallel.ring import ShmRing
+from pearl_py.runtime.parallel.shared_statistics import SharedStatistics
 
 RESTART_SEED_STRIDE = 10_007
 """Seed offset per restart, so a restarted actor does not replay its first episodes."""
@@ -96,6 +100,8 @@ class ActorSpec:
     """Rung after every write to the ring when a replay server drains it."""
     room_bell: Doorbell | None = None
     """Rung by the learner when the limit may have risen (:meth:`ActorPool.wake`); None: poll every ``POLL_S``."""
+    statistics: str | None = None
+    """The :class:`SharedStatistics` segment (``normalize``): published statistics in, this actor's share out."""
 
     @property
     def env_seed(self) -> int:
@@ -106,11 +112,14 @@ def run_actor(spec: ActorSpec) -> None:
     """Process entry point: attach the shared segments, collect until done or stopped, detach."""
     with child_process(spec.error_file, spec.threads):
         ring, control = ShmRing.attach(spec.ring), ControlBlock.attach(spec.control)
+        statistics = SharedStatistics.attach(spec.statistics) if spec.statistics else None
         try:
-            _collect(spec, ring, control)
+            _collect(spec, ring, control, statistics)
         finally:
             ring.close()
             control.close()
+            if statistics is not None:
+                statistics.close()
 
 
 Policy = Callable[[np.ndarray, int, float], "np.ndarray | None"]
@@ -153,24 +162,34 @@ def _policy(spec: ActorSpec, control: ControlBlock) -> LocalPolicy | InferenceCl
     return InferenceClient(spec.central, control, spec.index)
 
 
-def _collect(spec: ActorSpec, ring: ShmRing, control: ControlBlock) -> None:
-    n = spec.algorithm.config.n_envs
+def _collect(spec: ActorSpec, ring: ShmRing, control: ControlBlock, statistics: SharedStatistics | None) -> None:
+    n, transform = spec.algorithm.config.n_envs, spec.algorithm.obs_transform
     torch.manual_seed(spec.env_seed)
     policy = _policy(spec, control)
+    if statistics is not None:  # before the collector: its envs' reset observations count in the share
+        statistics.refresh(transform)
+        transform.track(statistics.posted(spec.index))  # a restarted actor continues its slot's share
     collector = Collector(spec.algorithm, spec.env_seed, lambda kernel, seconds: control.add_time(
         spec.index, kernel, seconds), policy_kernel=policy.kernel, env_variant=spec.env_step)
+    if statistics is not None:
+        statistics.post(spec.index, transform)
     no_return, no_length = np.zeros(n), np.zeros(n, dtype=np.int64)
     try:
         while ring.head // n < spec.quota:
             if not _wait_for_room(spec, ring, control, n):
                 return
             local = ring.head // n
+            if statistics is not None:
+                statistics.refresh(transform)
             progress = (spec.steps_before + (local * spec.actors + spec.index) * n) / spec.total_steps
             step = collector.step(None if local < spec.warmup else (
                 lambda obs: policy(obs, spec.steps_before + control.produced, progress)))  # noqa: B023
             if step is None:
                 return
             start = time.perf_counter()
+            if statistics is not None:
+                statistics.post(spec.index, transform)
+            step = step.env_step or step  # the env's transitions into the ring
             episode_return, episode_length = no_return, no_length  # read-only: the ring copies them
             if step.ended:
                 episode_return, episode_length = np.zeros(n), np.zeros(n, dtype=np.int64)

@@ -5,7 +5,9 @@ their vector envs and batch inference over them, or send their observations to a
 central inference server; the learner process owns the networks on the planned device
 and the replay, or receives batches from a replay server, consumes transitions exactly
 as the serial schedule would, and publishes parameters through shared memory (which
-mode runs is the plan's, :mod:`placement`, unless ``inference``/``replay`` say). Ctrl-C, SIGTERM or a
+mode runs is the plan's, :mod:`placement`, unless ``inference``/``replay`` say). With ``normalize`` the actors post
+their statistics' shares and the learner merges them at each publication (:mod:`.shared_statistics`; its samples,
+evaluations, checkpoints and saved policy use the merged statistics). Ctrl-C, SIGTERM or a
 crash write a checkpoint under ``out_dir/checkpoint`` that ``resume_from`` continues;
 every child process and shared-memory segment is gone when ``run`` returns or raises.
 
@@ -73,6 +75,7 @@ from pearl_py.runtime.parallel.process import (
 )
 from pearl_py.runtime.parallel.replay_access import LocalReplay
 from pearl_py.runtime.parallel.ring import ShmRing
+from pearl_py.runtime.parallel.shared_statistics import SharedStatistics
 from pearl_py.runtime.parallel.services import (
     start_inference_server,
     start_replay_server,
@@ -194,6 +197,10 @@ class ParallelExecutor(SessionExecutor):
         board = ParamBoard.create(learner.nets.acting_state(algo.acting_networks), f"{prefix}-params",
                                  tag=learner.gradient_steps)
         stack.callback(board.close)
+        statistics = None
+        if algo.obs_transform is not None:  # the session's base: the restored statistics, if resuming
+            statistics = SharedStatistics.create(algo.obs_transform, layout.actors, f"{prefix}-stats")
+            stack.callback(statistics.close)
         rings = []
         for i in range(layout.actors):
             capacity = ring_capacity(schedule, layout.actors)
@@ -230,7 +237,8 @@ class ParallelExecutor(SessionExecutor):
                            error_file=str(errors / f"actor{i}.err"), inference=layout.inference_variant,
                            env_step=self.plan.variant(ENV_STEP),
                            warmup=warmups[i], actors=layout.actors, central=links[i],
-                           replay_bell=replay.server_bell if replay.remote else None, room_bell=Doorbell())
+                           replay_bell=replay.server_bell if replay.remote else None, room_bell=Doorbell(),
+                           statistics=statistics.name if statistics is not None else None)
                  for i, quota in enumerate(schedule.quotas(layout.actors, done))]
         pool = ActorPool(specs, self.max_restarts, guard)
         self._pool, self.restarts = pool, pool.restarts
@@ -242,7 +250,8 @@ class ParallelExecutor(SessionExecutor):
                                               device_class=kernels.device_class(learner.device)),
                          replay=replay, board=board, control=control, pool=pool,
                          schedule=schedule, session=session, timer=timer, signals=signals,
-                         services=list(self._services.values()), periodic=self._periodic(layout, session))
+                         services=list(self._services.values()), periodic=self._periodic(layout, session),
+                         statistics=statistics)
 
     def _periodic(self, layout: RuntimeLayout, session: RunSession) -> bool:
         """Whether the run writes periodic checkpoints of the learner and the local replay."""

@@ -38,6 +38,7 @@ from pearl_py.runtime.parallel.replay_access import (
     LocalReplay,
     ServedReplay,
 )
+from pearl_py.runtime.parallel.shared_statistics import SharedStatistics
 from pearl_py.runtime.parallel.supervisor import ActorPool, Service
 from pearl_py.runtime.session import RunSession
 from pearl_py.runtime.timing import KernelTimer
@@ -92,6 +93,9 @@ class LoopParts:
     """Server processes whose failure fails the run (replay server, inference server)."""
     periodic: bool = False
     """Whether periodic checkpoints of the learner and the (local) replay are taken after a training round."""
+    statistics: SharedStatistics | None = None
+    """``normalize``: the actors' shares, merged into the algorithm's statistics at each publication, before a
+    checkpoint and at the end (the samples are normalized with them)."""
 
 
 class LearnerLoop:
@@ -126,6 +130,7 @@ class LearnerLoop:
                 continue
             if step >= p.schedule.vector_steps:
                 p.replay.finish()
+                self.merge_statistics()  # every actor has posted its last share: the run's statistics are final
                 return
             self._advance()
 
@@ -171,7 +176,8 @@ class LearnerLoop:
         p.session.round_ended(self.progress.transitions, p.learner.gradient_steps, p.timer)
         if p.periodic and p.session.due(self.progress.transitions):
             # the learner, the replay (every drained transition in it) and the counters so far; the actors run on
-            # meanwhile (their rings are drained after)
+            # meanwhile (their rings are drained after), and the statistics hold what they have counted so far
+            self.merge_statistics()
             p.session.checkpoint(p.learner.state_dict(), p.replay.state_dict(), self.snapshot())
 
     def snapshot(self) -> Progress:
@@ -184,7 +190,8 @@ class LearnerLoop:
         p = self.p
         p.replay.round_step = step
         p.learner.set_learning_rate(round_progress_remaining(p.schedule, step))
-        out = gradient_step(p.replay, p.update, p.algorithm.config.batch_size, beta, p.learner.device, p.timer)
+        out = gradient_step(p.replay, p.update, p.algorithm.config.batch_size, beta, p.learner.device, p.timer,
+                            p.algorithm.obs_transform)
         p.replay.finished_update(p.learner.gradient_steps)
         if p.learner.gradient_steps % self.sync_every == 0:
             self._publish()
@@ -194,8 +201,14 @@ class LearnerLoop:
 
     def _publish(self) -> None:
         with self.p.timer(PARAM_SYNC):
+            self.merge_statistics()
             self.p.board.publish(self._acting, tag=self.p.learner.gradient_steps)
         self._published = self.p.learner.gradient_steps
+
+    def merge_statistics(self) -> None:
+        """``normalize``: the algorithm's statistics become the session's base merged with every actor's share."""
+        if self.p.statistics is not None:
+            self.p.statistics.remerge(self.p.algorithm.obs_transform)
 
     def _raise_limit(self) -> bool:
         """Let actors collect as far as the schedule now allows; publish first if the parameters they last got
@@ -220,9 +233,11 @@ class LearnerLoop:
         Afterwards the learner has accounted for every transition in the replay, and with
         ``finish`` (a stop request) trained on every batch drawn, so a resumed run draws
         the next batch exactly as this one would have. Without it (a crash) the drawn
-        batches are dropped and drawn again after resume, from the same replay contents.
+        batches are dropped and drawn again after resume, from the same replay contents. The ``normalize``
+        statistics hold every update the actors have posted.
         """
         p = self.p
+        self.merge_statistics()
         if not p.replay.remote:
             return
         p.replay.pause()

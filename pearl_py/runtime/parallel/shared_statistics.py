@@ -12,6 +12,14 @@ and every actor starts rollout ``k + 1`` from them. Nothing is locked: an actor 
 learner waits for the rollout, and reads the published statistics only once the learner has allowed the next
 one (the control block's counters order both, as for the shared rollout).
 
+The off-policy runtime's actors run asynchronously and hand off no rollouts, so there each slot holds the actor's
+*cumulative* share since its start (rewritten every vector step, :meth:`SharedStatistics.post`), and at each
+parameter publication the learner recomputes its statistics as the session's base merged with every slot in actor
+order (:meth:`SharedStatistics.remerge`: no subtraction, so exact as above). An actor loads the published statistics
+whenever they are new (:meth:`SharedStatistics.refresh`) and acts with them updated by its own envs since. There
+both sides race, so every copy in or out of the segment goes through a seqlock (a version counter per vector,
+odd while it is written, as :mod:`~pearl_py.runtime.parallel.params`).
+
 Example::
 
     >>> shared = SharedStatistics.create(algo.obs_transform, actors=2, name="pearl-stats")   # learner
@@ -20,8 +28,13 @@ Example::
     >>> actor_side.load_published(transform)      # before each rollout: the published statistics
     >>> actor_side.report(0, transform)           # after it: its share into its slot
     >>> shared.combine(algo.obs_transform)        # learner: every share merged, the result published
+    >>> # off-policy: actor 0 every vector step, and the learner at each parameter publication
+    >>> actor_side.refresh(transform); actor_side.post(0, transform)
+    >>> shared.remerge(algo.obs_transform)        # base + every slot, published
 """
 from __future__ import annotations
+
+import time
 
 import numpy as np
 
@@ -31,18 +44,25 @@ from pearl_py.replay.storage import Layout, Storage
 
 class SharedStatistics:
     """The published statistics (``published``) and one share slot per actor (``seen``), as float64 vectors
-    (:meth:`~pearl_py.envs.normalize.ObsRewardNormalizer.vector`)."""
+    (:meth:`~pearl_py.envs.normalize.ObsRewardNormalizer.vector`), each with its seqlock version."""
 
-    def __init__(self, storage: Storage) -> None:
+    def __init__(self, storage: Storage, base: np.ndarray | None = None) -> None:
         self._storage = storage
         self._published, self._seen = storage["published"], storage["seen"]
+        self._versions = storage["versions"]
+        """Seqlock versions: ``[0]`` the published vector's, ``[1 + i]`` actor ``i``'s slot's."""
+        self._base = base
+        """The creator's statistics when the session started (:meth:`remerge` merges the slots into them)."""
+        self._read = -1
+        """The published version an actor last loaded (:meth:`refresh`)."""
 
     @classmethod
     def create(cls, transform: ObsRewardNormalizer, actors: int, name: str) -> SharedStatistics:
         """Segment ``name`` holding ``transform``'s statistics as published, and ``actors`` empty shares."""
-        size = transform.vector().size
-        layout = Layout.of({"published": (np.float64, (size,)), "seen": (np.float64, (actors, size))})
-        shared = cls(Storage.create(layout, shared=True, name=name))
+        base = transform.vector()
+        layout = Layout.of({"published": (np.float64, (base.size,)), "seen": (np.float64, (actors, base.size)),
+                            "versions": (np.int64, (1 + actors,))})
+        shared = cls(Storage.create(layout, shared=True, name=name), base)
         shared.publish(transform)
         return shared
 
@@ -55,7 +75,7 @@ class SharedStatistics:
         return self._storage.name
 
     def publish(self, transform: ObsRewardNormalizer) -> None:
-        self._published[:] = transform.vector()
+        _write(self._versions, 0, self._published, transform.vector())
 
     def load_published(self, transform: ObsRewardNormalizer) -> None:
         """``transform`` (an actor's) acts with the published statistics (and its share not reported yet)."""
@@ -73,6 +93,51 @@ class SharedStatistics:
         self._seen[:] = 0.0
         self.publish(transform)
 
+    # -- the off-policy runtime: cumulative shares, both sides racing ------------------------------------------
+
+    def posted(self, index: int) -> np.ndarray:
+        """A consistent copy of actor ``index``'s slot (its cumulative share as last posted; count 0 before)."""
+        return _read(self._versions, 1 + index, self._seen[index])[0]
+
+    def post(self, index: int, transform: ObsRewardNormalizer) -> None:
+        """Actor ``index``'s cumulative share (since it started tracking: :meth:`~ObsRewardNormalizer.track`)."""
+        _write(self._versions, 1 + index, self._seen[index], transform.share())
+
+    def refresh(self, transform: ObsRewardNormalizer) -> bool:
+        """An actor: load the published statistics into ``transform`` if they changed since its last load (its own
+        envs' updates since then are dropped: the learner's next merge counts them); whether it did."""
+        if int(self._versions[0]) == self._read:
+            return False
+        vector, self._read = _read(self._versions, 0, self._published)
+        transform.load_vector(vector)
+        return True
+
+    def remerge(self, transform: ObsRewardNormalizer) -> None:
+        """The learner: ``transform`` becomes the session's base merged with every actor's posted share in actor
+        order, then it is published (invariant: the base plus the slots are every update the actors made)."""
+        transform.load_vector(self._base)
+        for index in range(self._seen.shape[0]):
+            transform.merge_share(self.posted(index))
+        self.publish(transform)
+
     def close(self) -> None:
-        self._published = self._seen = None
+        self._published = self._seen = self._versions = None
         self._storage.close()
+
+
+def _write(versions: np.ndarray, at: int, target: np.ndarray, values: np.ndarray) -> None:
+    """Seqlock write by the vector's only writer: version odd, copy, version even."""
+    versions[at] += 1
+    target[:] = values
+    versions[at] += 1
+
+
+def _read(versions: np.ndarray, at: int, source: np.ndarray) -> tuple[np.ndarray, int]:
+    """Seqlock read: a copy taken while the version stayed the same and even, and that version."""
+    while True:
+        before = int(versions[at])
+        if before % 2 == 0:
+            copy = source.copy()
+            if int(versions[at]) == before:
+                return copy, before
+        time.sleep(0)

@@ -101,6 +101,7 @@ class RayExecutor(RayRun):
             except ray.exceptions.RayError as exc:
                 raise self._failure(exc, loop.step * n) from None
             session.clock.stop()
+            self.fetch_statistics(ray, learner)   # the saved policy's
             eval_returns = ray.get(learner.evaluate.remote(self.eval_episodes, self.seed + EVAL_SEED_OFFSET))
             timings = ray.get([w.timings.remote() for w in (replay, learner, *actors)])
             self.restarted = self._restarted(ray, actors)
@@ -128,7 +129,7 @@ class _Driver:
                  session: RunSession, executor: RayExecutor) -> None:
         self.ray, self.s, self.replay, self.learner, self.actors = ray, schedule, replay, learner, actors
         self.session, self.log, self.x, self.progress = session, session.log, executor, session.progress
-        self.queue: deque[tuple[Any, Any, int]] = deque()
+        self.queue: deque[tuple[Any, Any, Any, int]] = deque()
         # a resumed run continues at its checkpoint's vector step, whose round's updates are done
         self.dispatched = self.step = self.progress.transitions // schedule.n_envs
         self.updates = schedule.updates_until(self.step)
@@ -136,6 +137,8 @@ class _Driver:
         self.adds: list[Any] = []
         self.eval_history = self.progress.eval_history
         self.params: Any = None
+        self.statistics: Any = None
+        """The learner's ``normalize`` statistics every collection dispatched from now on starts from (a reference)."""
 
     def run(self) -> None:
         ray, s = self.ray, self.s
@@ -174,17 +177,19 @@ class _Driver:
             for i, actor in enumerate(self.actors):
                 chunk = steps // count + (i < steps % count)
                 if chunk:
-                    rows, episodes = actor.collect.options(num_returns=2).remote(chunk, offset * s.n_envs,
-                                                                                 self.params)
-                    self.queue.append((rows, episodes, chunk))
+                    rows, episodes, share = actor.collect.options(num_returns=3).remote(
+                        chunk, offset * s.n_envs, self.params, self.statistics)
+                    self.queue.append((rows, episodes, share, chunk))
                     offset += chunk
             self.dispatched = end
 
     def _consume(self) -> None:
         """Insert the next chunk (in dispatch order) and run the learner's per-step hooks."""
-        rows, episodes, chunk = self.queue.popleft()
+        rows, episodes, share, chunk = self.queue.popleft()
         n = self.s.n_envs
         self.adds.append(self.replay.add.remote(rows))
+        if self.x.algorithm.obs_transform is not None:  # in chunk order, before the round that trains on it
+            self.learner.merge_share.remote(share)
         for offset, ret, length in self.ray.get(episodes):
             self.log.episode(self.step * n + offset + 1, ret, length)
             self.episodes += 1
@@ -197,6 +202,7 @@ class _Driver:
     def _sync(self) -> None:
         """The acting parameters every collection dispatched from now on acts on (an object reference)."""
         self.params = self.learner.acting_params.remote()
+        self.statistics = self.learner.statistics.remote()
 
     def _checkpoint(self) -> None:
         """After a training round, every consumed chunk in the replay: the learner, the replay and the counters
@@ -207,6 +213,7 @@ class _Driver:
             replay_state = ray.get(self.replay.state_dict.remote())
             timings = ray.get([w.timings.remote() for w in (self.replay, self.learner, *self.actors)])
             progress = self.session.snapshot(timings, transitions=self.step * n, episodes=self.episodes)
+            self.x.fetch_statistics(ray, self.learner)   # of every consumed chunk
         self.session.checkpoint(learner_state, replay_state, progress, rng=(torch_rng, cuda_rng))
 
     def _maybe_evaluate(self, step: int) -> None:

@@ -97,7 +97,7 @@ class OnPolicyRayExecutor(RayRun):
             except ray.exceptions.RayError as exc:
                 raise self._failure(exc, progress.transitions) from None
             session.clock.stop()
-            loop.fetch_statistics()   # the saved policy's
+            self.fetch_statistics(ray, learner)   # the saved policy's
             eval_returns = ray.get(learner.evaluate.remote(self.eval_episodes, self.seed + EVAL_SEED_OFFSET))
             times = merge_kernel_times([progress.kernel_times, *loop.timings()], self.layout.simulated)
             gradient_steps = ray.get(learner.gradient_steps.remote())
@@ -148,13 +148,6 @@ class _RolloutLoop:
             if self.session.due(p.transitions):
                 self._checkpoint()
 
-    def fetch_statistics(self) -> None:
-        """The learner's ``normalize`` statistics into this process's algorithm (what the policy and checkpoints
-        save)."""
-        transform = self.x.algorithm.obs_transform
-        if transform is not None:
-            transform.load_vector(self.ray.get(self.learner.statistics.remote()))
-
     def timings(self) -> list[dict[str, dict[str, float]]]:
         """Every worker's kernel times (a restarted actor's since its restart)."""
         return self.ray.get([w.timings.remote() for w in (self.learner, *self.actors)])
@@ -165,5 +158,5 @@ class _RolloutLoop:
             (learner_state, torch_rng, cuda_rng), rollout_rng = self.ray.get(
                 [self.learner.checkpoint_state.remote(), self.learner.rollout_rng.remote()])
             snapshot = self.session.snapshot(self.timings())
-            self.fetch_statistics()
+            self.x.fetch_statistics(self.ray, self.learner)
         self.session.checkpoint(learner_state, {ROLLOUT_STATE: rollout_rng}, snapshot, rng=(torch_rng, cuda_rng))

@@ -108,10 +108,6 @@ class OnPolicyLearnerWorker(LearnerState):
         stats = self.learner.learn(self.rollout, progress_remaining, self.timer)
         return stats.as_log(), ended
 
-    def statistics(self) -> np.ndarray | None:
-        """The ``normalize`` statistics as published to the actors (None without normalize)."""
-        return None if self.algo.obs_transform is None else self.algo.obs_transform.vector()
-
     def rollout_rng(self) -> dict[str, Any]:
         """The minibatch generator's state (a checkpoint's rollout part)."""
         return self.rollout.rng.bit_generator.state

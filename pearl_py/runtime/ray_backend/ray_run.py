@@ -105,6 +105,12 @@ class RayRun(SessionExecutor):
         named += [(f"actor {i}", c) for i, c in enumerate(self.components.get("actors", []))]
         return ", ".join(f"{name}: {pinned.get(c['node'], 'node')} {c['node'][:8]}" for name, c in named)
 
+    def fetch_statistics(self, ray: ModuleType, learner: Any) -> None:
+        """The learner worker's ``normalize`` statistics into this process's algorithm (what the saved policy and
+        checkpoints hold); nothing without normalize."""
+        if self.algorithm.obs_transform is not None:
+            self.algorithm.obs_transform.load_vector(ray.get(learner.statistics.remote()))
+
     def _component(self, handle: Any, pid: int, node: str, resources: dict[str, Any]) -> dict[str, Any]:
         """What ``components`` records of one Ray actor."""
         return {"pid": pid, "actor_id": handle._actor_id.hex(), "node": node, "resources": resources}

@@ -9,10 +9,15 @@ Imported only once :func:`import_ray` succeeded (this module imports ``ray``).
 * :class:`LearnerWorker` owns the networks and the optimizer, pulls batches from the
   replay server (one request ahead) and sends priorities back.
 
+With ``normalize`` each collection call carries the learner's published statistics: the actor acts with them plus
+its own envs' updates, stores the env's raw transitions, and returns its share (the moments of what it saw since its
+last chunk); the driver hands the shares to the learner in chunk order (:meth:`LearnerWorker.merge_share`), so at
+every round the learner's statistics are those of every consumed chunk, and it normalizes its samples with them.
+
 Example (what :class:`RayExecutor` does)::
 
     >>> replay = ray.remote(ReplayServer).options(num_cpus=0.5).remote(algo, seed=0)
-    >>> rows, episodes = actor.collect.options(num_returns=2).remote(256, 0, learner.acting_params.remote())
+    >>> rows, episodes, share = actor.collect.options(num_returns=3).remote(256, 0, learner.acting_params.remote())
     >>> replay.add.remote(rows)
 """
 from __future__ import annotations
@@ -112,6 +117,10 @@ class LearnerState(Timed):
     def gradient_steps(self) -> int:
         return self.learner.gradient_steps
 
+    def statistics(self) -> np.ndarray | None:
+        """The ``normalize`` statistics as published to the actors (None without normalize)."""
+        return None if self.algo.obs_transform is None else self.algo.obs_transform.vector()
+
     def networks_state(self) -> dict[str, torch.Tensor]:
         """Every network's tensors on the CPU (the trained policy the driver saves)."""
         return {k: v.detach().cpu() for k, v in self.learner.nets.state_dict().items()}
@@ -148,13 +157,19 @@ class ActorWorker(Acting):
         self.infer = kernels.build(INFERENCE, inference, algorithm, self.nets,
                                    device_class=kernels.device_class(self.device))
         self.timer = KernelTimer({INFERENCE: self.device, PARAM_READ: self.device})
+        if algorithm.obs_transform is not None:  # before the collector: its envs' reset observations count
+            algorithm.obs_transform.track()
         self.collector = Collector(algorithm, self.seed, self.timer.add, timed=self.timer, env_variant=env_step)
 
-    def collect(self, vector_steps: int, steps_before: int, params: Params
-                ) -> tuple[Rows, list[tuple[int, float, int]]]:
-        """Run ``vector_steps`` steps acting on ``params``; ``steps_before``: transitions all actors collected before."""
-        algo, n = self.algo, self.algo.config.n_envs
+    def collect(self, vector_steps: int, steps_before: int, params: Params, statistics: np.ndarray | None = None
+                ) -> tuple[Rows, list[tuple[int, float, int]], np.ndarray | None]:
+        """Run ``vector_steps`` steps acting on ``params`` and the published ``normalize`` ``statistics``;
+        ``steps_before``: transitions all actors collected before. The env's transitions, the episodes that ended
+        and this actor's ``normalize`` share (None without normalize)."""
+        algo, n, transform = self.algo, self.algo.config.n_envs, self.algo.obs_transform
         self.load(params, PARAM_READ)
+        if transform is not None:
+            transform.take_published(statistics)
         out: dict[str, list[np.ndarray]] = {k: [] for k in ("obs", "actions", "rewards", "next_obs", "terminated")}
         episodes: list[tuple[int, float, int]] = []
         for i in range(vector_steps):
@@ -162,9 +177,11 @@ class ActorWorker(Acting):
             step = self.collector.step(None if steps < algo.config.learning_starts else (
                 lambda obs: self.infer(obs, explore=True, progress=steps / self.total_steps)))  # noqa: B023
             episodes += [(i * n + j, ret, length) for j, ret, length in step.ended]
+            stored = step.env_step or step  # the env's transitions: the learner normalizes its samples
             for key in out:
-                out[key].append(np.asarray(getattr(step, key)))
-        return {k: np.concatenate(v) for k, v in out.items()}, episodes
+                out[key].append(np.asarray(getattr(stored, key)))
+        share = None if transform is None else transform.take_share()
+        return {k: np.concatenate(v) for k, v in out.items()}, episodes, share
 
 
 class ReplayServer(Timed):
@@ -235,8 +252,13 @@ class LearnerWorker(LearnerState):
         for i in range(updates):
             replay.ahead = i + 1 < updates
             means.add(gradient_step(replay, self.update, self.algo.config.batch_size, beta, self.learner.device,
-                                    self.timer))
+                                    self.timer, self.algo.obs_transform))
         return means.means()
+
+    def merge_share(self, share: np.ndarray) -> None:
+        """An actor's ``normalize`` share of a consumed chunk into the statistics (the driver calls it in chunk
+        order, before the round that trains on the chunk)."""
+        self.algo.obs_transform.merge_share(share)
 
     def after_env_steps(self, first: int, last: int) -> None:
         """The per-vector-step hooks (target updates counted in env steps) for steps ``first..last``."""

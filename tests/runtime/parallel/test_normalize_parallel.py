@@ -1,8 +1,10 @@
-"""normalize on the on-policy parallel runtime: the actors' shares merge into the moments of the concatenated data,
-a parallel run's saved statistics are those of every observation (and discounted return) its actors counted,
-and a resumed run continues them."""
+"""normalize on the parallel runtime: the actors' shares merge into the moments of the concatenated data, a parallel
+run's saved statistics are those of every observation (and discounted return) its actors counted, and a resumed run
+continues them; on-policy (shares reported per rollout) and off-policy (cumulative shares, re-merged at each
+publication)."""
 from __future__ import annotations
 
+import dataclasses
 import os
 import secrets
 import sys
@@ -13,7 +15,10 @@ import numpy as np
 import pytest
 
 import pearl_py as pearl
-from pearl_py.envs.normalize import Normalize, ObsRewardNormalizer
+from pearl_py.envs.normalize import Normalize, ObsRewardNormalizer, RunningMoments
+from pearl_py.plan import Placement, Plan
+from pearl_py.protocol.kernel import ENV_STEP, INFERENCE
+from pearl_py.runtime.parallel.checkpoint import load_checkpoint
 from pearl_py.runtime.parallel.shared_statistics import SharedStatistics
 
 from parallel_helpers import sync_plan
@@ -152,3 +157,95 @@ def test_a_resumed_parallel_run_continues_the_statistics(recording, tmp_path):
     saved = pearl.load(second).algorithm.obs_transform
     assert_moments(saved.obs_moments, np.concatenate([rows, more_rows]))
     assert_moments(saved.return_moments, np.concatenate([returns, more_returns]))
+
+
+def test_off_policy_shares_are_cumulative_and_remerged_exactly_at_each_publication():
+    """Each actor posts its cumulative share every vector step; every remerge is base + all slots (so merging twice
+    changes nothing); an actor loads the published statistics only when new; a restarted actor continues its slot."""
+    rng = np.random.default_rng(11)
+    base_rows = rng.normal(-1.0, 2.0, size=(5, 3))
+    learner = ObsRewardNormalizer(Normalize.from_config(True), (3,), gamma=GAMMA)
+    learner.observe(base_rows)                              # the session's base (a resumed run's statistics)
+    shared = SharedStatistics.create(learner, actors=2, name=f"pearl-test-stats-{secrets.token_hex(4)}")
+    sides = [SharedStatistics.attach(shared.name) for _ in range(2)]      # each actor's
+    try:
+        actors = [ObsRewardNormalizer(Normalize.from_config(True), (3,), gamma=GAMMA) for _ in range(2)]
+        seen = [[], []]
+        for index, actor in enumerate(actors):
+            assert sides[index].refresh(actor) and not sides[index].refresh(actor)    # the base, once
+            actor.track(sides[index].posted(index))
+            np.testing.assert_array_equal(actor.vector(), learner.vector())
+        for step in range(4):
+            for index, actor in enumerate(actors):
+                batch = rng.normal(index, 1 + step, size=(2, 3))
+                actor.observe(batch)
+                seen[index].append(batch)
+                sides[index].post(index, actor)
+            shared.remerge(learner)
+            shared.remerge(learner)
+            rows = np.concatenate([base_rows, *seen[0], *seen[1]])
+            assert_moments(learner.obs_moments, rows)
+            assert sides[0].refresh(actors[0])               # a new publication: the actor acts with it
+            np.testing.assert_array_equal(actors[0].vector(), learner.vector())
+        restarted = ObsRewardNormalizer(Normalize.from_config(True), (3,), gamma=GAMMA)
+        restarted.track(sides[1].posted(1))                  # actor 1's next generation continues its share
+        restarted.observe(extra := rng.normal(size=(2, 3)))
+        sides[1].post(1, restarted)
+        shared.remerge(learner)
+        assert_moments(learner.obs_moments, np.concatenate([rows, extra]))
+    finally:
+        for side in sides:
+            side.close()
+        shared.close()
+
+
+def dqn(folder: Path) -> pearl.DQN:
+    return pearl.DQN(ENV, normalize=True, gamma=GAMMA, env_kwargs={"record": str(folder)}, n_envs=2, net_arch=[8],
+                     batch_size=8, learning_starts=16, train_freq=8, gradient_steps=2, buffer_size=500,
+                     target_update_interval=32)
+
+
+def two_actors(algo: pearl.DQN) -> Plan:
+    """Every kernel on the CPU, overlapped, two actors (each steps ``n_envs`` envs)."""
+    plan = dataclasses.replace(Plan.single_device(algo.protocol(serialized=False)), mode="overlapped")
+    for kernel in (ENV_STEP, INFERENCE):
+        plan.placements[kernel] = Placement("cpu", replicas=2)
+    return plan
+
+
+@pytest.mark.slow
+def test_an_off_policy_parallel_runs_saved_statistics_are_those_of_every_observation_its_actors_counted(
+        recording, tmp_path):
+    out = tmp_path / "run"
+    algo = dqn(recording)
+    result = pearl.train(algo, 96, seed=3, plan=two_actors(algo), out=out, eval_episodes=1, log=lambda line: None)
+    assert result.backend == "local-parallel"
+    files = actor_files(recording)
+    assert len(files) == 4                                   # two envs in each of two actors
+    rows, returns = recorded(files)
+    assert len(rows) == 4 * (1 + 96 // 4) and len(returns) == 96
+    saved = pearl.load(out).algorithm.obs_transform
+    assert_moments(saved.obs_moments, rows)
+    assert_moments(saved.return_moments, returns)
+
+
+@pytest.mark.slow
+def test_a_resumed_off_policy_parallel_run_continues_the_statistics_of_its_checkpoint(recording, tmp_path):
+    first, second = tmp_path / "first", tmp_path / "second"
+    algo = dqn(recording)
+    pearl.train(algo, 96, seed=3, plan=two_actors(algo), out=first, eval_episodes=1, checkpoint_freq=48,
+                log=lambda line: None)
+    at_checkpoint = load_checkpoint(first).obs_transform   # what the actors had posted when it was taken
+    before = set(actor_files(recording))
+    pearl.train(dqn(recording), 96, seed=3, plan=two_actors(algo), out=second, eval_episodes=1, resume=first,
+                log=lambda line: None)
+    rows, returns = recorded(actor_files(recording, but=before))
+    saved = pearl.load(second).algorithm.obs_transform
+    for moments, state, new in ((saved.obs_moments, at_checkpoint["obs"], rows),
+                                (saved.return_moments, at_checkpoint["return"], returns)):
+        expected = RunningMoments(np.shape(state["mean"]))
+        expected.load(state)
+        expected.merge(new.mean(axis=0), new.var(axis=0), len(new))
+        np.testing.assert_allclose(moments.mean, expected.mean, rtol=1e-12, atol=1e-15)
+        np.testing.assert_allclose(moments.var, expected.var, rtol=1e-12)
+        assert moments.count == pytest.approx(expected.count, rel=1e-15)
