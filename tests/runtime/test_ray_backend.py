@@ -210,6 +210,23 @@ def test_the_cluster_planned_as_a_platform_runs_each_component_on_its_planned_no
     assert f"- the Ray cluster at {cluster}: 2 node(s), each a host; between nodes tcp-40gbe (modelled)" in report
     assert "(this machine's CPU: its calibration)" in report
 
+    # the plan file made by `pearl plan --address` runs again with --plan on the cluster it was made on (its platform
+    # read from the cluster again), each component on its planned node; a plan whose node is not there is refused
+    saved, again = tmp_path / "plan" / "plan.yaml", tmp_path / "again"
+    argv = ["run", str(config), "--backend", "ray", "--address", cluster, "--steps", "1000"]
+    assert main([*argv, "--plan", str(saved), "--out", str(again)]) == 0
+    result = json.loads((again / "result.json").read_text())
+    ran = dict(part.split(": ") for part in result["layout"]["nodes"].split(", "))
+    assert ran["learner"].split()[-1] == _planned_nodes(planned)["learner"][0][:8] and result["env_steps"] == 1000
+    moved = tmp_path / "moved.yaml"
+    moved.write_text(saved.read_text().replace(hosts["node1.cpu"], "0" * len(hosts["node1.cpu"])))
+    capsys.readouterr()
+    assert main([*argv, "--plan", str(moved), "--out", str(tmp_path / "refused")]) == 2
+    err = capsys.readouterr().err
+    assert "platform: the plan was made on another Ray cluster than the one at" in err
+    assert "node1.cpu (Ray node 00000000) not there" in err and "plan again with `pearl plan --address" in err
+    assert not (tmp_path / "refused").exists()
+
     bad = f"127.0.0.1:{free_port()}"
     for argv in (["plan", str(config), "--address", bad], ["run", str(config), "--backend", "ray", "--address", bad,
                                                             "--auto"]):
