@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -218,10 +219,10 @@ def test_the_cluster_planned_as_a_platform_runs_each_component_on_its_planned_no
     result = json.loads((again / "result.json").read_text())
     ran = dict(part.split(": ") for part in result["layout"]["nodes"].split(", "))
     assert ran["learner"].split()[-1] == _planned_nodes(planned)["learner"][0][:8] and result["env_steps"] == 1000
-    moved = tmp_path / "moved.yaml"
-    moved.write_text(saved.read_text().replace(hosts["node1.cpu"], "0" * len(hosts["node1.cpu"])))
+    moved = shutil.copytree(saved.parent, tmp_path / "moved") / "prediction.json"   # the platform it was made on
+    moved.write_text(moved.read_text().replace(hosts["node1.cpu"], "0" * len(hosts["node1.cpu"])))
     capsys.readouterr()
-    assert main([*argv, "--plan", str(moved), "--out", str(tmp_path / "refused")]) == 2
+    assert main([*argv, "--plan", str(moved.parent / "plan.yaml"), "--out", str(tmp_path / "refused")]) == 2
     err = capsys.readouterr().err
     assert "platform: the plan was made on another Ray cluster than the one at" in err
     assert "node1.cpu (Ray node 00000000) not there" in err and "plan again with `pearl plan --address" in err
