@@ -373,8 +373,8 @@ def result_fields(monitor: Monitor | None, plan: Plan, env_steps: int) -> dict[s
 
 def drift(plan: Plan, kernel_times: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, float]]:
     """Each predicted kernel's measured mean seconds a call (``kernel_times``, a run's) against the plan's modelled
-    per-call cost, as the monitor compares them: what an executor whose monitor cannot switch anything (the Ray
-    backend's learner is a Ray worker) records in ``result.json``'s ``drift``. Kernels charged their modelled time
+    per-call cost, as the monitor compares them: what a run that no monitor watched (its learner off the CPU, whose
+    host times only launches) records in ``result.json``'s ``drift``. Kernels charged their modelled time
     (a simulated device) are left out; empty without a prediction."""
     prediction = plan.prediction
     if prediction is None:

@@ -201,7 +201,7 @@ def test_a_resumed_run_starts_from_the_corrected_plan(monkeypatch, tmp_path):
 
 
 def test_drift_is_what_an_executor_without_a_monitor_records():
-    """The Ray backend cannot switch its learner's threads: result.json's ``drift`` has each predicted kernel's
+    """Where no monitor watched (a learner off the CPU): result.json's ``drift`` has each predicted kernel's
     measured seconds a call against the plan's (at the planned 2 threads), simulated kernels left out."""
     from pearl_py.runtime.monitor import drift
 
