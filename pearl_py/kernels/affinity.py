@@ -123,7 +123,8 @@ class LearnerThreads:
 
     A run's monitor (:mod:`pearl_py.runtime.monitor`) moves a learner between thread counts with it; the
     executor sets torch's threads to the plan's count, enters it (pinning them as :func:`pinned_threads`) and leaves
-    it when the run ends (the pinning undone).
+    it when the run ends (the pinning undone). ``pin=False`` (a Ray learner worker, whose node's cores other workers
+    share) sets the threads without pinning them.
 
     Example::
 
@@ -133,13 +134,13 @@ class LearnerThreads:
         ...     update(batch)          # 1 thread, unpinned
     """
 
-    def __init__(self, n: int) -> None:
-        self.n = n
+    def __init__(self, n: int, pin: bool = True) -> None:
+        self.n, self.pin = n, pin
         self._pinning: contextlib.ExitStack | None = None
 
     def set(self, n: int) -> None:
         """Run ``n`` threads from now on (nothing happens at the current count)."""
-        if self._pinning is not None and n == self.n:
+        if n == self.n and (self._pinning is not None or not self.pin):
             return
         self._unpin()
         if n != self.n:  # entered at the count the executor set; the kernels set scipy's BLAS to it when built
@@ -149,8 +150,9 @@ class LearnerThreads:
             if numba_available()[0]:
                 set_blas_threads(n)
         self.n = n
-        self._pinning = contextlib.ExitStack()
-        self._pinning.enter_context(pinned_threads(n))
+        if self.pin:
+            self._pinning = contextlib.ExitStack()
+            self._pinning.enter_context(pinned_threads(n))
 
     def _unpin(self) -> None:
         if self._pinning is not None:

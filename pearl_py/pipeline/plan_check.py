@@ -7,7 +7,9 @@ the kernel on that device, runs here and implements the algorithm's kernel, and 
 kernel that does not replicate, at most this machine's cores as the learner's threads). The first mistake,
 in file order, is a :class:`~pearl_py.errors.ConfigError` naming ``file:line: key``, what is wrong and what
 would be valid; the CLI prints it on one line and exits with code 2. Whether the plan's processes and
-memory fit this machine is :mod:`pearl_py.pipeline.admission`'s question, asked next.
+memory fit this machine is :mod:`pearl_py.pipeline.admission`'s question, asked next. A plan made on a Ray cluster
+(``pearl plan --address``) is checked against the cluster the run joins (``address``): its platform is read from that
+cluster again, and the plan is refused, naming its devices, when their Ray nodes are not that cluster's any more.
 
 Example::
 
@@ -27,7 +29,7 @@ from pearl_py.config.yaml_source import KeyPath, YamlDocument
 from pearl_py.errors import ConfigError, UserError
 from pearl_py.plan import Placement, Plan
 from pearl_py.plan_file import load_plan
-from pearl_py.platform import Platform
+from pearl_py.platform import Device, Platform
 from pearl_py.platform.kinds import device_kind
 from pearl_py.platform.local import usable_cores
 from pearl_py.protocol.kernel import PRIORITY_UPDATE, Kernel, KernelKind
@@ -50,23 +52,25 @@ class PlanSource:
         return ConfigError(message, key=".".join(("plan",) + tuple(map(str, path))))
 
 
-def load_checked_plan(path: str | Path, algorithm: Algorithm) -> Plan:
+def load_checked_plan(path: str | Path, algorithm: Algorithm, address: str | None = None) -> Plan:
     """Read the plan file at ``path`` (:func:`~pearl_py.plan_file.load_plan`) and check it for ``algorithm``
-    (:func:`check_plan`)."""
+    (:func:`check_plan`; ``address``: the Ray cluster a cluster plan runs on)."""
     plan = load_plan(path)
-    check_plan(plan, algorithm, PlanSource.of(path))
+    check_plan(plan, algorithm, PlanSource.of(path), address=address)
     return plan
 
 
-def check_plan(plan: Plan, algorithm: Algorithm, source: PlanSource = PlanSource(), runs_here: bool = True) -> None:
+def check_plan(plan: Plan, algorithm: Algorithm, source: PlanSource = PlanSource(), runs_here: bool = True,
+               address: str | None = None) -> None:
     """Raise a located :class:`ConfigError` at the first thing in ``plan`` that cannot run ``algorithm`` here.
 
     ``runs_here=False`` (a plan only simulated): variants need not run on this machine, and the learner's
     threads are bounded by its device's parallel units on the plan's platform, not by this machine's cores.
+    ``address``: the Ray cluster the run joins (a plan made on a cluster runs only there: :func:`_cluster`).
     """
     _check_made_for(plan, algorithm, source)
     kernels = {k.name: k for k in algorithm.protocol(serialized=plan.serialized).kernels()}
-    platform = _platform(plan, source)
+    platform = _platform(plan, source, address)
     for device, kind in plan.devices.items():
         _check_device(platform, device, kind, ("devices", device), source)
     for name, placement in plan.placements.items():
@@ -80,7 +84,7 @@ def check_plan(plan: Plan, algorithm: Algorithm, source: PlanSource = PlanSource
             raise source.error(where + ("device",), f"{name} cannot run on {placement.device!r}, a {kind} device: "
                                                    f"{kernel.kind.hosts_reason}")
         _check_variant(kernel, placement, kind, where + ("variant",), source, runs_here)
-        cores = usable_cores() if runs_here else platform.devices[placement.device].parallel_units
+        cores = usable_cores() if runs_here else _device(platform, placement.device).parallel_units
         _check_replicas(kernel, placement, cores, where + ("replicas",), source)
     missing = [name for name in kernels if name not in plan.placements]
     if missing:
@@ -106,16 +110,40 @@ def _check_made_for(plan: Plan, algorithm: Algorithm, source: PlanSource) -> Non
                                                     f"{', '.join(kernels)}; make one for it with `pearl plan`")
 
 
-def _platform(plan: Plan, source: PlanSource) -> Platform:
+def _platform(plan: Plan, source: PlanSource, address: str | None) -> Platform:
+    from pearl_py.runtime.ray_backend.cluster import CLUSTER_PLATFORM
+
+    if plan.platform == CLUSTER_PLATFORM:
+        return _cluster(plan, source, address)
     try:
         return Platform.local() if plan.platform == "local" else Platform.load(plan.platform)
     except UserError as exc:
         raise source.error(("platform",), str(exc)) from None
 
 
+def _cluster(plan: Plan, source: PlanSource, address: str | None) -> Platform:
+    """The platform of the Ray cluster at ``address``, read again, when it is the one ``plan`` was made on: each
+    device the plan recorded (``prediction.platform``) is there under its name, on the same Ray node."""
+    from pearl_py.runtime.ray_backend.cluster import cluster_platform
+
+    if address is None:
+        raise source.error(("platform",), "the plan was made on a Ray cluster (`pearl plan --address`): run it there "
+                                          "with --backend ray --address HOST:PORT")
+    running = cluster_platform(address)
+    recorded = plan.prediction.platform.devices if plan.prediction and plan.prediction.platform else ()
+    moved = [f"{d['name']} (Ray node {str(d.get('node'))[:8]})" for d in recorded
+             if d["name"] not in running.devices or running.devices[d["name"]].node != d.get("node")]
+    if moved or not recorded:
+        now = ", ".join(f"{d.name} (Ray node {d.node[:8]})" for d in running) or "no node with CPUs"
+        raise source.error(("platform",), f"the plan was made on another Ray cluster than the one at {address}: "
+                                          f"{', '.join(moved) or 'no recorded devices'} not there (it has {now}); "
+                                          f"plan again with `pearl plan --address {address}`")
+    return running
+
+
 def _check_device(platform: Platform, device: str, kind: str | None, where: KeyPath, source: PlanSource) -> str:
     """The kind of ``device`` on ``platform``; an error unless it has it (as a ``kind`` device, when given)."""
-    found = platform.devices.get(device)
+    found = _device(platform, device)
     if found is None:
         shown = list(platform.devices)
         more = f" and {len(shown) - 8} more" if len(shown) > 8 else ""
@@ -124,6 +152,16 @@ def _check_device(platform: Platform, device: str, kind: str | None, where: KeyP
     if kind is not None and kind != found.kind:
         raise source.error(where, f"{device!r} is a {found.kind} device on platform {platform.name!r}, not a {kind}")
     return found.kind
+
+
+def _device(platform: Platform, name: str) -> Device | None:
+    """``platform``'s device ``name``; for a pool the optimizer made (``pool:MODELxN``: the platform's N poolable
+    devices of model MODEL), its first member; None when there is none."""
+    if not name.startswith("pool:"):
+        return platform.devices.get(name)
+    model, _, count = name[len("pool:"):].rpartition("x")
+    members = [d for d in platform if d.model == model and device_kind(d.kind).poolable]
+    return members[0] if count.isdigit() and members and len(members) == int(count) else None
 
 
 def _unknown_kernel(name: str, algorithm: Algorithm, kernels: Mapping[str, Kernel]) -> str:

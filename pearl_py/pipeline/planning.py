@@ -323,7 +323,7 @@ def _plan_cost(plan: Plan, objective: str) -> float:
 
 def resolve_plan(algorithm: Algorithm, plan: Plan | str | Path, objective: str = "throughput",
                  log: Callable[[str], None] = print, total_steps: int | None = None, one_process: bool = True,
-                 dedicated: bool = False) -> Plan:
+                 dedicated: bool = False, address: str | None = None) -> Plan:
     """"serial": all on one CPU, unpredicted; "local": the same, predicted; "auto": optimized
     on :meth:`Platform.local` after calibrating (:func:`auto_plan`; ``one_process``: a serialized plan may win, as
     for the local runtime; Ray runs only parallel plans); a path: a saved plan; a :class:`Plan`: itself. A plan the
@@ -331,10 +331,11 @@ def resolve_plan(algorithm: Algorithm, plan: Plan | str | Path, objective: str =
 
     ``total_steps`` (the run's length) lets the optimizer choose variants with a one-off setup
     (a compile) when they pay it back within the run, and weigh the actors' start-up. ``dedicated``: the machine
-    runs nothing else (multi-threaded options valued alone: docs/optimizer.md).
+    runs nothing else (multi-threaded options valued alone: docs/optimizer.md). ``address``: the Ray cluster the run
+    joins, which a plan made on a cluster must still be (:func:`~pearl_py.pipeline.plan_check.check_plan`).
     """
     if isinstance(plan, Plan):
-        check_plan(plan, algorithm)
+        check_plan(plan, algorithm, address=address)
         return plan
     if plan == "serial":
         return Plan.single_device(algorithm.protocol(serialized=True))
@@ -346,4 +347,4 @@ def resolve_plan(algorithm: Algorithm, plan: Plan | str | Path, objective: str =
     path = Path(plan)
     if not path.suffix:
         raise PlanningError(f"plan {plan!r}: expected 'auto', 'local', 'serial', a Plan or a plan.yaml path")
-    return load_checked_plan(path, algorithm)
+    return load_checked_plan(path, algorithm, address)

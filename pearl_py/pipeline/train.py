@@ -156,7 +156,8 @@ def train(algorithm: BaseAlgorithm, total_steps: int, seed: int = 0, *,
             resolved = (cluster_plan(algorithm, address, objective, total_steps, dedicated, log)
                         if backend == "ray" and address is not None and plan == "auto" else
                         resolve_plan(algorithm, plan, objective, log, total_steps=total_steps,
-                                     one_process=backend == "local", dedicated=dedicated))
+                                     one_process=backend == "local", dedicated=dedicated,
+                                     address=address if backend == "ray" else None))
         for line in plan_lines(resolved):
             log(line)
         admission = None

@@ -29,9 +29,15 @@ Example (the serial executor, condensed)::
     ...     ...                                                     # the round's steps and updates
     ...     correction = monitor.round_ended(steps, learner.gradient_steps, timer)
     >>> monitor.corrections                                         # what RunResult.corrections holds
+
+A learner in another process (a Ray worker) is watched from the driver: each round it runs its calls at the thread
+counts :meth:`Monitor.schedule` gives (the re-time's turns included) and hands back each call's seconds, which
+:meth:`Monitor.ran` counts as :meth:`Monitor.watch` would have; the monitor's threads are then a
+:class:`ThreadCount`, the count the next round's calls are sent with.
 """
 from __future__ import annotations
 
+import copy
 import statistics
 import time
 from collections import deque
@@ -74,6 +80,16 @@ class ThreadSetting(Protocol):
     n: int
 
     def set(self, n: int) -> None: ...
+
+
+@dataclass
+class ThreadCount:
+    """A thread count and nothing more (a :class:`ThreadSetting`): the one a remote learner's next calls run at."""
+
+    n: int
+
+    def set(self, n: int) -> None:
+        self.n = n
 
 
 @dataclass(frozen=True)
@@ -227,12 +243,31 @@ class Monitor:
         if retime is not None and not retime.done(self.rule.retime_calls):
             retime.record(self.threads.n, seconds, self.rule.block_calls)
 
-    def round_ended(self, steps: int, updates: int, timer: Any) -> Correction | None:
+    def schedule(self, calls: int) -> list[int]:
+        """The thread count each of the next ``calls`` calls runs at, as :meth:`before_call` would set it (for a
+        learner in another process, whose calls' seconds then go to :meth:`ran`)."""
+        shadow = copy.copy(self)
+        shadow.threads, shadow._retime, shadow._own = ThreadCount(self.threads.n), copy.deepcopy(self._retime), [0, 0.0]
+        counts = []
+        for _ in range(calls):
+            shadow.before_call()
+            counts.append(shadow.threads.n)
+            shadow.after_call(0.0)
+        return counts
+
+    def ran(self, seconds: list[float]) -> None:
+        """A remote learner ran calls at :meth:`schedule`'s counts, taking ``seconds`` each."""
+        for call_s in seconds:
+            self.before_call()
+            self.after_call(call_s)
+
+    def round_ended(self, steps: int, updates: int, timer: Any = None) -> Correction | None:
         """At a round boundary: update the window and, by the rule, start a re-time or decide (the decision is
-        returned, recorded in :attr:`corrections` and said)."""
+        returned, recorded in :attr:`corrections` and said). ``timer``: the process's other kernels' times (None: the
+        threaded kernel alone is watched, as for a remote learner)."""
         now = self.rule.clock()
         totals = {k: (int(timer.calls.get(k, 0)), float(timer.seconds.get(k, 0.0)))
-                  for k in self.reference if k != self.threaded and k not in timer.evented}
+                  for k in self.reference if k != self.threaded and k not in timer.evented} if timer is not None else {}
         totals[self.threaded] = (int(self._own[0]), float(self._own[1]))
         for kernel, (calls, _) in totals.items():
             self.extra_s += (calls - self._last.get(kernel, (0, 0.0))[0]) * (self.reference[kernel] - self.planned[kernel])
@@ -338,8 +373,8 @@ def result_fields(monitor: Monitor | None, plan: Plan, env_steps: int) -> dict[s
 
 def drift(plan: Plan, kernel_times: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, float]]:
     """Each predicted kernel's measured mean seconds a call (``kernel_times``, a run's) against the plan's modelled
-    per-call cost, as the monitor compares them: what an executor whose monitor cannot switch anything (the Ray
-    backend's learner is a Ray worker) records in ``result.json``'s ``drift``. Kernels charged their modelled time
+    per-call cost, as the monitor compares them: what a run that no monitor watched (its learner off the CPU, whose
+    host times only launches) records in ``result.json``'s ``drift``. Kernels charged their modelled time
     (a simulated device) are left out; empty without a prediction."""
     prediction = plan.prediction
     if prediction is None:

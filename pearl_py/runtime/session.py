@@ -47,7 +47,7 @@ from pearl_py.runtime.checkpoints import (
     session_seed,
 )
 from pearl_py.runtime.evaluation import EVAL_SEED_OFFSET, PeriodicEvaluation, evaluate, evaluation_points
-from pearl_py.runtime.monitor import AdaptOptions, Monitor, ThreadSetting, drift, result_fields
+from pearl_py.runtime.monitor import AdaptOptions, Monitor, ThreadCount, ThreadSetting, drift, result_fields
 from pearl_py.runtime.parallel.checkpoint import Checkpoint, Progress
 from pearl_py.runtime.result import RunResult
 from pearl_py.runtime.run_log import RunLog
@@ -176,9 +176,23 @@ class RunSession:
         self.monitor = Monitor.of(self.plan, threads, self.x.adapt, self.log, earlier=self.progress.corrections)
         return update if self.monitor is None else self.monitor.watch(update)
 
-    def round_ended(self, steps: int, updates: int, timer: Any) -> None:
-        """At a round boundary (after a training round, or a rollout's learning): the monitor's turn."""
+    def watch_remote(self) -> None:
+        """Start the run's monitor of a learner in another process (a Ray worker), from the plan's threads (a resumed
+        session: its last correction's). Each round the learner runs its calls at :meth:`remote_threads` and hands
+        their seconds to :meth:`round_ended`."""
+        threads = ThreadCount(self.plan.learner_threads)
+        self.monitor = Monitor.of(self.plan, threads, self.x.adapt, self.log, earlier=self.progress.corrections)
+
+    def remote_threads(self, calls: int) -> list[int] | None:
+        """The thread count of each of a remote learner's next ``calls`` updates (at most ``calls``; None: no
+        monitor, the learner keeps its threads)."""
+        return self.monitor.schedule(calls) if self.monitor is not None else None
+
+    def round_ended(self, steps: int, updates: int, timer: Any = None, seconds: list[float] = ()) -> None:
+        """At a round boundary (after a training round, or a rollout's learning): the monitor's turn. ``timer``: this
+        process's kernel times; a remote learner's monitor has none and gets its round's update ``seconds``."""
         if self.monitor is not None:
+            self.monitor.ran(list(seconds))
             self.monitor.round_ended(steps, updates, timer)
 
     # -- checkpoints -----------------------------------------------------------------------------------------

@@ -201,7 +201,7 @@ def test_a_resumed_run_starts_from_the_corrected_plan(monkeypatch, tmp_path):
 
 
 def test_drift_is_what_an_executor_without_a_monitor_records():
-    """The Ray backend cannot switch its learner's threads: result.json's ``drift`` has each predicted kernel's
+    """Where no monitor watched (a learner off the CPU): result.json's ``drift`` has each predicted kernel's
     measured seconds a call against the plan's (at the planned 2 threads), simulated kernels left out."""
     from pearl_py.runtime.monitor import drift
 
@@ -211,3 +211,28 @@ def test_drift_is_what_an_executor_without_a_monitor_records():
                                                                    "ratio": 3.0})}
     assert drift(plan, {"learner_update": {"calls": 10, "total_s": 0.1, "source": "modelled"}}) == {}
     assert drift(dataclasses.replace(plan, prediction=None), times) == {}
+
+
+def test_a_remote_learner_watched_from_the_driver_makes_the_serial_correction():
+    """A learner in another process (the Ray backend's) runs each round at ``Monitor.schedule``'s thread counts and
+    hands back its calls' seconds (``Monitor.ran``): on the fake machine's slowdown, the serial test's correction and
+    thread sequence, call for call."""
+    from pearl_py.runtime.monitor import Monitor, ThreadCount
+
+    machine = FakeMachine(slow_after=100)
+    monitor = Monitor.of(two_thread_plan(pearl.DQN("CartPole-v1", **TINY_DQN)), ThreadCount(2),
+                         AdaptOptions(patience_s=0.5, clock=machine.clock))
+    for r in range(1, 37):                    # rounds at vector steps 250, ..., 2000, 10 updates each
+        seconds = []
+        for n in monitor.schedule(10):        # what the remote learner runs, each call at its count
+            machine.threads.append(n)
+            seconds.append(COST_S[n] * (3 if n == 2 and len(machine.threads) > machine.slow_after else 1))
+            machine.now += seconds[-1]
+        monitor.ran(seconds)
+        monitor.round_ended(200 + 50 * r, 10 * r)
+    [correction] = monitor.corrections
+    assert (correction.step, correction.updates, correction.change) == (1_050, 170, "learner threads 2 -> 1")
+    assert correction.retimed_s == pytest.approx({"2 threads": 3 * COST_S[2], "1 thread": COST_S[1]})
+    assert machine.threads[:130] == [2] * 130 and machine.threads[130:162] == ([2] * 4 + [1] * 4) * 4
+    assert set(machine.threads[162:170]) == {2} and set(machine.threads[170:]) == {1}
+    assert monitor.schedule(3) == [1, 1, 1] and monitor.threads.n == 1

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -20,9 +21,10 @@ import pearl_py as pearl
 from pearl_py.cli.main import main
 from pearl_py.errors import UserError
 from pearl_py.estimate.calibration import Calibration, default_path
-from pearl_py.plan import Placement, Plan
+from pearl_py.plan import Figures, KernelCost, Placement, Plan, Prediction, SolverInfo, ThreadCost
 from pearl_py.protocol.schedule import RolloutSchedule
 from pearl_py.runtime.checkpoints import CheckpointOptions, newest_checkpoint, periodic_checkpoints
+from pearl_py.runtime.monitor import AdaptOptions
 from pearl_py.runtime.on_policy_serial import OnPolicySerialExecutor
 from pearl_py.runtime.ray_backend import RayExecutor
 from pearl_py.runtime.ray_backend.on_policy import OnPolicyRayExecutor
@@ -41,6 +43,22 @@ def _plan(replay: str, learner: str, actors: int = 1) -> Plan:
                   "replay_sample": Placement(replay), "learner_update": Placement(learner)}
     return dataclasses.replace(plan, placements=placements, mode="overlapped",
                                devices={"cpu": "cpu", "gpu": "gpu", "fpga": "fpga"})
+
+
+ALWAYS_OFF = AdaptOptions(threshold=-1e9, patience_rounds=1, patience_s=0.0)
+"""A monitor rule that finds the plan off at every round (no timing): it re-times and decides at known rounds."""
+
+
+def predicted(plan: Plan) -> Plan:
+    """``plan`` with its learner at 2 threads and a prediction of its update's cost at 1 and 2 threads (what the
+    monitor compares with: tests/runtime/test_monitor.py)."""
+    learner = plan.placements["learner_update"]
+    cost = KernelCost(12e-3, 0.0, "calibrated", threads=(ThreadCost(2, 10e-3, 0.0),))
+    prediction = Prediction(Figures(1.0, 1.0, 1.0, 1.0, 1.0, "cpu"), SolverInfo("test", True, 1.0, 0.0, 0.0),
+                            {"learner_update": {learner.device: {learner.variant: cost}}}, rates={}, kinds={},
+                            devices={})
+    return dataclasses.replace(plan, prediction=prediction, placements={
+        **plan.placements, "learner_update": dataclasses.replace(learner, replicas=2)})
 
 
 def test_components_share_a_device_and_take_its_resource() -> None:
@@ -70,7 +88,8 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> str:
 def test_dqn_cartpole_on_a_two_raylet_cluster_survives_a_killed_actor(cluster: str) -> None:
     """DQN with its replay in a Ray actor of its own; actor worker 0 killed with SIGKILL at the start is restarted
     and the chunk it owed collected again: the replay gets every transition once."""
-    executor = RayExecutor(_algo(), _plan("cpu", "cpu"), seed=0, eval_episodes=2, address=cluster)
+    executor = RayExecutor(_algo(), predicted(_plan("cpu", "cpu")), seed=0, eval_episodes=2, address=cluster,
+                           adapt=ALWAYS_OFF)
     killer = threading.Thread(target=_kill_first_actor, args=(executor,), daemon=True)
     killer.start()
     result = executor.run(3000)
@@ -86,6 +105,11 @@ def test_dqn_cartpole_on_a_two_raylet_cluster_survives_a_killed_actor(cluster: s
     assert len({replay_pid, learner_pid, os.getpid(), *(a["pid"] for a in parts["actors"])}) == 3 + len(parts["actors"])
     assert parts["replay"]["resources"] == {"num_cpus": 0.5}
     assert len(result.eval_returns) == 2
+    # the driver's monitor of the learner worker's updates: off at round 2 (the first with a window), the learner
+    # re-timed at 2 and 1 threads in round 3 (16 updates each), decided at its end
+    first = result.corrections[0]
+    assert (first.step, first.updates) == (1024, 192) and set(first.retimed_s) == {"1 thread", "2 threads"}
+    assert result.drift == {}
 
 
 DQN_CONFIG = """
@@ -187,6 +211,23 @@ def test_the_cluster_planned_as_a_platform_runs_each_component_on_its_planned_no
     assert f"- the Ray cluster at {cluster}: 2 node(s), each a host; between nodes tcp-40gbe (modelled)" in report
     assert "(this machine's CPU: its calibration)" in report
 
+    # the plan file made by `pearl plan --address` runs again with --plan on the cluster it was made on (its platform
+    # read from the cluster again), each component on its planned node; a plan whose node is not there is refused
+    saved, again = tmp_path / "plan" / "plan.yaml", tmp_path / "again"
+    argv = ["run", str(config), "--backend", "ray", "--address", cluster, "--steps", "1000"]
+    assert main([*argv, "--plan", str(saved), "--out", str(again)]) == 0
+    result = json.loads((again / "result.json").read_text())
+    ran = dict(part.split(": ") for part in result["layout"]["nodes"].split(", "))
+    assert ran["learner"].split()[-1] == _planned_nodes(planned)["learner"][0][:8] and result["env_steps"] == 1000
+    moved = shutil.copytree(saved.parent, tmp_path / "moved") / "prediction.json"   # the platform it was made on
+    moved.write_text(moved.read_text().replace(hosts["node1.cpu"], "0" * len(hosts["node1.cpu"])))
+    capsys.readouterr()
+    assert main([*argv, "--plan", str(moved.parent / "plan.yaml"), "--out", str(tmp_path / "refused")]) == 2
+    err = capsys.readouterr().err
+    assert "platform: the plan was made on another Ray cluster than the one at" in err
+    assert "node1.cpu (Ray node 00000000) not there" in err and "plan again with `pearl plan --address" in err
+    assert not (tmp_path / "refused").exists()
+
     bad = f"127.0.0.1:{free_port()}"
     for argv in (["plan", str(config), "--address", bad], ["run", str(config), "--backend", "ray", "--address", bad,
                                                             "--auto"]):
@@ -237,6 +278,25 @@ def test_an_on_policy_run_resumes_and_survives_a_killed_actor(cluster: str, tmp_
     updates_per_rollout = TINY_PPO["n_epochs"] * (TINY_PPO["n_envs"] * TINY_PPO["n_steps"] // TINY_PPO["batch_size"])
     assert result.env_steps == steps and result.gradient_steps == (steps // 128) * updates_per_rollout
     assert resumed.restarted == [0]
+
+
+def test_an_on_policy_run_on_ray_corrects_its_learners_threads_and_resumes_from_the_correction(
+        cluster: str, tmp_path: Path) -> None:
+    """The driver's monitor of the learner worker (8 updates a rollout): off at rollout 2, re-timed over rollouts
+    3-6, decided at rollout 6's end, as the serial and local executors (tests/runtime/test_monitor.py); the
+    checkpoint at rollout 7 carries the correction into the resumed session, which makes none of its own."""
+    steps, plan = 8 * 128, predicted(sync_plan(1))
+    options = dict(seed=0, eval_episodes=1, address=cluster, out_dir=tmp_path, progress=False, adapt=ALWAYS_OFF)
+    first = OnPolicyRayExecutor(pearl.PPO("CartPole-v1", **TINY_PPO), plan,
+                                checkpoints=CheckpointOptions(every=7 * 128), **options).run(steps)
+    assert (first.env_steps, first.gradient_steps) == (steps, 64)
+    correction = first.corrections[0]
+    assert (correction.step, correction.updates) == (6 * 128, 48)
+    assert set(correction.retimed_s) == {"1 thread", "2 threads"} and correction.after["threads"] in (1, 2)
+    resumed = OnPolicyRayExecutor(pearl.PPO("CartPole-v1", **TINY_PPO), plan, resume_from=tmp_path,
+                                  **options).run(steps)
+    assert (resumed.env_steps, resumed.gradient_steps) == (steps, 64)
+    assert resumed.corrections == [correction]
 
 
 def test_normalize_on_ray_merges_the_actor_workers_statistics_as_the_local_runtime(cluster: str, tmp_path: Path

@@ -58,3 +58,32 @@ def test_an_address_where_nothing_listens_is_refused_at_once() -> None:
         with pytest.raises(UserError, match=rf"--address 127.0.0.1:{port}: no Ray cluster answers there"):
             check_address(f"127.0.0.1:{port}")
     check_address("auto")  # Ray's own word for the cluster this machine runs
+
+
+def test_a_cluster_plan_is_checked_against_the_cluster_it_runs_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A plan made on a cluster's platform (its nodes pooled) passes the plan check where the cluster read again is
+    the same; once a node is not, it is refused naming the device and its node; without an address, refused."""
+    import dataclasses
+
+    import pearl_py as pearl
+    from pearl_py.errors import ConfigError
+    from pearl_py.optimize.api import plan as optimize
+    from pearl_py.pipeline.plan_check import check_plan
+    from pearl_py.runtime.ray_backend import cluster
+
+    algo = pearl.DQN("CartPole-v1")
+    made_on = nodes_platform([_node(1, OTHER, head=True), _node(2, OTHER)], "10.0.0.1:6379", here=HERE)
+    plan = optimize(algo.protocol(), made_on, "throughput")
+    assert plan.platform == CLUSTER_PLATFORM
+    plan = dataclasses.replace(plan, devices={**plan.devices, "pool:xeon-cascadelake-vmx2": "cpu"},
+                               placements={**plan.placements, "env_step": dataclasses.replace(
+                                   plan.placements["env_step"], device="pool:xeon-cascadelake-vmx2", replicas=2)})
+    running = made_on
+    monkeypatch.setattr(cluster, "cluster_platform", lambda address: running)
+    check_plan(plan, algo, address="10.0.0.1:6379")
+    running = nodes_platform([_node(1, OTHER, head=True), _node(5, OTHER)], "10.0.0.1:6379", here=HERE)
+    with pytest.raises(ConfigError, match=rf"platform: the plan was made on another Ray cluster than the one at "
+                                          rf"10.0.0.1:6379: node1.cpu \(Ray node {0:08x}\) not there"):
+        check_plan(plan, algo, address="10.0.0.1:6379")
+    with pytest.raises(ConfigError, match=r"run it there with --backend ray --address HOST:PORT"):
+        check_plan(plan, algo)

@@ -94,6 +94,7 @@ class RayExecutor(RayRun):
         resumed = session.resume()
         replay, learner, actors = self._start(ray, total_steps, resumed, session.env_seed)
         log = session.open_log()
+        session.watch_remote()
         try:
             loop = _Driver(ray, schedule, replay, learner, actors, session, self)
             try:
@@ -150,9 +151,11 @@ class _Driver:
                 ray.get(self.adds)
                 self.adds = []
                 beta = round_beta(self.x.algorithm, s, self.step)
-                losses = ray.get(self.learner.train.remote(due - self.updates, beta,
-                                                           round_progress_remaining(s, self.step)))
+                losses, seconds = ray.get(self.learner.train.remote(
+                    due - self.updates, beta, round_progress_remaining(s, self.step),
+                    self.session.remote_threads(due - self.updates)))
                 self.updates = due
+                self.session.round_ended(self.step * s.n_envs, due, seconds=seconds)
                 self.log.train(self.step * s.n_envs, losses,
                                self.step * s.n_envs / max(self.session.clock.seconds, 1e-9))
                 self._sync()

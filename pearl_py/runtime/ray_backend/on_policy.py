@@ -90,6 +90,7 @@ class OnPolicyRayExecutor(RayRun):
         progress = session.progress
         learner, actors = self._start(ray, schedule, resumed, session.env_seed)
         log = session.open_log()
+        session.watch_remote()
         loop = _RolloutLoop(ray, schedule, learner, actors, session, self)
         try:
             try:
@@ -137,8 +138,11 @@ class _RolloutLoop:
                 with self.clock.paused():
                     returns = ray.get(self.learner.evaluate.remote(x.eval_episodes, x.seed + EVAL_SEED_OFFSET))
                 p.eval_history.append(eval_point(at, returns))
-            stats, ended = ray.get(self.learner.learn.remote(s.progress_remaining(k + 1), self.splits, *parts))
+            stats, ended, updates, seconds = ray.get(self.learner.learn.remote(
+                s.progress_remaining(k + 1), self.splits, *parts,
+                threads=self.session.remote_threads(s.updates_per_rollout)))
             params, statistics = self.learner.acting_params.remote(), self.learner.statistics.remote()
+            self.session.round_ended(p.transitions, updates, seconds=seconds)
             for offset, episode_return, length in ended:
                 self.log.episode(before + offset, episode_return, length)
             p.episodes += len(ended)

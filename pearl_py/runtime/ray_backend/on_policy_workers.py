@@ -28,6 +28,7 @@ import torch
 from pearl_py.algorithms.networks import Networks
 from pearl_py.algorithms.on_policy.base import OnPolicyAlgorithm
 from pearl_py.algorithms.on_policy.learner import OnPolicyLearner
+from pearl_py.kernels.affinity import LearnerThreads
 from pearl_py.kernels.on_policy import build_acting, install_update, warm_up
 from pearl_py.protocol.kernel import ADVANTAGE, PARAM_SYNC
 from pearl_py.runtime.on_policy_collect import RolloutCollector
@@ -91,11 +92,13 @@ class OnPolicyLearnerWorker(LearnerState):
         install_update(variant, self.learner)
         warm_up(algorithm, variant)
         self.timer = KernelTimer()
+        self.threads = LearnerThreads(threads, pin=False)
 
-    def learn(self, progress_remaining: float, splits: list[range], *parts: Columns
-              ) -> tuple[dict[str, float], list[tuple[int, float, int]]]:
-        """Learn on the rollout the actors' ``parts`` (of envs ``splits``) make; the update's statistics and the
-        episodes that ended in it (``SharedRollout.copy_into``)."""
+    def learn(self, progress_remaining: float, splits: list[range], *parts: Columns, threads: list[int] | None = None
+              ) -> tuple[dict[str, float], list[tuple[int, float, int]], int, list[float]]:
+        """Learn on the rollout the actors' ``parts`` (of envs ``splits``) make, its updates at ``threads``
+        (:meth:`scheduled`); the update's statistics, the episodes that ended in it (``SharedRollout.copy_into``), the
+        learner's gradient steps since the run began and the updates' seconds (empty without ``threads``)."""
         cfg = self.algo.config
         with self.timer(ROLLOUT_HANDOFF):
             for envs, part in zip(splits, parts):
@@ -105,8 +108,13 @@ class OnPolicyLearnerWorker(LearnerState):
             last_values, last_dones, ended = self.shared.copy_into(self.rollout)
         with self.timer(ADVANTAGE):
             self.rollout.compute_advantages(last_values, last_dones, cfg.gamma, cfg.gae_lambda)
-        stats = self.learner.learn(self.rollout, progress_remaining, self.timer)
-        return stats.as_log(), ended
+        update, seconds = self.learner.update, []
+        self.learner.update = self.scheduled(update, threads, seconds)
+        try:
+            stats = self.learner.learn(self.rollout, progress_remaining, self.timer)
+        finally:
+            self.learner.update = update
+        return stats.as_log(), ended, self.learner.gradient_steps, seconds
 
     def rollout_rng(self) -> dict[str, Any]:
         """The minibatch generator's state (a checkpoint's rollout part)."""

@@ -23,6 +23,8 @@ Example (what :class:`RayExecutor` does)::
 from __future__ import annotations
 
 import os
+import time
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -35,6 +37,7 @@ from pearl_py.algorithms.off_policy.base import Algorithm
 from pearl_py.algorithms.off_policy.learner import Learner
 from pearl_py.algorithms.on_policy.base import OnPolicyAlgorithm
 from pearl_py.algorithms.on_policy.learner import OnPolicyLearner
+from pearl_py.kernels.affinity import LearnerThreads
 from pearl_py.protocol.kernel import (
     INFERENCE,
     LEARNER_UPDATE,
@@ -95,10 +98,30 @@ class Acting(Timed):
 
 
 class LearnerState(Timed):
-    """A learner worker's checkpoint part (its learner's state, this process's torch RNGs) and its restore."""
+    """A learner worker's checkpoint part (its learner's state, this process's torch RNGs) and its restore; its
+    threads, which the driver's monitor moves between updates (:meth:`scheduled`)."""
 
     algo: Algorithm | OnPolicyAlgorithm
     learner: Learner | OnPolicyLearner
+    threads: LearnerThreads
+
+    def scheduled(self, update: Callable[..., Any], threads: list[int] | None, seconds: list[float]
+                  ) -> Callable[..., Any]:
+        """``update`` with its calls run at ``threads`` in turn (the driver's ``Monitor.schedule``: its threads are
+        set between calls, not pinned, since other workers share the node) and each call's seconds appended to
+        ``seconds``; ``update`` itself without a schedule (no monitor)."""
+        if threads is None:
+            return update
+        counts = iter(threads)
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            self.threads.set(next(counts))
+            start = time.perf_counter()
+            out = update(*args, **kwargs)
+            seconds.append(time.perf_counter() - start)
+            return out
+
+        return call
 
     def checkpoint_state(self) -> tuple[dict[str, Any], torch.Tensor, list[torch.Tensor]]:
         """``(learner state on the CPU, torch RNG state, CUDA RNG states)``, taken between updates."""
@@ -242,18 +265,22 @@ class LearnerWorker(LearnerState):
         self.update = kernels.build(kernels.KernelKind.LEARNER_UPDATE, variant, self.learner,
                                     device_class=kernels.device_class(self.learner.device))
         self.timer = KernelTimer({LEARNER_UPDATE: self.learner.device, PARAM_SYNC: self.learner.device})
+        self.threads = LearnerThreads(1, pin=False)
 
-    def train(self, updates: int, beta: float, progress_remaining: float) -> dict[str, float]:
+    def train(self, updates: int, beta: float, progress_remaining: float, threads: list[int] | None = None
+              ) -> tuple[dict[str, float], list[float]]:
         """A training round: the learning rate at ``progress_remaining``, then ``updates`` gradient steps on batches
-        from the replay server (one request ahead); mean losses."""
+        from the replay server (one request ahead), at ``threads`` (:meth:`scheduled`); mean losses and the
+        updates' seconds (empty without ``threads``)."""
         self.learner.set_learning_rate(progress_remaining)
         replay = _Prefetching(self.replay, self.algo.config.prioritized_replay)
-        means = LossMeans()
+        means, seconds = LossMeans(), []
+        update = self.scheduled(self.update, threads, seconds)
         for i in range(updates):
             replay.ahead = i + 1 < updates
-            means.add(gradient_step(replay, self.update, self.algo.config.batch_size, beta, self.learner.device,
+            means.add(gradient_step(replay, update, self.algo.config.batch_size, beta, self.learner.device,
                                     self.timer, self.algo.obs_transform))
-        return means.means()
+        return means.means(), seconds
 
     def merge_share(self, share: np.ndarray) -> None:
         """An actor's ``normalize`` share of a consumed chunk into the statistics (the driver calls it in chunk
