@@ -265,7 +265,9 @@ def _literal(node: ast.AST) -> Any:
         return [_literal(item) for item in node.elts]
     if isinstance(node, ast.Attribute) and node.attr in ACTIVATIONS:  # nn.ReLU, th.nn.ReLU, torch.nn.Tanh
         return ACTIVATIONS[node.attr]
-    if isinstance(node, ast.Attribute):
+    if isinstance(node, ast.Name) and node.id in ACTIVATIONS:  # ReLU imported by name
+        return ACTIVATIONS[node.id]
+    if isinstance(node, (ast.Attribute, ast.Name)):  # e.g. optimizer_class=RMSpropTFLike
         raise ValueError(f"unsupported name {ast.unparse(node)} (activations: "
                          f"{', '.join('nn.' + name for name in ACTIVATIONS)})")
     return ast.literal_eval(node)

@@ -73,9 +73,9 @@ def test_what_pearl_does_not_support_is_refused_by_name(tmp_path, entry, message
 
 
 @pytest.mark.parametrize("file, env, message", [
-    (HERE.parent / "data" / "zoo" / "ppo.yml", "BreakoutNoFrameskip-v4",
-     "ppo.yml:7: atari.env_wrapper: env wrappers are not applied by pearl_py (it makes envs with gymnasium.make): "
-     "remove the key to run without it"),
+    (HERE.parent / "data" / "zoo" / "a2c.yml", "BreakoutNoFrameskip-v4",
+     "a2c.yml:19: atari.policy_kwargs: cannot read 'dict(optimizer_class=RMSpropTFLike, optimizer_kwargs=dict("
+     "eps=1e-5))' (unsupported name RMSpropTFLike (activations: nn.ReLU, "),
 ])
 def test_zoo_entries_pearl_cannot_run_exit_2_naming_the_key(capsys, file, env, message):
     assert main(["run", "--zoo", str(ZOO / file), "--env", env]) == 2
