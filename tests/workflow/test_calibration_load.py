@@ -152,6 +152,7 @@ def test_profile_check_without_a_calibration_exits_2(tmp_path, capsys):
     assert "no calibration to check: run `pearl profile` first" in capsys.readouterr().err
 
 
+@pytest.mark.slow  # a process-level resume/restart run: CI's slow stage (keeps the default suite under 10 min)
 def test_a_threaded_phase_is_in_the_first_eta_only_where_the_load_average_lets_it_run(tiny_profile, monkeypatch):
     monkeypatch.setattr(profiler, "load_average", lambda: 1.2)   # this process and a fifth of a core more
     lines: list[str] = []

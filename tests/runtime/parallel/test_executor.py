@@ -71,6 +71,7 @@ def test_the_parallel_learner_sets_a_lin_learning_rate_each_round(tmp_path):
         {executor.learner.learning_rate}
 
 
+@pytest.mark.slow  # a process-level resume/restart run: CI's slow stage (keeps the default suite under 10 min)
 def test_killed_actor_is_restarted_and_the_run_still_takes_the_configured_steps(tmp_path):
     algo = pearl.DQN("CartPole-v1", **TINY_DQN)
     executor = ParallelExecutor(algo, plan_for(algo, actors=2), seed=0, eval_episodes=1)
@@ -93,6 +94,7 @@ def _learning(executor: ParallelExecutor, updates: int = 1) -> bool:
     return executor.learner is not None and executor.learner.gradient_steps >= updates
 
 
+@pytest.mark.slow  # a process-level resume/restart run: CI's slow stage (keeps the default suite under 10 min)
 def test_actor_whose_env_raises_is_restarted_and_logged(tmp_path, monkeypatch, caplog):
     monkeypatch.setenv(FLAKY_MARKER, str(tmp_path / "raised"))
     algo = FlakyDQN("PearlFlakyCartPole-v0", **TINY_DQN)
@@ -105,6 +107,7 @@ def test_actor_whose_env_raises_is_restarted_and_logged(tmp_path, monkeypatch, c
     assert "restarted as generation 1" in caplog.text
 
 
+@pytest.mark.slow  # a process-level resume/restart run: CI's slow stage (keeps the default suite under 10 min)
 def test_interrupted_run_resumes_to_completion_with_the_serial_counts(tmp_path):
     algo = pearl.DQN("CartPole-v1", **TINY_DQN)
     first = ParallelExecutor(algo, plan_for(algo), seed=5, out_dir=tmp_path, eval_episodes=1)

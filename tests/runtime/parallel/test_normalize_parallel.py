@@ -144,6 +144,7 @@ def test_a_parallel_runs_saved_statistics_are_those_of_every_observation_its_act
     assert_moments(saved.return_moments, returns)
 
 
+@pytest.mark.slow  # a process-level resume/restart run: CI's slow stage (keeps the default suite under 10 min)
 def test_a_resumed_parallel_run_continues_the_statistics(recording, tmp_path):
     first, second = tmp_path / "first", tmp_path / "second"
     pearl.train(ppo(recording), 96, seed=3, plan=sync_plan(2), out=first, eval_episodes=1, checkpoint_freq=64,

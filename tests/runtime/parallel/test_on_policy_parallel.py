@@ -100,6 +100,7 @@ def _after(predicate, then, timeout: float = 120.0) -> threading.Thread:
     return thread
 
 
+@pytest.mark.slow  # a process-level resume/restart run: CI's slow stage (keeps the default suite under 10 min)
 def test_interrupted_run_resumes_to_the_serial_run(tmp_path):
     """SIGINT between rollouts writes a checkpoint; the resumed run ends with the serial run's networks."""
     plan, seed, steps = sync_plan(2), 4, 2_048
@@ -125,6 +126,7 @@ def test_interrupted_run_resumes_to_the_serial_run(tmp_path):
     assert resumed.kernel_times[LEARNER_UPDATE]["calls"] >= (steps - ckpt.progress.transitions) // 128 * 8
 
 
+@pytest.mark.slow  # a process-level resume/restart run: CI's slow stage (keeps the default suite under 10 min)
 def test_killed_actor_is_restarted_and_the_run_completes(tmp_path):
     plan = sync_plan(2)
     executor = OnPolicyParallelExecutor(pearl.PPO("CartPole-v1", **TINY_PPO), plan, seed=0, out_dir=tmp_path,
@@ -143,6 +145,7 @@ def test_killed_actor_is_restarted_and_the_run_completes(tmp_path):
     assert len(executor.restarts) == 1
 
 
+@pytest.mark.slow  # a process-level resume/restart run: CI's slow stage (keeps the default suite under 10 min)
 def test_periodic_checkpoints_between_rollouts_resume_to_the_same_counts(tmp_path):
     from pearl_py.runtime.checkpoints import CheckpointOptions, periodic_checkpoints
 

@@ -161,6 +161,7 @@ def test_uniform_server_run_is_update_for_update_the_colocated_run():
     assert a.layout["replay"] == "co-located with the learner"
 
 
+@pytest.mark.slow  # a process-level resume/restart run: CI's slow stage (keeps the default suite under 10 min)
 def test_plan_with_replay_on_another_device_runs_a_server_that_reports_its_kernels(tmp_path):
     algo = pearl.DQN("CartPole-v1", **SMALL_DQN, prioritized_replay=True)
     plan = with_modelled_costs(plan_with(algo, actors=2, replay_insert="fpga0", replay_sample="fpga0"),
@@ -179,6 +180,7 @@ def test_plan_with_replay_on_another_device_runs_a_server_that_reports_its_kerne
     assert result.episodes == len(episodes) - 1 > 0
 
 
+@pytest.mark.slow  # a process-level resume/restart run: CI's slow stage (keeps the default suite under 10 min)
 def test_interrupted_server_run_checkpoints_and_resumes(tmp_path):
     algo = pearl.DQN("CartPole-v1", **SMALL_DQN, prioritized_replay=True)
     first = ParallelExecutor(algo, plan_with(algo), seed=4, out_dir=tmp_path, eval_episodes=1, progress=False,
