@@ -167,3 +167,24 @@ class Storage:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+class OnSegment:
+    """What every view over one named :class:`Storage` segment shares: attaching by name (in another process) and
+    the segment's name. A subclass keeps its segment in ``_storage`` and takes it as its first argument.
+
+    Example::
+
+        >>> board = ParamBoard.attach(name)   # ParamBoard(OnSegment)
+    """
+
+    _storage: Storage
+
+    @classmethod
+    def attach(cls, name: str) -> Any:
+        """The view over the existing segment ``name``."""
+        return cls(Storage.attach(name))
+
+    @property
+    def name(self) -> str:
+        return self._storage.name

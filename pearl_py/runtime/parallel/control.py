@@ -35,7 +35,7 @@ from pearl_py.protocol.kernel import (
     REPLAY_SAMPLE,
     ROLLOUT_INSERT,
 )
-from pearl_py.replay.storage import Layout, Storage
+from pearl_py.replay.storage import Layout, OnSegment, Storage
 from pearl_py.runtime.collect import PARAM_READ, WARMUP_ACTIONS
 from pearl_py.runtime.timing import KernelTimer
 
@@ -68,7 +68,7 @@ class _Flag:
         block._flags[self.index] = value
 
 
-class ControlBlock:
+class ControlBlock(OnSegment):
     """Shared counters of a run; attribute access reads and writes shared memory."""
 
     limit = _Flag()
@@ -107,13 +107,6 @@ class ControlBlock:
                             "built": (np.uint8, (len(SERVICES), BUILT_BYTES))}, {"actors": actors})
         return cls(Storage.create(layout, shared=True, name=name))
 
-    @classmethod
-    def attach(cls, name: str) -> ControlBlock:
-        return cls(Storage.attach(name))
-
-    @property
-    def name(self) -> str:
-        return self._storage.name
 
     @property
     def stopped(self) -> bool:

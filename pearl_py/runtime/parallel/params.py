@@ -25,7 +25,7 @@ from collections.abc import Iterable
 import numpy as np
 import torch
 
-from pearl_py.replay.storage import Layout, Storage
+from pearl_py.replay.storage import Layout, OnSegment, Storage
 
 
 def pack(flat: torch.Tensor, tensors: Iterable[torch.Tensor]) -> None:
@@ -55,7 +55,7 @@ def unpack(flat: torch.Tensor, tensors: Iterable[torch.Tensor]) -> None:
             offset += n
 
 
-class ParamBoard:
+class ParamBoard(OnSegment):
     """A flat float32 copy of a state dict (fixed names and shapes) with a version counter."""
 
     def __init__(self, storage: Storage) -> None:
@@ -77,13 +77,6 @@ class ParamBoard:
         board.publish(state, tag)
         return board
 
-    @classmethod
-    def attach(cls, name: str) -> ParamBoard:
-        return cls(Storage.attach(name))
-
-    @property
-    def name(self) -> str:
-        return self._storage.name
 
     @property
     def version(self) -> int:

@@ -26,7 +26,7 @@ import numpy as np
 
 from pearl_py.algorithms.on_policy.base import OnPolicyAlgorithm
 from pearl_py.replay.rollout import RolloutBuffer
-from pearl_py.replay.storage import Layout, Storage
+from pearl_py.replay.storage import Layout, OnSegment, Storage
 from pearl_py.runtime.on_policy_collect import RolloutStep
 
 STEP_FIELDS = ("obs", "actions", "rewards", "episode_starts", "values", "log_probs")
@@ -37,7 +37,7 @@ LAST_FIELDS = ("last_values", "last_dones")
 """The ``(n_envs,)`` arrays."""
 
 
-class SharedRollout:
+class SharedRollout(OnSegment):
     """The arrays of one rollout in a shared-memory segment (see the module docstring)."""
 
     def __init__(self, storage: Storage) -> None:
@@ -59,13 +59,6 @@ class SharedRollout:
                             "episode_return": (np.float64, grid), "episode_length": (np.int64, grid)})
         return cls(Storage.create(layout, shared=shared, name=name))
 
-    @classmethod
-    def attach(cls, name: str) -> SharedRollout:
-        return cls(Storage.attach(name))
-
-    @property
-    def name(self) -> str:
-        return self._storage.name
 
     def put(self, t: int, envs: range, step: RolloutStep) -> None:
         """Step ``t`` of envs ``envs``: the transitions and the episodes that ended with them."""

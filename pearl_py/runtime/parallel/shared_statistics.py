@@ -39,10 +39,10 @@ import time
 import numpy as np
 
 from pearl_py.envs.normalize import ObsRewardNormalizer
-from pearl_py.replay.storage import Layout, Storage
+from pearl_py.replay.storage import Layout, OnSegment, Storage
 
 
-class SharedStatistics:
+class SharedStatistics(OnSegment):
     """The published statistics (``published``) and one share slot per actor (``seen``), as float64 vectors
     (:meth:`~pearl_py.envs.normalize.ObsRewardNormalizer.vector`), each with its seqlock version."""
 
@@ -66,13 +66,6 @@ class SharedStatistics:
         shared.publish(transform)
         return shared
 
-    @classmethod
-    def attach(cls, name: str) -> SharedStatistics:
-        return cls(Storage.attach(name))
-
-    @property
-    def name(self) -> str:
-        return self._storage.name
 
     def publish(self, transform: ObsRewardNormalizer) -> None:
         _write(self._versions, 0, self._published, transform.vector())
