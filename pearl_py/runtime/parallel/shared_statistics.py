@@ -17,8 +17,9 @@ The off-policy runtime's actors run asynchronously and hand off no rollouts, so 
 parameter publication the learner recomputes its statistics as the session's base merged with every slot in actor
 order (:meth:`SharedStatistics.remerge`: no subtraction, so exact as above). An actor loads the published statistics
 whenever they are new (:meth:`SharedStatistics.refresh`) and acts with them updated by its own envs since. There
-both sides race, so every copy in or out of the segment goes through a seqlock (a version counter per vector,
-odd while it is written, as :mod:`~pearl_py.runtime.parallel.params`).
+both sides race, so every vector of the segment is a :class:`~pearl_py.runtime.parallel.flip_vector.FlipVector`
+(double-buffered: a reader always takes a complete copy, and an actor killed while it posts leaves its last
+complete share, so neither the learner nor the actor's restarted successor ever waits on it).
 
 Example::
 
@@ -34,103 +35,88 @@ Example::
 """
 from __future__ import annotations
 
-import time
-
 import numpy as np
 
 from pearl_py.envs.normalize import ObsRewardNormalizer
+from pearl_py.runtime.parallel.flip_vector import FlipVector
 from pearl_py.replay.storage import Layout, OnSegment, Storage
 
 
 class SharedStatistics(OnSegment):
-    """The published statistics (``published``) and one share slot per actor (``seen``), as float64 vectors
-    (:meth:`~pearl_py.envs.normalize.ObsRewardNormalizer.vector`), each with its seqlock version."""
+    """The published statistics and one share slot per actor, as float64 vectors
+    (:meth:`~pearl_py.envs.normalize.ObsRewardNormalizer.vector`), each a :class:`FlipVector`."""
 
     def __init__(self, storage: Storage, base: np.ndarray | None = None) -> None:
         self._storage = storage
-        self._published, self._seen = storage["published"], storage["seen"]
-        self._versions = storage["versions"]
-        """Seqlock versions: ``[0]`` the published vector's, ``[1 + i]`` actor ``i``'s slot's."""
+        marks = storage["marks"]  # [0] the published vector's generation marks, [1 + i] actor i's slot's
+        self._published = FlipVector(storage["published"], marks[0], "the published normalize statistics")
+        self._seen = [FlipVector(slots, marks[1 + i], f"actor {i}'s normalize statistics share")
+                      for i, slots in enumerate(storage["seen"])]
         self._base = base
         """The creator's statistics when the session started (:meth:`remerge` merges the slots into them)."""
         self._read = -1
-        """The published version an actor last loaded (:meth:`refresh`)."""
+        """The published generation an actor last loaded (:meth:`refresh`)."""
 
     @classmethod
     def create(cls, transform: ObsRewardNormalizer, actors: int, name: str) -> SharedStatistics:
         """Segment ``name`` holding ``transform``'s statistics as published, and ``actors`` empty shares."""
         base = transform.vector()
-        layout = Layout.of({"published": (np.float64, (base.size,)), "seen": (np.float64, (actors, base.size)),
-                            "versions": (np.int64, (1 + actors,))})
+        layout = Layout.of({"published": (np.float64, (2, base.size)), "seen": (np.float64, (actors, 2, base.size)),
+                            "marks": (np.int64, (1 + actors, 3))})
         shared = cls(Storage.create(layout, shared=True, name=name), base)
-        shared.publish(transform)
+        shared._published.reset(base)
+        for slot in shared._seen:
+            slot.reset(np.zeros(base.size))
         return shared
 
-
     def publish(self, transform: ObsRewardNormalizer) -> None:
-        _write(self._versions, 0, self._published, transform.vector())
+        self._published.write(transform.vector())
 
     def load_published(self, transform: ObsRewardNormalizer) -> None:
         """``transform`` (an actor's) acts with the published statistics (and its share not reported yet)."""
-        transform.take_published(self._published)
+        transform.take_published(self._published.read()[0])
 
     def report(self, index: int, transform: ObsRewardNormalizer) -> None:
         """Actor ``index``'s share since its last report into its slot; its share restarts from count 0."""
-        self._seen[index] = transform.take_share()
+        self._seen[index].write(transform.take_share())
 
     def combine(self, transform: ObsRewardNormalizer) -> None:
         """Every actor's share merged into ``transform`` (the learner's) in actor order, then published; the slots
         are emptied (invariant: a slot holds only a share not merged yet)."""
-        for share in self._seen:
+        for slot in self._seen:
+            share = slot.read()[0]
             transform.merge_share(share)
-        self._seen[:] = 0.0
+            slot.write(np.zeros_like(share))
         self.publish(transform)
 
     # -- the off-policy runtime: cumulative shares, both sides racing ------------------------------------------
 
     def posted(self, index: int) -> np.ndarray:
         """A consistent copy of actor ``index``'s slot (its cumulative share as last posted; count 0 before)."""
-        return _read(self._versions, 1 + index, self._seen[index])[0]
+        return self._seen[index].read()[0]
 
     def post(self, index: int, transform: ObsRewardNormalizer) -> None:
         """Actor ``index``'s cumulative share (since it started tracking: :meth:`~ObsRewardNormalizer.track`)."""
-        _write(self._versions, 1 + index, self._seen[index], transform.share())
+        self._seen[index].write(transform.share())
 
     def refresh(self, transform: ObsRewardNormalizer) -> bool:
         """An actor: load the published statistics into ``transform`` if they changed since its last load (its own
         envs' updates since then are dropped: the learner's next merge counts them); whether it did."""
-        if int(self._versions[0]) == self._read:
+        if self._published.generation == self._read:
             return False
-        vector, self._read = _read(self._versions, 0, self._published)
+        vector, self._read = self._published.read()
         transform.load_vector(vector)
         return True
 
     def remerge(self, transform: ObsRewardNormalizer) -> None:
         """The learner: ``transform`` becomes the session's base merged with every actor's posted share in actor
-        order, then it is published (invariant: the base plus the slots are every update the actors made)."""
+        order, then it is published (invariant: the base plus the slots are every update the actors made). An actor
+        that died while posting leaves its last complete share here, so this never waits for it."""
         transform.load_vector(self._base)
-        for index in range(self._seen.shape[0]):
+        for index in range(len(self._seen)):
             transform.merge_share(self.posted(index))
         self.publish(transform)
 
     def close(self) -> None:
-        self._published = self._seen = self._versions = None
+        self._published = self._seen = None
         self._storage.close()
-
-
-def _write(versions: np.ndarray, at: int, target: np.ndarray, values: np.ndarray) -> None:
-    """Seqlock write by the vector's only writer: version odd, copy, version even."""
-    versions[at] += 1
-    target[:] = values
-    versions[at] += 1
-
-
-def _read(versions: np.ndarray, at: int, source: np.ndarray) -> tuple[np.ndarray, int]:
-    """Seqlock read: a copy taken while the version stayed the same and even, and that version."""
-    while True:
-        before = int(versions[at])
-        if before % 2 == 0:
-            copy = source.copy()
-            if int(versions[at]) == before:
-                return copy, before
-        time.sleep(0)

@@ -18,7 +18,9 @@ import pearl_py as pearl
 from pearl_py.envs.normalize import Normalize, ObsRewardNormalizer, RunningMoments
 from pearl_py.plan import Placement, Plan
 from pearl_py.protocol.kernel import ENV_STEP, INFERENCE
+from pearl_py.replay.storage import Storage
 from pearl_py.runtime.parallel.checkpoint import load_checkpoint
+from pearl_py.runtime.parallel.flip_vector import WRITING
 from pearl_py.runtime.parallel.shared_statistics import SharedStatistics
 
 from parallel_helpers import sync_plan
@@ -199,6 +201,35 @@ def test_off_policy_shares_are_cumulative_and_remerged_exactly_at_each_publicati
             side.close()
         shared.close()
 
+
+def test_an_actor_killed_while_it_posts_leaves_its_last_complete_share_and_the_learner_never_waits_for_it():
+    """Actor 1 dies half way through a post (its next slot marked as being written, half its values garbage): the
+    learner's remerge returns at once (so the learner loop's next health check sees the dead actor) with actor 1's
+    last complete share, and its restarted successor continues from that share."""
+    rng = np.random.default_rng(5)
+    learner = ObsRewardNormalizer(Normalize.from_config(True), (3,), gamma=GAMMA)
+    shared = SharedStatistics.create(learner, actors=2, name=f"pearl-test-stats-{secrets.token_hex(4)}")
+    raw = Storage.attach(shared.name)
+    try:
+        actors = [ObsRewardNormalizer(Normalize.from_config(True), (3,), gamma=GAMMA) for _ in range(2)]
+        for index, actor in enumerate(actors):
+            actor.track()
+            actor.observe(rng.normal(index, 1.0, size=(4, 3)))
+            shared.post(index, actor)
+        marks, slots = raw["marks"][2], raw["seen"][1]            # actor 1's vector, as its killed post left it
+        writing = (int(marks[0]) + 1) % 2
+        marks[1 + writing] = WRITING
+        slots[writing][: slots.shape[1] // 2] = np.nan
+        last_share = actors[1].share()
+        shared.remerge(learner)
+        expected = ObsRewardNormalizer(Normalize.from_config(True), (3,), gamma=GAMMA)
+        expected.merge_share(actors[0].share())
+        expected.merge_share(last_share)
+        np.testing.assert_array_equal(learner.vector(), expected.vector())
+        np.testing.assert_array_equal(shared.posted(1), last_share)   # what actor 1's next generation tracks from
+    finally:
+        raw.close()
+        shared.close()
 
 def dqn(folder: Path) -> pearl.DQN:
     return pearl.DQN(ENV, normalize=True, gamma=GAMMA, env_kwargs={"record": str(folder)}, n_envs=2, net_arch=[8],

@@ -1,0 +1,82 @@
+"""A float64 vector in shared memory that one process writes and others read while it writes, double-buffered so
+that a writer dying mid-write never stalls a reader.
+
+The vector has two slots and a generation counter. Generation ``n`` is written into slot ``n % 2``, the slot the
+readers are *not* reading: the writer marks that slot as being written (``held = -1``), copies, marks it as holding
+``n``, and only then flips the generation to ``n``. A reader takes slot ``generation % 2`` and keeps its copy if
+the slot held that generation before and after the copy. So the slot readers take is always complete: a writer
+killed at any point (an actor, as :class:`~pearl_py.runtime.parallel.supervisor.ActorPool` detects and
+restarts it) leaves the last complete generation readable, and its restarted successor writes the next generation
+over the half-written slot whatever state it was left in. A reader retries only when its slot was rewritten during
+its copy, which takes the writer two whole writes; it gives up with :class:`VectorUnreadable`, naming the vector,
+after :data:`MAX_TRIES` such tries, so no read can loop for ever.
+
+Stores are ordered as in :mod:`~pearl_py.runtime.parallel.params`'s seqlock (aligned int64 stores, x86-64's total
+store order).
+
+Example::
+
+    >>> layout = Layout.of({"slots": (np.float64, (2, 3)), "marks": (np.int64, (3,))})
+    >>> storage = Storage.create(layout)
+    >>> vector = FlipVector(storage["slots"], storage["marks"], "actor 0's share")
+    >>> vector.reset(np.zeros(3)); vector.write(np.ones(3))
+    >>> vector.read()
+    (array([1., 1., 1.]), 1)
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+MAX_TRIES = 10_000
+"""Reads a reader makes before it gives up: each failed one means the writer completed a whole write meanwhile."""
+
+WRITING = -1
+"""``held`` of a slot while it is written."""
+
+
+class VectorUnreadable(RuntimeError):
+    """A shared vector was rewritten during every one of :data:`MAX_TRIES` reads (or its marks are corrupt)."""
+
+
+class FlipVector:
+    """Views ``slots`` (2, size) and ``marks`` (3,) int64 of a shared segment: ``marks[0]`` the generation
+    readers take, ``marks[1 + s]`` the generation slot ``s`` holds (:data:`WRITING` while written). ``what`` names
+    the vector in errors."""
+
+    def __init__(self, slots: np.ndarray, marks: np.ndarray, what: str) -> None:
+        self._slots, self._marks, self.what = slots, marks, what
+
+    def reset(self, values: np.ndarray) -> None:
+        """Generation 0 holds ``values`` (the creator, before any other process attaches)."""
+        self._slots[0] = values
+        self._marks[:] = (0, 0, WRITING)
+
+    @property
+    def generation(self) -> int:
+        """The generation a read returns now (it changes at each complete write)."""
+        return int(self._marks[0])
+
+    def write(self, values: np.ndarray) -> None:
+        """Generation + 1 holds ``values`` (by the vector's only writer)."""
+        generation = int(self._marks[0]) + 1
+        slot = generation % 2
+        self._marks[1 + slot] = WRITING       # invariant: readers never take this slot (the generation is odd to it)
+        self._slots[slot] = values
+        self._marks[1 + slot] = generation
+        self._marks[0] = generation           # the flip: readers take the new slot from here
+
+    def read(self) -> tuple[np.ndarray, int]:
+        """A copy of the last complete generation, and that generation."""
+        for _ in range(MAX_TRIES):
+            generation = int(self._marks[0])
+            slot = generation % 2
+            if int(self._marks[1 + slot]) == generation:
+                copy = self._slots[slot].copy()
+                if int(self._marks[1 + slot]) == generation:   # not rewritten during the copy
+                    return copy, generation
+            time.sleep(0)
+        raise VectorUnreadable(f"{self.what}: rewritten during each of {MAX_TRIES} reads, or its generation marks "
+                               f"are corrupt (generation {int(self._marks[0])}, slots hold "
+                               f"{int(self._marks[1])} and {int(self._marks[2])})")
