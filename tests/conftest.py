@@ -1,10 +1,11 @@
-"""Shared test helpers: config files written into a temporary folder."""
+"""Shared test helpers: config files written into a temporary folder, and a record of host-to-device transfers."""
 from __future__ import annotations
 
 import textwrap
 from pathlib import Path
 
 import pytest
+import torch
 
 
 @pytest.fixture(autouse=True, scope="session")
@@ -27,3 +28,30 @@ def write_config(tmp_path: Path):
         return path
 
     return write
+
+
+@pytest.fixture
+def transfers(monkeypatch) -> list[str]:
+    """The host-to-device traffic without an accelerator: each pinned allocation (``torch.empty(...,
+    pin_memory=True)``, made as an ordinary one) or pinning copy (``Tensor.pin_memory``, a no-op), and each
+    ``Tensor.to`` call, in order; upload to torch's ``meta`` device to stand for a GPU."""
+    log: list[str] = []
+    empty, to = torch.empty, torch.Tensor.to
+
+    def pinned_empty(*args, pin_memory: bool = False, **kwargs):
+        if pin_memory:
+            log.append("pinned staging")
+        return empty(*args, **kwargs)
+
+    def pin(self):
+        log.append("pin")
+        return self
+
+    def recording_to(self, *args, **kwargs):
+        log.append(f"to non_blocking={kwargs.get('non_blocking', False)}")
+        return to(self, *args, **kwargs)
+
+    monkeypatch.setattr(torch, "empty", pinned_empty)
+    monkeypatch.setattr(torch.Tensor, "pin_memory", pin)
+    monkeypatch.setattr(torch.Tensor, "to", recording_to)
+    return log

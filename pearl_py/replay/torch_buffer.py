@@ -46,6 +46,7 @@ import torch
 from pearl_py.protocol.workload import ReplayWorkload
 from pearl_py.replay import checks, kernels
 from pearl_py.replay.buffer import TRANSITION_FIELDS
+from pearl_py.replay.staging import torch_dtype, upload
 from pearl_py.replay.torch_tree import TorchPriorityTree
 from pearl_py.replay.writer import RingWriter
 
@@ -105,7 +106,7 @@ class TorchReplayBuffer:
         self._writer = RingWriter(capacity, np.zeros(2, dtype=np.int64))
         rows = {
             "obs": (obs_torch, self._obs_shape),
-            "actions": (_torch_dtype(self._action_dtype), self._action_shape),
+            "actions": (torch_dtype(self._action_dtype), self._action_shape),
             "rewards": (torch.float32, ()),
             "next_obs": (obs_torch, self._obs_shape),
             "dones": (torch.float32, ()),
@@ -162,8 +163,9 @@ class TorchReplayBuffer:
     def add(self, obs: Any, actions: Any, rewards: Any, next_obs: Any, terminated: Any) -> np.ndarray:
         """Store ``N`` transitions given as host arrays (leading dimension ``N <= capacity``); returns the slots.
 
-        Checked on the host like the numpy buffer's, then copied to the device (through
-        pinned memory without waiting, on a GPU). Once full, the oldest items are
+        Checked on the host like the numpy buffer's, then copied to the device in one transfer
+        (:func:`~pearl_py.replay.staging.upload`: one pinned staging buffer, not waited for, on a GPU) and into
+        the ring's slots there. Once full, the oldest items are
         overwritten; in prioritized mode new items get the largest priority seen so far.
         """
         self._check_open()
@@ -172,23 +174,19 @@ class TorchReplayBuffer:
         return self._add(rows, len(rows["obs"]))
 
     def _add(self, rows: dict[str, np.ndarray], n: int) -> np.ndarray:
-        staged = {name: self._staged(_host_tensor(rows[name])) for name in TRANSITION_FIELDS}
+        staged = dict(zip(TRANSITION_FIELDS, upload([rows[name] for name in TRANSITION_FIELDS], self._device),
+                          strict=True))   # one staging buffer, one transfer; the ring's runs are copied on the device
         runs = self._writer.write(n)
         size = self._writer.size
         new_priority = self._max_seen.pow(self._meta["alpha"]) if self._tree is not None else None
         done = 0
         for start, stop in runs:
             for name in TRANSITION_FIELDS:
-                self._fields[name][start:stop].copy_(staged[name][done:done + stop - start], non_blocking=True)
+                self._fields[name][start:stop].copy_(staged[name][done:done + stop - start])
             if self._tree is not None:
                 self._tree.fill(start, stop, new_priority, size)
             done += stop - start
         return np.concatenate([np.arange(start, stop, dtype=np.int64) for start, stop in runs])
-
-    def _staged(self, host: torch.Tensor) -> torch.Tensor:
-        """``host`` ready for a copy to the device that does not wait: pinned on a GPU (the pinned-memory
-        allocator keeps the block until the copy is done), as it is on the CPU."""
-        return host.pin_memory() if self._device.type == "cuda" else host
 
     # ----------------------------------------------------------------- sample
 
@@ -263,7 +261,7 @@ class TorchReplayBuffer:
     def _on_device(self, values: torch.Tensor | np.ndarray, dtype: torch.dtype) -> torch.Tensor:
         """``values`` as a ``dtype`` tensor on the buffer's device (no copy when it already is one)."""
         if isinstance(values, np.ndarray):
-            values = self._staged(_host_tensor(values))
+            values = upload([values], self._device)[0]
         return values.to(self._device, dtype, non_blocking=True)
 
     # ----------------------------------------------------------------- cost model
@@ -425,5 +423,3 @@ def _host_tensor(array: np.ndarray) -> torch.Tensor:
     return torch.from_numpy(np.require(array, requirements=("C", "W")))
 
 
-def _torch_dtype(dtype: np.dtype) -> torch.dtype:
-    return torch.from_numpy(np.empty(0, dtype=dtype)).dtype

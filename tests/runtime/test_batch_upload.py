@@ -1,5 +1,6 @@
-"""A numpy batch goes to an accelerator through pinned host memory, asynchronously (no CUDA here: the upload's
-target is torch's ``meta`` device and pinning is recorded, not done)."""
+"""A numpy batch goes to an accelerator in one transfer from one pinned staging buffer, asynchronously (no CUDA
+here: the upload's target is torch's ``meta`` device and pinning is recorded, not done; the fakes are in
+conftest.py)."""
 from __future__ import annotations
 
 from types import SimpleNamespace
@@ -17,23 +18,11 @@ def _sample() -> SimpleNamespace:
                            dones=np.zeros(rows, np.float32), weights=np.ones(rows, np.float32))
 
 
-def test_a_host_batch_is_pinned_then_uploaded_without_blocking(monkeypatch):
-    calls: list[str] = []
-    to = torch.Tensor.to
-
-    def pin_memory(self):
-        calls.append("pin")
-        return self
-
-    def recording_to(self, *args, **kwargs):
-        calls.append(f"to non_blocking={kwargs.get('non_blocking', False)}")
-        return to(self, *args, **kwargs)
-
-    monkeypatch.setattr(torch.Tensor, "pin_memory", pin_memory)
-    monkeypatch.setattr(torch.Tensor, "to", recording_to)
+def test_a_host_batch_is_staged_in_one_pinned_buffer_and_uploaded_once_without_blocking(transfers):
     batch = TensorBatch.from_numpy(_sample(), torch.device("meta"))
-    assert calls == ["pin", "to non_blocking=True"] * 6 and batch.obs.device.type == "meta"
-    calls.clear()
+    assert transfers == ["pinned staging", "to non_blocking=True"] and batch.obs.device.type == "meta"
+    assert (batch.obs.shape, batch.actions.dtype, batch.weights.shape) == ((4, 3), torch.int64, (4,))
+    transfers.clear()
     host = _sample()
     batch = TensorBatch.from_numpy(host, torch.device("cpu"))
-    assert calls == [] and np.shares_memory(batch.obs.numpy(), host.obs)   # on the CPU: the arrays as they are
+    assert transfers == [] and np.shares_memory(batch.obs.numpy(), host.obs)   # on the CPU: the arrays as they are

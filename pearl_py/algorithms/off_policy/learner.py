@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 import torch
 
+from pearl_py.replay.staging import upload
+
 if TYPE_CHECKING:
     from pearl_py.algorithms.off_policy.base import Algorithm
 
@@ -32,18 +34,14 @@ class TensorBatch:
 
     @classmethod
     def from_numpy(cls, batch, device: torch.device) -> TensorBatch:
-        """From a :class:`pearl_py.replay.SampleBatch` (numpy arrays), without copying on CPU. To an accelerator each
-        array is staged in pinned host memory first, so its upload is asynchronous (from pageable memory the copy
-        would hold the host until it is done)."""
+        """From a :class:`pearl_py.replay.SampleBatch` (numpy arrays), without copying on CPU. To an accelerator the
+        arrays go in one transfer from one pinned staging buffer (:func:`~pearl_py.replay.staging.upload`), so the
+        upload is asynchronous (from pageable memory the copy would hold the host until it is done)."""
         device = torch.device(device)
-        on_host = device.type == "cpu"
-
-        def t(a: np.ndarray) -> torch.Tensor:
-            host = torch.from_numpy(np.ascontiguousarray(a))
-            return host if on_host else host.pin_memory().to(device, non_blocking=True)
-
-        return cls(t(batch.obs), t(batch.actions), t(batch.rewards), t(batch.next_obs), t(batch.dones),
-                   t(batch.weights))
+        arrays = (batch.obs, batch.actions, batch.rewards, batch.next_obs, batch.dones, batch.weights)
+        if device.type == "cpu":
+            return cls(*(torch.from_numpy(np.ascontiguousarray(a)) for a in arrays))
+        return cls(*upload(arrays, device))
 
 
 @dataclass(frozen=True)
