@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from pearl_py.protocol.kernel import ENV_STEP, LOOP_WORK, LOOP_WORK_LABEL, KernelKind
+from pearl_py.protocol.kernel import ENV_STEP, LOOP_WORK, LOOP_WORK_LABEL, KernelKind, setup_timing
 from pearl_py.report import content, fmt
 
 if TYPE_CHECKING:
@@ -64,6 +64,26 @@ def _loop_row(plan: Plan, run: dict[str, Any], steps: int) -> tuple[float, list[
         fmt.seconds(measured_sample) if timing else "–", ratio]
 
 
+def _setup_row(plan: Plan, run: dict[str, Any], kernel: str, steps: int) -> tuple[float, list[str]] | None:
+    """The row of ``kernel``'s one-off setup (a CUDA graph's capture, a compile), in total over the run: the calls
+    the runtime timed as the setup (:func:`~pearl_py.protocol.kernel.setup_timing`, not among the kernel's own
+    calls) beside the setup the model charges apart (``setup_s``); None when neither has one."""
+    cost = content.placed_cost(plan, kernel)
+    predicted = cost.setup_s if cost is not None and cost.setup_s > 0 else None
+    timing = run["kernel_times"].get(setup_timing(kernel))
+    if predicted is None and timing is None:
+        return None
+    measured_sample = timing["total_s"] / steps if timing else 0.0
+    placement = plan.placements[kernel]
+    return measured_sample, [
+        f"{kernel} setup (one-off, in total)", f"{placement.device} / {placement.variant}",
+        f"{fmt.seconds(predicted)} ({cost.setup_source})" if predicted is not None else "none predicted",
+        fmt.seconds(timing["total_s"]) if timing else "not measured", str(timing["calls"]) if timing else "0",
+        fmt.seconds(predicted / steps) if predicted is not None else "–",
+        fmt.seconds(measured_sample) if timing else "–",
+        f"{timing['total_s'] / predicted:.2f}×" if timing and predicted else "–"]
+
+
 def _warmup_kernel(plan: Plan, kernel: str) -> bool:
     kind = plan.prediction.kinds.get(kernel, kernel)
     return kind in {str(k) for k in KernelKind} and KernelKind(kind).warmup
@@ -87,7 +107,8 @@ def predicted_calls_per_sample(plan: Plan, kernel: str, env_steps: int) -> float
 
 
 def kernel_rows(plan: Plan, run: dict[str, Any]) -> list[list[str]]:
-    """One row per kernel, the slowest per sample first (measured); per sample is per env step of the run."""
+    """One row per kernel, and one per kernel's one-off setup (:func:`_setup_row`), the slowest per sample first
+    (measured); per sample is per env step of the run."""
     steps = max(run["env_steps"], 1)
     rows = []
     for kernel, placement in plan.placements.items():
@@ -108,6 +129,9 @@ def kernel_rows(plan: Plan, run: dict[str, Any]) -> list[list[str]]:
             str(timing["calls"]) if timing else "0",
             fmt.seconds(predicted_sample) if predicted_sample is not None else "–",
             f"not measured: {label}" if modelled_here else fmt.seconds(measured_sample), ratio]))
+        setup = _setup_row(plan, run, kernel, steps)
+        if setup is not None:
+            rows.append(setup)
     loop = _loop_row(plan, run, steps)
     if loop is not None:
         rows.append(loop)

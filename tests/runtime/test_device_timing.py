@@ -9,9 +9,12 @@ from device_fakes import FakeDevice
 
 import pearl_py as pearl
 from pearl_py.algorithms.off_policy.learner import UpdateResult
+from pearl_py.estimate import Estimator
+from pearl_py.optimize.api import plan
+from pearl_py.report import measured
 from pearl_py.runtime.collect import Collector, gradient_step
 from pearl_py.runtime.device_timing import EventLog
-from pearl_py.runtime.timing import KernelTimer
+from pearl_py.runtime.timing import KernelTimer, merge_kernel_times
 
 CUDA0 = torch.device("cuda", 0)
 
@@ -163,3 +166,36 @@ def test_the_collector_times_a_policy_on_a_gpu_with_its_events_and_the_env_with_
     times = timer.summary()
     assert times["inference"]["calls"] == 1 and times["warmup_actions"]["calls"] == 1
     assert times["env_step"]["calls"] == 2 and timer.evented == {"inference"}
+
+
+class _CapturingUpdate:
+    """A CUDA-graph update on the fake GPU: its first call captures the graph (800 ms), each replay takes 2 ms."""
+
+    def __init__(self, gpu: FakeDevice) -> None:
+        self.gpu, self.captured = gpu, False
+
+    def sets_up_next(self) -> bool:
+        return not self.captured
+
+    def __call__(self, batch) -> UpdateResult:
+        self.gpu.now += 0.002 if self.captured else 0.8
+        self.captured = True
+        return UpdateResult({}, torch.zeros(4))
+
+
+def test_the_graph_capture_is_the_reports_setup_row_beside_the_predicted_setup_not_in_the_per_call_mean():
+    p = plan(pearl.DDPG("Pendulum-v1"), "dgx-a100-node", estimator=Estimator(use_cache=False), horizon=1e7,
+             pareto_points=2, constraints={"pin": {"learner_update": "gpu0"}})
+    assert p.placements["learner_update"].variant == "cuda_graph"     # its model charges a 1 s setup apart
+    gpu = FakeDevice([], done=True)
+    timer, update = KernelTimer({"learner_update": CUDA0}, events=gpu.events), _CapturingUpdate(gpu)
+    for _ in range(5):
+        gradient_step(_Replay([]), update, 4, 0.4, torch.device("cpu"), timer)
+    run = {"env_steps": 1_000, "kernel_times": merge_kernel_times([timer.summary()], {})}
+    rows = {row[0]: row for row in measured.kernel_rows(p, run)}
+    assert rows["learner_update"][3:5] == ["2.0 ms", "4"]          # the replays only
+    assert rows["learner_update setup (one-off, in total)"][1:] == [
+        "gpu0 / cuda_graph", "1.0 s (modelled)", "800.0 ms", "1", "1.0 ms", "800.0 us", "0.80×"]
+    del run["kernel_times"]["learner_update_setup"]                 # a run that timed no setup says so
+    rows = {row[0]: row for row in measured.kernel_rows(p, run)}
+    assert rows["learner_update setup (one-off, in total)"][3:5] == ["not measured", "0"]
