@@ -163,9 +163,10 @@ def split_excess(runs: list[tuple[int, float, float]]) -> tuple[float, float]:
     """``(seconds per call, seconds per round)`` a kernel kind took more in the loop than alone, from its
     ``(calls, rounds, seconds over alone)`` in each calibration run (non-negative least squares).
 
-    A training round costs the calls after it more than their steady excess: the fused inference re-packs the
-    weights the updates changed at its first call, the first updates and inserts find caches the other phase
-    filled. The calibration configs run a round every 1-4 env steps; the README job's, every 256. Charged per
+    A training round costs the calls after it more than their steady excess: they find caches the other phase
+    filled and weights it wrote (the fused inference in CPU time, DQN [64, 64] on the loaded 2-core VM: 125 us a call
+    with a round every env step, 58 us every 4, 24 us every 256). The calibration configs run a round every 1-4 env
+    steps; the README job's, every 256. Charged per
     call, a round's cost came with every call (the README job's inference +31 us a call where its run measured
     +6.5, its whole-run prediction 0.76-0.84 of what it measured: docs/cost-models.md §8).
 
