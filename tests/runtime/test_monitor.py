@@ -236,3 +236,61 @@ def test_a_remote_learner_watched_from_the_driver_makes_the_serial_correction():
     assert machine.threads[:130] == [2] * 130 and machine.threads[130:162] == ([2] * 4 + [1] * 4) * 4
     assert set(machine.threads[162:170]) == {2} and set(machine.threads[170:]) == {1}
     assert monitor.schedule(3) == [1, 1, 1] and monitor.threads.n == 1
+
+
+VARIANT_S = {"reference": 10e-3, "fused": 12e-3}
+"""The fake machine's seconds per update of each variant (1 thread), also the plan's predicted costs: the fused update
+predicted 1.2x the planned reference's, within the rule's ``disputed`` 1.5x."""
+
+
+class VariantMachine(FakeMachine):
+    """The fake clock by variant: each call costs ``VARIANT_S`` of the variant it runs, the reference's 3x from call
+    ``slow_after + 1`` on; ``threads`` records the variant of every call."""
+
+    def wrap_variant(self, update, variant: str):
+        def update_on_this_machine(batch):
+            self.threads.append(variant)
+            self.now += VARIANT_S[variant] * (3 if variant == "reference" and len(self.threads) > self.slow_after else 1)
+            return update(batch)
+        return update_on_this_machine
+
+
+def variant_plan(algo) -> Plan:
+    """The serial plan with the learner's reference update at 1 thread, and the fused one costed close beside it."""
+    plan = two_thread_plan(algo)
+    costs = {"learner_update": {"cpu": {v: KernelCost(s, 0.0, "calibrated") for v, s in VARIANT_S.items()}}}
+    return dataclasses.replace(plan, placements=dict(plan.placements, learner_update=Placement("cpu", "reference", 1)),
+                               prediction=dataclasses.replace(plan.prediction, costs=costs))
+
+
+def test_a_slowdown_of_the_planned_variant_switches_to_the_disputed_one_and_a_resumed_run_keeps_it(monkeypatch,
+                                                                                                    tmp_path):
+    """The thread test's schedule with variants for options: the switch at the same step and update, the
+    updates the learner's own (the fused and reference updates share its memory), and the checkpoint after it (step
+    1,200) resumes at the fused update."""
+    machine = VariantMachine(slow_after=100)
+    built = SerialExecutor._learner_update
+    monkeypatch.setattr(SerialExecutor, "_learner_update", lambda self, learner, variant=None: machine.wrap_variant(
+        built(self, learner, variant), variant or self.plan.variant("learner_update")))
+    algo = pearl.DQN("CartPole-v1", **TINY_DQN)
+    options = dict(seed=0, plan=variant_plan(algo), eval_episodes=1, progress=False, out_dir=tmp_path,
+                   checkpoints=CheckpointOptions(every=1_200),
+                   adapt=AdaptOptions(patience_s=0.5, clock=machine.clock))
+    first = SerialExecutor(algo, **options).run(total_steps=2_000)
+    assert first.env_steps == 2_000 and first.gradient_steps == 360
+    assert first.kernel_times["learner_update"]["calls"] == 360
+    [correction] = first.corrections
+    assert (correction.step, correction.updates, correction.switched) == (1_050, 170, True)
+    assert correction.change == "learner reference at 1 thread -> fused at 1 thread"
+    assert (correction.before, correction.after) == ({"variant": "reference", "threads": 1},
+                                                     {"variant": "fused", "threads": 1})
+    assert correction.retimed_s == pytest.approx({"reference at 1 thread": 3 * VARIANT_S["reference"],
+                                                  "fused at 1 thread": VARIANT_S["fused"]})
+    assert machine.threads[:130] == ["reference"] * 130
+    assert machine.threads[130:162] == (["reference"] * 4 + ["fused"] * 4) * 4     # the re-time's blocks
+    assert set(machine.threads[162:170]) == {"reference"} and set(machine.threads[170:]) == {"fused"}
+    assert json.loads(json.dumps(first.to_dict()))["corrections"][0]["after"] == {"variant": "fused", "threads": 1}
+    machine.threads.clear()
+    resumed = SerialExecutor(pearl.DQN("CartPole-v1", **TINY_DQN), resume_from=tmp_path, **options).run(2_000)
+    assert resumed.gradient_steps == 360 and resumed.corrections == [correction]
+    assert machine.threads == ["fused"] * (360 - 200)                           # rounds 21-36
