@@ -103,7 +103,8 @@ class VariantSwitch:
     ``n`` is a :class:`LearnerOption`): ``threads`` sets the count, ``build(variant)`` makes another variant's call
     the first time it is set (before the call is timed). Calling it runs the current variant.
 
-        >>> switch = VariantSwitch(LearnerThreads(2), "fused", update, lambda v: kernels.build(LEARNER_UPDATE, v, learner))
+        >>> build = lambda variant: kernels.build(LEARNER_UPDATE, variant, learner)
+        >>> switch = VariantSwitch(LearnerThreads(2), "fused", update, build)
         >>> switch.set(LearnerOption("reference", 1)); switch(batch)      # learner.update at 1 thread
     """
 

@@ -250,7 +250,8 @@ class VariantMachine(FakeMachine):
     def wrap_variant(self, update, variant: str):
         def update_on_this_machine(batch):
             self.threads.append(variant)
-            self.now += VARIANT_S[variant] * (3 if variant == "reference" and len(self.threads) > self.slow_after else 1)
+            slowed = variant == "reference" and len(self.threads) > self.slow_after
+            self.now += VARIANT_S[variant] * (3 if slowed else 1)
             return update(batch)
         return update_on_this_machine
 
