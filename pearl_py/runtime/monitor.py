@@ -237,7 +237,8 @@ class Monitor:
             reference[kernel] = at.latency_s - at.loop_s
         if threaded not in reference or plan.device_kind(plan.placements[threaded].device) != "cpu":
             return None  # a learner elsewhere than on a CPU has no thread options, and the host times only its launches
-        options = _options(plan, threaded, rule, variants=isinstance(threads, VariantSwitch))
+        planned = LearnerOption(plan.placements[threaded].variant, plan.placements[threaded].replicas)
+        options = learner_options(planned, _costed(plan, threaded), rule.disputed, isinstance(threads, VariantSwitch))
         if isinstance(threads, VariantSwitch) and not isinstance(options[0], LearnerOption):
             threads = threads.threads  # no variant disputed: thread counts are the options, as elsewhere
         monitor = cls(reference, threaded, options, threads, rule, _progress(log) if log is not None else None)
@@ -468,27 +469,37 @@ def _option(setting: Mapping[str, Any]) -> int | LearnerOption:
     return LearnerOption(setting["variant"], setting["threads"]) if "variant" in setting else setting["threads"]
 
 
-def _options(plan: Plan, threaded: str, rule: AdaptOptions, variants: bool) -> tuple[Any, ...]:
-    """The threaded kernel's options: the thread counts the plan costed (on this machine's cores, the planned one
-    always); with ``variants``, where another variant is disputed (a costed count of it predicted within
-    ``rule.disputed`` of the planned option's cost), each as a :class:`LearnerOption`: the planned variant's, then the
-    disputed ones."""
+def _costed(plan: Plan, threaded: str) -> dict[str, dict[int, float]]:
+    """The plan's predicted seconds a call of the threaded kernel, by variant and thread count, where it may run: the
+    counts the plan costed on this machine's cores (the planned count of the planned variant always); another variant
+    only without a one-off setup (a compile would stall the run when it is first set)."""
     placement = plan.placements[threaded]
-    costs = plan.prediction.costs.get(threaded, {}).get(placement.device, {})
-
-    def counts(variant: str) -> list[int]:
+    out: dict[str, dict[int, float]] = {}
+    for variant, cost in plan.prediction.costs.get(threaded, {}).get(placement.device, {}).items():
         mine = variant == placement.variant
-        costed = {1, *(t.threads for t in costs[variant].threads), *([placement.replicas] if mine else [])}
-        return sorted(n for n in costed if n <= _usable_cores() or (mine and n == placement.replicas))
+        if not mine and cost.setup_s > 0:
+            continue
+        costed = {1, *(t.threads for t in cost.threads), *([placement.replicas] if mine else [])}
+        out[variant] = {n: cost.at(n).latency_s for n in costed
+                        if n <= _usable_cores() or (mine and n == placement.replicas)}
+    return out
 
-    if not variants:
-        return tuple(counts(placement.variant))
-    limit = rule.disputed * costs[placement.variant].at(placement.replicas).latency_s
-    others = [LearnerOption(v, n) for v in sorted(costs) if v != placement.variant for n in counts(v)
-              if costs[v].at(n).latency_s <= limit]
-    if not others:
-        return tuple(counts(placement.variant))
-    return (*(LearnerOption(placement.variant, n) for n in counts(placement.variant)), *others)
+
+def learner_options(planned: LearnerOption, costed: Mapping[str, Mapping[int, float]], disputed: float,
+                    variants: bool) -> tuple[Any, ...]:
+    """The threaded kernel's options from its per-call seconds ``costed[variant][threads]`` where it may run: the
+    planned variant's thread counts; with ``variants``, where another variant is disputed (a count of it costed
+    within ``disputed`` x the planned option's seconds), each as a :class:`LearnerOption`: the planned variant's, then
+    the disputed ones.
+
+        >>> learner_options(LearnerOption("reference", 1), {"reference": {1: 10e-3}, "fused": {1: 12e-3}}, 1.5, True)
+        (LearnerOption(variant='reference', threads=1), LearnerOption(variant='fused', threads=1))
+    """
+    limit = disputed * costed[planned.variant][planned.threads]
+    others = [LearnerOption(v, n) for v in sorted(costed) if variants and v != planned.variant
+              for n, seconds in sorted(costed[v].items()) if seconds <= limit]
+    mine = sorted(costed[planned.variant])
+    return (*(LearnerOption(planned.variant, n) for n in mine), *others) if others else tuple(mine)
 
 
 def _usable_cores() -> int:

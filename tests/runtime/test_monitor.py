@@ -295,3 +295,22 @@ def test_a_slowdown_of_the_planned_variant_switches_to_the_disputed_one_and_a_re
     resumed = SerialExecutor(pearl.DQN("CartPole-v1", **TINY_DQN), resume_from=tmp_path, **options).run(2_000)
     assert resumed.gradient_steps == 360 and resumed.corrections == [correction]
     assert machine.threads == ["fused"] * (360 - 200)                           # rounds 21-36
+
+
+def test_a_variant_is_an_option_only_where_disputed_and_without_a_one_off_setup():
+    from pearl_py.runtime.monitor import LearnerOption, Monitor, ThreadCount, VariantSwitch
+
+    algo = pearl.DQN("CartPole-v1", **TINY_DQN)
+    plan = variant_plan(algo)
+
+    def options(fused: KernelCost):
+        costs = {"learner_update": {"cpu": {**plan.prediction.costs["learner_update"]["cpu"], "fused": fused}}}
+        changed = dataclasses.replace(plan, prediction=dataclasses.replace(plan.prediction, costs=costs))
+        built: list[str] = []
+        switch = VariantSwitch(ThreadCount(1), "reference", lambda batch: None, built.append)
+        return Monitor.of(changed, switch, AdaptOptions()).options, built
+
+    assert options(KernelCost(12e-3, 0.0, "calibrated")) == ((LearnerOption("reference", 1),
+                                                             LearnerOption("fused", 1)), [])   # built when first set
+    assert options(KernelCost(16e-3, 0.0, "calibrated"))[0] == (1,)                  # 1.6x: not disputed
+    assert options(KernelCost(12e-3, 0.0, "calibrated", setup_s=5.0))[0] == (1,)     # a compile mid-run: not offered
