@@ -17,9 +17,10 @@ the same collector, the learner the same update loop, so a plan's processes carr
 The same runs show the kernels themselves slower in a loop than alone: a kernel timed back to back
 with itself (``pearl profile``'s micro-benchmarks) finds its code and data in the caches, one that
 runs between an env step and a replay insert does not (env step 1.6x, inference 1.3-1.5x, replay
-insert 1.3x on the 2-core VM). Each kind's mean excess per call over its calibrated cost is kept as
-``calibration.meta["in_loop_s"][family][kind]``, and the estimator adds it to that kind's calls on
-this machine's CPU (docs/cost-models.md §8).
+insert 1.3x on the 2-core VM). Each kind's excess over its calibrated cost is split into a part per call, kept as
+``calibration.meta["in_loop_s"][family][kind]`` and added by the estimator to that kind's calls on this machine's
+CPU, and a part per training round (what a round costs the calls after it), added to the round's work ``c``
+(:func:`split_excess`, docs/cost-models.md §8).
 
 Example::
 
@@ -29,6 +30,7 @@ Example::
 from __future__ import annotations
 
 import tempfile
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -54,6 +56,8 @@ class LoopWork:
     per_round: float = 0.0
     in_loop: dict[str, float] = field(default_factory=dict)
     """Seconds per call each kernel kind took more in the loop than its calibrated cost alone (never below 0)."""
+    in_round: dict[str, float] = field(default_factory=dict)
+    """Seconds per training round each kernel kind took more in the loop (never below 0; counted in ``per_round``)."""
 
     def to_dict(self) -> dict[str, float]:
         return {"per_step": round(self.per_step, 9), "per_update": round(self.per_update, 9),
@@ -107,43 +111,68 @@ back to back (the fitted models), to set the loop's measured calls against."""
 
 
 def _loop_of_run(algo, steps: int, out_dir: Path):
-    """One serial run of ``algo`` under :func:`calibration_plan` (one torch thread, logs in ``out_dir``): its result
-    and plan."""
+    """One serial run of ``algo`` under :func:`calibration_plan` (one torch thread, logs in ``out_dir``): its result,
+    its plan and the share of its wall time it had a core (its CPU seconds over its wall seconds, at most 1)."""
     from pearl_py.runtime.on_policy_serial import OnPolicySerialExecutor
     from pearl_py.runtime.serial import SerialExecutor
 
     executor = OnPolicySerialExecutor if algo.family == "on_policy" else SerialExecutor
     plan = calibration_plan(algo)
-    return executor(algo, seed=0, plan=plan, eval_episodes=0, progress=False, threads=1,
-                    out_dir=out_dir).run(steps), plan
+    cpu, wall = time.process_time(), time.perf_counter()
+    result = executor(algo, seed=0, plan=plan, eval_episodes=0, progress=False, threads=1, out_dir=out_dir).run(steps)
+    return result, plan, min((time.process_time() - cpu) / max(time.perf_counter() - wall, 1e-9), 1.0)
 
 
 def time_loop_work(family: str, alone: Alone | None = None) -> LoopWork | None:
     """The loop's own work per vector step, per update and per round in ``family``'s serial executor (non-negative
     least squares over the calibration runs) and, with ``alone``, each kernel kind's excess per call in the loop
-    over its calibrated cost; None if the runs measured no loop."""
+    over its calibrated cost (its excess per round goes to the round's work: :func:`split_excess`); None if the runs
+    measured no loop. A run's wall seconds count at the share of them it had a core: the calibrated costs they are
+    set against are CPU seconds (:func:`pearl_py.profile.microbench.time_call`), and other processes' time slices
+    on a shared machine belong to neither."""
     threads = torch.get_num_threads()
     rows, seconds = [], []
-    excess: dict[str, list[float]] = {}
+    excess: dict[str, list[tuple[int, float, float]]] = {}   # kind: (calls, rounds, seconds over alone) per run
     try:
         for run in _calibration_runs(family):
             with tempfile.TemporaryDirectory(prefix="pearl-loop-") as folder:
-                result, plan = _loop_of_run(run.algorithm, run.steps, Path(folder))
+                result, plan, share = _loop_of_run(run.algorithm, run.steps, Path(folder))
             loop, updates = result.kernel_times.get(LOOP_WORK), result.kernel_times.get(LEARNER_UPDATE)
             calls = int(updates["calls"]) if updates else 0
             rows.append((int(loop["calls"]) if loop else 0, calls, calls / run.updates_per_round))
-            seconds.append(loop["total_s"] if loop else 0.0)
+            seconds.append(loop["total_s"] * share if loop else 0.0)
             if alone is not None:
                 for kernel in run.algorithm.protocol(serialized=True).kernels():
                     timing = result.kernel_times.get(kernel.name)
                     if timing and timing["calls"]:
-                        spent, counted = excess.setdefault(str(kernel.kind), [0.0, 0])
-                        over = timing["total_s"] - timing["calls"] * alone(kernel, plan.placements[kernel.name].variant)
-                        excess[str(kernel.kind)] = [spent + over, counted + int(timing["calls"])]
+                        over = (timing["total_s"] * share
+                                - timing["calls"] * alone(kernel, plan.placements[kernel.name].variant))
+                        excess.setdefault(str(kernel.kind), []).append((int(timing["calls"]), rows[-1][2], over))
     finally:
         torch.set_num_threads(threads)
     if not all(steps for steps, _, _ in rows):
         return None
-    in_loop = {kind: round(max(spent / counted, 0.0), 9) for kind, (spent, counted) in excess.items()}
     (per_step, per_update, per_round), _ = nnls(np.array(rows, float), np.array(seconds))
-    return LoopWork(float(per_step), float(per_update), float(per_round), in_loop)
+    split = {kind: split_excess(runs) for kind, runs in excess.items()}
+    in_loop = {kind: round(per_call, 9) for kind, (per_call, _) in split.items()}
+    in_round = {kind: round(rounds, 9) for kind, (_, rounds) in split.items()}
+    return LoopWork(float(per_step), float(per_update), float(per_round) + sum(in_round.values()), in_loop, in_round)
+
+
+def split_excess(runs: list[tuple[int, float, float]]) -> tuple[float, float]:
+    """``(seconds per call, seconds per round)`` a kernel kind took more in the loop than alone, from its
+    ``(calls, rounds, seconds over alone)`` in each calibration run (non-negative least squares).
+
+    A training round costs the calls after it more than their steady excess: they find caches the other phase
+    filled and weights it wrote (the fused inference in CPU time, DQN [64, 64] on the loaded 2-core VM: 125 us a call
+    with a round every env step, 58 us every 4, 24 us every 256). The calibration configs run a round every 1-4 env
+    steps; the README job's, every 256. Charged per
+    call, a round's cost came with every call (the README job's inference +31 us a call where its run measured
+    +6.5, its whole-run prediction 0.76-0.84 of what it measured: docs/cost-models.md §8).
+
+        >>> [round(s * 1e6, 1) for s in split_excess([(5_000, 1_250, 5_000 * 6e-6 + 1_250 * 90e-6),
+        ...                                               (5_000, 5_000, 5_000 * 96e-6)])]
+        [6.0, 90.0]
+    """
+    (per_call, per_round), _ = nnls(np.array([(c, r) for c, r, _ in runs], float), np.array([s for _, _, s in runs]))
+    return float(per_call), float(per_round)

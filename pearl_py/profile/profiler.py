@@ -727,7 +727,8 @@ def profile_loops(calibration: Calibration, families_of: tuple[str, ...] | None,
         if work is not None:
             calibration.meta.setdefault(LOOP_KEY, {})[family] = work.to_dict()
             calibration.meta.setdefault(IN_LOOP_KEY, {})[family] = work.in_loop
-            excess = ", ".join(f"{kind} +{seconds * 1e6:.1f}us" for kind, seconds in sorted(work.in_loop.items()))
+            excess = ", ".join(f"{kind} +{seconds * 1e6:.1f}us (+{work.in_round[kind] * 1e6:.0f}us a round)"
+                               for kind, seconds in sorted(work.in_loop.items()))
             log(f"{'loop work (' + family + ')':<33} {work.per_step * 1e6:.1f}us per vector step, "
                 f"{work.per_update * 1e6:.1f}us per update, {work.per_round * 1e6:.1f}us per round; "
                 f"in a loop: {excess}")

@@ -18,8 +18,12 @@ the window's samples/s measured against predicted. The rule (:class:`AdaptOption
   and the reference becomes what was measured, so the same slowdown is not acted on twice.
 
 A kernel on a CUDA device is timed with events read when the run ends, so the monitor watches host-timed kernels
-only (reading events each round would make the host wait for the GPU). Threads are the only option switched in
-place today; a variant or a mode change needs state moved between kernels or processes (docs/runtime.md).
+only (reading events each round would make the host wait for the GPU). Where the executor can switch the threaded
+kernel's variant in place (a :class:`VariantSwitch`: the serial off-policy executor, whose ``fused`` and reference
+updates share the learner's memory), the options are :class:`LearnerOption` s, a variant at a thread count, and the
+plan's disputed variants (predicted within ``disputed`` of the planned option) are re-timed beside its thread counts;
+elsewhere the options are thread counts. A mode change (serialized or overlapped) needs state moved between
+processes and is not made (docs/runtime.md).
 
 Example (the serial executor, condensed)::
 
@@ -70,16 +74,54 @@ class AdaptOptions:
     retime_calls: int = 16
     """Calls each option gets while re-timing (in blocks of ``block_calls``, options taking turns)."""
     switch_margin: float = 0.05
+    disputed: float = 1.5
+    """Where variants can be switched: another variant is an option when its predicted per-call cost (at a costed
+    thread count) is at most this many times the planned option's."""
     clock: Clock = time.perf_counter
 
 
 class ThreadSetting(Protocol):
-    """What the monitor moves between options: the threaded kernel's thread count now (``n``) and ``set(n)``
+    """What the monitor moves between options: the threaded kernel's option now (``n``: a thread count, or a
+    :class:`LearnerOption` for a :class:`VariantSwitch`) and ``set(n)``
     (:class:`~pearl_py.kernels.affinity.LearnerThreads` in a run; the simulator's own in a simulation)."""
 
-    n: int
+    n: Any
 
-    def set(self, n: int) -> None: ...
+    def set(self, n: Any) -> None: ...
+
+
+@dataclass(frozen=True)
+class LearnerOption:
+    """A variant of the threaded kernel at a thread count: an option of a monitor that may switch variants."""
+
+    variant: str
+    threads: int
+
+
+class VariantSwitch:
+    """The threaded kernel's call as the variant and at the threads of its option now (a :class:`ThreadSetting` whose
+    ``n`` is a :class:`LearnerOption`): ``threads`` sets the count, ``build(variant)`` makes another variant's call
+    the first time it is set (before the call is timed). Calling it runs the current variant.
+
+        >>> build = lambda variant: kernels.build(LEARNER_UPDATE, variant, learner)
+        >>> switch = VariantSwitch(LearnerThreads(2), "fused", update, build)
+        >>> switch.set(LearnerOption("reference", 1)); switch(batch)      # learner.update at 1 thread
+    """
+
+    def __init__(self, threads: ThreadSetting, variant: str, call: Callable[..., Any],
+                 build: Callable[[str], Callable[..., Any]]) -> None:
+        self.threads, self.build = threads, build
+        self.calls = {variant: call}
+        self.n = LearnerOption(variant, threads.n)
+
+    def set(self, n: LearnerOption) -> None:
+        if n.variant not in self.calls:
+            self.calls[n.variant] = self.build(n.variant)
+        self.threads.set(n.threads)
+        self.n = n
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.calls[self.n.variant](*args, **kwargs)
 
 
 @dataclass
@@ -186,7 +228,6 @@ class Monitor:
         rule = adapt if isinstance(adapt, AdaptOptions) else AdaptOptions()
         threaded = next((k for k in plan.placements if _kind(k) is not None and _kind(k).threaded), None)
         reference: dict[str, float] = {}
-        options: tuple[int, ...] = ()
         for kernel, placement in plan.placements.items():
             cost = prediction.cost(kernel, placement.device, placement.variant)
             if cost is None:
@@ -194,11 +235,12 @@ class Monitor:
             at = cost.at(placement.replicas) if kernel == threaded else cost
             # an env step's and an update's predicted costs hold the loop's own work, which no kernel timer sees
             reference[kernel] = at.latency_s - at.loop_s
-            if kernel == threaded:
-                costed = {1, *(t.threads for t in cost.threads), placement.replicas}
-                options = tuple(sorted(n for n in costed if n <= _usable_cores() or n == placement.replicas))
         if threaded not in reference or plan.device_kind(plan.placements[threaded].device) != "cpu":
             return None  # a learner elsewhere than on a CPU has no thread options, and the host times only its launches
+        planned = LearnerOption(plan.placements[threaded].variant, plan.placements[threaded].replicas)
+        options = learner_options(planned, _costed(plan, threaded), rule.disputed, isinstance(threads, VariantSwitch))
+        if isinstance(threads, VariantSwitch) and not isinstance(options[0], LearnerOption):
+            threads = threads.threads  # no variant disputed: thread counts are the options, as elsewhere
         monitor = cls(reference, threaded, options, threads, rule, _progress(log) if log is not None else None)
         monitor.resume([Correction(**c) for c in earlier])
         return monitor
@@ -208,9 +250,9 @@ class Monitor:
         self.corrections = list(earlier)
         if earlier:
             last = earlier[-1]
-            self.threads.set(last.after["threads"])
-            self.reference[self.threaded] = last.retimed_s.get(_threads_word(last.after["threads"]),
-                                                              self.reference[self.threaded])
+            option = _option(last.after)
+            self.threads.set(option)
+            self.reference[self.threaded] = last.retimed_s.get(_word(option), self.reference[self.threaded])
 
     def watch(self, call: F) -> F:
         """``call`` (the threaded kernel, one update), timed on the monitor's clock; while re-timing, each call
@@ -319,17 +361,18 @@ class Monitor:
         switch = best != before and medians[best] < medians[before] * (1.0 - self.rule.switch_margin)
         chosen = best if switch else before
         self.threads.set(chosen)
-        retimed = {_threads_word(o): s for o, s in medians.items()}
+        retimed = {_word(o): s for o, s in medians.items()}
+        what = "learner" if isinstance(before, LearnerOption) else "learner threads"
         if switch:
-            change = f"learner threads {before} -> {chosen}"
+            change = f"{what} {_short(before)} -> {_short(chosen)}"
         elif medians:
-            change = f"kept learner threads {before} (no option {self.rule.switch_margin:.0%} faster)"
+            change = f"kept {what} {_short(before)} (no option {self.rule.switch_margin:.0%} faster)"
         else:
-            change = f"kept learner threads {before} (no other option costed)"
+            change = f"kept {what} {_short(before)} (no other option costed)"
         timed = ", ".join(f"{word} {1e3 * s:.3f} ms" for word, s in retimed.items())
         correction = Correction(
             step=steps, updates=updates, kernel=self.threaded, change=change, switched=switch,
-            before={"threads": before}, after={"threads": chosen}, predicted_s=self.reference[self.threaded],
+            before=_setting(before), after=_setting(chosen), predicted_s=self.reference[self.threaded],
             measured_s=self._off_measured, retimed_s=retimed, ratio=self._off_ratio,
             reason=self._reason + (f"; re-timed in the run: {timed} a call" if timed else ""))
         self.corrections.append(correction)
@@ -400,6 +443,63 @@ def _kind(name: str) -> KernelKind | None:
 
 def _threads_word(n: int) -> str:
     return f"{n} thread{'s' if n != 1 else ''}"
+
+
+def _word(option: int | LearnerOption) -> str:
+    """``2 threads``, or ``fused at 2 threads``: an option as ``Correction.retimed_s`` names it."""
+    if isinstance(option, LearnerOption):
+        return f"{option.variant} at {_threads_word(option.threads)}"
+    return _threads_word(option)
+
+
+def _short(option: int | LearnerOption) -> str:
+    """``2``, or ``fused at 2 threads``: an option in a correction's ``change``."""
+    return _word(option) if isinstance(option, LearnerOption) else str(option)
+
+
+def _setting(option: int | LearnerOption) -> dict[str, Any]:
+    """A correction's ``before``/``after``: ``{"threads": n}``, with ``"variant"`` for a :class:`LearnerOption`."""
+    if isinstance(option, LearnerOption):
+        return {"variant": option.variant, "threads": option.threads}
+    return {"threads": option}
+
+
+def _option(setting: Mapping[str, Any]) -> int | LearnerOption:
+    """The option a correction's ``after`` names (:func:`_setting`'s inverse)."""
+    return LearnerOption(setting["variant"], setting["threads"]) if "variant" in setting else setting["threads"]
+
+
+def _costed(plan: Plan, threaded: str) -> dict[str, dict[int, float]]:
+    """The plan's predicted seconds a call of the threaded kernel, by variant and thread count, where it may run: the
+    counts the plan costed on this machine's cores (the planned count of the planned variant always); another variant
+    only without a one-off setup (a compile would stall the run when it is first set)."""
+    placement = plan.placements[threaded]
+    out: dict[str, dict[int, float]] = {}
+    for variant, cost in plan.prediction.costs.get(threaded, {}).get(placement.device, {}).items():
+        mine = variant == placement.variant
+        if not mine and cost.setup_s > 0:
+            continue
+        costed = {1, *(t.threads for t in cost.threads), *([placement.replicas] if mine else [])}
+        out[variant] = {n: cost.at(n).latency_s for n in costed
+                        if n <= _usable_cores() or (mine and n == placement.replicas)}
+    return out
+
+
+def learner_options(planned: LearnerOption, costed: Mapping[str, Mapping[int, float]], disputed: float,
+                    variants: bool) -> tuple[Any, ...]:
+    """The threaded kernel's options from its per-call seconds ``costed[variant][threads]`` where it may run: the
+    planned variant's thread counts; with ``variants``, where another variant is disputed (a count of it costed
+    within ``disputed`` x the planned option's seconds), each as a :class:`LearnerOption`: the planned variant's, then
+    the disputed ones.
+
+        >>> learner_options(LearnerOption("reference", 1), {"reference": {1: 10e-3}, "fused": {1: 12e-3}}, 1.5, True)
+        (LearnerOption(variant='reference', threads=1), LearnerOption(variant='fused', threads=1))
+    """
+    limit = disputed * costed[planned.variant][planned.threads]
+    others = [LearnerOption(v, n) for v in sorted(costed) if variants and v != planned.variant
+              for n, seconds in sorted(costed[v].items()) if seconds <= limit]
+    mine = sorted(costed[planned.variant])
+    return (*(LearnerOption(planned.variant, n) for n in mine), *others) if others else tuple(mine)
 
 
 def _usable_cores() -> int:

@@ -49,6 +49,7 @@ from pearl_py.runtime.kernel_devices import (
     simulated_kernels,
     timing_devices,
 )
+from pearl_py.runtime.monitor import VariantSwitch
 from pearl_py.runtime.parallel.checkpoint import Progress
 from pearl_py.runtime.parallel.interrupts import RunInterrupted, StopSignals
 from pearl_py.runtime.result import RunResult
@@ -102,7 +103,10 @@ class SerialExecutor(SessionExecutor):
                 stack.callback(close)
             threads = stack.enter_context(LearnerThreads(self.threads))
             signals = stack.enter_context(StopSignals())
-            update = session.watch(threads, update)
+            # the fused and reference updates share the learner's memory: the monitor may switch between them
+            switch = VariantSwitch(threads, self.plan.variant(LEARNER_UPDATE), update,
+                                   lambda variant: self._learner_update(learner, variant))
+            update = session.watch(switch, switch)
             session.clock.start()
 
             def rate() -> float:
@@ -159,9 +163,10 @@ class SerialExecutor(SessionExecutor):
                                                                 simulated_kernels(self.plan)),
                                 episodes=done.episodes + collector.episodes, backend="serial")
 
-    def _learner_update(self, learner: Learner) -> Callable[[TensorBatch], UpdateResult]:
-        """The plan's ``learner_update`` variant from ``pearl_py.kernels`` ("reference": ``learner.update``)."""
-        return kernels.build(LEARNER_UPDATE, self.plan.variant(LEARNER_UPDATE),
+    def _learner_update(self, learner: Learner, variant: str | None = None) -> Callable[[TensorBatch], UpdateResult]:
+        """The ``learner_update`` variant from ``pearl_py.kernels`` (default: the plan's; "reference":
+        ``learner.update``)."""
+        return kernels.build(LEARNER_UPDATE, variant or self.plan.variant(LEARNER_UPDATE),
                              learner, device_class=kernels.device_class(self.device))
 
     def _inference(self, algo: Algorithm, acting: ActingNetworks) -> kernels.inference.Inference:

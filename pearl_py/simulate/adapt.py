@@ -1,12 +1,13 @@
 """A simulated run that corrects itself: the run's monitor (:mod:`pearl_py.runtime.monitor`, the same one every
 executor calls) on simulated time, and a synthetic slowdown of a kernel's calls.
 
-A :class:`Slowdown` makes a kernel's calls at one thread count take ``factor`` times their cost from a given call
-on (what a neighbour process does to a 2-thread learner update). :class:`SimAdapt` sits in the simulated
-pipeline: every call is counted for the monitor, the threaded kernel's calls are timed on the engine's clock,
-each round's end is a round boundary, and a switch of its thread count changes the cost and the units its next
-calls hold (:func:`~pearl_py.optimize.model.call_cost` at the new count). The simulation then reproduces the
-correction a run makes on the same synthetic slowdown (tests/simulate/test_adapt_sim.py beside
+A :class:`Slowdown` makes a kernel's calls at one thread count (of one variant, or any) take ``factor`` times their
+cost from a given call on (what a neighbour process does to a 2-thread learner update). :class:`SimAdapt` sits in the
+simulated pipeline: every call is counted for the monitor, the threaded kernel's calls are timed on the engine's
+clock, each round's end is a round boundary, and a switch of its thread count, or of its variant where another is
+disputed (:func:`~pearl_py.runtime.monitor.learner_options`, as the serial executor's), changes the cost and the
+units its next calls hold (:func:`~pearl_py.optimize.model.call_cost` at the new option). The simulation then
+reproduces the correction a run makes on the same synthetic slowdown (tests/simulate/test_adapt_sim.py beside
 tests/runtime/test_monitor.py).
 
 Example::
@@ -25,7 +26,7 @@ from typing import TYPE_CHECKING
 
 from pearl_py.optimize.model import Choice, call_cost
 from pearl_py.protocol.kernel import LEARNER_UPDATE
-from pearl_py.runtime.monitor import AdaptOptions, Correction, Monitor
+from pearl_py.runtime.monitor import AdaptOptions, Correction, LearnerOption, Monitor, learner_options
 from pearl_py.simulate.topology import Cost
 
 if TYPE_CHECKING:
@@ -34,17 +35,19 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Slowdown:
-    """From call ``after_calls + 1`` of ``kernel`` on, its calls at ``threads`` threads take ``factor`` x their cost."""
+    """From call ``after_calls + 1`` of ``kernel`` on, its calls at ``threads`` threads (as ``variant``; None: any)
+    take ``factor`` x their cost."""
 
     kernel: str
     threads: int
     factor: float
     after_calls: int
+    variant: str | None = None
 
 
 class SimAdapt:
-    """The monitor in a simulated pipeline (``rule`` None: none, the plan as given); also the thread setting it
-    moves (``n``, :meth:`set`)."""
+    """The monitor in a simulated pipeline (``rule`` None: none, the plan as given); also the setting it moves
+    (``n``: a thread count, or a :class:`LearnerOption` where a variant is disputed; :meth:`set`)."""
 
     def __init__(self, pipeline: Pipeline, rule: AdaptOptions | None, slowdown: Slowdown | None = None) -> None:
         self.pipeline, self.slowdown = pipeline, slowdown
@@ -53,22 +56,31 @@ class SimAdapt:
         self.seconds: dict[str, float] = defaultdict(float)
         self.evented: frozenset[str] = frozenset()
         """What the monitor reads as a KernelTimer's: every simulated call is counted on the engine's clock."""
-        self.n = topo.threads[LEARNER_UPDATE]
         choice = topo.assignment[LEARNER_UPDATE]
-        options = tuple(topo.problem.replica_choices(LEARNER_UPDATE, choice.device, choice.variant))
+        self.variant = choice.variant
+        problem = topo.problem
+        costed = {v: {n: call_cost(problem, LEARNER_UPDATE, Choice(d, v, n))[0]
+                      for n in problem.replica_choices(LEARNER_UPDATE, d, v)}
+                  for d, v in problem.candidates(LEARNER_UPDATE) if d == choice.device
+                  and (v == choice.variant or problem.option(LEARNER_UPDATE, d, v).setup_s == 0)}  # as the run's
+        options = learner_options(LearnerOption(choice.variant, topo.threads[LEARNER_UPDATE]), costed,
+                                  (rule or AdaptOptions()).disputed, variants=True)
+        self.n = options[0] if isinstance(options[0], LearnerOption) else topo.threads[LEARNER_UPDATE]
         self.monitor = None if rule is None else Monitor(
             {k: c.latency_s for k, c in topo.costs.items()}, LEARNER_UPDATE, options, self,
             dataclasses.replace(rule, clock=lambda: pipeline.engine.now))
 
-    def set(self, n: int) -> None:
-        """The learner's calls from now on run ``n`` threads: their cost and the units they hold."""
+    def set(self, n: int | LearnerOption) -> None:
+        """The learner's calls from now on run option ``n`` (a thread count, or a variant at one): their cost and the
+        units they hold."""
         topo = self.pipeline.topo
-        choice = topo.assignment[LEARNER_UPDATE]
+        variant, threads = (n.variant, n.threads) if isinstance(n, LearnerOption) else (self.variant, n)
         cost = topo.costs[LEARNER_UPDATE]
         topo.costs[LEARNER_UPDATE] = Cost(*call_cost(topo.problem, LEARNER_UPDATE,
-                                                     Choice(choice.device, choice.variant, n)), cost.source)
-        topo.threads[LEARNER_UPDATE] = n
-        self.n = n
+                                                     Choice(topo.assignment[LEARNER_UPDATE].device, variant, threads)),
+                                          cost.source)
+        topo.threads[LEARNER_UPDATE] = threads
+        self.variant, self.n = variant, n
 
     def before(self, kernel: str) -> None:
         if kernel == LEARNER_UPDATE and self.monitor is not None:
@@ -78,7 +90,7 @@ class SimAdapt:
         """The seconds this call takes (``seconds``, or slowed down), counted for the monitor."""
         s = self.slowdown
         if s is not None and kernel == s.kernel and self.pipeline.topo.threads[kernel] == s.threads \
-                and self.calls[kernel] >= s.after_calls:
+                and s.variant in (None, self.variant) and self.calls[kernel] >= s.after_calls:
             seconds *= s.factor
         self.calls[kernel] += 1
         self.seconds[kernel] += seconds

@@ -236,3 +236,81 @@ def test_a_remote_learner_watched_from_the_driver_makes_the_serial_correction():
     assert machine.threads[:130] == [2] * 130 and machine.threads[130:162] == ([2] * 4 + [1] * 4) * 4
     assert set(machine.threads[162:170]) == {2} and set(machine.threads[170:]) == {1}
     assert monitor.schedule(3) == [1, 1, 1] and monitor.threads.n == 1
+
+
+VARIANT_S = {"reference": 10e-3, "fused": 12e-3}
+"""The fake machine's seconds per update of each variant (1 thread), also the plan's predicted costs: the fused update
+predicted 1.2x the planned reference's, within the rule's ``disputed`` 1.5x."""
+
+
+class VariantMachine(FakeMachine):
+    """The fake clock by variant: each call costs ``VARIANT_S`` of the variant it runs, the reference's 3x from call
+    ``slow_after + 1`` on; ``threads`` records the variant of every call."""
+
+    def wrap_variant(self, update, variant: str):
+        def update_on_this_machine(batch):
+            self.threads.append(variant)
+            slowed = variant == "reference" and len(self.threads) > self.slow_after
+            self.now += VARIANT_S[variant] * (3 if slowed else 1)
+            return update(batch)
+        return update_on_this_machine
+
+
+def variant_plan(algo) -> Plan:
+    """The serial plan with the learner's reference update at 1 thread, and the fused one costed close beside it."""
+    plan = two_thread_plan(algo)
+    costs = {"learner_update": {"cpu": {v: KernelCost(s, 0.0, "calibrated") for v, s in VARIANT_S.items()}}}
+    return dataclasses.replace(plan, placements=dict(plan.placements, learner_update=Placement("cpu", "reference", 1)),
+                               prediction=dataclasses.replace(plan.prediction, costs=costs))
+
+
+def test_a_slowdown_of_the_planned_variant_switches_to_the_disputed_one_and_a_resumed_run_keeps_it(monkeypatch,
+                                                                                                    tmp_path):
+    """The thread test's schedule with variants for options: the switch at the same step and update, the
+    updates the learner's own (the fused and reference updates share its memory), and the checkpoint after it (step
+    1,200) resumes at the fused update."""
+    machine = VariantMachine(slow_after=100)
+    built = SerialExecutor._learner_update
+    monkeypatch.setattr(SerialExecutor, "_learner_update", lambda self, learner, variant=None: machine.wrap_variant(
+        built(self, learner, variant), variant or self.plan.variant("learner_update")))
+    algo = pearl.DQN("CartPole-v1", **TINY_DQN)
+    options = dict(seed=0, plan=variant_plan(algo), eval_episodes=1, progress=False, out_dir=tmp_path,
+                   checkpoints=CheckpointOptions(every=1_200),
+                   adapt=AdaptOptions(patience_s=0.5, clock=machine.clock))
+    first = SerialExecutor(algo, **options).run(total_steps=2_000)
+    assert first.env_steps == 2_000 and first.gradient_steps == 360
+    assert first.kernel_times["learner_update"]["calls"] == 360
+    [correction] = first.corrections
+    assert (correction.step, correction.updates, correction.switched) == (1_050, 170, True)
+    assert correction.change == "learner reference at 1 thread -> fused at 1 thread"
+    assert (correction.before, correction.after) == ({"variant": "reference", "threads": 1},
+                                                     {"variant": "fused", "threads": 1})
+    assert correction.retimed_s == pytest.approx({"reference at 1 thread": 3 * VARIANT_S["reference"],
+                                                  "fused at 1 thread": VARIANT_S["fused"]})
+    assert machine.threads[:130] == ["reference"] * 130
+    assert machine.threads[130:162] == (["reference"] * 4 + ["fused"] * 4) * 4     # the re-time's blocks
+    assert set(machine.threads[162:170]) == {"reference"} and set(machine.threads[170:]) == {"fused"}
+    assert json.loads(json.dumps(first.to_dict()))["corrections"][0]["after"] == {"variant": "fused", "threads": 1}
+    machine.threads.clear()
+    resumed = SerialExecutor(pearl.DQN("CartPole-v1", **TINY_DQN), resume_from=tmp_path, **options).run(2_000)
+    assert resumed.gradient_steps == 360 and resumed.corrections == [correction]
+    assert machine.threads == ["fused"] * (360 - 200)                           # rounds 21-36
+
+
+def test_a_variant_is_an_option_only_where_disputed_and_without_a_one_off_setup():
+    from pearl_py.runtime.monitor import LearnerOption, Monitor, ThreadCount, VariantSwitch
+
+    algo = pearl.DQN("CartPole-v1", **TINY_DQN)
+    plan = variant_plan(algo)
+
+    def options(fused: KernelCost):
+        costs = {"learner_update": {"cpu": {**plan.prediction.costs["learner_update"]["cpu"], "fused": fused}}}
+        changed = dataclasses.replace(plan, prediction=dataclasses.replace(plan.prediction, costs=costs))
+        built: list[str] = []
+        switch = VariantSwitch(ThreadCount(1), "reference", lambda batch: None, built.append)
+        return Monitor.of(changed, switch, AdaptOptions()).options, built
+
+    assert options(KernelCost(12e-3, 0.0, "calibrated")) == ((LearnerOption("reference", 1),
+                                                             LearnerOption("fused", 1)), [])   # built when first set
+    assert options(KernelCost(16e-3, 0.0, "calibrated"))[0] == (1,)                  # 1.6x: not disputed
+    assert options(KernelCost(12e-3, 0.0, "calibrated", setup_s=5.0))[0] == (1,)     # a compile mid-run: not offered

@@ -22,13 +22,16 @@ SLOWDOWN = Slowdown(LEARNER_UPDATE, threads=2, factor=3.0, after_calls=100)
 ONE_CPU = {k: Choice("cpu0") for k in ("env_step", "inference", "replay_insert", "replay_sample", "param_sync")}
 
 
-def setup():
-    """DQN on one CPU of a catalogue node, the learner's options costed as the executor test's fake machine."""
+def setup(variant_s: float = 1.0):
+    """DQN on one CPU of a catalogue node, the learner's options costed as the executor test's fake machine; its
+    ``fused`` variant at ``variant_s`` a call (by default far from disputed: the thread counts are the options)."""
     algo, problem = problem_for("dgx-a100-node", kernels_only=True, **TINY_DQN)
     problem = copy.copy(problem)
     key = (LEARNER_UPDATE, "cpu0", "reference")
+    fused = (LEARNER_UPDATE, "cpu0", "fused")
     problem.options = {**problem.options, key: dataclasses.replace(problem.options[key], latency_s=COST_S[1],
-                                                                    threads=((COST_S[2], 0.0),), shares=())}
+                                                                    threads=((COST_S[2], 0.0),), shares=()),
+                       fused: dataclasses.replace(problem.options[fused], latency_s=variant_s, threads=(), shares=())}
     schedule = SimSchedule.from_config(algo.config, 2_000, max_policy_lag=0)
     return problem, {**ONE_CPU, LEARNER_UPDATE: Choice("cpu0", replicas=2)}, schedule
 
@@ -53,3 +56,20 @@ def test_without_the_monitor_the_simulated_run_stays_slow():
     quiet = simulate(problem, assignment, schedule, trace=False, adapt=AdaptOptions(patience_s=0.5))
     assert slow.corrections == [] and quiet.corrections == []
     assert fixed.elapsed_s < slow.elapsed_s
+
+
+def test_the_simulated_run_switches_to_a_disputed_variant_at_the_round_the_executor_does():
+    """tests/runtime/test_monitor.py's variant case: the planned reference update (1 thread, 10 ms) 3x slower after
+    100 calls, the fused one predicted at 12 ms (within the rule's 1.5x)."""
+    problem, assignment, schedule = setup(variant_s=12e-3)
+    key = (LEARNER_UPDATE, "cpu0", "reference")
+    problem.options = {**problem.options, key: dataclasses.replace(problem.options[key], latency_s=10e-3, threads=())}
+    slowdown = Slowdown(LEARNER_UPDATE, threads=1, factor=3.0, after_calls=100, variant="reference")
+    result = simulate(problem, {**assignment, LEARNER_UPDATE: Choice("cpu0")}, schedule, trace=False,
+                      adapt=AdaptOptions(patience_s=0.5), slowdown=slowdown)
+    [correction] = result.corrections
+    assert (correction.step, correction.updates) == (1_050, 170)
+    assert correction.change == "learner reference at 1 thread -> fused at 1 thread"
+    assert correction.after == {"variant": "fused", "threads": 1}
+    assert correction.retimed_s == pytest.approx({"reference at 1 thread": 30e-3, "fused at 1 thread": 12e-3})
+    assert result.updates == 360
