@@ -24,7 +24,7 @@ Nothing is fetched from the network; the calibration goes to a fresh ``PEARL_CAC
 
 ``--dry-run`` runs every step on a CPU-only machine in under 2 minutes: tiny step counts, the CPU standing in for
 CUDA (figures then compare the CPU with itself), MinAtar replaced by random 4x10x10 frames when ``minatar`` is
-not installed, the SB3 step skipped with its reason when ``stable_baselines3`` is not. ``tests/test_device_check.py``
+not installed, the SB3 step skipped with its reason when ``stable_baselines3`` is not. ``tests/benchmarks/test_device_check.py``
 calls it, so the script cannot rot between lent machines.
 
     python benchmarks/device_check.py --out $OUT                 # on the GPU machine (docs/gpu.md: how to run)

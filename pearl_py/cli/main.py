@@ -12,47 +12,23 @@ from __future__ import annotations
 
 import argparse
 import functools
+import importlib
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import NoReturn
 
 from pearl_py.errors import DISK_FULL_ERRNOS, UserError
 
 
-def _run(args: argparse.Namespace) -> int:
-    from pearl_py.cli.run import run_main
+def _command(name: str, fields: tuple[str, ...] | None = None) -> Callable[[argparse.Namespace], int]:
+    """The handler of ``pearl <name>``: imports ``pearl_py.cli.<name>`` only when that subcommand runs (torch and
+    the rest load inside ``main``'s try) and calls its ``<name>_main`` with the arguments' ``fields`` in order, or
+    with the whole namespace where ``fields`` is None."""
+    def handle(args: argparse.Namespace) -> int:
+        run = getattr(importlib.import_module(f"pearl_py.cli.{name}"), f"{name}_main")
+        return run(args) if fields is None else run(*(getattr(args, field) for field in fields))
 
-    return run_main(args)
-
-
-def _simulate(args: argparse.Namespace) -> int:
-    from pearl_py.cli.simulate import simulate_main
-
-    return simulate_main(args.config, args.platform, args.plan, args.out)
-
-
-def _plan(args: argparse.Namespace) -> int:
-    from pearl_py.cli.plan import plan_main
-
-    return plan_main(args.config, args.platform, args.objective, args.out, args.dedicated, args.address)
-
-
-def _profile(args: argparse.Namespace) -> int:
-    from pearl_py.cli.profile import profile_main
-
-    return profile_main(args.out, args.quick, args.check_calibration)
-
-
-def _eval(args: argparse.Namespace) -> int:
-    from pearl_py.cli.eval import eval_main
-
-    return eval_main(args)
-
-
-def _devices(args: argparse.Namespace) -> int:
-    from pearl_py.cli.devices import devices_main
-
-    return devices_main()
+    return handle
 
 
 def step_count(text: str) -> int:
@@ -64,12 +40,6 @@ def step_count(text: str) -> int:
     if not value.is_integer():
         raise argparse.ArgumentTypeError(f"not a whole number of env steps: {text!r}")
     return int(value)
-
-
-def _fpga_design(args: argparse.Namespace) -> int:
-    from pearl_py.cli.fpga_design import fpga_design_main
-
-    return fpga_design_main(args.spec, args.json)
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -130,7 +100,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--no-adapt", dest="adapt", action="store_false",
                      help="run the plan as given to the end: no correction when its kernels do not hold to the "
                           "prediction (for benchmarks that need a fixed plan; docs/runtime.md)")
-    run.set_defaults(handler=_run, check=functools.partial(_check_run_flags, run))
+    run.set_defaults(handler=_command("run"), check=functools.partial(_check_run_flags, run))
 
     plan = sub.add_parser("plan", help="assign kernels to devices; write plan.yaml/json and report.md/html")
     plan.add_argument("config", help="run config YAML")
@@ -143,21 +113,22 @@ def build_parser() -> argparse.ArgumentParser:
     plan.add_argument("--dedicated", action="store_true", default=None,
                       help="this machine runs nothing else: value multi-threaded options by their calibrated cost "
                            "alone (config key `dedicated`)")
-    plan.set_defaults(handler=_plan)
+    plan.set_defaults(handler=_command("plan", ("config", "platform", "objective", "out", "dedicated",
+                                                          "address")))
 
     profile = sub.add_parser("profile", help="calibrate the cost models on this machine's devices")
     profile.add_argument("--quick", action="store_true", help="smaller grid (about half the time)")
     profile.add_argument("--out", help="write the calibration here instead of the per-machine cache")
     profile.add_argument("--check", action="store_true", dest="check_calibration",
                          help="re-time a few points: does the cached (or --out) calibration still hold? (exit 0/1)")
-    profile.set_defaults(handler=_profile)
+    profile.set_defaults(handler=_command("profile", ("out", "quick", "check_calibration")))
 
     simulate = sub.add_parser("simulate", help="discrete-event simulation of a plan on any platform")
     simulate.add_argument("config", help="run config YAML")
     simulate.add_argument("--platform", default="local", help="catalogue platform name, a platform YAML path, or local")
     simulate.add_argument("--plan", help="plan.yaml to simulate (default: optimize for throughput first)")
     simulate.add_argument("--out", help="write the plan's report with the simulated timeline here")
-    simulate.set_defaults(handler=_simulate)
+    simulate.set_defaults(handler=_command("simulate", ("config", "platform", "plan", "out")))
 
     evaluate = sub.add_parser("eval", help="evaluate the policy a run saved (policy.pt); optionally film it")
     evaluate.add_argument("run_dir", help="a run's output folder (holds policy.pt and policy.json)")
@@ -168,15 +139,15 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--best", action="store_true",
                           help="the best evaluated policy (best_policy.pt, kept by runs with --eval-freq) instead "
                                "of the final one")
-    evaluate.set_defaults(handler=_eval)
+    evaluate.set_defaults(handler=_command("eval"))
 
     devices = sub.add_parser("devices", help="list the hardware catalogue and this machine's devices")
-    devices.set_defaults(handler=_devices)
+    devices.set_defaults(handler=_command("devices", ()))
     fpga = sub.add_parser("fpga-design", help="what a network costs as an hls4ml-style FPGA design (modelled)")
     fpga.add_argument("spec", help="network spec YAML (part, clock_ns, precision, ..., layers; examples/fpga)")
     fpga.add_argument("--json", action="store_true",
                       help="print only latency_cycles, ii_cycles, dsp, lut, ff, bram18k as one JSON object")
-    fpga.set_defaults(handler=_fpga_design)
+    fpga.set_defaults(handler=_command("fpga_design", ("spec", "json")))
     return parser
 
 

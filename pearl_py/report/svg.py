@@ -8,7 +8,7 @@ Example::
 """
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from html import escape
 
 from pearl_py.report import fmt
@@ -17,14 +17,19 @@ FONT = "font-family='system-ui, sans-serif'"
 ACCENT, MUTED, GRID = "#c2410c", "#2563eb", "#d4d4d8"
 
 
+def _opening(title: str, width: int, height: int, font_size: int) -> list[str]:
+    """An SVG's opening tag (``title`` as its accessible name) and ``title`` written at the top."""
+    return [f"<svg xmlns='http://www.w3.org/2000/svg' width='{width}' height='{height}' role='img' "
+            f"aria-label='{escape(title)}' {FONT} font-size='{font_size}'>",
+            f"<text x='0' y='18' font-weight='600' font-size='14'>{escape(title)}</text>"]
+
+
 def bar_chart(items: list[tuple[str, float, bool]], title: str, width: int = 640) -> str:
     """Bars of fractions (0..1) labelled on the left; highlighted bars in the accent colour."""
     label_w, bar_h, gap, top = 230, 18, 8, 34
     plot_w = width - label_w - 70
     height = top + len(items) * (bar_h + gap) + 24
-    out = [f"<svg xmlns='http://www.w3.org/2000/svg' width='{width}' height='{height}' role='img' "
-           f"aria-label='{escape(title)}' {FONT} font-size='13'>",
-           f"<text x='0' y='18' font-weight='600' font-size='14'>{escape(title)}</text>"]
+    out = _opening(title, width, height, 13)
     for frac in (0.0, 0.5, 1.0):
         x = label_w + frac * plot_w
         out.append(f"<line x1='{x:.1f}' y1='{top - 6}' x2='{x:.1f}' y2='{height - 20}' stroke='{GRID}'/>")
@@ -48,9 +53,7 @@ def paired_bars(items: list[tuple[str, float, float]], title: str, labels: tuple
     plot_w = width - label_w - 90
     scale = max([max(a, b) for _, a, b in items] + [1e-12])
     height = top + len(items) * (2 * bar_h + gap) + 10
-    out = [f"<svg xmlns='http://www.w3.org/2000/svg' width='{width}' height='{height}' role='img' "
-           f"aria-label='{escape(title)}' {FONT} font-size='13'>",
-           f"<text x='0' y='18' font-weight='600' font-size='14'>{escape(title)}</text>"]
+    out = _opening(title, width, height, 13)
     for i, (name, colour) in enumerate(zip(labels, (MUTED, ACCENT))):
         out.append(f"<rect x='{label_w + i * 120}' y='28' width='12' height='12' fill='{colour}'/>"
                    f"<text x='{label_w + i * 120 + 18}' y='39'>{escape(name)}</text>")
@@ -73,10 +76,46 @@ def _ticks(lo: float, hi: float, n: int = 4) -> list[float]:
     return [lo + (hi - lo) * i / n for i in range(n + 1)]
 
 
+LEFT, RIGHT, TOP, BOTTOM = 80, 30, 40, 56
+"""The margins of a two-axis plot (``scatter``, ``line_chart``) around its frame."""
+
+
+def _axes(title: str, x_range: tuple[float, float], y_range: tuple[float, float], labels: tuple[str, str],
+          width: int, height: int, tick_text: tuple[Callable[[float], str], Callable[[float], str]],
+          x_grid: bool) -> tuple[list[str], Callable[[float], float], Callable[[float], float]]:
+    """A two-axis plot's opening, frame, ticks (dashed gridlines on y, and on x where ``x_grid``) and axis labels;
+    and the maps of data x and y to pixels."""
+    (x_lo, x_hi), (y_lo, y_hi) = x_range, y_range
+    pw, ph = width - LEFT - RIGHT, height - TOP - BOTTOM
+
+    def px(x: float) -> float:
+        return LEFT + (x - x_lo) / (x_hi - x_lo) * pw
+
+    def py(y: float) -> float:
+        return TOP + ph - (y - y_lo) / (y_hi - y_lo) * ph
+
+    out = _opening(title, width, height, 12) + [
+        f"<rect x='{LEFT}' y='{TOP}' width='{pw}' height='{ph}' fill='none' stroke='{GRID}'/>"]
+    for t in _ticks(x_lo, x_hi):
+        if x_grid:
+            out.append(f"<line x1='{px(t):.1f}' y1='{TOP}' x2='{px(t):.1f}' y2='{TOP + ph}' stroke='{GRID}' "
+                       "stroke-dasharray='2,3'/>")
+        out.append(f"<text x='{px(t):.1f}' y='{TOP + ph + 16}' text-anchor='middle' fill='#52525b'>"
+                   f"{tick_text[0](t)}</text>")
+    for t in _ticks(y_lo, y_hi):
+        out.append(f"<line x1='{LEFT}' y1='{py(t):.1f}' x2='{LEFT + pw}' y2='{py(t):.1f}' stroke='{GRID}' "
+                   "stroke-dasharray='2,3'/>")
+        out.append(f"<text x='{LEFT - 6}' y='{py(t) + 4:.1f}' text-anchor='end' fill='#52525b'>"
+                   f"{tick_text[1](t)}</text>")
+    out.append(f"<text x='{LEFT + pw / 2}' y='{height - 12}' text-anchor='middle'>{escape(labels[0])}</text>")
+    out.append(f"<text x='16' y='{TOP + ph / 2}' text-anchor='middle' transform='rotate(-90 16 {TOP + ph / 2})'>"
+               f"{escape(labels[1])}</text>")
+    return out, px, py
+
+
 def scatter(points: list[tuple[float, float, str, bool]], x_label: str, y_label: str, title: str,
             width: int = 640, height: int = 360) -> str:
     """Points joined in x order (a front); highlighted points are larger, in the accent colour, labelled."""
-    left, right, top, bottom = 80, 30, 40, 56
     xs = [p[0] for p in points]
     ys = [p[1] for p in points]
     x_lo, x_hi = min(xs), max(xs)
@@ -84,30 +123,8 @@ def scatter(points: list[tuple[float, float, str, bool]], x_label: str, y_label:
     pad_x = (x_hi - x_lo) * 0.08 or abs(x_hi) * 0.1 or 1.0
     pad_y = (y_hi - y_lo) * 0.12 or abs(y_hi) * 0.1 or 1.0
     x_lo, x_hi, y_lo, y_hi = x_lo - pad_x, x_hi + pad_x, max(0.0, y_lo - pad_y), y_hi + pad_y
-    pw, ph = width - left - right, height - top - bottom
-
-    def px(x: float) -> float:
-        return left + (x - x_lo) / (x_hi - x_lo) * pw
-
-    def py(y: float) -> float:
-        return top + ph - (y - y_lo) / (y_hi - y_lo) * ph
-
-    out = [f"<svg xmlns='http://www.w3.org/2000/svg' width='{width}' height='{height}' role='img' "
-           f"aria-label='{escape(title)}' {FONT} font-size='12'>",
-           f"<text x='0' y='18' font-weight='600' font-size='14'>{escape(title)}</text>",
-           f"<rect x='{left}' y='{top}' width='{pw}' height='{ph}' fill='none' stroke='{GRID}'/>"]
-    for t in _ticks(x_lo, x_hi):
-        out.append(f"<line x1='{px(t):.1f}' y1='{top}' x2='{px(t):.1f}' y2='{top + ph}' stroke='{GRID}' "
-                   "stroke-dasharray='2,3'/>")
-        out.append(f"<text x='{px(t):.1f}' y='{top + ph + 16}' text-anchor='middle' fill='#52525b'>"
-                   f"{fmt.rate(t)}</text>")
-    for t in _ticks(y_lo, y_hi):
-        out.append(f"<line x1='{left}' y1='{py(t):.1f}' x2='{left + pw}' y2='{py(t):.1f}' stroke='{GRID}' "
-                   "stroke-dasharray='2,3'/>")
-        out.append(f"<text x='{left - 6}' y='{py(t) + 4:.1f}' text-anchor='end' fill='#52525b'>{fmt.rate(t)}</text>")
-    out.append(f"<text x='{left + pw / 2}' y='{height - 12}' text-anchor='middle'>{escape(x_label)}</text>")
-    out.append(f"<text x='16' y='{top + ph / 2}' text-anchor='middle' transform='rotate(-90 16 {top + ph / 2})'>"
-               f"{escape(y_label)}</text>")
+    out, px, py = _axes(title, (x_lo, x_hi), (y_lo, y_hi), (x_label, y_label), width, height,
+                        (fmt.rate, fmt.rate), x_grid=True)
     ordered = sorted(points, key=lambda p: p[0])
     if len(ordered) > 1:
         path = " ".join(f"{px(x):.1f},{py(y):.1f}" for x, y, _, _ in ordered)
@@ -117,7 +134,7 @@ def scatter(points: list[tuple[float, float, str, bool]], x_label: str, y_label:
         out.append(f"<circle cx='{px(x):.1f}' cy='{py(y):.1f}' r='{r}' fill='{ACCENT if highlight else MUTED}'>"
                    f"<title>{escape(label)}</title></circle>")
         if highlight:
-            anchor = "end" if px(x) > left + pw * 0.6 else "start"
+            anchor = "end" if px(x) > LEFT + (width - LEFT - RIGHT) * 0.6 else "start"
             dx = -10 if anchor == "end" else 10
             out.append(f"<text x='{px(x) + dx:.1f}' y='{py(y) - 8:.1f}' text-anchor='{anchor}' "
                        f"font-weight='600'>{escape(label)}</text>")
@@ -135,7 +152,6 @@ def line_chart(series: Mapping[str, Sequence[tuple[float, float]]], x_label: str
     """Series on shared axes, each joined in x order (a learning curve beside the evaluations), with a legend
     when there are several; the y axis spans the data (negative returns too). ``marks``: ``(x, label)`` drawn
     as labelled vertical lines (a run's corrections)."""
-    left, right, top, bottom = 80, 30, 40, 56
     every = [p for points in series.values() for p in points]
     xs, ys = [p[0] for p in every], [p[1] for p in every]
     x_lo, x_hi = min(xs), max(xs)
@@ -143,29 +159,9 @@ def line_chart(series: Mapping[str, Sequence[tuple[float, float]]], x_label: str
     y_lo, y_hi = min(ys) - pad_y, max(ys) + pad_y
     if x_hi <= x_lo:
         x_lo, x_hi = x_lo - 1.0, x_hi + 1.0
-    pw, ph = width - left - right, height - top - bottom
-
-    def px(x: float) -> float:
-        return left + (x - x_lo) / (x_hi - x_lo) * pw
-
-    def py(y: float) -> float:
-        return top + ph - (y - y_lo) / (y_hi - y_lo) * ph
-
-    out = [f"<svg xmlns='http://www.w3.org/2000/svg' width='{width}' height='{height}' role='img' "
-           f"aria-label='{escape(title)}' {FONT} font-size='12'>",
-           f"<text x='0' y='18' font-weight='600' font-size='14'>{escape(title)}</text>",
-           f"<rect x='{left}' y='{top}' width='{pw}' height='{ph}' fill='none' stroke='{GRID}'/>"]
-    for t in _ticks(x_lo, x_hi):
-        out.append(f"<text x='{px(t):.1f}' y='{top + ph + 16}' text-anchor='middle' fill='#52525b'>"
-                   f"{t:,.0f}</text>")
-    for t in _ticks(y_lo, y_hi):
-        out.append(f"<line x1='{left}' y1='{py(t):.1f}' x2='{left + pw}' y2='{py(t):.1f}' stroke='{GRID}' "
-                   "stroke-dasharray='2,3'/>")
-        out.append(f"<text x='{left - 6}' y='{py(t) + 4:.1f}' text-anchor='end' fill='#52525b'>{t:.3g}</text>")
-    out.append(f"<text x='{left + pw / 2}' y='{height - 12}' text-anchor='middle'>{escape(x_label)}</text>")
-    out.append(f"<text x='16' y='{top + ph / 2}' text-anchor='middle' transform='rotate(-90 16 {top + ph / 2})'>"
-               f"{escape(y_label)}</text>")
-    legend_x = left + 8
+    out, px, py = _axes(title, (x_lo, x_hi), (y_lo, y_hi), (x_label, y_label), width, height,
+                        (lambda t: f"{t:,.0f}", lambda t: f"{t:.3g}"), x_grid=False)
+    legend_x = LEFT + 8
     for i, (name, points) in enumerate(series.items()):
         colour = SERIES_COLOURS[i % len(SERIES_COLOURS)]
         path = " ".join(f"{px(x):.1f},{py(y):.1f}" for x, y in sorted(points))
@@ -178,8 +174,8 @@ def line_chart(series: Mapping[str, Sequence[tuple[float, float]]], x_label: str
             legend_x += 18 + 6.5 * len(name) + 16
     for x, label in marks:
         if x_lo <= x <= x_hi:
-            out.append(f"<line x1='{px(x):.1f}' y1='{top}' x2='{px(x):.1f}' y2='{top + ph}' stroke='{ACCENT}' "
-                       f"stroke-dasharray='4,3'/><text x='{px(x) + 4:.1f}' y='{top + 12}' fill='{ACCENT}'>"
+            out.append(f"<line x1='{px(x):.1f}' y1='{TOP}' x2='{px(x):.1f}' y2='{height - BOTTOM}' stroke='{ACCENT}' "
+                       f"stroke-dasharray='4,3'/><text x='{px(x) + 4:.1f}' y='{TOP + 12}' fill='{ACCENT}'>"
                        f"{escape(label)}</text>")
     out.append("</svg>")
     return "\n".join(out)

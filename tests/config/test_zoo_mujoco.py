@@ -1,6 +1,6 @@
 """The zoo's SAC, TD3 and PPO entries for HalfCheetah, Hopper and Walker2d are read as they are (v4 ids, as the
 zoo's files name them; the same entries under v5 ids in a copy of the file). Reading needs no MuJoCo: gymnasium
-registers the ids either way (running them needs the ``mujoco`` extra: tests/test_mujoco_learning.py)."""
+registers the ids either way (running them needs the ``mujoco`` extra: tests/workflow/test_mujoco_learning.py)."""
 from __future__ import annotations
 
 from pathlib import Path

@@ -1,6 +1,6 @@
 """Learning holds with every CPU variant: DQN CartPole (zoo config) with the reference, compiled or fused kernels.
 
-``pearl run`` (tests/test_learning.py) uses whatever variants the plan picks on the machine;
+``pearl run`` (tests/workflow/test_learning.py) uses whatever variants the plan picks on the machine;
 here each variant is forced through the plan, the fused learner update with the fused inference."""
 from __future__ import annotations
 

@@ -1,8 +1,5 @@
-"""Inputs the pipeline tests share: a tiny DQN config, a hand-written overlapped plan, a child-process probe."""
+"""Inputs the pipeline tests share: a tiny DQN config, a hand-written overlapped plan."""
 from __future__ import annotations
-
-import os
-from pathlib import Path
 
 CONFIG = """
 algorithm: dqn
@@ -35,22 +32,3 @@ placements:
   param_sync: {device: cpu, variant: reference, replicas: 1}
 """
 """Every kernel of a DQN on the local CPU, overlapped (the parallel runtime's), line numbers fixed."""
-
-
-def children() -> set[int]:
-    """Live child processes of this one."""
-    kids = set()
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if int(fields[1]) == os.getpid() and fields[0] != "Z":
-                kids.add(int(entry.name))
-    return kids
-
-
-def shm_segments() -> set[str]:
-    """Shared-memory segments of pearl_py runs started by this process."""
-    return {p.name for p in Path("/dev/shm").glob(f"pearl-{os.getpid()}-*")}

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 import torch
-from pipeline_inputs import CONFIG, PLAN, shm_segments
+from pipeline_inputs import CONFIG, PLAN
+from process_probes import shm_segments
 
 from pearl_py.cli import main
 from pearl_py.errors import UserError

@@ -1,12 +1,18 @@
-"""Bad input raises ValueError naming the argument, and leaves the buffer exactly as it was."""
+"""Bad input raises ValueError naming the argument, and leaves the buffer exactly as it was: one contract, run on
+the numpy ``ReplayBuffer`` and on the ``TorchReplayBuffer`` on the CPU torch device and on CUDA (``make``)."""
 from __future__ import annotations
+
+import functools
 
 import numpy as np
 import pytest
+import torch
 
 from pearl_py.replay import ReplayBuffer
+from pearl_py.replay.torch_buffer import TorchReplayBuffer
 
-from .helpers import assert_same, snapshot, transitions
+from .conftest import CUDA
+from .helpers import rejects, transitions
 
 GOOD = transitions(3)
 OBS, ACT, REW, NEXT, TERM = GOOD
@@ -42,21 +48,20 @@ BAD_ADDS = [
 ]
 
 
+@pytest.fixture(params=["numpy", pytest.param("cpu", id="torch-cpu"), pytest.param("cuda", marks=CUDA.marks,
+                                                                                 id="torch-cuda")])
+def make(request):
+    """The buffer class under test: numpy, or torch on the CPU or CUDA (marked ``gpu``, skipped where absent)."""
+    return ReplayBuffer if request.param == "numpy" else functools.partial(TorchReplayBuffer, device=request.param)
+
+
 @pytest.fixture(params=[False, True], ids=["uniform", "prioritized"])
-def buf(request):
-    with ReplayBuffer(8, (4,), prioritized=request.param, fanout=2, seed=0) as buffer:
+def buf(request, make):
+    with make(8, (4,), prioritized=request.param, fanout=2, seed=0) as buffer:
         buffer.add(*transitions(6))
         if request.param:
             buffer.update_priorities(np.array([1, 2]), np.array([0.5, 3.0]))
         yield buffer
-
-
-def rejects(buf, call, name, detail):
-    before = snapshot(buf)
-    with pytest.raises(ValueError, match=name) as error:
-        call()
-    assert detail in str(error.value)
-    assert_same(before, snapshot(buf))
 
 
 @pytest.mark.parametrize("name,args,detail", BAD_ADDS, ids=[f"{n}-{d}" for n, _, d in BAD_ADDS])
@@ -75,9 +80,10 @@ def test_bad_sample_arguments_are_refused(buf, batch_size, beta, name):
     rejects(buf, lambda: buf.sample(batch_size, beta=beta), name, name)
 
 
-def test_sampling_an_empty_buffer_is_refused():
-    with ReplayBuffer(8, (4,), prioritized=True) as empty:
+def test_sampling_an_empty_buffer_is_refused(make):
+    with make(8, (4,), prioritized=True) as empty:
         rejects(empty, lambda: empty.sample(4), "batch_size", "empty buffer")
+        rejects(empty, lambda: empty.update_priorities(np.array([0]), np.array([1.0])), "indices", "never written")
 
 
 BAD_UPDATES = [
@@ -95,28 +101,40 @@ BAD_UPDATES = [
 
 
 @pytest.mark.parametrize("name,indices,values,detail", BAD_UPDATES, ids=[f"{n}-{d}" for n, _, _, d in BAD_UPDATES])
-def test_bad_priority_updates_are_refused(name, indices, values, detail):
-    with ReplayBuffer(8, (4,), prioritized=True, fanout=2) as buf:
+def test_bad_priority_updates_are_refused(make, name, indices, values, detail):
+    """As numpy arrays; the torch buffer also as tensors on its device."""
+    with make(8, (4,), prioritized=True, fanout=2) as buf:
         buf.add(*transitions(6))
-        rejects(buf, lambda: buf.update_priorities(np.array(indices), np.array(values)), name, detail)
+        forms = [(np.array(indices), np.array(values))]
+        if isinstance(buf, TorchReplayBuffer):
+            forms.append(tuple(torch.as_tensor(np.array(a), device=buf.device) for a in (indices, values)))
+        for args in forms:
+            rejects(buf, lambda: buf.update_priorities(*args), name, detail)
 
 
-def test_priority_update_on_a_uniform_buffer_is_refused():
-    with ReplayBuffer(8, (4,)) as buf:
+def test_priority_update_on_a_uniform_buffer_is_refused(make):
+    with make(8, (4,)) as buf:
         buf.add(*transitions(6))
         rejects(buf, lambda: buf.update_priorities(np.array([0]), np.array([1.0])), "indices", "prioritized=True")
 
 
-@pytest.mark.parametrize("kwargs,name", [
-    ({"capacity": 0}, "capacity"), ({"capacity": 2.5}, "capacity"), ({"obs_shape": (-1,)}, "obs_shape"),
-    ({"obs_shape": "x"}, "obs_shape"), ({"action_dtype": np.bool_}, "action_dtype"), ({"fanout": 1}, "fanout"),
-    ({"alpha": -1.0}, "alpha"), ({"eps": 0.0}, "eps"), ({"shared_name": ""}, "shared_name"),
+BAD_CONSTRUCTION = [({"capacity": 0}, "capacity"), ({"capacity": 2.5}, "capacity"), ({"obs_shape": (-1,)}, "obs_shape"),
+                    ({"obs_shape": "x"}, "obs_shape"), ({"action_dtype": np.bool_}, "action_dtype"),
+                    ({"fanout": 1}, "fanout"), ({"alpha": -1.0}, "alpha"), ({"eps": 0.0}, "eps")]
+
+
+@pytest.mark.parametrize("cls,kwargs,name", [(cls, *case) for cls in (ReplayBuffer, TorchReplayBuffer)
+                                              for case in BAD_CONSTRUCTION] + [
+    (ReplayBuffer, {"shared_name": ""}, "shared_name"), (TorchReplayBuffer, {"action_dtype": np.uint32}, "action_dtype"),
+    (TorchReplayBuffer, {"seed": -1}, "seed"), (TorchReplayBuffer, {"seed": 1.5}, "seed"),
+    (TorchReplayBuffer, {"device": "gpu0"}, "device"), (TorchReplayBuffer, {"device": "meta"}, "device"),
 ])
-def test_bad_construction_is_refused(kwargs, name):
-    args = {"capacity": 8, "obs_shape": (4,)} | kwargs
+def test_bad_construction_is_refused(cls, kwargs, name):
     with pytest.raises(ValueError, match=name):
-        ReplayBuffer(**args)
+        cls(**{"capacity": 8, "obs_shape": (4,)} | kwargs)
 
 
-def test_workload_needs_a_positive_batch(buf):
+def test_workload_is_the_numpy_buffers_and_needs_a_positive_batch(buf):
+    with ReplayBuffer(8, (4,), prioritized=buf.prioritized, fanout=2) as reference:
+        assert buf.workload(256) == reference.workload(256)
     rejects(buf, lambda: buf.workload(0), "batch_size", "integer")

@@ -16,39 +16,7 @@ from scipy.stats import chisquare
 from pearl_py.replay import ReplayBuffer
 from pearl_py.replay.torch_buffer import TorchReplayBuffer, TorchSampleBatch
 
-from .helpers import transitions
-from .test_bad_input import BAD_ADDS, BAD_UPDATES
-
-STATE_KEYS = ("meta", "counters", "obs", "actions", "rewards", "next_obs", "dones")
-
-
-def assert_same_state(a: dict, b: dict, keys=STATE_KEYS, priorities_rtol: float | None = 0.0) -> None:
-    """Equal checkpoint entries; priorities exactly (``rtol`` 0), within ``priorities_rtol``, or not compared."""
-    for key in keys:
-        if isinstance(a[key], np.ndarray):
-            assert a[key].dtype == np.asarray(b[key]).dtype, key
-            np.testing.assert_array_equal(a[key], b[key], err_msg=key)
-        else:
-            assert a[key] == b[key], key
-    if priorities_rtol is not None and "priorities" in a:
-        np.testing.assert_allclose(a["priorities"], b["priorities"], rtol=priorities_rtol, atol=0)
-        assert a["max_seen"] == pytest.approx(b["max_seen"], rel=priorities_rtol, abs=0)
-
-
-def snapshot(buf: TorchReplayBuffer) -> dict:
-    """Everything a call could change: the checkpoint (items, priorities, generator) and the whole tree."""
-    state = buf.state_dict()
-    if buf.prioritized:
-        state["tree"] = [level.cpu().clone() for level in buf._tree.sums + buf._tree.mins]
-    return state
-
-
-def assert_unchanged(before: dict, after: dict) -> None:
-    assert_same_state(before, after, STATE_KEYS + ("torch_rng",))
-    assert before["rng"] == after["rng"]
-    for a, b in zip(before.get("tree", []), after.get("tree", [])):
-        assert torch.equal(a, b)
-
+from .helpers import assert_same, assert_same_state, snapshot, transitions
 
 def fill(buf, n: int = 6) -> None:
     buf.add(*transitions(n))
@@ -325,7 +293,7 @@ def test_torch_state_round_trip_resumes_the_generator(device):
     buf.update_priorities(np.array([3, 7, 9]), np.array([0.1, 4.0, 2.0]))
     buf.sample(8)
     with buf, TorchReplayBuffer.load_state_dict(buf.state_dict(), device=device) as restored:
-        assert_unchanged(snapshot(buf), snapshot(restored))
+        assert_same(snapshot(buf), snapshot(restored))
         a, b = buf.sample(32), restored.sample(32)
         assert torch.equal(a.indices, b.indices) and torch.equal(a.weights, b.weights)
 
@@ -351,59 +319,7 @@ def test_load_state_dict_rejects_something_else():
         TorchReplayBuffer.load_state_dict(state | {"rng": {"bit_generator": "MT19937"}})
 
 
-# ----------------------------------------------------------------- bad input
-
-
-@pytest.fixture(params=[False, True], ids=["uniform", "prioritized"])
-def buf(request, device):
-    with TorchReplayBuffer(8, (4,), prioritized=request.param, fanout=2, seed=0, device=device) as buffer:
-        fill(buffer)
-        if request.param:
-            buffer.update_priorities(np.array([1, 2]), np.array([0.5, 3.0]))
-        yield buffer
-
-
-def rejects(buf, call, name, detail):
-    before = snapshot(buf)
-    with pytest.raises(ValueError, match=name) as error:
-        call()
-    assert detail in str(error.value)
-    assert_unchanged(before, snapshot(buf))
-
-
-@pytest.mark.parametrize("name,args,detail", BAD_ADDS, ids=[f"{n}-{d}" for n, _, d in BAD_ADDS])
-def test_bad_add_is_refused_without_changes(buf, name, args, detail):
-    rejects(buf, lambda: buf.add(*args), name, detail)
-
-
-def test_batch_larger_than_capacity_is_refused(buf):
-    rejects(buf, lambda: buf.add(*transitions(9)), "obs", "expected 1..8")
-
-
-@pytest.mark.parametrize("batch_size,beta,name", [(0, 0.4, "batch_size"), (2.0, 0.4, "batch_size"),
-                                                   (True, 0.4, "batch_size"), (4, -0.1, "beta"),
-                                                   (4, 1.5, "beta"), (4, float("nan"), "beta")])
-def test_bad_sample_arguments_are_refused(buf, batch_size, beta, name):
-    rejects(buf, lambda: buf.sample(batch_size, beta=beta), name, name)
-
-
-def test_sampling_an_empty_buffer_is_refused(device):
-    with TorchReplayBuffer(8, (4,), prioritized=True, device=device) as empty:
-        rejects(empty, lambda: empty.sample(4), "batch_size", "empty buffer")
-        rejects(empty, lambda: empty.update_priorities(np.array([0]), np.array([1.0])), "indices", "never written")
-
-
-def as_tensors(indices, values, device):
-    return torch.as_tensor(np.array(indices), device=device), torch.as_tensor(np.array(values), device=device)
-
-
-@pytest.mark.parametrize("form", ["arrays", "tensors"])
-@pytest.mark.parametrize("name,indices,values,detail", BAD_UPDATES, ids=[f"{n}-{d}" for n, _, _, d in BAD_UPDATES])
-def test_bad_priority_updates_are_refused_without_changes(device, form, name, indices, values, detail):
-    with TorchReplayBuffer(8, (4,), prioritized=True, fanout=2, device=device) as buf:
-        fill(buf)
-        args = as_tensors(indices, values, device) if form == "tensors" else (np.array(indices), np.array(values))
-        rejects(buf, lambda: buf.update_priorities(*args), name, detail)
+# ----------------------------------------------------------------- bad input (the shared cases: test_bad_input)
 
 
 def test_a_refused_update_on_a_gpu_is_reported_by_the_next_call(device):
@@ -415,7 +331,7 @@ def test_a_refused_update_on_a_gpu_is_reported_by_the_next_call(device):
         buf.update_priorities(np.array([0, 1]), np.array([1.0, np.nan]))      # queued, not raised yet
         with pytest.raises(ValueError, match="td_errors_abs: contains NaN or infinite values"):
             buf.sample(4)
-        assert_unchanged(before, snapshot(buf))
+        assert_same(before, snapshot(buf))
         buf.update_priorities(np.array([0, 9]), np.array([1.0, 2.0]))
         with pytest.raises(ValueError, match=r"indices: index 9 was never written \(valid slots are 0..5\)"):
             len(buf)
@@ -423,34 +339,10 @@ def test_a_refused_update_on_a_gpu_is_reported_by_the_next_call(device):
         assert len(buf.sample(4)) == 4 and buf.state_dict()["max_seen"] == pytest.approx(2.0 + 1e-6)
 
 
-def test_priority_update_on_a_uniform_buffer_is_refused(device):
-    with TorchReplayBuffer(8, (4,), device=device) as buf:
-        fill(buf)
-        rejects(buf, lambda: buf.update_priorities(np.array([0]), np.array([1.0])), "indices", "prioritized=True")
-
-
-@pytest.mark.parametrize("kwargs,name", [
-    ({"capacity": 0}, "capacity"), ({"capacity": 2.5}, "capacity"), ({"obs_shape": (-1,)}, "obs_shape"),
-    ({"obs_shape": "x"}, "obs_shape"), ({"action_dtype": np.bool_}, "action_dtype"), ({"fanout": 1}, "fanout"),
-    ({"alpha": -1.0}, "alpha"), ({"eps": 0.0}, "eps"), ({"action_dtype": np.uint32}, "action_dtype"),
-    ({"seed": -1}, "seed"), ({"seed": 1.5}, "seed"), ({"device": "gpu0"}, "device"), ({"device": "meta"}, "device"),
-])
-def test_bad_construction_is_refused(kwargs, name):
-    args = {"capacity": 8, "obs_shape": (4,)} | kwargs
-    with pytest.raises(ValueError, match=name):
-        TorchReplayBuffer(**args)
-
-
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the error where CUDA is absent")
 def test_cuda_without_cuda_is_refused():
     with pytest.raises(ValueError, match="device: cuda asked for, but CUDA is not available"):
         TorchReplayBuffer(8, (4,), device="cuda")
-
-
-def test_workload_is_the_numpy_buffers(buf):
-    with ReplayBuffer(8, (4,), prioritized=buf.prioritized, fanout=2) as reference:
-        assert buf.workload(256) == reference.workload(256)
-    rejects(buf, lambda: buf.workload(0), "batch_size", "integer")
 
 
 def test_closed_buffer_refuses_work(device):

@@ -1,13 +1,8 @@
 """Every parallel-runtime test must leave no child process, zombie or shared-memory segment behind."""
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
-
-sys.path.insert(0, str(Path(__file__).parent))
-from parallel_helpers import children, shm_segments, zombies  # noqa: E402
+from process_probes import children, shm_segments, zombies
 
 
 @pytest.fixture(autouse=True)

@@ -1,4 +1,4 @@
-"""Helpers for the parallel-runtime tests: tiny configs, a flaky env, leak probes.
+"""Helpers for the parallel-runtime tests: tiny configs, a flaky env, a plan.
 
 Classes here are pickled into actor processes by reference, so this module is imported
 there too; importing it registers ``PearlFlakyCartPole-v0``.
@@ -43,43 +43,6 @@ if "PearlFlakyCartPole-v0" not in gym.registry:
 
 class FlakyDQN(pearl.DQN):
     """DQN on the flaky env; defined here so actor processes import this module (and the env)."""
-
-
-def children() -> set[int]:
-    """Pids of this process's live child processes, except multiprocessing's resource tracker."""
-    from multiprocessing import resource_tracker
-
-    tracker = resource_tracker._resource_tracker._pid
-    kids = set()
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[1]) == os.getpid() and fields[0] != "Z" and int(entry.name) != tracker:
-            kids.add(int(entry.name))
-    return kids
-
-
-def zombies() -> set[int]:
-    """Pids of this process's children that exited and were never reaped."""
-    out = set()
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if int(fields[1]) == os.getpid() and fields[0] == "Z":
-                out.add(int(entry.name))
-    return out
-
-
-def shm_segments() -> set[str]:
-    """Shared-memory segments of pearl_py runs started by this process."""
-    return {p.name for p in Path("/dev/shm").glob(f"pearl-{os.getpid()}-*")}
 
 
 def sync_plan(actors: int, inference: str = "fused", learner: str = "fused") -> Plan:

@@ -15,7 +15,7 @@ from pearl_py.runtime.result import RunResult
 
 
 def smoke():
-    path = Path(__file__).parents[1] / "benchmarks" / "gpu_smoke.py"
+    path = Path(__file__).parents[2] / "benchmarks" / "gpu_smoke.py"
     spec = importlib.util.spec_from_file_location("gpu_smoke", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

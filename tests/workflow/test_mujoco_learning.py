@@ -13,7 +13,7 @@ from pearl_py.cli import main
 pytest.importorskip("mujoco", reason="the mujoco extra: pip install -c constraints.txt '.[mujoco]'")
 pytestmark = pytest.mark.slow
 
-ZOO = Path(__file__).parent / "data" / "zoo"
+ZOO = Path(__file__).parents[1] / "data" / "zoo"
 
 
 def test_the_zoos_sac_halfcheetah_entry_learns_beyond_its_random_warm_up(tmp_path):

@@ -12,7 +12,7 @@ import pytest
 
 
 def device_check():
-    path = Path(__file__).parents[1] / "benchmarks" / "device_check.py"
+    path = Path(__file__).parents[2] / "benchmarks" / "device_check.py"
     spec = importlib.util.spec_from_file_location("device_check", path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module   # its dataclasses look their module up there

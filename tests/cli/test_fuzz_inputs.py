@@ -11,17 +11,16 @@ from __future__ import annotations
 import contextlib
 import io
 import math
-import os
 import string
 import tempfile
 from collections import Counter
-from multiprocessing import resource_tracker
 from pathlib import Path
 
 import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from process_probes import children, shm_segments
 
 from pearl_py.algorithms import REGISTRY
 from pearl_py.cli import main
@@ -53,23 +52,6 @@ FUZZ = settings(deadline=None, derandomize=True, database=None, print_blob=False
                                        HealthCheck.function_scoped_fixture])
 
 
-def children() -> set[int]:
-    """Live child processes of this (pytest) process, started before the case or by it. The multiprocessing
-    resource tracker is started first: a process that lives as long as the interpreter (here: pytest's), started
-    by whichever spawn comes first (admission's memory probe, a run's actors), not left behind by a CLI run."""
-    resource_tracker.ensure_running()
-    kids = set()
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if int(fields[1]) == os.getpid() and fields[0] != "Z":
-                kids.add(int(entry.name))
-    return kids
-
-
 def refused(strategy: str, files: dict[str, str | bytes], argv: list[str], names: str = "") -> None:
     """Write ``files`` into a fresh folder and run ``argv`` there; assert exit 2, one line naming ``names`` (a
     fragment the message must hold: the key, the file), no traceback, and nothing left behind."""
@@ -94,7 +76,7 @@ def refused(strategy: str, files: dict[str, str | bytes], argv: list[str], names
         if (folder / "taken").is_dir():
             assert [p.name for p in (folder / "taken").iterdir()] == ["result.json"], "a run folder was written into"
     assert children() <= before, "a process was started"
-    assert not list(Path("/dev/shm").glob(f"pearl-{os.getpid()}-*")), "a shared-memory segment was left"
+    assert shm_segments() == set(), "a shared-memory segment was left"
 
 
 def dump(data: object) -> str:
