@@ -7,7 +7,7 @@ variant        device  what it is
 reference      cpu     gymnasium ``SyncVectorEnv`` of single envs with their family's preprocessing (any env)
 native_vector  cpu     the env's own numpy vector env (gymnasium's ``vector_entry_point``: CartPole), one call
                        for all envs
-envpool        cpu     EnvPool's C++ env (the ``envpool`` extra; CartPole-v1), one worker thread
+envpool        cpu     EnvPool's C++ env (``envpool`` extra: CartPole, Acrobot, MountainCar), one thread
 =============  ======  =====================================================================================
 
 A builder takes ``(env_id, n_envs, seed, frame_stack, env_kwargs)`` and returns the vector env. The env-step
