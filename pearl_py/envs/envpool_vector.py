@@ -4,8 +4,9 @@ SAME_STEP autoreset contract (:mod:`pearl_py.envs.vector`).
 EnvPool autoresets on the next step (that step ignores the env's action and returns the reset observation with
 reward 0). :class:`EnvPoolVector` steps the ended envs once more at once (EnvPool steps a subset of its envs by
 ``env_id``), so the observation it returns is the new episode's first and the ended one's last is
-``info["final_obs"]``. It runs EnvPool's pool with one worker thread: the loop waits for each step, so the pool
-keeps one core busy at a time, as the reference's SyncVectorEnv does. Env ``i`` is EnvPool's env ``i`` of a pool
+``info["final_obs"]``. It runs EnvPool's pool with ``threads`` worker threads (at most one per env): the loop
+waits for each step, so one thread keeps one core busy at a time, as the reference's SyncVectorEnv does, and
+``threads`` step the envs on that many cores (the ``envpool_t<n>`` variants, whose cores the cost model charges). Env ``i`` is EnvPool's env ``i`` of a pool
 seeded ``seed`` at make (EnvPool seeds at make, not at reset), so its episodes start elsewhere than the single
 envs' (``seed + i``).
 
@@ -88,16 +89,17 @@ class EnvPoolVector(gym.vector.VectorEnv):
 
 
 def make_envpool_vector_env(env_id: str, n_envs: int, seed: int, frame_stack: int | None = None,
-                            env_kwargs: EnvKwargs | None = None) -> EnvPoolVector:
-    """EnvPool's ``env_id`` as ``n_envs`` envs of a pool seeded ``seed`` with one worker thread, under the
-    module's autoreset contract; its action space is seeded with ``seed``. A ValueError says why for an env
-    :func:`envpool_reason` refuses."""
+                            env_kwargs: EnvKwargs | None = None, threads: int = 1) -> EnvPoolVector:
+    """EnvPool's ``env_id`` as ``n_envs`` envs of a pool seeded ``seed`` with ``threads`` worker threads (at most
+    ``n_envs``), under the module's autoreset contract; its action space is seeded with ``seed``. A ValueError
+    says why for an env :func:`envpool_reason` refuses."""
     reason = envpool_reason(env_id, frame_stack, env_kwargs)
     if reason is not None:
         raise ValueError(f"no EnvPool env for {env_id!r}: {reason}")
     import envpool
 
-    envs = EnvPoolVector(envpool.make(env_id, env_type="gymnasium", num_envs=n_envs, seed=seed, num_threads=1),
+    envs = EnvPoolVector(envpool.make(env_id, env_type="gymnasium", num_envs=n_envs, seed=seed,
+                                     num_threads=min(threads, n_envs)),
                          n_envs)
     envs.action_space.seed(seed)
     return envs

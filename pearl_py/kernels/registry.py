@@ -95,6 +95,9 @@ class Variant:
     convolution); None: none needed."""
     env_support: Callable[[str], str | None] | None = None
     """An ``env_step`` variant's answer for an env id: None when it can step that env, else why not; None: any."""
+    cores: int = 1
+    """Cores one call holds on a CPU beside the caller's own thread's: an env backend's worker threads (EnvPool's
+    ``num_threads``). The cost model charges a replica of it this many cores (``Option.cores``)."""
 
     def __post_init__(self) -> None:
         if self.device_class not in DEVICE_CLASSES:

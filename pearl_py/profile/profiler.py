@@ -317,8 +317,10 @@ def measure(kind: str, variant: str, points: list[BenchPoint], passes: int = 3,
     """
     if clock is not None:
         keep = min
-    else:
-        clock, keep = (time.process_time, min) if n_threads == 1 else (time.perf_counter, max)
+    elif n_threads == 1 and call_cores(kind, variant, family) == 1:
+        clock, keep = time.process_time, min
+    else:   # a call holding several cores (an env backend's worker threads) is timed as a threaded learner is
+        clock, keep = time.perf_counter, max
     beside = neighbour("actor") if n_threads > 1 else contextlib.nullcontext()
     with threads(n_threads), beside:
         benches = []
@@ -525,6 +527,16 @@ def fit_measurements(kind: str, measured: list[tuple[Workload, float]]) -> dict[
         groups.setdefault(model_group(workload), []).append((workload, seconds))
     return {key: select_model([workload_features(w) for w, _ in rows], [s for _, s in rows], primary, features)
             for key, rows in groups.items()}
+
+
+def call_cores(kind: str, variant: str, family: str = OFF_POLICY) -> int:
+    """Cores one call of ``variant`` holds on a CPU (``Variant.cores``: an env backend's worker threads)."""
+    from pearl_py.kernels import registry_of
+
+    try:
+        return registry_of(family).get(kind, variant, "cpu").cores
+    except (KeyError, ValueError):
+        return 1
 
 
 def variant_available(kind: str, variant: str, device_class: str = "cpu", family: str = OFF_POLICY
