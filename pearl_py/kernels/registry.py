@@ -192,6 +192,15 @@ def registry_of(family: str) -> Registry:
             from None
 
 
+def call_cores(kind: KernelKind | str, variant: str, family: str = "off_policy", device_class: str = "cpu") -> int:
+    """Cores one call of ``variant`` holds (:attr:`Variant.cores`: an env backend's worker threads); 1 for a
+    variant not registered there (the reference of a kind without entries)."""
+    try:
+        return registry_of(family).get(kind, variant, device_class).cores
+    except (KeyError, ValueError):
+        return 1
+
+
 def build(kind: KernelKind | str, variant: str, *args: Any, device_class: str | None = None,
           registry: Registry = REGISTRY, **kwargs: Any) -> Any:
     """Build variant ``variant`` of ``kind`` with the builder's arguments (see :class:`Variant`).

@@ -44,6 +44,7 @@ from pearl_py.estimate.features import model_group, workload_features
 from pearl_py.estimate.fit import FittedModel, select_model
 from pearl_py.estimate.thread_bound import threads_can_win
 from pearl_py.kernels.affinity import pinned_threads, usable_cpus
+from pearl_py.kernels.registry import call_cores
 from pearl_py.profile import microbench_on_policy  # noqa: F401  registers the on-policy kernels' runners
 from pearl_py.profile.load import (
     MAX_REPEATS,
@@ -527,16 +528,6 @@ def fit_measurements(kind: str, measured: list[tuple[Workload, float]]) -> dict[
         groups.setdefault(model_group(workload), []).append((workload, seconds))
     return {key: select_model([workload_features(w) for w, _ in rows], [s for _, s in rows], primary, features)
             for key, rows in groups.items()}
-
-
-def call_cores(kind: str, variant: str, family: str = OFF_POLICY) -> int:
-    """Cores one call of ``variant`` holds on a CPU (``Variant.cores``: an env backend's worker threads)."""
-    from pearl_py.kernels import registry_of
-
-    try:
-        return registry_of(family).get(kind, variant, "cpu").cores
-    except (KeyError, ValueError):
-        return 1
 
 
 def variant_available(kind: str, variant: str, device_class: str = "cpu", family: str = OFF_POLICY
