@@ -12,7 +12,8 @@ envs' (``seed + i``).
 
 Offered for the envs in :data:`ENVPOOL_IDS` (EnvPool's own implementation of that gymnasium env, checked step by
 step against gymnasium's in tests/envs/test_vector_backends.py); Atari and MuJoCo are not offered: EnvPool's
-Atari preprocessing (its fire reset, no sticky actions, its resize) is not the ``atari`` family's.
+Atari resets (one FIRE frame, its no-ops after a lost life, a stack of copies) and episodes (no frame count) are
+not the ``atari`` family's (docs/kernels.md, measured by benchmarks/envpool_atari.py).
 
 Example::
 
