@@ -102,6 +102,9 @@ def test_an_env_backends_worker_threads_are_charged_as_cores_like_the_learners()
     beside = evaluate(problem, {**pooled, "learn": Choice("cpu")})
     assert beside.feasible and beside.time_per_sample == pytest.approx(6.8e-3)
     assert beside.utilization["cpu"] == pytest.approx((2 * 10e-6 + 6.8e-3) / 2 / 6.8e-3)
+    from pearl_py.optimize.explain import thread_sentences
+    (why,) = thread_sentences(problem, {**pooled, "learn": Choice("cpu")}, beside, "throughput")
+    assert "but the 1 actor process(es) hold 2 of the 2 cores" in why
     # uncharged, the pooled actor beside the 2-thread learner (4.21 ms in series) would beat the reference's 4.24 ms:
     # every solver takes the reference actor and the learner's 2 threads instead
     for assignment in chosen(problem):
