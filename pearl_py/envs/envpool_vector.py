@@ -4,14 +4,16 @@ SAME_STEP autoreset contract (:mod:`pearl_py.envs.vector`).
 EnvPool autoresets on the next step (that step ignores the env's action and returns the reset observation with
 reward 0). :class:`EnvPoolVector` steps the ended envs once more at once (EnvPool steps a subset of its envs by
 ``env_id``), so the observation it returns is the new episode's first and the ended one's last is
-``info["final_obs"]``. It runs EnvPool's pool with one worker thread: the loop waits for each step, so the pool
-keeps one core busy at a time, as the reference's SyncVectorEnv does. Env ``i`` is EnvPool's env ``i`` of a pool
+``info["final_obs"]``. It runs EnvPool's pool with ``threads`` worker threads (at most one per env): the loop
+waits for each step, so one thread keeps one core busy at a time, as the reference's SyncVectorEnv does, and
+``threads`` step the envs on that many cores (the ``envpool_t<n>`` variants, whose cores the cost model charges). Env ``i`` is EnvPool's env ``i`` of a pool
 seeded ``seed`` at make (EnvPool seeds at make, not at reset), so its episodes start elsewhere than the single
 envs' (``seed + i``).
 
 Offered for the envs in :data:`ENVPOOL_IDS` (EnvPool's own implementation of that gymnasium env, checked step by
 step against gymnasium's in tests/envs/test_vector_backends.py); Atari and MuJoCo are not offered: EnvPool's
-Atari preprocessing (its fire reset, no sticky actions, its resize) is not the ``atari`` family's.
+Atari resets (one FIRE frame, its no-ops after a lost life, a stack of copies) and episodes (no frame count) are
+not the ``atari`` family's (docs/kernels.md, measured by benchmarks/envpool_atari.py).
 
 Example::
 
@@ -31,10 +33,11 @@ from gymnasium.vector.utils import batch_space
 
 from pearl_py.envs.kwargs import EnvKwargs
 
-ENVPOOL_IDS = ("CartPole-v1",)
+ENVPOOL_IDS = ("CartPole-v1", "Acrobot-v1", "MountainCar-v0")
 """Gymnasium ids whose EnvPool task of the same id is offered as their env_step backend: the ones checked step by
 step against gymnasium's env. Not Pendulum-v1: EnvPool 1.2.5 integrates the angle with the speed before clipping
-it to 8 (gym 0.21's order), gymnasium after, so their steps part (by 0.009 in cos/sin) whenever the speed clips."""
+it to 8 (gym 0.21's order), gymnasium after, so their steps part (by 0.009 in cos/sin) whenever the speed clips.
+Acrobot-v1 and MountainCar-v0 step as gymnasium's (observations within 5e-7, ends and rewards equal)."""
 
 
 def envpool_available() -> tuple[bool, str]:
@@ -87,16 +90,17 @@ class EnvPoolVector(gym.vector.VectorEnv):
 
 
 def make_envpool_vector_env(env_id: str, n_envs: int, seed: int, frame_stack: int | None = None,
-                            env_kwargs: EnvKwargs | None = None) -> EnvPoolVector:
-    """EnvPool's ``env_id`` as ``n_envs`` envs of a pool seeded ``seed`` with one worker thread, under the
-    module's autoreset contract; its action space is seeded with ``seed``. A ValueError says why for an env
-    :func:`envpool_reason` refuses."""
+                            env_kwargs: EnvKwargs | None = None, threads: int = 1) -> EnvPoolVector:
+    """EnvPool's ``env_id`` as ``n_envs`` envs of a pool seeded ``seed`` with ``threads`` worker threads (at most
+    ``n_envs``), under the module's autoreset contract; its action space is seeded with ``seed``. A ValueError
+    says why for an env :func:`envpool_reason` refuses."""
     reason = envpool_reason(env_id, frame_stack, env_kwargs)
     if reason is not None:
         raise ValueError(f"no EnvPool env for {env_id!r}: {reason}")
     import envpool
 
-    envs = EnvPoolVector(envpool.make(env_id, env_type="gymnasium", num_envs=n_envs, seed=seed, num_threads=1),
+    envs = EnvPoolVector(envpool.make(env_id, env_type="gymnasium", num_envs=n_envs, seed=seed,
+                                     num_threads=min(threads, n_envs)),
                          n_envs)
     envs.action_space.seed(seed)
     return envs

@@ -429,13 +429,16 @@ class Estimator:
         if setup_s is None:  # no cold setup measured here (a warm cache served every compile): the modelled one
             setup_s = self.params.setup_s(variant, kernel.kind) if variant != "reference" else 0.0
             setup_source = "modelled"
-        share = threads / device.parallel_units if prefix is None else 1.0
+        # a call holds its threads' cores, times the cores each holds (an env backend's worker threads)
+        variant_of = dict(registered_variants(kernel.kind, device.kind, family_of(kernel))).get(variant)
+        held = threads * (variant_of.cores if variant_of is not None else 1)
+        share = held / device.parallel_units if prefix is None else 1.0
         watts = measured_dynamic_w(self.calibration, kernel.kind, variant, prefix or "cpu", threads)
         if watts is None:
             energy, energy_source = dynamic_energy_j(device.spec, latency, share), "modelled"
         else:
             energy, energy_source = latency * watts, "measured"
-        resources = {"cores": threads} if prefix is None else {}
+        resources = {"cores": held} if prefix is None else {}
         return Cost(latency, energy, resources, "calibrated", kernel.kind, {"model": model.cv_mape}, setup_s,
                     energy_source, setup_source, layers=self._roofline_layers(kernel, device))
 

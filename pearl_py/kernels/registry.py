@@ -95,6 +95,9 @@ class Variant:
     convolution); None: none needed."""
     env_support: Callable[[str], str | None] | None = None
     """An ``env_step`` variant's answer for an env id: None when it can step that env, else why not; None: any."""
+    cores: int = 1
+    """Cores one call holds on a CPU beside the caller's own thread's: an env backend's worker threads (EnvPool's
+    ``num_threads``). The cost model charges a replica of it this many cores (``Option.cores``)."""
 
     def __post_init__(self) -> None:
         if self.device_class not in DEVICE_CLASSES:
@@ -187,6 +190,15 @@ def registry_of(family: str) -> Registry:
     except KeyError:
         raise KeyError(f"no kernel variants for algorithm family {family!r}; known: {sorted(FAMILY_REGISTRIES)}") \
             from None
+
+
+def call_cores(kind: KernelKind | str, variant: str, family: str = "off_policy", device_class: str = "cpu") -> int:
+    """Cores one call of ``variant`` holds (:attr:`Variant.cores`: an env backend's worker threads); 1 for a
+    variant not registered there (the reference of a kind without entries)."""
+    try:
+        return registry_of(family).get(kind, variant, device_class).cores
+    except (KeyError, ValueError):
+        return 1
 
 
 def build(kind: KernelKind | str, variant: str, *args: Any, device_class: str | None = None,

@@ -135,8 +135,10 @@ def thread_sentences(problem: AssignmentProblem, assignment: Assignment, perf: P
             continue
         option = problem.option(kernel, choice.device, choice.variant)
         units = problem.devices[choice.device].units
-        actors = max((c.replicas for k, c in assignment.items()
-                      if problem.task(k).replicable and choice.device in problem.devices[c.device].physical), default=0)
+        actor_kernels = [(k, c) for k, c in assignment.items()
+                         if problem.task(k).replicable and choice.device in problem.devices[c.device].physical]
+        actors = max((c.replicas for _, c in actor_kernels), default=0)
+        held = max((problem.cores(k, c.device, c.variant, c.replicas) for k, c in actor_kernels), default=0)
         n = choice.replicas
         head = f"{kernel} runs {n} thread{'s' if n > 1 else ''} on {choice.device}"
         if n > 1:
@@ -155,7 +157,7 @@ def thread_sentences(problem: AssignmentProblem, assignment: Assignment, perf: P
             if option.at(m)[0] >= option.latency_s:
                 reasons.append(f"{at_m}: no faster")
             elif not trial.feasible:
-                reasons.append(f"{at_m}, but the {actors} actor process(es) hold {actors} of the {units} cores")
+                reasons.append(f"{at_m}, but the {actors} actor process(es) hold {held} of the {units} cores")
             elif trial.objective(objective) >= perf.objective(objective):
                 reasons.append(f"{at_m}, but would not lower the plan's {'time' if objective == 'throughput' else 'energy'}"
                                " per sample")

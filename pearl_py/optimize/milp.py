@@ -226,17 +226,17 @@ def _formulate(problem: AssignmentProblem, scale: tuple[float, float] | None, en
                 choice = Choice(device_name, variant, j * m)
                 load[x] = contribution(problem, task.name, choice) / t_scale
                 dynamic[x] = dynamic_energy(problem, task.name, choice) / e_scale
+                held = problem.cores(task.name, device_name, variant, j)
                 for d in device.physical:
                     busy[d][x] = load[x]
                     (actor_work if task.replicable else other_work)[d][x] = load[x]
-                    core_work[d][x] = load[x] * j / problem.devices[d].units
-                    if not task.replicable and j > 1:
-                        threads[d][x] = j
+                    core_work[d][x] = load[x] * held / problem.devices[d].units
                     if task.replicable:
-                        cores[d][x] = j
-                        actor_cores[(task.name, d)][x] = j
-                    elif j > 1:
-                        extra_threads[d][x] = j - 1
+                        cores[d][x] = held
+                        actor_cores[(task.name, d)][x] = held
+                    elif held > 1:
+                        threads[d][x] = held
+                        extra_threads[d][x] = held - 1
                     for r, amount in option.resources.items():
                         if option.instance:
                             res_inst[(d, option.instance, r)][x] = amount

@@ -247,20 +247,21 @@ def evaluate(problem: AssignmentProblem, assignment: Assignment) -> Performance:
             violations.append(f"kernel {kernel!r}: {choice.replicas} {what} on {choice.device!r}")
             continue
         placed[kernel] = choice
+        held = problem.cores(kernel, choice.device, choice.variant, per_member)
         load = contribution(problem, kernel, choice)
         serial_work += load
         stage_work[task.stage] += load
         dynamic += dynamic_energy(problem, kernel, choice)
         for d in device.physical:
             busy[d] += load
-            device_work[d].add(load, task.replicable, per_member)
+            device_work[d].add(load, task.replicable, held)
             if task.stage not in COLLECTION:
                 learner_side[d] += load
             if task.replicable:
-                cores[d] += per_member
-                actors[d] = max(actors[d], per_member)
+                cores[d] += held
+                actors[d] = max(actors[d], held)
             else:
-                extra_threads[d] += choice.replicas - 1
+                extra_threads[d] += held - 1
             if option.instance:
                 mine = instances.setdefault((d, option.instance), {})
                 for r, amount in option.resources.items():
@@ -275,12 +276,12 @@ def evaluate(problem: AssignmentProblem, assignment: Assignment) -> Performance:
     # (so they take the cores of the most replicated kernel), and its learner runs while they wait
     for d, n in (actors if problem.synchronous else cores).items():
         if n > problem.devices[d].units:
-            violations.append(f"device {d!r}: {n} replicas on {problem.devices[d].units} units")
+            violations.append(f"device {d!r}: {n} replicas' cores on {problem.devices[d].units} units")
     if problem.synchronous:
         violations += unequal_actors(problem, assignment)
     for d, n in extra_threads.items():
         if n and not problem.synchronous and actors[d] + n > problem.devices[d].units:
-            violations.append(f"device {d!r}: {n} extra thread(s) beside {actors[d]} actor process(es) on "
+            violations.append(f"device {d!r}: {n} extra thread(s) beside {actors[d]} actor core(s) on "
                               f"{problem.devices[d].units} units")
     devices_of = {kernel: choice.device for kernel, choice in assignment.items()}
     for rule in problem.colocations:

@@ -103,6 +103,9 @@ class Option:
     """The part of ``latency_s`` (and of every share) that is the training loop's own work per call (an
     ``env_step``'s, ``Cost.loop_s``); reports show it apart from the kernel."""
     loop_source: str = "modelled"
+    cores: int = 1
+    """Cores one call (one replica's) holds on a CPU: more than one for an env backend's worker threads
+    (``Variant.cores``); :meth:`AssignmentProblem.cores` charges them."""
 
     @property
     def max_threads(self) -> int:
@@ -267,6 +270,8 @@ class AssignmentProblem:
         """Replicas per member device (1..units) for a replicable kernel; threads (1..the option's
         calibrated counts, at most the device's units) for a threaded option; else just 1."""
         units = self.devices[device].units
+        if self._task[kernel].replicable:   # a replica holding several cores: as many as fit the units, one at least
+            units = max(units // self._option_cores(kernel, device, variant), 1)
         if self.split(kernel):   # every replica takes a share of the envs: at most max_split in all
             option = self.options.get((kernel, device, variant))
             limit = option.max_split // len(self.devices[device].physical) if option is not None else 1
@@ -275,6 +280,22 @@ class AssignmentProblem:
             return range(1, units + 1)
         option = self.options.get((kernel, device, variant))
         return range(1, min(option.max_threads, units) + 1) if option is not None else range(1, 2)
+
+    def _option_cores(self, kernel: str, device: str, variant: str) -> int:
+        option = self.options.get((kernel, device, variant))
+        return option.cores if option is not None else 1
+
+    def cores(self, kernel: str, device: str, variant: str, count: int) -> int:
+        """Cores on each member device of ``device`` that ``kernel`` holds as ``variant`` with ``count`` replicas
+        per member (each holds its option's cores: an env backend's worker threads) or ``count`` threads (a
+        threaded kernel): what the core rows and admission charge.
+
+            >>> problem.cores("act", "cpu", "envpool_t2", 1), problem.cores("learn", "cpu", "fused", 2)
+            (2, 2)
+        """
+        if not self._task[kernel].replicable:
+            return count
+        return count * self._option_cores(kernel, device, variant)
 
     def threaded(self, kernel: str, device: str, variant: str) -> bool:
         """Whether the kernel may run more than one thread on ``device`` as ``variant``."""

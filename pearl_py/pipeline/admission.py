@@ -12,9 +12,10 @@ Two checks, each refusing with the figures and the key that sets the largest nee
   of a freshly started pearl_py process, measured once on this machine and cached, plus its
   networks), the shared-memory segments in ``/dev/shm``, the processes in the user's process limit;
   and the cores it holds should not outnumber the usable cores, counted by the optimizer's rule
-  (docs/optimizer.md, "threads"): every actor process holds a core, and so does each learner thread
-  beyond the first (the first thread and any server share the cores, their time in the busy-time
-  model), so every plan the optimizer makes for this machine fits. An oversubscribed plan runs only
+  (docs/optimizer.md, "threads"): every actor process holds a core (as many as its env backend's worker
+  threads: ``envpool_t2`` two), and so does each learner thread beyond the first (the first thread and any
+  server share the cores, their time in the busy-time model), so every plan the optimizer makes for this
+  machine fits. An oversubscribed plan runs only
   with ``oversubscribe`` (the CLI's ``--oversubscribe``), and the result records it. On a CUDA device the
   plan uses, the learner's networks and batch (where ``learner_update`` runs) and the replay (where its kernels
   run; a GPU replay stores whole observations, no frame ring) must fit in the device's free memory
@@ -52,6 +53,7 @@ from pearl_py.algorithms.off_policy.base import Algorithm
 from pearl_py.algorithms.on_policy import OnPolicyAlgorithm
 from pearl_py.errors import ConfigError
 from pearl_py.fileio import atomic_write_json
+from pearl_py.kernels.registry import call_cores
 from pearl_py.plan import Plan
 from pearl_py.platform.local import (
     available_memory_bytes,
@@ -167,7 +169,8 @@ class Admission:
 
     processes: int
     busy: int
-    """Cores the plan holds: its actor processes and the learner's threads beyond the first."""
+    """Cores the plan holds: its actor processes (each its env backend's worker threads) and the learner's threads
+    beyond the first."""
     cores: int
     memory_bytes: float
     available_bytes: float
@@ -243,13 +246,18 @@ def admit_plan(plan: Plan, algorithm: Algorithm, *, oversubscribe: bool = False,
         if sum(n.bytes for n in wanted) > capacity:
             fits = parallel.most_actors(capacity, shared_only=wanted is shm) if parallel and actors else None
             raise _refusal(wanted, capacity, where, locate, fits)
-    # the optimizer's rule (docs/optimizer.md, "threads"); a synchronous learner runs while its actors wait
-    busy = actors if plan.mode == "synchronous" else actors + threads - 1
+    # the optimizer's rule (docs/optimizer.md, "threads", "a backend's worker threads"): an actor holds its env
+    # backend's cores; a synchronous learner runs while its actors wait, a serialized one between the env steps
+    each = call_cores(ENV_STEP, plan.variant(ENV_STEP), algorithm.family)
+    if plan.serialized:
+        busy = max(threads, each) - 1
+    else:
+        busy = actors * each if plan.mode == "synchronous" else actors * each + threads - 1
     if busy > machine.cores and not oversubscribe:
-        fits = max(machine.cores - threads + 1, 1)
+        fits = max((machine.cores - threads + 1) // each, 1)
         key, lower = (("placements", ENV_STEP, "replicas"), f"at most {fits} actor{'s' * (fits > 1)} here") if actors \
             else (("placements", LEARNER_UPDATE, "replicas"), f"at most {machine.cores} threads here")
-        held = f"{actors} actor process{'es' * (actors != 1)}" + \
+        held = f"{actors} actor process{'es' * (actors != 1)}" + (f" of {each} cores each" if each > 1 else "") + \
             (f" and {threads - 1} learner thread{'s' * (threads > 2)} beyond its first" if threads > 1 else "")
         raise plan_error(key, f"the plan holds {busy} cores ({held}; {parts}) but this machine has {machine.cores} "
                               f"usable: pass --oversubscribe (oversubscribe=True) to run it anyway, its samples/s "

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from pearl_py.kernels.env_step import ENVPOOL_THREADS
 from pearl_py.protocol import SyncWorkload, Workload
 from pearl_py.protocol.kernel import (
     ENV_STEP,
@@ -397,4 +398,5 @@ register_runner(LEARNER_UPDATE, "cuda_graph", learner_update_cuda_graph)
 register_runner(LEARNER_UPDATE, "fused", learner_update_fused)
 register_runner(INFERENCE, "fused", inference_fused)
 register_runner(ENV_STEP, "native_vector", env_step_bench("native_vector"))
-register_runner(ENV_STEP, "envpool", env_step_bench("envpool"))
+for _variant in ("envpool", *(f"envpool_t{n}" for n in ENVPOOL_THREADS)):
+    register_runner(ENV_STEP, _variant, env_step_bench(_variant))

@@ -44,6 +44,7 @@ from pearl_py.estimate.features import model_group, workload_features
 from pearl_py.estimate.fit import FittedModel, select_model
 from pearl_py.estimate.thread_bound import threads_can_win
 from pearl_py.kernels.affinity import pinned_threads, usable_cpus
+from pearl_py.kernels.registry import call_cores
 from pearl_py.profile import microbench_on_policy  # noqa: F401  registers the on-policy kernels' runners
 from pearl_py.profile.load import (
     MAX_REPEATS,
@@ -317,8 +318,10 @@ def measure(kind: str, variant: str, points: list[BenchPoint], passes: int = 3,
     """
     if clock is not None:
         keep = min
-    else:
-        clock, keep = (time.process_time, min) if n_threads == 1 else (time.perf_counter, max)
+    elif n_threads == 1 and call_cores(kind, variant, family) == 1:
+        clock, keep = time.process_time, min
+    else:   # a call holding several cores (an env backend's worker threads) is timed as a threaded learner is
+        clock, keep = time.perf_counter, max
     beside = neighbour("actor") if n_threads > 1 else contextlib.nullcontext()
     with threads(n_threads), beside:
         benches = []

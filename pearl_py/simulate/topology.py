@@ -55,7 +55,8 @@ class Topology:
         self.assignment = assignment
         self.costs: dict[str, Cost] = {}
         self.threads: dict[str, int] = {}
-        """Units one call holds: a threaded kernel's thread count, else 1."""
+        """Units one call holds (``AssignmentProblem.cores`` of one call): a threaded kernel's thread count, an env
+        backend's worker threads, else 1."""
         for kernel, choice in assignment.items():
             if (kernel, choice.device, choice.variant) not in problem.options:
                 raise PlanningError(f"simulate: no cost for {kernel} on {choice.device!r} as {choice.variant!r}")
@@ -63,7 +64,8 @@ class Topology:
             threaded = problem.threaded(kernel, choice.device, choice.variant)
             if threaded and choice.replicas not in problem.replica_choices(kernel, choice.device, choice.variant):
                 raise PlanningError(f"simulate: {kernel} has no cost at {choice.replicas} threads on {choice.device!r}")
-            self.threads[kernel] = choice.replicas if threaded else 1
+            self.threads[kernel] = problem.cores(kernel, choice.device, choice.variant,
+                                                 choice.replicas if threaded else 1)
             self.costs[kernel] = Cost(*call_cost(problem, kernel, choice), option.source)
         self.actors = max(assignment[ENV_STEP].replicas, 1)
         self._edges = {(e.src, e.dst): e.bytes for e in problem.edges}

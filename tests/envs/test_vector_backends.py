@@ -59,15 +59,28 @@ def test_native_vector_env_is_offered_only_where_gymnasium_has_one():
     with pytest.raises(ValueError, match="no native vector env for 'Acrobot-v1'"):
         make_native_vector_env("Acrobot-v1", 2, seed=0)
     assert envpool_reason("CartPole-v1") is None
-    assert envpool_reason("Pendulum-v1") == "EnvPool is offered for CartPole-v1 only, not 'Pendulum-v1'"
+    assert envpool_reason("Pendulum-v1") == ("EnvPool is offered for CartPole-v1, Acrobot-v1, MountainCar-v0 only, "
+                                             "not 'Pendulum-v1'")
 
 
-def _cartpole_state(obs: np.ndarray) -> np.ndarray:
+def _obs_state(obs: np.ndarray) -> np.ndarray:
+    """The state of an env whose observation is its state (CartPole, MountainCar)."""
     return obs.astype(np.float64)
 
 
+def _acrobot_state(obs: np.ndarray) -> np.ndarray:
+    """(theta1, theta2, dtheta1, dtheta2) of an Acrobot observation (cos, sin of each angle, then the speeds)."""
+    return np.array([np.arctan2(obs[1], obs[0]), np.arctan2(obs[3], obs[2]), obs[4], obs[5]], dtype=np.float64)
+
+
 @pytest.mark.parametrize(("env_id", "state_of", "action_of"), [
-    ("CartPole-v1", _cartpole_state, lambda obs, rng: int(obs[2] + obs[3] > 0) if rng.random() < 0.9 else 0),
+    ("CartPole-v1", _obs_state, lambda obs, rng: int(obs[2] + obs[3] > 0) if rng.random() < 0.9 else 0),
+    # torque along both links' swing (reaches the goal), sometimes random (then the 500-step truncation)
+    ("Acrobot-v1", _acrobot_state, lambda obs, rng: 2 * int(obs[4] + obs[5] > 0) if rng.random() < 0.9
+     else int(rng.integers(3))),
+    # push along the velocity (reaches the flag) 60% of the time, else random (then the 200-step truncation)
+    ("MountainCar-v0", _obs_state, lambda obs, rng: 2 * int(obs[1] > 0) if rng.random() < 0.6
+     else int(rng.integers(3))),
 ])
 def test_envpool_steps_the_gymnasium_env_under_the_same_step_contract(env_id, state_of, action_of):
     """EnvPool's own start states are written into gymnasium's single envs (EnvPool's state cannot be set); each

@@ -96,3 +96,34 @@ def test_envpool_is_chosen_where_it_is_calibrated_cheapest_and_the_run_steps_it(
     p = planned(algo, local, calibration("CartPole-v1", {"reference": 30.0, "native_vector": 10.0, "envpool": 1.0}))
     assert p.placements["env_step"].variant == "envpool"
     assert run_with(algo, "envpool", 128) == 128 and isinstance(made_envs[0], EnvPoolVector)
+
+
+def with_cores(platform: Platform, cores: int) -> Platform:
+    cpu = platform.device("cpu")
+    return dataclasses.replace(platform, devices={**platform.devices, "cpu": dataclasses.replace(
+        cpu, spec=dataclasses.replace(cpu.spec, cores=cores))})
+
+
+def test_envpools_worker_threads_are_calibrated_per_count_and_charged_as_cores(local, made_envs):
+    """``envpool_t2`` (2 worker threads) costs its own calibration and holds 2 cores a replica: chosen on 4 cores;
+    on 2 cores its actor (2 cores) and the inference replica (1) do not fit, so the 1-thread pool is chosen."""
+    pytest.importorskip("envpool")
+    from pearl_py.optimize.builder import build_problem
+    from pearl_py.optimize.model import Choice, evaluate
+    from pearl_py.optimize.solve import solve
+
+    algo = pearl.DQN("CartPole-v1", **TINY)
+    estimator = Estimator(calibration("CartPole-v1", {"reference": 30.0, "envpool": 10.0, "envpool_t2": 1.0}))
+    env_step = next(k for k in algo.protocol().kernels() if k.name == "env_step")
+    cost = estimator.cost(env_step, local.device("cpu"), "envpool_t2")
+    assert (cost.resources["cores"], cost.source) == (2, "calibrated")
+    four, two = (build_problem(algo.protocol(), with_cores(local, n), estimator, horizon=1e6) for n in (4, 2))
+    assert {v: four.options[("env_step", "cpu", v)].cores for v in ("reference", "envpool", "envpool_t2")} == \
+        {"reference": 1, "envpool": 1, "envpool_t2": 2}
+    assert four.cores("env_step", "cpu", "envpool_t2", 2) == 4
+    assert solve(four).assignment["env_step"] == Choice("cpu", "envpool_t2", 1)
+    plan_two = dict(solve(two).assignment)
+    assert plan_two["env_step"] == Choice("cpu", "envpool", 1)
+    crowded = evaluate(two, {**plan_two, "env_step": Choice("cpu", "envpool_t2", 1)})
+    assert crowded.violations == ["device 'cpu': 3 replicas' cores on 2 units"]
+    assert run_with(algo, "envpool_t2", 128) == 128 and made_envs[0].pool.config["num_threads"] == 2

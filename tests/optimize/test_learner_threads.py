@@ -62,7 +62,7 @@ def test_threads_are_charged_at_their_latency_and_take_free_cores():
     assert two.feasible and two.time_per_sample == pytest.approx(30e-6 + 4.2e-3)
     assert two.dynamic_j == pytest.approx(1e-3 + 1.5e-2)
     crowded = evaluate(problem, {"act": Choice("cpu", replicas=2), "learn": Choice("cpu", replicas=2)})
-    assert crowded.violations == ["device 'cpu': 1 extra thread(s) beside 2 actor process(es) on 2 units"]
+    assert crowded.violations == ["device 'cpu': 1 extra thread(s) beside 2 actor core(s) on 2 units"]
     assert "3 threads" in evaluate(problem, {"act": Choice("cpu"), "learn": Choice("cpu", replicas=3)}).violations[0]
 
 
@@ -81,6 +81,36 @@ def test_the_actor_and_a_one_thread_learner_run_side_by_side_on_two_cores():
         assert assignment == {"act": Choice("cpu", "reference", 2), "learn": Choice("cpu", "reference", 1)}
     one_core = dataclasses.replace(problem, devices={"cpu": Device("cpu", "cpu", units=1, idle_w=10.0, peak_w=50.0)})
     assert evaluate(one_core, {"act": Choice("cpu"), "learn": Choice("cpu")}).time_per_sample == pytest.approx(65e-6)
+
+
+def with_pooled_actor(problem: AssignmentProblem, act_s: float) -> AssignmentProblem:
+    """``problem`` with the actor kernel also offered as ``envpool_t2``: a call of ``act_s`` holding 2 cores (an env
+    backend's two worker threads)."""
+    return dataclasses.replace(problem, options={**problem.options,
+                                                 ("act", "cpu", "envpool_t2"): Option(act_s, 1e-3, cores=2)})
+
+
+def test_an_env_backends_worker_threads_are_charged_as_cores_like_the_learners():
+    problem = with_pooled_actor(two_stage(act_s=40e-6, one_thread_s=6.8e-3, two_threads_s=4.2e-3), act_s=10e-6)
+    assert problem.cores("act", "cpu", "envpool_t2", 1) == 2 and problem.cores("act", "cpu", "reference", 1) == 1
+    assert problem.cores("learn", "cpu", "reference", 2) == 2
+    assert list(problem.replica_choices("act", "cpu", "envpool_t2")) == [1]     # one 2-core replica fits 2 cores
+    pooled = {"act": Choice("cpu", "envpool_t2")}
+    crowded = evaluate(problem, {**pooled, "learn": Choice("cpu", replicas=2)})
+    assert crowded.violations == ["device 'cpu': 1 extra thread(s) beside 2 actor core(s) on 2 units"]
+    # beside a one-thread learner its 2 cores are work: (2 x 10 us + 6.8 ms) over 2 cores, under the learner's 6.8 ms
+    beside = evaluate(problem, {**pooled, "learn": Choice("cpu")})
+    assert beside.feasible and beside.time_per_sample == pytest.approx(6.8e-3)
+    assert beside.utilization["cpu"] == pytest.approx((2 * 10e-6 + 6.8e-3) / 2 / 6.8e-3)
+    from pearl_py.optimize.explain import thread_sentences
+    (why,) = thread_sentences(problem, {**pooled, "learn": Choice("cpu")}, beside, "throughput")
+    assert "but the 1 actor process(es) hold 2 of the 2 cores" in why
+    # uncharged, the pooled actor beside the 2-thread learner (4.21 ms in series) would beat the reference's 4.24 ms:
+    # every solver takes the reference actor and the learner's 2 threads instead
+    for assignment in chosen(problem):
+        assert assignment == {"act": Choice("cpu", "reference", 1), "learn": Choice("cpu", "reference", 2)}
+    two_pooled = evaluate(problem, {"act": Choice("cpu", "envpool_t2", replicas=2), "learn": Choice("cpu")})
+    assert two_pooled.violations == ["kernel 'act': 2 replicas on 'cpu'"]
 
 
 def test_a_serialized_plan_runs_everything_in_turn_on_any_cores():

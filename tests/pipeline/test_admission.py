@@ -126,6 +126,17 @@ def test_oversubscription_needs_the_flag_and_is_recorded():
         admit_plan(two_threads, algo, machine=machine())
 
 
+def test_an_actor_holds_its_env_backends_worker_threads_like_learner_threads():
+    algo = tiny()
+    pooled = Placement("cpu", variant="envpool_t2", replicas=1)
+    assert admit_plan(plan_with(algo, env_step=pooled), algo, machine=machine()).busy == 2
+    two_threads = plan_with(algo, learner_update=Placement("cpu", replicas=2), env_step=pooled)
+    with pytest.raises(ConfigError, match=r"^placements.env_step.replicas: the plan holds 3 cores \(1 actor process "
+                                          r"of 2 cores each and 1 learner thread beyond its first; "):
+        admit_plan(two_threads, algo, machine=machine())
+    assert not admit_plan(two_threads, algo, machine=machine(cores=4)).oversubscribed
+
+
 def test_the_process_limit_is_respected():
     algo = tiny()
     with pytest.raises(ConfigError, match=r"starts 2 processes .* may start only 1 more \(ulimit -u\)"):
