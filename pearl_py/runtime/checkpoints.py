@@ -45,6 +45,7 @@ import torch
 
 from pearl_py.algorithms.core import BaseAlgorithm
 from pearl_py.errors import UserError
+from pearl_py.platform.runtimes import CUDA
 
 if TYPE_CHECKING:  # the parallel package imports this module: its checkpoint format is imported where used
     from pearl_py.runtime.parallel.checkpoint import Checkpoint, Progress
@@ -191,10 +192,9 @@ class PeriodicCheckpoints:
     def _checkpoint(self, learner_state: dict[str, Any], replay_state: dict[str, Any], progress: Progress,
                     rng: tuple[torch.Tensor, list[torch.Tensor]] | None = None) -> Checkpoint:
         from pearl_py.runtime.parallel.checkpoint import Checkpoint
-        from pearl_py.runtime.rng_state import cuda_rng_states
 
         algo = self.algorithm
-        torch_rng, cuda_rng = rng if rng is not None else (torch.get_rng_state(), cuda_rng_states())
+        torch_rng, cuda_rng = rng if rng is not None else (torch.get_rng_state(), CUDA.rng_states())
         return Checkpoint(algorithm=algo.name, env=algo.env_id, config=asdict(algo.config), seed=self.seed,
                           total_steps=self.total_steps, learner=learner_state, replay=replay_state,
                           progress=progress, torch_rng=torch_rng, cuda_rng=cuda_rng,
@@ -231,12 +231,10 @@ def restore_learner(learner: Any, state: dict[str, Any], torch_rng: torch.Tensor
                     source: Path | str) -> None:
     """Load a checkpoint's learner part and torch RNGs (this process's) into ``learner``; a UserError naming
     ``source`` when they do not fit."""
-    from pearl_py.runtime.rng_state import restore_cuda_rng_states
-
     try:
         learner.load_state_dict(state)
         torch.set_rng_state(torch_rng)
-        restore_cuda_rng_states(cuda_rng)
+        CUDA.restore_rng_states(cuda_rng)
     except (RuntimeError, KeyError, TypeError, ValueError) as exc:  # the networks' shapes or names differ
         raise UserError(f"resume: the checkpoint in {source} does not fit this run's learner "
                         f"({str(exc).splitlines()[0][:200]})") from None
