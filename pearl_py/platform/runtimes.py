@@ -10,7 +10,7 @@ device) and ``simulated`` (runs on the host CPU, charged its modelled time) are 
 
 Example::
 
-    >>> device_runtime("cuda").torch_device("node0.gpu3")
+    >>> CUDA.torch_device("node0.gpu3")
     device(type='cuda', index=3)
     >>> device_runtime("simulated").torch_device("fpga"), device_runtime("simulated").simulated
     (device(type='cpu'), True)

@@ -201,32 +201,6 @@ class PeriodicCheckpoints:
                           obs_transform=algo.obs_transform.state() if algo.obs_transform else {})
 
 
-def restore(algorithm: BaseAlgorithm, learner: Any, seed: int, total_steps: int, resume_from: Path | None
-            ) -> tuple[Progress, dict[str, Any] | None]:
-    """Fresh progress, or (resuming) the checkpoint's, its session counted, with its replay state;
-    ``learner`` and the torch RNGs (CPU and every CUDA device) are restored."""
-    from pearl_py.runtime.parallel.checkpoint import Progress
-
-    if resume_from is None:
-        return Progress(), None
-    ckpt = load_resume(algorithm, seed, total_steps, resume_from)
-    restore_learner(learner, ckpt.learner, ckpt.torch_rng, ckpt.cuda_rng, resume_from)
-    if algorithm.obs_transform is not None:
-        algorithm.obs_transform.load(ckpt.obs_transform)
-    return ckpt.progress, ckpt.replay
-
-
-def load_resume(algorithm: BaseAlgorithm, seed: int, total_steps: int, resume_from: Path) -> Checkpoint:
-    """The newest complete checkpoint of ``resume_from``, checked against this run, its session counted (the Ray
-    backend restores its parts in the workers that hold them)."""
-    from pearl_py.runtime.parallel.checkpoint import load_checkpoint
-
-    ckpt = load_checkpoint(resume_from)
-    ckpt.check_matches(algorithm, seed, total_steps)
-    ckpt.progress.sessions += 1
-    return ckpt
-
-
 def restore_learner(learner: Any, state: dict[str, Any], torch_rng: torch.Tensor, cuda_rng: list[torch.Tensor],
                     source: Path | str) -> None:
     """Load a checkpoint's learner part and torch RNGs (this process's) into ``learner``; a UserError naming
@@ -244,9 +218,3 @@ def session_seed(seed: int, sessions: int) -> int:
     """The env and warm-up seed of a run's ``sessions``-th resumed session (the seed itself at first)."""
     return seed + SESSION_SEED_STRIDE * sessions
 
-
-def session_log_dir(out_dir: Path | None, sessions: int) -> Path | None:
-    """Where a session writes its CSV and TensorBoard logs: the run folder, then ``session<k>/`` per resume."""
-    if out_dir is None or not sessions:
-        return out_dir
-    return out_dir / f"session{sessions}"
