@@ -73,7 +73,7 @@ def cost_status(calibration: Calibration | None, device: Device) -> str:
     path = default_path()
     if calibration is None:
         return "modelled (roofline): not calibrated: run `pearl profile`"
-    if device_kind(device.kind).runtime == "cuda":
+    if device_kind(device.kind).device_runtime.calibrated_per_model:
         prefix = calibrated_gpu(calibration, device)
         if prefix is None:
             return f"modelled (roofline): the calibration ({path}) has no model of this GPU; run `pearl profile`"

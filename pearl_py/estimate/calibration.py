@@ -182,7 +182,7 @@ class Calibration:
 def calibrated_gpu(calibration: Calibration | None, device: Any) -> str | None:
     """The model prefix of a local GPU ``device`` that ``pearl profile`` calibrated (its own name, or the name of
     the GPU of its model that was); None for any other device (a CPU, a catalogue GPU, an uncalibrated one)."""
-    if calibration is None or not device.local or device_kind(device.kind).runtime != "cuda":
+    if calibration is None or not device.local or not device_kind(device.kind).device_runtime.calibrated_per_model:
         return None
     entry = (calibration.meta.get("gpus") or {}).get(device.name)
     if entry is None or not str(device.spec.model_name).startswith(entry["name"]):

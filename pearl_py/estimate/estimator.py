@@ -236,9 +236,10 @@ class Estimator:
     def _calibrated_here(self, device: Device) -> bool:
         """Whether ``device`` is costed from this machine's calibration: a local device of a calibrated kind, and
         for a GPU one that ``pearl profile`` calibrated (:func:`calibrated_gpu`)."""
-        if not (device.local and self.calibration is not None and device_kind(device.kind).costing == "calibrated"):
+        kind = device_kind(device.kind)
+        if not (device.local and self.calibration is not None and kind.costing == "calibrated"):
             return False
-        return device_kind(device.kind).runtime != "cuda" or calibrated_gpu(self.calibration, device) is not None
+        return not kind.device_runtime.calibrated_per_model or calibrated_gpu(self.calibration, device) is not None
 
     def _calibration_lacks(self, kernel: Kernel, device: Device, variant: str) -> bool:
         if not self._calibrated_here(device):

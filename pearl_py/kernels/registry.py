@@ -29,6 +29,7 @@ from typing import Any
 
 import torch
 
+from pearl_py.platform.runtimes import runtime_of
 from pearl_py.protocol.kernel import Kernel, KernelKind
 from pearl_py.protocol.workload import EnvWorkload, NetworkWorkload
 
@@ -166,13 +167,9 @@ class Registry:
 
 
 def device_class(device: torch.device | str) -> str:
-    """"cpu" for the CPU, "gpu" for CUDA devices."""
-    kind = torch.device(device).type
-    if kind == "cpu":
-        return "cpu"
-    if kind == "cuda":
-        return "gpu"
-    raise ValueError(f"no kernel variants for device type {kind!r}")
+    """The device class whose variants build for torch device ``device`` (its runtime's: "cpu" for the CPU, "gpu"
+    for CUDA devices)."""
+    return runtime_of(device).variant_class
 
 
 REGISTRY = Registry()

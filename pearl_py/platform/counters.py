@@ -239,6 +239,29 @@ def nvml_reader(nvml: NvmlCounter, device: NvmlDevice) -> DeviceReader:
                         lambda a, b: (b["mj"] - a["mj"]) / 1e3)
 
 
+def cuda_uuid(index: int) -> str | None:
+    """The UUID torch reports for CUDA device ``index`` (None where this torch does not report one)."""
+    import torch
+
+    uuid = getattr(torch.cuda.get_device_properties(index), "uuid", None)
+    return str(uuid) if uuid is not None else None
+
+
+class EnergyCounters:
+    """This machine's counters, for the device runtimes' energy readers: RAPL, and NVML opened when a GPU first
+    asks; ``uuid_of(index)``: the UUID of CUDA device ``index`` (tests pass fakes of each)."""
+
+    def __init__(self, rapl: RaplCounter | None = None, nvml: NvmlCounter | None = None,
+                 uuid_of: Callable[[int], str | None] = cuda_uuid) -> None:
+        self.rapl, self._nvml, self.uuid_of = rapl if rapl is not None else RaplCounter(), nvml, uuid_of
+
+    @property
+    def nvml(self) -> NvmlCounter:
+        if self._nvml is None:
+            self._nvml = NvmlCounter()
+        return self._nvml
+
+
 class EnergyMeter:
     """Context manager measuring joules per device over a block, from the readers that can read.
 

@@ -28,43 +28,22 @@ from typing import Any
 from pearl_py.platform.counters import (
     CounterStatus,
     DeviceReader,
+    EnergyCounters,
     EnergyMeter,
     NvmlCounter,
     RaplCounter,
-    nvml_reader,
-    rapl_reader,
+    cuda_uuid,
 )
 from pearl_py.platform.kinds import device_kind
-from pearl_py.platform.runtimes import device_index
-
-
-def cuda_uuid(index: int) -> str | None:
-    """The UUID torch reports for CUDA device ``index`` (None where this torch does not report one)."""
-    import torch
-
-    uuid = getattr(torch.cuda.get_device_properties(index), "uuid", None)
-    return str(uuid) if uuid is not None else None
 
 
 def local_readers(platform: Any, rapl: RaplCounter | None = None, nvml: NvmlCounter | None = None,
                   uuid_of: Any = cuda_uuid) -> dict[str, DeviceReader]:
-    """A reader per local device: RAPL for the CPU, the matching NVML GPU for each ``gpuN`` (measured or not)."""
-    rapl = rapl if rapl is not None else RaplCounter()
-    readers: dict[str, DeviceReader] = {}
-    for device in platform:
-        if not device.local:
-            continue
-        runtime = device_kind(device.kind).runtime
-        if runtime == "cpu":
-            readers[device.name] = rapl_reader(rapl)
-        elif runtime == "cuda":
-            nvml = nvml if nvml is not None else NvmlCounter()
-            index = device_index(device.name)
-            match = nvml.device_for(uuid_of(index), index)
-            status = nvml.status(match)
-            readers[device.name] = nvml_reader(nvml, match) if status.measured else \
-                DeviceReader(status, dict, lambda a, b: 0.0)
-    return readers
+    """A reader per local device whose runtime has one (RAPL for the CPU, the matching NVML GPU for each
+    ``gpuN``), measured or not."""
+    counters = EnergyCounters(rapl, nvml, uuid_of)
+    return {device.name: reader(device.name, counters) for device in platform
+            if device.local and (reader := device_kind(device.kind).device_runtime.energy_reader) is not None}
 
 
 def energy_statuses(platform: Any, readers: Mapping[str, DeviceReader] | None = None) -> dict[str, CounterStatus]:

@@ -18,11 +18,12 @@ Example::
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from pearl_py.platform import runtimes
+from pearl_py.platform.registry import Registry
 from pearl_py.platform.runtimes import DeviceRuntime
 from pearl_py.platform.spec import CpuSpec, FpgaSpec, GpuSpec
 
@@ -84,34 +85,22 @@ class DeviceKind:
         return self.device_runtime.simulated
 
 
-_KINDS: dict[str, DeviceKind] = {}
+_KINDS: Registry[DeviceKind] = Registry("device kind")
+device_kind = _KINDS.__getitem__
+"""The registered kind ``name``; a clear error naming the known ones otherwise."""
+device_kinds = _KINDS.__iter__
 
 
 def register(kind: DeviceKind) -> DeviceKind:
     """Add a device kind (its name and catalogue section must be new)."""
-    if kind.name in _KINDS:
-        raise ValueError(f"device kind {kind.name!r} is already registered")
-    if any(k.section == kind.section for k in _KINDS.values()):
+    if any(k.section == kind.section and k.name != kind.name for k in _KINDS):
         raise ValueError(f"catalogue section {kind.section!r} already belongs to another device kind")
-    _KINDS[kind.name] = kind
-    return kind
-
-
-def device_kind(name: str) -> DeviceKind:
-    """The registered kind ``name``; a clear error naming the known ones otherwise."""
-    try:
-        return _KINDS[name]
-    except KeyError:
-        raise KeyError(f"unknown device kind {name!r}; registered: {', '.join(_KINDS)}") from None
-
-
-def device_kinds() -> Iterator[DeviceKind]:
-    return iter(tuple(_KINDS.values()))
+    return _KINDS.add(kind)
 
 
 def spec_by_section() -> dict[str, type]:
     """Catalogue section -> spec class, for every registered kind."""
-    return {k.section: k.spec for k in _KINDS.values()}
+    return {k.section: k.spec for k in _KINDS}
 
 
 CPU = register(DeviceKind("cpu", CpuSpec, section="cpus", costing="calibrated", runtime="cpu", ray_resource="CPU",

@@ -19,6 +19,7 @@ from pathlib import Path
 from pearl_py.platform.catalogue import Catalogue, shipped_catalogue
 from pearl_py.platform.counters import NvmlCounter, RaplCounter
 from pearl_py.platform.platform import Device, Platform
+from pearl_py.platform.runtimes import CUDA
 from pearl_py.platform.spec import CpuSpec, GpuSpec
 from pearl_py.platform.yamlsrc import CatalogueError
 
@@ -160,10 +161,8 @@ def local_gpu_specs(catalogue: Catalogue) -> list[GpuSpec]:
         import torch
     except ImportError:
         return []
-    if not torch.cuda.is_available():
-        return []
     specs = []
-    for index in range(torch.cuda.device_count()):
+    for index in range(CUDA.device_count()):
         props = torch.cuda.get_device_properties(index)
         matched = match_gpu(props.name, catalogue)
         if matched is None:

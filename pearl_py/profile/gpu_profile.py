@@ -28,6 +28,7 @@ from typing import Any
 import torch
 
 from pearl_py.estimate.calibration import Calibration, model_key
+from pearl_py.platform.runtimes import CUDA
 from pearl_py.profile.microbench import variants
 from pearl_py.protocol.kernel import ENV_STEP
 
@@ -46,10 +47,8 @@ class LocalGpu:
 
 def local_gpus() -> list[LocalGpu]:
     """This machine's CUDA devices (empty without CUDA)."""
-    if not torch.cuda.is_available():
-        return []
-    return [LocalGpu(f"gpu{i}", torch.device("cuda", i), torch.cuda.get_device_properties(i).name)
-            for i in range(torch.cuda.device_count())]
+    return [LocalGpu(f"gpu{i}", CUDA.torch_device(f"gpu{i}"), torch.cuda.get_device_properties(i).name)
+            for i in range(CUDA.device_count())]
 
 
 def synchronized_clock(device: torch.device, synchronize: Callable[[torch.device], None] | None = None,

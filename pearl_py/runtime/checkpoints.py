@@ -45,6 +45,7 @@ import torch
 
 from pearl_py.algorithms.core import BaseAlgorithm
 from pearl_py.errors import UserError
+from pearl_py.platform.runtimes import CUDA
 
 if TYPE_CHECKING:  # the parallel package imports this module: its checkpoint format is imported where used
     from pearl_py.runtime.parallel.checkpoint import Checkpoint, Progress
@@ -191,52 +192,23 @@ class PeriodicCheckpoints:
     def _checkpoint(self, learner_state: dict[str, Any], replay_state: dict[str, Any], progress: Progress,
                     rng: tuple[torch.Tensor, list[torch.Tensor]] | None = None) -> Checkpoint:
         from pearl_py.runtime.parallel.checkpoint import Checkpoint
-        from pearl_py.runtime.rng_state import cuda_rng_states
 
         algo = self.algorithm
-        torch_rng, cuda_rng = rng if rng is not None else (torch.get_rng_state(), cuda_rng_states())
+        torch_rng, cuda_rng = rng if rng is not None else (torch.get_rng_state(), CUDA.rng_states())
         return Checkpoint(algorithm=algo.name, env=algo.env_id, config=asdict(algo.config), seed=self.seed,
                           total_steps=self.total_steps, learner=learner_state, replay=replay_state,
                           progress=progress, torch_rng=torch_rng, cuda_rng=cuda_rng,
                           obs_transform=algo.obs_transform.state() if algo.obs_transform else {})
 
 
-def restore(algorithm: BaseAlgorithm, learner: Any, seed: int, total_steps: int, resume_from: Path | None
-            ) -> tuple[Progress, dict[str, Any] | None]:
-    """Fresh progress, or (resuming) the checkpoint's, its session counted, with its replay state;
-    ``learner`` and the torch RNGs (CPU and every CUDA device) are restored."""
-    from pearl_py.runtime.parallel.checkpoint import Progress
-
-    if resume_from is None:
-        return Progress(), None
-    ckpt = load_resume(algorithm, seed, total_steps, resume_from)
-    restore_learner(learner, ckpt.learner, ckpt.torch_rng, ckpt.cuda_rng, resume_from)
-    if algorithm.obs_transform is not None:
-        algorithm.obs_transform.load(ckpt.obs_transform)
-    return ckpt.progress, ckpt.replay
-
-
-def load_resume(algorithm: BaseAlgorithm, seed: int, total_steps: int, resume_from: Path) -> Checkpoint:
-    """The newest complete checkpoint of ``resume_from``, checked against this run, its session counted (the Ray
-    backend restores its parts in the workers that hold them)."""
-    from pearl_py.runtime.parallel.checkpoint import load_checkpoint
-
-    ckpt = load_checkpoint(resume_from)
-    ckpt.check_matches(algorithm, seed, total_steps)
-    ckpt.progress.sessions += 1
-    return ckpt
-
-
 def restore_learner(learner: Any, state: dict[str, Any], torch_rng: torch.Tensor, cuda_rng: list[torch.Tensor],
                     source: Path | str) -> None:
     """Load a checkpoint's learner part and torch RNGs (this process's) into ``learner``; a UserError naming
     ``source`` when they do not fit."""
-    from pearl_py.runtime.rng_state import restore_cuda_rng_states
-
     try:
         learner.load_state_dict(state)
         torch.set_rng_state(torch_rng)
-        restore_cuda_rng_states(cuda_rng)
+        CUDA.restore_rng_states(cuda_rng)
     except (RuntimeError, KeyError, TypeError, ValueError) as exc:  # the networks' shapes or names differ
         raise UserError(f"resume: the checkpoint in {source} does not fit this run's learner "
                         f"({str(exc).splitlines()[0][:200]})") from None
@@ -246,9 +218,3 @@ def session_seed(seed: int, sessions: int) -> int:
     """The env and warm-up seed of a run's ``sessions``-th resumed session (the seed itself at first)."""
     return seed + SESSION_SEED_STRIDE * sessions
 
-
-def session_log_dir(out_dir: Path | None, sessions: int) -> Path | None:
-    """Where a session writes its CSV and TensorBoard logs: the run folder, then ``session<k>/`` per resume."""
-    if out_dir is None or not sessions:
-        return out_dir
-    return out_dir / f"session{sessions}"

@@ -17,7 +17,7 @@ never waits), and :meth:`EventLog.poll` reads them without waiting: what the run
 
 Example::
 
-    >>> log = EventLog(cuda_events(torch.device("cuda:0")))
+    >>> log = EventLog(CUDA.events(torch.device("cuda:0")))
     >>> start = log.start()
     >>> out = learner.update(batch)             # queued on cuda:0
     >>> log.stop("learner_update", start)       # no wait here
@@ -37,7 +37,7 @@ MAX_PENDING = 1024
 
 
 class DeviceEvent(Protocol):
-    """What timing needs of a device event (``torch.cuda.Event(enable_timing=True)`` on a stream)."""
+    """What timing needs of a device event (:class:`~pearl_py.platform.runtimes.TorchEvent`)."""
 
     def record(self) -> None: ...
 
@@ -52,34 +52,9 @@ DeviceEvents = Callable[[], DeviceEvent]
 """Makes a new event of one device."""
 
 
-class CudaEvent:
-    """A timing CUDA event recorded on ``device``'s current stream (not the current device's)."""
-
-    def __init__(self, device: torch.device) -> None:
-        self.device = device
-        self.event = torch.cuda.Event(enable_timing=True)
-
-    def record(self) -> None:
-        self.event.record(torch.cuda.current_stream(self.device))
-
-    def query(self) -> bool:
-        return self.event.query()
-
-    def synchronize(self) -> None:
-        self.event.synchronize()
-
-    def seconds_until(self, end: DeviceEvent) -> float:
-        assert isinstance(end, CudaEvent)
-        return self.event.elapsed_time(end.event) / 1e3  # milliseconds
-
-
-def cuda_events(device: torch.device) -> DeviceEvents:
-    """Event factory of CUDA device ``device``."""
-    return lambda: CudaEvent(device)
-
-
 EventSource = Callable[[torch.device], DeviceEvents]
-"""``events(device)``: the event factory of an accelerator device (``cuda_events``; tests pass fakes)."""
+"""``events(device)``: the event factory of an accelerator device (its runtime's
+:meth:`~pearl_py.platform.runtimes.DeviceRuntime.events`; tests pass fakes)."""
 
 
 class EventLog:

@@ -30,6 +30,7 @@ import torch
 from pearl_py.errors import UserError
 from pearl_py.plan import Plan
 from pearl_py.platform.kinds import device_kind
+from pearl_py.platform.runtimes import runtime_of
 from pearl_py.protocol.kernel import (
     LEARNER_UPDATE,
     PARAM_SYNC,
@@ -112,7 +113,7 @@ def _variant_problem(plan: Plan, kernel: str, device: torch.device, family: str)
     kind = (plan.prediction.kinds.get(kernel, kernel) if plan.prediction is not None else kernel)
     if kind not in declared:
         return None  # a kernel of a user's own kind: the runtime does not build it by variant
-    device_class = "gpu" if device.type == "cuda" else "cpu"
+    device_class = runtime_of(device).variant_class
     variants = registry.variants(declared[kind], device_class)
     if not variants:
         if placement.variant != "reference":

@@ -38,17 +38,10 @@ import torch
 
 from pearl_py.algorithms.core import BaseAlgorithm
 from pearl_py.plan import Plan
-from pearl_py.runtime.checkpoints import (
-    CheckpointOptions,
-    PeriodicCheckpoints,
-    load_resume,
-    restore,
-    session_log_dir,
-    session_seed,
-)
+from pearl_py.runtime.checkpoints import CheckpointOptions, PeriodicCheckpoints, restore_learner, session_seed
 from pearl_py.runtime.evaluation import EVAL_SEED_OFFSET, PeriodicEvaluation, evaluate, evaluation_points
 from pearl_py.runtime.monitor import AdaptOptions, Monitor, ThreadCount, ThreadSetting, drift, result_fields
-from pearl_py.runtime.parallel.checkpoint import Checkpoint, Progress
+from pearl_py.runtime.parallel.checkpoint import Checkpoint, Progress, load_checkpoint
 from pearl_py.runtime.result import RunResult
 from pearl_py.runtime.run_log import RunLog
 from pearl_py.runtime.timing import merge_kernel_times
@@ -127,19 +120,23 @@ class RunSession:
         torch.manual_seed(self.seed)
 
     def restore(self, learner: Any) -> dict[str, Any] | None:
-        """Resuming: ``learner``, the torch RNGs and :attr:`progress` from the newest checkpoint; its replay state
-        (None for a fresh run)."""
-        self.progress, state = restore(self.algorithm, learner, self.seed, self.total_steps, self.x.resume_from)
-        self._resumed_at = self.progress.transitions
-        self.clock.before = self.progress.wall_seconds
-        return state
+        """Resuming: ``learner``, the torch RNGs (the CPU's, every CUDA device's) and :attr:`progress` from the newest
+        checkpoint (:meth:`resume`); its replay state (None for a fresh run)."""
+        ckpt = self.resume()
+        if ckpt is None:
+            return None
+        restore_learner(learner, ckpt.learner, ckpt.torch_rng, ckpt.cuda_rng, self.x.resume_from)
+        return ckpt.replay
 
     def resume(self) -> Checkpoint | None:
-        """The checkpoint to continue from, checked against this run, whose parts the caller hands to the workers
-        that hold them (the Ray backend); :attr:`progress` becomes its progress. None for a fresh run."""
+        """The newest complete checkpoint of ``resume_from``, checked against this run, its session counted; the Ray
+        backend hands its parts to the workers that hold them. :attr:`progress` becomes its progress and the
+        algorithm's observation transform its statistics. None for a fresh run."""
         if self.x.resume_from is None:
             return None
-        ckpt = load_resume(self.algorithm, self.seed, self.total_steps, self.x.resume_from)
+        ckpt = load_checkpoint(self.x.resume_from)
+        ckpt.check_matches(self.algorithm, self.seed, self.total_steps)
+        ckpt.progress.sessions += 1
         if self.algorithm.obs_transform is not None:   # before the workers start: they take the algorithm's
             self.algorithm.obs_transform.load(ckpt.obs_transform)
         self.progress = ckpt.progress
@@ -154,8 +151,9 @@ class RunSession:
 
     def open_log(self, kernel_times: Callable[[], dict[str, dict[str, float]]] | None = None) -> RunLog:
         """The session's log (CSV, TensorBoard, progress line): the run folder, ``session<k>/`` per resume."""
-        self.log = RunLog(session_log_dir(self.x.out_dir, self.progress.sessions), self.total_steps, self.x.progress,
-                          algorithm=self.algorithm, kernel_times=kernel_times)
+        out, sessions = self.x.out_dir, self.progress.sessions
+        self.log = RunLog(out / f"session{sessions}" if out is not None and sessions else out, self.total_steps,
+                          self.x.progress, algorithm=self.algorithm, kernel_times=kernel_times)
         return self.log
 
     def evaluate_with(self, learner: Any) -> None:

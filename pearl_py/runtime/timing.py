@@ -26,8 +26,9 @@ from typing import Any
 
 import torch
 
+from pearl_py.platform.runtimes import runtime_of
 from pearl_py.protocol.kernel import LOOP_WORK, LOOP_WORK_LABEL, setup_timing
-from pearl_py.runtime.device_timing import DeviceEvents, EventLog, EventSource, cuda_events
+from pearl_py.runtime.device_timing import DeviceEvents, EventLog, EventSource
 from pearl_py.runtime.kernel_devices import SimulatedKernel
 
 
@@ -35,20 +36,21 @@ class KernelTimer:
     """Accumulates seconds and call counts per kernel name.
 
     ``devices``: the torch device each kernel runs on (:func:`pearl_py.runtime.kernel_devices.timing_devices`);
-    kernels on a CUDA device are timed with its events (``events``: the event source, tests pass fakes),
-    every other kernel with the host clock. ``seconds`` holds what has been read back; :meth:`summary`
+    kernels on a device off the host (CUDA) are timed with its events (``events``: the event source, by default
+    the device's runtime's; tests pass fakes), every other kernel with the host clock. ``seconds`` holds what has been read back; :meth:`summary`
     (or :meth:`flush`) reads every pending event first.
     """
 
-    def __init__(self, devices: Mapping[str, torch.device] | None = None, events: EventSource = cuda_events) -> None:
+    def __init__(self, devices: Mapping[str, torch.device] | None = None, events: EventSource | None = None) -> None:
         self.seconds: dict[str, float] = defaultdict(float)
         self.calls: dict[str, int] = defaultdict(int)
         logs: dict[torch.device, EventLog] = {}
         self._logs: dict[str, EventLog] = {}
         for kernel, device in (devices or {}).items():
             device = torch.device(device)
-            if device.type == "cuda":  # the kernel's one-off setup is timed on the same device
-                log = logs.setdefault(device, EventLog(events(device)))
+            runtime = runtime_of(device)
+            if not runtime.on_host:  # the kernel's one-off setup is timed on the same device
+                log = logs.setdefault(device, EventLog((events or runtime.events)(device)))
                 self._logs.update({kernel: log, setup_timing(kernel): log})
         self._devices = list(logs.values())
 

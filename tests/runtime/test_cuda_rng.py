@@ -10,7 +10,7 @@ import torch
 
 import pearl_py as pearl
 from pearl_py.errors import UserError
-from pearl_py.runtime import rng_state
+from pearl_py.platform.runtimes import CUDA
 from pearl_py.runtime.parallel.checkpoint import (
     Checkpoint,
     Progress,
@@ -32,23 +32,23 @@ def two_gpus(monkeypatch):
 
 def test_checkpoints_keep_and_restore_every_cuda_generator(two_gpus, tmp_path: Path):
     algo = pearl.DQN("CartPole-v1")
-    kept = rng_state.cuda_rng_states()
+    kept = CUDA.rng_states()
     ckpt = Checkpoint(algorithm=algo.name, env=algo.env_id, config={}, seed=0, total_steps=10, learner={
         "gradient_steps": 0}, replay={}, progress=Progress(), torch_rng=torch.get_rng_state(), cuda_rng=kept)
     save_checkpoint(tmp_path, ckpt)
     two_gpus[:] = [torch.zeros(2, dtype=torch.uint8)] * 2  # the generators moved on
-    rng_state.restore_cuda_rng_states(load_checkpoint(tmp_path).cuda_rng)
+    CUDA.restore_rng_states(load_checkpoint(tmp_path).cuda_rng)
     assert [s.tolist() for s in two_gpus] == [[1, 2], [3, 4]]
 
 
 def test_a_checkpoint_of_more_gpus_than_here_cannot_continue_exactly(two_gpus):
     with pytest.raises(UserError, match="generators of 3 CUDA device.*this machine has 2"):
-        rng_state.restore_cuda_rng_states([torch.zeros(2, dtype=torch.uint8)] * 3)
+        CUDA.restore_rng_states([torch.zeros(2, dtype=torch.uint8)] * 3)
 
 
 def test_without_cuda_nothing_is_kept_and_old_checkpoints_load(tmp_path: Path):
     if not torch.cuda.is_available():
-        assert rng_state.cuda_rng_states() == []
-    rng_state.restore_cuda_rng_states([])  # an old checkpoint, or one written without CUDA
+        assert CUDA.rng_states() == []
+    CUDA.restore_rng_states([])  # an old checkpoint, or one written without CUDA
     fields = {f.name for f in dataclasses.fields(Checkpoint)}
     assert "cuda_rng" in fields and Checkpoint.__dataclass_fields__["cuda_rng"].default_factory() == []

@@ -66,8 +66,8 @@ class Checkpoint:
     progress: Progress
     torch_rng: torch.Tensor
     cuda_rng: list[torch.Tensor] = field(default_factory=list)
-    """Every CUDA device's generator state (``pearl_py.runtime.rng_state``; empty without CUDA or in a checkpoint
-    written before they were kept)."""
+    """Every CUDA device's generator state (:meth:`~pearl_py.platform.runtimes.DeviceRuntime.rng_states`; empty
+    without CUDA or in a checkpoint written before they were kept)."""
     obs_transform: dict[str, Any] = field(default_factory=dict)
     """The run's ``normalize`` statistics (:meth:`~pearl_py.envs.normalize.ObsRewardNormalizer.state`); empty
     without normalization."""

@@ -38,6 +38,7 @@ from pearl_py.algorithms.off_policy.learner import Learner
 from pearl_py.algorithms.on_policy.base import OnPolicyAlgorithm
 from pearl_py.algorithms.on_policy.learner import OnPolicyLearner
 from pearl_py.kernels.affinity import LearnerThreads
+from pearl_py.platform.runtimes import CUDA
 from pearl_py.protocol.kernel import (
     INFERENCE,
     LEARNER_UPDATE,
@@ -51,7 +52,6 @@ from pearl_py.runtime.collect import PARAM_READ, Collector, LossMeans, gradient_
 from pearl_py.runtime.checkpoints import restore_learner
 from pearl_py.runtime.device_replay import replay_from_state, replay_on
 from pearl_py.runtime.evaluation import evaluate
-from pearl_py.runtime.rng_state import cuda_rng_states
 from pearl_py.runtime.timing import KernelTimer
 
 Rows = dict[str, np.ndarray]
@@ -125,7 +125,7 @@ class LearnerState(Timed):
 
     def checkpoint_state(self) -> tuple[dict[str, Any], torch.Tensor, list[torch.Tensor]]:
         """``(learner state on the CPU, torch RNG state, CUDA RNG states)``, taken between updates."""
-        return _on_cpu(self.learner.state_dict()), torch.get_rng_state(), cuda_rng_states()
+        return _on_cpu(self.learner.state_dict()), torch.get_rng_state(), CUDA.rng_states()
 
     def restore(self, state: dict[str, Any], torch_rng: torch.Tensor, cuda_rng: list[torch.Tensor],
                 source: str) -> None:
