@@ -81,15 +81,36 @@ class Networks(nn.Module):
     @torch.no_grad()
     def update_targets(self, tau: float) -> None:
         """Polyak update ``target = tau * online + (1 - tau) * target`` (tau = 1: hard copy)."""
-        for name, target in self.target.items():
-            online_params = list(self.online[name].parameters())
-            target_params = list(target.parameters())
-            if tau == 1.0:
-                torch._foreach_copy_(target_params, online_params)
-            else:
-                torch._foreach_lerp_(target_params, online_params, tau)
-            for t_buf, o_buf in zip(target.buffers(), self.online[name].buffers()):
-                t_buf.copy_(o_buf)
+        targets, onlines, buffers = self._target_pairs()
+        if tau == 1.0:
+            torch._foreach_copy_(targets, onlines)
+        else:
+            torch._foreach_lerp_(targets, onlines, tau)
+        for t_buf, o_buf in buffers:
+            t_buf.copy_(o_buf)
+
+    def _target_pairs(self) -> tuple[list[torch.Tensor], list[torch.Tensor], list[tuple[torch.Tensor, torch.Tensor]]]:
+        """Every target network's parameters, the online ones they follow (in the same order) and their buffers'
+        pairs; gathered once (a DQN on CartPole updates its target every 10 env steps). Invariant: the lists hold
+        the modules' own tensors; replacing a tensor's storage in place (``param.data = ...``) keeps them, and
+        what replaces the tensors themselves (``to``, ``load_state_dict``) gathers them again."""
+        pairs = self.__dict__.get("_pairs")
+        if pairs is None:
+            targets, onlines, buffers = [], [], []
+            for name, target in self.target.items():
+                targets += target.parameters()
+                onlines += self.online[name].parameters()
+                buffers += zip(target.buffers(), self.online[name].buffers())
+            pairs = self.__dict__["_pairs"] = (targets, onlines, buffers)
+        return pairs
+
+    def _apply(self, fn, *args, **kwargs):  # noqa: ANN001, ANN202 (nn.Module's)
+        self.__dict__.pop("_pairs", None)
+        return super()._apply(fn, *args, **kwargs)
+
+    def load_state_dict(self, *args, **kwargs):  # noqa: ANN002, ANN003, ANN201 (nn.Module's)
+        self.__dict__.pop("_pairs", None)
+        return super().load_state_dict(*args, **kwargs)
 
     def acting_state(self, names: Iterable[str]) -> dict[str, torch.Tensor]:
         """Flat state dict of the networks actors need (what ``param_sync`` moves)."""

@@ -245,7 +245,7 @@ def build_problem(protocol: ProtocolGraph, platform: Platform, estimator: CostMo
     kernels = list(protocol.kernels())
     for kernel_name, device_name in constraints.pin.items():
         if kernel_name not in protocol:
-            raise PlanningError(f"pin: unknown kernel {kernel_name!r}; the protocol has {sorted(protocol.graph)}")
+            raise PlanningError(f"pin: unknown kernel {kernel_name!r}; the protocol has {sorted(k.name for k in protocol.kernels())}")
 
     keep = canonical_devices(platform, len(kernels))
     pinned = set(constraints.pin.values())

@@ -292,7 +292,7 @@ def measure(kind: str, variant: str, points: list[BenchPoint], passes: int = 3,
             probe: LoadProbe | None = None, load: LoadRecord | None = None,
             on_point: Callable[[], None] | None = None, family: str = OFF_POLICY,
             spread: list[tuple[float, float]] | None = None,
-            on_build: Callable[[], None] | None = None) -> list[tuple[Workload, float]]:
+            on_build: Callable[[float], None] | None = None) -> list[tuple[Workload, float]]:
     """Seconds per call of ``kind``/``variant`` (of algorithm family ``family``) at every point, with
     ``n_threads`` threads (default one).
 
@@ -311,7 +311,7 @@ def measure(kind: str, variant: str, points: list[BenchPoint], passes: int = 3,
     fastest pass. ``window``: a context around the timed passes only (a power meter), not the building.
     With ``probe``, every point is timed under the load rule of :mod:`pearl_py.profile.load` (timed again
     while other processes distort it) and ``load`` records what the probe saw; ``on_point`` is called after
-    each point, ``on_build`` after each point's kernel is built. ``spread``: each point's median and p90 over its
+    each point, ``on_build`` after each point's kernel is built (with its compile's seconds). ``spread``: each point's median and p90 over its
     passes are appended to it. With more threads under ``probe``, timing stops at the first point that stays
     distorted and nothing is returned: such a model is refused (:func:`profile`), so the points after it would
     only cost time (minutes of retries on a loaded machine).
@@ -328,7 +328,7 @@ def measure(kind: str, variant: str, points: list[BenchPoint], passes: int = 3,
         for point in points:
             benches.append(build(kind, variant, point, family))
             if on_build is not None:
-                on_build()
+                on_build(getattr(benches[-1][1], "setup_s", 0.0))
         if setup is not None:
             setup += [(w, call.setup_s, getattr(call, "setup_cold", True)) for w, call in benches
                       if getattr(call, "setup_s", 0.0) > 0]
@@ -425,7 +425,7 @@ def light_neighbour_slowdown(kind: str, variant: str, points: list[BenchPoint], 
         for point in points:
             benches.append(build(kind, variant, point, family))
             if progress is not None:
-                progress.built()
+                progress.built(getattr(benches[-1][1], "setup_s", 0.0))
 
         def timed() -> list[float]:
             runs = []
@@ -452,9 +452,13 @@ def light_windows(kind: str, variant: str, family: str, points: list[BenchPoint]
     return 2 * LIGHT_PASSES * len(light_points(points))
 
 
-def light_builds(kind: str, variant: str, family: str, points: list[BenchPoint]) -> int:
-    """How many kernels :func:`spread_entry` builds for its light-neighbour windows (as :func:`light_windows`)."""
-    return len(light_points(points)) if light_windows(kind, variant, family, points) else 0
+def light_counts(kind: str, variant: str, family: str, points: list[BenchPoint]) -> tuple[int, int, int]:
+    """The windows :func:`spread_entry` times beside and apart from the light neighbour (:func:`light_windows`), the
+    kernels it builds for them and how many of those compile (all, for a variant that compiles: :func:`setup_cached`),
+    for the profile's progress."""
+    windows = light_windows(kind, variant, family, points)
+    builds = len(light_points(points)) if windows else 0
+    return windows, builds, builds if setup_cached(kind, variant, family) else 0
 
 
 def _timed(call: Callable[[], object], clock: Callable[[], float], n_threads: int, probe: LoadProbe | None,
@@ -486,8 +490,8 @@ def spread_entry(kind: str, variant: str, n: int, family: str, spread: list[tupl
         def timed() -> float:
             return light_neighbour_slowdown(kind, variant, light_points(points), n, family, progress=progress)
 
-        entry["light_neighbour"] = round(checked_slowdown(timed, key, log, progress, light_windows(
-            kind, variant, family, points), light_builds(kind, variant, family, points)), 4)
+        entry["light_neighbour"] = round(checked_slowdown(timed, key, log, progress,
+                                                          *light_counts(kind, variant, family, points)), 4)
         log(f"{key:<33} beside a light neighbour: {entry['light_neighbour']:.2f}x its time alone")
     return entry
 
@@ -497,11 +501,12 @@ LIGHT_NOISE = 0.05
 
 
 def checked_slowdown(timed: Callable[[], float], key: str, log: Callable[[str], None],
-                     progress: ProfileProgress | None = None, windows: int = 0, builds: int = 0) -> float:
+                     progress: ProfileProgress | None = None, windows: int = 0, builds: int = 0,
+                     compiled: int = 0) -> float:
     """A slowdown beside the light neighbour of at least 1: a neighbour only adds time, so a figure below 1 means the
     load changed between the windows alone and those beside (the startup note saw 0.65x and 0.18x at load 23),
     and would value the option below its time alone. A figure below 1 - :data:`LIGHT_NOISE` is timed once more
-    (its ``windows`` and ``builds`` counted into ``progress``); still below 1, it is kept as 1 and said so.
+    (its ``windows`` and ``builds``, ``compiled`` of them compiling, counted into ``progress``); still below 1, it is kept as 1 and said so.
 
         >>> figures, said = iter([0.65, 0.18]), []
         >>> checked_slowdown(lambda: next(figures), "learner_update/fused", said.append), said[0][:40]
@@ -511,7 +516,7 @@ def checked_slowdown(timed: Callable[[], float], key: str, log: Callable[[str], 
     if slowdown >= 1.0 - LIGHT_NOISE:
         return max(slowdown, 1.0)
     if progress is not None:
-        progress.counted(windows, builds)
+        progress.counted(windows, builds, compiled)
     first, slowdown = slowdown, timed()
     if slowdown < 1.0:
         log(f"warning: {key} ran faster beside a light neighbour than alone, twice ({first:.2f}x, then "
@@ -623,8 +628,9 @@ def profile(quick: bool = False, kinds: tuple[str, ...] = KINDS,
     # a phase the load rule will likely refuse at its first point is counted in the ETA's totals only once it starts
     later = [refusal_expected(n, cores, start_load) for _, _, n, _, _, _ in phases]
     counts = [phase_counts(*phase) for phase in phases]
-    progress = ProfileProgress(sum(p for (p, _), late in zip(counts, later) if not late), len(phases), log,
-                               total_builds=sum(b for (_, b), late in zip(counts, later) if not late))
+    points, builds, compiled = (sum(column) for column in zip(*(c for c, late in zip(counts, later) if not late),
+                                                              (0, 0, 0)))
+    progress = ProfileProgress(points, len(phases), log, total_builds=builds, total_compiled=compiled)
     probe = probe or LoadProbe(cores)
     start = time.perf_counter()
     fitted: dict[str, tuple[FittedModel, float]] = {}
@@ -643,7 +649,7 @@ def profile(quick: bool = False, kinds: tuple[str, ...] = KINDS,
                 continue
             if late:
                 progress.counted(*count)
-            progress.phase(key, len(points) * passes)
+            progress.phase(key, len(points) * passes, compiles=setup_cached(kind, variant, family))
             t0 = time.perf_counter()
             record = LoadRecord()
             setup: list[tuple[Workload, float, bool]] = []
@@ -664,8 +670,7 @@ def profile(quick: bool = False, kinds: tuple[str, ...] = KINDS,
                 log(f"{model_key(kind, variant, family=keyed):<32} setup (compile) {sum(s for _, s, _ in setup):.1f}s "
                     f"for {len(setup)} shapes ({len(entry['cold'])} cold)")
             if record.distorted and n > 1:
-                progress.dropped(light_windows(kind, variant, family, points),
-                                 light_builds(kind, variant, family, points))   # not timed: the model is refused
+                progress.dropped(*light_counts(kind, variant, family, points))   # not timed: the model is refused
                 load_meta["refused"][key] = (f"point {record.points} of {len(points) * passes} stayed distorted "
                                              f"(timing stopped there): other processes kept up to "
                                              f"{record.max_others_cores:.1f} cores busy")
@@ -701,11 +706,13 @@ def profile(quick: bool = False, kinds: tuple[str, ...] = KINDS,
 
 
 def phase_counts(kind: str, variant: str, n: int, points: list[BenchPoint], passes: int, family: str
-                 ) -> tuple[int, int]:
-    """The timed points (the grid's passes and the light-neighbour windows) and the builds of a profile phase
-    (:func:`profile_phases`' tuple), for the profile's progress."""
-    return (len(points) * passes + light_windows(kind, variant, family, points),
-            len(points) + light_builds(kind, variant, family, points))
+                 ) -> tuple[int, int, int]:
+    """The timed points (the grid's passes and the light-neighbour windows), the builds of a profile phase
+    (:func:`profile_phases`' tuple) and how many of those compile (all, for a variant that compiles), for the
+    profile's progress."""
+    windows, builds, compiled = light_counts(kind, variant, family, points)
+    compiling = setup_cached(kind, variant, family)
+    return len(points) * passes + windows, len(points) + builds, compiled + (len(points) if compiling else 0)
 
 
 def refusal_expected(threads: int, cores: int, load: float | None) -> bool:

@@ -1,17 +1,20 @@
 """``pearl profile``'s progress: the phase it is in, points done of all, and about how long is left.
 
 A phase first builds one kernel per point (networks, optimizers, envs; a variant's one-off setup, a compile)
-and then times its points pass after pass, so the time left has two paces: seconds per build and seconds per
-timed point, each over what is done so far, each applied to what is left of its own. One pace over both
-(the points' only) read a phase's building as its first point's time: the first ETA of a first run said
-4:15:36 where the profile took minutes.
+and then times its points pass after pass, so the time left has three paces, each over what is done so far and
+applied to what is left of its own: seconds per timed point; seconds per build less its compile, which every
+build pays; and seconds per compile, which only the builds of a compiling variant (numba's, ``setup_cached``)
+pay. One pace over builds and points read a phase's building as its first point's time (the first ETA of a first
+run said 4:15:36 where the profile took minutes); one pace over all builds read the fused update's 40 numba
+builds (cache loads of 7 s each at load 17.7) as the pace of all 286 builds (the first line said 49:10 left of a
+14-minute profile).
 
 Example::
 
-    >>> progress = ProfileProgress(total_points=412, phases=14, log=print, total_builds=140)
-    >>> progress.phase("learner_update/reference", points=60)
-    [1/14] learner_update/reference: 60 points (0/412 done, 0:00 elapsed)
-    >>> progress.built()       # after each kernel built
+    >>> progress = ProfileProgress(total_points=412, phases=14, log=print, total_builds=140, total_compiled=40)
+    >>> progress.phase("learner_update/fused", points=60, compiles=True)
+    [1/14] learner_update/fused: 60 points (0/412 done, 0:00 elapsed)
+    >>> progress.built(compile_s=6.8)   # after each kernel built, with the compile it paid (its ``setup_s``)
     >>> progress.point()       # after each timed point; prints a line every ``every_s`` seconds
     >>> progress.part = "light neighbour"   # what the builds and points after it are counted under
     >>> progress.breakdown(total_s=95.0)
@@ -35,38 +38,45 @@ class ProfileProgress:
     """Counts built kernels and timed points over the whole profile and reports them through ``log``."""
 
     def __init__(self, total_points: int, phases: int, log: Callable[[str], None],
-                 every_s: float = PROFILE_EVERY_S, total_builds: int = 0) -> None:
+                 every_s: float = PROFILE_EVERY_S, total_builds: int = 0, total_compiled: int = 0) -> None:
         self.total, self.phases, self.log, self.every_s = total_points, phases, log, every_s
-        self.total_builds = total_builds
-        self.done = self.builds = 0
+        self.total_builds, self.total_compiled = total_builds, total_compiled
+        """All builds, and those of them that compile (a compiling variant's phases)."""
+        self.done = self.builds = self.compiled = 0
         self.phase_index = 0
         self.name = ""
+        self.compiling = False
+        """Whether the current phase's builds compile (count into :attr:`compiled`)."""
         self._start = self._last = self._mark = time.perf_counter()
-        self._build_s = self._point_s = 0.0
-        """Seconds spent building and timing so far (each since the mark before it: a phase's start or the
-        previous build or point)."""
+        self._build_s = self._compile_s = self._point_s = 0.0
+        """Seconds spent building (less the compiles), compiling and timing so far (each build's and point's since
+        the mark before it: a phase's start or the previous build or point)."""
         self.part = "grid"
         """What the builds and points are counted under in :meth:`breakdown` (the profiler names its steps)."""
         self._spent: dict[str, dict[str, list[float]]] = {}
         """``{part: {"builds" | "points": [count, seconds]}}``."""
 
     def left_s(self) -> float | None:
-        """Seconds the builds and points left would take, each at its own pace so far (None before the first
-        point: no pace of timing yet)."""
+        """Seconds the points, builds and compiles left would take, each at its own pace so far (None before the
+        first point: no pace of timing yet; a pace not seen yet counts 0)."""
         if not self.done:
             return None
-        builds_left = max(self.total_builds - self.builds, 0)
         build_pace = self._build_s / self.builds if self.builds else 0.0
-        return self._point_s / self.done * (self.total - self.done) + build_pace * builds_left
+        compile_pace = self._compile_s / self.compiled if self.compiled else 0.0
+        return (self._point_s / self.done * (self.total - self.done)
+                + build_pace * max(self.total_builds - self.builds, 0)
+                + compile_pace * max(self.total_compiled - self.compiled, 0))
 
     def _figures(self) -> str:
         left = self.left_s()
         return (f"{self.done}/{self.total} points done, {clock(time.perf_counter() - self._start)} elapsed"
                 + (f", about {clock(left)} left" if left is not None else ""))
 
-    def phase(self, name: str, points: int) -> None:
+    def phase(self, name: str, points: int, compiles: bool = False) -> None:
+        """A phase of ``points`` timed points starts; ``compiles``: its builds compile (counted in
+        ``total_compiled``)."""
         self.phase_index += 1
-        self.name = name
+        self.name, self.compiling = name, compiles
         self._last = self._mark = time.perf_counter()
         self.log(f"[{self.phase_index}/{self.phases}] {name}: {points} points ({self._figures()})")
 
@@ -75,15 +85,17 @@ class ProfileProgress:
         seconds, self._mark = now - self._mark, now
         return seconds
 
-    def dropped(self, points: int, builds: int = 0) -> None:
-        """``points`` and ``builds`` of the current phase will not be done (a refused model's): out of the totals."""
+    def dropped(self, points: int, builds: int = 0, compiled: int = 0) -> None:
+        """``points`` and ``builds`` (``compiled`` of them compiling) of the current phase will not be done (a refused
+        model's): out of the totals."""
         self.total -= points
         self.total_builds -= builds
+        self.total_compiled -= compiled
 
-    def counted(self, points: int, builds: int = 0) -> None:
-        """``points`` and ``builds`` not in the totals will be done after all (a phase expected to be refused that
-        runs, a slowdown timed again): into the totals."""
-        self.dropped(-points, -builds)
+    def counted(self, points: int, builds: int = 0, compiled: int = 0) -> None:
+        """``points`` and ``builds`` (``compiled`` of them compiling) not in the totals will be done after all (a
+        phase expected to be refused that runs, a slowdown timed again): into the totals."""
+        self.dropped(-points, -builds, -compiled)
 
     def _count(self, what: str, seconds: float) -> float:
         tally = self._spent.setdefault(self.part, {}).setdefault(what, [0, 0.0])
@@ -91,9 +103,17 @@ class ProfileProgress:
         tally[1] += seconds
         return seconds
 
-    def built(self) -> None:
+    def built(self, compile_s: float = 0.0) -> None:
+        """A kernel was built; ``compile_s``: the seconds of it its compile took (its ``setup_s``), counted at the
+        compiles' pace where the phase compiles (else the build's own)."""
         self.builds += 1
-        self._build_s += self._count("builds", self._since_mark())
+        seconds = self._count("builds", self._since_mark())
+        if self.compiling:
+            compile_s = min(max(compile_s, 0.0), seconds)
+            self.compiled += 1
+            self._compile_s += compile_s
+            seconds -= compile_s
+        self._build_s += seconds
 
     def point(self) -> None:
         self.done += 1

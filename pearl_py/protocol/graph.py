@@ -12,22 +12,22 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-import networkx as nx
-
 from pearl_py.protocol.kernel import Kernel, KernelKind
 
 
 class ProtocolGraph:
-    """A networkx DiGraph whose nodes are kernels and whose edges carry ``bytes`` per call.
+    """A directed graph whose nodes are kernels and whose edges carry ``bytes`` per call.
 
-    Each node holds its :class:`Kernel` under the ``kernel`` attribute; each
-    edge ``(a, b)`` holds ``bytes`` (per call of ``a``) and ``rate`` (transfers
-    per collected transition).
+    Each node is its :class:`Kernel`, by name; each edge ``(a, b)`` holds ``bytes`` (per call of ``a``) and
+    ``rate`` (transfers per collected transition). Kernels iterate in the order they were added, edges by their
+    source's order, then in the order they were added (plain dicts: no graph library on a run's import path).
     """
 
     def __init__(self, serialized: bool = False, overlap: float = 1.0, warmup_steps: int = 0,
                  synchronous: bool = False, rollout_size: int = 0) -> None:
-        self.graph = nx.DiGraph()
+        self._kernels: dict[str, Kernel] = {}
+        self._out: dict[str, dict[str, tuple[int, float]]] = {}
+        """Each kernel's edges by destination: ``(bytes per call, rate)``."""
         self.serialized = serialized
         """True when the protocol runs its stages one after another (serial executor)."""
         self.synchronous = synchronous
@@ -42,17 +42,17 @@ class ProtocolGraph:
         the env step and the replay insert run then (:mod:`pearl_py.optimize.whole_run`)."""
 
     def add_kernel(self, kernel: Kernel) -> None:
-        if kernel.name in self.graph:
+        if kernel.name in self._kernels:
             raise ValueError(f"kernel {kernel.name!r} is already in the protocol")
-        self.graph.add_node(kernel.name, kernel=kernel)
+        self._kernels[kernel.name] = kernel
+        self._out[kernel.name] = {}
 
     def connect(self, src: str, dst: str, bytes_per_call: int) -> None:
         """Data flows from ``src`` to ``dst``: ``bytes_per_call`` each time ``src`` runs."""
         for name in (src, dst):
-            if name not in self.graph:
+            if name not in self._kernels:
                 raise KeyError(f"unknown kernel {name!r} in protocol edge {src} -> {dst}")
-        rate = self.kernel(src).rate
-        self.graph.add_edge(src, dst, bytes=int(bytes_per_call), rate=rate)
+        self._out[src][dst] = (int(bytes_per_call), self.kernel(src).rate)
 
     @property
     def mode(self) -> str:
@@ -61,30 +61,30 @@ class ProtocolGraph:
 
     def kernel(self, name: str) -> Kernel:
         try:
-            return self.graph.nodes[name]["kernel"]
+            return self._kernels[name]
         except KeyError:
-            raise KeyError(f"no kernel named {name!r}; the protocol has {sorted(self.graph)}") from None
+            raise KeyError(f"no kernel named {name!r}; the protocol has {sorted(self._kernels)}") from None
 
     def kernels(self) -> Iterator[Kernel]:
-        for name in self.graph:
-            yield self.graph.nodes[name]["kernel"]
+        yield from self._kernels.values()
 
     def by_kind(self, kind: KernelKind) -> list[Kernel]:
         return [k for k in self.kernels() if k.kind == kind]
 
     def edges(self) -> Iterator[tuple[str, str, int, float]]:
         """``(src, dst, bytes_per_call, calls_per_transition)`` for every edge."""
-        for src, dst, data in self.graph.edges(data=True):
-            yield src, dst, data["bytes"], data["rate"]
+        for src, out in self._out.items():
+            for dst, (nbytes, rate) in out.items():
+                yield src, dst, nbytes, rate
 
     def bytes_per_call(self, src: str, dst: str) -> int:
-        return self.graph.edges[src, dst]["bytes"]
+        return self._out[src][dst][0]
 
     def __len__(self) -> int:
-        return self.graph.number_of_nodes()
+        return len(self._kernels)
 
     def __contains__(self, name: object) -> bool:
-        return name in self.graph
+        return name in self._kernels
 
     def to_dict(self) -> dict:
         """Plain data for reports: kernels with kind and rate, edges with bytes."""

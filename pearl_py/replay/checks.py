@@ -160,8 +160,7 @@ def exact_rows(obs: Any, actions: Any, rewards: Any, next_obs: Any, terminated: 
               (next_obs, obs_dtype, obs_shape), (terminated, None, ()))
     n = obs.shape[0] if type(obs) is np.ndarray and obs.ndim else 0
     for value, dtype, tail in fields:
-        if type(value) is not np.ndarray or value.shape[1:] != tail or value.ndim != 1 + len(tail) \
-                or len(value) != n or not value.flags.c_contiguous:
+        if type(value) is not np.ndarray or value.shape != (n, *tail) or not value.flags.c_contiguous:
             return False
         if value.dtype != dtype if dtype is not None else value.dtype not in (_BOOL, _F32):
             return False

@@ -22,9 +22,8 @@ Example (the serial executor's loop, condensed)::
 """
 from __future__ import annotations
 
-import contextlib
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
@@ -64,16 +63,6 @@ Record = Callable[[str, float], None]
 """``record(kernel, seconds)``: where a kernel's time goes (a KernelTimer's ``add``, an actor's control block)."""
 TimeBlock = Callable[[str], AbstractContextManager[Any]]
 """``with time_block(kernel): ...`` times the block as one call of ``kernel`` on its device's clock (a KernelTimer)."""
-
-
-@contextlib.contextmanager
-def host_clock(record: Record, kernel: str) -> Iterator[None]:
-    """Times the block with the host clock and hands the seconds to ``record``."""
-    start = time.perf_counter()
-    try:
-        yield
-    finally:
-        record(kernel, time.perf_counter() - start)
 
 
 class EpisodeTracker:
@@ -193,8 +182,11 @@ class Collector:
             self.record(kernel, time.perf_counter() - start)
         if self.noise is not None:
             actions = np.clip(actions + self.noise(), -1.0, 1.0).astype(np.float32)
-        with host_clock(self.record, ENV_STEP):
+        start = time.perf_counter()
+        try:
             next_obs, rewards, terminated, truncated, infos = self.envs.step(self.spec.to_env_action(actions))
+        finally:
+            self.record(ENV_STEP, time.perf_counter() - start)
         done = terminated | truncated
         if self.noise is not None and done.any():
             self.noise.reset(done)

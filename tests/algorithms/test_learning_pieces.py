@@ -128,3 +128,18 @@ def test_learner_state_round_trips():
     b.load_state_dict(torch.load(saved))
     out_a, out_b = a.update(batch_for(algo, seed=1)), b.update(batch_for(algo, seed=1))
     assert all(torch.equal(out_a.losses[k], out_b.losses[k]) for k in out_a.losses)
+
+
+def test_target_update_follows_the_online_tensors_after_they_are_replaced():
+    """``update_targets`` gathers its tensor pairs once; ``load_state_dict(assign=True)`` replaces the online
+    tensors, and the next hard and soft updates read the new ones."""
+    from pearl_py.algorithms.networks import Networks, mlp
+    nets = Networks({"q": mlp(3, [4], 2)}, target_names=["q"])
+    nets.update_targets(1.0)
+    fresh = {k: torch.full_like(v, 2.0) for k, v in nets.state_dict().items()}
+    nets.load_state_dict(fresh, assign=True)
+    nets.target.q.load_state_dict({k: torch.zeros_like(v) for k, v in nets.target.q.state_dict().items()})
+    nets.update_targets(0.25)
+    assert all(torch.equal(p, torch.full_like(p, 0.5)) for p in nets.target.q.parameters())
+    nets.update_targets(1.0)
+    assert all(torch.equal(p, torch.full_like(p, 2.0)) for p in nets.target.q.parameters())

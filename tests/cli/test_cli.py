@@ -110,8 +110,9 @@ def test_ctrl_c_while_the_command_loads_is_one_line_and_exit_130(write_config, m
     monkeypatch.setattr(sys, "meta_path", [Interrupting(), *sys.meta_path])
     assert main(["run", str(write_config("algorithm: dqn\nenv: CartPole-v1\n"))]) == 130
     assert capsys.readouterr().err == "pearl: interrupted\n"
-    loaded = subprocess.run([sys.executable, "-c", "import sys, pearl_py.cli; print(sorted({'torch', 'gymnasium'} "
-                             "& set(sys.modules)))"], capture_output=True, text=True, check=True)
+    loaded = subprocess.run([sys.executable, "-c", "import sys, pearl_py.cli; print(sorted({'torch', 'gymnasium', "
+                             "'networkx', 'scipy', 'numba'} & set(sys.modules)))"],
+                            capture_output=True, text=True, check=True)
     assert loaded.stdout == "[]\n"  # nothing heavy before main's try
 
 

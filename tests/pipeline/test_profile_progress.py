@@ -45,3 +45,25 @@ def test_the_breakdown_gives_each_parts_builds_and_points_their_count_and_share(
                                                 "2 points 10%; the rest (fits, loops, ...) 40%")
     progress.dropped(points=2, builds=1)
     assert (progress.total, progress.total_builds) == (4, 1)
+
+
+def test_a_compiling_phases_builds_set_the_compile_pace_not_every_builds(monkeypatch):
+    """The first-run note's case: the fused update's 40 numba builds (6.8 s of compile and 0.2 s of building each)
+    come first; the 246 later builds, 20 of them compiling, are charged 0.2 s each and 6.8 s more for the 20."""
+    now = [0.0]
+    monkeypatch.setattr(progress_module.time, "perf_counter", lambda: now[0])
+    progress = ProfileProgress(total_points=100, phases=2, log=lambda line: None, every_s=1e9, total_builds=286,
+                               total_compiled=60)
+    progress.phase("learner_update/fused", 50, compiles=True)
+    for _ in range(40):
+        now[0] += 7.0
+        progress.built(compile_s=6.8)
+    now[0] += 0.5
+    progress.point()
+    assert progress.left_s() == pytest.approx(99 * 0.5 + 246 * 0.2 + 20 * 6.8)   # one build pace: 99 x 0.5 + 246 x 7
+    progress.phase("env_step/reference", 50)
+    now[0] += 0.4
+    progress.built(compile_s=0.3)     # a phase that does not compile: its build's seconds are all building
+    assert (progress.compiled, progress.left_s()) == (40, pytest.approx(99 * 0.5 + 245 * 8.4 / 41 + 20 * 6.8))
+    progress.dropped(points=0, builds=20, compiled=20)
+    assert progress.left_s() == pytest.approx(99 * 0.5 + 225 * 8.4 / 41)
