@@ -53,7 +53,6 @@ from pearl_py.profile.load import (
     LoadSample,
     load_average,
 )
-from pearl_py.profile.loop_overhead import FAMILIES as LOOP_FAMILIES
 from pearl_py.profile.loop_overhead import time_loop_work
 from pearl_py.profile.microbench import (
     OFF_POLICY,
@@ -80,6 +79,7 @@ from pearl_py.protocol.kernel import (
     REPLAY_SAMPLE,
     ROLLOUT_INSERT,
 )
+from pearl_py.runtime.families import family_named, registered_families
 from pearl_py.runtime.run_log import clock
 
 KINDS = (LEARNER_UPDATE, INFERENCE, REPLAY_INSERT, REPLAY_SAMPLE, PRIORITY_UPDATE, ENV_STEP,
@@ -253,7 +253,7 @@ def usable_cores() -> int:
 def thread_counts(kind: str, variant: str, family: str = OFF_POLICY) -> list[int]:
     """Thread counts beyond one that ``variant`` of ``kind`` is calibrated at on this machine (the off-policy
     learner's threaded variants only: an on-policy learner runs while its actors wait, one thread as calibrated)."""
-    if family != OFF_POLICY or variant not in THREADED_VARIANTS.get(kind, ()):
+    if not family_named(family).threaded or variant not in THREADED_VARIANTS.get(kind, ()):
         return []
     return list(range(2, min(usable_cores(), MAX_THREADS) + 1))
 
@@ -444,7 +444,7 @@ def light_neighbour_slowdown(kind: str, variant: str, points: list[BenchPoint], 
 def light_windows(kind: str, variant: str, family: str, points: list[BenchPoint]) -> int:
     """How many windows :func:`spread_entry` times beside and apart from the light neighbour for a model of ``points``
     (0: a variant it does not time there), for the profile's progress."""
-    if family != OFF_POLICY or variant not in THREADED_VARIANTS.get(kind, ()) or usable_cores() < 2:
+    if not family_named(family).threaded or variant not in THREADED_VARIANTS.get(kind, ()) or usable_cores() < 2:
         return 0
     return 2 * LIGHT_PASSES * len(light_points(points))
 
@@ -722,7 +722,7 @@ def profile_loops(calibration: Calibration, families_of: tuple[str, ...] | None,
     from pearl_py.platform import Platform
 
     estimator, cpu = Estimator(calibration), Platform.local().by_kind("cpu")[0]
-    for family in (f for f in LOOP_FAMILIES if families_of is None or f in families_of):
+    for family in (f.name for f in registered_families() if families_of is None or f.name in families_of):
         work = time_loop_work(family, alone=lambda kernel, variant: estimator.kernel_cost(kernel, cpu, variant).latency_s)
         if work is not None:
             calibration.meta.setdefault(LOOP_KEY, {})[family] = work.to_dict()
