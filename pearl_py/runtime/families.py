@@ -122,7 +122,8 @@ _FAMILIES: dict[str, Family] = {}
 
 
 def register_family(family: Family) -> Family:
-    """Make the pipeline run algorithms whose ``family`` is ``family.name`` (a second registration replaces the first)."""
+    """Make the pipeline run algorithms whose ``family`` is ``family.name`` (a second registration replaces the
+    first)."""
     _FAMILIES[family.name] = family
     return family
 
