@@ -261,7 +261,8 @@ def candidate_plans(algorithm: Algorithm, k: int, objective: str = "throughput",
         else:
             runnable.append(plan)
     if not runnable:
-        raise PlanningError("tune: no candidate plan can run on this machine as planned: " + plan_problems(plans[0], family=algorithm.family)[0])
+        raise PlanningError("tune: no candidate plan can run on this machine as planned: "
+                            + plan_problems(plans[0], family=algorithm.family)[0])
     figure = "time_per_sample_s" if objective == "throughput" else "energy_per_sample_j"
     return sorted(runnable, key=lambda plan: float(f"{getattr(plan.prediction.figures, figure):.9g}"))[:k]  # ties
 

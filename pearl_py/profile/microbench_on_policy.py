@@ -14,7 +14,7 @@ Registered with :func:`pearl_py.profile.microbench.register_runner` (``pearl pro
 
 Example::
 
-    >>> workload, call = build(ADVANTAGE, "reference", BenchPoint(ADVANTAGE, capacity=32, batch=8))
+    >>> workload, call = build(ADVANTAGE, "reference", BenchPoint(ADVANTAGE, capacity=32, batch=8), FAMILY)
     >>> time_call(call)
 """
 from __future__ import annotations

@@ -81,7 +81,7 @@ class Family:
 
 
 STEPS_PER_ACTOR = 20
-"""An off-policy simulation's least vector steps per actor replica (its rounds may be fewer than the actors)."""
+"""An off-policy simulation's least vector steps per actor replica."""
 
 
 class OffPolicyFamily(Family):
@@ -128,22 +128,17 @@ def register_family(family: Family) -> Family:
     return family
 
 
-def family_named(name: str) -> Family:
-    """The registered family ``name`` (a UserError naming the known ones if none is)."""
-    try:
-        return _FAMILIES[name]
-    except KeyError:
-        raise UserError(f"no executor is registered for the algorithm family {name!r}; known families: "
-                        f"{', '.join(_FAMILIES)} (pearl_py.runtime.families.register_family)") from None
+def family_named(name: str | None, whose: str = "the algorithm") -> Family:
+    """The registered family ``name`` (a UserError naming ``whose`` family it is and the known ones if none is)."""
+    if name not in _FAMILIES:
+        raise UserError(f"{whose}: no executor is registered for its family {name!r}; known families: "
+                        f"{', '.join(_FAMILIES)} (pearl_py.runtime.families.register_family)")
+    return _FAMILIES[name]
 
 
 def family_of(algorithm: Any) -> Family:
-    """The registered family of ``algorithm`` (a UserError naming it and the known ones if it has none)."""
-    name = getattr(algorithm, "family", None)
-    if name not in _FAMILIES:
-        raise UserError(f"{type(algorithm).__name__}: no executor is registered for its family {name!r}; known "
-                        f"families: {', '.join(_FAMILIES)} (pearl_py.runtime.families.register_family)")
-    return _FAMILIES[name]
+    """The registered family of ``algorithm``, looked up once where a run, a simulation or a calibration starts."""
+    return family_named(getattr(algorithm, "family", None), type(algorithm).__name__)
 
 
 def registered_families() -> tuple[Family, ...]:
