@@ -149,12 +149,12 @@ def clock_points(ctx: Context) -> list[tuple[str, str, Any]]:
 
 
 def step_smoke(ctx: Context) -> Outcome:
-    from pearl_py.profile.microbench import build
+    from pearl_py.profile.microbench import OFF_POLICY, build
 
     calls = 10 if ctx.dry else 200
     rows = []
     for kind, variant, point in clock_points(ctx):
-        _, call = build(kind, variant, point)
+        _, call = build(kind, variant, point, OFF_POLICY)
         events, host = event_seconds(call, ctx.device, calls), synchronized_seconds(call, ctx.device, calls)
         rows.append({"kernel": f"{kind}/{variant}", "point": repr(point), "events_s": events, "host_s": host,
                      "difference": abs(events - host) / host,
@@ -200,7 +200,7 @@ def launch_floor(device: str, calls: int) -> dict[str, float]:
 def heldout_errors(ctx: Context, calibration: Any) -> dict[str, float]:
     """Median absolute error (%) of the device's fitted models on points never calibrated (MLP points)."""
     from pearl_py.estimate.features import workload_features
-    from pearl_py.profile.microbench import build
+    from pearl_py.profile.microbench import OFF_POLICY, build
     from pearl_py.profile.profiler import heldout_grid
     from pearl_py.protocol.kernel import LEARNER_UPDATE, REPLAY_SAMPLE
 
@@ -210,10 +210,10 @@ def heldout_errors(ctx: Context, calibration: Any) -> dict[str, float]:
         model = calibration.model(kind, "reference", device=None if ctx.dry else ctx.gpu)
         if model is None:
             continue
-        points = [replace(p, device=ctx.device) for p in heldout_grid(kind) if not p.frames][:4 if ctx.dry else 12]
+        points = [replace(p, device=ctx.device) for p in heldout_grid(kind, family=OFF_POLICY) if not p.frames][:4 if ctx.dry else 12]
         misses = []
         for point in points:
-            workload, call = build(kind, "reference", point)
+            workload, call = build(kind, "reference", point, OFF_POLICY)
             measured = synchronized_seconds(call, ctx.device, 10 if ctx.dry else 50)
             misses.append(abs(model.predict(workload_features(workload)) - measured) / measured * 100)
         errors[f"{kind}/reference"] = statistics.median(misses)
@@ -390,7 +390,7 @@ def step_actors(ctx: Context) -> Outcome:
 
 
 def step_replay(ctx: Context) -> Outcome:
-    from pearl_py.profile.microbench import BenchPoint, build
+    from pearl_py.profile.microbench import OFF_POLICY, BenchPoint, build
     from pearl_py.protocol.kernel import PRIORITY_UPDATE, REPLAY_SAMPLE
 
     capacity = 10_000 if ctx.dry else 1 << 18
@@ -401,7 +401,7 @@ def step_replay(ctx: Context) -> Outcome:
             row = {"kernel": kind, "prioritized": prioritized, "batch": 256}
             for key, where in (("cpu_s", "cpu"), ("device_s", ctx.device)):   # dry: the CPU buffer twice
                 _, call = build(kind, "reference", BenchPoint(kind, capacity=capacity, batch=256,
-                                                              prioritized=prioritized, device=where))
+                                                              prioritized=prioritized, device=where), OFF_POLICY)
                 row[key] = synchronized_seconds(call, where, 20 if ctx.dry else 500)
             rows.append(row)
             print(f"{kind:<16} {'prioritized' if prioritized else 'uniform':<11} cpu {row['cpu_s'] * 1e6:8.1f} us  "

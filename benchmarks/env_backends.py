@@ -12,7 +12,7 @@ import argparse
 import os
 
 from pearl_py import kernels
-from pearl_py.profile.microbench import BenchPoint, build, time_call
+from pearl_py.profile.microbench import OFF_POLICY, BenchPoint, build, time_call
 from pearl_py.protocol.kernel import ENV_STEP
 
 
@@ -29,7 +29,7 @@ def main() -> None:
         if why:
             print(f"  {variant.name:<14} not run: {why}", flush=True)
             continue
-        timed = [time_call(build(ENV_STEP, variant.name, BenchPoint(ENV_STEP, env_id=args.env, batch=n))[1])
+        timed = [time_call(build(ENV_STEP, variant.name, BenchPoint(ENV_STEP, env_id=args.env, batch=n), OFF_POLICY)[1])
                  for n in args.envs]
         print(f"  {variant.name:<14} " + "  ".join(f"{n} envs {s * 1e6:8.1f}" for n, s in zip(args.envs, timed)), flush=True)
 

@@ -120,7 +120,7 @@ def main() -> int:
         for family, variant in ((f, v) for f in families(kind) for v in variants(kind, f)):
             if variant == "compiled" and args.no_compiled or variant == "compiled_static":
                 continue
-            if not variant_available(kind, variant, "cpu", family)[0]:   # a GPU's variant (cuda_graph) on a CPU
+            if not variant_available(kind, variant, "cpu", family=family)[0]:   # a GPU's variant (cuda_graph) on a CPU
                 continue
             key = (kind, variant, family)
             calibrated[key] = measure(kind, variant, calibration_grid(kind, variant=variant, family=family),
@@ -129,10 +129,10 @@ def main() -> int:
                 calibration.models[model_key(kind, variant, env_id, family=_model_family(calibrated[key]))] = model
             if variant == "compiled":
                 clear_compiled()
-                register_runner("learner_update", "compiled_static", static_compiled)
-                heldout[key] = measure(kind, "compiled_static", heldout_grid(kind, variant))
+                register_runner("learner_update", "compiled_static", static_compiled, family)
+                heldout[key] = measure(kind, "compiled_static", heldout_grid(kind, variant, family=family), family=family)
             else:
-                heldout[key] = measure(kind, variant, heldout_grid(kind, variant, family), family=family)
+                heldout[key] = measure(kind, variant, heldout_grid(kind, variant, family=family), family=family)
             print(f"  measured {kind}/{variant} ({family}) ({time.perf_counter() - start:.0f} s)", file=sys.stderr,
                   flush=True)
     estimator = Estimator(calibration)
@@ -162,8 +162,8 @@ def main() -> int:
         print(f"held-out speed-up of compiled over reference: {min(speedups):.2f}x-{max(speedups):.2f}x; "
               f"static compiles {statistics.median(static_compiled.compile_s):.1f} s median "
               f"({min(static_compiled.compile_s):.1f}-{max(static_compiled.compile_s):.1f})")
-        zoo_ref = measure("learner_update", "reference", list(ZOO_POINTS))
-        zoo_cmp = measure("learner_update", "compiled_static", list(ZOO_POINTS))
+        zoo_ref = measure("learner_update", "reference", list(ZOO_POINTS), family=OFF_POLICY)
+        zoo_cmp = measure("learner_update", "compiled_static", list(ZOO_POINTS), family=OFF_POLICY)
         print(f"\n{'zoo learner update':<30} {'variant':<10} {'predicted':>10} {'measured':>10} {'error':>7}")
         for point, (w, ref_s), (_, cmp_s) in zip(ZOO_POINTS, zoo_ref, zoo_cmp):
             kernel = Kernel("learner_update", KernelKind.LEARNER_UPDATE, w, rate=1.0)

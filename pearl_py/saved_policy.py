@@ -76,12 +76,7 @@ class TrainedPolicy:
         if deterministic:
             actions = self.algorithm.greedy_actions(self.nets, batch, self.device)
         else:
-            with torch.no_grad():
-                t = torch.as_tensor(batch, device=self.device)
-                if self.algorithm.family == "on_policy":
-                    actions = self.algorithm.act(self.nets, t, explore=True).actions.numpy()
-                else:
-                    actions = self.algorithm.act(self.nets, t, explore=True, progress=1.0).numpy()
+            actions = self.algorithm.sampled_actions(self.nets, batch, self.device)
         env_actions = self.algorithm.spec.to_env_action(actions)
         return (env_actions[0] if single else env_actions), None
 

@@ -1,5 +1,6 @@
-"""The package's layout holds: no import cycle between packages, the runtime imports neither the optimizer
-nor the estimator, the estimator neither the runtime nor the measuring, and kernel-kind names are spelled only where the kinds are declared.
+"""The package's layout holds: no import cycle between packages, no file-level import circle across two rooms, no
+import running back up the floors, the runtime imports neither the optimizer nor the estimator, the estimator neither
+the runtime nor the measuring, and kernel-kind names are spelled only where the kinds are declared.
 
 Imports are read from the source (every import, function-level ones included; those under
 ``if TYPE_CHECKING:`` are for type checkers only and do not count).
@@ -7,6 +8,7 @@ Imports are read from the source (every import, function-level ones included; th
 from __future__ import annotations
 
 import ast
+import functools
 import io
 import re
 import tokenize
@@ -56,6 +58,76 @@ def package_graph() -> tuple[nx.DiGraph, dict[tuple[str, str], set[str]]]:
                 graph.add_edge(source, target)
                 why[(source, target)].add("/".join(relative))
     return graph, why
+
+
+FACADE = "pearl_py"
+"""The room of ``pearl_py/__init__.py``, the public names: it loads them on first use (``pearl_py.lazy``), so it
+imports every room without saying so; it stands on the top floor."""
+FLOORS = (
+    ("errors", "version", "lazy", "resources", "protocol"),
+    ("config", "fileio", "envs", "replay"),
+    ("algorithms", "platform"),
+    ("kernels", "plan", "run_config"),
+    ("estimate", "plan_file"),
+    ("optimize",),
+    ("runtime",),
+    ("report", "saved_policy", "simulate", "profile"),
+    ("pipeline",),
+    ("cli",),
+    (FACADE,),
+)
+"""The rooms of pearl_py (a top-level subpackage or module) from the ground up (docs/DESIGN.md §3): a file imports
+its own floor's rooms and those below, never one above (the facade is on top: no file of the package imports it)."""
+RUNNING_UP = {("runtime/result.py", "report"), ("runtime/run_log.py", "report")}
+"""The imports that still run back up, exactly (the run's figures formatted by the report room; issue 26)."""
+
+
+def _room(module: str) -> str:
+    return module.split(".")[0] or FACADE
+
+
+@functools.cache
+def module_graph() -> nx.DiGraph:
+    """Edges between the files of pearl_py (dotted module names; ``""`` is the facade), each import resolved to
+    the module it loads (``from pearl_py.a import b`` is ``a.b`` where that is a module, else ``a``)."""
+    files = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = path.relative_to(PACKAGE).with_suffix("").parts
+        files[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    graph = nx.DiGraph()
+    for module, path in files.items():
+        tree = ast.parse(path.read_text())
+        if any(isinstance(node, ast.Import) and any(alias.name == "pearl_py" for alias in node.names)
+               for node in ast.walk(tree)):
+            graph.add_edge(module, "")                    # ``import pearl_py``: the facade
+        for imported in _runtime_imports(tree):
+            parts = imported.split(".")
+            while parts and ".".join(parts) not in files:
+                parts.pop()
+            if ".".join(parts) != module:
+                graph.add_edge(module, ".".join(parts))   # a name the facade exports resolves to the facade ("")
+    return graph
+
+
+def files_of(module: str) -> str:
+    """``a.b`` as its file, relative to the package (``a/b.py`` or ``a/b/__init__.py``)."""
+    path = PACKAGE.joinpath(*module.split("."))
+    return str((path / "__init__.py" if path.is_dir() else path.with_suffix(".py")).relative_to(PACKAGE))
+
+
+def test_no_file_level_import_circle_crosses_rooms():
+    circles = [sorted(c) for c in nx.strongly_connected_components(module_graph()) if len({_room(m) for m in c}) > 1]
+    assert not circles, "import circles across rooms:\n" + "\n".join("  " + ", ".join(c) for c in circles)
+
+
+def test_no_import_runs_back_up_the_floors():
+    floor = {room: level for level, rooms in enumerate(FLOORS) for room in rooms}
+    graph = module_graph()
+    unplaced = {_room(m) for m in graph} - set(floor)
+    assert not unplaced, f"rooms without a floor in FLOORS: {sorted(unplaced)}"
+    up = {(files_of(a), _room(b)) for a, b in graph.edges if floor[_room(b)] > floor[_room(a)]}
+    assert up == RUNNING_UP, (f"imports running back up: {sorted(up - RUNNING_UP)}; "
+                              f"no longer running up (drop them from RUNNING_UP): {sorted(RUNNING_UP - up)}")
 
 
 def test_no_import_cycle_between_packages():

@@ -158,7 +158,7 @@ def _loop_family(kernel: Kernel) -> str | None:
     return getattr(kernel.workload, "loop_family", None) or getattr(kernel.workload, "family", None)
 
 
-def registered_variants(kind: KernelKind, device_kind_name: str, family: str = "off_policy") -> list[tuple[str, Any]]:
+def registered_variants(kind: KernelKind, device_kind_name: str, family: str) -> list[tuple[str, Any]]:
     """``[(name, Variant)]`` that ``pearl_py.kernels`` registers for ``kind`` on the device kind's class, for
     algorithm family ``family``."""
     variant_class = device_kind(device_kind_name).variant_class

@@ -76,7 +76,7 @@ class CalibrationNeeds:
         variant an earlier run deferred that this run would pay back."""
         from pearl_py.estimate.calibration import DEFERRED_KEY, network_family
 
-        family = self.family or "off_policy"
+        family = self.family   # None (every family's) keys models as the off-policy family's (``model_key``)
         lacking = [(kind, group) for kind in self.kinds
                    for group in ((*self.envs,) if kind == ENV_STEP else (None, "cnn") if self.cnn else (None,))
                    if calibration.model(kind, "reference", group, family=network_family(kind, family)) is None
@@ -103,7 +103,7 @@ class CalibrationNeeds:
         base, _, threads = key.partition("@")
         if not threads:
             return True
-        family = self.family or "off_policy"
+        family = self.family
         kind, variant = base.removeprefix(f"{family}/").split("/")[:2]
         mine = [workload for k, workload in self.workloads or () if k == kind]
         return threads_can_win(calibration, kind, variant, int(threads.removesuffix("threads")), mine,
@@ -254,14 +254,15 @@ def candidate_plans(algorithm: Algorithm, k: int, objective: str = "throughput",
                                       horizon=total_steps, estimator=_estimator(dedicated))]
     runnable = []
     for plan in plans:  # only plans this machine runs as planned are trialled (and so can be kept)
-        problems = plan_problems(plan)
+        problems = plan_problems(plan, family=algorithm.family)
         if problems:
             article = "an" if plan.mode[0] in "aeiou" else "a"
             log(f"tuning: skipping {article} {plan.mode} candidate this machine cannot run as planned: {problems[0]}")
         else:
             runnable.append(plan)
     if not runnable:
-        raise PlanningError("tune: no candidate plan can run on this machine as planned: " + plan_problems(plans[0])[0])
+        raise PlanningError("tune: no candidate plan can run on this machine as planned: "
+                            + plan_problems(plans[0], family=algorithm.family)[0])
     figure = "time_per_sample_s" if objective == "throughput" else "energy_per_sample_j"
     return sorted(runnable, key=lambda plan: float(f"{getattr(plan.prediction.figures, figure):.9g}"))[:k]  # ties
 

@@ -21,7 +21,7 @@ from pearl_py.algorithms.core import BaseAlgorithm
 from pearl_py.errors import UserError
 from pearl_py.pipeline.admission import admit_config, admit_plan
 from pearl_py.pipeline.announce import plan_lines
-from pearl_py.pipeline.families import Executor, family_of
+from pearl_py.runtime.families import Executor, family_of
 from pearl_py.pipeline.outputs import PYTHON_FLAGS, RunFolder, claim_run_dir
 from pearl_py.pipeline.plan_check import PlanSource
 from pearl_py.pipeline.planning import PLAN_WORDS, candidate_plans, cluster_plan, resolve_plan
@@ -51,7 +51,7 @@ def make_executor(algorithm: BaseAlgorithm, plan: Plan, seed: int, *, backend: s
                   address: str | None = None, resume: str | Path | None = None,
                   checkpoints: CheckpointOptions | None = None, adapt: bool = True, **common: Any) -> Executor:
     """The executor of the algorithm's family that runs ``plan``: on Ray, the serial executor (serialized plans)
-    or the local parallel runtime (:mod:`pearl_py.pipeline.families`).
+    or the local parallel runtime (:mod:`pearl_py.runtime.families`).
 
     ``common``: ``out_dir``, ``eval_episodes``, ``eval_freq``, ``progress``. ``adapt``: the executors' monitor
     corrects a plan its kernels do not hold to (False: the plan as given; the family's ``adapts`` says which
@@ -116,7 +116,7 @@ def train(algorithm: BaseAlgorithm, total_steps: int, seed: int = 0, *,
     With ``out``: logs, ``result.json``, the trained policy (``policy.pt`` and ``policy.json``, which
     :func:`pearl_py.load` reads) and, when the plan has predictions, the plan's report
     with what the run measured beside them (``report.md``, ``report.html``, ``plan.yaml``, ``plan.json``).
-    The executors are the algorithm's family's (:mod:`pearl_py.pipeline.families`); a family the model does not
+    The executors are the algorithm's family's (:mod:`pearl_py.runtime.families`); a family the model does not
     cover yet runs its serial executor, unpredicted, for ``plan`` "serial" or "local" (other plans: UserError).
     Before anything starts, the config and then the plan are admitted (:mod:`pearl_py.pipeline.admission`):
     what cannot fit this machine is refused; a plan that holds more cores than there are runs only with
@@ -240,7 +240,7 @@ def _tuned_plan(algorithm: BaseAlgorithm, total_steps: int, seed: int, plan: Pla
 
     if tune is not True and not isinstance(tune, TuneOptions):
         raise UserError(f"tune must be True, False or a TuneOptions, got {tune!r}")
-    if family_of(algorithm).name != "off_policy":
+    if not family_of(algorithm).tuned:
         raise UserError(f"tune (--tune) trials off-policy plans only for now; {algorithm.name} is "
                         f"{family_of(algorithm).name} (run --auto: the model's plan)")
     options = tune if isinstance(tune, TuneOptions) else TuneOptions()

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pearl_py.estimate.calibration import Calibration, model_key
 from pearl_py.estimate.features import workload_features
 from pearl_py.profile.load import LoadProbe, LoadRecord
-from pearl_py.profile.microbench import BenchPoint
+from pearl_py.profile.microbench import OFF_POLICY, BenchPoint
 from pearl_py.profile.profiler import ZOO_POINTS, measure, usable_cores
 from pearl_py.protocol.kernel import ENV_STEP, INFERENCE, REPLAY_SAMPLE
 
@@ -64,6 +64,7 @@ def check_calibration(calibration: Calibration, points: tuple[BenchPoint, ...] =
             log(f"{key:<34} not in the calibration: not checked")
             continue
         record = LoadRecord()
-        (workload, seconds), = measure(point.kind, "reference", [point], passes=3, probe=probe, load=record)
+        (workload, seconds), = measure(point.kind, "reference", [point], passes=3, probe=probe, load=record,
+                                       family=OFF_POLICY)
         rows.append(CheckRow(key, point, model.predict(workload_features(workload)), seconds, record.distorted > 0))
     return rows

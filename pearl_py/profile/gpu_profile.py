@@ -29,7 +29,7 @@ import torch
 
 from pearl_py.estimate.calibration import Calibration, model_key
 from pearl_py.platform.runtimes import CUDA
-from pearl_py.profile.microbench import variants
+from pearl_py.profile.microbench import OFF_POLICY, variants
 from pearl_py.protocol.kernel import ENV_STEP
 
 GPU_KINDS_SKIPPED = (ENV_STEP,)
@@ -90,19 +90,19 @@ def profile_gpus(calibration: Calibration, quick: bool, kinds: Sequence[str], lo
         for kind in kinds:
             if kind in GPU_KINDS_SKIPPED:
                 continue
-            for variant in variants(kind):
-                ok, reason = variant_available(kind, variant, "gpu")
+            for variant in variants(kind, OFF_POLICY):
+                ok, reason = variant_available(kind, variant, "gpu", family=OFF_POLICY)
                 key = model_key(kind, variant, device=gpu.name)
                 if not ok:
                     log(f"{key:<40} skipped: {reason}")
                     continue
                 points = [replace(p, device=str(gpu.device))
-                          for p in calibration_grid(kind, quick, variant, **(grid or {}))]
+                          for p in calibration_grid(kind, quick, variant, family=OFF_POLICY, **(grid or {}))]
                 if not points:
                     continue
                 t0 = time.perf_counter()
                 setup: list = []
-                measured = measure(kind, variant, points, setup=setup, clock=clock,
+                measured = measure(kind, variant, points, setup=setup, clock=clock, family=OFF_POLICY,
                                    window=lambda k=kind, v=variant, g=gpu.name: power.window(g, model_key(k, v)))
                 if setup:
                     cold = sorted(s for _, s, _ in setup)

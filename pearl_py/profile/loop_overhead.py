@@ -5,9 +5,10 @@ collector's bookkeeping (episode tracking, final observations, the step record) 
 counters; per update the minibatch's indices, the loss figures kept for the logs and the timing
 around the call; per training round (a rollout's learning) the log row (``train.csv``, TensorBoard).
 The serial executors measure that remainder as the timing entry ``loop``
-(:data:`pearl_py.protocol.kernel.LOOP_WORK`). Here each family's calibration config (CartPole at the
-README's and the zoo's shapes, the ``fused`` learner update and inference where they run, logs written
-to a temporary folder as ``pearl run`` writes them) runs three times, varying the updates per env step
+(:data:`pearl_py.protocol.kernel.LOOP_WORK`). Here each family's calibration config
+(:meth:`pearl_py.runtime.families.Family.calibration_runs`: CartPole at the README's and the zoo's shapes, the
+``fused`` learner update and inference where they run, logs written to a temporary folder as ``pearl run``
+writes them) runs three times, varying the updates per env step
 and the env steps per round, and the three ``loop`` totals give the work per vector step ``a``, per
 update ``b`` and per round ``c`` (``loop = a * vector steps + b * updates + c * rounds``, none below 0),
 kept as ``calibration.meta["loop_s"][family]``. The cost model charges ``a`` with every ``env_step``
@@ -41,8 +42,8 @@ from scipy.optimize import nnls
 
 from pearl_py.protocol import Kernel
 from pearl_py.protocol.kernel import INFERENCE, LEARNER_UPDATE, LOOP_WORK
+from pearl_py.runtime.families import family_named, family_of
 
-FAMILIES = ("off_policy", "on_policy")
 FUSED = "fused"
 """The kernel variant the calibration runs use where this machine has it (:func:`calibration_plan`)."""
 
@@ -62,30 +63,6 @@ class LoopWork:
     def to_dict(self) -> dict[str, float]:
         return {"per_step": round(self.per_step, 9), "per_update": round(self.per_update, 9),
                 "per_round": round(self.per_round, 9)}
-
-
-@dataclass(frozen=True)
-class CalibrationRun:
-    """One run of a family's calibration config: the algorithm, its env steps, its updates per round."""
-
-    algorithm: object
-    steps: int
-    updates_per_round: int
-
-
-def _calibration_runs(family: str) -> list[CalibrationRun]:
-    """The family's three calibration configs (few or many updates per step, long or short rounds): the
-    README's DQN shapes (one env) and the zoo's PPO CartPole shapes (8 envs), each about a second on the
-    2-core VM."""
-    import pearl_py as pearl
-
-    if family == "on_policy":
-        return [CalibrationRun(pearl.PPO("CartPole-v1", n_envs=8, n_steps=n_steps, batch_size=8 * n_steps,
-                                         n_epochs=epochs), 16_384, epochs)
-                for n_steps, epochs in ((32, 2), (32, 16), (8, 2))]
-    return [CalibrationRun(pearl.DQN("CartPole-v1", net_arch=[64, 64], batch_size=64, learning_starts=1_000,
-                                     train_freq=train_freq, gradient_steps=updates, buffer_size=10_000), 6_000, updates)
-            for train_freq, updates in ((4, 1), (4, 4), (1, 1))]
 
 
 def calibration_plan(algo):
@@ -113,13 +90,10 @@ back to back (the fitted models), to set the loop's measured calls against."""
 def _loop_of_run(algo, steps: int, out_dir: Path):
     """One serial run of ``algo`` under :func:`calibration_plan` (one torch thread, logs in ``out_dir``): its result,
     its plan and the share of its wall time it had a core (its CPU seconds over its wall seconds, at most 1)."""
-    from pearl_py.runtime.on_policy_serial import OnPolicySerialExecutor
-    from pearl_py.runtime.serial import SerialExecutor
-
-    executor = OnPolicySerialExecutor if algo.family == "on_policy" else SerialExecutor
     plan = calibration_plan(algo)
     cpu, wall = time.process_time(), time.perf_counter()
-    result = executor(algo, seed=0, plan=plan, eval_episodes=0, progress=False, threads=1, out_dir=out_dir).run(steps)
+    result = family_of(algo).serial(algo, 0, plan=plan, eval_episodes=0, progress=False, threads=1,
+                                    out_dir=out_dir).run(steps)
     return result, plan, min((time.process_time() - cpu) / max(time.perf_counter() - wall, 1e-9), 1.0)
 
 
@@ -127,14 +101,16 @@ def time_loop_work(family: str, alone: Alone | None = None) -> LoopWork | None:
     """The loop's own work per vector step, per update and per round in ``family``'s serial executor (non-negative
     least squares over the calibration runs) and, with ``alone``, each kernel kind's excess per call in the loop
     over its calibrated cost (its excess per round goes to the round's work: :func:`split_excess`); None if the runs
-    measured no loop. A run's wall seconds count at the share of them it had a core: the calibrated costs they are
-    set against are CPU seconds (:func:`pearl_py.profile.microbench.time_call`), and other processes' time slices
-    on a shared machine belong to neither."""
+    measured no loop (or the family has no calibration runs:
+    :meth:`~pearl_py.runtime.families.Family.calibration_runs`). A run's wall seconds count at the share of them it
+    had a core: the calibrated costs they are set against are CPU seconds
+    (:func:`pearl_py.profile.microbench.time_call`), and other processes' time slices on a shared machine belong to
+    neither."""
     threads = torch.get_num_threads()
     rows, seconds = [], []
     excess: dict[str, list[tuple[int, float, float]]] = {}   # kind: (calls, rounds, seconds over alone) per run
     try:
-        for run in _calibration_runs(family):
+        for run in family_named(family).calibration_runs():
             with tempfile.TemporaryDirectory(prefix="pearl-loop-") as folder:
                 result, plan, share = _loop_of_run(run.algorithm, run.steps, Path(folder))
             loop, updates = result.kernel_times.get(LOOP_WORK), result.kernel_times.get(LEARNER_UPDATE)
@@ -150,7 +126,7 @@ def time_loop_work(family: str, alone: Alone | None = None) -> LoopWork | None:
                         excess.setdefault(str(kernel.kind), []).append((int(timing["calls"]), rows[-1][2], over))
     finally:
         torch.set_num_threads(threads)
-    if not all(steps for steps, _, _ in rows):
+    if not rows or not all(steps for steps, _, _ in rows):
         return None
     (per_step, per_update, per_round), _ = nnls(np.array(rows, float), np.array(seconds))
     split = {kind: split_excess(runs) for kind, runs in excess.items()}

@@ -12,7 +12,7 @@ A callable with a one-off setup (a compile) carries it as ``call.setup_s`` (seco
 Example::
 
     >>> point = BenchPoint(LEARNER_UPDATE, algo="dqn", width=64, batch=32)
-    >>> workload, call = build(LEARNER_UPDATE, "reference", point)
+    >>> workload, call = build(LEARNER_UPDATE, "reference", point, OFF_POLICY)
     >>> seconds = time_call(call)
 """
 from __future__ import annotations
@@ -77,13 +77,13 @@ _RUNNERS: dict[tuple[str, str, str], Runner] = {}
 OFF_POLICY = "off_policy"
 
 
-def register_runner(kind: str, variant: str, runner: Runner, family: str = OFF_POLICY) -> None:
+def register_runner(kind: str, variant: str, runner: Runner, family: str) -> None:
     """Make ``pearl profile`` calibrate ``variant`` of ``kind`` with ``runner`` (the implementation of algorithm
     family ``family``: :mod:`pearl_py.profile.microbench_on_policy` registers the on-policy family's)."""
     _RUNNERS[(kind, variant, family)] = runner
 
 
-def variants(kind: str, family: str = OFF_POLICY) -> list[str]:
+def variants(kind: str, family: str) -> list[str]:
     return sorted(v for k, v, f in _RUNNERS if k == kind and f == family)
 
 
@@ -92,7 +92,7 @@ def families(kind: str) -> list[str]:
     return sorted({f for k, _, f in _RUNNERS if k == kind}, key=lambda f: (f != OFF_POLICY, f))
 
 
-def build(kind: str, variant: str, point: BenchPoint, family: str = OFF_POLICY) -> tuple[Workload, Callable[[], object]]:
+def build(kind: str, variant: str, point: BenchPoint, family: str) -> tuple[Workload, Callable[[], object]]:
     """The workload of ``point`` and a callable running one call of the kernel."""
     try:
         runner = _RUNNERS[(kind, variant, family)]
@@ -391,12 +391,12 @@ for _kind, _runner in {
     PRIORITY_UPDATE: priority_update_reference, ENV_STEP: env_step_bench("reference"),
     PARAM_SYNC: param_sync_reference,
 }.items():
-    register_runner(_kind, "reference", _runner)
-register_runner(LEARNER_UPDATE, "channels_last", learner_update_channels_last)
-register_runner(LEARNER_UPDATE, "compiled", learner_update_compiled)
-register_runner(LEARNER_UPDATE, "cuda_graph", learner_update_cuda_graph)
-register_runner(LEARNER_UPDATE, "fused", learner_update_fused)
-register_runner(INFERENCE, "fused", inference_fused)
-register_runner(ENV_STEP, "native_vector", env_step_bench("native_vector"))
+    register_runner(_kind, "reference", _runner, OFF_POLICY)
+register_runner(LEARNER_UPDATE, "channels_last", learner_update_channels_last, OFF_POLICY)
+register_runner(LEARNER_UPDATE, "compiled", learner_update_compiled, OFF_POLICY)
+register_runner(LEARNER_UPDATE, "cuda_graph", learner_update_cuda_graph, OFF_POLICY)
+register_runner(LEARNER_UPDATE, "fused", learner_update_fused, OFF_POLICY)
+register_runner(INFERENCE, "fused", inference_fused, OFF_POLICY)
+register_runner(ENV_STEP, "native_vector", env_step_bench("native_vector"), OFF_POLICY)
 for _variant in ("envpool", *(f"envpool_t{n}" for n in ENVPOOL_THREADS)):
-    register_runner(ENV_STEP, _variant, env_step_bench(_variant))
+    register_runner(ENV_STEP, _variant, env_step_bench(_variant), OFF_POLICY)

@@ -14,7 +14,7 @@ Registered with :func:`pearl_py.profile.microbench.register_runner` (``pearl pro
 
 Example::
 
-    >>> workload, call = build(ADVANTAGE, "reference", BenchPoint(ADVANTAGE, capacity=32, batch=8))
+    >>> workload, call = build(ADVANTAGE, "reference", BenchPoint(ADVANTAGE, capacity=32, batch=8), FAMILY)
     >>> time_call(call)
 """
 from __future__ import annotations
@@ -39,9 +39,9 @@ BENCH_ENV = "CartPole-v1"
 
 
 def _cartpole():
-    import pearl_py as pearl
+    from pearl_py.algorithms.ppo import PPO
 
-    return pearl.PPO(BENCH_ENV, n_envs=1, n_steps=2)
+    return PPO(BENCH_ENV, n_envs=1, n_steps=2)
 
 
 def _filled_rollout(n_steps: int, n_envs: int):

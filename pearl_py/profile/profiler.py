@@ -54,7 +54,6 @@ from pearl_py.profile.load import (
     LoadSample,
     load_average,
 )
-from pearl_py.profile.loop_overhead import FAMILIES as LOOP_FAMILIES
 from pearl_py.profile.loop_overhead import time_loop_work
 from pearl_py.profile.microbench import (
     OFF_POLICY,
@@ -81,6 +80,7 @@ from pearl_py.protocol.kernel import (
     REPLAY_SAMPLE,
     ROLLOUT_INSERT,
 )
+from pearl_py.runtime.families import family_named, registered_families
 from pearl_py.runtime.run_log import clock
 
 KINDS = (LEARNER_UPDATE, INFERENCE, REPLAY_INSERT, REPLAY_SAMPLE, PRIORITY_UPDATE, ENV_STEP,
@@ -151,8 +151,8 @@ def _on_policy_network(kind: str, widths, batches, points: list[tuple[str, str]]
             for (a, e), w, b in itertools.product(points, widths, batches)]
 
 
-def calibration_grid(kind: str, quick: bool = False, variant: str = "reference",
-                     family: str = OFF_POLICY, envs: tuple[str, ...] = CALIBRATED_ENVS,
+def calibration_grid(kind: str, quick: bool = False, variant: str = "reference", *,
+                     family: str, envs: tuple[str, ...] = CALIBRATED_ENVS,
                      cnn: bool = True) -> list[BenchPoint]:
     """Points ``pearl profile`` measures; ``quick`` keeps the corners and the middle. ``envs``: the envs whose
     ``env_step`` is timed; ``cnn``: whether the networks with a CNN extractor are (a run of an MLP skips them).
@@ -205,7 +205,7 @@ ZOO_POINTS = (BenchPoint(LEARNER_UPDATE, algo="dqn", width=256, batch=64),
 [400, 300]; SAC Pendulum batch 256 [256, 256])."""
 
 
-def heldout_grid(kind: str, variant: str = "reference", family: str = OFF_POLICY) -> list[BenchPoint]:
+def heldout_grid(kind: str, variant: str = "reference", *, family: str) -> list[BenchPoint]:
     """Points never used in calibration (other batch sizes, widths, frame shapes, capacities, sizes); CNN points
     for the variants calibrated on CNNs (reference; channels_last has only those); on-policy: also PPO's Gaussian
     policy (calibrated on other widths and batches for acting; never for learning)."""
@@ -251,10 +251,10 @@ def usable_cores() -> int:
     return len(usable_cpus())
 
 
-def thread_counts(kind: str, variant: str, family: str = OFF_POLICY) -> list[int]:
+def thread_counts(kind: str, variant: str, family: str) -> list[int]:
     """Thread counts beyond one that ``variant`` of ``kind`` is calibrated at on this machine (the off-policy
     learner's threaded variants only: an on-policy learner runs while its actors wait, one thread as calibrated)."""
-    if family != OFF_POLICY or variant not in THREADED_VARIANTS.get(kind, ()):
+    if not family_named(family).threaded or variant not in THREADED_VARIANTS.get(kind, ()):
         return []
     return list(range(2, min(usable_cores(), MAX_THREADS) + 1))
 
@@ -290,7 +290,7 @@ def measure(kind: str, variant: str, points: list[BenchPoint], passes: int = 3,
             clock: Callable[[], float] | None = None,
             window: Callable[[], contextlib.AbstractContextManager[object]] = contextlib.nullcontext,
             probe: LoadProbe | None = None, load: LoadRecord | None = None,
-            on_point: Callable[[], None] | None = None, family: str = OFF_POLICY,
+            on_point: Callable[[], None] | None = None, *, family: str,
             spread: list[tuple[float, float]] | None = None,
             on_build: Callable[[float], None] | None = None) -> list[tuple[Workload, float]]:
     """Seconds per call of ``kind``/``variant`` (of algorithm family ``family``) at every point, with
@@ -415,7 +415,7 @@ LIGHT_PASSES = 3
 
 
 def light_neighbour_slowdown(kind: str, variant: str, points: list[BenchPoint], n_threads: int,
-                             family: str = OFF_POLICY, passes: int = LIGHT_PASSES,
+                             family: str, passes: int = LIGHT_PASSES,
                              progress: ProfileProgress | None = None) -> float:
     """How much slower ``variant`` of ``kind`` runs at ``n_threads`` threads (pinned, as the executors run it) beside
     a light neighbour than alone: the median over ``points`` of the ratio of a call's mean wall time (median of
@@ -447,7 +447,7 @@ def light_neighbour_slowdown(kind: str, variant: str, points: list[BenchPoint], 
 def light_windows(kind: str, variant: str, family: str, points: list[BenchPoint]) -> int:
     """How many windows :func:`spread_entry` times beside and apart from the light neighbour for a model of ``points``
     (0: a variant it does not time there), for the profile's progress."""
-    if family != OFF_POLICY or variant not in THREADED_VARIANTS.get(kind, ()) or usable_cores() < 2:
+    if not family_named(family).threaded or variant not in THREADED_VARIANTS.get(kind, ()) or usable_cores() < 2:
         return 0
     return 2 * LIGHT_PASSES * len(light_points(points))
 
@@ -535,8 +535,7 @@ def fit_measurements(kind: str, measured: list[tuple[Workload, float]]) -> dict[
             for key, rows in groups.items()}
 
 
-def variant_available(kind: str, variant: str, device_class: str = "cpu", family: str = OFF_POLICY
-                      ) -> tuple[bool, str]:
+def variant_available(kind: str, variant: str, device_class: str = "cpu", *, family: str) -> tuple[bool, str]:
     """Whether ``pearl_py.kernels`` can run ``variant`` of ``kind`` (algorithm family ``family``'s) on this machine's
     ``device_class`` (``cpu`` or ``gpu``; kinds it does not list: the reference only)."""
     from pearl_py.kernels import registry_of
@@ -550,7 +549,7 @@ def variant_available(kind: str, variant: str, device_class: str = "cpu", family
         return False, f"no {kind} variant {variant!r} on {device_class}"
 
 
-def setup_cached(kind: str, variant: str, family: str = OFF_POLICY) -> bool:
+def setup_cached(kind: str, variant: str, family: str) -> bool:
     """Whether ``variant``'s compile is cached for every shape (:attr:`Variant.setup_cached`)."""
     from pearl_py.kernels import registry_of
 
@@ -605,8 +604,8 @@ def profile(quick: bool = False, kinds: tuple[str, ...] = KINDS,
     own workloads per kind; a threaded model that cannot beat the kind's fastest one-thread model on any of them
     (:func:`~pearl_py.estimate.thread_bound.threads_can_win`) is not timed but deferred (None: every one is timed).
     """
-    threaded = {model_key(kind, v): [1, *thread_counts(kind, v)] for kind in kinds for v in variants(kind)
-                if thread_counts(kind, v)}
+    threaded = {model_key(kind, v): [1, *thread_counts(kind, v, OFF_POLICY)] for kind in kinds
+                for v in variants(kind, OFF_POLICY) if thread_counts(kind, v, OFF_POLICY)}
     cores = usable_cores()
     calibration = into if into is not None else Calibration(
         machine_fingerprint(), meta={"quick": quick, "threads": 1, "threaded": threaded, "torch": torch.__version__})
@@ -732,7 +731,7 @@ def profile_loops(calibration: Calibration, families_of: tuple[str, ...] | None,
     from pearl_py.platform import Platform
 
     estimator, cpu = Estimator(calibration), Platform.local().by_kind("cpu")[0]
-    for family in (f for f in LOOP_FAMILIES if families_of is None or f in families_of):
+    for family in (f.name for f in registered_families() if families_of is None or f.name in families_of):
         work = time_loop_work(family, alone=lambda kernel, variant: estimator.kernel_cost(kernel, cpu, variant).latency_s)
         if work is not None:
             calibration.meta.setdefault(LOOP_KEY, {})[family] = work.to_dict()
@@ -777,11 +776,11 @@ def profile_phases(kinds: tuple[str, ...], quick: bool, log: Callable[[str], Non
                 if not ok:
                     log(f"{key:<32} skipped: {reason}")
                     continue
-                grid = calibration_grid(kind, quick, variant, family, envs, cnn)
+                grid = calibration_grid(kind, quick, variant, family=family, envs=envs, cnn=cnn)
                 if not grid:
                     continue
                 phases += [(kind, variant, 1, grid, 3, family)] if counts[0] == 1 else []
-                quick_grid = calibration_grid(kind, True, variant, OFF_POLICY, envs, cnn)
+                quick_grid = calibration_grid(kind, True, variant, family=OFF_POLICY, envs=envs, cnn=cnn)
                 threaded += [(kind, variant, n, quick_grid, THREAD_PASSES, family) for n in counts if n > 1]
             phases += threaded
     return phases

@@ -1,8 +1,8 @@
 """The training schedules: which updates the data allows, and how far actors may run ahead.
 
 Shared by the parallel runtime's rate limiter, the Ray backend and the simulator.
-:class:`TrainSchedule` is the off-policy family's; :class:`RolloutSchedule` the on-policy
-family's synchronous one (at the end of this module).
+:class:`TrainSchedule` is the off-policy family's (:class:`SimSchedule`: as a simulation plays it, with its
+parameter publications); :class:`RolloutSchedule` the on-policy family's synchronous one (at the end of this module).
 
 The serial executor trains ``gradient_steps`` times after every ``train_freq``-th vector
 step once more than ``learning_starts`` transitions are stored. The parallel learner
@@ -198,6 +198,38 @@ class TrainSchedule:
         """Vector steps each of ``actors`` actors still runs once ``done`` vector steps are consumed."""
         left = self.vector_steps - done
         return [left // actors + (i < left % actors) for i in range(actors)]
+
+
+@dataclass(frozen=True)
+class SimSchedule(TrainSchedule):
+    """:class:`TrainSchedule` plus how often parameters are published: the schedule a simulation plays (rounds on
+    vector steps).
+
+    Example::
+
+        >>> s = SimSchedule.from_config(pearl.DQN("CartPole-v1", train_freq=256, gradient_steps=128).config,
+        ...                             total_steps=2048, learning_starts=0)
+        >>> s.train_freq, s.gradient_steps, s.updates_until(s.vector_steps)
+        (256, 128, 1024)
+    """
+
+    sync_every: int = DEFAULT_SYNC_EVERY
+    """Updates between two parameter publications (the parallel runtime's, as the protocol's ``param_sync`` rate)."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.sync_every < 1:
+            raise ValueError(f"schedule: sync_every must be >= 1, got {self.sync_every}")
+
+    @property
+    def round_transitions(self) -> int:
+        return self.train_freq * self.n_envs
+
+    def to_dict(self) -> dict[str, int]:
+        return {"n_envs": self.n_envs, "train_freq": self.train_freq, "gradient_steps": self.gradient_steps,
+                "total_steps": self.total_steps, "learning_starts": self.learning_starts,
+                "lookahead_rounds": self.lookahead_rounds, "max_policy_lag": self.max_policy_lag,
+                "sync_every": self.sync_every}
 
 
 @dataclass(frozen=True)

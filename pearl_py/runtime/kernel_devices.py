@@ -14,7 +14,7 @@ Example::
 
     >>> kernel_devices(plan)["learner_update"], kernel_devices(plan)["replay_sample"]
     (device(type='cuda', index=0), device(type='cuda', index=0))
-    >>> plan_problems(gpu_plan, device_counts={"cuda": 0})[0]
+    >>> plan_problems(gpu_plan, device_counts={"cuda": 0}, family="off_policy")[0]
     "plan: learner_update is placed on gpu0 (a gpu device), but this machine has no CUDA device ..."
     >>> simulated_kernels(fpga_plan)["replay_sample"]
     SimulatedKernel(latency_s=2.1e-06, label='modelled (simulated FPGA)')
@@ -132,8 +132,7 @@ def _variant_problem(plan: Plan, kernel: str, device: torch.device, family: str)
     return None
 
 
-def plan_problems(plan: Plan, device_counts: Mapping[str, int] | None = None,
-                  family: str = "off_policy") -> list[str]:
+def plan_problems(plan: Plan, device_counts: Mapping[str, int] | None = None, *, family: str) -> list[str]:
     """Every reason this machine cannot run ``plan`` as planned (empty: it can); each one line naming the kernel
     and the device. ``device_counts``: the devices here per numbered runtime (``{"cuda": 1}``; a runtime left out:
     what torch sees); ``family``: whose kernel implementations run (the algorithm's family)."""
@@ -201,10 +200,9 @@ def device_of(part: Any) -> str:
     return str(getattr(part, "device", "cpu"))
 
 
-def check_runnable(plan: Plan, device_counts: Mapping[str, int] | None = None,
-                   family: str = "off_policy") -> None:
+def check_runnable(plan: Plan, device_counts: Mapping[str, int] | None = None, *, family: str) -> None:
     """Raise :class:`UserError` with the first of :func:`plan_problems` (and how many more), if any."""
-    problems = plan_problems(plan, device_counts, family)
+    problems = plan_problems(plan, device_counts, family=family)
     if problems:
         more = f" (and {len(problems) - 1} more problem{'s' if len(problems) > 2 else ''})" if len(problems) > 1 else ""
         raise UserError(problems[0] + more)

@@ -67,7 +67,7 @@ class SerialExecutor(SessionExecutor):
         self.threads = threads if threads is not None else self.plan.learner_threads
         """Torch intra-op threads of this process (default: the plan's learner threads, ``Plan.learner_threads``;
         1 in the default plan, one core per process as the cost models are calibrated)."""
-        check_runnable(self.plan)
+        check_runnable(self.plan, family=algorithm.family)
         self.devices = kernel_devices(self.plan)
         """Each kernel's torch device (the plan's placements on this machine)."""
 

@@ -23,15 +23,12 @@ from pearl_py.optimize.model import Choice
 from pearl_py.optimize.problem import AssignmentProblem
 from pearl_py.plan import Plan
 from pearl_py.protocol.kernel import ENV_STEP
-from pearl_py.protocol.schedule import RolloutSchedule
+from pearl_py.runtime.families import family_of
 from pearl_py.simulate.result import SimResult
-from pearl_py.simulate.schedule import SimSchedule
 from pearl_py.simulate.simulator import simulate
 
 ROUNDS = 40
 """Training rounds a plan's default simulation covers (the first third is warm-up)."""
-STEPS_PER_ACTOR = 20
-"""At least this many vector steps per actor replica."""
 
 
 def plan_inputs(plan: Plan, algorithm: Any, platform: Any, estimator: CostModel | None = None
@@ -62,24 +59,13 @@ def plan_inputs(plan: Plan, algorithm: Any, platform: Any, estimator: CostModel 
     return problem, assignment
 
 
-def default_steps(algorithm: Any, actors: int) -> int:
-    """Transitions a plan's simulation runs: ``ROUNDS`` rounds (an on-policy run's: rollouts), and
-    ``STEPS_PER_ACTOR`` vector steps per actor."""
-    cfg = algorithm.config
-    if algorithm.family == "on_policy":
-        return ROUNDS * cfg.rollout_size
-    return max(ROUNDS * cfg.train_freq, STEPS_PER_ACTOR * actors) * cfg.n_envs
-
-
 def simulate_plan(plan: Plan, algorithm: Any, platform: Any, *, total_steps: int | None = None,
                   estimator: CostModel | None = None) -> SimResult:
-    """Simulate ``plan`` (:func:`with_simulation` adds the result to its prediction, for its report)."""
+    """Simulate ``plan`` (:func:`with_simulation` adds the result to its prediction, for its report) for
+    ``total_steps`` env steps, or None: ``ROUNDS`` training rounds (the family's schedule)."""
     problem, assignment = plan_inputs(plan, algorithm, platform, estimator)
-    steps = total_steps or default_steps(algorithm, assignment[ENV_STEP].replicas)
-    if algorithm.family == "on_policy":
-        schedule = RolloutSchedule.from_config(algorithm.config, steps)
-    else:
-        schedule = SimSchedule.from_config(algorithm.config, steps, learning_starts=0)
+    schedule = family_of(algorithm).simulated_schedule(algorithm.config, total_steps,
+                                                       assignment[ENV_STEP].replicas, ROUNDS)
     return simulate(problem, assignment, schedule)
 
 

@@ -20,8 +20,8 @@ from pearl_py.optimize.model import Choice
 from pearl_py.optimize.problem import AssignmentProblem, Device, Option, Task
 from pearl_py.plan import Plan
 from pearl_py.protocol.kernel import ENV_STEP, PARAM_SYNC
+from pearl_py.protocol.schedule import SimSchedule
 from pearl_py.simulate.result import SimResult
-from pearl_py.simulate.schedule import SimSchedule
 from pearl_py.simulate.simulator import simulate
 
 

@@ -19,8 +19,8 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
+from pearl_py.protocol.schedule import SimSchedule
 from pearl_py.simulate.engine import Engine, Event, Recorder, Resource, Signal
-from pearl_py.simulate.schedule import SimSchedule
 from pearl_py.simulate.topology import Topology
 
 if TYPE_CHECKING:

@@ -18,7 +18,7 @@ from __future__ import annotations
 from pearl_py.optimize.model import Assignment
 from pearl_py.optimize.problem import AssignmentProblem
 from pearl_py.protocol.kernel import LEARNER_UPDATE, REPLAY_SAMPLE
-from pearl_py.protocol.schedule import RolloutSchedule
+from pearl_py.protocol.schedule import RolloutSchedule, SimSchedule
 from pearl_py.runtime.monitor import AdaptOptions
 from pearl_py.simulate import processes
 from pearl_py.simulate.adapt import SimAdapt, Slowdown
@@ -26,7 +26,6 @@ from pearl_py.simulate.engine import Engine, Recorder
 from pearl_py.simulate.on_policy import simulate_synchronous
 from pearl_py.simulate.pipeline import Pipeline
 from pearl_py.simulate.result import SimResult, measure
-from pearl_py.simulate.schedule import SimSchedule
 from pearl_py.simulate.topology import Topology
 
 TRACE_ROUNDS = 2

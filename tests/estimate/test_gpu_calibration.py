@@ -15,7 +15,7 @@ from pearl_py.profile import gpu_profile, profiler
 from pearl_py.estimate.calibration import model_key
 from pearl_py.estimate.fit import FittedModel
 from pearl_py.profile.gpu_profile import LocalGpu, profile_gpus, synchronized_clock
-from pearl_py.profile.microbench import BenchPoint
+from pearl_py.profile.microbench import OFF_POLICY, BenchPoint
 from pearl_py.profile.power_profile import PowerProfile
 from pearl_py.platform import Catalogue, Platform
 from pearl_py.platform.local import GENERIC_GPU, local_gpu_specs, match_gpu
@@ -39,11 +39,11 @@ def test_profile_times_every_gpu_kind_with_synchronized_clocks_and_keys_models_b
                                 for c, b, p in ((1000, 8, True), (2000, 16, True), (1000, 32, False),
                                                 (3000, 8, False), (1500, 4, True))]}
     monkeypatch.setattr(profiler, "calibration_grid",
-                        lambda kind, quick=False, variant="reference", family="off_policy", *grid: points[kind])
+                        lambda kind, quick=False, variant="reference", **grid: points[kind])
     real = profiler.variant_available  # the reference runs on the fake GPU; cuda_graph is refused as without CUDA
     monkeypatch.setattr(profiler, "variant_available",
-                        lambda kind, variant, cls="cpu", family="off_policy": (True, "") if variant == "reference"
-                        else real(kind, variant, cls, family))
+                        lambda kind, variant, cls="cpu", *, family: (True, "") if variant == "reference"
+                        else real(kind, variant, cls, family=family))
     waits: list[torch.device] = []
     lines: list[str] = []
     calibration = Calibration("test")
@@ -196,7 +196,7 @@ def test_pearl_profile_records_each_kernels_power_and_the_estimator_charges_it(m
     points = [BenchPoint("replay_sample", capacity=c, batch=b, prioritized=p)
               for c, b, p in ((1000, 8, True), (2000, 16, True), (1000, 32, False), (3000, 8, False), (1500, 4, True))]
     monkeypatch.setattr(profiler, "calibration_grid",
-                        lambda kind, quick=False, variant="reference", family="off_policy", *grid: points)
+                        lambda kind, quick=False, variant="reference", **grid: points)
     power = PowerProfile({"cpu": reader}, sleep=lambda s: None, idle_s=0.0)
     calibration = profiler.profile(kinds=("replay_sample",), power=power, gpus=False)
     energy = calibration.meta["energy"]["cpu"]
@@ -213,12 +213,12 @@ def test_a_runs_first_calibration_gives_the_gpu_its_grid_too(monkeypatch):
     asked: list[dict] = []
     monkeypatch.setattr(profiler, "calibration_grid",
                         lambda kind, quick=False, variant="reference", **grid: asked.append(grid) or [])
-    monkeypatch.setattr(profiler, "variant_available", lambda kind, variant, cls="cpu", family="off_policy": (True, ""))
+    monkeypatch.setattr(profiler, "variant_available", lambda kind, variant, cls="cpu", *, family: (True, ""))
     calibration = Calibration("test")
     profile_gpus(calibration, True, ("learner_update",), lambda line: None, PowerProfile({}),
                  gpus=[LocalGpu("gpu0", torch.device("cpu"), "NVIDIA L4")], synchronize=lambda device: None,
                  grid={"envs": ("CartPole-v1",), "cnn": False})
-    assert asked and all(grid == {"envs": ("CartPole-v1",), "cnn": False} for grid in asked)
+    assert asked and all(grid == {"family": OFF_POLICY, "envs": ("CartPole-v1",), "cnn": False} for grid in asked)
     assert calibration.models == {}                     # a variant left without points is not timed
 
 
@@ -244,5 +244,5 @@ def test_a_gpu_points_learner_and_batch_are_built_on_the_gpu(monkeypatch, varian
     monkeypatch.setattr("pearl_py.kernels.channels_last.make_channels_last", lambda learner: learner.update)
     point = BenchPoint("learner_update", algo="dqn", arch=(32,), batch=4, frames=(4, 10, 10), extractor="small_cnn",
                        device="meta")
-    build("learner_update", variant, point)[1]()
+    build("learner_update", variant, point, OFF_POLICY)[1]()
     assert built[-2:] == [torch.device("meta"), torch.device("meta")]   # the kernel's learner, then its batch

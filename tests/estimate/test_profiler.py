@@ -6,7 +6,7 @@ import pytest
 from pearl_py.cli import profile as profile_command
 from pearl_py.cli.devices import devices_main
 from pearl_py.estimate.calibration import Calibration
-from pearl_py.profile.microbench import BenchPoint, build, families, time_call
+from pearl_py.profile.microbench import OFF_POLICY, BenchPoint, build, families, time_call
 from pearl_py.profile.profiler import (
     KINDS,
     calibration_grid,
@@ -59,7 +59,7 @@ def test_heldout_grid_shares_no_point_with_calibration():
 
 def test_measure_and_fit_one_model_per_env():
     points = [BenchPoint("env_step", env_id=e, batch=n) for e in ("CartPole-v1", "Pendulum-v1") for n in (1, 2, 4)]
-    models = fit_measurements("env_step", measure("env_step", "reference", points, passes=1))
+    models = fit_measurements("env_step", measure("env_step", "reference", points, passes=1, family=OFF_POLICY))
     assert set(models) == {"CartPole-v1", "Pendulum-v1"}
 
 

@@ -55,7 +55,7 @@ def test_the_first_calibration_times_a_threaded_phase_only_if_it_can_win_and_def
     timed; fused at 2 threads (at best 0.15 s) is."""
     points = [BenchPoint("learner_update", algo="dqn", width=w, batch=b) for w, b in ((16, 8), (32, 16), (64, 32))]
     rate = {"reference": 1e-9, "fused": 0.3e-9}
-    monkeypatch.setattr(profiler, "calibration_grid", lambda kind, quick=False, variant="reference", *rest: points)
+    monkeypatch.setattr(profiler, "calibration_grid", lambda kind, quick=False, variant="reference", **rest: points)
     monkeypatch.setattr(profiler, "variants", lambda kind, family="off_policy": ["reference", "fused"])
     monkeypatch.setattr(profiler, "families", lambda kind: ["off_policy"])
     monkeypatch.setattr(profiler, "usable_cores", lambda: 2)

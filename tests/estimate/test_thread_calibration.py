@@ -10,6 +10,7 @@ import torch
 import pearl_py as pearl
 from pearl_py.estimate import Calibration, Estimator
 from pearl_py.profile import profiler
+from pearl_py.profile.microbench import OFF_POLICY
 from pearl_py.estimate.calibration import model_key
 from pearl_py.estimate.cost import Infeasible
 from pearl_py.estimate.fit import FittedModel
@@ -27,11 +28,11 @@ def test_model_keys_name_the_thread_count():
 
 def test_thread_counts_follow_the_cores_and_the_threaded_variants(monkeypatch):
     monkeypatch.setattr(profiler, "usable_cores", lambda: 8)
-    assert profiler.thread_counts("learner_update", "fused") == [2]           # at most MAX_THREADS
-    assert profiler.thread_counts("learner_update", "compiled") == []
-    assert profiler.thread_counts("inference", "fused") == []
+    assert profiler.thread_counts("learner_update", "fused", OFF_POLICY) == [2]           # at most MAX_THREADS
+    assert profiler.thread_counts("learner_update", "compiled", OFF_POLICY) == []
+    assert profiler.thread_counts("inference", "fused", OFF_POLICY) == []
     monkeypatch.setattr(profiler, "usable_cores", lambda: 1)
-    assert profiler.thread_counts("learner_update", "fused") == []
+    assert profiler.thread_counts("learner_update", "fused", OFF_POLICY) == []
 
 
 class IdleMachine(LoadProbe):
@@ -49,7 +50,7 @@ def test_profile_fits_a_model_per_thread_count_and_restores_the_threads(monkeypa
               BenchPoint("learner_update", algo="ddpg", width=32, batch=16),
               BenchPoint("learner_update", algo="dqn", width=64, batch=32)]
     monkeypatch.setattr(profiler, "calibration_grid",
-                        lambda kind, quick=False, variant="reference", family="off_policy", *grid: points)
+                        lambda kind, quick=False, variant="reference", **grid: points)
     monkeypatch.setattr(profiler, "variants", lambda kind, family="off_policy": ["reference"])
     monkeypatch.setattr(profiler, "families", lambda kind: ["off_policy"])
     monkeypatch.setattr(profiler, "usable_cores", lambda: 2)
@@ -181,7 +182,7 @@ def test_the_plan_takes_one_thread_when_two_are_fragile_and_says_why():
 
 
 def test_the_light_neighbour_is_timed_at_the_smallest_middle_and_largest_points_of_the_runs_grid():
-    grid = profiler.calibration_grid("learner_update", True, "fused", cnn=False)
+    grid = profiler.calibration_grid("learner_update", True, "fused", family=OFF_POLICY, cnn=False)
     assert len(grid) == 18 and not any(p.frames for p in grid)
     smallest, middle, largest = profiler.light_points(grid)
     assert (smallest.width, smallest.batch) == (32, 32) and (largest.width, largest.batch) == (400, 256)
@@ -200,7 +201,8 @@ def test_a_point_whose_passes_settle_its_median_is_not_timed_again(monkeypatch):
     timed = []
     monkeypatch.setattr(profiler, "_timed", lambda call, *rest: timed.append(call.width) or next(figures[call.width]))
     spread: list[tuple[float, float]] = []
-    measured = profiler.measure("learner_update", "reference", points, passes=5, spread=spread)
+    measured = profiler.measure("learner_update", "reference", points, passes=5, spread=spread,
+                                family=OFF_POLICY)
     assert timed.count(16) == 3 and timed.count(32) == 5
     assert [seconds for _, seconds in measured] == [0.99, 1.0]   # one thread: each keeps its fastest pass
     assert profiler.settled([1.0, 1.04, 0.96]) and not profiler.settled([1.0, 1.06, 1.0])
@@ -220,7 +222,7 @@ def test_a_slowdown_below_one_beside_the_light_neighbour_is_timed_again_then_kep
     monkeypatch.setattr(profiler, "light_neighbour_slowdown",
                         lambda *args, **kwargs: timed.append(1) or next(calls))
     lines: list[str] = []
-    grid = profiler.calibration_grid("learner_update", True, "fused", cnn=False)
+    grid = profiler.calibration_grid("learner_update", True, "fused", family=OFF_POLICY, cnn=False)
     entry = profiler.spread_entry("learner_update", "fused", 2, "off_policy", [(1.0, 1.1)], lines.append, grid)
     assert entry["light_neighbour"] == kept and len(timed) == timings
     warning = [line for line in lines if line.startswith("warning:")]

@@ -9,7 +9,7 @@ import pearl_py as pearl
 from pearl_py.estimate import Calibration, Estimator, Infeasible
 from pearl_py.estimate.calibration import model_key
 from pearl_py.estimate.fit import FittedModel
-from pearl_py.profile.microbench import BenchCall, BenchPoint, build
+from pearl_py.profile.microbench import OFF_POLICY, BenchCall, BenchPoint, build
 from pearl_py.profile.profiler import (
     calibration_grid,
     measure,
@@ -87,7 +87,7 @@ def test_unavailable_variant_is_not_offered_on_this_machine(graph, cpu, monkeypa
     kernel = graph.kernel("learner_update")
     assert est.variants(kernel, cpu) == ["reference"]
     assert est.unavailable_variants(kernel, cpu)["compiled"] == "no C++ compiler"
-    assert variant_available("learner_update", "compiled") == (False, "no C++ compiler")
+    assert variant_available("learner_update", "compiled", family=OFF_POLICY) == (False, "no C++ compiler")
 
 
 def test_uncalibrated_devices_get_a_modelled_cost_per_variant(graph):
@@ -124,10 +124,10 @@ def test_wrong_variants_are_refused(graph):
 
 
 def test_compiled_grid_compiles_once_per_shape():
-    points = calibration_grid("learner_update", variant="compiled")
+    points = calibration_grid("learner_update", variant="compiled", family=OFF_POLICY)
     shapes = {(p.algo, p.width, p.depth) for p in points}
     assert len(shapes) == 4 and len(points) == 16
-    assert len(calibration_grid("learner_update", quick=True, variant="compiled")) == 12
+    assert len(calibration_grid("learner_update", quick=True, variant="compiled", family=OFF_POLICY)) == 12
 
 
 def test_measure_reports_one_off_setup(monkeypatch):
@@ -141,7 +141,7 @@ def test_measure_reports_one_off_setup(monkeypatch):
     monkeypatch.setitem(microbench._RUNNERS, ("param_sync", "fake", microbench.OFF_POLICY), runner)
     setup = []
     measured = measure("param_sync", "fake", [BenchPoint("param_sync", nbytes=n) for n in (8, 16)], passes=1,
-                       setup=setup)
+                       setup=setup, family=OFF_POLICY)
     assert len(measured) == 2 and [(s, cold) for _, s, cold in setup] == [(2.0, False)]
 
 
@@ -153,8 +153,8 @@ def test_setup_entry_keeps_the_median_cold_compile(graph, cpu):
     assert setup_entry([(workload, 10.0, True), (workload, 0.02, False), (workload, 0.01, False),
                         (workload, 0.03, False)], cached=True)["seconds"] == 0.02
     assert setup_entry([(workload, 10.0, True)], cached=True)["seconds"] == 10.0
-    assert setup_cached("learner_update", "fused") and setup_cached("inference", "fused")
-    assert not setup_cached("learner_update", "compiled") and not setup_cached("learner_update", "nosuch")
+    assert setup_cached("learner_update", "fused", OFF_POLICY) and setup_cached("inference", "fused", OFF_POLICY)
+    assert not setup_cached("learner_update", "compiled", OFF_POLICY) and not setup_cached("learner_update", "nosuch", OFF_POLICY)
     warm_only = setup_entry([(workload, 1.0, False)])
     assert warm_only["seconds"] is None
     cal = synthetic_calibration()
@@ -164,9 +164,9 @@ def test_setup_entry_keeps_the_median_cold_compile(graph, cpu):
 
 
 def test_fused_inference_runner_runs_the_registered_variant():
-    workload, call = build("inference", "fused", BenchPoint("inference", width=8, batch=2))
+    workload, call = build("inference", "fused", BenchPoint("inference", width=8, batch=2), OFF_POLICY)
     assert call().shape == (2,)
-    _, reference = build("inference", "reference", BenchPoint("inference", width=8, batch=2))
+    _, reference = build("inference", "reference", BenchPoint("inference", width=8, batch=2), OFF_POLICY)
     assert reference().shape == (2,)
 
 
@@ -175,8 +175,8 @@ def test_compiled_runner_compiles_once_for_every_batch():
     from pearl_py.profile.microbench import clear_compiled
 
     try:
-        _, first = build("learner_update", "compiled", BenchPoint("learner_update", width=8, batch=4))
-        _, second = build("learner_update", "compiled", BenchPoint("learner_update", width=8, batch=16))
+        _, first = build("learner_update", "compiled", BenchPoint("learner_update", width=8, batch=4), OFF_POLICY)
+        _, second = build("learner_update", "compiled", BenchPoint("learner_update", width=8, batch=16), OFF_POLICY)
         assert first.setup_s > 0 and second.setup_s == 0
         first()
         second()

@@ -14,6 +14,7 @@ from pearl_py.optimize.api import plan
 from pearl_py.profile.loop_overhead import LoopWork, time_loop_work
 from pearl_py.protocol.kernel import ENV_STEP, INFERENCE, LEARNER_UPDATE, LOOP_WORK
 from pearl_py.report import measured
+from pearl_py.runtime.families import family_named
 
 
 def _env_step(algo):
@@ -65,7 +66,7 @@ def test_the_calibration_splits_the_loop_into_per_step_per_update_and_per_round_
     import pearl_py.profile.loop_overhead as loop_overhead
 
     plan = loop_overhead.calibration_plan(pearl.PPO("CartPole-v1", n_envs=8, n_steps=32))
-    runs = loop_overhead._calibration_runs("on_policy")     # 2, 16 and 2 updates per round
+    runs = family_named("on_policy").calibration_runs()     # 2, 16 and 2 updates per round
     a, b, c = 30e-6, 20e-6, 50e-6                            # per step, per update, per round
 
     def ran(steps: int, updates: int, per_round: int) -> _Ran:

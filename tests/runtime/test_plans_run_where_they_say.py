@@ -27,7 +27,10 @@ from pearl_py.runtime.kernel_devices import (
     simulated_kernels,
     timing_devices,
 )
+from pearl_py.runtime.families import OFF_POLICY
 from pearl_py.runtime.serial import SerialExecutor
+
+OFF = OFF_POLICY.name
 
 TINY = {"net_arch": [16], "batch_size": 8, "learning_starts": 64, "train_freq": 16, "gradient_steps": 2,
         "buffer_size": 1_000}
@@ -71,11 +74,11 @@ def test_gpu_names_map_to_cuda_indices_and_the_learners_gpu_times_param_sync(ser
 
 def test_a_gpu_plan_without_cuda_names_the_kernel_and_the_device(serial_plan):
     plan = placed(serial_plan, learner_update=Placement("gpu0"))
-    assert plan_problems(plan, device_counts={"cuda": 0}) == [
+    assert plan_problems(plan, device_counts={"cuda": 0}, family=OFF) == [
         ("plan: learner_update is placed on gpu0 (a gpu device), but this machine has no CUDA device "
          "(torch.cuda.is_available() is False)")]
     one_gpu = {"cuda": 1}
-    assert plan_problems(placed(serial_plan, learner_update=Placement("gpu1", "cuda_graph")), one_gpu)[:1] == [
+    assert plan_problems(placed(serial_plan, learner_update=Placement("gpu1", "cuda_graph")), one_gpu, family=OFF)[:1] == [
         "plan: learner_update is placed on gpu1 (cuda:1), but this machine has 1 CUDA device (cuda:0 .. cuda:0)"]
     with pytest.raises(UserError, match=r"^plan: learner_update is placed on gpu0 .*no CUDA device"):
         SerialExecutor(algo(prioritized_replay=True), plan=plan)  # before anything runs
@@ -84,28 +87,28 @@ def test_a_gpu_plan_without_cuda_names_the_kernel_and_the_device(serial_plan):
 def test_variants_this_machine_cannot_build_are_refused(serial_plan, monkeypatch):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     graph = placed(serial_plan, learner_update=Placement("gpu0", "cuda_graph"))
-    assert plan_problems(graph, device_counts={"cuda": 1}) == [
+    assert plan_problems(graph, device_counts={"cuda": 1}, family=OFF) == [
         ("plan: learner_update variant 'cuda_graph' on gpu0 cannot run on this machine: CUDA is not available here "
          "(torch.cuda.is_available() is False)")]
     on_cpu = placed(serial_plan, learner_update=Placement("cpu", "cuda_graph"))
-    assert plan_problems(on_cpu, device_counts={"cuda": 0})[0].startswith(
+    assert plan_problems(on_cpu, device_counts={"cuda": 0}, family=OFF)[0].startswith(
         "plan: learner_update is placed on cpu as variant 'cuda_graph', which pearl_py has no cpu implementation of")
     odd = placed(serial_plan, replay_sample=Placement("cpu", "fast"))
-    assert plan_problems(odd, device_counts={"cuda": 0}) == [
+    assert plan_problems(odd, device_counts={"cuda": 0}, family=OFF) == [
         ("plan: replay_sample is placed on cpu as variant 'fast', but pearl_py has one implementation of "
          "replay_sample ('reference')")]
 
 
 def test_one_replay_lives_on_one_device_beside_a_gpu_learner(serial_plan, cuda_here):
     split = placed(serial_plan, replay_sample=Placement("gpu0"), learner_update=Placement("gpu0"))
-    assert plan_problems(split, {"cuda": 1})[0].startswith("plan: the replay's kernels are placed on 2 devices")
+    assert plan_problems(split, {"cuda": 1}, family=OFF)[0].startswith("plan: the replay's kernels are placed on 2 devices")
     apart = placed(serial_plan, replay_sample=Placement("gpu0"), replay_insert=Placement("gpu0"),
                    priority_update=Placement("gpu0"))
-    assert "apart from the learner (cpu, cpu)" in plan_problems(apart, device_counts={"cuda": 1})[0]
+    assert "apart from the learner (cpu, cpu)" in plan_problems(apart, device_counts={"cuda": 1}, family=OFF)[0]
     together = placed(apart, learner_update=Placement("gpu0"))
-    assert plan_problems(together, device_counts={"cuda": 1}) == []
+    assert plan_problems(together, device_counts={"cuda": 1}, family=OFF) == []
     with pytest.raises(UserError, match=r"\(and 1 more problem\)$"):
-        check_runnable(placed(split, inference=Placement("gpu1")), device_counts={"cuda": 1})
+        check_runnable(placed(split, inference=Placement("gpu1")), device_counts={"cuda": 1}, family=OFF)
 
 
 def test_pearl_run_with_a_gpu_plan_here_exits_2_with_one_line(serial_plan, write_config, tmp_path, capsys):

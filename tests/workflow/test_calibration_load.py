@@ -74,7 +74,7 @@ def test_a_distorted_point_is_timed_again_and_recorded_when_it_stays_distorted(m
 @pytest.fixture
 def tiny_profile(monkeypatch):
     monkeypatch.setattr(profiler, "calibration_grid",
-                        lambda kind, quick=False, variant="reference", family="off_policy", *grid: POINTS)
+                        lambda kind, quick=False, variant="reference", **grid: POINTS)
     monkeypatch.setattr(profiler, "variants", lambda kind, family="off_policy": ["reference"])
     monkeypatch.setattr(profiler, "families", lambda kind: ["off_policy"])
     monkeypatch.setattr(profiler, "usable_cores", lambda: 2)
@@ -135,7 +135,7 @@ def _calibration(scale: float) -> Calibration:
 def test_profile_check_says_whether_the_cached_calibration_holds(monkeypatch, tmp_path, capsys, scale, code,
                                                                  verdict):
     monkeypatch.setattr(check_module, "measure",
-                        lambda kind, variant, points, passes, probe, load: [(object(), 1e-3)])
+                        lambda kind, variant, points, passes, probe, load, family: [(object(), 1e-3)])
     monkeypatch.setattr(check_module, "workload_features", lambda workload: {"flops": 0.0})
     monkeypatch.setattr(check_module, "usable_cores", lambda: 2)
     path = tmp_path / "cal.json"

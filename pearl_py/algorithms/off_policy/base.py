@@ -208,6 +208,11 @@ class OffPolicyAlgorithm(BaseAlgorithm):
             t = torch.as_tensor(obs, dtype=torch.float32, device=device)
             return self.act(nets, t, explore=False, progress=1.0).cpu().numpy()
 
+    def sampled_actions(self, nets: Networks, obs: np.ndarray, device: torch.device) -> np.ndarray:
+        """Exploring actions as at the end of training (a saved policy's non-deterministic ``predict``)."""
+        with torch.no_grad():
+            return self.act(nets, torch.as_tensor(obs, device=device), explore=True, progress=1.0).cpu().numpy()
+
 
 def _defining_class(cls: type, attribute: str) -> type | None:
     """The class of ``cls``'s MRO whose body defines ``attribute`` (None if none does)."""

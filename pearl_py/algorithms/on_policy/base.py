@@ -170,6 +170,11 @@ class OnPolicyAlgorithm(BaseAlgorithm):
             t = torch.as_tensor(obs, dtype=torch.float32, device=device)
             return self.act(nets, t, explore=False).actions.cpu().numpy()
 
+    def sampled_actions(self, nets: Networks, obs: np.ndarray, device: torch.device) -> np.ndarray:
+        """Actions sampled from the policy (a saved policy's non-deterministic ``predict``)."""
+        with torch.no_grad():
+            return self.act(nets, torch.as_tensor(obs, device=device), explore=True).actions.cpu().numpy()
+
     def protocol(self, serialized: bool = False) -> ProtocolGraph:
         """The kernels of this algorithm with their workloads, rates and data edges (synchronous unless
         ``serialized``: :func:`pearl_py.algorithms.on_policy.derive.derive_protocol`)."""

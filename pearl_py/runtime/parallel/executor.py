@@ -138,7 +138,7 @@ class ParallelExecutor(SessionExecutor):
 
     def run(self, total_steps: int) -> RunResult:
         algo = self.algorithm
-        check_runnable(self.plan)
+        check_runnable(self.plan, family=algo.family)
         layout = RuntimeLayout.from_plan(self.plan, inference=self.inference, replay=self.replay,
                                          replay_prefetch=self.replay_prefetch, replay_order=self.replay_order)
         schedule = TrainSchedule.from_config(algo.config, total_steps, lookahead_rounds=self.lookahead_rounds,
