@@ -91,7 +91,7 @@ def test_what_a_round_costs_the_calls_after_it_is_charged_per_round_not_with_eve
     run measured +6.5 us) and its whole-run prediction was 0.76-0.84 of what it measured."""
     import pearl_py.profile.loop_overhead as loop_overhead
 
-    runs = loop_overhead._calibration_runs("off_policy")    # 1, 4 and 1 updates a round of 4, 4 and 1 env steps
+    runs = family_named("off_policy").calibration_runs()    # 1, 4 and 1 updates a round of 4, 4 and 1 env steps
     plan = loop_overhead.calibration_plan(runs[0].algorithm)
     a, b, c = 30e-6, 10e-6, 150e-6                           # the loop's own work per step, per update, per round
     per_call, per_round = 6.5e-6, 90e-6                      # the inference's excess over its 5 us alone
