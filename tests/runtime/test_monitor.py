@@ -337,7 +337,7 @@ def test_the_parallel_learner_switches_to_the_disputed_variant_and_a_resumed_run
     options = dict(seed=0, eval_episodes=1, progress=False, out_dir=tmp_path, checkpoints=CheckpointOptions(every=800),
                    adapt=AdaptOptions(patience_s=0.5, clock=machine.clock))
     first = ParallelExecutor(algo, plan, **options).run(1_000)
-    assert first.gradient_steps == 160 and first.kernel_times["learner_update"]["calls"] == 160
+    assert (first.env_steps, first.gradient_steps, first.kernel_times["learner_update"]["calls"]) == (1_000, 160, 160)
     [correction] = first.corrections
     assert (correction.updates, correction.switched) == (110, True) and correction.step >= 200 + 50 * 11
     assert correction.change == "learner reference at 1 thread -> fused at 1 thread"
@@ -350,5 +350,5 @@ def test_the_parallel_learner_switches_to_the_disputed_variant_and_a_resumed_run
     assert machine.threads[102:110] == ["reference"] * 8 and machine.threads[110:] == ["fused"] * 50
     machine.threads.clear()
     resumed = ParallelExecutor(pearl.DQN("CartPole-v1", **TINY_DQN), plan, resume_from=tmp_path, **options).run(1_000)
-    assert resumed.gradient_steps == 160 and resumed.corrections == [correction]
+    assert (resumed.env_steps, resumed.gradient_steps, resumed.corrections) == (1_000, 160, [correction])
     assert machine.threads == ["fused"] * (160 - 120)                            # rounds 13-16 (from step 800)
