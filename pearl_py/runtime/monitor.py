@@ -19,11 +19,11 @@ the window's samples/s measured against predicted. The rule (:class:`AdaptOption
 
 A kernel on a CUDA device is timed with events read when the run ends, so the monitor watches host-timed kernels
 only (reading events each round would make the host wait for the GPU). Where the executor can switch the threaded
-kernel's variant in place (a :class:`VariantSwitch`: the serial off-policy executor, whose ``fused`` and reference
-updates share the learner's memory), the options are :class:`LearnerOption` s, a variant at a thread count, and the
-plan's disputed variants (predicted within ``disputed`` of the planned option) are re-timed beside its thread counts;
-elsewhere the options are thread counts. A mode change (serialized or overlapped) needs state moved between
-processes and is not made (docs/runtime.md).
+kernel's variant in place (a :class:`VariantSwitch`: the serial off-policy executor and the local parallel one's
+learner, whose ``fused`` and reference updates share the learner's memory), the options are
+:class:`LearnerOption` s, a variant at a thread count, and the plan's disputed variants (predicted within
+``disputed`` of the planned option) are re-timed beside its thread counts; elsewhere the options are thread counts.
+A mode change (serialized or overlapped) needs state moved between processes and is not made (docs/runtime.md).
 
 Example (the serial executor, condensed)::
 

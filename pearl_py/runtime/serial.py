@@ -51,6 +51,7 @@ from pearl_py.runtime.kernel_devices import (
 )
 from pearl_py.runtime.monitor import VariantSwitch
 from pearl_py.runtime.parallel.checkpoint import Progress
+from pearl_py.runtime.parallel.executor import learner_update
 from pearl_py.runtime.parallel.interrupts import RunInterrupted, StopSignals
 from pearl_py.runtime.result import RunResult
 from pearl_py.runtime.session import SessionExecutor
@@ -166,8 +167,7 @@ class SerialExecutor(SessionExecutor):
     def _learner_update(self, learner: Learner, variant: str | None = None) -> Callable[[TensorBatch], UpdateResult]:
         """The ``learner_update`` variant from ``pearl_py.kernels`` (default: the plan's; "reference":
         ``learner.update``)."""
-        return kernels.build(LEARNER_UPDATE, variant or self.plan.variant(LEARNER_UPDATE),
-                             learner, device_class=kernels.device_class(self.device))
+        return learner_update(learner, variant or self.plan.variant(LEARNER_UPDATE))
 
     def _inference(self, algo: Algorithm, acting: ActingNetworks) -> kernels.inference.Inference:
         """The plan's ``inference`` variant from ``pearl_py.kernels`` ("reference": ``algo.act`` under

@@ -314,3 +314,41 @@ def test_a_variant_is_an_option_only_where_disputed_and_without_a_one_off_setup(
                                                              LearnerOption("fused", 1)), [])   # built when first set
     assert options(KernelCost(16e-3, 0.0, "calibrated"))[0] == (1,)                  # 1.6x: not disputed
     assert options(KernelCost(12e-3, 0.0, "calibrated", setup_s=5.0))[0] == (1,)     # a compile mid-run: not offered
+
+
+def test_the_parallel_learner_switches_to_the_disputed_variant_and_a_resumed_run_keeps_it(monkeypatch, tmp_path):
+    """The local parallel learner (in this process) with variants for options, on the fake machine's variant clock:
+    the reference slowed from update 41, off at rounds 5-7, re-timed over rounds 8-11 (blocks of 4 of each variant),
+    switched to the fused update at round 11's end with every update the learner's own; the checkpoint after it
+    resumes at the fused update."""
+    from pearl_py.kernels import REGISTRY
+    from pearl_py.runtime.parallel import ParallelExecutor
+
+    machine = VariantMachine(slow_after=40)
+    for variant in VARIANT_S:
+        real = REGISTRY.get("learner_update", variant, "cpu")
+        monkeypatch.setitem(REGISTRY._variants, ("learner_update", "cpu", variant), dataclasses.replace(
+            real, builder=lambda learner, real=real, variant=variant: machine.wrap_variant(real.builder(learner),
+                                                                                          variant)))
+    algo = pearl.DQN("CartPole-v1", **TINY_DQN)
+    plan = variant_plan(algo)
+    plan = dataclasses.replace(plan, mode="overlapped", placements=dict(
+        Plan.single_device(algo.protocol()).placements, learner_update=plan.placements["learner_update"]))
+    options = dict(seed=0, eval_episodes=1, progress=False, out_dir=tmp_path, checkpoints=CheckpointOptions(every=800),
+                   adapt=AdaptOptions(patience_s=0.5, clock=machine.clock))
+    first = ParallelExecutor(algo, plan, **options).run(1_000)
+    assert (first.env_steps, first.gradient_steps, first.kernel_times["learner_update"]["calls"]) == (1_000, 160, 160)
+    [correction] = first.corrections
+    assert (correction.updates, correction.switched) == (110, True) and correction.step >= 200 + 50 * 11
+    assert correction.change == "learner reference at 1 thread -> fused at 1 thread"
+    assert (correction.before, correction.after) == ({"variant": "reference", "threads": 1},
+                                                     {"variant": "fused", "threads": 1})
+    assert correction.retimed_s == pytest.approx({"reference at 1 thread": 3 * VARIANT_S["reference"],
+                                                  "fused at 1 thread": VARIANT_S["fused"]})
+    assert machine.threads[:70] == ["reference"] * 70
+    assert machine.threads[70:102] == (["reference"] * 4 + ["fused"] * 4) * 4     # the re-time's blocks
+    assert machine.threads[102:110] == ["reference"] * 8 and machine.threads[110:] == ["fused"] * 50
+    machine.threads.clear()
+    resumed = ParallelExecutor(pearl.DQN("CartPole-v1", **TINY_DQN), plan, resume_from=tmp_path, **options).run(1_000)
+    assert (resumed.env_steps, resumed.gradient_steps, resumed.corrections) == (1_000, 160, [correction])
+    assert machine.threads == ["fused"] * (160 - 120)                            # rounds 13-16 (from step 800)
