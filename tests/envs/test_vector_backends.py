@@ -102,8 +102,8 @@ def _torques(size: int):
 
 _CLASSIC_ENDS = ("terminated", "truncated")
 _MUJOCO = [(env_id, ENVPOOL_MUJOCO.set_mujoco_state, _torques(size), 1e-6, steps, ends)
-           for name, size, steps, ends in [("HalfCheetah", 6, STEPS, ("truncated",)), ("Hopper", 3, 300, ("terminated",)),
-                                           ("Walker2d", 6, 300, ("terminated",))]
+           for name, size, steps, ends in [("HalfCheetah", 6, STEPS, ("truncated",)),
+                                           ("Hopper", 3, 300, ("terminated",)), ("Walker2d", 6, 300, ("terminated",))]
            for env_id in (f"{name}-v4", f"{name}-v5")]
 
 
@@ -130,7 +130,7 @@ def test_envpool_steps_the_gymnasium_env_under_the_same_step_contract(env_id, se
     truncations, final observations and the info both report (but MuJoCo's ``x_position``, see
     ``set_mujoco_state``) the same. benchmarks/envpool_mujoco.py prints the MuJoCo gaps."""
     pytest.importorskip("envpool")
-    if env_id in {env_id for env_id, *_ in _MUJOCO}:
+    if env_id in {case[0] for case in _MUJOCO}:
         pytest.importorskip("mujoco")
     from pearl_py.envs import make_env, make_envpool_vector_env
 
