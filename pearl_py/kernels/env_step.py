@@ -7,7 +7,8 @@ variant        device  what it is
 reference      cpu     gymnasium ``SyncVectorEnv`` of single envs with their family's preprocessing (any env)
 native_vector  cpu     the env's own numpy vector env (gymnasium's ``vector_entry_point``: CartPole), one call
                        for all envs
-envpool        cpu     EnvPool's C++ env (``envpool`` extra: CartPole, Acrobot, MountainCar), one thread
+envpool        cpu     EnvPool's C++ env (``envpool`` extra: CartPole, Acrobot, MountainCar; HalfCheetah, Hopper,
+                       Walker2d v4 and v5), one thread
 envpool_t<n>   cpu     the same with ``n`` worker threads (2, 4, 8 where the process may use ``n`` cores); a
                        replica is charged ``n`` cores (``Variant.cores``)
 =============  ======  =====================================================================================
