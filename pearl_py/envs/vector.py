@@ -8,7 +8,8 @@ transition's next observation, so a truncated episode bootstraps from its true l
 Two ways to make one (the ``env_step`` kernel's variants, :mod:`pearl_py.kernels.env_step`):
 
 - :func:`make_vector_env`: gymnasium's ``SyncVectorEnv`` of ``n_envs`` single envs (any env, its family's
-  preprocessing); env ``i`` resets with seed ``seed + i``.
+  preprocessing); env ``i`` resets with seed ``seed + i``. One env with array observations is a
+  :class:`OneEnvVector`: the same steps, observations, rewards, ends and infos without the vector's generic work.
 - :func:`make_native_vector_env`: the env's own vectorized implementation (gymnasium's ``vector_entry_point``,
   one numpy call for all envs), for the envs :func:`native_vector_reason` accepts. Those autoreset ``NEXT_STEP``
   (the step after the end returns the reset observation, with reward 0); :class:`SameStepAutoreset` resets the
@@ -27,6 +28,7 @@ Example::
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Any
 
 import gymnasium as gym
@@ -37,14 +39,63 @@ from pearl_py.envs.kwargs import EnvKwargs
 from pearl_py.envs.make import make_env
 
 
+class OneEnvVector(gym.vector.VectorEnv):
+    """One env as a vector of one under the module's autoreset contract: what ``SyncVectorEnv`` returns for it
+    (observations of the space's dtype in a new array each call, float64 rewards, bool ends, the vector form of the
+    infos with the final observation and info of an ended episode) without its per-step generic work (batching
+    helpers dispatched by space, a deep copy of the observations).
+
+    Only for ``Box`` observations (``SyncVectorEnv`` batches other spaces by their structure). Example::
+
+        >>> envs = OneEnvVector(make_env("CartPole-v1"))
+        >>> obs, _ = envs.reset(seed=[0])
+        >>> obs.shape, envs.step(np.array([1]))[1]
+        ((1, 4), array([1.]))
+    """
+
+    def __init__(self, env: gym.Env) -> None:
+        if not isinstance(env.observation_space, gym.spaces.Box):
+            raise TypeError(f"OneEnvVector takes Box observations, not {env.observation_space}")
+        self.env, self.envs, self.num_envs = env, [env], 1
+        self.single_observation_space, self.single_action_space = env.observation_space, env.action_space
+        self.observation_space = gym.vector.utils.batch_space(env.observation_space, 1)
+        self.action_space = gym.vector.utils.batch_space(env.action_space, 1)
+        self.metadata = {**env.metadata, "autoreset_mode": gym.vector.AutoresetMode.SAME_STEP}
+        self.render_mode = env.render_mode
+        self.dtype = env.observation_space.dtype
+
+    def reset(self, *, seed: int | Sequence[int | None] | None = None, options: dict[str, Any] | None = None):
+        """``seed``: the env's (an int, or a list of one, as ``SyncVectorEnv`` takes)."""
+        first = seed[0] if isinstance(seed, (list, tuple)) else seed
+        obs, info = self.env.reset(seed=first, options=options)
+        return np.array(obs, self.dtype)[None], self._add_info({}, info, 0)
+
+    def step(self, actions: np.ndarray):
+        obs, reward, terminated, truncated, info = self.env.step(actions[0])
+        infos = {}
+        if terminated or truncated:    # SAME_STEP: the next episode starts now; the ended one's end goes in the infos
+            infos = self._add_info(infos, {"final_obs": obs, "final_info": info}, 0)
+            obs, info = self.env.reset()
+        if info:
+            infos = self._add_info(infos, info, 0)
+        return (np.array(obs, self.dtype)[None], np.array([reward], np.float64), np.array([terminated], np.bool_),
+                np.array([truncated], np.bool_), infos)
+
+    def close_extras(self, **kwargs: Any) -> None:
+        self.env.close()
+
+
 def make_vector_env(env_id: str, n_envs: int, seed: int, frame_stack: int | None = None,
                     env_kwargs: EnvKwargs | None = None) -> gym.vector.VectorEnv:
     """A synchronous vector of ``n_envs`` envs (their family's preprocessing) with the module's autoreset
-    contract; its action space is seeded with ``seed``."""
-    envs = gym.vector.SyncVectorEnv(
-        [lambda: make_env(env_id, frame_stack, env_kwargs=env_kwargs) for _ in range(n_envs)],
-        autoreset_mode=gym.vector.AutoresetMode.SAME_STEP,
-    )
+    contract (:class:`OneEnvVector` for one env with array observations); its action space is seeded with ``seed``."""
+    make = partial(make_env, env_id, frame_stack, env_kwargs=env_kwargs)
+    first = make()
+    if n_envs == 1 and isinstance(first.observation_space, gym.spaces.Box):
+        envs: gym.vector.VectorEnv = OneEnvVector(first)
+    else:
+        envs = gym.vector.SyncVectorEnv([lambda: first] + [make] * (n_envs - 1),
+                                        autoreset_mode=gym.vector.AutoresetMode.SAME_STEP)
     envs.action_space.seed(seed)
     return envs
 

@@ -4,7 +4,8 @@ autoreset contract, :mod:`pearl_py.envs.vector`).
 =============  ======  =====================================================================================
 variant        device  what it is
 =============  ======  =====================================================================================
-reference      cpu     gymnasium ``SyncVectorEnv`` of single envs with their family's preprocessing (any env)
+reference      cpu     gymnasium ``SyncVectorEnv`` of single envs with their family's preprocessing (any env; one
+                       env with array observations: ``OneEnvVector``, the same results without the batching)
 native_vector  cpu     the env's own numpy vector env (gymnasium's ``vector_entry_point``: CartPole), one call
                        for all envs
 envpool        cpu     EnvPool's C++ env (``envpool`` extra: CartPole, Acrobot, MountainCar; HalfCheetah, Hopper,

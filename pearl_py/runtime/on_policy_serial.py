@@ -131,7 +131,7 @@ class OnPolicySerialExecutor(SessionExecutor):
                     for _, episode_return, length in step.step.ended:
                         log.episode(steps, episode_return, length)
                     session.evaluate(before, steps, cfg.n_envs)
-                    log.tick(steps, rate())
+                    log.tick(steps, rate)
                 last_values, last_dones = collector.last_values()
                 with timer(ADVANTAGE):
                     rollout.compute_advantages(last_values, last_dones, cfg.gamma, cfg.gae_lambda)

@@ -22,7 +22,7 @@ Example::
     >>> log = RunLog(Path("runs/dqn"), total_steps=50_000, algorithm=algo, kernel_times=timer.summary)
     >>> log.episode(step=200, episode_return=21.0, length=21)
     >>> log.train(step=1024, losses={"q": 0.13}, steps_per_second=812.0)
-    >>> log.tick(step=1024, steps_per_second=812.0)
+    >>> log.tick(step=1024, rate=lambda: 812.0)
     [1024/50000   2%] 812 samples/s, return 21.0 (mean of 1), 0:01 elapsed, ETA 1:00
     >>> log.close()
 """
@@ -119,7 +119,7 @@ class RunLog:
         self._first_step: int | None = None
         self._last_draw = self._started
         self._last_step = 0
-        self._last_rate = 0.0
+        self._last_rate: Callable[[], float] = lambda: 0.0
         self._last_kernels: dict[str, tuple[int, float]] = {}
         self._late: deque[tuple[int, dict[str, float], dict[str, float], LateLosses]] = deque()
         """Rows whose losses have not arrived yet: ``(step, figures before the losses, figures after, losses)``."""
@@ -219,18 +219,19 @@ class RunLog:
         if self._tb is not None:
             self._tb.write(step, scalars)
 
-    def tick(self, step: int, steps_per_second: float) -> None:
-        """Show progress: redraw the bar (at most 4 times a second) or print a line every ``every_s`` seconds."""
+    def tick(self, step: int, rate: Callable[[], float]) -> None:
+        """Show progress: redraw the bar (at most 4 times a second) or print a line every ``every_s`` seconds.
+        ``rate()``: env steps per second, asked only when shown (a loop ticks every step)."""
         if self._first_step is None:
             self._first_step = step
         now = time.monotonic()
-        self._last_step, self._last_rate = step, steps_per_second
+        self._last_step, self._last_rate = step, rate
         if self.mode == "off" or (now - self._last_draw < self.every_s and step < self.total_steps):
             return
         if self.mode == "lines" and step >= self.total_steps:
             return  # the final line comes from close()
         self._last_draw = now
-        self._show(step, steps_per_second, now)
+        self._show(step, rate(), now)
 
     def _show(self, step: int, steps_per_second: float, now: float) -> None:
         elapsed = now - self._started
@@ -264,7 +265,7 @@ class RunLog:
         if self.mode == "bar":
             self.stream.write("\n")
         elif self.mode == "lines" and self._first_step is not None:
-            self._show(self._last_step, self._last_rate, time.monotonic())
+            self._show(self._last_step, self._last_rate(), time.monotonic())
         for f in self._files:
             f.close()
         if self._tb is not None:

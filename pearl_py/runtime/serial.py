@@ -146,7 +146,7 @@ class SerialExecutor(SessionExecutor):
                 session.evaluate(steps - cfg.n_envs, steps, cfg.n_envs)
                 if session.due(steps):
                     session.checkpoint(learner.state_dict(), replay.state_dict(), reached())
-                log.tick(steps, rate())
+                log.tick(steps, rate)
                 if signals.requested:  # a consistent point: the step's transitions are in, its round is done
                     saved = session.stop_checkpoint(learner.state_dict(), replay.state_dict(), reached())
                     raise RunInterrupted(signals.requested, saved)

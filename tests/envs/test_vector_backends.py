@@ -12,8 +12,9 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from pearl_py.envs import EnvKwargs, make_native_vector_env, make_vector_env, native_vector_reason
+from pearl_py.envs import EnvKwargs, make_env, make_native_vector_env, make_vector_env, native_vector_reason
 from pearl_py.envs.envpool_vector import envpool_reason
+from pearl_py.envs.vector import OneEnvVector
 
 N_ENVS, STEPS = 3, 1100     # past CartPole-v1's 500-step truncation, twice, for the balanced env
 
@@ -62,6 +63,40 @@ def test_native_cartpole_gives_the_reference_episodes_under_the_same_step_contra
         np.testing.assert_array_equal(got[0], want[0])           # observations
         obs = want[0]
     assert ends > 20 and truncations >= 1                        # both kinds of end were compared
+
+
+@pytest.mark.parametrize("env_id", ["CartPole-v1", "Pendulum-v1", "FrozenLake-v1"])
+def test_one_env_vector_returns_what_a_sync_vector_env_of_one_returns(env_id):
+    """Terminations (CartPole, FrozenLake's holes), truncations (Pendulum's 200 steps) and infos (FrozenLake's
+    ``prob``): the same arrays, dtypes and infos, observations new arrays each step."""
+    ours = make_vector_env(env_id, 1, seed=0)
+    theirs = gym.vector.SyncVectorEnv([lambda: make_env(env_id)], autoreset_mode=gym.vector.AutoresetMode.SAME_STEP)
+    theirs.action_space.seed(0)
+    assert isinstance(ours, OneEnvVector)
+    assert (ours.observation_space, ours.action_space) == (theirs.observation_space, theirs.action_space)
+    assert ours.metadata["autoreset_mode"] == gym.vector.AutoresetMode.SAME_STEP
+    want, got = theirs.reset(seed=[3]), ours.reset(seed=[3])
+    np.testing.assert_array_equal(got[0], want[0])
+    assert got[1].keys() == want[1].keys()
+    ends, previous = 0, got[0]
+    for _ in range(450):
+        actions = theirs.action_space.sample()
+        want, got = theirs.step(actions), ours.step(actions)
+        for mine, expected in zip(got[:4], want[:4]):
+            np.testing.assert_array_equal(mine, expected)
+            assert mine.dtype == expected.dtype and mine.shape == expected.shape
+        assert got[0] is not previous and not np.shares_memory(got[0], previous)
+        assert got[4].keys() == want[4].keys()
+        for key in got[4].keys() - {"final_obs", "final_info"}:
+            np.testing.assert_array_equal(got[4][key], want[4][key])
+        if want[2][0] or want[3][0]:
+            np.testing.assert_array_equal(got[4]["final_obs"][0], want[4]["final_obs"][0])
+            assert got[4]["final_info"].keys() == want[4]["final_info"].keys()
+            ends += 1
+        previous = got[0]
+    assert ends >= 2
+    ours.close()
+    assert ours.closed
 
 
 def test_native_vector_env_is_offered_only_where_gymnasium_has_one():

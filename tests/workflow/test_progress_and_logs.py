@@ -36,11 +36,11 @@ class Terminal(io.StringIO):
 def test_without_a_terminal_progress_is_whole_lines_with_the_figures():
     stream = Pipe()
     log = RunLog(None, total_steps=1000, stream=stream, every_s=0.0)
-    log.tick(100, 500.0)
+    log.tick(100, lambda: 500.0)
     log.episode(150, 20.0, 20)
     log.episode(180, 30.0, 30)
-    log.tick(200, 510.0)
-    log.tick(1000, 520.0)  # the end: printed once, by close
+    log.tick(200, lambda: 510.0)
+    log.tick(1000, lambda: 520.0)  # the end: printed once, by close
     log.close()
     lines = stream.getvalue().splitlines()
     assert "\r" not in stream.getvalue() and len(lines) == 3
@@ -56,8 +56,8 @@ def test_lines_come_every_n_seconds_not_every_step():
     stream = Pipe()
     log = RunLog(None, total_steps=1000, stream=stream, every_s=3600.0)
     for step in range(1, 1000):
-        log.tick(step, 100.0)
-    log.tick(1000, 100.0)
+        log.tick(step, lambda: 100.0)
+    log.tick(1000, lambda: 100.0)
     log.close()
     assert len(stream.getvalue().splitlines()) == 1 and stream.getvalue().startswith("[1000/1000 100%]")
 
@@ -65,13 +65,13 @@ def test_lines_come_every_n_seconds_not_every_step():
 def test_on_a_terminal_a_live_bar_redraws_in_place():
     stream = Terminal()
     log = RunLog(None, total_steps=1000, stream=stream)
-    log.tick(1000, 42.0)
+    log.tick(1000, lambda: 42.0)
     log.close()
     text = stream.getvalue()
     assert text.startswith("\r[########################] [1000/1000 100%] 42 samples/s") and text.endswith("\n")
     quiet = Pipe()
     log = RunLog(None, total_steps=1000, progress=False, stream=quiet)
-    log.tick(1000, 1.0)
+    log.tick(1000, lambda: 1.0)
     log.close()
     assert quiet.getvalue() == ""
 

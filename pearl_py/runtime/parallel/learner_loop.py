@@ -161,7 +161,7 @@ class LearnerLoop:
             p.algorithm.after_env_step(p.learner.nets, j)
             if not p.schedule.is_round(j):
                 self._maybe_evaluate(j)
-        self.log.tick(self.progress.transitions, self._rate())
+        self.log.tick(self.progress.transitions, self._rate)
 
     def _train_round(self, step: int, due: int) -> None:
         p = self.p

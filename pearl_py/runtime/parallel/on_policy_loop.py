@@ -110,7 +110,7 @@ class OnPolicyLoop:
                                 tag=p.learner.gradient_steps)
             self.between_rollouts = True
             p.session.log.train(self.progress.transitions, stats.as_log(), self._rate())
-            p.session.log.tick(self.progress.transitions, self._rate())
+            p.session.log.tick(self.progress.transitions, self._rate)
             p.session.round_ended(self.progress.transitions, p.learner.gradient_steps, p.timer)
             if p.session.due(self.progress.transitions):
                 # the learner, the minibatch generator and the counters so far (the actors wait meanwhile)

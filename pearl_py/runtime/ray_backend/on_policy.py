@@ -148,7 +148,7 @@ class _RolloutLoop:
             p.episodes += len(ended)
             rate = p.transitions / max(self.clock.seconds, 1e-9)
             self.log.train(p.transitions, stats, rate)
-            self.log.tick(p.transitions, rate)
+            self.log.tick(p.transitions, lambda rate=rate: rate)
             if self.session.due(p.transitions):
                 self._checkpoint()
 
