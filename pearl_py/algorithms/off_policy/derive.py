@@ -151,7 +151,8 @@ def derive_protocol(algorithm: Algorithm, serialized: bool = False) -> ProtocolG
         return ReplayWorkload(capacity=cfg.buffer_size, batch=batch, item_bytes=layout.item_bytes,
                               prioritized=cfg.prioritized_replay, fanout=cfg.replay_fanout)
 
-    graph = ProtocolGraph(serialized=serialized, overlap=lagged.overlap, warmup_steps=cfg.learning_starts)
+    graph = ProtocolGraph(serialized=serialized, overlap=lagged.overlap, warmup_steps=cfg.learning_starts,
+                          warmup_acts=algorithm.warmup_acts)
     forms = algorithm.loss_forms()
     kernels = [
         Kernel(ENV_STEP, ENV_STEP, EnvWorkload(spec.env_id, spec.obs_dim, spec.action_dim, n_envs, spec.discrete,
