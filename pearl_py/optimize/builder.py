@@ -316,7 +316,8 @@ def build_problem(protocol: ProtocolGraph, platform: Platform, estimator: CostMo
                     getattr(cost, "energy_source", "modelled"), getattr(cost, "setup_source", cost.source),
                     tuple(getattr(cost, "layers", ())),
                     shares=_shares(estimator, kernel, device, variant, units) if split else (),
-                    loop_s=getattr(cost, "loop_s", 0.0), loop_source=getattr(cost, "loop_source", "modelled"))
+                    loop_s=getattr(cost, "loop_s", 0.0), loop_source=getattr(cost, "loop_source", "modelled"),
+                    normalize_s=getattr(cost, "normalize_s", 0.0))
             if target == device.name:
                 note = estimator.thread_note(kernel, device)
                 if note:

@@ -103,6 +103,8 @@ class Option:
     """The part of ``latency_s`` (and of every share) that is the training loop's own work per call (an
     ``env_step``'s, ``Cost.loop_s``); reports show it apart from the kernel."""
     loop_source: str = "modelled"
+    normalize_s: float = 0.0
+    """The part of ``loop_s`` that is the ``normalize`` transform's work (``Cost.normalize_s``)."""
 
     @property
     def max_threads(self) -> int:
