@@ -19,37 +19,33 @@ from pearl_py.report.content import loop_sentence
 CPU = pearl.Platform.local().by_kind("cpu")[0]
 
 
-def _kernel(algo, kind):
-    return algo.protocol().by_kind(kind)[0]
-
-
-@pytest.mark.parametrize("algo, kind, normalize_s", [
-    # 16 envs x 6 observation values a step: 40 us + 7 ns x 96 (estimators/roofline.yaml's assumed figures)
-    (pearl.PPO("Acrobot-v1", n_envs=16, normalize=True), ENV_STEP, 40e-6 + 7e-9 * 96),
-    (pearl.PPO("Acrobot-v1", n_envs=16, normalize=True), LEARNER_UPDATE, 0.0),   # the rollout is normalized already
-    (pearl.PPO("Acrobot-v1", n_envs=16, normalize={"norm_obs": False}), ENV_STEP, 40e-6),   # rewards only
-    (pearl.PPO("Acrobot-v1", n_envs=16), ENV_STEP, 0.0),
-    # an off-policy update normalizes its sample: observations and next observations, 2 x 128 x 6 values
-    (pearl.DQN("Acrobot-v1", batch_size=128, normalize=True), LEARNER_UPDATE, 19e-6 + 3e-9 * 2 * 128 * 6),
-    (pearl.DQN("Acrobot-v1", batch_size=128, normalize=True), ENV_STEP, 40e-6 + 7e-9 * 6),
-    (pearl.DQN("Acrobot-v1", batch_size=128), LEARNER_UPDATE, 0.0),
-])
-def test_the_transforms_assumed_work_is_charged_with_the_loops(algo, kind, normalize_s):
+def test_the_transforms_assumed_work_is_charged_with_the_loops():
     estimator = Estimator(use_cache=False)
-    cost = estimator.cost(_kernel(algo, kind), CPU)
-    bare = Estimator(use_cache=False).cost(_kernel(type(algo)("Acrobot-v1", n_envs=algo.config.n_envs,
-                                                                batch_size=algo.config.batch_size), kind), CPU)
-    assert cost.normalize_s == pytest.approx(normalize_s)
-    assert cost.loop_s == pytest.approx(bare.loop_s + normalize_s)     # part of the loop's work, which it adds to
-    assert cost.latency_s == pytest.approx(bare.latency_s + normalize_s)
-    assert cost.loop_source == "modelled"
+    ppo, dqn = pearl.PPO("Acrobot-v1", n_envs=16).protocol(), pearl.DQN("Acrobot-v1", batch_size=128).protocol()
+    cases = [
+        # 16 envs x 6 observation values a step: 40 us + 7 ns x 96 (estimators/roofline.yaml's assumed figures);
+        # the rollout is normalized already, so PPO's update carries none
+        (pearl.PPO("Acrobot-v1", n_envs=16, normalize=True), ppo, {ENV_STEP: 40e-6 + 7e-9 * 96, LEARNER_UPDATE: 0.0}),
+        (pearl.PPO("Acrobot-v1", n_envs=16, normalize={"norm_obs": False}), ppo, {ENV_STEP: 40e-6}),  # rewards only
+        # an off-policy update normalizes its sample: observations and next observations, 2 x 128 x 6 values
+        (pearl.DQN("Acrobot-v1", batch_size=128, normalize=True), dqn,
+         {ENV_STEP: 40e-6 + 7e-9 * 6, LEARNER_UPDATE: 19e-6 + 3e-9 * 2 * 128 * 6}),
+    ]
+    for algo, plain, expected in cases:
+        protocol = algo.protocol()
+        for kind, normalize_s in expected.items():
+            cost, bare = (estimator.cost(p.by_kind(kind)[0], CPU) for p in (protocol, plain))
+            assert (cost.normalize_s, bare.normalize_s) == (pytest.approx(normalize_s), 0.0)
+            assert cost.loop_s == pytest.approx(bare.loop_s + normalize_s)   # part of the loop's work, added to it
+            assert cost.latency_s == pytest.approx(bare.latency_s + normalize_s)
+            assert cost.loop_source == "modelled"
 
 
 def test_the_figures_pearl_profile_timed_replace_the_assumed_ones():
     calibration = synthetic_calibration()
     calibration.meta[LOOP_KEY] = {"on_policy": LoopWork(50e-6, 30e-6).to_dict()}
     algo = pearl.PPO("Acrobot-v1", n_envs=16, normalize=True)
-    step = _kernel(algo, ENV_STEP)
+    step = algo.protocol().by_kind(ENV_STEP)[0]
     # the loop timed, the transform not: the whole loop figure is as good as its assumed part
     assert Estimator(calibration).cost(step, CPU).loop_source == "modelled"
     calibration.meta[NORMALIZE_KEY] = {"step": {"per_call": 10e-6, "per_value": 2e-9},
