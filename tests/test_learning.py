@@ -82,14 +82,14 @@ def zoo_benchmark(algorithm: str, env: str) -> float:
     return mean - 2 * std
 
 
-def zoo_finals_two_of_three(algorithm: str, env: str, tmp_path, steps: int, *flags: str) -> dict[int, dict]:
-    """``pearl run --zoo tests/data/zoo/<algorithm>.yml --env ENV`` (the entry as it is, ``flags`` added) for seeds 0
+def zoo_finals_two_of_three(algorithm: str, env: str, tmp_path, steps: int) -> dict[int, dict]:
+    """``pearl run --zoo tests/data/zoo/<algorithm>.yml --env ENV`` (the entry as it is) for seeds 0
     and 1 side by side (one process each: CI's two cores), then seed 2 only if one of them missed the zoo's benchmark;
     each run's result.json by seed. Asserts each ran ``steps`` env steps and that two of the seeds reached the
     benchmark with their final evaluation (10 episodes)."""
     def start(seed: int) -> subprocess.Popen:
         command = [sys.executable, "-m", "pearl_py.cli", "run", "--zoo", f"tests/data/zoo/{algorithm}.yml", "--env",
-                   env, "--seed", str(seed), "--out", str(tmp_path / f"seed{seed}"), *flags]
+                   env, "--seed", str(seed), "--out", str(tmp_path / f"seed{seed}")]
         with open(tmp_path / f"seed{seed}.log", "w") as log:
             return subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
 
