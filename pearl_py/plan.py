@@ -105,6 +105,9 @@ class KernelCost:
     """The part of ``latency_s`` that is the training loop's own work per call (an ``env_step``'s:
     ``pearl_py.protocol.kernel.LOOP_WORK``); its source is ``loop_source``."""
     loop_source: str = "modelled"
+    normalize_s: float = 0.0
+    """The part of ``loop_s`` that is the ``normalize`` transform's work (SB3's VecNormalize: the statistics'
+    update and the normalization of a step, or of an off-policy update's sample)."""
 
     def at(self, threads: int) -> KernelCost:
         """The cost of one call at ``threads`` threads (itself at 1, or where none was costed)."""

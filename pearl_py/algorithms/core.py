@@ -91,6 +91,14 @@ class BaseAlgorithm(abc.ABC):
                            "(they are scaled by 1/255 in the network); set norm_obs: false")
         return ObsRewardNormalizer(normalize, self.spec.obs_shape, self.config.gamma)
 
+    def normalized_values(self, rows: int) -> int | None:
+        """The observation values the ``normalize`` transform touches in ``rows`` observations (the cost model's
+        measure of it, :mod:`pearl_py.profile.normalize_cost`): all of them with ``norm_obs``, none with
+        ``norm_reward`` only; None without normalize."""
+        if self.obs_transform is None:
+            return None
+        return rows * self.spec.obs_dim if self.obs_transform.settings.norm_obs else 0
+
     @abc.abstractmethod
     def protocol(self, serialized: bool = False) -> ProtocolGraph:
         """The kernels of this algorithm with their workloads, rates and data edges (the family's derivation)."""

@@ -18,7 +18,8 @@ train_freq 1, net_arch [256, 256], ``ent_coef: auto``, ``target_entropy: auto`` 
   tanh is gSDE's state-dependent one (the distribution PPO and A2C use,
   :class:`~pearl_py.algorithms.on_policy.distributions.StateDependentGaussian`), its mean clipped to [-2, 2]
   (SB3's ``clip_mean``); each loss draws one exploration matrix for its whole batch (SB3: one per gradient step),
-  acting holds one per env (:class:`HeldExploration`).
+  acting holds one per env (:class:`HeldExploration`); with ``use_sde_at_warmup`` the warm-up
+  (``learning_starts``) acts with it too, as SB3's does, instead of with uniform random actions.
 
 Step order: critics, actor, entropy coefficient (the order of the SAC paper's algorithm),
 so the critics and the actor use the coefficient from before the step, as SB3's do.
@@ -89,10 +90,15 @@ class SACConfig(OffPolicyConfig):
                                  "at each training round's start).", low=-1)
     log_std_init: float = param(-3.0, "With use_sde: initial log std of every exploration-matrix entry (SB3's "
                                 "SAC: -3).")
+    use_sde_at_warmup: bool = param(False, "With use_sde: the warm-up (learning_starts) acts with the gSDE policy "
+                                    "instead of uniform random actions (SB3's meaning).")
 
     def __post_init__(self) -> None:
         super().__post_init__()
         check_sde_sample_freq(self.use_sde, self.sde_sample_freq)
+        if self.use_sde_at_warmup and not self.use_sde:
+            raise ConfigError("use_sde_at_warmup needs use_sde: true (the warm-up acts with the gSDE policy)",
+                              key="use_sde_at_warmup")
         if self.log_std_init != -3.0 and not self.use_sde:
             raise ConfigError(f"log_std_init {self.log_std_init} needs use_sde: true (without gSDE the log std is "
                               "an output of the actor)", key="log_std_init")
@@ -293,10 +299,15 @@ class SAC(Algorithm):
             return torch.tanh(mean)
         return torch.tanh(mean + log_std.exp() * torch.randn_like(mean))
 
+    @property
+    def warmup_acts(self) -> bool:
+        return self.config.use_sde_at_warmup
+
     def _held_exploration(self) -> HeldExploration:
         """This process's :class:`HeldExploration`, made at its first exploring step (after the warm-up's
-        ``ceil(learning_starts / n_envs)`` vector steps of random actions)."""
+        ``ceil(random_warmup_steps / n_envs)`` vector steps of random actions, none with ``use_sde_at_warmup``)."""
         if getattr(self, "_held", None) is None:
             cfg = self.config
-            self._held = HeldExploration(cfg.train_freq, cfg.sde_sample_freq, -(-cfg.learning_starts // cfg.n_envs))
+            first = -(-self.random_warmup_steps // cfg.n_envs)
+            self._held = HeldExploration(cfg.train_freq, cfg.sde_sample_freq, first)
         return self._held

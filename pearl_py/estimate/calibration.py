@@ -108,6 +108,9 @@ def network_family(kind: str, family: str | None) -> str | None:
 LOOP_KEY = "loop_s"
 """``meta[LOOP_KEY]``: ``{family: {"per_step": s, "per_update": s, "per_round": s}}``, the training loop's own work
 (:mod:`pearl_py.profile.loop_overhead` times it)."""
+NORMALIZE_KEY = "normalize_s"
+"""``meta[NORMALIZE_KEY]``: ``{"step": line, "sample": line}``, ``line`` = ``{"per_call": s, "per_value": s}``: the
+``normalize`` transform's work per collector step and per off-policy sample (:mod:`pearl_py.profile.normalize_cost`)."""
 IN_LOOP_KEY = "in_loop_s"
 """``meta[IN_LOOP_KEY]``: ``{family: {kind: seconds per call a kernel of that kind takes more in a loop}}``."""
 PROCESS_START_KEY = "process_start_s"

@@ -51,6 +51,9 @@ class Cost:
     """The part of ``latency_s`` that is the runtime loop's own work per call (an ``env_step``'s: the per-step
     bookkeeping around it, ``pearl_py.protocol.kernel.LOOP_WORK``); its source is ``loop_source``."""
     loop_source: Source = "modelled"
+    normalize_s: float = 0.0
+    """The part of ``loop_s`` that is the ``normalize`` transform's work (VecNormalize's; the estimator's
+    ``normalize_work``, calibrated or modelled as ``loop_source`` says of the whole)."""
 
     def __post_init__(self) -> None:
         if self.source not in SOURCES:

@@ -57,6 +57,7 @@ from pearl_py.estimate.calibration import (
     DEFERRED_KEY,
     IN_LOOP_KEY,
     LOOP_KEY,
+    NORMALIZE_KEY,
     PROCESS_START_KEY,
     ROUND_TRIP_KEY,
     THREADED_VARIANTS,
@@ -321,7 +322,7 @@ class Estimator:
         scale = latency / cost.latency_s if cost.latency_s > 0 else 1.0
         return dataclasses.replace(cost, latency_s=latency, energy_j=cost.energy_j * scale,
                                    detail={**cost.detail, "in_loop": excess} if excess else cost.detail,
-                                   loop_s=loop_s, loop_source=loop_source)
+                                   loop_s=loop_s, loop_source=loop_source, normalize_s=self.normalize_work(kernel)[0])
 
     def _handshake(self, kernel: Kernel) -> tuple[float, str]:
         """``(seconds, source)`` of the turn a synchronous publication hands to the actors and back (a wake-up and
@@ -357,10 +358,34 @@ class Estimator:
         if timed is None:
             timed = {part: float(self.params.cpu[f"loop_{part}_us"]) * 1e-6
                      for part in ("per_step", "per_update", "per_round")}
+        normalize_s, normalize_source = self.normalize_work(kernel)
+        source = source if normalize_source in (None, source) else "modelled"  # calibrated only if every part is
         if kernel.kind == ENV_STEP:
-            return float(timed["per_step"]), source
+            return float(timed["per_step"]) + normalize_s, source
         rounds = 1.0 / max(getattr(kernel.workload, "updates_per_round", 1), 1)  # a round's log row, per update
-        return float(timed["per_update"]) + float(timed.get("per_round", 0.0)) * rounds, source
+        return float(timed["per_update"]) + float(timed.get("per_round", 0.0)) * rounds + normalize_s, source
+
+    def normalize_work(self, kernel: Kernel) -> tuple[float, str | None]:
+        """``(seconds, source)`` of the ``normalize`` transform's work that comes with one call of ``kernel``, part of
+        the loop's (:meth:`loop_work`): the statistics' update and the step's normalization with an ``env_step``,
+        an off-policy sample's normalization with a ``learner_update``; ``(0, None)`` without normalize. Each is
+        ``per_call + per_value * values`` (the observation values touched), timed by ``pearl profile``
+        (``calibrated``, :mod:`pearl_py.profile.normalize_cost`), else ``estimators/roofline.yaml``'s
+        ``normalize_*`` figures (``modelled``)."""
+        workload = kernel.workload
+        per_env = getattr(workload, "normalized_per_env", None)
+        if kernel.kind == ENV_STEP and per_env is not None:
+            part, values = "step", workload.n_envs * per_env
+        elif kernel.kind == LEARNER_UPDATE and getattr(workload, "normalized", None) is not None:
+            part, values = "sample", workload.normalized
+        else:
+            return 0.0, None
+        timed = (self.calibration.meta.get(NORMALIZE_KEY) or {}).get(part) if self.calibration is not None else None
+        if timed is not None:
+            return float(timed["per_call"]) + float(timed["per_value"]) * values, "calibrated"
+        cpu = self.params.cpu
+        return (float(cpu[f"normalize_{part}_us"]) * 1e-6 + float(cpu[f"normalize_{part}_value_ns"]) * 1e-9 * values,
+                "modelled")
 
     def kernel_cost(self, kernel: Kernel, device: Device, variant: str = "reference", threads: int = 1) -> Cost:
         """One call of the kernel alone, as calibrated or modelled: :meth:`cost` without the loop's work or the

@@ -28,16 +28,19 @@ from pearl_py.platform.spec import CpuSpec, GpuSpec, check_keys
 from pearl_py.platform.yamlsrc import CatalogueYaml
 from pearl_py.resources import estimators_dir
 
+_NORMALIZE = ("normalize_step_us", "normalize_step_value_ns", "normalize_sample_us", "normalize_sample_value_ns")
+"""The ``normalize`` transform's assumed work per call and per observation value (the estimator's normalize_work)."""
 _SCHEMA = {
     "variants": None,
     "cpu": ["gemm_efficiency", "conv_efficiency", "numpy_call_us", "replay_calls", "env_step_us", "env_step_default_us",
             "env_reference_ghz", "vector_env_us", "scan_calls", "process_start_s", "loop_per_step_us",
-            "loop_per_update_us", "loop_per_round_us",
-            "round_trip_us"],
+            "loop_per_update_us", "loop_per_round_us", "round_trip_us", *_NORMALIZE],
     "gpu": ["gemm_efficiency", "conv_efficiency", "replay_calls", "scan_step_ns", "kernel_floor_us", "variants"],
 }
-_RUN_SECONDS = ("process_start_s", "loop_per_step_us", "loop_per_update_us", "loop_per_round_us", "round_trip_us")
-"""The ``cpu`` keys the whole run's costs read besides the kernels' (a process start, the loop's work, a handshake)."""
+_RUN_SECONDS = ("process_start_s", "loop_per_step_us", "loop_per_update_us", "loop_per_round_us", "round_trip_us",
+                *_NORMALIZE)
+"""The ``cpu`` keys the whole run's costs read besides the kernels' (a process start, the loop's work with the
+``normalize`` transform's, a handshake)."""
 
 
 @dataclass(frozen=True)

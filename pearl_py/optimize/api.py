@@ -164,7 +164,8 @@ def describe(problem: AssignmentProblem, protocol: ProtocolGraph, sol: Solution)
         costs.setdefault(kernel, {}).setdefault(device, {})[variant] = KernelCost(
             option.latency_s, option.energy_j, option.source, dict(option.resources), option.setup_s,
             tuple(ThreadCost(n, lat, e) for n, (lat, e) in enumerate(option.threads or option.shares, start=2)),
-            option.energy_source, option.setup_source, option.layers, option.loop_s, option.loop_source)
+            option.energy_source, option.setup_source, option.layers, option.loop_s, option.loop_source,
+            option.normalize_s)
     devices = {d.name: DeviceInfo(d.kind, d.model, d.idle_w, d.peak_w, d.units, len(d.physical))
                for d in problem.devices.values() if d.name in perf.busy or d.is_pool
                or any(d.name == dev for (_, dev, _) in problem.options)}

@@ -317,7 +317,8 @@ def build_problem(protocol: ProtocolGraph, platform: Platform, estimator: CostMo
                     tuple(getattr(cost, "layers", ())),
                     shares=_shares(estimator, kernel, device, variant, units) if split else (),
                     loop_s=getattr(cost, "loop_s", 0.0), loop_source=getattr(cost, "loop_source", "modelled"),
-                    cores=int(cost.resources.get("cores", 1)))
+                    cores=int(cost.resources.get("cores", 1)),
+                    normalize_s=getattr(cost, "normalize_s", 0.0))
             if target == device.name:
                 note = estimator.thread_note(kernel, device)
                 if note:

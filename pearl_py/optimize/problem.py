@@ -106,6 +106,8 @@ class Option:
     cores: int = 1
     """Cores one call (one replica's) holds on a CPU: more than one for an env backend's worker threads
     (``Variant.cores``); :meth:`AssignmentProblem.cores` charges them."""
+    normalize_s: float = 0.0
+    """The part of ``loop_s`` that is the ``normalize`` transform's work (``Cost.normalize_s``)."""
 
     @property
     def max_threads(self) -> int:

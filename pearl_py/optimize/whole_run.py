@@ -44,7 +44,7 @@ def modelled_calls(protocol: ProtocolGraph, horizon: float) -> dict[str, float]:
     n = protocol.by_kind(ENV_STEP)[0].workload.n_envs if protocol.by_kind(ENV_STEP) else 1
     steps = whole_vector_steps(horizon, n)
     learning = steps - min(whole_vector_steps(protocol.warmup_steps, n), steps)
-    return {k.name: k.rate * (steps if k.kind.warmup else learning) for k in protocol.kernels()}
+    return {k.name: k.rate * (steps if protocol.runs_in_warmup(k) else learning) for k in protocol.kernels()}
 
 
 def whole_run(problem: AssignmentProblem, protocol: ProtocolGraph, assignment: Assignment,
@@ -53,8 +53,8 @@ def whole_run(problem: AssignmentProblem, protocol: ProtocolGraph, assignment: A
     if horizon is None or not math.isfinite(horizon) or horizon <= 0:
         return None
     # a warm-up step runs the kinds declared warmup (the env step and the replay insert: random actions need no
-    # inference, and nothing trains yet)
-    warm_kernels = {k.name for k in protocol.kernels() if k.kind.warmup}
+    # inference, and nothing trains yet), and the inference where the warm-up acts with the policy
+    warm_kernels = {k.name for k in protocol.kernels() if protocol.runs_in_warmup(k)}
     warm = evaluate(problem, {k: c for k, c in assignment.items() if k in warm_kernels})
     envs = protocol.by_kind(ENV_STEP)
     n = protocol.rollout_size or (envs[0].workload.n_envs if envs else 1)

@@ -30,6 +30,7 @@ from pearl_py.estimate.calibration import (
     DEFERRED_KEY,
     IN_LOOP_KEY,
     LOOP_KEY,
+    NORMALIZE_KEY,
     MAX_THREADS,
     PROCESS_START_KEY,
     ROUND_TRIP_KEY,
@@ -65,6 +66,7 @@ from pearl_py.profile.microbench import (
     variants,
 )
 from pearl_py.profile.neighbour import neighbour
+from pearl_py.profile.normalize_cost import time_normalize
 from pearl_py.profile.power_profile import PowerProfile
 from pearl_py.profile.process_start import time_child_process
 from pearl_py.profile.progress import ProfileProgress
@@ -725,8 +727,9 @@ def refusal_expected(threads: int, cores: int, load: float | None) -> bool:
 
 
 def profile_loops(calibration: Calibration, families_of: tuple[str, ...] | None, log: Callable[[str], None]) -> None:
-    """Time the training loop's own work of each family (:mod:`loop_overhead`), the start of a child process and a
-    handshake with it (:mod:`process_start`) into ``calibration.meta``."""
+    """Time the training loop's own work of each family (:mod:`loop_overhead`), the ``normalize`` transform's
+    (:mod:`normalize_cost`), the start of a child process and a handshake with it (:mod:`process_start`) into
+    ``calibration.meta``."""
     from pearl_py.estimate.estimator import Estimator
     from pearl_py.platform import Platform
 
@@ -741,6 +744,10 @@ def profile_loops(calibration: Calibration, families_of: tuple[str, ...] | None,
             log(f"{'loop work (' + family + ')':<33} {work.per_step * 1e6:.1f}us per vector step, "
                 f"{work.per_update * 1e6:.1f}us per update, {work.per_round * 1e6:.1f}us per round; "
                 f"in a loop: {excess}")
+    lines = calibration.meta[NORMALIZE_KEY] = time_normalize()
+    log(f"{'normalize (VecNormalize)':<33} " + "; ".join(
+        f"{part} {line['per_call'] * 1e6:.1f}us + {line['per_value'] * 1e9:.2f}ns per observation value"
+        for part, line in lines.items()))
     child = time_child_process()
     if child is not None:
         calibration.meta[PROCESS_START_KEY] = round(child.start_s, 3)

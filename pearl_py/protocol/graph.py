@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from pearl_py.protocol.kernel import Kernel, KernelKind
+from pearl_py.protocol.kernel import INFERENCE, Kernel, KernelKind
 
 
 class ProtocolGraph:
@@ -24,7 +24,7 @@ class ProtocolGraph:
     """
 
     def __init__(self, serialized: bool = False, overlap: float = 1.0, warmup_steps: int = 0,
-                 synchronous: bool = False, rollout_size: int = 0) -> None:
+                 synchronous: bool = False, rollout_size: int = 0, warmup_acts: bool = False) -> None:
         self._kernels: dict[str, Kernel] = {}
         self._out: dict[str, dict[str, tuple[int, float]]] = {}
         """Each kernel's edges by destination: ``(bytes per call, rate)``."""
@@ -38,8 +38,14 @@ class ProtocolGraph:
         self.overlap = overlap
         """Fraction of a training round actors may collect alongside training (the policy-lag bound's)."""
         self.warmup_steps = warmup_steps
-        """Transitions collected with random actions before learning starts (``learning_starts``): only
-        the env step and the replay insert run then (:mod:`pearl_py.optimize.whole_run`)."""
+        """Transitions collected before learning starts (``learning_starts``): only the kinds declared ``warmup``
+        (the env step and the replay insert) run then, with random actions (:mod:`pearl_py.optimize.whole_run`)."""
+        self.warmup_acts = warmup_acts
+        """True when the warm-up acts with the policy instead (SAC's ``use_sde_at_warmup``): its inference runs too."""
+
+    def runs_in_warmup(self, kernel: Kernel) -> bool:
+        """Whether ``kernel`` runs in the warm-up: a kind declared ``warmup``, and the inference where it acts."""
+        return kernel.kind.warmup or (self.warmup_acts and kernel.kind == INFERENCE)
 
     def add_kernel(self, kernel: Kernel) -> None:
         if kernel.name in self._kernels:
@@ -94,6 +100,7 @@ class ProtocolGraph:
             "rollout_size": self.rollout_size,
             "overlap": self.overlap,
             "warmup_steps": self.warmup_steps,
+            "warmup_acts": self.warmup_acts,
             "kernels": [
                 {"name": k.name, "kind": k.kind.value, "rate": k.rate, "replicable": k.replicable}
                 for k in self.kernels()

@@ -117,6 +117,9 @@ class NetworkWorkload:
     dispatched_ops: float | None = None
     resident_bytes: int = 0
     updates_per_round: int = 1
+    normalized: int | None = None
+    """With ``normalize``, an off-policy update's: the observation values its sample is normalized in first
+    (observations and next observations), work of the loop the model charges with the update; None without."""
 
     @property
     def forward_flops(self) -> float:
@@ -211,6 +214,9 @@ class EnvWorkload:
     loop_family: str = "off_policy"
     """The algorithm family whose training loop steps these envs: its own work per vector step besides the
     kernels (``pearl_py.protocol.kernel.LOOP_WORK``) is calibrated per family."""
+    normalized_per_env: int | None = None
+    """With ``normalize``: the observation values its transform updates and normalizes per env each step (the
+    observation size, 0 with ``norm_reward`` only), work of the loop the model charges with the step; None without."""
 
     @property
     def obs_bytes(self) -> int:

@@ -130,7 +130,9 @@ def loop_sentence(plan: Plan) -> str:
     if not carried:
         return ""
     return ("Per-call figures are the kernels' own; the training loop's work the model charges beside them ("
-            + "; ".join(f"{fmt.seconds(c.loop_s)} per {k} call, {c.loop_source}" for k, c in carried)
+            + "; ".join(f"{fmt.seconds(c.loop_s)} per {k} call, {c.loop_source}"
+                        + (f", {fmt.seconds(c.normalize_s)} of it normalize's" if c.normalize_s > 0 else "")
+                        for k, c in carried)
             + ") is the report's loop row, beside what a run measured of it.")
 
 

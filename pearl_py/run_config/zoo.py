@@ -55,8 +55,7 @@ UNSUPPORTED = {
     "normalize_kwargs": "normalize_kwargs is not read by pearl_py: give the mapping as normalize's value",
     "use_sde": "generalized state-dependent exploration (gSDE) is implemented for ppo, a2c and sac only",
     "sde_sample_freq": "generalized state-dependent exploration (gSDE) is implemented for ppo, a2c and sac only",
-    "use_sde_at_warmup": "the warm-up (learning_starts) takes uniform random actions in every pearl_py executor, "
-                         "not the gSDE policy's",
+    "use_sde_at_warmup": "the warm-up with the gSDE policy is implemented for sac only (with use_sde)",
     "vec_env_wrapper": "vector-env wrappers are not applied by pearl_py",
     "callback": "SB3 callbacks do not run in pearl_py",
     "replay_buffer_class": "pearl_py has its own replay (prioritized_replay: true for PER)",

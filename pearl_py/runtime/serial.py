@@ -121,7 +121,7 @@ class SerialExecutor(SessionExecutor):
 
             while steps < total_steps:
                 progress = steps / total_steps
-                policy = None if steps < cfg.learning_starts else (
+                policy = None if steps < algo.random_warmup_steps else (
                     lambda obs: infer(obs, explore=True, progress=progress))  # noqa: B023 (called at once)
                 step = collector.step(policy)
                 with timer(REPLAY_INSERT):

@@ -15,6 +15,7 @@ import pearl_py as pearl
 from pearl_py.algorithms.sac import HeldExploration, StateDependentActor, squashed, squashed_sample
 from pearl_py.cli import main
 from pearl_py.errors import ConfigError
+from pearl_py.optimize.whole_run import modelled_calls
 from pearl_py.run_config.zoo import load_zoo
 
 ZOO = Path(__file__).parents[1] / "data" / "zoo"
@@ -144,14 +145,33 @@ def test_bad_sac_gsde_values_are_refused_by_name(values, message):
     assert message in str(error.value)
 
 
-def test_use_sde_at_warmup_is_refused_by_name_unless_false(tmp_path):
+def test_use_sde_at_warmup_is_read_from_the_zoo_for_sac_and_refused_by_name_elsewhere(tmp_path):
     path = tmp_path / "sac.yml"
-    path.write_text("Pendulum-v1:\n  use_sde: True\n  use_sde_at_warmup: False\n")
-    assert load_zoo(path, "Pendulum-v1").hyperparameters.use_sde
     path.write_text("Pendulum-v1:\n  use_sde: True\n  use_sde_at_warmup: True\n")
+    assert load_zoo(path, "Pendulum-v1").hyperparameters.use_sde_at_warmup
+    path.write_text("Pendulum-v1:\n  use_sde_at_warmup: True\n")
     with pytest.raises(ConfigError) as error:
         load_zoo(path, "Pendulum-v1")
-    assert str(error.value).endswith("sac.yml:3: Pendulum-v1.use_sde_at_warmup: the warm-up (learning_starts) takes "
-                                     "uniform random actions in every pearl_py executor, not the gSDE policy's: "
-                                     "remove the key to run without it")
+    assert str(error.value).endswith("sac.yml:2: Pendulum-v1.use_sde_at_warmup: use_sde_at_warmup needs use_sde: true "
+                                     "(the warm-up acts with the gSDE policy)")
+    td3 = tmp_path / "td3.yml"
+    td3.write_text("Pendulum-v1:\n  use_sde_at_warmup: True\n")
+    with pytest.raises(ConfigError) as error:
+        load_zoo(td3, "Pendulum-v1")
+    assert str(error.value).endswith("td3.yml:2: Pendulum-v1.use_sde_at_warmup: the warm-up with the gSDE policy is "
+                                     "implemented for sac only (with use_sde): remove the key to run without it")
 
+
+@pytest.mark.parametrize("at_warmup", [False, True])
+def test_use_sde_at_warmup_acts_with_the_gsde_policy_in_the_warm_up(tmp_path, at_warmup):
+    """SB3's meaning: with use_sde_at_warmup the warm-up's actions are the gSDE policy's (its inference runs, as the
+    protocol's whole-run model counts it), without it uniform random actions (no inference)."""
+    algo = pearl.SAC("Pendulum-v1", use_sde=True, use_sde_at_warmup=at_warmup, learning_starts=64, net_arch=(8,))
+    result = pearl.train(algo, total_steps=64, seed=0, plan="serial", out=tmp_path, eval_episodes=1,
+                         log=lambda line: None)
+    times = result.kernel_times
+    assert times.get("inference", {}).get("calls", 0) == (64 if at_warmup else 0)
+    assert times.get("warmup_actions", {}).get("calls", 0) == (0 if at_warmup else 64)
+    assert result.gradient_steps == 0
+    calls = modelled_calls(algo.protocol(serialized=True), horizon=1000)
+    assert calls["inference"] == (1000 if at_warmup else 1000 - 64)

@@ -57,11 +57,12 @@ def test_bad_gradient_steps_are_located(tmp_path, value, message):
 
 def test_set_repairs_an_entry_before_it_is_validated(tmp_path):
     path = tmp_path / "sac.yml"
-    path.write_text((ZOO / "sac.yml").read_text().replace("  use_sde: True\n", "  use_sde: True\n  use_sde_at_warmup: True\n", 1))
-    with pytest.raises(ConfigError, match=r"sac.yml:21: MountainCarContinuous-v0.use_sde_at_warmup: the warm-up "):
+    refused = "  use_sde: True\n  optimize_memory_usage: True\n"
+    path.write_text((ZOO / "sac.yml").read_text().replace("  use_sde: True\n", refused, 1))
+    with pytest.raises(ConfigError, match=r"sac.yml:21: MountainCarContinuous-v0.optimize_memory_usage: the memory-"):
         load_zoo(path, "MountainCarContinuous-v0")
     cfg = load_zoo(path, "MountainCarContinuous-v0", sets=[
-        "use_sde_at_warmup=false", "policy_kwargs=dict(net_arch=[32, 32])", "seed=3", "total_steps=1000"])
+        "optimize_memory_usage=false", "policy_kwargs=dict(net_arch=[32, 32])", "seed=3", "total_steps=1000"])
     assert (cfg.settings.seed, cfg.settings.total_steps, cfg.hyperparameters.train_freq,
             cfg.hyperparameters.net_arch, cfg.hyperparameters.use_sde) == (3, 1000, 32, (32, 32), True)
 

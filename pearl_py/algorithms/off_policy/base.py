@@ -110,6 +110,18 @@ class OffPolicyAlgorithm(BaseAlgorithm):
         """
 
     # -- what every algorithm gets ----------------------------------------------------------
+    @property
+    def warmup_acts(self) -> bool:
+        """Whether the warm-up (``learning_starts``, no training yet) acts with the exploring policy (SAC's
+        ``use_sde_at_warmup``) rather than with uniform random actions (SB3's default)."""
+        return False
+
+    @property
+    def random_warmup_steps(self) -> int:
+        """Env steps of uniform random actions a run starts with (no inference): ``learning_starts``, or 0 where
+        the warm-up acts (:attr:`warmup_acts`)."""
+        return 0 if self.warmup_acts else self.config.learning_starts
+
     def targets_due(self, gradient_steps: int) -> bool:
         """Whether the soft target update follows gradient step number ``gradient_steps`` (counted from 1)."""
         return self.target_update_unit == "gradient_steps" and gradient_steps % self.config.target_update_interval == 0

@@ -151,11 +151,14 @@ def derive_protocol(algorithm: Algorithm, serialized: bool = False) -> ProtocolG
         return ReplayWorkload(capacity=cfg.buffer_size, batch=batch, item_bytes=layout.item_bytes,
                               prioritized=cfg.prioritized_replay, fanout=cfg.replay_fanout)
 
-    graph = ProtocolGraph(serialized=serialized, overlap=lagged.overlap, warmup_steps=cfg.learning_starts)
+    graph = ProtocolGraph(serialized=serialized, overlap=lagged.overlap, warmup_steps=cfg.learning_starts,
+                          warmup_acts=algorithm.warmup_acts)
     forms = algorithm.loss_forms()
+    normalized_sample = algorithm.normalized_values(2 * cfg.batch_size)  # obs and next obs
     kernels = [
         Kernel(ENV_STEP, ENV_STEP, EnvWorkload(spec.env_id, spec.obs_dim, spec.action_dim, n_envs, spec.discrete,
-                                               spec.obs_item_bytes), rate=per_step),
+                                               spec.obs_item_bytes, normalized_per_env=algorithm.normalized_values(1)),
+               rate=per_step),
         Kernel(INFERENCE, INFERENCE, NetworkWorkload(acting, trained_params=0, batch=n_envs,
                                                      forms=(algorithm.declared_acting_form(),),
                                                      dispatched_ops=float(acting_ops)), rate=per_step),
@@ -164,7 +167,8 @@ def derive_protocol(algorithm: Algorithm, serialized: bool = False) -> ProtocolG
         Kernel(LEARNER_UPDATE, LEARNER_UPDATE, NetworkWorkload(learning, trained_params=trained_params,
                                                                batch=cfg.batch_size, period=period, forms=forms,
                                                                dispatched_ops=learning_ops / period,
-                                                               updates_per_round=cfg.gradient_steps),
+                                                               updates_per_round=cfg.gradient_steps,
+                                                               normalized=normalized_sample),
                rate=per_update),
         Kernel(PARAM_SYNC, PARAM_SYNC, SyncWorkload(param_bytes, tensors=code.param_tensors), rate=per_sync),
     ]

@@ -131,7 +131,8 @@ def derive_protocol(algorithm: OnPolicyAlgorithm, serialized: bool = False) -> P
     graph = ProtocolGraph(serialized=serialized, synchronous=not serialized, rollout_size=size)
     for kernel in (
         Kernel(ENV_STEP, ENV_STEP, EnvWorkload(spec.env_id, spec.obs_dim, spec.action_dim, n_envs, spec.discrete,
-                                            spec.obs_item_bytes, loop_family=FAMILY),
+                                            spec.obs_item_bytes, loop_family=FAMILY,
+                                            normalized_per_env=algorithm.normalized_values(1)),
                rate=per_step),
         Kernel(INFERENCE, INFERENCE, NetworkWorkload(acting, trained_params=0, batch=n_envs, forms=(acting_form,),
                                                      family=FAMILY, dispatched_ops=float(acting_ops)),

@@ -237,7 +237,7 @@ class ParallelExecutor(SessionExecutor):
                                              seed=base_seed + layout.actors, total_steps=schedule.total_steps,
                                              errors=errors, guard=guard)
             links, self._services["inference server"] = central.links, central.service
-        warmups = _split(max(-(-algo.config.learning_starts // n) - done, 0), layout.actors)
+        warmups = _split(max(-(-algo.random_warmup_steps // n) - done, 0), layout.actors)
         specs = [ActorSpec(algo, index=i, seed=base_seed, generation=0, quota=quota, total_steps=schedule.total_steps,
                            steps_before=done * n, ring=rings[i].name, params=board.name, control=control.name,
                            error_file=str(errors / f"actor{i}.err"), inference=layout.inference_variant,

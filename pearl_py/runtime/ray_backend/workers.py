@@ -197,7 +197,7 @@ class ActorWorker(Acting):
         episodes: list[tuple[int, float, int]] = []
         for i in range(vector_steps):
             steps = steps_before + i * n
-            step = self.collector.step(None if steps < algo.config.learning_starts else (
+            step = self.collector.step(None if steps < algo.random_warmup_steps else (
                 lambda obs: self.infer(obs, explore=True, progress=steps / self.total_steps)))  # noqa: B023
             episodes += [(i * n + j, ret, length) for j, ret, length in step.ended]
             stored = step.env_step or step  # the env's transitions: the learner normalizes its samples
