@@ -459,8 +459,7 @@ def actor_cores(problem: AssignmentProblem, assignment: Assignment) -> dict[str,
     (:meth:`AssignmentProblem.cores`: its replicas, each its option's cores), not their sum. An ``envpool_t2``
     env step (2 worker threads) with its 1-thread inference holds 2 cores, not 3 (docs/optimizer.md, "cores").
 
-        >>> actor_cores(problem, {"env_step": Choice("cpu", "envpool_t2"), "inference": Choice("cpu"),
-        ...                       "learner_update": Choice("cpu")})
+        >>> actor_cores(problem, {"env": Choice("cpu", "envpool_t2"), "infer": Choice("cpu"), "learn": Choice("cpu")})
         {'cpu': 2}
     """
     held: dict[str, int] = {}
