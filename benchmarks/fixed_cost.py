@@ -89,7 +89,6 @@ def pearl_job(config: str, steps: int, out: str) -> dict[str, Any]:
 
         import pearl_py.runtime.evaluation as evaluation
         from pearl_py.estimate.calibration import Calibration
-        from pearl_py.plan import Plan
         from pearl_py.runtime.result import RunResult
 
         # the packages' `train` and `main` attributes are the functions, not the modules
@@ -101,7 +100,7 @@ def pearl_job(config: str, steps: int, out: str) -> dict[str, Any]:
     parts.wrap(train, "make_executor", "setup")
     parts.wrap(numba.core.dispatcher.Dispatcher, "compile", "numba cache")
     parts.wrap(evaluation, "play", "eval")
-    for owner, attribute in ((train, "save_trained"), (RunResult, "save"), (Plan, "export")):
+    for owner, attribute in ((train, "save_trained"), (RunResult, "save"), (train, "export_plan")):
         parts.wrap(owner, attribute, "outputs")
     with contextlib.redirect_stdout(sys.stderr):
         code = cli.main(["run", config, "--auto", "--steps", str(steps), "--out", out])

@@ -49,7 +49,7 @@ def _train(args: argparse.Namespace, cfg: RunConfig, folder: RunFolder) -> int:
     from pearl_py.pipeline.admission import admit_config
     from pearl_py.pipeline.train import train
     from pearl_py.pipeline.tune import TuneOptions
-    from pearl_py.report.fmt import rate_label
+    from pearl_py.runtime.result import rate_label
     from pearl_py.runtime.run_log import TENSORBOARD_EXTRA
 
     s, out = cfg.settings, folder.path

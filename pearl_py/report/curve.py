@@ -16,8 +16,8 @@ import csv
 from collections import deque
 from pathlib import Path
 
-RETURN_WINDOW = 100
-"""Episodes a mean return or length is taken over, in the curve and the live log (as SB3's ``ep_rew_mean``)."""
+from pearl_py.runtime.run_log import RETURN_WINDOW
+
 MAX_POINTS = 200
 """Points a curve keeps (evenly spread over the episodes; the last always kept)."""
 

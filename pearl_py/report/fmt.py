@@ -8,7 +8,7 @@ Example::
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from pearl_py.plan import Placement
@@ -48,15 +48,3 @@ def placement(p: Placement) -> str:
     return text + (f" x{p.replicas}" if p.replicas != 1 else "")
 
 
-def emulated(kernel_times: dict[str, dict[str, Any]]) -> list[str]:
-    """Kernels that ran on the host CPU standing in for a simulated device (their time is charged as modelled)."""
-    return sorted(k for k, t in kernel_times.items() if t.get("source") == "modelled")
-
-
-def rate_label(kernel_times: dict[str, dict[str, Any]]) -> str:
-    """How a run's samples/s was obtained: measured, and with which kernels emulated on the CPU (the rate is then
-    the emulation's, not the simulated device's)."""
-    stand_ins = emulated(kernel_times)
-    if not stand_ins:
-        return "measured"
-    return f"measured, {', '.join(stand_ins)} emulated on the CPU for a simulated device"

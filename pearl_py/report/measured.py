@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from pearl_py.protocol.kernel import ENV_STEP, LOOP_WORK, LOOP_WORK_LABEL, KernelKind, setup_timing
 from pearl_py.report import content, fmt
+from pearl_py.runtime.result import rate_label
 
 if TYPE_CHECKING:
     from pearl_py.plan import Plan
@@ -192,7 +193,7 @@ def headline_cards(plan: Plan, run: dict[str, Any]) -> list[tuple[str, str]]:
     predicted, _ = predicted_run_rate(plan, run["env_steps"])
     measured, _ = measured_run_rate(plan, run)
     versus = f" (predicted {fmt.rate(predicted)})" if predicted else ""
-    return [(f"samples/s {fmt.rate_label(run.get('kernel_times', {}))}", fmt.rate(measured) + versus),
+    return [(f"samples/s {rate_label(run.get('kernel_times', {}))}", fmt.rate(measured) + versus),
             ("eval return (measured)", f"{run['eval_return_mean']:.1f} ± {run['eval_return_std']:.1f}"),
             ("training wall time (measured)", fmt.seconds(run["wall_seconds"])),
             ("bottleneck (predicted)", plan.prediction.bottleneck)]
@@ -201,7 +202,7 @@ def headline_cards(plan: Plan, run: dict[str, Any]) -> list[tuple[str, str]]:
 def summary_rows(plan: Plan, run: dict[str, Any]) -> list[tuple[str, str]]:
     predicted, covers = predicted_run_rate(plan, run["env_steps"])
     measured, measured_covers = measured_run_rate(plan, run)
-    rows = [(f"samples/s {fmt.rate_label(run.get('kernel_times', {}))} ({measured_covers})", fmt.rate(measured)),
+    rows = [(f"samples/s {rate_label(run.get('kernel_times', {}))} ({measured_covers})", fmt.rate(measured)),
             (f"samples/s predicted ({covers})", fmt.rate(predicted) if predicted else "–")]
     if predicted:
         rows.append(("measured / predicted", f"{measured / predicted:.2f}"))

@@ -8,7 +8,7 @@ Example::
     >>> result.save(Path("runs/x/result.json"))   # atomic
     >>> result.to_dict()["source"], result.to_dict()["modelled"]   # a plan with the replay on a simulated FPGA
     ('mixed', ['kernel_times.replay_sample: modelled (simulated FPGA)'])
-    >>> fmt.rate_label(result.kernel_times)    # pearl_py.report.fmt
+    >>> rate_label(result.kernel_times)
     'measured, replay_sample emulated on the CPU for a simulated device'
 """
 from __future__ import annotations
@@ -20,8 +20,21 @@ from typing import Any
 import numpy as np
 
 from pearl_py.fileio import atomic_write_json
-from pearl_py.report.fmt import emulated, rate_label
 from pearl_py.runtime.monitor import Correction
+
+
+def emulated(kernel_times: dict[str, dict[str, Any]]) -> list[str]:
+    """Kernels that ran on the host CPU standing in for a simulated device (their time is charged as modelled)."""
+    return sorted(k for k, t in kernel_times.items() if t.get("source") == "modelled")
+
+
+def rate_label(kernel_times: dict[str, dict[str, Any]]) -> str:
+    """How a run's samples/s was obtained: measured, and with which kernels emulated on the CPU (the rate is then
+    the emulation's, not the simulated device's)."""
+    stand_ins = emulated(kernel_times)
+    if not stand_ins:
+        return "measured"
+    return f"measured, {', '.join(stand_ins)} emulated on the CPU for a simulated device"
 
 
 @dataclass

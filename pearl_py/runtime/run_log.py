@@ -36,8 +36,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import IO, Any, Protocol
 
-from pearl_py.report.curve import RETURN_WINDOW
-
+RETURN_WINDOW = 100
+"""Episodes a mean return or length is taken over, in the live log and the report's curve (as SB3's ``ep_rew_mean``)."""
 PROGRESS_EVERY_S = 10.0
 """Seconds between progress lines when stderr is not a terminal."""
 BAR_EVERY_S = 0.25
