@@ -21,7 +21,7 @@ from typing import Any
 from pearl_py.errors import PlanningError
 from pearl_py.optimize.builder import Constraints, CostModel, build_problem
 from pearl_py.optimize.explain import compare_sentence, limit_sentence, thread_sentences
-from pearl_py.optimize.model import OBJECTIVES, Assignment, actor_cores
+from pearl_py.optimize.model import OBJECTIVES, Assignment
 from pearl_py.optimize.pareto import pareto_front
 from pearl_py.optimize.problem import AssignmentProblem
 from pearl_py.optimize.replay_memory import check_replay_memory
@@ -142,13 +142,18 @@ def figures(sol: Solution) -> Figures:
 
 
 def cpu_gpu_ratio(problem: AssignmentProblem, sol: Solution) -> CpuGpuRatio:
-    """Actor cores (the cores the actor processes hold on CPUs, :func:`~pearl_py.optimize.model.actor_cores`) per
-    GPU running a train-stage kernel."""
-    cores = sum(n for d, n in actor_cores(problem, sol.assignment).items() if problem.devices[d].kind == "cpu")
+    """Actor cores (replicas of replicable kernels on CPU-pool devices; a synchronous protocol's actors run all of
+    them in the same processes: the most replicas per device) per GPU running a train-stage kernel."""
+    replicas = [(c.device, c.replicas) for k, c in sol.assignment.items()
+                if problem.task(k).replicable and problem.devices[c.device].kind == "cpu"]
+    if problem.synchronous:
+        actor_cores = sum(max(n for d, n in replicas if d == device) for device in {d for d, _ in replicas})
+    else:
+        actor_cores = sum(n for _, n in replicas)
     learner_gpus = {m for k, c in sol.assignment.items() if problem.task(k).stage == "train"
                     for m in problem.devices[c.device].physical if problem.devices[m].kind == "gpu"}
-    ratio = cores / len(learner_gpus) if learner_gpus else None
-    return CpuGpuRatio(cores, len(learner_gpus), ratio)
+    ratio = actor_cores / len(learner_gpus) if learner_gpus else None
+    return CpuGpuRatio(actor_cores, len(learner_gpus), ratio)
 
 
 def describe(problem: AssignmentProblem, protocol: ProtocolGraph, sol: Solution) -> Prediction:

@@ -18,7 +18,6 @@ from pearl_py.optimize.model import (
     Assignment,
     Choice,
     Performance,
-    actor_cores,
     collecting,
     contribution,
     evaluate,
@@ -139,7 +138,7 @@ def thread_sentences(problem: AssignmentProblem, assignment: Assignment, perf: P
         actor_kernels = [(k, c) for k, c in assignment.items()
                          if problem.task(k).replicable and choice.device in problem.devices[c.device].physical]
         actors = max((c.replicas for _, c in actor_kernels), default=0)
-        held = actor_cores(problem, assignment).get(choice.device, 0)
+        held = max((problem.cores(k, c.device, c.variant, c.replicas) for k, c in actor_kernels), default=0)
         n = choice.replicas
         head = f"{kernel} runs {n} thread{'s' if n > 1 else ''} on {choice.device}"
         if n > 1:

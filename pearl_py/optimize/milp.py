@@ -208,6 +208,7 @@ def _formulate(problem: AssignmentProblem, scale: tuple[float, float] | None, en
     other_work: dict[str, dict[int, float]] = defaultdict(dict)
     core_work: dict[str, dict[int, float]] = defaultdict(dict)
     threads: dict[str, dict[int, int]] = defaultdict(dict)
+    cores: dict[str, dict[int, float]] = defaultdict(dict)
     actor_cores: dict[tuple[str, str], dict[int, float]] = defaultdict(dict)
     extra_threads: dict[str, dict[int, float]] = defaultdict(dict)
     res_plain: dict[tuple[str, str], dict[int, float]] = defaultdict(dict)
@@ -231,6 +232,7 @@ def _formulate(problem: AssignmentProblem, scale: tuple[float, float] | None, en
                     (actor_work if task.replicable else other_work)[d][x] = load[x]
                     core_work[d][x] = load[x] * held / problem.devices[d].units
                     if task.replicable:
+                        cores[d][x] = held
                         actor_cores[(task.name, d)][x] = held
                     elif held > 1:
                         threads[d][x] = held
@@ -245,10 +247,12 @@ def _formulate(problem: AssignmentProblem, scale: tuple[float, float] | None, en
 
     _colocation_rows(b, problem, placed)
     if problem.synchronous:
-        # the actors run every collection kernel in the same processes (one count per target) and the learner
-        # runs while they wait: its threads need no cores of their own
+        # the actors run every collection kernel in the same processes (one count per target; each j <= units)
+        # and the learner runs while they wait: no core rows beyond the counts' own bounds
         _same_actor_rows(b, problem, xvars)
-    _resource_rows(b, problem, actor_cores, {} if problem.synchronous else extra_threads, res_plain, res_inst)
+        _resource_rows(b, problem, {}, actor_cores, {}, res_plain, res_inst)
+    else:
+        _resource_rows(b, problem, cores, actor_cores, extra_threads, res_plain, res_inst)
     if problem.synchronous:
         _synchronous_rows(b, problem, xvars, load, _synchronous_edge_vars(b, problem, xvars, placed, t_scale),
                           t_var, t_hi)
@@ -332,14 +336,12 @@ def _colocation_rows(b: _Builder, problem: AssignmentProblem, placed: dict[str, 
                 b.row({**first, **({other[d]: -1.0} if d in other else {})}, -np.inf, 0.0)
 
 
-def _resource_rows(b: _Builder, problem: AssignmentProblem, actor_cores, extra_threads, res_plain,
+def _resource_rows(b: _Builder, problem: AssignmentProblem, cores, actor_cores, extra_threads, res_plain,
                    res_inst) -> None:
     """Cores, a threaded kernel's extra threads beside the actors, memory and FPGA resources."""
-    # the actor processes run the replicable kernels on d in turn and hold the most cores one of them holds
-    # (model.actor_cores): the linear form of that max within the units is a row per kernel (one x of each is 1)
-    for (_, d), terms in actor_cores.items():
+    for d, terms in cores.items():
         units = problem.devices[d].units
-        if max(terms.values()) > units:
+        if sum(terms.values()) > units:
             b.row(terms, -np.inf, units)
     # a threaded kernel's threads beyond its first need cores no actor process holds: for every replicated
     # kernel k on d, its replicas plus the extra threads fit the units (so does the most replicated one's)

@@ -221,6 +221,8 @@ def evaluate(problem: AssignmentProblem, assignment: Assignment) -> Performance:
     """Predict time and energy per sample of ``assignment``; constraint breaches land in ``violations``."""
     violations: list[str] = []
     busy: dict[str, float] = defaultdict(float)
+    cores: dict[str, int] = defaultdict(int)
+    actors: dict[str, int] = defaultdict(int)
     extra_threads: dict[str, int] = defaultdict(int)
     usage: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
     instances: dict[tuple[str, str], dict[str, float]] = {}
@@ -255,7 +257,10 @@ def evaluate(problem: AssignmentProblem, assignment: Assignment) -> Performance:
             device_work[d].add(load, task.replicable, held)
             if task.stage not in COLLECTION:
                 learner_side[d] += load
-            if not task.replicable:
+            if task.replicable:
+                cores[d] += held
+                actors[d] = max(actors[d], held)
+            else:
                 extra_threads[d] += held - 1
             if option.instance:
                 mine = instances.setdefault((d, option.instance), {})
@@ -267,16 +272,16 @@ def evaluate(problem: AssignmentProblem, assignment: Assignment) -> Performance:
     for (d, _), res in instances.items():
         for r, amount in res.items():
             usage[d][r] += amount
-    actors = actor_cores(problem, placed)
-    for d, n in actors.items():
-        device_work[d].actors = n
+    # a synchronous protocol's actors run every collection kernel in the same processes, one after another
+    # (so they take the cores of the most replicated kernel), and its learner runs while they wait
+    for d, n in (actors if problem.synchronous else cores).items():
         if n > problem.devices[d].units:
-            violations.append(f"device {d!r}: the actor processes hold {n} cores on {problem.devices[d].units} units")
+            violations.append(f"device {d!r}: {n} replicas' cores on {problem.devices[d].units} units")
     if problem.synchronous:
         violations += unequal_actors(problem, assignment)
     for d, n in extra_threads.items():
-        if n and not problem.synchronous and actors.get(d, 0) + n > problem.devices[d].units:
-            violations.append(f"device {d!r}: {n} extra thread(s) beside {actors.get(d, 0)} actor core(s) on "
+        if n and not problem.synchronous and actors[d] + n > problem.devices[d].units:
+            violations.append(f"device {d!r}: {n} extra thread(s) beside {actors[d]} actor core(s) on "
                               f"{problem.devices[d].units} units")
     devices_of = {kernel: choice.device for kernel, choice in assignment.items()}
     for rule in problem.colocations:
@@ -359,7 +364,6 @@ class DeviceWork:
     other_s: float = 0.0
     core_s: float = 0.0
     actors: int = 0
-    """Cores the actor processes hold (:func:`actor_cores`; ``evaluate`` sets it)."""
     threads: int = 0
     """Threads of the threaded kernels running more than one (0 when none does)."""
 
@@ -369,6 +373,7 @@ class DeviceWork:
         self.core_s += load * count
         if replicable:
             self.actor_s += load
+            self.actors = max(self.actors, count)
         else:
             self.other_s += load
             self.threads += count if count > 1 else 0
@@ -446,31 +451,6 @@ def synchronous_phases(problem: AssignmentProblem, assignment: Assignment) -> tu
                 learn_on[link_name] += t
     phase, work = (COLLECTION_PHASE, collect_on) if collect >= learn else (LEARNING_PHASE, learn_on)
     return collect, learn, f"{phase} ({max(work, key=work.get, default='none')})"
-
-
-def actor_cores(problem: AssignmentProblem, assignment: Assignment) -> dict[str, int]:
-    """Cores the actor processes hold on each physical device: the one rule the model's core check, its
-    :class:`DeviceWork`, the explanation and the CPU/GPU ratio read (the MILP's per-kernel core rows are its
-    linear form; admission counts the runtime's actor processes by it).
-
-    An actor process runs every replicable kernel placed on its device one after another (the runtime's actor
-    loop, ``runtime/collect.py`` ``Collector.step``: the inference call, then the env step; the simulator's
-    ``processes.actor``), so the actors hold the cores of the kernel holding the most
-    (:meth:`AssignmentProblem.cores`: its replicas, each its option's cores), not their sum. An ``envpool_t2``
-    env step (2 worker threads) with its 1-thread inference holds 2 cores, not 3 (docs/optimizer.md, "cores").
-
-        >>> actor_cores(problem, {"env": Choice("cpu", "envpool_t2"), "infer": Choice("cpu"), "learn": Choice("cpu")})
-        {'cpu': 2}
-    """
-    held: dict[str, int] = {}
-    for kernel, choice in assignment.items():
-        if not problem.task(kernel).replicable:
-            continue
-        device = problem.devices[choice.device]
-        cores = problem.cores(kernel, choice.device, choice.variant, choice.replicas // len(device.physical))
-        for d in device.physical:
-            held[d] = max(held.get(d, 0), cores)
-    return held
 
 
 def unequal_actors(problem: AssignmentProblem, assignment: Assignment) -> list[str]:

@@ -12,7 +12,7 @@ Two checks, each refusing with the figures and the key that sets the largest nee
   of a freshly started pearl_py process, measured once on this machine and cached, plus its
   networks), the shared-memory segments in ``/dev/shm``, the processes in the user's process limit;
   and the cores it holds should not outnumber the usable cores, counted by the optimizer's rule
-  (docs/optimizer.md, "cores", "threads"): every actor process holds a core (as many as its env backend's worker
+  (docs/optimizer.md, "threads"): every actor process holds a core (as many as its env backend's worker
   threads: ``envpool_t2`` two), and so does each learner thread beyond the first (the first thread and any
   server share the cores, their time in the busy-time model), so every plan the optimizer makes for this
   machine fits. An oversubscribed plan runs only
@@ -246,9 +246,8 @@ def admit_plan(plan: Plan, algorithm: Algorithm, *, oversubscribe: bool = False,
         if sum(n.bytes for n in wanted) > capacity:
             fits = parallel.most_actors(capacity, shared_only=wanted is shm) if parallel and actors else None
             raise _refusal(wanted, capacity, where, locate, fits)
-    # the optimizer's rule (docs/optimizer.md, "cores", "threads"; model.actor_cores): an actor process runs its
-    # kernels in turn and holds the most cores one of them holds, its env backend's (inference holds one); a
-    # synchronous learner runs while its actors wait, a serialized one between the env steps
+    # the optimizer's rule (docs/optimizer.md, "threads", "a backend's worker threads"): an actor holds its env
+    # backend's cores; a synchronous learner runs while its actors wait, a serialized one between the env steps
     each = call_cores(ENV_STEP, plan.variant(ENV_STEP), algorithm.family)
     if plan.serialized:
         busy = max(threads, each) - 1

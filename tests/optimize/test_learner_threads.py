@@ -13,7 +13,7 @@ from pearl_py.estimate.fit import FittedModel
 from pearl_py.optimize.api import plan
 from pearl_py.optimize.exhaustive import solve_exhaustive
 from pearl_py.optimize.milp import solve_milp
-from pearl_py.optimize.model import Choice, actor_cores, evaluate
+from pearl_py.optimize.model import Choice, evaluate
 from pearl_py.optimize.problem import AssignmentProblem, Device, Option, Task
 from pearl_py.optimize.solve import solve
 from pearl_py.plan import Plan
@@ -111,41 +111,6 @@ def test_an_env_backends_worker_threads_are_charged_as_cores_like_the_learners()
         assert assignment == {"act": Choice("cpu", "reference", 1), "learn": Choice("cpu", "reference", 2)}
     two_pooled = evaluate(problem, {"act": Choice("cpu", "envpool_t2", replicas=2), "learn": Choice("cpu")})
     assert two_pooled.violations == ["kernel 'act': 2 replicas on 'cpu'"]
-
-
-def pooled_actor(env_s: float, pooled_s: float, infer_s: float, learn_s: float) -> AssignmentProblem:
-    """An actor process's two kernels, the env step (``reference`` 1 core or ``envpool_t2`` 2 cores a call) and the
-    inference (1 core), and a one-thread learner on one 2-core CPU."""
-    return AssignmentProblem(
-        tasks=(Task("env", rate=1.0, replicable=True, stage="act"), Task("infer", rate=1.0, replicable=True,
-                                                                           stage="act"),
-               Task("learn", rate=1.0, stage="train")),
-        devices={"cpu": Device("cpu", "cpu", units=2, idle_w=10.0, peak_w=50.0)},
-        options={("env", "cpu", "reference"): Option(env_s, 1e-3),
-                 ("env", "cpu", "envpool_t2"): Option(pooled_s, 1e-3, cores=2),
-                 ("infer", "cpu", "reference"): Option(infer_s, 1e-3),
-                 ("learn", "cpu", "reference"): Option(learn_s, 1e-2)})
-
-
-def test_an_actor_process_holds_the_most_cores_of_its_kernels_not_their_sum():
-    """The actor process runs its inference, then its 2-thread env step (runtime/collect.py ``Collector.step``):
-    it holds 2 cores at a time, not 3; beside the learner's thread the CPU's 2 cores are shared by 3."""
-    problem = pooled_actor(env_s=30e-6, pooled_s=10e-6, infer_s=10e-6, learn_s=20e-6)
-    pooled = {"env": Choice("cpu", "envpool_t2"), "infer": Choice("cpu"), "learn": Choice("cpu")}
-    assert actor_cores(problem, pooled) == {"cpu": 2}
-    side = evaluate(problem, pooled)
-    assert side.feasible                  # summed, the two actor kernels would make "3 ... cores on 2 units"
-    # 3 cores' work on 2: the core-seconds (2 x 10 + 10 + 20 us) over 2 cores set the pace, above the actor's 20 us
-    assert side.time_per_sample == pytest.approx(25e-6) and side.binding["cpu"] == "cores"
-    assert side.utilization["cpu"] == pytest.approx(1.0)
-    serialized = evaluate(dataclasses.replace(problem, serialized=True), pooled)   # one process: 2 cores, in turn
-    assert serialized.feasible and serialized.time_per_sample == pytest.approx(40e-6) and not serialized.binding
-    # every solver gives the actor process the 2-thread pool: 25 us, against 30 us for 2 reference actors at best
-    reference = evaluate(problem, {**pooled, "env": Choice("cpu", replicas=2), "infer": Choice("cpu", replicas=2)})
-    assert reference.time_per_sample == pytest.approx(30e-6)
-    for assignment in chosen(problem):
-        assert assignment["env"] == Choice("cpu", "envpool_t2", 1)
-        assert evaluate(problem, assignment).time_per_sample == pytest.approx(25e-6)
 
 
 def test_a_serialized_plan_runs_everything_in_turn_on_any_cores():

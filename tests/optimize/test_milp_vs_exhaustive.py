@@ -9,11 +9,6 @@ from pearl_py.optimize.exhaustive import solve_exhaustive
 from pearl_py.optimize.milp import solve_milp
 
 SEEDS = range(300)
-HIGHS_MISSES = {240}
-"""Instances where HiGHS without presolve (``milp._run``) reports a worse plan "optimal": on 240 (throughput) it
-stops at 527.0 us a sample while the exhaustive 498.7 us plan meets every row (the formulation with that plan's
-binaries fixed solves to it, and so does HiGHS with presolve). The plan has two actor kernels on one 1-unit GPU,
-feasible since an actor process holds the most cores of its kernels (model.actor_cores), not their sum."""
 
 
 def _best(solver, problem, objective, **kwargs):
@@ -35,9 +30,6 @@ def test_milp_matches_exhaustive(objective, threaded):
         if exact is None:
             continue
         compared += 1
-        if seed in HIGHS_MISSES and objective == "throughput":
-            assert milp.value >= exact.value * (1 - 1e-6)
-            continue
         assert abs(milp.value - exact.value) <= 1e-6 * exact.value, (seed, exact.assignment, milp.assignment)
         assert milp.optimal and milp.gap <= 1e-6
         multi_threaded += any(c.replicas > 1 and not problem.task(k).replicable for k, c in exact.assignment.items())
