@@ -262,6 +262,7 @@ def test_the_parallel_learner_switches_to_the_disputed_variant_and_a_resumed_run
     resumes at the fused update."""
     from pearl_py.kernels import REGISTRY
     from pearl_py.runtime.parallel import ParallelExecutor
+    from pearl_py.runtime.parallel.params import ParamBoard
 
     machine = VariantMachine(slow_after=40)
     for variant in VARIANT_S:
@@ -275,8 +276,17 @@ def test_the_parallel_learner_switches_to_the_disputed_variant_and_a_resumed_run
         Plan.single_device(algo.protocol()).placements, learner_update=plan.placements["learner_update"]))
     options = dict(seed=0, eval_episodes=1, progress=False, out_dir=tmp_path, checkpoints=CheckpointOptions(every=800),
                    adapt=AdaptOptions(patience_s=0.5, clock=machine.clock))
-    first = ParallelExecutor(algo, plan, **options).run(1_000)
+    executor, stale, publish = ParallelExecutor(algo, plan, **options), [], ParamBoard.publish
+
+    def publish_checked(board, state, tag=0):      # the actors get the learner's parameters as they are now
+        live = executor.learner.nets.acting_state(algo.acting_networks)
+        stale.extend(tag for name in state if not torch.equal(state[name], live[name]))
+        publish(board, state, tag)
+
+    monkeypatch.setattr(ParamBoard, "publish", publish_checked)
+    first = executor.run(1_000)
     assert (first.env_steps, first.gradient_steps, first.kernel_times["learner_update"]["calls"]) == (1_000, 160, 160)
+    assert stale == []          # the fused update's build moved the parameters' storage: publishes follow it
     [correction] = first.corrections
     assert (correction.updates, correction.switched) == (110, True) and correction.step >= 200 + 50 * 11
     assert correction.change == "learner reference at 1 thread -> fused at 1 thread"
