@@ -94,6 +94,13 @@ def learner_update(variant: str, learner: OnPolicyLearner) -> MinibatchUpdate:
     return build(LEARNER_UPDATE, variant, learner, device_class=device_class(learner.device), registry=ON_POLICY)
 
 
+def switched_update(variant: str, learner: OnPolicyLearner) -> MinibatchUpdate:
+    """:func:`learner_update` with its code loaded first (:func:`warm_up`): what a variant switch builds mid-run, so
+    that the variant's first timed call is not a load or a compile."""
+    warm_up(learner.algorithm, variant)
+    return learner_update(variant, learner)
+
+
 def warm_up(algorithm: OnPolicyAlgorithm, learner_variant: str | None = None, acting: ActingKernel | None = None
             ) -> None:
     """Run each kernel once where it changes nothing, so that a compiled variant loads (or compiles) its code now

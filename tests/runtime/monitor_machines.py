@@ -63,9 +63,9 @@ class VariantMachine(FakeMachine):
         return seconds
 
     def wrap_variant(self, update, variant: str):
-        def update_on_this_machine(batch):
+        def update_on_this_machine(*args):
             self.call(variant)
-            return update(batch)
+            return update(*args)
         return update_on_this_machine
 
 

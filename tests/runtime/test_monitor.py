@@ -301,3 +301,63 @@ def test_the_parallel_learner_switches_to_the_disputed_variant_and_a_resumed_run
     resumed = ParallelExecutor(pearl.DQN("CartPole-v1", **TINY_DQN), plan, resume_from=tmp_path, **options).run(1_000)
     assert (resumed.env_steps, resumed.gradient_steps, resumed.corrections) == (1_000, 160, [correction])
     assert machine.threads == ["fused"] * (160 - 120)                            # rounds 13-16 (from step 800)
+
+
+@pytest.mark.parametrize("parallel", [False, True])
+def test_the_on_policy_learner_switches_to_the_disputed_variant_and_a_resumed_run_keeps_it(monkeypatch, tmp_path,
+                                                                                           parallel):
+    """The on-policy executors (the serial one, the local parallel one's learner) with variants for options, on the
+    fake machine's variant clock (warm-ups, on throwaway learners, off it): 8 updates a rollout of 32 steps, the
+    reference slowed from update 41, switched to the fused step at rollout 12's end with every update the learner's
+    own (the fused and reference steps share its memory: tests/kernels/test_fused_on_policy.py); the checkpoint
+    after it resumes at the fused step."""
+    from pearl_py.kernels import on_policy
+    from pearl_py.runtime import on_policy_serial
+    from pearl_py.runtime.parallel import on_policy as parallel_on_policy
+
+    machine = VariantMachine(slow_after=40)
+    for variant in VARIANT_S:
+        real = on_policy.ON_POLICY.get("learner_update", variant, "cpu")
+        monkeypatch.setitem(on_policy.ON_POLICY._variants, ("learner_update", "cpu", variant), dataclasses.replace(
+            real, builder=lambda learner, real=real, variant=variant: machine.wrap_variant(real.builder(learner),
+                                                                                          variant)))
+    for module in (on_policy, on_policy_serial, parallel_on_policy):
+        monkeypatch.setattr(module, "warm_up", lambda *args, **kwargs: None)
+
+    def ppo():
+        return pearl.PPO("CartPole-v1", n_envs=2, n_steps=16, batch_size=8, n_epochs=2, net_arch=[16])
+
+    plan = dataclasses.replace(on_policy_serial.serial_plan(), prediction=variant_plan(ppo()).prediction)
+    plan = dataclasses.replace(plan, placements=dict(plan.placements, learner_update=Placement("cpu", "reference", 1)))
+    options = dict(seed=0, eval_episodes=1, progress=False, out_dir=tmp_path, checkpoints=CheckpointOptions(every=448),
+                   adapt=AdaptOptions(patience_s=0.5, clock=machine.clock))
+
+    def run(**more):
+        if parallel:
+            return parallel_on_policy.OnPolicyParallelExecutor(ppo(), parallel_plan(plan), **options, **more).run(512)
+        return on_policy_serial.OnPolicySerialExecutor(ppo(), plan=plan, **options, **more).run(512)
+
+    first = run()
+    assert (first.env_steps, first.gradient_steps, first.kernel_times["learner_update"]["calls"]) == (512, 128, 128)
+    [correction] = first.corrections
+    # off at rollouts 6-8 (0.72 s), re-timed over rollouts 9-12 (32 calls), switched at rollout 12's end
+    assert (correction.step, correction.updates, correction.switched) == (12 * 32, 96, True)
+    assert correction.change == "learner reference at 1 thread -> fused at 1 thread"
+    assert correction.retimed_s == pytest.approx({"reference at 1 thread": 3 * VARIANT_S["reference"],
+                                                  "fused at 1 thread": VARIANT_S["fused"]})
+    assert machine.threads == (["reference"] * 64 + (["reference"] * 4 + ["fused"] * 4) * 4
+                               + ["fused"] * (128 - 96))
+    machine.threads.clear()
+    resumed = run(resume_from=tmp_path)
+    assert (resumed.env_steps, resumed.gradient_steps, resumed.corrections) == (512, 128, [correction])
+    assert machine.threads == ["fused"] * (128 - 14 * 8)                         # rollouts 15-16 (from step 448)
+
+
+def parallel_plan(plan: Plan) -> Plan:
+    """``plan`` (the serial on-policy one) as the local parallel runtime's: one actor process."""
+    from pearl_py.protocol.kernel import ENV_STEP, INFERENCE, ROLLOUT_INSERT
+
+    placements = dict(plan.placements, **{ENV_STEP: Placement("cpu", replicas=1),
+                                          INFERENCE: Placement("cpu", "reference", 1),
+                                          ROLLOUT_INSERT: Placement("cpu", replicas=1)})
+    return dataclasses.replace(plan, placements=placements, mode="synchronous")
