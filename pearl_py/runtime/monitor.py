@@ -18,13 +18,12 @@ the window's samples/s measured against predicted. The rule (:class:`AdaptOption
   and the reference becomes what was measured, so the same slowdown is not acted on twice.
 
 A kernel on a CUDA device is timed with events read when the run ends, so the monitor watches host-timed kernels
-only (reading events each round would make the host wait for the GPU). Where the executor can switch the threaded
-kernel's variant in place (a :class:`VariantSwitch`: the serial off-policy executor, the local parallel one's
-learner and the Ray off-policy learner worker, whose ``fused`` and reference updates share the learner's memory),
-the options are
-:class:`LearnerOption` s, a variant at a thread count, and the plan's disputed variants (predicted within
-``disputed`` of the planned option) are re-timed beside its thread counts; elsewhere the options are thread counts.
-A mode change (serialized or overlapped) needs state moved between processes and is not made (docs/runtime.md).
+only (reading events each round would make the host wait for the GPU). Every executor's learner (serial, local
+parallel and Ray; off- and on-policy) can switch the threaded kernel's variant in place (a :class:`VariantSwitch`: its
+``fused`` and reference updates share the learner's memory): where the plan costed a disputed variant (predicted within
+``disputed`` of the planned option) the options are :class:`LearnerOption` s, a variant at a thread count, else
+thread counts. A mode change (serialized or overlapped) needs state moved between processes and is not made
+(docs/runtime.md).
 
 Example (the serial executor, condensed)::
 
@@ -38,8 +37,8 @@ Example (the serial executor, condensed)::
 A learner in another process (a Ray worker) is watched from the driver: each round it runs its calls at the options
 :meth:`Monitor.schedule` gives (the re-time's turns included) and hands back each call's seconds, which
 :meth:`Monitor.ran` counts as :meth:`Monitor.watch` would have; the monitor's threads are then a
-:class:`ThreadCount`, the count the next round's calls are sent with, or a :class:`VariantSetting` over one where the
-worker holds a :class:`VariantSwitch` (its schedule then sends :class:`LearnerOption` s when a variant is disputed).
+:class:`VariantSetting` over a :class:`ThreadCount` (the worker holds the :class:`VariantSwitch`): the option the next
+round's calls are sent with.
 """
 from __future__ import annotations
 

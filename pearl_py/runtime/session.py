@@ -182,13 +182,12 @@ class RunSession:
         self.monitor = Monitor.of(self.plan, threads, self.x.adapt, self.log, earlier=self.progress.corrections)
         return update if self.monitor is None else self.monitor.watch(update)
 
-    def watch_remote(self, variant: str | None = None) -> None:
-        """Start the run's monitor of a learner in another process (a Ray worker), from the plan's threads (a resumed
+    def watch_remote(self, variant: str) -> None:
+        """Start the run's monitor of a learner in another process (a Ray worker, whose update is a
+        :class:`~pearl_py.runtime.monitor.VariantSwitch` of the planned ``variant``), from the plan's threads (a resumed
         session: its last correction's threads and variant). Each round the learner runs its calls at
-        :meth:`remote_options` and hands their seconds to :meth:`round_ended`. ``variant``: the planned variant where
-        the worker holds a :class:`~pearl_py.runtime.monitor.VariantSwitch` (the monitor may then switch variants)."""
-        threads = ThreadCount(self.plan.learner_threads)
-        setting = threads if variant is None else VariantSetting(threads, variant)
+        :meth:`remote_options` and hands their seconds to :meth:`round_ended`."""
+        setting = VariantSetting(ThreadCount(self.plan.learner_threads), variant)
         self.monitor = Monitor.of(self.plan, setting, self.x.adapt, self.log, earlier=self.progress.corrections)
 
     def remote_options(self, calls: int) -> list[Any] | None:

@@ -94,7 +94,7 @@ class RayExecutor(RayRun):
         resumed = session.resume()
         replay, learner, actors = self._start(ray, total_steps, resumed, session.env_seed)
         log = session.open_log()
-        session.watch_remote(self.plan.variant(LEARNER_UPDATE))   # the worker holds a VariantSwitch
+        session.watch_remote(self.plan.variant(LEARNER_UPDATE))
         try:
             loop = _Driver(ray, schedule, replay, learner, actors, session, self)
             try:

@@ -101,14 +101,13 @@ class Acting(Timed):
 
 class LearnerState(Timed):
     """A learner worker's checkpoint part (its learner's state, this process's torch RNGs) and its restore; its
-    threads (and, with a ``switch``, its update's variant), which the driver's monitor moves between updates
-    (:meth:`scheduled`)."""
+    threads and its update's variant, which the driver's monitor moves between updates (:meth:`scheduled`)."""
 
     algo: Algorithm | OnPolicyAlgorithm
     learner: Learner | OnPolicyLearner
     threads: LearnerThreads
-    switch: VariantSwitch | None = None
-    """The update as a variant switch over ``threads``, where the driver's monitor may switch variants."""
+    switch: VariantSwitch
+    """The update as a variant switch over ``threads`` (the driver's monitor may switch variants)."""
 
     def scheduled(self, update: Callable[..., Any], options: list[int | LearnerOption] | None, seconds: list[float]
                   ) -> Callable[..., Any]:
