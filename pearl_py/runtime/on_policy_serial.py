@@ -53,8 +53,8 @@ from pearl_py.protocol.kernel import (
 from pearl_py.protocol.schedule import RolloutSchedule
 from pearl_py.runtime.acting import ActingNetworks
 from pearl_py.runtime.kernel_devices import device_of, execution_device, learner_timing_devices
-from pearl_py.runtime.on_policy_collect import RolloutCollector
 from pearl_py.runtime.monitor import VariantSwitch
+from pearl_py.runtime.on_policy_collect import RolloutCollector
 from pearl_py.runtime.on_policy_layout import OnPolicyLayout
 from pearl_py.runtime.parallel.checkpoint import Progress
 from pearl_py.runtime.parallel.interrupts import RunInterrupted, StopSignals
