@@ -42,7 +42,7 @@ from pearl_py.protocol.workload import DenseLayer
 if TYPE_CHECKING:
     from pearl_py.algorithms.networks import Networks
     from pearl_py.algorithms.on_policy.base import OnPolicyAlgorithm
-    from pearl_py.algorithms.on_policy.learner import OnPolicyLearner
+    from pearl_py.algorithms.on_policy.learner import MinibatchUpdate, OnPolicyLearner
     from pearl_py.kernels.on_policy_inference import ActingKernel
 
 FAMILY = "on_policy"
@@ -84,8 +84,21 @@ def build_acting(variant: str, algorithm: OnPolicyAlgorithm, nets: Networks) -> 
 
 def install_update(variant: str, learner: OnPolicyLearner) -> None:
     """Make ``learner.update`` the ``learner_update`` kernel ``variant`` (on the learner's device's class)."""
-    learner.update = build(LEARNER_UPDATE, variant, learner, device_class=device_class(learner.device),
-                           registry=ON_POLICY)
+    learner.update = learner_update(variant, learner)
+
+
+def learner_update(variant: str, learner: OnPolicyLearner) -> MinibatchUpdate:
+    """The ``learner_update`` kernel ``variant`` over ``learner``'s memory (on its device's class): the ``fused`` and
+    reference steps share its parameters and optimizer state, so a run may switch between them (a variant switch
+    builds the other this way when first set, after :func:`warm_up` loaded its code)."""
+    return build(LEARNER_UPDATE, variant, learner, device_class=device_class(learner.device), registry=ON_POLICY)
+
+
+def switched_update(variant: str, learner: OnPolicyLearner) -> MinibatchUpdate:
+    """:func:`learner_update` with its code loaded first (:func:`warm_up`): what a variant switch builds mid-run, so
+    that the variant's first timed call is not a load or a compile."""
+    warm_up(learner.algorithm, variant)
+    return learner_update(variant, learner)
 
 
 def warm_up(algorithm: OnPolicyAlgorithm, learner_variant: str | None = None, acting: ActingKernel | None = None

@@ -34,12 +34,14 @@ class ActingNetworks:
         self.copied = self.device != learner.device
         """Whether inference has its own copy (the plan puts it on another device than the learner)."""
         self.nets: Networks = copy.deepcopy(learner.nets).to(self.device) if self.copied else learner.nets
-        self._source = learner.nets.acting_state(algorithm.acting_networks)
+        self._learner, self._names = learner, algorithm.acting_networks
         self._target = self.nets.acting_state(algorithm.acting_networks)
 
     def sync(self) -> None:
         """Copy the learner's acting weights into the copy (nothing to do where inference reads the learner's)."""
         if self.copied:
+            # the learner's tensors looked up now: a fused update built mid-run (a variant switch) moves their storage
+            source = self._learner.nets.acting_state(self._names)
             with torch.no_grad():
                 for name, target in self._target.items():  # across devices: one copy per tensor
-                    target.copy_(self._source[name])
+                    target.copy_(source[name])

@@ -18,12 +18,12 @@ the window's samples/s measured against predicted. The rule (:class:`AdaptOption
   and the reference becomes what was measured, so the same slowdown is not acted on twice.
 
 A kernel on a CUDA device is timed with events read when the run ends, so the monitor watches host-timed kernels
-only (reading events each round would make the host wait for the GPU). Where the executor can switch the threaded
-kernel's variant in place (a :class:`VariantSwitch`: the serial off-policy executor and the local parallel one's
-learner, whose ``fused`` and reference updates share the learner's memory), the options are
-:class:`LearnerOption` s, a variant at a thread count, and the plan's disputed variants (predicted within
-``disputed`` of the planned option) are re-timed beside its thread counts; elsewhere the options are thread counts.
-A mode change (serialized or overlapped) needs state moved between processes and is not made (docs/runtime.md).
+only (reading events each round would make the host wait for the GPU). Every executor's learner (serial, local
+parallel and Ray; off- and on-policy) can switch the threaded kernel's variant in place (a :class:`VariantSwitch`: its
+``fused`` and reference updates share the learner's memory): where the plan costed a disputed variant (predicted within
+``disputed`` of the planned option) the options are :class:`LearnerOption` s, a variant at a thread count, else
+thread counts. A mode change (serialized or overlapped) needs state moved between processes and is not made
+(docs/runtime.md).
 
 Example (the serial executor, condensed)::
 
@@ -34,10 +34,11 @@ Example (the serial executor, condensed)::
     ...     correction = monitor.round_ended(steps, learner.gradient_steps, timer)
     >>> monitor.corrections                                         # what RunResult.corrections holds
 
-A learner in another process (a Ray worker) is watched from the driver: each round it runs its calls at the thread
-counts :meth:`Monitor.schedule` gives (the re-time's turns included) and hands back each call's seconds, which
+A learner in another process (a Ray worker) is watched from the driver: each round it runs its calls at the options
+:meth:`Monitor.schedule` gives (the re-time's turns included) and hands back each call's seconds, which
 :meth:`Monitor.ran` counts as :meth:`Monitor.watch` would have; the monitor's threads are then a
-:class:`ThreadCount`, the count the next round's calls are sent with.
+:class:`VariantSetting` over a :class:`ThreadCount` (the worker holds the :class:`VariantSwitch`): the option the next
+round's calls are sent with.
 """
 from __future__ import annotations
 
@@ -82,7 +83,7 @@ class AdaptOptions:
 
 class ThreadSetting(Protocol):
     """What the monitor moves between options: the threaded kernel's option now (``n``: a thread count, or a
-    :class:`LearnerOption` for a :class:`VariantSwitch`) and ``set(n)``
+    :class:`LearnerOption` for a :class:`VariantSetting`) and ``set(n)``
     (:class:`~pearl_py.kernels.affinity.LearnerThreads` in a run; the simulator's own in a simulation)."""
 
     n: Any
@@ -98,10 +99,30 @@ class LearnerOption:
     threads: int
 
 
-class VariantSwitch:
-    """The threaded kernel's call as the variant and at the threads of its option now (a :class:`ThreadSetting` whose
-    ``n`` is a :class:`LearnerOption`): ``threads`` sets the count, ``build(variant)`` makes another variant's call
-    the first time it is set (before the call is timed). Calling it runs the current variant.
+class VariantSetting:
+    """The threaded kernel's option now, a variant at a thread count (a :class:`ThreadSetting` whose ``n`` is a
+    :class:`LearnerOption`), its count set through ``threads``: what a monitor that may switch variants moves. As
+    itself, the option a learner in another process (a Ray worker, which holds the :class:`VariantSwitch`) runs its
+    next calls at.
+
+        >>> setting = VariantSetting(ThreadCount(1), "reference")
+        >>> setting.set(LearnerOption("fused", 1)); setting.n
+        LearnerOption(variant='fused', threads=1)
+    """
+
+    def __init__(self, threads: ThreadSetting, variant: str) -> None:
+        self.threads = threads
+        self.n = LearnerOption(variant, threads.n)
+
+    def set(self, n: LearnerOption) -> None:
+        self.threads.set(n.threads)
+        self.n = n
+
+
+class VariantSwitch(VariantSetting):
+    """The threaded kernel's call as the variant and at the threads of its option now (a :class:`VariantSetting`):
+    ``build(variant)`` makes another variant's call the first time it is set (before the call is timed). Calling it
+    runs the current variant.
 
         >>> build = lambda variant: kernels.build(LEARNER_UPDATE, variant, learner)
         >>> switch = VariantSwitch(LearnerThreads(2), "fused", update, build)
@@ -110,15 +131,14 @@ class VariantSwitch:
 
     def __init__(self, threads: ThreadSetting, variant: str, call: Callable[..., Any],
                  build: Callable[[str], Callable[..., Any]]) -> None:
-        self.threads, self.build = threads, build
+        super().__init__(threads, variant)
+        self.build = build
         self.calls = {variant: call}
-        self.n = LearnerOption(variant, threads.n)
 
     def set(self, n: LearnerOption) -> None:
         if n.variant not in self.calls:
             self.calls[n.variant] = self.build(n.variant)
-        self.threads.set(n.threads)
-        self.n = n
+        super().set(n)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.calls[self.n.variant](*args, **kwargs)
@@ -128,9 +148,10 @@ class VariantSwitch:
 class ThreadCount:
     """A thread count and nothing more (a :class:`ThreadSetting`): the one a remote learner's next calls run at."""
 
-    n: int
+    n: Any
+    """The count (or, as :meth:`Monitor.schedule`'s shadow of a :class:`VariantSetting`, a :class:`LearnerOption`)."""
 
-    def set(self, n: int) -> None:
+    def set(self, n: Any) -> None:
         self.n = n
 
 
@@ -238,8 +259,9 @@ class Monitor:
         if threaded not in reference or plan.device_kind(plan.placements[threaded].device) != "cpu":
             return None  # a learner elsewhere than on a CPU has no thread options, and the host times only its launches
         planned = LearnerOption(plan.placements[threaded].variant, plan.placements[threaded].replicas)
-        options = learner_options(planned, _costed(plan, threaded), rule.disputed, isinstance(threads, VariantSwitch))
-        if isinstance(threads, VariantSwitch) and not isinstance(options[0], LearnerOption):
+        variants = isinstance(threads, VariantSetting)
+        options = learner_options(planned, _costed(plan, threaded), rule.disputed, variants)
+        if variants and not isinstance(options[0], LearnerOption):
             threads = threads.threads  # no variant disputed: thread counts are the options, as elsewhere
         monitor = cls(reference, threaded, options, threads, rule, _progress(log) if log is not None else None)
         monitor.resume([Correction(**c) for c in earlier])
@@ -285,11 +307,13 @@ class Monitor:
         if retime is not None and not retime.done(self.rule.retime_calls):
             retime.record(self.threads.n, seconds, self.rule.block_calls)
 
-    def schedule(self, calls: int) -> list[int]:
-        """The thread count each of the next ``calls`` calls runs at, as :meth:`before_call` would set it (for a
-        learner in another process, whose calls' seconds then go to :meth:`ran`)."""
+    def schedule(self, calls: int) -> list[Any]:
+        """The option (a thread count or a :class:`LearnerOption`) each of the next ``calls`` calls runs at, as
+        :meth:`before_call` would set it (for a learner in another process, whose calls' seconds then go to
+        :meth:`ran`)."""
         shadow = copy.copy(self)
-        shadow.threads, shadow._retime, shadow._own = ThreadCount(self.threads.n), copy.deepcopy(self._retime), [0, 0.0]
+        shadow.threads, shadow._own = ThreadCount(self.threads.n), [0, 0.0]
+        shadow._retime = copy.deepcopy(self._retime)
         counts = []
         for _ in range(calls):
             shadow.before_call()
@@ -298,7 +322,7 @@ class Monitor:
         return counts
 
     def ran(self, seconds: list[float]) -> None:
-        """A remote learner ran calls at :meth:`schedule`'s counts, taking ``seconds`` each."""
+        """A remote learner ran calls at :meth:`schedule`'s options, taking ``seconds`` each."""
         for call_s in seconds:
             self.before_call()
             self.after_call(call_s)

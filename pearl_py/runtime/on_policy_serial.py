@@ -40,7 +40,7 @@ from typing import Any
 from pearl_py.algorithms.on_policy.base import OnPolicyAlgorithm
 from pearl_py.algorithms.on_policy.learner import OnPolicyLearner
 from pearl_py.kernels.affinity import LearnerThreads
-from pearl_py.kernels.on_policy import build_acting, install_update, warm_up
+from pearl_py.kernels.on_policy import build_acting, install_update, switched_update, warm_up
 from pearl_py.plan import Placement, Plan
 from pearl_py.protocol.kernel import (
     ADVANTAGE,
@@ -53,6 +53,7 @@ from pearl_py.protocol.kernel import (
 from pearl_py.protocol.schedule import RolloutSchedule
 from pearl_py.runtime.acting import ActingNetworks
 from pearl_py.runtime.kernel_devices import device_of, execution_device, learner_timing_devices
+from pearl_py.runtime.monitor import VariantSwitch
 from pearl_py.runtime.on_policy_collect import RolloutCollector
 from pearl_py.runtime.on_policy_layout import OnPolicyLayout
 from pearl_py.runtime.parallel.checkpoint import Progress
@@ -118,7 +119,10 @@ class OnPolicySerialExecutor(SessionExecutor):
                 stack.callback(close)
             threads = stack.enter_context(LearnerThreads(self.threads))
             signals = stack.enter_context(StopSignals())
-            learner.update = session.watch(threads, learner.update)
+            # the fused and reference steps share the learner's memory: the monitor may switch between them
+            switch = VariantSwitch(threads, self.layout.learner_variant, learner.update,
+                                   lambda variant: switched_update(variant, learner))
+            learner.update = session.watch(switch, switch)
             session.clock.start()
             for k in range(done.transitions // schedule.rollout_size, schedule.rollouts):
                 rollout.reset()

@@ -40,7 +40,15 @@ from pearl_py.algorithms.core import BaseAlgorithm
 from pearl_py.plan import Plan
 from pearl_py.runtime.checkpoints import CheckpointOptions, PeriodicCheckpoints, restore_learner, session_seed
 from pearl_py.runtime.evaluation import EVAL_SEED_OFFSET, PeriodicEvaluation, evaluate, evaluation_points
-from pearl_py.runtime.monitor import AdaptOptions, Monitor, ThreadCount, ThreadSetting, drift, result_fields
+from pearl_py.runtime.monitor import (
+    AdaptOptions,
+    Monitor,
+    ThreadCount,
+    ThreadSetting,
+    VariantSetting,
+    drift,
+    result_fields,
+)
 from pearl_py.runtime.parallel.checkpoint import Checkpoint, Progress, load_checkpoint
 from pearl_py.runtime.result import RunResult
 from pearl_py.runtime.run_log import RunLog
@@ -174,16 +182,17 @@ class RunSession:
         self.monitor = Monitor.of(self.plan, threads, self.x.adapt, self.log, earlier=self.progress.corrections)
         return update if self.monitor is None else self.monitor.watch(update)
 
-    def watch_remote(self) -> None:
-        """Start the run's monitor of a learner in another process (a Ray worker), from the plan's threads (a resumed
-        session: its last correction's). Each round the learner runs its calls at :meth:`remote_threads` and hands
-        their seconds to :meth:`round_ended`."""
-        threads = ThreadCount(self.plan.learner_threads)
-        self.monitor = Monitor.of(self.plan, threads, self.x.adapt, self.log, earlier=self.progress.corrections)
+    def watch_remote(self, variant: str) -> None:
+        """Start the run's monitor of a learner in another process (a Ray worker, whose update is a
+        :class:`~pearl_py.runtime.monitor.VariantSwitch` of the planned ``variant``), from the plan's threads (a resumed
+        session: its last correction's threads and variant). Each round the learner runs its calls at
+        :meth:`remote_options` and hands their seconds to :meth:`round_ended`."""
+        setting = VariantSetting(ThreadCount(self.plan.learner_threads), variant)
+        self.monitor = Monitor.of(self.plan, setting, self.x.adapt, self.log, earlier=self.progress.corrections)
 
-    def remote_threads(self, calls: int) -> list[int] | None:
-        """The thread count of each of a remote learner's next ``calls`` updates (at most ``calls``; None: no
-        monitor, the learner keeps its threads)."""
+    def remote_options(self, calls: int) -> list[Any] | None:
+        """The option (a thread count, or a ``LearnerOption`` where variants are options) of each of a remote
+        learner's next ``calls`` updates (None: no monitor, the learner keeps its threads and variant)."""
         return self.monitor.schedule(calls) if self.monitor is not None else None
 
     def round_ended(self, steps: int, updates: int, timer: Any = None, seconds: list[float] = ()) -> None:

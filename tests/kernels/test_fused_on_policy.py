@@ -13,7 +13,7 @@ import torch
 import pearl_py as pearl
 from pearl_py.algorithms.on_policy.learner import OnPolicyLearner
 from pearl_py.algorithms.on_policy.noise import env_uniforms
-from pearl_py.kernels.on_policy import build_acting, install_update
+from pearl_py.kernels.on_policy import build_acting, install_update, learner_update
 
 pytest.importorskip("numba")
 
@@ -78,6 +78,36 @@ def test_fused_minibatch_steps_equal_the_reference_steps(case):
         # a step moves a parameter by about the learning rate: the two agree to a small fraction of one step
         assert torch.allclose(p, q, rtol=0, atol=0.05 * lr), (name, float((p - q).abs().max()))
         assert not torch.equal(p, torch.zeros_like(p))
+
+
+@pytest.mark.parametrize("case", ["ppo discrete", "a2c rmsprop"])
+def test_fused_and_reference_steps_alternating_on_one_learner_equal_the_reference_steps(case):
+    """What a run's variant switch relies on: the fused and reference steps share one learner's parameters and
+    optimizer state (Adam's or RMSprop's moments and step counters), so alternating them mid-rollout takes the
+    reference run's steps, to rounding; the fused update built after reference steps adopts their state."""
+    algo, (reference, switched) = learners(*CASES[case])
+    install_update("reference", switched)
+    steps, calls = {"reference": switched.update}, iter(range(10_000))
+
+    def alternating(sample, progress_remaining):   # a reference step, then a fused one, ...
+        variant = ("reference", "fused")[next(calls) % 2]
+        if variant not in steps:
+            steps[variant] = learner_update(variant, switched)
+        return steps[variant](sample, progress_remaining)
+
+    switched.update = alternating
+    for k in range(3):
+        rollout, twin = random_rollout(algo, reference, seed=k), random_rollout(algo, reference, seed=k)
+        reference.learn(rollout, progress_remaining=1.0 - k / 3)
+        switched.learn(twin, progress_remaining=1.0 - k / 3)
+    assert switched.gradient_steps == reference.gradient_steps and set(steps) == {"reference", "fused"}
+    lr = algo.config.learning_rate(1.0)
+    for p, q in zip(reference.parameters, switched.parameters):
+        assert torch.allclose(p, q, rtol=0, atol=0.05 * lr)
+        mine, theirs = reference.optimizer.state[p], switched.optimizer.state[q]
+        assert float(mine["step"]) == float(theirs["step"]) == reference.gradient_steps
+        for key in set(mine) - {"step"}:
+            assert torch.allclose(mine[key], theirs[key], rtol=1e-3, atol=1e-6), key
 
 
 def test_fused_step_stops_early_where_the_reference_does():

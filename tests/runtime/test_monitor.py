@@ -7,48 +7,13 @@ import json
 
 import pytest
 import torch
+from monitor_machines import COST_S, TINY_DQN, VARIANT_S, FakeMachine, VariantMachine, two_thread_plan, variant_plan
 
 import pearl_py as pearl
-from pearl_py.plan import Figures, KernelCost, Placement, Plan, Prediction, SolverInfo, ThreadCost
+from pearl_py.plan import KernelCost, Placement, Plan
 from pearl_py.runtime.checkpoints import CheckpointOptions
 from pearl_py.runtime.monitor import AdaptOptions
 from pearl_py.runtime.serial import SerialExecutor
-
-TINY_DQN = dict(net_arch=[32], batch_size=16, learning_starts=200, train_freq=50, gradient_steps=10,
-                buffer_size=5_000, target_update_interval=100)
-"""Rounds at vector steps 250, 300, ..., 2000 (round r at 200 + 50 r), 10 updates each."""
-COST_S = {1: 12e-3, 2: 10e-3}
-"""The fake machine's seconds per update at 1 and 2 threads, also the plan's predicted costs."""
-
-
-class FakeMachine:
-    """A clock that only the learner update moves: each call costs ``COST_S`` at the thread count it runs, 3x at
-    2 threads from call ``slow_after + 1`` on (a neighbour arrived)."""
-
-    def __init__(self, slow_after: float) -> None:
-        self.slow_after, self.now, self.threads = slow_after, 0.0, []
-
-    def clock(self) -> float:
-        return self.now
-
-    def wrap(self, update):
-        def update_on_this_machine(batch):
-            n = torch.get_num_threads()
-            self.threads.append(n)
-            self.now += COST_S[n] * (3 if n == 2 and len(self.threads) > self.slow_after else 1)
-            return update(batch)
-        return update_on_this_machine
-
-
-def two_thread_plan(algo) -> Plan:
-    """The serial plan with the learner at 2 threads, predicted as the fake machine's quiet costs."""
-    plan = Plan.single_device(algo.protocol(serialized=True))
-    placements = dict(plan.placements, learner_update=Placement("cpu", "reference", 2))
-    costs = {"learner_update": {"cpu": {"reference": KernelCost(COST_S[1], 0.0, "calibrated",
-                                                                threads=(ThreadCost(2, COST_S[2], 0.0),))}}}
-    prediction = Prediction(Figures(1.0, 1.0, 1.0, 1.0, 1.0, "cpu"), SolverInfo("test", True, 1.0, 0.0, 0.0), costs,
-                            rates={}, kinds={}, devices={})
-    return dataclasses.replace(plan, placements=placements, prediction=prediction)
 
 
 def run(monkeypatch, slow_after: float, adapt: bool = True, total_steps: int = 2_000):
@@ -238,32 +203,6 @@ def test_a_remote_learner_watched_from_the_driver_makes_the_serial_correction():
     assert monitor.schedule(3) == [1, 1, 1] and monitor.threads.n == 1
 
 
-VARIANT_S = {"reference": 10e-3, "fused": 12e-3}
-"""The fake machine's seconds per update of each variant (1 thread), also the plan's predicted costs: the fused update
-predicted 1.2x the planned reference's, within the rule's ``disputed`` 1.5x."""
-
-
-class VariantMachine(FakeMachine):
-    """The fake clock by variant: each call costs ``VARIANT_S`` of the variant it runs, the reference's 3x from call
-    ``slow_after + 1`` on; ``threads`` records the variant of every call."""
-
-    def wrap_variant(self, update, variant: str):
-        def update_on_this_machine(batch):
-            self.threads.append(variant)
-            slowed = variant == "reference" and len(self.threads) > self.slow_after
-            self.now += VARIANT_S[variant] * (3 if slowed else 1)
-            return update(batch)
-        return update_on_this_machine
-
-
-def variant_plan(algo) -> Plan:
-    """The serial plan with the learner's reference update at 1 thread, and the fused one costed close beside it."""
-    plan = two_thread_plan(algo)
-    costs = {"learner_update": {"cpu": {v: KernelCost(s, 0.0, "calibrated") for v, s in VARIANT_S.items()}}}
-    return dataclasses.replace(plan, placements=dict(plan.placements, learner_update=Placement("cpu", "reference", 1)),
-                               prediction=dataclasses.replace(plan.prediction, costs=costs))
-
-
 def test_a_slowdown_of_the_planned_variant_switches_to_the_disputed_one_and_a_resumed_run_keeps_it(monkeypatch,
                                                                                                     tmp_path):
     """The thread test's schedule with variants for options: the switch at the same step and update, the
@@ -323,6 +262,7 @@ def test_the_parallel_learner_switches_to_the_disputed_variant_and_a_resumed_run
     resumes at the fused update."""
     from pearl_py.kernels import REGISTRY
     from pearl_py.runtime.parallel import ParallelExecutor
+    from pearl_py.runtime.parallel.params import ParamBoard
 
     machine = VariantMachine(slow_after=40)
     for variant in VARIANT_S:
@@ -336,8 +276,17 @@ def test_the_parallel_learner_switches_to_the_disputed_variant_and_a_resumed_run
         Plan.single_device(algo.protocol()).placements, learner_update=plan.placements["learner_update"]))
     options = dict(seed=0, eval_episodes=1, progress=False, out_dir=tmp_path, checkpoints=CheckpointOptions(every=800),
                    adapt=AdaptOptions(patience_s=0.5, clock=machine.clock))
-    first = ParallelExecutor(algo, plan, **options).run(1_000)
+    executor, stale, publish = ParallelExecutor(algo, plan, **options), [], ParamBoard.publish
+
+    def publish_checked(board, state, tag=0):      # the actors get the learner's parameters as they are now
+        live = executor.learner.nets.acting_state(algo.acting_networks)
+        stale.extend(tag for name in state if not torch.equal(state[name], live[name]))
+        publish(board, state, tag)
+
+    monkeypatch.setattr(ParamBoard, "publish", publish_checked)
+    first = executor.run(1_000)
     assert (first.env_steps, first.gradient_steps, first.kernel_times["learner_update"]["calls"]) == (1_000, 160, 160)
+    assert stale == []          # the fused update's build moved the parameters' storage: publishes follow it
     [correction] = first.corrections
     assert (correction.updates, correction.switched) == (110, True) and correction.step >= 200 + 50 * 11
     assert correction.change == "learner reference at 1 thread -> fused at 1 thread"
@@ -352,3 +301,63 @@ def test_the_parallel_learner_switches_to_the_disputed_variant_and_a_resumed_run
     resumed = ParallelExecutor(pearl.DQN("CartPole-v1", **TINY_DQN), plan, resume_from=tmp_path, **options).run(1_000)
     assert (resumed.env_steps, resumed.gradient_steps, resumed.corrections) == (1_000, 160, [correction])
     assert machine.threads == ["fused"] * (160 - 120)                            # rounds 13-16 (from step 800)
+
+
+@pytest.mark.parametrize("parallel", [False, True])
+def test_the_on_policy_learner_switches_to_the_disputed_variant_and_a_resumed_run_keeps_it(monkeypatch, tmp_path,
+                                                                                           parallel):
+    """The on-policy executors (the serial one, the local parallel one's learner) with variants for options, on the
+    fake machine's variant clock (warm-ups, on throwaway learners, off it): 8 updates a rollout of 32 steps, the
+    reference slowed from update 41, switched to the fused step at rollout 12's end with every update the learner's
+    own (the fused and reference steps share its memory: tests/kernels/test_fused_on_policy.py); the checkpoint
+    after it resumes at the fused step."""
+    from pearl_py.kernels import on_policy
+    from pearl_py.runtime import on_policy_serial
+    from pearl_py.runtime.parallel import on_policy as parallel_on_policy
+
+    machine = VariantMachine(slow_after=40)
+    for variant in VARIANT_S:
+        real = on_policy.ON_POLICY.get("learner_update", variant, "cpu")
+        monkeypatch.setitem(on_policy.ON_POLICY._variants, ("learner_update", "cpu", variant), dataclasses.replace(
+            real, builder=lambda learner, real=real, variant=variant: machine.wrap_variant(real.builder(learner),
+                                                                                          variant)))
+    for module in (on_policy, on_policy_serial, parallel_on_policy):
+        monkeypatch.setattr(module, "warm_up", lambda *args, **kwargs: None)
+
+    def ppo():
+        return pearl.PPO("CartPole-v1", n_envs=2, n_steps=16, batch_size=8, n_epochs=2, net_arch=[16])
+
+    plan = dataclasses.replace(on_policy_serial.serial_plan(), prediction=variant_plan(ppo()).prediction)
+    plan = dataclasses.replace(plan, placements=dict(plan.placements, learner_update=Placement("cpu", "reference", 1)))
+    options = dict(seed=0, eval_episodes=1, progress=False, out_dir=tmp_path, checkpoints=CheckpointOptions(every=448),
+                   adapt=AdaptOptions(patience_s=0.5, clock=machine.clock))
+
+    def run(**more):
+        if parallel:
+            return parallel_on_policy.OnPolicyParallelExecutor(ppo(), parallel_plan(plan), **options, **more).run(512)
+        return on_policy_serial.OnPolicySerialExecutor(ppo(), plan=plan, **options, **more).run(512)
+
+    first = run()
+    assert (first.env_steps, first.gradient_steps, first.kernel_times["learner_update"]["calls"]) == (512, 128, 128)
+    [correction] = first.corrections
+    # off at rollouts 6-8 (0.72 s), re-timed over rollouts 9-12 (32 calls), switched at rollout 12's end
+    assert (correction.step, correction.updates, correction.switched) == (12 * 32, 96, True)
+    assert correction.change == "learner reference at 1 thread -> fused at 1 thread"
+    assert correction.retimed_s == pytest.approx({"reference at 1 thread": 3 * VARIANT_S["reference"],
+                                                  "fused at 1 thread": VARIANT_S["fused"]})
+    assert machine.threads == (["reference"] * 64 + (["reference"] * 4 + ["fused"] * 4) * 4
+                               + ["fused"] * (128 - 96))
+    machine.threads.clear()
+    resumed = run(resume_from=tmp_path)
+    assert (resumed.env_steps, resumed.gradient_steps, resumed.corrections) == (512, 128, [correction])
+    assert machine.threads == ["fused"] * (128 - 14 * 8)                         # rollouts 15-16 (from step 448)
+
+
+def parallel_plan(plan: Plan) -> Plan:
+    """``plan`` (the serial on-policy one) as the local parallel runtime's: one actor process."""
+    from pearl_py.protocol.kernel import ENV_STEP, INFERENCE, ROLLOUT_INSERT
+
+    placements = dict(plan.placements, **{ENV_STEP: Placement("cpu", replicas=1),
+                                          INFERENCE: Placement("cpu", "reference", 1),
+                                          ROLLOUT_INSERT: Placement("cpu", replicas=1)})
+    return dataclasses.replace(plan, placements=placements, mode="synchronous")

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from monitor_machines import TINY_DQN, VARIANT_S, VariantMachine, variant_plan
 from ray_cluster import free_port, two_raylet_cluster
 
 import pearl_py as pearl
@@ -403,3 +404,113 @@ def test_normalize_on_ray_off_policy_merges_every_consumed_chunks_share_and_resu
     assert ckpt.obs_transform["obs"]["count"] == pytest.approx(envs + 128 + prior, rel=1e-12)
     resumed = run(tmp_path / "second", resume=periodic_checkpoints(tmp_path / "first")[0])
     assert resumed.obs_transform.obs_moments.count == pytest.approx(envs + 128 + envs + 128 + prior, rel=1e-12)
+
+
+def on_the_machine(monkeypatch: pytest.MonkeyPatch, machine: VariantMachine) -> list:
+    """The driver's monitor counts ``machine``'s seconds for each option its schedule sent the learner worker (which
+    runs each update for real, at that option); returns the options sent, in order."""
+    from pearl_py.runtime.monitor import Monitor
+
+    sent, schedule, ran = [], Monitor.schedule, Monitor.ran
+
+    def sending(self: Monitor, calls: int) -> list:
+        sent.extend(schedule(self, calls))
+        return sent[len(sent) - calls:]
+
+    def ran_on_the_machine(self: Monitor, seconds: list[float]) -> None:
+        ran(self, [machine.call(option.variant) for option in sent[len(sent) - len(seconds):]])
+
+    monkeypatch.setattr(Monitor, "schedule", sending)
+    monkeypatch.setattr(Monitor, "ran", ran_on_the_machine)
+    return sent
+
+
+def _variant_plan_on_ray() -> Plan:
+    """The Ray plan (one actor worker) with the learner's reference update planned and the fused one costed beside it
+    at 1.2x (tests/runtime/monitor_machines.py: disputed, so both variants are options)."""
+    plan, base = variant_plan(pearl.DQN("CartPole-v1", **TINY_DQN)), _plan("cpu", "cpu")
+    return dataclasses.replace(base, prediction=plan.prediction, placements={
+        **base.placements, "learner_update": plan.placements["learner_update"]})
+
+
+def test_the_ray_learner_worker_switches_to_the_disputed_variant_and_a_resumed_run_keeps_it(
+        cluster: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The driver's monitor with variants for options, its seconds the fake machine's for each option the schedule sent
+    the worker (the reference slowed from update 41): off at rounds 5-7, re-timed over rounds 8-11, switched to the
+    fused update at round 11's end (step 750, update 110), the local parallel learner's correction
+    (tests/runtime/test_monitor.py); the checkpoint at step 800 resumes at the fused update."""
+    from pearl_py.runtime.monitor import LearnerOption
+
+    machine = VariantMachine(slow_after=40)
+    sent = on_the_machine(monkeypatch, machine)
+    options = dict(seed=0, eval_episodes=1, address=cluster, out_dir=tmp_path, progress=False,
+                   checkpoints=CheckpointOptions(every=800), adapt=AdaptOptions(patience_s=0.5, clock=machine.clock))
+    first = RayExecutor(pearl.DQN("CartPole-v1", **TINY_DQN), _variant_plan_on_ray(), **options).run(1_000)
+    assert (first.env_steps, first.gradient_steps, first.kernel_times["learner_update"]["calls"]) == (1_000, 160, 160)
+    [correction] = first.corrections
+    assert (correction.step, correction.updates, correction.switched) == (750, 110, True)
+    assert correction.change == "learner reference at 1 thread -> fused at 1 thread"
+    assert (correction.before, correction.after) == ({"variant": "reference", "threads": 1},
+                                                     {"variant": "fused", "threads": 1})
+    assert correction.retimed_s == pytest.approx({"reference at 1 thread": 3 * VARIANT_S["reference"],
+                                                  "fused at 1 thread": VARIANT_S["fused"]})
+    assert [option.variant for option in sent] == machine.threads              # one option sent a call, each run
+    assert machine.threads == (["reference"] * 70 + (["reference"] * 4 + ["fused"] * 4) * 4 + ["reference"] * 8
+                               + ["fused"] * 50)
+    sent.clear()
+    resumed = RayExecutor(pearl.DQN("CartPole-v1", **TINY_DQN), _variant_plan_on_ray(), resume_from=tmp_path,
+                          **options).run(1_000)
+    assert (resumed.env_steps, resumed.gradient_steps, resumed.corrections) == (1_000, 160, [correction])
+    assert sent == [LearnerOption("fused", 1)] * (160 - 120)                  # rounds 13-16 (from step 800)
+
+
+def test_the_learner_worker_runs_each_update_at_the_variant_its_schedule_sends() -> None:
+    """The Ray learner worker (a plain class here, in this process): a ``LearnerOption`` sets its VariantSwitch, which
+    builds the fused update when first sent, a thread count its threads alone; every update is the learner's own."""
+    pytest.importorskip("ray", reason='ray is an optional extra: pip install -c constraints.txt ".[ray]"')
+    from pearl_py.runtime.collect import tensor_batch
+    from pearl_py.runtime.monitor import LearnerOption
+    from pearl_py.runtime.ray_backend.workers import LearnerWorker, ReplayServer
+
+    algo = pearl.DQN("CartPole-v1", **TINY_DQN)
+    replay, rng = ReplayServer(algo, seed=0), torch.Generator().manual_seed(0)
+    replay.add({"obs": torch.rand(64, 4, generator=rng).numpy(),
+                "actions": torch.randint(2, (64,), generator=rng).numpy(), "rewards": torch.ones(64).numpy(),
+                "next_obs": torch.rand(64, 4, generator=rng).numpy(),
+                "terminated": torch.zeros(64, dtype=torch.bool).numpy()})
+    worker, seconds = LearnerWorker(algo, 0, "cpu", "reference", replay=None), []
+    update = worker.scheduled(worker.switch, [LearnerOption("reference", 1), LearnerOption("fused", 1), 1], seconds)
+    for _ in range(3):
+        update(tensor_batch(replay.sample(16, 0.4), worker.learner.device))
+    assert set(worker.switch.calls) == {"reference", "fused"} and worker.switch.n == LearnerOption("fused", 1)
+    assert worker.learner.gradient_steps == 3 and len(seconds) == 3
+
+
+def test_the_ray_on_policy_learner_worker_switches_to_the_disputed_variant_and_a_resumed_run_keeps_it(
+        cluster: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The on-policy driver's monitor with variants for options, on the fake machine's seconds as above: 8 updates a
+    rollout of 32 steps, the reference slowed from update 41, switched to the fused step at rollout 12's end (step 384,
+    update 96), the local on-policy executors' correction (tests/runtime/test_monitor.py); the checkpoint at step
+    448 resumes at the fused step."""
+    from pearl_py.runtime.monitor import LearnerOption
+
+    def ppo() -> pearl.PPO:
+        return pearl.PPO("CartPole-v1", n_envs=2, n_steps=16, batch_size=8, n_epochs=2, net_arch=[16])
+
+    machine = VariantMachine(slow_after=40)
+    sent = on_the_machine(monkeypatch, machine)
+    plan = dataclasses.replace(sync_plan(1), prediction=variant_plan(pearl.DQN("CartPole-v1", **TINY_DQN)).prediction)
+    plan = dataclasses.replace(plan, placements={**plan.placements, "learner_update": Placement("cpu", "reference", 1)})
+    options = dict(seed=0, eval_episodes=1, address=cluster, out_dir=tmp_path, progress=False,
+                   checkpoints=CheckpointOptions(every=448), adapt=AdaptOptions(patience_s=0.5, clock=machine.clock))
+    first = OnPolicyRayExecutor(ppo(), plan, **options).run(512)
+    assert (first.env_steps, first.gradient_steps) == (512, 128)
+    [correction] = first.corrections
+    assert (correction.step, correction.updates, correction.switched) == (12 * 32, 96, True)
+    assert correction.change == "learner reference at 1 thread -> fused at 1 thread"
+    assert [option.variant for option in sent] == machine.threads == (
+        ["reference"] * 64 + (["reference"] * 4 + ["fused"] * 4) * 4 + ["fused"] * (128 - 96))
+    sent.clear()
+    resumed = OnPolicyRayExecutor(ppo(), plan, resume_from=tmp_path, **options).run(512)
+    assert (resumed.env_steps, resumed.gradient_steps, resumed.corrections) == (512, 128, [correction])
+    assert sent == [LearnerOption("fused", 1)] * (128 - 14 * 8)                 # rollouts 15-16 (from step 448)

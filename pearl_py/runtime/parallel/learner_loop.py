@@ -105,7 +105,6 @@ class LearnerLoop:
         self.p = parts
         self.progress = progress
         self.sync_every = max(int(sync_every), 1)
-        self._acting = parts.learner.nets.acting_state(parts.algorithm.acting_networks)
         self._published = parts.learner.gradient_steps
         """Gradient steps of the parameters last published to the actors."""
         self.clock = parts.session.clock
@@ -202,7 +201,9 @@ class LearnerLoop:
     def _publish(self) -> None:
         with self.p.timer(PARAM_SYNC):
             self.merge_statistics()
-            self.p.board.publish(self._acting, tag=self.p.learner.gradient_steps)
+            # looked up at each publish: a fused update built mid-run (a variant switch) moves the tensors' storage
+            self.p.board.publish(self.p.learner.nets.acting_state(self.p.algorithm.acting_networks),
+                                 tag=self.p.learner.gradient_steps)
         self._published = self.p.learner.gradient_steps
 
     def merge_statistics(self) -> None:

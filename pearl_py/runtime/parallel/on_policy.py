@@ -44,12 +44,13 @@ from typing import Any
 from pearl_py.algorithms.on_policy.base import OnPolicyAlgorithm
 from pearl_py.algorithms.on_policy.learner import OnPolicyLearner
 from pearl_py.kernels.affinity import LearnerThreads
-from pearl_py.kernels.on_policy import install_update, warm_up
+from pearl_py.kernels.on_policy import install_update, switched_update, warm_up
 from pearl_py.plan import Plan
 from pearl_py.protocol.kernel import ENV_STEP, LEARNER_UPDATE, PARAM_SYNC
 from pearl_py.protocol.schedule import RolloutSchedule
 from pearl_py.replay.rollout import RolloutBuffer
 from pearl_py.runtime.kernel_devices import device_of, learner_timing_devices
+from pearl_py.runtime.monitor import VariantSwitch
 from pearl_py.runtime.on_policy_layout import OnPolicyLayout
 from pearl_py.runtime.parallel.control import ControlBlock
 from pearl_py.runtime.parallel.executor import SHM_PREFIX
@@ -119,7 +120,10 @@ class OnPolicyParallelExecutor(SessionExecutor):
             run_log.kernel_times = lambda: merge_kernel_times([timer.summary(wait=False), parts.control.kernel_times()], {})
             warm_up(algo, layout.learner_variant)  # while the actors start: the clock starts once they are ready
             threads = stack.enter_context(LearnerThreads(layout.learner_threads))  # after the actors started: free
-            learner.update = session.watch(threads, learner.update)
+            # the fused and reference steps share the learner's memory: the monitor may switch between them
+            switch = VariantSwitch(threads, layout.learner_variant, learner.update,
+                                   lambda variant: switched_update(variant, learner))
+            learner.update = session.watch(switch, switch)
             loop = OnPolicyLoop(parts, progress)
             try:
                 loop.run()

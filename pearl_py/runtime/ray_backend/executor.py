@@ -94,7 +94,7 @@ class RayExecutor(RayRun):
         resumed = session.resume()
         replay, learner, actors = self._start(ray, total_steps, resumed, session.env_seed)
         log = session.open_log()
-        session.watch_remote()
+        session.watch_remote(self.plan.variant(LEARNER_UPDATE))
         try:
             loop = _Driver(ray, schedule, replay, learner, actors, session, self)
             try:
@@ -153,7 +153,7 @@ class _Driver:
                 beta = round_beta(self.x.algorithm, s, self.step)
                 losses, seconds = ray.get(self.learner.train.remote(
                     due - self.updates, beta, round_progress_remaining(s, self.step),
-                    self.session.remote_threads(due - self.updates)))
+                    self.session.remote_options(due - self.updates)))
                 self.updates = due
                 self.session.round_ended(self.step * s.n_envs, due, seconds=seconds)
                 self.log.train(self.step * s.n_envs, losses,

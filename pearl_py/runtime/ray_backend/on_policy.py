@@ -90,7 +90,7 @@ class OnPolicyRayExecutor(RayRun):
         progress = session.progress
         learner, actors = self._start(ray, schedule, resumed, session.env_seed)
         log = session.open_log()
-        session.watch_remote()
+        session.watch_remote(self.plan.variant(LEARNER_UPDATE))
         loop = _RolloutLoop(ray, schedule, learner, actors, session, self)
         try:
             try:
@@ -140,7 +140,7 @@ class _RolloutLoop:
                 p.eval_history.append(eval_point(at, returns))
             stats, ended, updates, seconds = ray.get(self.learner.learn.remote(
                 s.progress_remaining(k + 1), self.splits, *parts,
-                threads=self.session.remote_threads(s.updates_per_rollout)))
+                options=self.session.remote_options(s.updates_per_rollout)))
             params, statistics = self.learner.acting_params.remote(), self.learner.statistics.remote()
             self.session.round_ended(p.transitions, updates, seconds=seconds)
             for offset, episode_return, length in ended:

@@ -29,8 +29,9 @@ from pearl_py.algorithms.networks import Networks
 from pearl_py.algorithms.on_policy.base import OnPolicyAlgorithm
 from pearl_py.algorithms.on_policy.learner import OnPolicyLearner
 from pearl_py.kernels.affinity import LearnerThreads
-from pearl_py.kernels.on_policy import build_acting, install_update, warm_up
+from pearl_py.kernels.on_policy import build_acting, install_update, switched_update, warm_up
 from pearl_py.protocol.kernel import ADVANTAGE, PARAM_SYNC
+from pearl_py.runtime.monitor import LearnerOption, VariantSwitch
 from pearl_py.runtime.on_policy_collect import RolloutCollector
 from pearl_py.runtime.parallel.on_policy_actor import collect_rollout
 from pearl_py.runtime.parallel.on_policy_loop import ROLLOUT_HANDOFF
@@ -79,8 +80,9 @@ class OnPolicyActorWorker(Acting):
 
 
 class OnPolicyLearnerWorker(LearnerState):
-    """The learner on ``device`` (``learner_update`` ``variant``, ``threads`` torch threads) and its rollout,
-    whose minibatch generator is seeded ``seed``."""
+    """The learner on ``device`` (``learner_update`` ``variant``, switched to another by the driver's schedule: the
+    ``fused`` and reference steps share its memory; ``threads`` torch threads) and its rollout, whose minibatch
+    generator is seeded ``seed``."""
 
     def __init__(self, algorithm: OnPolicyAlgorithm, seed: int, device: str, variant: str, threads: int) -> None:
         torch.set_num_threads(threads)
@@ -93,12 +95,15 @@ class OnPolicyLearnerWorker(LearnerState):
         warm_up(algorithm, variant)
         self.timer = KernelTimer()
         self.threads = LearnerThreads(threads, pin=False)
+        self.switch = VariantSwitch(self.threads, variant, self.learner.update,
+                                    lambda other: switched_update(other, self.learner))
 
-    def learn(self, progress_remaining: float, splits: list[range], *parts: Columns, threads: list[int] | None = None
+    def learn(self, progress_remaining: float, splits: list[range], *parts: Columns,
+              options: list[int | LearnerOption] | None = None
               ) -> tuple[dict[str, float], list[tuple[int, float, int]], int, list[float]]:
-        """Learn on the rollout the actors' ``parts`` (of envs ``splits``) make, its updates at ``threads``
+        """Learn on the rollout the actors' ``parts`` (of envs ``splits``) make, its updates at ``options``
         (:meth:`scheduled`); the update's statistics, the episodes that ended in it (``SharedRollout.copy_into``), the
-        learner's gradient steps since the run began and the updates' seconds (empty without ``threads``)."""
+        learner's gradient steps since the run began and the updates' seconds (empty without ``options``)."""
         cfg = self.algo.config
         with self.timer(ROLLOUT_HANDOFF):
             for envs, part in zip(splits, parts):
@@ -108,12 +113,9 @@ class OnPolicyLearnerWorker(LearnerState):
             last_values, last_dones, ended = self.shared.copy_into(self.rollout)
         with self.timer(ADVANTAGE):
             self.rollout.compute_advantages(last_values, last_dones, cfg.gamma, cfg.gae_lambda)
-        update, seconds = self.learner.update, []
-        self.learner.update = self.scheduled(update, threads, seconds)
-        try:
-            stats = self.learner.learn(self.rollout, progress_remaining, self.timer)
-        finally:
-            self.learner.update = update
+        seconds: list[float] = []
+        self.learner.update = self.scheduled(self.switch, options, seconds)
+        stats = self.learner.learn(self.rollout, progress_remaining, self.timer)
         return stats.as_log(), ended, self.learner.gradient_steps, seconds
 
     def rollout_rng(self) -> dict[str, Any]:

@@ -52,6 +52,8 @@ from pearl_py.runtime.collect import PARAM_READ, Collector, LossMeans, gradient_
 from pearl_py.runtime.checkpoints import restore_learner
 from pearl_py.runtime.device_replay import replay_from_state, replay_on
 from pearl_py.runtime.evaluation import evaluate
+from pearl_py.runtime.monitor import LearnerOption, VariantSwitch
+from pearl_py.runtime.parallel.executor import learner_update
 from pearl_py.runtime.timing import KernelTimer
 
 Rows = dict[str, np.ndarray]
@@ -99,23 +101,28 @@ class Acting(Timed):
 
 class LearnerState(Timed):
     """A learner worker's checkpoint part (its learner's state, this process's torch RNGs) and its restore; its
-    threads, which the driver's monitor moves between updates (:meth:`scheduled`)."""
+    threads and its update's variant, which the driver's monitor moves between updates (:meth:`scheduled`)."""
 
     algo: Algorithm | OnPolicyAlgorithm
     learner: Learner | OnPolicyLearner
     threads: LearnerThreads
+    switch: VariantSwitch
+    """The update as a variant switch over ``threads`` (the driver's monitor may switch variants)."""
 
-    def scheduled(self, update: Callable[..., Any], threads: list[int] | None, seconds: list[float]
+    def scheduled(self, update: Callable[..., Any], options: list[int | LearnerOption] | None, seconds: list[float]
                   ) -> Callable[..., Any]:
-        """``update`` with its calls run at ``threads`` in turn (the driver's ``Monitor.schedule``: its threads are
-        set between calls, not pinned, since other workers share the node) and each call's seconds appended to
-        ``seconds``; ``update`` itself without a schedule (no monitor)."""
-        if threads is None:
+        """``update`` with its calls run at ``options`` in turn (the driver's ``Monitor.schedule``: a thread count,
+        or a ``LearnerOption`` that the ``switch`` sets; threads are set between calls, not pinned, since other
+        workers share the node) and each call's seconds appended to ``seconds``; ``update`` itself without a
+        schedule (no monitor)."""
+        if options is None:
             return update
-        counts = iter(threads)
+        chosen = iter(options)
 
         def call(*args: Any, **kwargs: Any) -> Any:
-            self.threads.set(next(counts))
+            option = next(chosen)
+            # a variant set for the first time is built here, before the call is timed
+            (self.switch if isinstance(option, LearnerOption) else self.threads).set(option)
             start = time.perf_counter()
             out = update(*args, **kwargs)
             seconds.append(time.perf_counter() - start)
@@ -255,27 +262,28 @@ class _Prefetching:
 
 
 class LearnerWorker(LearnerState):
-    """The learner: networks on the planned device, updates with the planned variant."""
+    """The learner: networks on the planned device, updates with the planned variant, switched to another by the
+    driver's schedule (its ``fused`` and reference updates share the learner's memory: no update is lost)."""
 
     def __init__(self, algorithm: Algorithm, seed: int, device: str, variant: str, replay: Any) -> None:
         torch.set_num_threads(1)
         torch.manual_seed(seed)
         self.algo, self.replay = algorithm, replay
         self.learner = Learner(algorithm, device)
-        self.update = kernels.build(kernels.KernelKind.LEARNER_UPDATE, variant, self.learner,
-                                    device_class=kernels.device_class(self.learner.device))
         self.timer = KernelTimer({LEARNER_UPDATE: self.learner.device, PARAM_SYNC: self.learner.device})
         self.threads = LearnerThreads(1, pin=False)
+        self.switch = VariantSwitch(self.threads, variant, learner_update(self.learner, variant),
+                                    lambda other: learner_update(self.learner, other))
 
-    def train(self, updates: int, beta: float, progress_remaining: float, threads: list[int] | None = None
-              ) -> tuple[dict[str, float], list[float]]:
+    def train(self, updates: int, beta: float, progress_remaining: float,
+              options: list[int | LearnerOption] | None = None) -> tuple[dict[str, float], list[float]]:
         """A training round: the learning rate at ``progress_remaining``, then ``updates`` gradient steps on batches
-        from the replay server (one request ahead), at ``threads`` (:meth:`scheduled`); mean losses and the
-        updates' seconds (empty without ``threads``)."""
+        from the replay server (one request ahead), at ``options`` (:meth:`scheduled`); mean losses and the
+        updates' seconds (empty without ``options``)."""
         self.learner.set_learning_rate(progress_remaining)
         replay = _Prefetching(self.replay, self.algo.config.prioritized_replay)
         means, seconds = LossMeans(), []
-        update = self.scheduled(self.update, threads, seconds)
+        update = self.scheduled(self.switch, options, seconds)
         for i in range(updates):
             replay.ahead = i + 1 < updates
             means.add(gradient_step(replay, update, self.algo.config.batch_size, beta, self.learner.device,
