@@ -61,7 +61,7 @@ class CalibrationNeeds:
         """Everything ``pearl profile`` calibrates (``algorithm`` None), or what ``algorithm``'s plans in either
         protocol mode cost from a calibration over a run of ``total_steps`` (None: of unknown length, where
         every variant may pay back)."""
-        from pearl_py.profile.profiler import CALIBRATED_ENVS, KINDS
+        from pearl_py.estimate.calibration import CALIBRATED_ENVS, KINDS
 
         if algorithm is None:
             return cls(KINDS, None, CALIBRATED_ENVS, True)
