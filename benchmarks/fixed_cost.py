@@ -22,7 +22,8 @@ exclusive of the parts inside it:
 - ``spawn``: a child process started as pearl_py's parallel runtime starts an actor (``process_start``); the serial
   plans of the README job spawn none, SB3's DummyVecEnv neither.
 
-``whole`` is the parent's wall clock around the job's process (interpreter to exit).
+``whole`` is the parent's wall clock around the job's process (interpreter to exit). Below the table, the modules each
+side's job process holds at its end (``len(sys.modules)``): a count no load distorts.
 """
 from __future__ import annotations
 
@@ -107,7 +108,7 @@ def pearl_job(config: str, steps: int, out: str) -> dict[str, Any]:
     if code != 0:
         raise SystemExit(f"pearl run exited {code}")
     parts.seconds["rest"] = time.perf_counter() - start - sum(parts.seconds.values())
-    return {"parts": parts.seconds, "calls": parts.calls}
+    return {"parts": parts.seconds, "calls": parts.calls, "modules": len(sys.modules)}
 
 
 def sb3_job_process(job: dict[str, Any], steps: int, episodes: int, out: str) -> dict[str, Any]:
@@ -131,7 +132,7 @@ def sb3_job_process(job: dict[str, Any], steps: int, episodes: int, out: str) ->
     with parts.part("outputs"):
         model.save(os.path.join(out, "model.zip"))
     parts.seconds["rest"] = time.perf_counter() - start - sum(parts.seconds.values())
-    return {"parts": parts.seconds, "calls": parts.calls}
+    return {"parts": parts.seconds, "calls": parts.calls, "modules": len(sys.modules)}
 
 
 def spawn_process() -> dict[str, Any]:
@@ -173,7 +174,7 @@ def sb3_job(config: str, steps: int) -> dict[str, Any]:
 
 
 def measure(args: argparse.Namespace) -> dict[str, dict[str, list[float]]]:
-    """``{side: {part or "whole" or "interpreter" or "spawn": [seconds per repeat]}}``."""
+    """``{side: {part or "whole" or "interpreter" or "spawn": [seconds per repeat], "modules": [count per repeat]}}``."""
     job = sb3_job(args.config, args.steps)
     episodes = args.eval_episodes
     figures: dict[str, dict[str, list[float]]] = {"pearl_py": {}, "SB3": {}}
@@ -190,11 +191,13 @@ def measure(args: argparse.Namespace) -> dict[str, dict[str, list[float]]]:
             whole, pearl = timed_process(this("pearl", {"config": args.config, "steps": args.steps,
                                                         "out": os.path.join(out, "run")}))
         add("pearl_py", "whole", whole)
+        add("pearl_py", "modules", pearl["modules"])
         for name, seconds in pearl["parts"].items():
             add("pearl_py", name, seconds)
         with tempfile.TemporaryDirectory() as out:
             whole, sb3 = timed_process(this("sb3", {"job": job, "steps": args.steps, "episodes": episodes, "out": out}))
         add("SB3", "whole", whole)
+        add("SB3", "modules", sb3["modules"])
         for name, seconds in sb3["parts"].items():
             add("SB3", name, seconds)
         _, spawn = timed_process(this("spawn", {}))
@@ -237,6 +240,8 @@ def main(argv: list[str] | None = None) -> None:
           f"(load average {before:.2f} before, {after:.2f} after, {os.cpu_count()} CPUs; measured)")
     for row in table(figures):
         print(row)
+    print("modules the job's process loaded (load-independent): "
+          + ", ".join(f"{side} {max(figures[side]['modules']):.0f}" for side in figures))
 
 
 if __name__ == "__main__":

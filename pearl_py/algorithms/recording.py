@@ -15,6 +15,8 @@ Example::
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
 
 import numpy as np
 import torch
@@ -25,6 +27,8 @@ from pearl_py.protocol.workload import DenseLayer, Layer
 
 Recorder = Callable[[nn.Module, tuple[torch.Tensor, ...], torch.Tensor], Layer]
 """``recorder(module, inputs, output) -> layer``: the workload of one call of ``module``."""
+
+T = TypeVar("T")
 
 LAYER_RECORDERS: dict[type[nn.Module], Recorder] = {}
 """Recorders by module type; a subclass without its own uses its nearest registered base's."""
@@ -124,3 +128,36 @@ def count_dispatched(run: Callable[[], object]) -> int:
     with _Count() as counter:
         run()
     return counter.calls
+
+
+@dataclass(frozen=True)
+class ObservedCode:
+    """What running an algorithm's code once on a throwaway learner shows: the layers and dispatched operators of its
+    acting and of one period of updates (one update where every loss steps each time), the parameters trained per
+    period, and the acting networks' bytes and tensors (what a parameter sync copies)."""
+
+    trained_params: int
+    acting: tuple[Layer, ...]
+    acting_ops: int
+    learning: tuple[Layer, ...]
+    learning_ops: int
+    param_bytes: int
+    param_tensors: int
+    period: int = 1
+    optimizer: str | None = None
+    """The learner's one optimizer, by class name in lower case (None: not recorded)."""
+
+
+def observed_once(algorithm: Any, observe_code: Callable[[Any], T]) -> T:
+    """``observe_code(algorithm)``, run once per config and env spec and kept on ``algorithm``: a run derives its
+    protocol in both modes, for the calibration's needs and for each plan (7 derivations for `pearl run --auto`), and
+    every observation builds a learner (its optimizer's first build imports torch._dynamo) and runs its updates.
+    The config is frozen, so the same config and spec objects observe the same (a changed ``config`` observes
+    again)."""
+    cfg, spec = algorithm.config, algorithm.spec
+    cached = algorithm.__dict__.get("_observed_code")
+    if cached is not None and cached[0] is cfg and cached[1] is spec:
+        return cached[2]
+    observed = observe_code(algorithm)
+    algorithm.__dict__["_observed_code"] = (cfg, spec, observed)
+    return observed

@@ -30,7 +30,17 @@ from typing import Any
 
 from pearl_py.estimate.fit import FittedModel
 from pearl_py.platform.kinds import device_kind
-from pearl_py.protocol.kernel import INFERENCE, LEARNER_UPDATE
+from pearl_py.protocol.kernel import (
+    ADVANTAGE,
+    ENV_STEP,
+    INFERENCE,
+    LEARNER_UPDATE,
+    PARAM_SYNC,
+    PRIORITY_UPDATE,
+    REPLAY_INSERT,
+    REPLAY_SAMPLE,
+    ROLLOUT_INSERT,
+)
 
 CACHE_ENV = "PEARL_CACHE_DIR"
 THREADED_VARIANTS: dict[str, tuple[str, ...]] = {LEARNER_UPDATE: ("reference", "fused")}
@@ -38,6 +48,13 @@ THREADED_VARIANTS: dict[str, tuple[str, ...]] = {LEARNER_UPDATE: ("reference", "
 fused loops when it compiles, so every count would cost its own compiles (4 more per count)."""
 MAX_THREADS = 2
 """Most threads a threaded variant is calibrated at (and so may be planned with)."""
+
+KINDS = (LEARNER_UPDATE, INFERENCE, REPLAY_INSERT, REPLAY_SAMPLE, PRIORITY_UPDATE, ENV_STEP,
+         PARAM_SYNC, ROLLOUT_INSERT, ADVANTAGE)
+"""The kernel kinds ``pearl profile`` calibrates, in its order (here, not in the profiler: a run whose calibration is
+cached asks what it needs without loading the profiler)."""
+CALIBRATED_ENVS = ("CartPole-v1", "Pendulum-v1")
+"""The envs whose step ``pearl profile`` times beside those a run steps."""
 
 
 def machine_fingerprint() -> str:

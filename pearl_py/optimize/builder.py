@@ -30,13 +30,12 @@ Example::
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import re
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
-
-import networkx as nx
 
 from pearl_py.errors import PlanningError, UserError
 from pearl_py.optimize.problem import (
@@ -180,21 +179,17 @@ def _device(device, name: str | None = None, members: tuple[str, ...] = ()) -> D
 
 def _routes(platform: Platform, devices: Iterable[str]) -> tuple[dict[str, Link], dict[tuple[str, str], tuple]]:
     """Directed link resources and the fastest route (for 1 MB, as :meth:`Platform.route`) between devices."""
-    graph = nx.Graph()
-    graph.add_nodes_from(d.name for d in platform)
-    for a, b, spec in platform.links:
-        graph.add_edge(a, b, spec=spec, weight=spec.transfer_s(1e6))
     names = sorted(set(devices))
     links: dict[str, Link] = {}
     routes: dict[tuple[str, str], tuple] = {}
     for src in names:
-        paths = nx.single_source_dijkstra_path(graph, src, weight="weight")
+        paths = platform.fastest_paths(src)
         for dst in names:
             if dst == src or dst not in paths:
                 continue
             hops = []
-            for a, b in zip(paths[dst], paths[dst][1:]):
-                spec = graph.edges[a, b]["spec"]
+            for a, b in itertools.pairwise(paths[dst]):
+                spec = platform.link(a, b)
                 link_id = f"{a}->{b} ({spec.name})" if spec.name else f"{a}->{b}"
                 links[link_id] = Link(spec.latency_us * 1e-6, spec.bandwidth_gbs * 1e9)
                 hops.append(link_id)

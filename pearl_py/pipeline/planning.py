@@ -61,7 +61,7 @@ class CalibrationNeeds:
         """Everything ``pearl profile`` calibrates (``algorithm`` None), or what ``algorithm``'s plans in either
         protocol mode cost from a calibration over a run of ``total_steps`` (None: of unknown length, where
         every variant may pay back)."""
-        from pearl_py.profile.profiler import CALIBRATED_ENVS, KINDS
+        from pearl_py.estimate.calibration import CALIBRATED_ENVS, KINDS
 
         if algorithm is None:
             return cls(KINDS, None, CALIBRATED_ENVS, True)
@@ -83,15 +83,22 @@ class CalibrationNeeds:
                    and (kind in NETWORK_KINDS or group != "cnn")]
         mine = {model_key for model_key, _ in self.deferred}
         wanted = [key for key in calibration.meta.get(DEFERRED_KEY, {}) if key not in mine
-                  and any(key.removeprefix(f"{family}/").startswith(f"{kind}/") for kind in self.kinds)
-                  and self._threads_may_win(calibration, key)]
+                  and self._kind_of(key) is not None and self._threads_may_win(calibration, key)]
         if not (lacking or wanted):
             return None
-        kinds = {kind for kind, _ in lacking} | {k for k in self.kinds for key in wanted
-                                                  if key.removeprefix(f"{family}/").startswith(f"{k}/")}
+        kinds = {kind for kind, _ in lacking} | {self._kind_of(key) for key in wanted}
         return CalibrationNeeds(tuple(k for k in self.kinds if k in kinds), self.family,
                                 tuple(g for k, g in lacking if k == ENV_STEP), any(g == "cnn" for _, g in lacking),
                                 self.deferred, None if lacking else tuple(wanted), self.workloads)
+
+    def _kind_of(self, key: str) -> str | None:
+        """Which of these kinds a deferred model ``key`` is a model of, under this family's keys (None: another
+        family's network model, or a kind these needs lack): a DQN run's deferred ``learner_update/compiled`` is
+        not PPO's ``on_policy/learner_update/compiled``."""
+        from pearl_py.estimate.calibration import model_key, network_family
+
+        return next((kind for kind in self.kinds
+                     if key.startswith(model_key(kind, "", family=network_family(kind, self.family)))), None)
 
     def _threads_may_win(self, calibration: Any, key: str) -> bool:
         """Whether this run wants a deferred model ``key`` on account of its threads: a one-thread key always; a

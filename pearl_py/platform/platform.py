@@ -12,12 +12,11 @@ Example::
 """
 from __future__ import annotations
 
+import heapq
 import itertools
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-
-import networkx as nx
 
 from pearl_py.platform.catalogue import Catalogue, PlatformEntry
 from pearl_py.platform.kinds import device_kind
@@ -73,13 +72,14 @@ class Platform:
     ``pearl run --plan`` finds the platform); empty for catalogue platforms and ``local`` (their name serves)."""
 
     def __post_init__(self) -> None:
-        self._graph = nx.Graph()
-        self._graph.add_nodes_from(self.devices)
+        # neighbours in link order; a second link between the same two devices replaces the first
+        self._links: dict[str, dict[str, LinkSpec]] = {name: {} for name in self.devices}
         for a, b, link in self.links:
             for end in (a, b):
                 if end not in self.devices:
                     raise CatalogueError(f"platform {self.name!r}: link to unknown device {end!r}")
-            self._graph.add_edge(a, b, link=link, weight=link.transfer_s(1e6))
+            self._links[a][b] = self._links[b][a] = link
+        self._paths: dict[str, dict[str, list[str]]] = {}
 
     def __iter__(self) -> Iterator[Device]:
         return iter(self.devices.values())
@@ -101,11 +101,21 @@ class Platform:
         self.device(src), self.device(dst)
         if src == dst:
             return []
-        try:
-            path = nx.shortest_path(self._graph, src, dst, weight="weight")
-        except nx.NetworkXNoPath:
-            raise CatalogueError(f"platform {self.name!r}: no link path from {src!r} to {dst!r}") from None
-        return [self._graph.edges[a, b]["link"] for a, b in itertools.pairwise(path)]
+        path = self.fastest_paths(src).get(dst)
+        if path is None:
+            raise CatalogueError(f"platform {self.name!r}: no link path from {src!r} to {dst!r}")
+        return [self.link(a, b) for a, b in itertools.pairwise(path)]
+
+    def fastest_paths(self, src: str) -> dict[str, list[str]]:
+        """``{device: [src, ..., device]}``: the fastest path for a 1 MB message to each device ``src`` reaches."""
+        if src not in self._paths:
+            self._paths[src] = fastest_paths({a: {b: link.transfer_s(1e6) for b, link in ends.items()}
+                                              for a, ends in self._links.items()}, src)
+        return self._paths[src]
+
+    def link(self, a: str, b: str) -> LinkSpec:
+        """The link between neighbours ``a`` and ``b``."""
+        return self._links[a][b]
 
     def transfer_s(self, src: str, dst: str, nbytes: float) -> float:
         """Store-and-forward time to move ``nbytes`` from ``src`` to ``dst`` (sum over hops)."""
@@ -240,3 +250,26 @@ def _expand_node(body: dict, catalogue: Catalogue, doc, where: tuple, node: str)
             raise doc.error(here + ("between",), f"group {a!r} has one device; a link to itself needs count >= 2")
         links += [(x, y, link) for x, y in pairs]
     return devices, links
+
+
+def fastest_paths(costs: Mapping[str, Mapping[str, float]], src: str) -> dict[str, list[str]]:
+    """Dijkstra's shortest paths from ``src`` over ``costs[a][b]`` (non-negative): ``{node: [src, ..., node]}`` for
+    each node reached. Of paths of equal cost the first found is kept, neighbours taken in ``costs``'s order (the
+    choice networkx's ``single_source_dijkstra_path`` makes).
+
+        >>> fastest_paths({"a": {"b": 1.0, "c": 3.0}, "b": {"a": 1.0, "c": 1.0}, "c": {"a": 3.0, "b": 1.0}}, "a")
+        {'a': ['a'], 'b': ['a', 'b'], 'c': ['a', 'b', 'c']}
+    """
+    paths, done, best = {src: [src]}, set(), {src: 0.0}
+    fringe, order = [(0.0, 0, src)], itertools.count(1)   # the count breaks ties in push order, never by name
+    while fringe:
+        cost, _, node = heapq.heappop(fringe)
+        if node in done:
+            continue
+        done.add(node)
+        for other, step in costs[node].items():
+            if other not in done and (other not in best or cost + step < best[other]):
+                best[other] = cost + step
+                heapq.heappush(fringe, (cost + step, next(order), other))
+                paths[other] = [*paths[node], other]
+    return paths

@@ -26,9 +26,11 @@ from collections.abc import Callable, Collection, Iterator, Mapping
 
 import torch
 
-from pearl_py.estimate.calibration import (
+from pearl_py.estimate.calibration import (  # KINDS, CALIBRATED_ENVS: what this module calibrates
+    CALIBRATED_ENVS,
     DEFERRED_KEY,
     IN_LOOP_KEY,
+    KINDS,
     LOOP_KEY,
     NORMALIZE_KEY,
     MAX_THREADS,
@@ -85,9 +87,6 @@ from pearl_py.protocol.kernel import (
 from pearl_py.runtime.families import family_named, registered_families
 from pearl_py.runtime.run_log import clock
 
-KINDS = (LEARNER_UPDATE, INFERENCE, REPLAY_INSERT, REPLAY_SAMPLE, PRIORITY_UPDATE, ENV_STEP,
-         PARAM_SYNC, ROLLOUT_INSERT, ADVANTAGE)
-CALIBRATED_ENVS = ("CartPole-v1", "Pendulum-v1")
 
 KIND_FEATURES: dict[str, tuple[str, list[str]]] = {
     LEARNER_UPDATE: ("flops", ["flops", "bytes", "ops", "activations"]),

@@ -37,6 +37,7 @@ Example::
 from __future__ import annotations
 
 import dataclasses
+import functools
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -149,6 +150,7 @@ class TrainSchedule:
             return 0
         return max(self.updates_until(limit // self.n_envs - 1) - self.max_policy_lag, 0)
 
+    @functools.lru_cache(maxsize=64)  # a run derives its parallel protocol for each plan; schedules are small values
     def publications_per_update(self, sync_every: int, rounds: int = 8) -> float:
         """Parameter publications per update of the parallel runtime in the steady state (after the first round).
 

@@ -1,9 +1,13 @@
 """YAML anchors and merge keys (``<<: *defaults``) in every file pearl_py reads, errors still at file:line."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
+import yaml
 
 from pearl_py.cli import main
+from pearl_py.config import yaml_source
 from pearl_py.config.yaml_source import YamlDocument
 from pearl_py.errors import ConfigError
 from pearl_py.run_config import load_config
@@ -68,3 +72,22 @@ platforms:
                                        "number, got nan\n")
     platform.write_text(platform.read_text().replace("bandwidth_gbs: .nan", "latency_us: 2.0"))
     assert main(["plan", str(config), "--platform", str(platform), "--out", str(tmp_path / "o")]) == 0
+
+
+REPO = Path(__file__).resolve().parents[2]
+SHIPPED_YAML = sorted(path.relative_to(REPO) for root in ("devices", "estimators", "examples", "pearl_py")
+                      for path in (REPO / root).rglob("*.y*ml"))
+
+
+@pytest.mark.skipif(yaml_source.FAST_COMPOSER is None, reason="PyYAML built without libyaml")
+@pytest.mark.parametrize("text", ["a: &a {x: 1, y: [2, 3.5e-3, null, yes, '0x10']}\nb:\n  <<: *a\n  z: !!float 1\n",
+                                  *((REPO / path).read_text() for path in SHIPPED_YAML)],
+                         ids=["merge", *map(str, SHIPPED_YAML)])
+def test_libyaml_and_pyyaml_read_the_same_values_and_lines(text, monkeypatch):
+    """The shipped files (the device catalogue and cost models, read on every plan) parse by libyaml: the same
+    values at the same lines as PyYAML's own parser gives."""
+    yaml.compose(text, Loader=yaml_source.FAST_COMPOSER)  # libyaml takes it: no fallback to PyYAML's parser
+    fast = YamlDocument.parse(text, "f.yaml")
+    monkeypatch.setattr(yaml_source, "FAST_COMPOSER", None)
+    slow = YamlDocument.parse(text, "f.yaml")
+    assert (fast.data, fast.lines) == (slow.data, slow.lines)

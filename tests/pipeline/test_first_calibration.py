@@ -8,7 +8,7 @@ import pytest
 import pearl_py as pearl
 from pearl_py.kernels import registry_of
 from pearl_py.profile import profiler
-from pearl_py.estimate.calibration import Calibration, model_key
+from pearl_py.estimate.calibration import Calibration, model_key, network_family
 from pearl_py.estimate.fit import FittedModel
 from pearl_py.pipeline import planning
 from pearl_py.pipeline.planning import CalibrationNeeds
@@ -111,6 +111,21 @@ def test_a_compiled_update_a_short_run_would_not_pay_back_is_deferred_until_a_ru
     why = Estimator(cache).unavailable_variants(kernel, cpu)["compiled"]
     assert why.startswith("not calibrated on this machine yet: the first run's calibration deferred it (its modelled "
                           "one-off setup of 20 s")
+
+
+def test_another_familys_deferred_variant_is_not_this_runs(fake_profile, monkeypatch):
+    """A DQN run deferred the off-policy ``learner_update/compiled``: a PPO run (its own ``on_policy/...`` keys) with
+    every model it needs profiles nothing, run after run; its own deferred key is still wanted by a long run."""
+    ppo = pearl.PPO("CartPole-v1")
+    keys = [model_key(kind, "reference", "CartPole-v1" if kind == "env_step" else None,
+                      family=network_family(kind, "on_policy")) for kind in CalibrationNeeds.of(ppo).kinds]
+    cache = _cache(keys)
+    cache.meta["deferred"] = {"learner_update/compiled": "the DQN run's"}
+    monkeypatch.setattr(Calibration, "load_default", classmethod(lambda cls: cache))
+    planning.ensure_calibration(lambda line: None, ppo, total_steps=100_000)
+    assert fake_profile.calls == []
+    cache.meta["deferred"]["on_policy/learner_update/compiled"] = "a short PPO run's"
+    assert CalibrationNeeds.of(ppo).missing(cache).only == ("on_policy/learner_update/compiled",)
 
 
 def test_a_deferred_variant_is_left_out_of_the_phases_and_recorded():

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import dataclasses
+import importlib
 
 import pytest
 
@@ -131,14 +132,16 @@ def test_sac_records_twin_critics_the_sampling_actor_and_the_entropy_coefficient
     assert graph.kernel("param_sync").workload.param_bytes == 4 * actor_params   # the actor only
 
 
-def test_the_code_is_observed_once_per_config_for_both_modes(monkeypatch):
+@pytest.mark.parametrize("family, make", [
+    ("off_policy", lambda: pearl.DQN("CartPole-v1", batch_size=64)),
+    ("on_policy", lambda: pearl.PPO("CartPole-v1", n_envs=8, n_steps=32, batch_size=64, n_epochs=4)),
+])
+def test_the_code_is_observed_once_per_config_for_both_modes(monkeypatch, family, make):
     """A run derives its protocol several times (the calibration's needs, each plan, both modes): one throwaway
     learner is built for them all, and the graphs equal fresh derivations; a new config observes anew."""
-    from pearl_py.algorithms.off_policy import derive
-
-    algo = pearl.DQN("CartPole-v1", batch_size=64)
-    fresh = {serialized: derive.derive_protocol(pearl.DQN("CartPole-v1", batch_size=64), serialized)
-             for serialized in (False, True)}
+    derive = importlib.import_module(f"pearl_py.algorithms.{family}.derive")
+    algo = make()
+    fresh = {serialized: derive.derive_protocol(make(), serialized) for serialized in (False, True)}
     built = []
     probe = derive._probe_learner
     monkeypatch.setattr(derive, "_probe_learner", lambda algorithm: built.append(algorithm) or probe(algorithm))
@@ -146,6 +149,7 @@ def test_the_code_is_observed_once_per_config_for_both_modes(monkeypatch):
         graph = algo.protocol(serialized=serialized)
         assert [(k.name, k.workload, k.rate) for k in graph.kernels()] == \
             [(k.name, k.workload, k.rate) for k in fresh[serialized].kernels()]
+        assert graph.to_dict() == fresh[serialized].to_dict()
     assert len(built) == 1
     algo.config = dataclasses.replace(algo.config, batch_size=32)
     assert algo.protocol().kernel("learner_update").workload.batch == 32 and len(built) == 2

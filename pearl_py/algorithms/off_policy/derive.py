@@ -16,12 +16,11 @@ Example::
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import torch
 
-from pearl_py.algorithms.recording import observe
+from pearl_py.algorithms.recording import ObservedCode, observe, observed_once
 from pearl_py.protocol.graph import ProtocolGraph
 from pearl_py.protocol.kernel import (
     ENV_STEP,
@@ -84,31 +83,14 @@ def example_obs(spec: EnvSpec, size: int, generator: torch.Generator) -> torch.T
     return torch.randn(size, *spec.obs_shape, generator=generator)
 
 
-@dataclass(frozen=True)
-class ObservedCode:
-    """What running ``algorithm``'s code once on a throwaway learner shows: the layers and dispatched operators of its
-    acting and of one period of updates, the period, the parameters trained per period, and the acting networks'
-    bytes and tensors (what a parameter sync copies)."""
-
-    period: int
-    trained_params: int
-    acting: tuple[Layer, ...]
-    acting_ops: int
-    learning: tuple[Layer, ...]
-    learning_ops: int
-    param_bytes: int
-    param_tensors: int
-
-
 def observe_code(algorithm: Algorithm) -> ObservedCode:
-    """:class:`ObservedCode` of ``algorithm``, observed once per config and env spec (a run derives its protocol in
-    both modes, for the calibration's needs and each plan: every derivation built a learner and ran its updates,
-    about a second each on a 2-core VM); the algorithm's config is frozen, so the same config object observes the
-    same."""
+    """:class:`~pearl_py.algorithms.recording.ObservedCode` of ``algorithm``, observed once per config and env spec
+    (:func:`~pearl_py.algorithms.recording.observed_once`)."""
+    return observed_once(algorithm, _observe_code)
+
+
+def _observe_code(algorithm: Algorithm) -> ObservedCode:
     cfg, spec = algorithm.config, algorithm.spec
-    cached = algorithm.__dict__.get("_observed_code")
-    if cached is not None and cached[0] is cfg and cached[1] is spec:
-        return cached[2]
     learner = _probe_learner(algorithm)
     period = math.lcm(*(loss.every for loss in learner.losses))
     trained_params = sum(p.numel() * (period // loss.every) for loss in learner.losses
@@ -126,10 +108,8 @@ def observe_code(algorithm: Algorithm) -> ObservedCode:
         learning, learning_ops = observe(learner.nets, lambda: [learner.update(batch) for _ in range(period)])
 
     acting_params = [p for name in algorithm.acting_networks for p in learner.nets.online[name].parameters()]
-    observed = ObservedCode(period, trained_params, tuple(acting), acting_ops, tuple(learning), learning_ops,
-                            sum(p.numel() * p.element_size() for p in acting_params), len(acting_params))
-    algorithm.__dict__["_observed_code"] = (cfg, spec, observed)
-    return observed
+    return ObservedCode(trained_params, tuple(acting), acting_ops, tuple(learning), learning_ops,
+                        sum(p.numel() * p.element_size() for p in acting_params), len(acting_params), period=period)
 
 
 def derive_protocol(algorithm: Algorithm, serialized: bool = False) -> ProtocolGraph:

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING
 import torch
 
 from pearl_py.algorithms.off_policy.derive import example_obs
-from pearl_py.algorithms.recording import observe
+from pearl_py.algorithms.recording import ObservedCode, observe, observed_once
 from pearl_py.protocol.graph import ProtocolGraph
 from pearl_py.protocol.kernel import (
     ADVANTAGE,
@@ -98,15 +98,10 @@ def _random_minibatch(algorithm: OnPolicyAlgorithm, learner: OnPolicyLearner, ro
                         torch.randn(rows, generator=g))
 
 
-def derive_protocol(algorithm: OnPolicyAlgorithm, serialized: bool = False) -> ProtocolGraph:
-    """The kernels, workloads, rates and data edges of ``algorithm`` under its config (see the module docstring)."""
-    cfg, spec = algorithm.config, algorithm.spec
-    n_envs, size = cfg.n_envs, cfg.rollout_size
-    updates = cfg.epochs_per_rollout * cfg.minibatches_per_epoch
-    rows = max(round(size / cfg.minibatches_per_epoch), 1)     # the average minibatch (the last may be smaller)
+def _observe_code(algorithm: OnPolicyAlgorithm, rows: int) -> ObservedCode:
+    """Acting on ``n_envs`` envs and one learner step on a minibatch of ``rows``, on a throwaway learner."""
+    spec, n_envs = algorithm.spec, algorithm.config.n_envs
     learner = _probe_learner(algorithm)
-    trained_params = sum(p.numel() for p in learner.parameters)
-
     with torch.random.fork_rng():
         obs = example_obs(spec, n_envs, torch.Generator().manual_seed(0))
         noise = torch.full((n_envs, algorithm.noise_width), 0.5)
@@ -117,14 +112,23 @@ def derive_protocol(algorithm: OnPolicyAlgorithm, serialized: bool = False) -> P
 
         acting, acting_ops = observe(learner.nets, act)
         batch = _random_minibatch(algorithm, learner, rows)
-
-        def step() -> object:
-            return learner.step(batch, progress_remaining=1.0)
-
-        learning, learning_ops = observe(learner.nets, step)
+        learning, learning_ops = observe(learner.nets, lambda: learner.step(batch, progress_remaining=1.0))
 
     acting_params = [p for name in algorithm.acting_networks for p in learner.nets.online[name].parameters()]
-    param_bytes = sum(p.numel() * p.element_size() for p in acting_params)
+    return ObservedCode(sum(p.numel() for p in learner.parameters), tuple(acting), acting_ops, tuple(learning),
+                        learning_ops, sum(p.numel() * p.element_size() for p in acting_params), len(acting_params),
+                        optimizer=type(learner.optimizer).__name__.lower())
+
+
+def derive_protocol(algorithm: OnPolicyAlgorithm, serialized: bool = False) -> ProtocolGraph:
+    """The kernels, workloads, rates and data edges of ``algorithm`` under its config (see the module docstring)."""
+    cfg, spec = algorithm.config, algorithm.spec
+    n_envs, size = cfg.n_envs, cfg.rollout_size
+    updates = cfg.epochs_per_rollout * cfg.minibatches_per_epoch
+    rows = max(round(size / cfg.minibatches_per_epoch), 1)     # the average minibatch (the last may be smaller)
+    code = observed_once(algorithm, lambda algo: _observe_code(algo, rows))
+    acting, acting_ops, learning, learning_ops = code.acting, code.acting_ops, code.learning, code.learning_ops
+    param_bytes = code.param_bytes
     per_step = 1.0 / n_envs
     per_rollout = 1.0 / size
     acting_form, loss_form = algorithm.declared_acting_form(), algorithm.declared_loss_form()
@@ -142,13 +146,13 @@ def derive_protocol(algorithm: OnPolicyAlgorithm, serialized: bool = False) -> P
                rate=per_step, replicable=not serialized),
         Kernel(ADVANTAGE, ADVANTAGE, AdvantageWorkload(cfg.n_steps, n_envs), rate=per_rollout),
         Kernel(LEARNER_UPDATE, LEARNER_UPDATE,
-               NetworkWorkload(learning, trained_params=trained_params, batch=rows, forms=(loss_form, acting_form),
+               NetworkWorkload(learning, trained_params=code.trained_params, batch=rows, forms=(loss_form, acting_form),
                                family=FAMILY, dispatched_ops=float(learning_ops),
-                               optimizer=type(learner.optimizer).__name__.lower(),
+                               optimizer=code.optimizer,
                                resident_bytes=size * (item_bytes(algorithm) + TARGET_BYTES), updates_per_round=updates),
                rate=updates / size),
         # the serial executor acts with the learner's own networks: it publishes nothing
-        Kernel(PARAM_SYNC, PARAM_SYNC, SyncWorkload(param_bytes, tensors=len(acting_params), handshake=not serialized),
+        Kernel(PARAM_SYNC, PARAM_SYNC, SyncWorkload(param_bytes, tensors=code.param_tensors, handshake=not serialized),
                rate=0.0 if serialized else per_rollout),
     ):
         graph.add_kernel(kernel)
