@@ -13,6 +13,7 @@ Example::
 from __future__ import annotations
 
 import contextlib
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -29,10 +30,11 @@ from pearl_py.plan import Plan
 from pearl_py.platform import Platform
 from pearl_py.report.export import export_plan
 from pearl_py.report.run_files import run_record
-from pearl_py.runtime.checkpoints import CheckpointOptions
+from pearl_py.runtime.checkpoints import INTERRUPT_DIR, CheckpointOptions
 from pearl_py.runtime.kernel_devices import check_runnable
 from pearl_py.runtime.result import RunResult
 from pearl_py.runtime.run_energy import run_energy_record, run_meter
+from pearl_py.runtime.session import ModeSwitched
 from pearl_py.runtime.policy_files import save_policy
 from pearl_py.saved_policy import initial_state
 
@@ -49,13 +51,15 @@ def runs_serially(plan: Plan) -> bool:
 
 def make_executor(algorithm: BaseAlgorithm, plan: Plan, seed: int, *, backend: str = "local",
                   address: str | None = None, resume: str | Path | None = None,
-                  checkpoints: CheckpointOptions | None = None, adapt: bool = True, **common: Any) -> Executor:
+                  checkpoints: CheckpointOptions | None = None, adapt: bool = True, switch_modes: bool = False,
+                  **common: Any) -> Executor:
     """The executor of the algorithm's family that runs ``plan``: on Ray, the serial executor (serialized plans)
     or the local parallel runtime (:mod:`pearl_py.runtime.families`).
 
     ``common``: ``out_dir``, ``eval_episodes``, ``eval_freq``, ``progress``. ``adapt``: the executors' monitor
     corrects a plan its kernels do not hold to (False: the plan as given; the family's ``adapts`` says which
-    executors run one). ``resume``: a run folder (or
+    executors run one); ``switch_modes``: it may also hand the run to the other mode's executor (the family's
+    ``switches_modes``; the caller runs it with :func:`run_switching`). ``resume``: a run folder (or
     checkpoint folder) to continue from; ``checkpoints``: periodic checkpoints (not on Ray yet). A plan this
     machine cannot run as planned (a GPU without CUDA, a variant it cannot build) is a UserError naming the
     kernel and the device, before anything starts (the Ray backend's cluster checks its own resources).
@@ -67,14 +71,40 @@ def make_executor(algorithm: BaseAlgorithm, plan: Plan, seed: int, *, backend: s
             raise UserError(f"{algorithm.name} ({family.name}) has no Ray executor yet; run it locally")
         return family.ray(algorithm, seed, plan=plan, address=address, **resume_options, **common)
     check_runnable(plan, family=family.name)
+    switching = {"switch_modes": True} if switch_modes and adapt is not False and family.switches_modes else {}
     if runs_serially(plan):
-        adapting = {"adapt": adapt} if "serial" in family.adapts else {}
+        adapting = {"adapt": adapt, **switching} if "serial" in family.adapts else {}
         return family.serial(algorithm, seed, plan=plan, **resume_options, **adapting, **common)
     if family.parallel is None:
         raise UserError(f"{algorithm.name} ({family.name}) runs its serial executor only for now: its plans must be "
                         "serialized")
-    adapting = {"adapt": adapt} if "parallel" in family.adapts else {}
+    adapting = {"adapt": adapt, **switching} if "parallel" in family.adapts else {}
     return family.parallel(algorithm, seed, plan=plan, **resume_options, **adapting, **common)
+
+
+def run_switching(executor: Executor, total_steps: int, resume_in: Callable[[Plan, Path], Executor]
+                  ) -> tuple[RunResult, Executor]:
+    """Run ``executor`` to ``total_steps``; each time its monitor hands the run to the other mode
+    (:class:`~pearl_py.runtime.session.ModeSwitched`, at a round boundary, its checkpoint written), the run goes on in
+    ``resume_in(plan, checkpoint folder)``, the executor of that plan resuming it (the checkpoint/resume path: the
+    step, update and episode counts and the corrections carry on exactly). Returns the last session's result and
+    executor; temporary checkpoint folders (a run without an output folder) are removed.
+
+        >>> result, executor = run_switching(executor, 50_000, lambda plan, folder: make_executor(
+        ...     algo, plan, seed, resume=folder, adapt=adapt, switch_modes=True))
+    """
+    temporary: list[Path] = []
+    try:
+        while True:
+            try:
+                return executor.run(total_steps), executor
+            except ModeSwitched as switch:
+                if switch.folder.name != INTERRUPT_DIR:
+                    temporary.append(switch.folder)
+                executor = resume_in(switch.plan, switch.folder)
+    finally:
+        for folder in temporary:
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 def _resume_options(resume: str | Path | None, checkpoints: CheckpointOptions | None) -> dict[str, Any]:
@@ -126,8 +156,9 @@ def train(algorithm: BaseAlgorithm, total_steps: int, seed: int = 0, *,
     then removed once every check passed. The CLI passes the :class:`~pearl_py.pipeline.outputs.RunFolder` it
     claimed.
     ``adapt``: the run watches its kernels against the plan's prediction and, when the plan does not hold, re-times
-    the disputed options and switches at a round boundary, recording ``result.corrections`` (serialized plans;
-    docs/runtime.md); False (``--no-adapt``) runs the plan as given. ``dedicated`` (``--dedicated``): the machine runs
+    the disputed options and switches at a round boundary (an off-policy run also between the serialized and the
+    overlapped mode, through a checkpoint: :func:`run_switching`), recording ``result.corrections``
+    (docs/runtime.md); False (``--no-adapt``) runs the plan as given. ``dedicated`` (``--dedicated``): the machine runs
     nothing else, so ``plan="auto"`` values multi-threaded options by their calibrated cost alone (docs/optimizer.md).
     """
     if backend not in BACKENDS:
@@ -168,9 +199,12 @@ def train(algorithm: BaseAlgorithm, total_steps: int, seed: int = 0, *,
             if admission.oversubscribed:
                 log(admission.describe())
         out_dir = folder.path if folder is not None else None
-        executor = make_executor(algorithm, resolved, seed, backend=backend, address=address, resume=resume,
-                                 checkpoints=checkpoints, adapt=adapt, out_dir=out_dir, eval_episodes=eval_episodes,
-                                 eval_freq=eval_freq, progress=progress)
+        def executor_of(plan: Plan, resume: str | Path | None) -> Executor:
+            return make_executor(algorithm, plan, seed, backend=backend, address=address, resume=resume,
+                                 checkpoints=checkpoints, adapt=adapt, switch_modes=backend == "local", out_dir=out_dir,
+                                 eval_episodes=eval_episodes, eval_freq=eval_freq, progress=progress)
+
+        executor = executor_of(resolved, resume)
         continues = _continues_in_place(out_dir, resume)
         if folder is not None:
             folder.clear()  # every check passed: an earlier run's files go (with overwrite)
@@ -179,7 +213,7 @@ def train(algorithm: BaseAlgorithm, total_steps: int, seed: int = 0, *,
         local = Platform.local() if backend == "local" else None  # Ray's workers run on the cluster's counters
         meter = run_meter(resolved, local) if local is not None else None
         with meter if meter is not None else contextlib.nullcontext():
-            result = executor.run(total_steps)
+            result, executor = run_switching(executor, total_steps, executor_of)
         if meter is not None:
             result.energy = run_energy_record(meter, resolved, result.kernel_times, local)
         if admission is not None:

@@ -180,11 +180,16 @@ class PeriodicCheckpoints:
                   ) -> Path | None:
         """Write the stop checkpoint (``OUT/checkpoint``, each file atomically) of a run stopped at
         ``progress.transitions`` env steps; None without an output folder."""
-        from pearl_py.runtime.parallel.checkpoint import save_checkpoint
-
         if self.out_dir is None:
             return None
-        folder = Path(self.out_dir) / INTERRUPT_DIR
+        return self.save_to(Path(self.out_dir) / INTERRUPT_DIR, learner_state, replay_state, progress)
+
+    def save_to(self, folder: Path, learner_state: dict[str, Any], replay_state: dict[str, Any], progress: Progress
+                ) -> Path:
+        """Write a checkpoint of the run at ``progress.transitions`` env steps into ``folder`` (each file
+        atomically): the stop checkpoint's, or a mode switch's (:meth:`~pearl_py.runtime.session.RunSession.switch_mode`)."""
+        from pearl_py.runtime.parallel.checkpoint import save_checkpoint
+
         folder.mkdir(parents=True, exist_ok=True)
         save_checkpoint(folder, self._checkpoint(learner_state, replay_state, progress))
         return folder

@@ -64,6 +64,9 @@ class Family:
     adapts: tuple[str, ...] = ()
     """Its executors that take ``adapt`` (the run's monitor, :mod:`pearl_py.runtime.monitor`): ``serial``,
     ``parallel``."""
+    switches_modes: bool = False
+    """Whether its serial and parallel executors hand a run to each other mid-run when the monitor decides the other
+    mode is faster (:class:`~pearl_py.runtime.session.ModeSwitched`)."""
     tuned: bool = False
     """Whether ``pearl run --tune`` trials its plans (``pearl_py.pipeline.tune``)."""
     threaded: bool = False
@@ -183,7 +186,7 @@ def _on_policy_parallel(algorithm: Any, seed: int, plan: Any = None, **common: A
 
 
 OFF_POLICY = register_family(OffPolicyFamily("off_policy", serial=_off_policy_serial, parallel=_off_policy_parallel,
-                                             ray=_off_policy_ray, adapts=("serial", "parallel"), tuned=True,
-                                             threaded=True))
+                                             ray=_off_policy_ray, adapts=("serial", "parallel"), switches_modes=True,
+                                             tuned=True, threaded=True))
 ON_POLICY = register_family(OnPolicyFamily("on_policy", serial=_on_policy_serial, parallel=_on_policy_parallel,
                                            ray=_on_policy_ray, adapts=("serial", "parallel")))

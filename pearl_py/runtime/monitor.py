@@ -22,8 +22,12 @@ only (reading events each round would make the host wait for the GPU). Every exe
 parallel and Ray; off- and on-policy) can switch the threaded kernel's variant in place (a :class:`VariantSwitch`: its
 ``fused`` and reference updates share the learner's memory): where the plan costed a disputed variant (predicted within
 ``disputed`` of the planned option) the options are :class:`LearnerOption` s, a variant at a thread count, else
-thread counts. A mode change (serialized or overlapped) needs state moved between processes and is not made
-(docs/runtime.md).
+thread counts. Where the run's executor can continue in the other mode (off-policy, serialized or overlapped on this
+machine's CPU: a :class:`ModeModel`), each decision also weighs that mode: the planner's composition of the kernels'
+per-call costs, measured in the run, with the actors' start-up charged against the steps left; when the other mode is
+predicted ``mode_margin`` faster and the rest of the run pays its start-up, the decision is a second correction
+(``kernel`` :data:`MODE`) and :attr:`Monitor.switch_to` says the mode the run continues in (the run session takes a
+checkpoint and the other executor resumes it: docs/runtime.md).
 
 Example (the serial executor, condensed)::
 
@@ -43,6 +47,7 @@ round's calls are sent with.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import statistics
 import time
 from collections import deque
@@ -51,6 +56,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
 from pearl_py.kernels.affinity import usable_cpus
+from pearl_py.optimize.model import DeviceWork
 from pearl_py.plan import Plan
 from pearl_py.protocol.kernel import KernelKind
 
@@ -78,7 +84,89 @@ class AdaptOptions:
     disputed: float = 1.5
     """Where variants can be switched: another variant is an option when its predicted per-call cost (at a costed
     thread count) is at most this many times the planned option's."""
+    mode_margin: float = 0.15
+    """Where the run can change mode: the other mode is chosen when its modelled seconds per env step (at the costs
+    measured in the run) are this much below the current mode's and the steps left pay the actors' start-up."""
+    process_start_s: float = 1.0
+    """Seconds an overlapped plan's actor processes take to start (charged against the steps left when switching to
+    it; the run session passes the plan's calibrated figure where it has one)."""
     clock: Clock = time.perf_counter
+
+
+MODE = "mode"
+"""A mode correction's ``kernel``: the protocol's mode (serialized or overlapped) changed, not one kernel's option."""
+
+
+@dataclass(frozen=True)
+class ModeModel:
+    """The two modes of an off-policy plan on one CPU, as the planner composes its kernels
+    (:func:`pearl_py.optimize.model.evaluate`, docs/optimizer.md): serialized, the sum of every kernel's seconds per
+    env step; overlapped, ``actors`` actor processes running the replicable kernels beside one process running the
+    others (:class:`~pearl_py.optimize.model.DeviceWork` on ``units`` cores). ``rates``: calls per env step.
+
+        >>> model = ModeModel("serialized", {"env_step": 1.0, "learner_update": 0.2}, frozenset({"env_step"}), 1, 2,
+        ...                   start_s=0.5, total_steps=2_000)
+        >>> model.seconds("serialized", {"env_step": 2e-3, "learner_update": 12e-3}, 1)   # 2 + 2.4 ms
+        0.0044
+        >>> model.seconds("overlapped", {"env_step": 2e-3, "learner_update": 12e-3}, 1)   # max(2, 2.4, 4.4 / 2) ms
+        0.0024
+    """
+
+    mode: str
+    rates: Mapping[str, float]
+    replicable: frozenset[str]
+    actors: int
+    units: int
+    start_s: float
+    total_steps: int
+
+    @classmethod
+    def of(cls, plan: Plan, total_steps: int, rule: AdaptOptions) -> ModeModel | None:
+        """The model of ``plan``'s modes (None: no rates to compose, a mode other than serialized/overlapped, or a
+        kernel off the CPU). The overlapped plan gets one actor per core the learner's planned threads leave (at least one)."""
+        prediction = plan.prediction
+        if prediction is None or not prediction.rates or plan.mode not in ("serialized", "overlapped") or any(
+                plan.device_kind(p.device) != "cpu" for p in plan.placements.values()):
+            return None
+        threaded = next((k for k in plan.placements if _kind(k) is not None and _kind(k).threaded), None)
+        units = _usable_cores()
+        replicable = frozenset(k for k in plan.placements if _kind(k) is not None and _kind(k).replicable)
+        actors = (max(plan.placements[k].replicas for k in replicable) if plan.mode == "overlapped" and replicable
+                  else max(1, units - (plan.placements[threaded].replicas if threaded else 1)))
+        start = prediction.run.startup_s if prediction.run is not None and prediction.run.startup_s > 0 else \
+            rule.process_start_s
+        return cls(plan.mode, dict(prediction.rates), replicable, actors, units, start, total_steps)
+
+    @property
+    def other(self) -> str:
+        return "overlapped" if self.mode == "serialized" else "serialized"
+
+    def seconds(self, mode: str, per_call: Mapping[str, float], threads: int, threaded: str = "learner_update"
+                ) -> float:
+        """Seconds per env step of ``mode`` at ``per_call`` seconds a call, the threaded kernel at ``threads``."""
+        loads = {k: self.rates.get(k, 0.0) * s for k, s in per_call.items()}
+        if mode == "serialized":
+            return sum(loads.values())
+        work = DeviceWork()
+        for kernel, load in loads.items():
+            if kernel in self.replicable:
+                work.add(load / self.actors, True, self.actors)
+            else:
+                work.add(load, False, threads if kernel == threaded else 1)
+        return work.busy_s(self.units)
+
+    def describe(self, mode: str) -> str:
+        """``serialized``, or ``overlapped (2 actors)``."""
+        return mode if mode == "serialized" else f"{mode} ({self.actors} actor{'s' if self.actors != 1 else ''})"
+
+
+def switched_plan(plan: Plan, after: Mapping[str, Any]) -> Plan:
+    """``plan`` in the mode a mode correction's ``after`` names (``{"mode": "overlapped", "actors": 1, ...}``): the
+    replicable kernels at that many replicas for an overlapped plan, one for a serialized one."""
+    actors = after["actors"] if after["mode"] == "overlapped" else 1
+    placements = {k: (dataclasses.replace(p, replicas=actors) if _kind(k) is not None and _kind(k).replicable else p)
+                  for k, p in plan.placements.items()}
+    return dataclasses.replace(plan, mode=after["mode"], placements=placements)
 
 
 class ThreadSetting(Protocol):
@@ -213,7 +301,8 @@ class Monitor:
     """Watches one process's kernels against the plan; see the module docstring for the rule."""
 
     def __init__(self, reference: Mapping[str, float], threaded: str, options: tuple[int, ...],
-                 threads: ThreadSetting, rule: AdaptOptions, say: Callable[[str], None] | None = None) -> None:
+                 threads: ThreadSetting, rule: AdaptOptions, say: Callable[[str], None] | None = None,
+                 modes: ModeModel | None = None) -> None:
         self.reference = dict(reference)
         """Per-call seconds each watched kernel is expected to take (modelled, then re-timed)."""
         self.planned = dict(reference)
@@ -233,16 +322,21 @@ class Monitor:
         self._reason = ""
         self._off_ratio = 1.0
         self._off_measured = 0.0
+        self.modes = modes
+        """The run's two modes, where its executor can continue in the other one (None: it cannot)."""
+        self.switch_to: dict[str, Any] | None = None
+        """A mode correction's ``after`` once the monitor decided the run continues in the other mode."""
 
     @classmethod
     def of(cls, plan: Plan, threads: ThreadSetting, adapt: bool | AdaptOptions, log: Any = None,
-           earlier: list[dict[str, Any]] = ()) -> Monitor | None:
+           earlier: list[dict[str, Any]] = (), modes: ModeModel | None = None) -> Monitor | None:
         """The monitor of ``plan``'s kernels in this process, or None when ``adapt`` is False (``--no-adapt``), the
         plan has no prediction to compare with (a hand-made plan, the unpredicted serial reference) or its learner
         does not run on a CPU.
         ``adapt``: True (the default rule) or the rule; ``log``: the run's RunLog, whose progress says each
         correction; ``earlier``: the corrections of the run's earlier sessions (a checkpoint's), after which this
-        one starts: at the last one's threads, its re-timed cost the reference."""
+        one starts: at the last one's threads, its re-timed cost the reference; ``modes``: the run's two modes, where
+        its executor can switch (:class:`ModeModel`)."""
         prediction = plan.prediction
         if prediction is None or adapt is False:
             return None
@@ -263,18 +357,22 @@ class Monitor:
         options = learner_options(planned, _costed(plan, threaded), rule.disputed, variants)
         if variants and not isinstance(options[0], LearnerOption):
             threads = threads.threads  # no variant disputed: thread counts are the options, as elsewhere
-        monitor = cls(reference, threaded, options, threads, rule, _progress(log) if log is not None else None)
+        monitor = cls(reference, threaded, options, threads, rule, _progress(log) if log is not None else None, modes)
         monitor.resume([Correction(**c) for c in earlier])
         return monitor
 
     def resume(self, earlier: list[Correction]) -> None:
-        """Start where the run's earlier sessions left off: their corrections kept, the last one's threads set."""
+        """Start where the run's earlier sessions left off: their corrections kept, the last option's threads set and
+        its re-timed cost the reference (after a mode correction: the per-call costs that decision measured)."""
         self.corrections = list(earlier)
-        if earlier:
-            last = earlier[-1]
-            option = _option(last.after)
+        options = [c for c in earlier if c.kernel != MODE]
+        if options:
+            option = _option(options[-1].after)
             self.threads.set(option)
-            self.reference[self.threaded] = last.retimed_s.get(_word(option), self.reference[self.threaded])
+            self.reference[self.threaded] = options[-1].retimed_s.get(_word(option), self.reference[self.threaded])
+        if earlier and earlier[-1].kernel == MODE:
+            measured = earlier[-1].after.get("per_call_s", {})
+            self.reference.update({k: s for k, s in measured.items() if k in self.reference})
 
     def watch(self, call: F) -> F:
         """``call`` (the threaded kernel, one update), timed on the monitor's clock; while re-timing, each call
@@ -403,7 +501,36 @@ class Monitor:
         self._rebase(medians.get(chosen))
         if self.say is not None:
             self.say(f"correction at step {steps}: {change}; {correction.reason}")
+        self._weigh_modes(steps, updates, _threads_of(chosen))
         return correction
+
+    def _weigh_modes(self, steps: int, updates: int, threads: int) -> None:
+        """After a decision: the other mode at the costs just measured (:class:`ModeModel`); when it is
+        ``mode_margin`` faster and the steps left pay its actors' start-up, a mode correction and :attr:`switch_to`.
+        A run changes mode once at most, so it cannot flap between modes."""
+        model = self.modes
+        left = model.total_steps - steps if model is not None else 0
+        if left <= 0 or any(c.kernel == MODE for c in self.corrections):
+            return
+        now = model.seconds(model.mode, self.reference, threads, self.threaded)
+        other = model.seconds(model.other, self.reference, threads, self.threaded)
+        start = model.start_s if model.other == "overlapped" else 0.0
+        if other >= now * (1.0 - self.rule.mode_margin) or left * (now - other) <= start:
+            return
+        planned = model.seconds(model.mode, self.planned, threads, self.threaded)
+        before, after = model.describe(model.mode), model.describe(model.other)
+        self.switch_to = {"mode": model.other, "actors": model.actors, "per_call_s": dict(self.reference)}
+        correction = Correction(
+            step=steps, updates=updates, kernel=MODE, change=f"mode {before} -> {after}", switched=True,
+            before={"mode": model.mode}, after=self.switch_to, predicted_s=planned, measured_s=now,
+            retimed_s={before: now, after: other}, ratio=planned / now if now > 0 else 1.0,
+            reason=(f"at the per-call costs measured in the run, {after} {1e3 * other:.3f} ms an env step against "
+                    f"{before} {1e3 * now:.3f} ms (modelled: the planner's composition); {left} steps left save "
+                    f"{left * (now - other):.1f} s against {start:.1f} s of actor start-up"),
+            source="modelled (from costs measured in the run)")
+        self.corrections.append(correction)
+        if self.say is not None:
+            self.say(f"correction at step {steps}: {correction.change}; {correction.reason}")
 
     def _rebase(self, threaded_s: float | None) -> None:
         """The reference becomes what the window measured (the threaded kernel: its re-timed cost at the chosen
@@ -474,6 +601,10 @@ def _word(option: int | LearnerOption) -> str:
     if isinstance(option, LearnerOption):
         return f"{option.variant} at {_threads_word(option.threads)}"
     return _threads_word(option)
+
+
+def _threads_of(option: int | LearnerOption) -> int:
+    return option.threads if isinstance(option, LearnerOption) else option
 
 
 def _short(option: int | LearnerOption) -> str:

@@ -107,7 +107,7 @@ class SerialExecutor(SessionExecutor):
             # the fused and reference updates share the learner's memory: the monitor may switch between them
             switch = VariantSwitch(threads, self.plan.variant(LEARNER_UPDATE), update,
                                    lambda variant: self._learner_update(learner, variant))
-            update = session.watch(switch, switch)
+            update = session.watch(switch, switch, modes=True)
             session.clock.start()
 
             def rate() -> float:
@@ -144,6 +144,8 @@ class SerialExecutor(SessionExecutor):
                     log.train(steps, means.pending(timer.events_of(LEARNER_UPDATE)), rate())
                     session.round_ended(steps, learner.gradient_steps, timer)
                 session.evaluate(steps - cfg.n_envs, steps, cfg.n_envs)
+                if session.mode_switch:  # at the round boundary, its evaluations done: the other mode goes on
+                    session.switch_mode(learner.state_dict(), replay.state_dict(), reached())
                 if session.due(steps):
                     session.checkpoint(learner.state_dict(), replay.state_dict(), reached())
                 log.tick(steps, rate)

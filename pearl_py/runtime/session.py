@@ -29,30 +29,48 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import torch
 
 from pearl_py.algorithms.core import BaseAlgorithm
 from pearl_py.plan import Plan
-from pearl_py.runtime.checkpoints import CheckpointOptions, PeriodicCheckpoints, restore_learner, session_seed
+from pearl_py.runtime.checkpoints import (
+    INTERRUPT_DIR,
+    CheckpointOptions,
+    PeriodicCheckpoints,
+    restore_learner,
+    session_seed,
+)
 from pearl_py.runtime.evaluation import EVAL_SEED_OFFSET, PeriodicEvaluation, evaluate, evaluation_points
 from pearl_py.runtime.monitor import (
     AdaptOptions,
+    ModeModel,
     Monitor,
     ThreadCount,
     ThreadSetting,
     VariantSetting,
     drift,
     result_fields,
+    switched_plan,
 )
 from pearl_py.runtime.parallel.checkpoint import Checkpoint, Progress, load_checkpoint
 from pearl_py.runtime.result import RunResult
 from pearl_py.runtime.run_log import RunLog
 from pearl_py.runtime.timing import merge_kernel_times
+
+
+class ModeSwitched(Exception):  # noqa: N818 (a decision, not an error: the run goes on in ``plan``)
+    """The monitor decided the run continues in the other mode: ``plan``, resumed from the checkpoint in ``folder``
+    (:func:`pearl_py.pipeline.train.run_switching` builds that plan's executor and resumes it)."""
+
+    def __init__(self, plan: Plan, folder: Path) -> None:
+        super().__init__(f"the run continues as a {plan.mode} plan from {folder}")
+        self.plan, self.folder = plan, folder
 
 
 class SessionClock:
@@ -176,11 +194,29 @@ class RunSession:
         for at in evaluation_points(self.x.eval_freq, n_envs, before, after):
             self.clock.exclude(self._evaluation.run(at))
 
-    def watch(self, threads: ThreadSetting, update: Callable[..., Any]) -> Callable[..., Any]:
+    def watch(self, threads: ThreadSetting, update: Callable[..., Any], modes: bool = False) -> Callable[..., Any]:
         """Start the run's monitor of the plan (none without a prediction or with ``adapt=False``) and return the
-        threaded kernel's call, watched; a resumed session starts at the threads of its last correction."""
-        self.monitor = Monitor.of(self.plan, threads, self.x.adapt, self.log, earlier=self.progress.corrections)
+        threaded kernel's call, watched; a resumed session starts at the threads of its last correction. ``modes``:
+        the executor can hand the run to the other mode's (:attr:`mode_switch`, :meth:`switch_mode`)."""
+        rule = self.x.adapt if isinstance(self.x.adapt, AdaptOptions) else AdaptOptions()
+        model = ModeModel.of(self.plan, self.total_steps, rule) if modes and self.x.switch_modes else None
+        self.monitor = Monitor.of(self.plan, threads, self.x.adapt, self.log, earlier=self.progress.corrections,
+                                  modes=model)
         return update if self.monitor is None else self.monitor.watch(update)
+
+    @property
+    def mode_switch(self) -> bool:
+        """Whether the monitor decided the run continues in the other mode (at this round boundary)."""
+        return self.monitor is not None and self.monitor.switch_to is not None
+
+    def switch_mode(self, learner_state: dict[str, Any], replay_state: dict[str, Any], progress: Progress) -> NoReturn:
+        """Hand the run to the other mode at a round boundary: its checkpoint (``OUT/checkpoint``, or a temporary
+        folder without an output folder), then :class:`ModeSwitched` with the plan in that mode."""
+        folder = self.x.out_dir / INTERRUPT_DIR if self.x.out_dir is not None else Path(
+            tempfile.mkdtemp(prefix="pearl-mode-"))
+        with self.clock.paused():
+            self.periodic.save_to(folder, learner_state, replay_state, progress)
+        raise ModeSwitched(switched_plan(self.plan, self.monitor.switch_to), folder)
 
     def watch_remote(self, variant: str) -> None:
         """Start the run's monitor of a learner in another process (a Ray worker, whose update is a
@@ -268,13 +304,14 @@ class SessionExecutor:
     episodes of each evaluation; ``eval_freq``: env steps between periodic evaluations (0: none); ``progress``:
     the progress line (None: when on a terminal); ``resume_from``: a run or checkpoint folder to continue;
     ``checkpoints``: periodic checkpoints; ``adapt``: whether (and by which rule) the run corrects a plan its kernels
-    do not hold to (:mod:`pearl_py.runtime.monitor`).
+    do not hold to (:mod:`pearl_py.runtime.monitor`); ``switch_modes``: the monitor may hand the run to the other
+    mode's executor (:class:`ModeSwitched`, which the caller catches: :func:`pearl_py.pipeline.train.run_switching`).
     """
 
     def __init__(self, algorithm: BaseAlgorithm, plan: Plan, seed: int = 0, *, out_dir: Path | None = None,
                  eval_episodes: int = 10, eval_freq: int = 0, progress: bool | None = None,
                  resume_from: Path | None = None, checkpoints: CheckpointOptions | None = None,
-                 adapt: bool | AdaptOptions = True) -> None:
+                 adapt: bool | AdaptOptions = True, switch_modes: bool = False) -> None:
         self.algorithm = algorithm
         self.plan = plan
         self.seed = seed
@@ -285,6 +322,7 @@ class SessionExecutor:
         self.resume_from = Path(resume_from) if resume_from is not None else None
         self.checkpoints = checkpoints or CheckpointOptions()
         self.adapt = adapt
+        self.switch_modes = switch_modes
 
     session_type: type[RunSession] = RunSession
     """The session every run of every executor opens: a run-level feature is a subclass set here
