@@ -6,7 +6,9 @@ cost from a given call on (what a neighbour process does to a 2-thread learner u
 simulated pipeline: every call is counted for the monitor, the threaded kernel's calls are timed on the engine's
 clock, each round's end is a round boundary, and a switch of its thread count, or of its variant where another is
 disputed (:func:`~pearl_py.runtime.monitor.learner_options`, as the serial executor's), changes the cost and the
-units its next calls hold (:func:`~pearl_py.optimize.model.call_cost` at the new option). The simulation then
+units its next calls hold (:func:`~pearl_py.optimize.model.call_cost` at the new option). A simulation in the serial
+order (``max_policy_lag`` 0) weighs the overlapped mode at each decision as a run does, and after a mode correction its
+actors run ahead within the parallel runtime's policy lag once the correction's start-up has passed. The simulation then
 reproduces the correction a run makes on the same synthetic slowdown (tests/simulate/test_adapt_sim.py beside
 tests/runtime/test_monitor.py).
 
@@ -26,7 +28,8 @@ from typing import TYPE_CHECKING
 
 from pearl_py.optimize.model import Choice, call_cost
 from pearl_py.protocol.kernel import LEARNER_UPDATE
-from pearl_py.runtime.monitor import AdaptOptions, Correction, LearnerOption, Monitor, learner_options
+from pearl_py.protocol.schedule import DEFAULT_POLICY_LAG
+from pearl_py.runtime.monitor import AdaptOptions, Correction, LearnerOption, ModeModel, Monitor, learner_options
 from pearl_py.simulate.topology import Cost
 
 if TYPE_CHECKING:
@@ -68,7 +71,21 @@ class SimAdapt:
         self.n = options[0] if isinstance(options[0], LearnerOption) else topo.threads[LEARNER_UPDATE]
         self.monitor = None if rule is None else Monitor(
             {k: c.latency_s for k, c in topo.costs.items()}, LEARNER_UPDATE, options, self,
-            dataclasses.replace(rule, clock=lambda: pipeline.engine.now))
+            dataclasses.replace(rule, clock=lambda: pipeline.engine.now), modes=self._modes(rule))
+
+    def _modes(self, rule: AdaptOptions) -> ModeModel | None:
+        """A simulation in the serial order (``max_policy_lag`` 0, every kernel on one device) weighs going on
+        overlapped as a run does (:class:`~pearl_py.runtime.monitor.ModeModel`, the topology's actors; the problem's
+        process start, else the rule's); None otherwise."""
+        p = self.pipeline
+        problem, devices = p.topo.problem, {c.device for c in p.topo.assignment.values()}
+        if p.schedule.max_policy_lag != 0 or p.limiter is None or len(devices) != 1:
+            return None
+        kernels = p.topo.assignment
+        return ModeModel("serialized", {k: problem.task(k).rate for k in kernels},
+                         frozenset(k for k in kernels if problem.task(k).replicable), p.topo.actors,
+                         problem.devices[devices.pop()].units, problem.process_start_s or rule.process_start_s,
+                         p.schedule.total_steps)
 
     def set(self, n: int | LearnerOption) -> None:
         """The learner's calls from now on run option ``n`` (a thread count, or a variant at one): their cost and the
@@ -102,6 +119,10 @@ class SimAdapt:
         p = self.pipeline
         if self.monitor is not None:
             self.monitor.round_ended(p.inserted * p.schedule.n_envs, p.updates_done, self)
+            if self.monitor.switch_to is not None and p.limiter.schedule.max_policy_lag == 0:
+                # the run goes on overlapped: once its actors have started, they run ahead as the parallel runtime's
+                overlapped = dataclasses.replace(p.limiter.schedule, max_policy_lag=DEFAULT_POLICY_LAG)
+                p.engine.schedule(self.monitor.modes.start_s, lambda: p.limiter.lift(overlapped))
 
     @property
     def corrections(self) -> list[Correction]:

@@ -70,6 +70,11 @@ class Limiter:
         self._updates = updates
         self._admit()
 
+    def lift(self, schedule: SimSchedule) -> None:
+        """Admit claims by ``schedule`` from now on (a run that went on overlapped: the parallel runtime's bound)."""
+        self.schedule = schedule
+        self._admit()
+
     def _admit(self) -> None:
         self.allowed = self._limit()
         while self._waiting and self._waiting[0][0] < self.allowed:

@@ -73,3 +73,22 @@ def test_the_simulated_run_switches_to_a_disputed_variant_at_the_round_the_execu
     assert correction.after == {"variant": "fused", "threads": 1}
     assert correction.retimed_s == pytest.approx({"reference at 1 thread": 30e-3, "fused at 1 thread": 12e-3})
     assert result.updates == 360
+
+
+def test_the_simulated_run_goes_on_overlapped_at_the_round_the_executor_does():
+    """tests/runtime/test_mode_switch.py's case: the env step at 2 ms a vector step, the learner's 2-thread update 3x
+    slower after 100 calls; the same two corrections at round 18's end, then the actors run ahead."""
+    problem, assignment, schedule = setup()
+    key = ("env_step", "cpu0", "reference")
+    problem.options = {**problem.options, key: dataclasses.replace(problem.options[key], latency_s=2e-3, shares=())}
+    problem.process_start_s = 0.5
+    rule = AdaptOptions(patience_s=0.5)
+    result = simulate(problem, assignment, schedule, trace=False, adapt=rule, slowdown=SLOWDOWN)
+    threads, mode = result.corrections
+    assert (threads.step, threads.updates, threads.change) == (1_100, 180, "learner threads 2 -> 1")
+    assert (mode.step, mode.updates, mode.change) == (1_100, 180, "mode serialized -> overlapped (1 actor)")
+    assert result.updates == 360
+    kept = simulate(problem, assignment, schedule, trace=False, slowdown=SLOWDOWN,
+                    adapt=dataclasses.replace(rule, mode_margin=1.0))      # no mode is 100% faster: threads only
+    assert [c.change for c in kept.corrections] == ["learner threads 2 -> 1"]
+    assert result.elapsed_s < kept.elapsed_s
