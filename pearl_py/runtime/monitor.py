@@ -87,9 +87,10 @@ class AdaptOptions:
     mode_margin: float = 0.15
     """Where the run can change mode: the other mode is chosen when its modelled seconds per env step (at the costs
     measured in the run) are this much below the current mode's and the steps left pay the actors' start-up."""
-    process_start_s: float = 1.0
-    """Seconds an overlapped plan's actor processes take to start (charged against the steps left when switching to
-    it; the run session passes the plan's calibrated figure where it has one)."""
+    process_start_s: float = 2.0
+    """Seconds an overlapped plan's actor processes take to start, charged against the steps left when switching to
+    it: the plan's own start-up figure where it has one (an overlapped plan's whole run), else this (``pearl profile``
+    timed 1.5-1.7 s here, docs/optimizer.md "Whole run"; a serialized plan's prediction carries none)."""
     clock: Clock = time.perf_counter
 
 
