@@ -27,7 +27,8 @@ machine's CPU: a :class:`ModeModel`), each decision also weighs that mode: the p
 per-call costs, measured in the run, with the actors' start-up charged against the steps left; when the other mode is
 predicted ``mode_margin`` faster and the rest of the run pays its start-up, the decision is a second correction
 (``kernel`` :data:`MODE`) and :attr:`Monitor.switch_to` says the mode the run continues in (the run session takes a
-checkpoint and the other executor resumes it: docs/runtime.md).
+checkpoint and the other executor resumes it: docs/runtime.md). A run that went overlapped goes back to serialized
+once at most, when its measured seconds an env step show the switch was wrong.
 
 Example (the serial executor, condensed)::
 
@@ -327,6 +328,8 @@ class Monitor:
         """The run's two modes, where its executor can continue in the other one (None: it cannot)."""
         self.switch_to: dict[str, Any] | None = None
         """A mode correction's ``after`` once the monitor decided the run continues in the other mode."""
+        self._steps: deque[tuple[int, float]] = deque(maxlen=rule.window_rounds + 1)
+        """After a mode correction: the env steps and the clock at the last round boundaries (:meth:`_check_back`)."""
 
     @classmethod
     def of(cls, plan: Plan, threads: ThreadSetting, adapt: bool | AdaptOptions, log: Any = None,
@@ -437,6 +440,7 @@ class Monitor:
         for kernel, (calls, _) in totals.items():
             self.extra_s += (calls - self._last.get(kernel, (0, 0.0))[0]) * (self.reference[kernel] - self.planned[kernel])
         self._last = totals
+        self._check_back(steps, updates, now)
         if self._retime is not None:
             if self._retime.done(self.rule.retime_calls):
                 return self._decide(steps, updates)
@@ -508,30 +512,61 @@ class Monitor:
     def _weigh_modes(self, steps: int, updates: int, threads: int) -> None:
         """After a decision: the other mode at the costs just measured (:class:`ModeModel`); when it is
         ``mode_margin`` faster and the steps left pay its actors' start-up, a mode correction and :attr:`switch_to`.
-        A run changes mode once at most, so it cannot flap between modes."""
+        The model never prefers serialized on one CPU (the overlapped busy time is at most the sum), so a run goes
+        back only on measurements (:meth:`_check_back`), and at most once: it cannot flap."""
         model = self.modes
         left = model.total_steps - steps if model is not None else 0
-        if left <= 0 or any(c.kernel == MODE for c in self.corrections):
+        if left <= 0 or model.mode != "serialized" or any(c.kernel == MODE for c in self.corrections):
             return
         now = model.seconds(model.mode, self.reference, threads, self.threaded)
         other = model.seconds(model.other, self.reference, threads, self.threaded)
-        start = model.start_s if model.other == "overlapped" else 0.0
-        if other >= now * (1.0 - self.rule.mode_margin) or left * (now - other) <= start:
+        if other >= now * (1.0 - self.rule.mode_margin) or left * (now - other) <= model.start_s:
             return
         planned = model.seconds(model.mode, self.planned, threads, self.threaded)
         before, after = model.describe(model.mode), model.describe(model.other)
-        self.switch_to = {"mode": model.other, "actors": model.actors, "per_call_s": dict(self.reference)}
-        correction = Correction(
-            step=steps, updates=updates, kernel=MODE, change=f"mode {before} -> {after}", switched=True,
-            before={"mode": model.mode}, after=self.switch_to, predicted_s=planned, measured_s=now,
-            retimed_s={before: now, after: other}, ratio=planned / now if now > 0 else 1.0,
-            reason=(f"at the per-call costs measured in the run, {after} {1e3 * other:.3f} ms an env step against "
-                    f"{before} {1e3 * now:.3f} ms (modelled: the planner's composition); {left} steps left save "
-                    f"{left * (now - other):.1f} s against {start:.1f} s of actor start-up"),
-            source="modelled (from costs measured in the run)")
+        self._switch_mode(steps, updates, {"mode": model.mode}, {"mode": model.other, "actors": model.actors},
+                          planned, now, {before: now, after: other},
+                          f"at the per-call costs measured in the run, {after} {1e3 * other:.3f} ms an env step "
+                          f"against {before} {1e3 * now:.3f} ms (modelled: the planner's composition); {left} steps "
+                          f"left save {left * (now - other):.1f} s against {model.start_s:.1f} s of actor start-up",
+                          "modelled (from costs measured in the run)")
+
+    def _check_back(self, steps: int, updates: int, now: float) -> None:
+        """A run that went overlapped (one mode correction) goes back to serialized when the measurements show that
+        was wrong: its env steps over a window of ``window_rounds`` rounds took ``mode_margin`` longer each than the
+        serialized mode's at the costs measured before the switch (``retimed_s["serialized"]``)."""
+        came = self.corrections[-1] if self.corrections and self.corrections[-1].kernel == MODE else None
+        if self.modes is None or self.modes.mode != "overlapped" or came is None or self.switch_to is not None \
+                or steps >= self.modes.total_steps:
+            return
+        self._steps.append((steps, now))
+        (steps0, then), serialized = self._steps[0], came.retimed_s.get("serialized", 0.0)
+        if len(self._steps) <= self.rule.window_rounds or steps <= steps0:
+            return
+        measured = (now - then) / (steps - steps0)
+        if measured <= serialized * (1.0 + self.rule.mode_margin):
+            return
+        here = self.modes.describe("overlapped")
+        self._switch_mode(steps, updates, {"mode": "overlapped"}, {"mode": "serialized", "actors": 1},
+                          came.retimed_s.get(here, 0.0), measured, {here: measured, "serialized": serialized},
+                          f"{here} measured {1e3 * measured:.3f} ms an env step over {self.rule.window_rounds} rounds "
+                          f"against the {1e3 * serialized:.3f} ms of the serialized mode it left at step "
+                          f"{came.step:,} (more than {self.rule.mode_margin:.0%} slower): the switch was wrong",
+                          "measured (the serialized figure: modelled from costs measured before the switch)")
+
+    def _switch_mode(self, steps: int, updates: int, before: dict[str, Any], after: dict[str, Any], predicted: float,
+                     measured: float, figures: dict[str, float], reason: str, source: str) -> None:
+        """Record a mode correction (seconds an env step) and set :attr:`switch_to`: ``after`` with the per-call
+        costs in force, the next session's reference."""
+        self.switch_to = {**after, "per_call_s": dict(self.reference)}
+        change = f"mode {self.modes.describe(before['mode'])} -> {self.modes.describe(after['mode'])}"
+        correction = Correction(step=steps, updates=updates, kernel=MODE, change=change, switched=True,
+                                before=before, after=self.switch_to, predicted_s=predicted, measured_s=measured,
+                                retimed_s=figures, ratio=predicted / measured if measured > 0 else 1.0,
+                                reason=reason, source=source)
         self.corrections.append(correction)
         if self.say is not None:
-            self.say(f"correction at step {steps}: {correction.change}; {correction.reason}")
+            self.say(f"correction at step {steps}: {change}; {reason}")
 
     def _rebase(self, threaded_s: float | None) -> None:
         """The reference becomes what the window measured (the threaded kernel: its re-timed cost at the chosen

@@ -11,8 +11,12 @@ from pearl_py.pipeline.train import make_executor, run_switching
 from pearl_py.runtime import monitor as monitor_module
 from pearl_py.runtime import serial as serial_module
 from pearl_py.runtime.monitor import MODE, AdaptOptions, ModeModel
+from pearl_py.runtime.parallel import executor as parallel_executor
 from pearl_py.runtime.serial import SerialExecutor
 from pearl_py.runtime.timing import KernelTimer
+
+CONTENDED_S = 30e-3
+"""The overlapped session's seconds an update on the fake machine (its learner contends with the actor)."""
 
 
 def on_the_machine(monkeypatch, machine: FakeMachine) -> None:
@@ -32,48 +36,74 @@ def on_the_machine(monkeypatch, machine: FakeMachine) -> None:
     monkeypatch.setattr(monitor_module, "_usable_cores", lambda: 2)
 
 
-def switching_run(monkeypatch, tmp_path, slow_after: float, adapt: bool = True):
-    machine = FakeMachine(slow_after)
+def switching_run(monkeypatch, tmp_path, machine: FakeMachine, adapt: bool = True, total_steps: int = 2_000):
     on_the_machine(monkeypatch, machine)
     algo = pearl.DQN("CartPole-v1", **TINY_DQN)
     rule = AdaptOptions(patience_s=0.5, process_start_s=0.5, clock=machine.clock) if adapt else False
     common = dict(adapt=rule, switch_modes=True, eval_episodes=1, progress=False, out_dir=tmp_path)
     executor = make_executor(algo, mode_plan(algo), 0, **common)
-    result, last = run_switching(executor, 2_000, lambda plan, folder: make_executor(algo, plan, 0, resume=folder,
-                                                                                      **common))
-    return result, last, machine
+    sessions = []
+
+    def resume_in(plan, folder):
+        sessions.append(plan.mode)
+        return make_executor(algo, plan, 0, resume=folder, **common)
+
+    result, last = run_switching(executor, total_steps, resume_in)
+    return result, sessions
 
 
-def test_a_slowed_serialized_run_goes_on_overlapped_at_the_round_it_decided_with_exact_counts(monkeypatch, tmp_path):
-    result, executor, machine = switching_run(monkeypatch, tmp_path, slow_after=100)
-    threads, mode = result.corrections
-    # the thread correction as without modes (learner 2 -> 1 thread), and at the same round boundary the mode: at
-    # 1 thread, 12 ms x 0.2 + 2 ms = 4.4 ms an env step serialized against max(2, 2.4, 4.4 / 2) = 2.4 ms overlapped
-    # (a round later than without the env's seconds, which dilute the learner's slowdown in the window's ratio)
+def test_a_slowed_serialized_run_goes_overlapped_and_back_when_measured_slower_with_exact_counts(monkeypatch,
+                                                                                                   tmp_path):
+    """Serialized, the learner slows down: overlapped at round 18's end. There the learner contends with its actor
+    (30 ms an update: 6 ms an env step, above the 4.4 ms serialized figure by more than 15%): back to serialized when
+    the session's first window of 3 rounds has measured it, at step 1,300."""
+    machine, built, parallel_calls = FakeMachine(slow_after=100), parallel_executor.learner_update, []
+
+    def contended(learner, variant):
+        update = built(learner, variant)
+
+        def call(batch):
+            machine.now += CONTENDED_S
+            parallel_calls.append(1)
+            return update(batch)
+        return call
+
+    monkeypatch.setattr(parallel_executor, "learner_update", contended)
+    result, sessions = switching_run(monkeypatch, tmp_path, machine)
+    threads, there, back = result.corrections
+    # the thread correction as without modes (a round later than test_monitor.py's: the env's seconds dilute the
+    # learner's slowdown in the window's ratio), and at the same boundary the mode: at 1 thread, 12 ms x 0.2 + 2 ms
+    # = 4.4 ms an env step serialized against max(2, 2.4, 4.4 / 2) = 2.4 ms overlapped
     assert (threads.change, threads.after, threads.step, threads.updates) == (
         "learner threads 2 -> 1", {"threads": 1}, 200 + 50 * 18, 180)
-    assert (mode.step, mode.updates, mode.kernel, mode.switched) == (threads.step, threads.updates, MODE, True)
-    assert mode.change == "mode serialized -> overlapped (1 actor)"
-    assert mode.before == {"mode": "serialized"}
-    assert (mode.after["mode"], mode.after["actors"]) == ("overlapped", 1)
-    assert mode.after["per_call_s"] == pytest.approx({"learner_update": COST_S[1], "env_step": ENV_S})
-    assert mode.retimed_s == pytest.approx({"serialized": 4.4e-3, "overlapped (1 actor)": 2.4e-3})
-    assert mode.predicted_s == pytest.approx(ENV_S + 0.2 * COST_S[2])      # the plan's costs, serialized
-    assert "steps left save" in mode.reason and mode.source.startswith("modelled")
-    # the serial session ran every update up to the switch, the parallel one the rest: none lost, none repeated
-    assert len(machine.threads) == mode.updates and set(machine.threads[-40:]) == {1, 2}   # the re-time's blocks
-    assert (result.backend, result.env_steps, result.gradient_steps) == ("local-parallel", 2_000, 360)
+    assert (there.step, there.updates, there.kernel, there.switched) == (1_100, 180, MODE, True)
+    assert there.change == "mode serialized -> overlapped (1 actor)"
+    assert there.before == {"mode": "serialized"}
+    assert (there.after["mode"], there.after["actors"]) == ("overlapped", 1)
+    assert there.after["per_call_s"] == pytest.approx({"learner_update": COST_S[1], "env_step": ENV_S})
+    assert there.retimed_s == pytest.approx({"serialized": 4.4e-3, "overlapped (1 actor)": 2.4e-3})
+    assert there.predicted_s == pytest.approx(ENV_S + 0.2 * COST_S[2])      # the plan's costs, serialized
+    assert "steps left save" in there.reason and there.source.startswith("modelled")
+    # rounds at 1,150 .. 1,300 measured: 10 x 30 ms a 50-step round
+    assert (back.step, back.updates, back.kernel, back.change) == (
+        1_300, 220, MODE, "mode overlapped (1 actor) -> serialized")
+    assert back.retimed_s == pytest.approx({"overlapped (1 actor)": 6e-3, "serialized": 4.4e-3})
+    assert "the switch was wrong" in back.reason and sessions == ["overlapped", "serialized"]
+    # each session ran its own updates: none lost, none repeated, the counts the config's
+    assert len(parallel_calls) == 220 - 180 and len(machine.threads) == 180 + (360 - 220)
+    assert set(machine.threads[180:]) == {1}                                 # the corrected threads kept
+    assert (result.backend, result.env_steps, result.gradient_steps) == ("serial", 2_000, 360)
     assert result.kernel_times["learner_update"]["calls"] == 360
-    assert executor.plan.mode == "overlapped" and executor.plan.placements["env_step"].replicas == 1
-    assert (tmp_path / "checkpoint" / "checkpoint.json").is_file() and (tmp_path / "session1").is_dir()
+    assert (tmp_path / "session1").is_dir() and (tmp_path / "session2").is_dir()
 
 
-def test_a_quiet_machine_and_no_adapt_stay_serialized(monkeypatch, tmp_path):
-    quiet, _, machine = switching_run(monkeypatch, tmp_path / "quiet", slow_after=float("inf"))
-    assert quiet.corrections == [] and quiet.backend == "serial" and set(machine.threads) == {2}
-    fixed, _, machine = switching_run(monkeypatch, tmp_path / "fixed", slow_after=100, adapt=False)
-    assert fixed.corrections == [] and fixed.backend == "serial" and set(machine.threads) == {2}
-    assert fixed.gradient_steps == 360
+def test_a_quiet_machine_stays_serialized_and_no_adapt_never_switches(monkeypatch, tmp_path):
+    machine = FakeMachine(slow_after=float("inf"))
+    quiet, sessions = switching_run(monkeypatch, tmp_path, machine, total_steps=800)
+    assert quiet.corrections == [] and sessions == [] and set(machine.threads) == {2}
+    assert (quiet.backend, quiet.gradient_steps) == ("serial", 120)
+    algo = pearl.DQN("CartPole-v1", **TINY_DQN)
+    assert not make_executor(algo, mode_plan(algo), 0, adapt=False, switch_modes=True).switch_modes
 
 
 def test_the_other_mode_is_chosen_only_by_a_clear_margin_that_pays_its_start_up():

@@ -84,7 +84,7 @@ from pearl_py.runtime.parallel.services import (
 )
 from pearl_py.runtime.parallel.supervisor import ActorPool, Service, ServiceFailed, log
 from pearl_py.runtime.result import RunResult
-from pearl_py.runtime.session import RunSession, SessionExecutor
+from pearl_py.runtime.session import ModeSwitched, RunSession, SessionExecutor
 from pearl_py.runtime.timing import KernelTimer, merge_kernel_times
 
 MIN_RING_RECORDS = 1024
@@ -163,10 +163,13 @@ class ParallelExecutor(SessionExecutor):
             # round boundary (another variant is built then, in this process, the learner's)
             switch = VariantSwitch(threads, layout.learner_variant, parts.update,
                                    lambda variant: learner_update(learner, variant))
-            parts.update = session.watch(switch, switch)
+            # a replay server's state is taken only when the run stops: a run changes mode with the learner's replay
+            parts.update = session.watch(switch, switch, modes=layout.replay != "server")
             loop = LearnerLoop(parts, progress, self.sync_every)
             try:
                 loop.run()
+            except ModeSwitched:
+                raise  # its checkpoint is written: the serial executor goes on from it
             except BaseException as exc:
                 saved = self._checkpoint_after(exc, loop, parts)
                 if isinstance(exc, StopRequested):

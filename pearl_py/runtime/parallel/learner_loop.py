@@ -126,6 +126,9 @@ class LearnerLoop:
             if p.learner.gradient_steps < due:
                 self._train_round(step, due)
                 self._maybe_evaluate(step)
+                if p.session.mode_switch:  # the round's evaluations done: the run goes on serialized
+                    self.merge_statistics()
+                    p.session.switch_mode(p.learner.state_dict(), p.replay.state_dict(), self.snapshot())
                 continue
             if step >= p.schedule.vector_steps:
                 p.replay.finish()
