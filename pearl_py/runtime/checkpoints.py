@@ -187,7 +187,8 @@ class PeriodicCheckpoints:
     def save_to(self, folder: Path, learner_state: dict[str, Any], replay_state: dict[str, Any], progress: Progress
                 ) -> Path:
         """Write a checkpoint of the run at ``progress.transitions`` env steps into ``folder`` (each file
-        atomically): the stop checkpoint's, or a mode switch's (:meth:`~pearl_py.runtime.session.RunSession.switch_mode`)."""
+        atomically): the stop checkpoint's, or a mode switch's
+        (:meth:`~pearl_py.runtime.session.RunSession.switch_mode`)."""
         from pearl_py.runtime.parallel.checkpoint import save_checkpoint
 
         folder.mkdir(parents=True, exist_ok=True)

@@ -110,7 +110,7 @@ class ModeModel:
         ...                   start_s=0.5, total_steps=2_000)
         >>> model.seconds("serialized", {"env_step": 2e-3, "learner_update": 12e-3}, 1)   # 2 + 2.4 ms
         0.0044
-        >>> model.seconds("overlapped", {"env_step": 2e-3, "learner_update": 12e-3}, 1)   # max(2, 2.4, 4.4 / 2) ms
+        >>> round(model.seconds("overlapped", {"env_step": 2e-3, "learner_update": 12e-3}, 1), 6)   # max(2, 2.4, 2.2)
         0.0024
     """
 
@@ -125,7 +125,8 @@ class ModeModel:
     @classmethod
     def of(cls, plan: Plan, total_steps: int, rule: AdaptOptions) -> ModeModel | None:
         """The model of ``plan``'s modes (None: no rates to compose, a mode other than serialized/overlapped, or a
-        kernel off the CPU). The overlapped plan gets one actor per core the learner's planned threads leave (at least one)."""
+        kernel off the CPU). The overlapped plan gets one actor per core the learner's planned threads leave (at least
+        one)."""
         prediction = plan.prediction
         if prediction is None or not prediction.rates or plan.mode not in ("serialized", "overlapped") or any(
                 plan.device_kind(p.device) != "cpu" for p in plan.placements.values()):
@@ -535,10 +536,11 @@ class Monitor:
         """A run that went overlapped (one mode correction) goes back to serialized when the measurements show that
         was wrong: its env steps over a window of ``window_rounds`` rounds took ``mode_margin`` longer each than the
         serialized mode's at the costs measured before the switch (``retimed_s["serialized"]``)."""
-        came = self.corrections[-1] if self.corrections and self.corrections[-1].kernel == MODE else None
-        if self.modes is None or self.modes.mode != "overlapped" or came is None or self.switch_to is not None \
+        made = [c for c in self.corrections if c.kernel == MODE]
+        if self.modes is None or self.modes.mode != "overlapped" or len(made) != 1 or self.switch_to is not None \
                 or steps >= self.modes.total_steps:
             return
+        came = made[0]
         self._steps.append((steps, now))
         (steps0, then), serialized = self._steps[0], came.retimed_s.get("serialized", 0.0)
         if len(self._steps) <= self.rule.window_rounds or steps <= steps0:

@@ -69,6 +69,8 @@ class SimAdapt:
         options = learner_options(LearnerOption(choice.variant, topo.threads[LEARNER_UPDATE]), costed,
                                   (rule or AdaptOptions()).disputed, variants=True)
         self.n = options[0] if isinstance(options[0], LearnerOption) else topo.threads[LEARNER_UPDATE]
+        self.overlapped = False
+        """Whether the monitor moved the run to the overlapped mode."""
         self.monitor = None if rule is None else Monitor(
             {k: c.latency_s for k, c in topo.costs.items()}, LEARNER_UPDATE, options, self,
             dataclasses.replace(rule, clock=lambda: pipeline.engine.now), modes=self._modes(rule))
@@ -119,10 +121,11 @@ class SimAdapt:
         p = self.pipeline
         if self.monitor is not None:
             self.monitor.round_ended(p.inserted * p.schedule.n_envs, p.updates_done, self)
-            if self.monitor.switch_to is not None and p.limiter.schedule.max_policy_lag == 0:
+            if self.monitor.switch_to is not None and not self.overlapped:
                 # the run goes on overlapped: once its actors have started, they run ahead as the parallel runtime's
-                overlapped = dataclasses.replace(p.limiter.schedule, max_policy_lag=DEFAULT_POLICY_LAG)
-                p.engine.schedule(self.monitor.modes.start_s, lambda: p.limiter.lift(overlapped))
+                self.overlapped = True
+                schedule = dataclasses.replace(p.limiter.schedule, max_policy_lag=DEFAULT_POLICY_LAG)
+                p.engine.schedule(self.monitor.modes.start_s, lambda: p.limiter.lift(schedule))
 
     @property
     def corrections(self) -> list[Correction]:
