@@ -8,9 +8,11 @@ buffer stores *frames*, each once, and a transition as the frame numbers of its 
 * the unit of storage is one frame: ``obs[k]`` of a ``(stack, H, W)`` observation when ``stack > 1``
   (``stack``: the env's ``frame_stack``; ``C`` planes each for ``(stack * C, H, W)``), or the whole
   observation (``(C, H, W)`` planes, MinAtar's);
-* every frame given to :meth:`add` is looked up, by a 64-bit hash and a byte comparison, among the
-  frames written recently (a direct-mapped table of ``table_size`` entries, and first, for
-  ``next_obs[k]``, the frame ``obs[k + 1]`` just resolved); a frame seen within the last
+* every frame given to :meth:`add` is looked up among the frames written recently: first by a byte
+  comparison with the frame the stream's order suggests (for ``next_obs[k]``, the frame ``obs[k + 1]`` just
+  resolved; for ``obs[k]``, the frame of the previous call's ``next_obs[k]`` in the same row: an env's
+  next transition starts where its last one ended), then by a 64-bit hash in a direct-mapped table of
+  ``table_size`` entries. In one env's steady state a transition hashes one frame, its new one. A frame seen within the last
   ``reuse_window`` frames is referenced, any other is written to the frame ring. The lookup is by
   content, so it needs no stream identity: transitions of several envs or actors may arrive in any
   interleaving, and a frame identical to another (an episode's first frame repeated, the padding
@@ -99,15 +101,17 @@ def _same(a, b):
 
 
 @njit(**_OPTIONS)
-def _resolve(scratch, hint, frames, hashes, table, count, window):
-    """The frame number of the frame in ``scratch`` (uint64 words): ``hint`` or a table entry holding the same
-    bytes written within the last ``window`` frames, else a new frame written to the ring."""
+def _resolve(scratch, hint, other_hint, frames, hashes, table, count, window):
+    """The frame number of the frame in ``scratch`` (uint64 words): ``hint``, ``other_hint`` or a table entry
+    holding the same bytes written within the last ``window`` frames, else a new frame written to the ring. The
+    hints (-1: none) are compared byte for byte before any hashing: in a steady stream they are right for all
+    but one frame of a transition."""
     n_frames = frames.shape[0]
     written = count[0]
+    for ref in (hint, other_hint):
+        if 0 <= ref < written and written - ref <= window and _same(frames[ref % n_frames], scratch):
+            return ref
     h = _hash(scratch)
-    if hint >= 0 and written - hint <= window and hashes[hint % n_frames] == h and _same(frames[hint % n_frames],
-                                                                                       scratch):
-        return hint
     slot = h & np.uint64(table.size - 1)
     ref = table[slot]
     if ref >= 0 and written - ref <= window and hashes[ref % n_frames] == h and _same(frames[ref % n_frames], scratch):
@@ -121,11 +125,12 @@ def _resolve(scratch, hint, frames, hashes, table, count, window):
 
 
 @njit(**_OPTIONS)
-def add_frames(obs, next_obs, frames, hashes, table, count, window, obs_refs, next_refs, oldest):
+def add_frames(obs, next_obs, frames, hashes, table, count, window, obs_refs, next_refs, oldest, last_next):
     """Resolve every frame of ``obs`` and ``next_obs`` (``(N, stack, row_bytes)`` uint8) to frame numbers.
 
     ``frames`` is the ring viewed as uint64 words (``(F, words)``); rows are zero-padded to whole words.
     Fills ``obs_refs``, ``next_refs`` (``(N, stack)``) and ``oldest`` (the smallest number of each row).
+    ``last_next``: the previous call's ``next_refs`` by row (-1: none), the hints of this call's ``obs``.
     """
     n, stack, row_bytes = obs.shape
     padded = np.zeros(frames.shape[1] * 8, np.uint8)
@@ -134,13 +139,15 @@ def add_frames(obs, next_obs, frames, hashes, table, count, window, obs_refs, ne
         low = np.int64(2**62)
         for k in range(stack):
             padded[:row_bytes] = obs[i, k]
-            ref = _resolve(scratch, obs_refs[i, k - 1] if k > 0 else -1, frames, hashes, table, count, window)
+            # the hints: this row's last next_obs[k], then the frame below (a reset's padding repeats it)
+            ref = _resolve(scratch, last_next[i, k] if i < last_next.shape[0] else -1,
+                           obs_refs[i, k - 1] if k > 0 else -1, frames, hashes, table, count, window)
             obs_refs[i, k] = ref
             low = min(low, ref)
         for k in range(stack):
             padded[:row_bytes] = next_obs[i, k]
             hint = obs_refs[i, k + 1] if k + 1 < stack else -1
-            ref = _resolve(scratch, hint, frames, hashes, table, count, window)
+            ref = _resolve(scratch, hint, -1, frames, hashes, table, count, window)
             next_refs[i, k] = ref
             low = min(low, ref)
         oldest[i] = low
@@ -234,6 +241,7 @@ class FrameReplayBuffer:
         self._row_bytes = int(np.prod(self._obs_shape)) // self._stack
         self._action_shape = tuple(meta["action_shape"])
         self._action_dtype = np.dtype(meta["action_dtype"])
+        self._last_next = np.empty((0, self._stack), np.int64)     # the last add's next_obs frames: the next hints
 
     # ----------------------------------------------------------------- properties
 
@@ -292,7 +300,8 @@ class FrameReplayBuffer:
         s = self._storage
         add_frames(np.ascontiguousarray(rows["obs"]).reshape(shape),
                    np.ascontiguousarray(rows["next_obs"]).reshape(shape), s["frames"], s["hashes"], s["table"],
-                   s["frame_count"], self._meta["reuse_window"], obs_refs, next_refs, oldest)
+                   s["frame_count"], self._meta["reuse_window"], obs_refs, next_refs, oldest, self._last_next)
+        self._last_next = next_refs
         slots = []
         done = 0
         for start, stop in self._writer.write(n):

@@ -39,6 +39,22 @@ def test_stacked_frames_are_stored_once_per_step_and_sampled_back_exactly():
     assert batch.obs.dtype == np.uint8 and np.all(batch.weights == 1)
 
 
+def test_a_stream_finds_its_frames_by_order_without_the_table():
+    """Each row's next obs starts where its last next_obs ended: those frames are found by comparison with the
+    previous call's, so a one-entry table (every lookup a collision) stores no frame twice."""
+    rng = np.random.default_rng(4)
+    envs = [episode(rng, 20), episode(rng, 20)]
+    buf = FrameReplayBuffer(capacity=50, obs_shape=(4, 84, 84), frame_stack=4, seed=0, table_size=1)
+    for t in range(20):
+        buf.add(np.stack([stacks(e, t)[0] for e in envs]), np.array([0, 1]), np.zeros(2),
+                np.stack([stacks(e, t)[1] for e in envs]), np.array([False, False]))
+    assert buf.frames_written == 2 * 21
+    batch = buf.sample(40)
+    assert all(np.array_equal(batch.obs[j], stacks(envs[int(i) % 2], int(i) // 2)[0]) and
+               np.array_equal(batch.next_obs[j], stacks(envs[int(i) % 2], int(i) // 2)[1])
+               for j, i in enumerate(batch.indices))
+
+
 def test_whole_observations_without_stacking_share_next_and_following_obs():
     rng = np.random.default_rng(1)
     frames = rng.integers(0, 256, (11, 4, 10, 10), dtype=np.uint8)
