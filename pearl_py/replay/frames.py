@@ -51,7 +51,7 @@ import numpy as np
 from numba import njit
 
 from pearl_py.protocol.workload import FLOAT_BYTES, ReplayWorkload
-from pearl_py.replay import checks
+from pearl_py.replay import checks, kernels
 from pearl_py.replay.buffer import SampleBatch
 from pearl_py.replay.pcg64 import Stream, fill_uniforms
 from pearl_py.replay.storage import Layout, Storage
@@ -65,6 +65,8 @@ DEFAULT_TABLE = 1 << 14
 
 REF_BYTES = 8
 """A frame number (int64)."""
+
+_UINT8 = np.dtype(np.uint8)
 
 _OPTIONS = {"cache": True, "nogil": True}
 _FNV_OFFSET, _FNV_PRIME = np.uint64(0xCBF29CE484222325), np.uint64(0x100000001B3)
@@ -291,28 +293,30 @@ class FrameReplayBuffer:
     def add(self, obs: Any, actions: Any, rewards: Any, next_obs: Any, terminated: Any) -> np.ndarray:
         """Store ``N`` transitions (the arguments of ``ReplayBuffer.add``, observations uint8); returns their slots."""
         self._check_open()
-        rows = checks.transition_rows(obs, actions, rewards, next_obs, terminated, self.capacity, self._obs_shape,
-                                      self._action_shape, self._action_dtype, np.dtype(np.uint8))
-        n = len(rows["obs"])
+        fields = (self.capacity, self._obs_shape, self._action_shape, self._action_dtype, _UINT8)
+        if not checks.exact_rows(obs, actions, rewards, next_obs, terminated, *fields):   # not a collector's arrays
+            rows = checks.transition_rows(obs, actions, rewards, next_obs, terminated, *fields)
+            obs, actions, rewards, next_obs, terminated = (rows[k] for k in ("obs", "actions", "rewards", "next_obs",
+                                                                              "dones"))
+        n = len(obs)
         shape = (n, self._stack, self._row_bytes)
         obs_refs, next_refs = np.empty((n, self._stack), np.int64), np.empty((n, self._stack), np.int64)
         oldest = np.empty(n, np.int64)
         s = self._storage
-        add_frames(np.ascontiguousarray(rows["obs"]).reshape(shape),
-                   np.ascontiguousarray(rows["next_obs"]).reshape(shape), s["frames"], s["hashes"], s["table"],
+        # frames first: a refused transition below leaves at most frames no transition references (never read)
+        add_frames(obs.reshape(shape), next_obs.reshape(shape), s["frames"], s["hashes"], s["table"],
                    s["frame_count"], self._meta["reuse_window"], obs_refs, next_refs, oldest, self._last_next)
         self._last_next = next_refs
-        slots = []
-        done = 0
-        for start, stop in self._writer.write(n):
-            part = slice(done, done + stop - start)
-            s["obs_refs"][start:stop], s["next_refs"][start:stop] = obs_refs[part], next_refs[part]
-            s["oldest"][start:stop] = oldest[part]
-            s["actions"][start:stop], s["rewards"][start:stop] = rows["actions"][part], rows["rewards"][part]
-            s["dones"][start:stop] = rows["dones"][part]
-            slots.append(np.arange(start, stop, dtype=np.int64))
-            done += stop - start
-        return np.concatenate(slots)
+        cursor, stored = self._writer.cursor, (s["obs_refs"], s["actions"], s["rewards"], s["next_refs"], s["dones"])
+        # the values checked as the rows are written; where the kernel refuses them (writing nothing), the checked
+        # path names the fault, or converts what it may (0/1 floats of another dtype) for the kernel to write
+        if kernels.insert(cursor, obs_refs, actions, rewards, next_refs, terminated, *stored) != kernels.OK:
+            rows = checks.transition_rows(obs, actions, rewards, next_obs, terminated, *fields)
+            kernels.insert(cursor, obs_refs, rows["actions"], rows["rewards"], next_refs, rows["dones"], *stored)
+        slots = (cursor + np.arange(n, dtype=np.int64)) % self.capacity
+        s["oldest"][slots] = oldest
+        self._writer.write(n)
+        return slots
 
     def sample(self, batch_size: int, beta: float = 0.4) -> SampleBatch:
         """``batch_size`` live transitions drawn uniformly with replacement; unit weights (``beta`` is ignored)."""

@@ -154,3 +154,15 @@ def test_torch_replay_keeps_uint8_frames_on_the_device():
     assert buf.workload(1).item_bytes == 2 * 18 + 8 + 4 + 4
     restored = ReplayBuffer.load_state_dict(buf.state_dict())
     assert restored.sample(1).obs.dtype == np.uint8
+
+
+def test_a_collectors_arrays_with_bad_values_are_refused_by_name_and_store_nothing():
+    buf = FrameReplayBuffer(capacity=10, obs_shape=(4, 6, 6), frame_stack=4)
+    obs = np.zeros((1, 4, 6, 6), np.uint8)
+    with pytest.raises(ValueError, match="rewards: contains NaN"):
+        buf.add(obs, np.array([1]), np.array([np.nan], np.float32), obs, np.array([False]))
+    with pytest.raises(ValueError, match="terminated: expected booleans or 0/1"):
+        buf.add(obs, np.array([1]), np.array([0.0], np.float32), obs, np.array([2.0], np.float32))
+    assert len(buf) == 0
+    assert buf.add(obs, np.array([1]), np.array([0.5], np.float32), obs, np.array([1.0], np.float32)).tolist() == [0]
+    assert buf.sample(1).rewards.tolist() == [0.5] and buf.sample(1).dones.tolist() == [1.0]
