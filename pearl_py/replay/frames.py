@@ -12,9 +12,9 @@ buffer stores *frames*, each once, and a transition as the frame numbers of its 
   comparison with the frame the stream's order suggests (for ``next_obs[k]``, the frame ``obs[k + 1]`` just
   resolved; for ``obs[k]``, the frame of the previous call's ``next_obs[k]`` in the same row: an env's
   next transition starts where its last one ended), then by a 64-bit hash in a direct-mapped table of
-  ``table_size`` entries. In one env's steady state a transition hashes one frame, its new one. A frame seen within the last
-  ``reuse_window`` frames is referenced, any other is written to the frame ring. The lookup is by
-  content, so it needs no stream identity: transitions of several envs or actors may arrive in any
+  ``table_size`` entries. In one env's steady state a transition hashes one frame, its new one. A frame
+  seen within the last ``reuse_window`` frames is referenced, any other is written to the frame ring. The
+  lookup is by content, so it needs no stream identity: transitions of several envs or actors may arrive in any
   interleaving, and a frame identical to another (an episode's first frame repeated, the padding
   of a reset frame stack) is stored once too. A missed lookup (a table collision) costs memory,
   never correctness;
@@ -304,8 +304,9 @@ class FrameReplayBuffer:
         oldest = np.empty(n, np.int64)
         s = self._storage
         # frames first: a refused transition below leaves at most frames no transition references (never read)
-        add_frames(obs.reshape(shape), next_obs.reshape(shape), s["frames"], s["hashes"], s["table"],
-                   s["frame_count"], self._meta["reuse_window"], obs_refs, next_refs, oldest, self._last_next)
+        add_frames(np.ascontiguousarray(obs).reshape(shape), np.ascontiguousarray(next_obs).reshape(shape),
+                   s["frames"], s["hashes"], s["table"], s["frame_count"], self._meta["reuse_window"], obs_refs,
+                   next_refs, oldest, self._last_next)
         self._last_next = next_refs
         cursor, stored = self._writer.cursor, (s["obs_refs"], s["actions"], s["rewards"], s["next_refs"], s["dones"])
         # the values checked as the rows are written; where the kernel refuses them (writing nothing), the checked
