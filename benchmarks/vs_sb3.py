@@ -171,6 +171,8 @@ def solved_plan(algo: pearl.Algorithm, args: argparse.Namespace, total_steps: in
     """The plan `pearl run --auto` solves for this machine (the run's length as the horizon, so variants with a
     one-off compile and the actors' start-up are weighed over the run; ``one_process``: a serialized plan may
     win, as in `pearl run --auto`; else the best parallel plan), or with ``--plan single`` all on the CPU."""
+    import pearl_py as pearl
+
     if args.plan == "auto":
         from pearl_py.pipeline.planning import resolve_plan
 

@@ -8,11 +8,13 @@ buffer stores *frames*, each once, and a transition as the frame numbers of its 
 * the unit of storage is one frame: ``obs[k]`` of a ``(stack, H, W)`` observation when ``stack > 1``
   (``stack``: the env's ``frame_stack``; ``C`` planes each for ``(stack * C, H, W)``), or the whole
   observation (``(C, H, W)`` planes, MinAtar's);
-* every frame given to :meth:`add` is looked up, by a 64-bit hash and a byte comparison, among the
-  frames written recently (a direct-mapped table of ``table_size`` entries, and first, for
-  ``next_obs[k]``, the frame ``obs[k + 1]`` just resolved); a frame seen within the last
-  ``reuse_window`` frames is referenced, any other is written to the frame ring. The lookup is by
-  content, so it needs no stream identity: transitions of several envs or actors may arrive in any
+* every frame given to :meth:`add` is looked up among the frames written recently: first by a byte
+  comparison with the frame the stream's order suggests (for ``next_obs[k]``, the frame ``obs[k + 1]`` just
+  resolved; for ``obs[k]``, the frame of the previous call's ``next_obs[k]`` in the same row: an env's
+  next transition starts where its last one ended), then by a 64-bit hash in a direct-mapped table of
+  ``table_size`` entries. In one env's steady state a transition hashes one frame, its new one. A frame
+  seen within the last ``reuse_window`` frames is referenced, any other is written to the frame ring. The
+  lookup is by content, so it needs no stream identity: transitions of several envs or actors may arrive in any
   interleaving, and a frame identical to another (an episode's first frame repeated, the padding
   of a reset frame stack) is stored once too. A missed lookup (a table collision) costs memory,
   never correctness;
@@ -49,7 +51,7 @@ import numpy as np
 from numba import njit
 
 from pearl_py.protocol.workload import FLOAT_BYTES, ReplayWorkload
-from pearl_py.replay import checks
+from pearl_py.replay import checks, kernels
 from pearl_py.replay.buffer import SampleBatch
 from pearl_py.replay.pcg64 import Stream, fill_uniforms
 from pearl_py.replay.storage import Layout, Storage
@@ -63,6 +65,8 @@ DEFAULT_TABLE = 1 << 14
 
 REF_BYTES = 8
 """A frame number (int64)."""
+
+_UINT8 = np.dtype(np.uint8)
 
 _OPTIONS = {"cache": True, "nogil": True}
 _FNV_OFFSET, _FNV_PRIME = np.uint64(0xCBF29CE484222325), np.uint64(0x100000001B3)
@@ -99,15 +103,17 @@ def _same(a, b):
 
 
 @njit(**_OPTIONS)
-def _resolve(scratch, hint, frames, hashes, table, count, window):
-    """The frame number of the frame in ``scratch`` (uint64 words): ``hint`` or a table entry holding the same
-    bytes written within the last ``window`` frames, else a new frame written to the ring."""
+def _resolve(scratch, hint, other_hint, frames, hashes, table, count, window):
+    """The frame number of the frame in ``scratch`` (uint64 words): ``hint``, ``other_hint`` or a table entry
+    holding the same bytes written within the last ``window`` frames, else a new frame written to the ring. The
+    hints (-1: none) are compared byte for byte before any hashing: in a steady stream they are right for all
+    but one frame of a transition."""
     n_frames = frames.shape[0]
     written = count[0]
+    for ref in (hint, other_hint):
+        if 0 <= ref < written and written - ref <= window and _same(frames[ref % n_frames], scratch):
+            return ref
     h = _hash(scratch)
-    if hint >= 0 and written - hint <= window and hashes[hint % n_frames] == h and _same(frames[hint % n_frames],
-                                                                                       scratch):
-        return hint
     slot = h & np.uint64(table.size - 1)
     ref = table[slot]
     if ref >= 0 and written - ref <= window and hashes[ref % n_frames] == h and _same(frames[ref % n_frames], scratch):
@@ -121,11 +127,12 @@ def _resolve(scratch, hint, frames, hashes, table, count, window):
 
 
 @njit(**_OPTIONS)
-def add_frames(obs, next_obs, frames, hashes, table, count, window, obs_refs, next_refs, oldest):
+def add_frames(obs, next_obs, frames, hashes, table, count, window, obs_refs, next_refs, oldest, last_next):
     """Resolve every frame of ``obs`` and ``next_obs`` (``(N, stack, row_bytes)`` uint8) to frame numbers.
 
     ``frames`` is the ring viewed as uint64 words (``(F, words)``); rows are zero-padded to whole words.
     Fills ``obs_refs``, ``next_refs`` (``(N, stack)``) and ``oldest`` (the smallest number of each row).
+    ``last_next``: the previous call's ``next_refs`` by row (-1: none), the hints of this call's ``obs``.
     """
     n, stack, row_bytes = obs.shape
     padded = np.zeros(frames.shape[1] * 8, np.uint8)
@@ -134,13 +141,15 @@ def add_frames(obs, next_obs, frames, hashes, table, count, window, obs_refs, ne
         low = np.int64(2**62)
         for k in range(stack):
             padded[:row_bytes] = obs[i, k]
-            ref = _resolve(scratch, obs_refs[i, k - 1] if k > 0 else -1, frames, hashes, table, count, window)
+            # the hints: this row's last next_obs[k], then the frame below (a reset's padding repeats it)
+            ref = _resolve(scratch, last_next[i, k] if i < last_next.shape[0] else -1,
+                           obs_refs[i, k - 1] if k > 0 else -1, frames, hashes, table, count, window)
             obs_refs[i, k] = ref
             low = min(low, ref)
         for k in range(stack):
             padded[:row_bytes] = next_obs[i, k]
             hint = obs_refs[i, k + 1] if k + 1 < stack else -1
-            ref = _resolve(scratch, hint, frames, hashes, table, count, window)
+            ref = _resolve(scratch, hint, -1, frames, hashes, table, count, window)
             next_refs[i, k] = ref
             low = min(low, ref)
         oldest[i] = low
@@ -234,6 +243,7 @@ class FrameReplayBuffer:
         self._row_bytes = int(np.prod(self._obs_shape)) // self._stack
         self._action_shape = tuple(meta["action_shape"])
         self._action_dtype = np.dtype(meta["action_dtype"])
+        self._last_next = np.empty((0, self._stack), np.int64)     # the last add's next_obs frames: the next hints
 
     # ----------------------------------------------------------------- properties
 
@@ -283,27 +293,31 @@ class FrameReplayBuffer:
     def add(self, obs: Any, actions: Any, rewards: Any, next_obs: Any, terminated: Any) -> np.ndarray:
         """Store ``N`` transitions (the arguments of ``ReplayBuffer.add``, observations uint8); returns their slots."""
         self._check_open()
-        rows = checks.transition_rows(obs, actions, rewards, next_obs, terminated, self.capacity, self._obs_shape,
-                                      self._action_shape, self._action_dtype, np.dtype(np.uint8))
-        n = len(rows["obs"])
+        fields = (self.capacity, self._obs_shape, self._action_shape, self._action_dtype, _UINT8)
+        if not checks.exact_rows(obs, actions, rewards, next_obs, terminated, *fields):   # not a collector's arrays
+            rows = checks.transition_rows(obs, actions, rewards, next_obs, terminated, *fields)
+            obs, actions, rewards, next_obs, terminated = (rows[k] for k in ("obs", "actions", "rewards", "next_obs",
+                                                                              "dones"))
+        n = len(obs)
         shape = (n, self._stack, self._row_bytes)
         obs_refs, next_refs = np.empty((n, self._stack), np.int64), np.empty((n, self._stack), np.int64)
         oldest = np.empty(n, np.int64)
         s = self._storage
-        add_frames(np.ascontiguousarray(rows["obs"]).reshape(shape),
-                   np.ascontiguousarray(rows["next_obs"]).reshape(shape), s["frames"], s["hashes"], s["table"],
-                   s["frame_count"], self._meta["reuse_window"], obs_refs, next_refs, oldest)
-        slots = []
-        done = 0
-        for start, stop in self._writer.write(n):
-            part = slice(done, done + stop - start)
-            s["obs_refs"][start:stop], s["next_refs"][start:stop] = obs_refs[part], next_refs[part]
-            s["oldest"][start:stop] = oldest[part]
-            s["actions"][start:stop], s["rewards"][start:stop] = rows["actions"][part], rows["rewards"][part]
-            s["dones"][start:stop] = rows["dones"][part]
-            slots.append(np.arange(start, stop, dtype=np.int64))
-            done += stop - start
-        return np.concatenate(slots)
+        # frames first: a refused transition below leaves at most frames no transition references (never read)
+        add_frames(np.ascontiguousarray(obs).reshape(shape), np.ascontiguousarray(next_obs).reshape(shape),
+                   s["frames"], s["hashes"], s["table"], s["frame_count"], self._meta["reuse_window"], obs_refs,
+                   next_refs, oldest, self._last_next)
+        self._last_next = next_refs
+        cursor, stored = self._writer.cursor, (s["obs_refs"], s["actions"], s["rewards"], s["next_refs"], s["dones"])
+        # the values checked as the rows are written; where the kernel refuses them (writing nothing), the checked
+        # path names the fault, or converts what it may (0/1 floats of another dtype) for the kernel to write
+        if kernels.insert(cursor, obs_refs, actions, rewards, next_refs, terminated, *stored) != kernels.OK:
+            rows = checks.transition_rows(obs, actions, rewards, next_obs, terminated, *fields)
+            kernels.insert(cursor, obs_refs, rows["actions"], rows["rewards"], next_refs, rows["dones"], *stored)
+        slots = (cursor + np.arange(n, dtype=np.int64)) % self.capacity
+        s["oldest"][slots] = oldest
+        self._writer.write(n)
+        return slots
 
     def sample(self, batch_size: int, beta: float = 0.4) -> SampleBatch:
         """``batch_size`` live transitions drawn uniformly with replacement; unit weights (``beta`` is ignored)."""

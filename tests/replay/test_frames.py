@@ -39,6 +39,22 @@ def test_stacked_frames_are_stored_once_per_step_and_sampled_back_exactly():
     assert batch.obs.dtype == np.uint8 and np.all(batch.weights == 1)
 
 
+def test_a_stream_finds_its_frames_by_order_without_the_table():
+    """Each row's next obs starts where its last next_obs ended: those frames are found by comparison with the
+    previous call's, so a one-entry table (every lookup a collision) stores no frame twice."""
+    rng = np.random.default_rng(4)
+    envs = [episode(rng, 20), episode(rng, 20)]
+    buf = FrameReplayBuffer(capacity=50, obs_shape=(4, 84, 84), frame_stack=4, seed=0, table_size=1)
+    for t in range(20):
+        buf.add(np.stack([stacks(e, t)[0] for e in envs]), np.array([0, 1]), np.zeros(2),
+                np.stack([stacks(e, t)[1] for e in envs]), np.array([False, False]))
+    assert buf.frames_written == 2 * 21
+    batch = buf.sample(40)
+    assert all(np.array_equal(batch.obs[j], stacks(envs[int(i) % 2], int(i) // 2)[0]) and
+               np.array_equal(batch.next_obs[j], stacks(envs[int(i) % 2], int(i) // 2)[1])
+               for j, i in enumerate(batch.indices))
+
+
 def test_whole_observations_without_stacking_share_next_and_following_obs():
     rng = np.random.default_rng(1)
     frames = rng.integers(0, 256, (11, 4, 10, 10), dtype=np.uint8)
@@ -138,3 +154,15 @@ def test_torch_replay_keeps_uint8_frames_on_the_device():
     assert buf.workload(1).item_bytes == 2 * 18 + 8 + 4 + 4
     restored = ReplayBuffer.load_state_dict(buf.state_dict())
     assert restored.sample(1).obs.dtype == np.uint8
+
+
+def test_a_collectors_arrays_with_bad_values_are_refused_by_name_and_store_nothing():
+    buf = FrameReplayBuffer(capacity=10, obs_shape=(4, 6, 6), frame_stack=4)
+    obs = np.zeros((1, 4, 6, 6), np.uint8)
+    with pytest.raises(ValueError, match="rewards: contains NaN"):
+        buf.add(obs, np.array([1]), np.array([np.nan], np.float32), obs, np.array([False]))
+    with pytest.raises(ValueError, match="terminated: expected booleans or 0/1"):
+        buf.add(obs, np.array([1]), np.array([0.0], np.float32), obs, np.array([2.0], np.float32))
+    assert len(buf) == 0
+    assert buf.add(obs, np.array([1]), np.array([0.5], np.float32), obs, np.array([1.0], np.float32)).tolist() == [0]
+    assert buf.sample(1).rewards.tolist() == [0.5] and buf.sample(1).dones.tolist() == [1.0]
