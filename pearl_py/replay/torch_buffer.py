@@ -244,8 +244,7 @@ class TorchReplayBuffer:
         slots, slots_dtype = _values(indices)
         errors, errors_dtype = _values(td_errors_abs)
         checks.priority_update_layout(slots_dtype, tuple(slots.shape), errors_dtype, tuple(errors.shape))
-        slots = self._on_device(slots, torch.int64)
-        errors = self._on_device(errors, torch.float64)
+        slots, errors = self._on_device((slots, torch.int64), (errors, torch.float64))
         size = self._writer.size
         valid = ((slots >= 0) & (slots < size) & (errors >= 0) & (errors < math.inf)).all()     # NaN fails both
         safe = slots.clamp(0, max(size - 1, 0))             # a refused update writes the old values back
@@ -258,11 +257,13 @@ class TorchReplayBuffer:
         else:
             pending.raise_if_refused()
 
-    def _on_device(self, values: torch.Tensor | np.ndarray, dtype: torch.dtype) -> torch.Tensor:
-        """``values`` as a ``dtype`` tensor on the buffer's device (no copy when it already is one)."""
-        if isinstance(values, np.ndarray):
-            values = upload([values], self._device)[0]
-        return values.to(self._device, dtype, non_blocking=True)
+    def _on_device(self, *values: tuple[torch.Tensor | np.ndarray, torch.dtype]) -> list[torch.Tensor]:
+        """Each value as a tensor of its dtype on the buffer's device: the host arrays in one upload, tensors as
+        they are (no copy when one already is on the device with its dtype)."""
+        host = [array for array, _ in values if isinstance(array, np.ndarray)]
+        uploaded = iter(upload(host, self._device) if host else [])
+        return [(next(uploaded) if isinstance(array, np.ndarray) else array).to(self._device, dtype, non_blocking=True)
+                for array, dtype in values]
 
     # ----------------------------------------------------------------- cost model
 
