@@ -119,5 +119,20 @@ class BaseAlgorithm(abc.ABC):
         resets at their episode ends (DDPG/TD3's Ornstein-Uhlenbeck noise); None (the default): none."""
         return None
 
+    def declared_acting_form(self) -> str:
+        """``acting_form``, or ``"custom"`` when ``act`` was overridden below the class that declared it."""
+        return declared_form(type(self), "acting_form", "act")
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}(env={self.env_id!r}, config={self.config})"
+
+
+def defining_class(cls: type, attribute: str) -> type | None:
+    """The class of ``cls``'s MRO whose body defines ``attribute`` (None if none does)."""
+    return next((c for c in cls.__mro__ if attribute in c.__dict__), None)
+
+
+def declared_form(cls: type, form: str, method: str) -> str:
+    """``cls``'s ``form`` attribute, or ``"custom"`` when ``method`` is defined below the class declaring it."""
+    declared, defined = defining_class(cls, form), defining_class(cls, method)
+    return "custom" if defined is not declared and issubclass(defined, declared) else getattr(cls, form)
