@@ -1,33 +1,20 @@
 """The ``fused`` CPU learner update: an algorithm's whole gradient step in one numba function.
 
-One ``@njit(nogil=True)`` call per update runs the target forward, the online forward,
-the loss, the backward pass, the gradient-norm clip (folded into Adam as a factor),
-Adam (bias corrections in float64, as ``torch.optim.Adam``) and the soft target update,
-over float32 numpy arrays, with one ``sgemm`` per GEMM on the arrays as they are
-(``pearl_py.kernels.numba_blas.gemm``: torch's MKL for the large ones, scipy's OpenBLAS
-for the small ones; layers in ``pearl_py.kernels.mlp_numba``). No Python runs between
-the pieces, no tensor is dispatched and nothing is allocated but the returned loss and
-``|TD|`` arrays (and, for TD3 and SAC, the N(0, 1) draws their losses make, taken from
-torch's generator in the reference's order).
+One ``@njit(nogil=True)`` call per update runs the target and online forwards, the loss, the backward, the
+gradient-norm clip (folded into Adam), Adam (bias corrections in float64, as ``torch.optim.Adam``) and the soft
+target update over float32 numpy arrays, one ``sgemm`` per GEMM (``pearl_py.kernels.numba_blas.gemm``; layers in
+``pearl_py.kernels.mlp_numba``); TD3's and SAC's N(0, 1) draws come from torch's generator in the reference's order.
 
-Memory is shared with the learner's torch modules: on build, every trained parameter,
-its target copy and its Adam ``exp_avg``/``exp_avg_sq``/``step`` are moved into flat
-float32 buffers (one per role) and the torch tensors become views of them
-(``param.data = flat[a:b].view(shape)``; the optimizer's state tensors likewise). So
-checkpoints (``Learner.state_dict``), DQN's hard target copies, ``param_sync`` and the
-reference ``Learner.update`` keep reading and writing the same memory, and the
-reference and fused steps can alternate. ``Optimizer.load_state_dict`` replaces the
-state tensors: the update notices (identity check, one per loss) and adopts them again.
+Memory is shared with the learner's torch modules: on build, every trained parameter, its target copy and its
+Adam ``exp_avg``/``exp_avg_sq``/``step`` move into flat float32 buffers (one per role) and the torch tensors become
+views of them, so checkpoints, DQN's hard target copies, ``param_sync`` and the reference ``Learner.update`` keep
+reading and writing the same memory. ``Optimizer.load_state_dict`` replaces the state tensors: the update notices
+(identity check, one per loss) and adopts them again.
 
-It implements declared loss forms by hand (``FORMS``: the recipes of
-``pearl_py.kernels.fused_support``), any algorithm that declares them getting it (a subclass
-included, never chosen by class): ``("dqn_td",)`` — DQN's step (``dqn_step``: Huber TD on the
-target network's max or double-Q value, importance weights, ``max_grad_norm``);
-``("ddpg_critic", "dpg_actor")`` — DDPG's (``ddpg_step``: MSE critic step, then the actor
-step on the updated critic, tanh actor, soft target updates); ``("td3_critic", "td3_actor")``
-and ``("sac_critic", "sac_actor"[, "sac_entropy"])`` — TD3's and SAC's
-(``pearl_py.kernels.fused_twin``), on pearl_py's MLPs. :func:`supports` says why a learner is
-refused (forms, networks, optimizers).
+It implements the declared loss forms of :data:`FORMS` (the recipes of ``pearl_py.kernels.fused_support``: DQN,
+DDPG, TD3 and SAC on pearl_py's MLPs, the last two in ``pearl_py.kernels.fused_twin``), for any algorithm that
+declares them, never chosen by class; :func:`supports` says why a learner is refused. docs/kernels.md, "CPU
+``fused`` learner update", has the design and the measurements.
 
 Example::
 
@@ -459,10 +446,8 @@ class FusedCpuUpdate:
 
 
 def aligned_zeros(n: int) -> np.ndarray:
-    """``n`` float32 zeros starting on a 64-byte boundary (numpy's large arrays start 16 bytes past one).
-
-    Measured: Adam over 67k parameters took 27-33 us with the gradient 16 bytes off a cache line, 21-25 us
-    aligned (its 512-bit loads split cache lines otherwise)."""
+    """``n`` float32 zeros starting on a 64-byte boundary (numpy's large arrays start 16 bytes past one; Adam's
+    512-bit loads split cache lines otherwise: docs/kernels.md, "Aligned buffers")."""
     buf = np.zeros(n + 16, np.float32)
     start = (-buf.ctypes.data % 64) // 4
     return buf[start:start + n]
@@ -470,8 +455,7 @@ def aligned_zeros(n: int) -> np.ndarray:
 
 def _address(t: torch.Tensor, dtype: torch.dtype, numel: int, keep: list[torch.Tensor]) -> int:
     """The address of ``t``'s data as a contiguous CPU tensor of ``dtype`` (a converted copy, kept alive in
-    ``keep``, if it is not one), after checking it has ``numel`` elements: the kernel reads it directly
-    (``t.data_ptr()`` costs 0.06 us, ``t.numpy()`` 0.7 us, six times per update)."""
+    ``keep``, if it is not one), after checking it has ``numel`` elements: the kernel reads it directly."""
     if t.dtype is not dtype or not t.is_contiguous() or not t.is_cpu:
         t = t.detach().to("cpu", dtype).contiguous()
         keep.append(t)
