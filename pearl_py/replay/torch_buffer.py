@@ -43,9 +43,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from pearl_py.protocol.workload import ReplayWorkload
 from pearl_py.replay import checks, kernels
-from pearl_py.replay.buffer import TRANSITION_FIELDS
+from pearl_py.replay.buffer import TRANSITION_FIELDS, ReplayBase
 from pearl_py.replay.staging import torch_dtype, upload
 from pearl_py.replay.torch_tree import TorchPriorityTree
 from pearl_py.replay.writer import RingWriter
@@ -78,7 +77,7 @@ class TorchSampleBatch:
         return len(self.indices)
 
 
-class TorchReplayBuffer:
+class TorchReplayBuffer(ReplayBase):
     """Fixed-capacity replay of ``(obs, action, reward, next_obs, terminated)`` transitions on a torch device.
 
     The settings are :class:`~pearl_py.replay.buffer.ReplayBuffer`'s (``fanout`` shapes
@@ -131,21 +130,9 @@ class TorchReplayBuffer:
     # ----------------------------------------------------------------- properties
 
     @property
-    def capacity(self) -> int:
-        return self._meta["capacity"]
-
-    @property
-    def prioritized(self) -> bool:
-        return self._meta["prioritized"]
-
-    @property
     def device(self) -> torch.device:
         """Where the items, the priorities and the sampled batches are."""
         return self._device
-
-    def __len__(self) -> int:
-        self._check_open()
-        return self._writer.size
 
     def _check_open(self, wait: bool = False) -> None:
         """Refuse work on a closed buffer, and raise the error of a refused priority update not yet reported.
@@ -267,13 +254,8 @@ class TorchReplayBuffer:
 
     # ----------------------------------------------------------------- cost model
 
-    def workload(self, batch_size: int) -> ReplayWorkload:
-        """What a replay kernel call on ``batch_size`` items costs, in the cost models' terms."""
-        self._check_open()
-        batch_size = checks.positive_int("batch_size", batch_size)
-        item_bytes = sum(field[0].numel() * field.element_size() for field in self._fields.values())
-        return ReplayWorkload(capacity=self.capacity, batch=batch_size, item_bytes=item_bytes,
-                              prioritized=self.prioritized, fanout=self._meta["fanout"])
+    def _item_bytes(self) -> int:
+        return sum(field[0].numel() * field.element_size() for field in self._fields.values())
 
     # ----------------------------------------------------------------- checkpoints
 
@@ -344,12 +326,6 @@ class TorchReplayBuffer:
         self._fields = {}
         self._tree = None
         self._pending.clear()
-
-    def __enter__(self) -> TorchReplayBuffer:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
 
 @dataclass
