@@ -204,10 +204,20 @@ if numba is not None:
 # --------------------------------------------------------------------------------------------
 # What the kernel supports, and the Python side: flat shared buffers, the per-call wrapper.
 # --------------------------------------------------------------------------------------------
-def linear_scratch(linears: list[nn.Linear]) -> int:
-    """Floats of scratch :func:`pearl_py.kernels.mlp_numba.linear` needs past the activations (a transposed
-    copy of a weight with fewer than ``LARGE`` inputs)."""
-    return max([m.in_features * m.out_features for m in linears if m.in_features < LARGE], default=0)
+class Scratch:
+    """The fused kernels' float32 scratch per batch size, made aligned on first use: ``rows * per_row`` floats
+    (activations, gradients), then what :func:`pearl_py.kernels.mlp_numba.linear` needs past them (a transposed
+    copy of the largest weight with fewer than ``LARGE`` inputs)."""
+
+    def __init__(self, per_row: int, linears: list[nn.Linear]) -> None:
+        self.per_row = per_row
+        self.extra = max([m.in_features * m.out_features for m in linears if m.in_features < LARGE], default=0)
+        self._by_rows: dict[int, np.ndarray] = {}
+
+    def __call__(self, rows: int) -> np.ndarray:
+        if rows not in self._by_rows:
+            self._by_rows[rows] = aligned_zeros(rows * self.per_row + self.extra)
+        return self._by_rows[rows]
 
 
 FORMS = UPDATE_FORMS
@@ -274,10 +284,8 @@ class FusedCpuUpdate:
         self.hp, self.learning_rate = self._hyperparameters(), learner.learning_rate
         self.delay = {loss.form: loss.every for loss in learner.losses}
         widths = sum(int(r[2]) + int(r[3]) for r in self.L)
-        self._scratch: dict[int, np.ndarray] = {}
-        self._scratch_per_row = self.SCRATCH_FACTOR * widths + 16
-        self._scratch_extra = linear_scratch([m for name in self.order for mlp in self.mlps[name] for m in mlp
-                                              if type(m) is nn.Linear])
+        self._scratch = Scratch(self.SCRATCH_FACTOR * widths + 16, [m for name in self.order for mlp in self.mlps[name]
+                                                                    for m in mlp if type(m) is nn.Linear])
 
     def _hyperparameters(self) -> np.ndarray:
         """The step's ``hp`` array (see each numba step's docstring)."""
@@ -377,12 +385,6 @@ class FusedCpuUpdate:
             self._adopt()
 
     # -- one update ------------------------------------------------------------------------
-    def _scratch_for(self, batch_size: int) -> np.ndarray:
-        s = self._scratch.get(batch_size)
-        if s is None:
-            s = self._scratch[batch_size] = aligned_zeros(batch_size * self._scratch_per_row + self._scratch_extra)
-        return s
-
     def __call__(self, batch: TensorBatch) -> UpdateResult:
         learner = self.learner
         self._check_shared()
@@ -396,7 +398,7 @@ class FusedCpuUpdate:
                   _address(batch.rewards, torch.float32, B, keep), _address(batch.next_obs, torch.float32,
                                                                             B * self.n_obs, keep),
                   _address(batch.dones, torch.float32, B, keep), _address(batch.weights, torch.float32, B, keep))
-        S = self._scratch_for(B)
+        S = self._scratch(B)
         td = np.empty(B, np.float32)
         start = time.perf_counter()
         losses, td_abs = getattr(self, f"_{self.recipe.name}")(B, fields, S, td, step_number)

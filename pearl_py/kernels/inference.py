@@ -27,7 +27,7 @@ from torch import nn
 
 from pearl_py.algorithms.networks import Networks
 from pearl_py.algorithms.off_policy.base import Algorithm
-from pearl_py.kernels.fused_cpu import aligned_zeros, linear_scratch
+from pearl_py.kernels.fused_cpu import Scratch
 from pearl_py.kernels.fused_support import ACT_FORMS, ACTING, acting_problem
 from pearl_py.kernels.numba_blas import JIT, numba, numba_available, set_blas_threads
 from pearl_py.kernels.registry import KernelUnavailable
@@ -174,9 +174,7 @@ class FusedInference:
         self.linears = [m for m in net if type(m) is nn.Linear]
         self.params = [p for m in self.linears for p in (m.weight, m.bias)]
         self.kernel = ACT_KERNELS[self.form]
-        self.width = sum(m.out_features for m in self.linears)
-        self.scratch_extra = linear_scratch(self.linears)
-        self._scratch: dict[int, np.ndarray] = {}
+        self._scratch = Scratch(sum(m.out_features for m in self.linears), self.linears)
         self.state = np.array([torch.initial_seed() if seed is None else seed], np.uint64)
         self._views()
 
@@ -194,10 +192,7 @@ class FusedInference:
             self._views()           # a parameter's storage was replaced (e.g. the fused learner adopted it)
         if obs.dtype != np.float32 or not obs.flags.c_contiguous:
             obs = np.ascontiguousarray(obs, dtype=np.float32)
-        rows = obs.shape[0]
-        S = self._scratch.get(rows)
-        if S is None:
-            S = self._scratch[rows] = aligned_zeros(rows * self.width + self.scratch_extra)
+        S = self._scratch(obs.shape[0])
         rate = 0.0
         if self.form == "epsilon_greedy_q":
             rate = self.algorithm.epsilon(progress) if explore else 0.0
