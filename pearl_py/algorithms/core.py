@@ -57,6 +57,8 @@ class BaseAlgorithm(abc.ABC):
     acting_networks: ClassVar[tuple[str, ...]] = ()
     """Names of the networks an actor needs to act (what param_sync moves); a family that declares none acts
     with all of them (memory admission counts them all)."""
+    sde_acting_form: ClassVar[str | None] = None
+    """The acting form with gSDE (``use_sde``), which only the generic (torch) variants run; None: no gSDE."""
     initial_state: dict[str, Any] | None = None
     """Network tensors a learner starts from instead of fresh ones (``pearl.train(init_from=RUN_DIR)`` sets it
     from a saved policy, checked to fit); None: fresh networks."""
@@ -119,5 +121,23 @@ class BaseAlgorithm(abc.ABC):
         resets at their episode ends (DDPG/TD3's Ornstein-Uhlenbeck noise); None (the default): none."""
         return None
 
+    def declared_acting_form(self) -> str:
+        """``acting_form``, or ``"custom"`` when ``act`` was overridden below the class that declared it; with
+        ``use_sde``, :attr:`sde_acting_form` in place of ``acting_form`` (the fused kernels decline it)."""
+        form = declared_form(type(self), "acting_form", "act")
+        return self.sde_acting_form if self.sde_acting_form and self.config.use_sde and form == self.acting_form \
+            else form
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}(env={self.env_id!r}, config={self.config})"
+
+
+def defining_class(cls: type, attribute: str) -> type | None:
+    """The class of ``cls``'s MRO whose body defines ``attribute`` (None if none does)."""
+    return next((c for c in cls.__mro__ if attribute in c.__dict__), None)
+
+
+def declared_form(cls: type, form: str, method: str) -> str:
+    """``cls``'s ``form`` attribute, or ``"custom"`` when ``method`` is defined below the class declaring it."""
+    declared, defined = defining_class(cls, form), defining_class(cls, method)
+    return "custom" if defined is not declared and issubclass(defined, declared) else getattr(cls, form)

@@ -63,12 +63,14 @@ class DDPG(Algorithm):
     target_networks = ("actor", "critic")
     acting_networks = ("actor",)
     acting_form = "deterministic_actor_noise"
+    twin_critics = False
+    """Whether the critic is a pair (TD3's)."""
 
     def build_networks(self) -> dict[str, nn.Module]:
         spec, arch, extractor = self.spec, self.config.net_arch, self.config.features_extractor
         return {
             "actor": obs_mlp(spec, extractor, arch, spec.action_dim, output_activation=nn.Tanh),
-            "critic": critic(spec, extractor, arch),
+            "critic": critic(spec, extractor, arch, twin=self.twin_critics),
         }
 
     def losses(self) -> Sequence[Loss]:

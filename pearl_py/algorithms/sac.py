@@ -62,8 +62,6 @@ SQUASH_EPS = 1e-6
 HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
 CLIP_MEAN = 2.0
 """With gSDE the actor's mean is clipped to [-CLIP_MEAN, CLIP_MEAN] before the tanh (SB3's ``clip_mean``)."""
-SDE_ACTING_FORM = "squashed_gaussian_sde"
-"""The acting form of SAC with gSDE, which only the generic (torch) inference runs."""
 SDE_LOSS_FORMS = {"sac_critic": "sac_sde_critic", "sac_actor": "sac_sde_actor", "sac_entropy": "sac_sde_entropy"}
 """The loss forms of SAC with gSDE, which only the generic (torch) updates run."""
 _AUTO = re.compile(r"auto(_(?P<initial>.+))?")
@@ -230,6 +228,7 @@ class SAC(Algorithm):
     target_networks = ("critic",)
     acting_networks = ("actor",)
     acting_form = "squashed_gaussian"
+    sde_acting_form = "squashed_gaussian_sde"
 
     @property
     def target_entropy(self) -> float:
@@ -284,11 +283,6 @@ class SAC(Algorithm):
         """The declared forms; with ``use_sde`` the gSDE ones, which the fused update declines."""
         forms = super().loss_forms()
         return tuple(SDE_LOSS_FORMS.get(form, form) for form in forms) if self.config.use_sde else forms
-
-    def declared_acting_form(self) -> str:
-        """``squashed_gaussian_sde`` with ``use_sde``: the fused inference (``squashed_gaussian``) declines it."""
-        form = super().declared_acting_form()
-        return SDE_ACTING_FORM if self.config.use_sde and form == self.acting_form else form
 
     def act(self, nets: Networks, obs: torch.Tensor, *, explore: bool, progress: float) -> torch.Tensor:
         if self.config.use_sde:

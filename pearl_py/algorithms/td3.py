@@ -19,9 +19,7 @@ from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
-from torch import nn
 
-from pearl_py.algorithms.cnn import critic, obs_mlp
 from pearl_py.algorithms.ddpg import DDPG, DDPGConfig
 from pearl_py.algorithms.losses import td_target, weighted_mean
 from pearl_py.algorithms.networks import Networks
@@ -55,13 +53,7 @@ class TD3(DDPG):
 
     name = "td3"
     Config = TD3Config
-
-    def build_networks(self) -> dict[str, nn.Module]:
-        spec, arch, extractor = self.spec, self.config.net_arch, self.config.features_extractor
-        return {
-            "actor": obs_mlp(spec, extractor, arch, spec.action_dim, output_activation=nn.Tanh),
-            "critic": critic(spec, extractor, arch, twin=True),
-        }
+    twin_critics = True
 
     def losses(self) -> Sequence[Loss]:
         return [Loss("critic", trains="critic", fn=self._critic_loss, form="td3_critic"),

@@ -2,10 +2,8 @@
 
 A 2-thread update splits every GEMM between two threads that meet at its end. Unpinned, the
 scheduler may put both on one core when another process wakes on the other (an actor taking
-its step), and they stay there until the next load balancing: measured on the 2-core
-development VM, the fused DDPG update went from 4.1 ms alone to 7.0 ms beside an actor that
-works 30 us per update, no better than one thread; pinned, 4.45 ms (docs/kernels.md, "Two
-learner threads"). So while a learner runs ``n > 1`` threads, the calling thread (the one
+its step), and they stay there until the next load balancing (measured in docs/kernels.md, "The
+learner update at two threads"). So while a learner runs ``n > 1`` threads, the calling thread (the one
 that runs the update: it is the OpenMP master) is pinned to the first usable core and every
 other thread of the process (torch's OpenMP workers, OpenBLAS's) to the other usable cores.
 The other processes of the run stay free to run on any core: they may take the learner's

@@ -1,8 +1,7 @@
 """A sampled batch's tensors as numba arrays over their own memory (no copy), for the fused learner kernels.
 
-The Python side passes the addresses of the batch tensors (``tensor.data_ptr()``, 0.06 us
-each, where ``tensor.numpy()`` costs 0.7 us); inside ``@njit`` code :func:`batch_arrays`
-views them as arrays of the batch's shapes.
+The Python side passes the addresses of the batch tensors (``tensor.data_ptr()``, cheaper than
+``tensor.numpy()``); inside ``@njit`` code :func:`batch_arrays` views them as arrays of the batch's shapes.
 
 Example (inside ``@njit`` code)::
 

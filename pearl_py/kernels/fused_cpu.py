@@ -1,33 +1,20 @@
 """The ``fused`` CPU learner update: an algorithm's whole gradient step in one numba function.
 
-One ``@njit(nogil=True)`` call per update runs the target forward, the online forward,
-the loss, the backward pass, the gradient-norm clip (folded into Adam as a factor),
-Adam (bias corrections in float64, as ``torch.optim.Adam``) and the soft target update,
-over float32 numpy arrays, with one ``sgemm`` per GEMM on the arrays as they are
-(``pearl_py.kernels.numba_blas.gemm``: torch's MKL for the large ones, scipy's OpenBLAS
-for the small ones; layers in ``pearl_py.kernels.mlp_numba``). No Python runs between
-the pieces, no tensor is dispatched and nothing is allocated but the returned loss and
-``|TD|`` arrays (and, for TD3 and SAC, the N(0, 1) draws their losses make, taken from
-torch's generator in the reference's order).
+One ``@njit(nogil=True)`` call per update runs the target and online forwards, the loss, the backward, the
+gradient-norm clip (folded into Adam), Adam (bias corrections in float64, as ``torch.optim.Adam``) and the soft
+target update over float32 numpy arrays, one ``sgemm`` per GEMM (``pearl_py.kernels.numba_blas.gemm``; layers in
+``pearl_py.kernels.mlp_numba``); TD3's and SAC's N(0, 1) draws come from torch's generator in the reference's order.
 
-Memory is shared with the learner's torch modules: on build, every trained parameter,
-its target copy and its Adam ``exp_avg``/``exp_avg_sq``/``step`` are moved into flat
-float32 buffers (one per role) and the torch tensors become views of them
-(``param.data = flat[a:b].view(shape)``; the optimizer's state tensors likewise). So
-checkpoints (``Learner.state_dict``), DQN's hard target copies, ``param_sync`` and the
-reference ``Learner.update`` keep reading and writing the same memory, and the
-reference and fused steps can alternate. ``Optimizer.load_state_dict`` replaces the
-state tensors: the update notices (identity check, one per loss) and adopts them again.
+Memory is shared with the learner's torch modules: on build, every trained parameter, its target copy and its
+Adam ``exp_avg``/``exp_avg_sq``/``step`` move into flat float32 buffers (one per role) and the torch tensors become
+views of them, so checkpoints, DQN's hard target copies, ``param_sync`` and the reference ``Learner.update`` keep
+reading and writing the same memory. ``Optimizer.load_state_dict`` replaces the state tensors: the update notices
+(identity check, one per loss) and adopts them again.
 
-It implements declared loss forms by hand (``FORMS``: the recipes of
-``pearl_py.kernels.fused_support``), any algorithm that declares them getting it (a subclass
-included, never chosen by class): ``("dqn_td",)`` — DQN's step (``dqn_step``: Huber TD on the
-target network's max or double-Q value, importance weights, ``max_grad_norm``);
-``("ddpg_critic", "dpg_actor")`` — DDPG's (``ddpg_step``: MSE critic step, then the actor
-step on the updated critic, tanh actor, soft target updates); ``("td3_critic", "td3_actor")``
-and ``("sac_critic", "sac_actor"[, "sac_entropy"])`` — TD3's and SAC's
-(``pearl_py.kernels.fused_twin``), on pearl_py's MLPs. :func:`supports` says why a learner is
-refused (forms, networks, optimizers).
+It implements the declared loss forms of :data:`FORMS` (the recipes of ``pearl_py.kernels.fused_support``: DQN,
+DDPG, TD3 and SAC on pearl_py's MLPs, the last two in ``pearl_py.kernels.fused_twin``), for any algorithm that
+declares them, never chosen by class; :func:`supports` says why a learner is refused. docs/kernels.md, "CPU
+``fused`` learner update", has the design and the measurements.
 
 Example::
 
@@ -217,10 +204,20 @@ if numba is not None:
 # --------------------------------------------------------------------------------------------
 # What the kernel supports, and the Python side: flat shared buffers, the per-call wrapper.
 # --------------------------------------------------------------------------------------------
-def linear_scratch(linears: list[nn.Linear]) -> int:
-    """Floats of scratch :func:`pearl_py.kernels.mlp_numba.linear` needs past the activations (a transposed
-    copy of a weight with fewer than ``LARGE`` inputs)."""
-    return max([m.in_features * m.out_features for m in linears if m.in_features < LARGE], default=0)
+class Scratch:
+    """The fused kernels' float32 scratch per batch size, made aligned on first use: ``rows * per_row`` floats
+    (activations, gradients), then what :func:`pearl_py.kernels.mlp_numba.linear` needs past them (a transposed
+    copy of the largest weight with fewer than ``LARGE`` inputs)."""
+
+    def __init__(self, per_row: int, linears: list[nn.Linear]) -> None:
+        self.per_row = per_row
+        self.extra = max([m.in_features * m.out_features for m in linears if m.in_features < LARGE], default=0)
+        self._by_rows: dict[int, np.ndarray] = {}
+
+    def __call__(self, rows: int) -> np.ndarray:
+        if rows not in self._by_rows:
+            self._by_rows[rows] = aligned_zeros(rows * self.per_row + self.extra)
+        return self._by_rows[rows]
 
 
 FORMS = UPDATE_FORMS
@@ -287,10 +284,8 @@ class FusedCpuUpdate:
         self.hp, self.learning_rate = self._hyperparameters(), learner.learning_rate
         self.delay = {loss.form: loss.every for loss in learner.losses}
         widths = sum(int(r[2]) + int(r[3]) for r in self.L)
-        self._scratch: dict[int, np.ndarray] = {}
-        self._scratch_per_row = self.SCRATCH_FACTOR * widths + 16
-        self._scratch_extra = linear_scratch([m for name in self.order for mlp in self.mlps[name] for m in mlp
-                                              if type(m) is nn.Linear])
+        self._scratch = Scratch(self.SCRATCH_FACTOR * widths + 16, [m for name in self.order for mlp in self.mlps[name]
+                                                                    for m in mlp if type(m) is nn.Linear])
 
     def _hyperparameters(self) -> np.ndarray:
         """The step's ``hp`` array (see each numba step's docstring)."""
@@ -390,12 +385,6 @@ class FusedCpuUpdate:
             self._adopt()
 
     # -- one update ------------------------------------------------------------------------
-    def _scratch_for(self, batch_size: int) -> np.ndarray:
-        s = self._scratch.get(batch_size)
-        if s is None:
-            s = self._scratch[batch_size] = aligned_zeros(batch_size * self._scratch_per_row + self._scratch_extra)
-        return s
-
     def __call__(self, batch: TensorBatch) -> UpdateResult:
         learner = self.learner
         self._check_shared()
@@ -409,7 +398,7 @@ class FusedCpuUpdate:
                   _address(batch.rewards, torch.float32, B, keep), _address(batch.next_obs, torch.float32,
                                                                             B * self.n_obs, keep),
                   _address(batch.dones, torch.float32, B, keep), _address(batch.weights, torch.float32, B, keep))
-        S = self._scratch_for(B)
+        S = self._scratch(B)
         td = np.empty(B, np.float32)
         start = time.perf_counter()
         losses, td_abs = getattr(self, f"_{self.recipe.name}")(B, fields, S, td, step_number)
@@ -459,10 +448,8 @@ class FusedCpuUpdate:
 
 
 def aligned_zeros(n: int) -> np.ndarray:
-    """``n`` float32 zeros starting on a 64-byte boundary (numpy's large arrays start 16 bytes past one).
-
-    Measured: Adam over 67k parameters took 27-33 us with the gradient 16 bytes off a cache line, 21-25 us
-    aligned (its 512-bit loads split cache lines otherwise)."""
+    """``n`` float32 zeros starting on a 64-byte boundary (numpy's large arrays start 16 bytes past one; Adam's
+    512-bit loads split cache lines otherwise: docs/kernels.md, "Aligned buffers")."""
     buf = np.zeros(n + 16, np.float32)
     start = (-buf.ctypes.data % 64) // 4
     return buf[start:start + n]
@@ -470,8 +457,7 @@ def aligned_zeros(n: int) -> np.ndarray:
 
 def _address(t: torch.Tensor, dtype: torch.dtype, numel: int, keep: list[torch.Tensor]) -> int:
     """The address of ``t``'s data as a contiguous CPU tensor of ``dtype`` (a converted copy, kept alive in
-    ``keep``, if it is not one), after checking it has ``numel`` elements: the kernel reads it directly
-    (``t.data_ptr()`` costs 0.06 us, ``t.numpy()`` 0.7 us, six times per update)."""
+    ``keep``, if it is not one), after checking it has ``numel`` elements: the kernel reads it directly."""
     if t.dtype is not dtype or not t.is_contiguous() or not t.is_cpu:
         t = t.detach().to("cpu", dtype).contiguous()
         keep.append(t)

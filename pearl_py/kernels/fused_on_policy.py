@@ -37,7 +37,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from pearl_py.kernels.fused_cpu import aligned_zeros, linear_scratch
+from pearl_py.kernels.fused_cpu import Scratch, aligned_zeros
 from pearl_py.kernels.numba_blas import JIT, numba, numba_available, set_blas_threads
 from pearl_py.kernels.on_policy_inference import (
     ACTOR_CRITIC,
@@ -296,12 +296,10 @@ class FusedOnPolicyUpdate:
                                hidden_code(self.policy.pi), self.rmsprop], np.int64)
         self._dummy_i = np.zeros(0, np.int64)
         self._dummy_f = np.zeros((0, algo.spec.action_dim), np.float32)
-        self._scratch: dict[int, np.ndarray] = {}
         self._adopt()
         widths = sum(int(r[2]) + int(r[3]) for r in self.L)
         linears = [m for net in (self.policy.pi, self.policy.vf) for m in net if type(m) is nn.Linear]
-        self._scratch_per_row = self.SCRATCH_FACTOR * widths + 16
-        self._scratch_extra = linear_scratch(linears)
+        self._scratch = Scratch(self.SCRATCH_FACTOR * widths + 16, linears)
 
     # -- shared flat buffers ---------------------------------------------------------------
     def _adopt(self) -> None:
@@ -353,12 +351,6 @@ class FusedOnPolicyUpdate:
         if state is None or state.get(key) is not first or p0.data_ptr() != self._flat_ptr:
             self._adopt()
 
-    def _scratch_for(self, rows: int) -> np.ndarray:
-        s = self._scratch.get(rows)
-        if s is None:
-            s = self._scratch[rows] = aligned_zeros(rows * self._scratch_per_row + self._scratch_extra)
-        return s
-
     def _hyperparameters(self, progress_remaining: float) -> np.ndarray:
         learner = self.learner
         cfg = learner.algorithm.config
@@ -395,7 +387,7 @@ class FusedOnPolicyUpdate:
 
         ac_step(obs, actions_i, actions_f, f32(sample.old_values), f32(sample.old_log_probs), f32(sample.advantages),
                 f32(sample.returns), self.P, self.G, self.M, self.V, self.steps, self.L, self.n_pi, self.ls_off,
-                self._scratch_for(rows), self._hyperparameters(progress_remaining), self.flags, out)
+                self._scratch(rows), self._hyperparameters(progress_remaining), self.flags, out)
         stopped = bool(out[5])
         if not stopped:
             self.learner.gradient_steps += 1

@@ -3,28 +3,12 @@
 ``make_reference`` is what the serial executor does by default: ``algorithm.act`` under
 ``torch.no_grad`` — the bit-exact path (same torch random draws as the algorithm's ``act``).
 
-``make_fused`` is the CPU path for the acting forms an algorithm declares
-(:attr:`Algorithm.acting_form`, never its class): ``epsilon_greedy_q`` (DQN: greedy
-argmax, epsilon-greedy with ``algorithm.epsilon(progress)``), ``deterministic_actor_noise``
-(DDPG, TD3: tanh actor, Gaussian noise ``algorithm.gaussian_noise_std``, clip to [-1, 1]) and
-``squashed_gaussian`` (SAC: ``tanh(mean + exp(clamp(log_std, -20, 2)) z)`` from the actor's
-two output halves, ``tanh(mean)`` when greedy), each whole act as one
-``@njit(nogil=True)`` call over float32 numpy arrays, one ``sgemm`` per layer
-(``pearl_py.kernels.mlp_numba.linear``, as the fused learner update).
-Its weights are numpy views of the torch modules' parameters (same memory): a learner
-step, a ``param_sync`` (``ParamBoard.read_into`` copies in place) or any in-place write is
-seen by the next call; when a parameter's storage is replaced (``param.data = ...``, as
-the ``fused`` learner update does when it adopts the parameters into its flat buffers),
-the next call notices (a ``data_ptr`` check per parameter) and takes new views.
-
-Random numbers come from the kernel's own stream, not torch's: a splitmix64 generator
-(state: one uint64, seeded with ``seed`` or, by default, ``torch.initial_seed()`` — the
-seed the executor or actor passed to ``torch.manual_seed``). Per call and row, DQN draws
-``u = next_uniform()`` and, when ``u < epsilon``, ``a = floor(next_uniform() * n_actions)``;
-DDPG/TD3 and SAC draw one standard normal per action element (Box-Muller on two uniforms,
-cosine branch). Uniforms are ``(next_u64 >> 11) * 2**-53`` (float64). Deterministic for a
-seed; a different stream from the reference's, so explored actions differ from the
-reference's (greedy ones agree).
+``make_fused`` is the CPU path for the acting forms an algorithm declares (:data:`FORMS`, never its class),
+each whole act as one ``@njit(nogil=True)`` call over numpy views of the acting network's parameters: a
+parameter written in place is seen by the next call, a replaced storage is noticed (``data_ptr`` per parameter)
+and viewed again. Random numbers come from the kernel's own splitmix64 stream (seeded with ``seed`` or
+``torch.initial_seed()``): deterministic for a seed, explored actions differ from the reference's, greedy ones
+agree. docs/kernels.md, "CPU inference", gives the forms' math, the stream's draws and the measurements.
 
 Example::
 
@@ -43,7 +27,7 @@ from torch import nn
 
 from pearl_py.algorithms.networks import Networks
 from pearl_py.algorithms.off_policy.base import Algorithm
-from pearl_py.kernels.fused_cpu import aligned_zeros, linear_scratch
+from pearl_py.kernels.fused_cpu import Scratch
 from pearl_py.kernels.fused_support import ACT_FORMS, ACTING, acting_problem
 from pearl_py.kernels.numba_blas import JIT, numba, numba_available, set_blas_threads
 from pearl_py.kernels.registry import KernelUnavailable
@@ -164,11 +148,7 @@ if numba is not None:
 
 
 FORMS = ACT_FORMS
-"""The acting forms (``acting_form``) this kernel implements: ``epsilon_greedy_q`` (argmax of network ``q``,
-a uniform random action with probability ``algorithm.epsilon(progress)``), ``deterministic_actor_noise``
-(network ``actor``, tanh output, plus Gaussian noise of std ``algorithm.gaussian_noise_std``, clipped to [-1, 1])
-and
-``squashed_gaussian`` (network ``actor``'s two output halves: ``tanh(mean + exp(clamp(log_std)) N(0, 1))``)."""
+"""The acting forms (``acting_form``) this kernel implements (their math: docs/kernels.md, "CPU inference")."""
 
 
 def supports(algorithm: Algorithm, nets: Networks) -> tuple[bool, str]:
@@ -194,9 +174,7 @@ class FusedInference:
         self.linears = [m for m in net if type(m) is nn.Linear]
         self.params = [p for m in self.linears for p in (m.weight, m.bias)]
         self.kernel = ACT_KERNELS[self.form]
-        self.width = sum(m.out_features for m in self.linears)
-        self.scratch_extra = linear_scratch(self.linears)
-        self._scratch: dict[int, np.ndarray] = {}
+        self._scratch = Scratch(sum(m.out_features for m in self.linears), self.linears)
         self.state = np.array([torch.initial_seed() if seed is None else seed], np.uint64)
         self._views()
 
@@ -214,10 +192,7 @@ class FusedInference:
             self._views()           # a parameter's storage was replaced (e.g. the fused learner adopted it)
         if obs.dtype != np.float32 or not obs.flags.c_contiguous:
             obs = np.ascontiguousarray(obs, dtype=np.float32)
-        rows = obs.shape[0]
-        S = self._scratch.get(rows)
-        if S is None:
-            S = self._scratch[rows] = aligned_zeros(rows * self.width + self.scratch_extra)
+        S = self._scratch(obs.shape[0])
         rate = 0.0
         if self.form == "epsilon_greedy_q":
             rate = self.algorithm.epsilon(progress) if explore else 0.0

@@ -89,8 +89,7 @@ if numba is not None:
 
         A layer with fewer than ``LARGE`` inputs (a first layer on a small observation) multiplies by a
         transposed copy of W made in ``wt`` (scratch of n_in * n_out floats): OpenBLAS runs ``h @ W^T``
-        stored as ``(n_in, n_out)`` ~2x faster than with the transpose flag (64x4x256: 1.6 vs 3.0 us;
-        256x4x400: 9.8 vs 16.2 us), which outweighs the copy."""
+        stored as ``(n_in, n_out)`` ~2x faster than with the transpose flag (docs/kernels.md, "Design")."""
         no, ni = W.shape
         if ni < LARGE:
             w = wt[:ni * no].reshape((ni, no))
@@ -233,8 +232,7 @@ if numba is not None:
         ``exp_avg``/``exp_avg_sq`` values below float32's smallest normal number are stored as 0: under
         torch's ``lerp`` a dead unit's ``exp_avg`` decays into the subnormal range and stays there (its
         rounding stops at the smallest subnormals), and every later step pays x86's subnormal penalty on
-        it (measured: 30 vs 21 us per step at 67k parameters, 45% of them with zero gradients). The
-        parameter changes it would still make are below ``lr * 1e-30``."""
+        it (docs/kernels.md, "Design"). The parameter changes it would still make are below ``lr * 1e-30``."""
         step = np.float64(steps[s0]) + 1.0
         for s in range(s0, s1):
             steps[s] = np.float32(step)

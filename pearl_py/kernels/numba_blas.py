@@ -3,14 +3,11 @@
 ``gemm(A, ta, B, tb, C)`` computes ``C = op(A) @ op(B)`` (``op(X) = X.T`` when its flag is
 set) for float32 arrays with contiguous rows, as one Fortran ``sgemm`` call on the
 arrays as they are: no copy, no transposed temporary. Two libraries are bound, and the
-shape picks one (measured here, one thread, ``benchmarks/kernels.py`` and docs/kernels.md):
+shape picks one (the faster there, measured in docs/kernels.md, "Two BLAS libraries"):
 
-* ``min(m, n, k) >= 16``: the ``sgemm_`` torch's own library exports (MKL in the x86
-  wheels; 94-98 GFLOP/s at the DQN zoo GEMMs 64x256x256 where scipy's OpenBLAS runs 84-97
-  depending on the transposes);
+* ``min(m, n, k) >= 16``: the ``sgemm_`` torch's own library exports (MKL in the x86 wheels);
 * smaller (a 4-input first layer, a 2-output last layer, one row): scipy's OpenBLAS, the
-  library numba's ``np.dot`` calls (MKL takes 2-10x longer there: 17 us vs 1.6 us for a
-  256x64x4 weight gradient).
+  library numba's ``np.dot`` calls.
 
 Without a torch ``sgemm_`` both are scipy's. The functions are bound by symbol name
 (``llvmlite.binding.add_symbol``) when this module is imported, so numba's on-disk cache
@@ -58,12 +55,8 @@ def numba_available() -> tuple[bool, str]:
 
 
 def set_blas_threads(n: int) -> bool:
-    """Set the thread count of scipy's OpenBLAS to ``n``; False if not found (torch's follows
-    ``torch.set_num_threads``).
-
-    Measured here: with its default (one thread per core) on the shared 2-core machine, a
-    64x256x256 GEMM took 8 ms instead of 0.1 ms (its threads spin against the other process).
-    """
+    """Set the thread count of scipy's OpenBLAS to ``n`` (its default, one thread per core, spins against the
+    other processes); False if not found (torch's follows ``torch.set_num_threads``)."""
     import scipy
     import scipy.linalg.cython_blas  # noqa: F401  loads the library
 

@@ -23,7 +23,7 @@ Example::
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -61,7 +61,43 @@ class SampleBatch:
         return len(self.indices)
 
 
-class ReplayBuffer:
+_Buffer = TypeVar("_Buffer", bound="ReplayBase")
+
+
+class ReplayBase:
+    """What both replay buffers (numpy and torch) share: settings in ``_meta``, the ring writer, the cost model's
+    workload and the context manager; a subclass gives its ``_check_open`` and ``_item_bytes``."""
+
+    _meta: dict[str, Any]
+    _writer: RingWriter
+
+    @property
+    def capacity(self) -> int:
+        return self._meta["capacity"]
+
+    @property
+    def prioritized(self) -> bool:
+        return self._meta["prioritized"]
+
+    def __len__(self) -> int:
+        self._check_open()
+        return self._writer.size
+
+    def workload(self, batch_size: int) -> ReplayWorkload:
+        """What a replay kernel call on ``batch_size`` items costs, in the cost models' terms."""
+        self._check_open()
+        batch_size = checks.positive_int("batch_size", batch_size)
+        return ReplayWorkload(capacity=self.capacity, batch=batch_size, item_bytes=self._item_bytes(),
+                              prioritized=self.prioritized, fanout=self._meta["fanout"])
+
+    def __enter__(self: _Buffer) -> _Buffer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class ReplayBuffer(ReplayBase):
     """Fixed-capacity replay of ``(obs, action, reward, next_obs, terminated)`` transitions.
 
     ``prioritized`` selects proportional prioritized replay with exponent ``alpha``,
@@ -127,21 +163,9 @@ class ReplayBuffer:
     # ----------------------------------------------------------------- properties
 
     @property
-    def capacity(self) -> int:
-        return self._meta["capacity"]
-
-    @property
-    def prioritized(self) -> bool:
-        return self._meta["prioritized"]
-
-    @property
     def shared_name(self) -> str | None:
         """Name of the shared-memory segment holding the storage, or ``None``."""
         return self._storage.name
-
-    def __len__(self) -> int:
-        self._check_open()
-        return self._writer.size
 
     def _check_open(self) -> None:
         if self._storage.closed:
@@ -223,13 +247,8 @@ class ReplayBuffer:
 
     # ----------------------------------------------------------------- cost model
 
-    def workload(self, batch_size: int) -> ReplayWorkload:
-        """What a replay kernel call on ``batch_size`` items costs, in the cost models' terms."""
-        self._check_open()
-        batch_size = checks.positive_int("batch_size", batch_size)
-        item_bytes = sum(self._storage[name][0].nbytes for name in TRANSITION_FIELDS)
-        return ReplayWorkload(capacity=self.capacity, batch=batch_size, item_bytes=item_bytes,
-                              prioritized=self.prioritized, fanout=self._meta["fanout"])
+    def _item_bytes(self) -> int:
+        return sum(self._storage[name][0].nbytes for name in TRANSITION_FIELDS)
 
     # ----------------------------------------------------------------- checkpoints
 
@@ -276,12 +295,6 @@ class ReplayBuffer:
         self._writer = RingWriter(self.capacity, np.zeros(2, dtype=np.int64))
         self._sources = ()
         self._storage.close()
-
-    def __enter__(self) -> ReplayBuffer:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
 
 def _layout(meta: dict[str, Any]) -> Layout:

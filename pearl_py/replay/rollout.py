@@ -26,6 +26,9 @@ import numpy as np
 
 from pearl_py.replay.gae import gae
 
+STEP_FIELDS = ("obs", "actions", "rewards", "episode_starts", "values", "log_probs")
+"""The arrays a vector step stores (:meth:`RolloutBuffer.add`); advantages and returns are computed."""
+
 
 @dataclass(frozen=True)
 class RolloutSample:
@@ -92,23 +95,17 @@ class RolloutBuffer:
         """Store one vector step: ``(n_envs, ...)`` arrays; ``rewards`` already hold any truncation bootstrap."""
         if self.full:
             raise RuntimeError(f"rollout is full ({self.n_steps} steps): reset() before adding")
-        t = self.pos
-        self.obs[t] = obs
-        self.actions[t] = actions
-        self.rewards[t] = rewards
-        self.episode_starts[t] = episode_starts
-        self.values[t] = values
-        self.log_probs[t] = log_probs
-        self.pos = t + 1
+        for name, value in zip(STEP_FIELDS, (obs, actions, rewards, episode_starts, values, log_probs)):
+            getattr(self, name)[self.pos] = value
+        self.pos += 1
 
     def fill(self, obs: np.ndarray, actions: np.ndarray, rewards: np.ndarray, episode_starts: np.ndarray,
              values: np.ndarray, log_probs: np.ndarray) -> None:
         """A whole rollout at once: ``(n_steps, n_envs, ...)`` arrays, as ``n_steps`` calls of :meth:`add` would store
         them (a parallel run's learner copying the rollout its actors wrote)."""
         self.reset()
-        for mine, theirs in zip((self.obs, self.actions, self.rewards, self.episode_starts, self.values,
-                                 self.log_probs), (obs, actions, rewards, episode_starts, values, log_probs)):
-            mine[...] = theirs
+        for name, value in zip(STEP_FIELDS, (obs, actions, rewards, episode_starts, values, log_probs)):
+            getattr(self, name)[...] = value
         self.pos = self.n_steps
 
     def compute_advantages(self, last_values: np.ndarray, last_dones: np.ndarray, gamma: float,

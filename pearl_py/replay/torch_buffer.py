@@ -43,9 +43,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from pearl_py.protocol.workload import ReplayWorkload
 from pearl_py.replay import checks, kernels
-from pearl_py.replay.buffer import TRANSITION_FIELDS
+from pearl_py.replay.buffer import TRANSITION_FIELDS, ReplayBase
 from pearl_py.replay.staging import torch_dtype, upload
 from pearl_py.replay.torch_tree import TorchPriorityTree
 from pearl_py.replay.writer import RingWriter
@@ -78,7 +77,7 @@ class TorchSampleBatch:
         return len(self.indices)
 
 
-class TorchReplayBuffer:
+class TorchReplayBuffer(ReplayBase):
     """Fixed-capacity replay of ``(obs, action, reward, next_obs, terminated)`` transitions on a torch device.
 
     The settings are :class:`~pearl_py.replay.buffer.ReplayBuffer`'s (``fanout`` shapes
@@ -131,21 +130,9 @@ class TorchReplayBuffer:
     # ----------------------------------------------------------------- properties
 
     @property
-    def capacity(self) -> int:
-        return self._meta["capacity"]
-
-    @property
-    def prioritized(self) -> bool:
-        return self._meta["prioritized"]
-
-    @property
     def device(self) -> torch.device:
         """Where the items, the priorities and the sampled batches are."""
         return self._device
-
-    def __len__(self) -> int:
-        self._check_open()
-        return self._writer.size
 
     def _check_open(self, wait: bool = False) -> None:
         """Refuse work on a closed buffer, and raise the error of a refused priority update not yet reported.
@@ -244,8 +231,7 @@ class TorchReplayBuffer:
         slots, slots_dtype = _values(indices)
         errors, errors_dtype = _values(td_errors_abs)
         checks.priority_update_layout(slots_dtype, tuple(slots.shape), errors_dtype, tuple(errors.shape))
-        slots = self._on_device(slots, torch.int64)
-        errors = self._on_device(errors, torch.float64)
+        slots, errors = self._on_device((slots, torch.int64), (errors, torch.float64))
         size = self._writer.size
         valid = ((slots >= 0) & (slots < size) & (errors >= 0) & (errors < math.inf)).all()     # NaN fails both
         safe = slots.clamp(0, max(size - 1, 0))             # a refused update writes the old values back
@@ -258,21 +244,18 @@ class TorchReplayBuffer:
         else:
             pending.raise_if_refused()
 
-    def _on_device(self, values: torch.Tensor | np.ndarray, dtype: torch.dtype) -> torch.Tensor:
-        """``values`` as a ``dtype`` tensor on the buffer's device (no copy when it already is one)."""
-        if isinstance(values, np.ndarray):
-            values = upload([values], self._device)[0]
-        return values.to(self._device, dtype, non_blocking=True)
+    def _on_device(self, *values: tuple[torch.Tensor | np.ndarray, torch.dtype]) -> list[torch.Tensor]:
+        """Each value as a tensor of its dtype on the buffer's device: the host arrays in one upload, tensors as
+        they are (no copy when one already is on the device with its dtype)."""
+        host = [array for array, _ in values if isinstance(array, np.ndarray)]
+        uploaded = iter(upload(host, self._device) if host else [])
+        return [(next(uploaded) if isinstance(array, np.ndarray) else array).to(self._device, dtype, non_blocking=True)
+                for array, dtype in values]
 
     # ----------------------------------------------------------------- cost model
 
-    def workload(self, batch_size: int) -> ReplayWorkload:
-        """What a replay kernel call on ``batch_size`` items costs, in the cost models' terms."""
-        self._check_open()
-        batch_size = checks.positive_int("batch_size", batch_size)
-        item_bytes = sum(field[0].numel() * field.element_size() for field in self._fields.values())
-        return ReplayWorkload(capacity=self.capacity, batch=batch_size, item_bytes=item_bytes,
-                              prioritized=self.prioritized, fanout=self._meta["fanout"])
+    def _item_bytes(self) -> int:
+        return sum(field[0].numel() * field.element_size() for field in self._fields.values())
 
     # ----------------------------------------------------------------- checkpoints
 
@@ -343,12 +326,6 @@ class TorchReplayBuffer:
         self._fields = {}
         self._tree = None
         self._pending.clear()
-
-    def __enter__(self) -> TorchReplayBuffer:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
 
 @dataclass

@@ -1,6 +1,7 @@
 """Host arrays reach a device through one staging buffer and one transfer (pinned and ``non_blocking`` for an
 accelerator, recorded by the ``transfers`` fake on torch's ``meta`` device), and come back with their values,
-dtypes and shapes; a torch replay insert is one such upload, not one pinned copy per field."""
+dtypes and shapes; a torch replay insert (five fields) and a priority update from host arrays (two) are each one
+such upload, not one pinned copy per array."""
 from __future__ import annotations
 
 import numpy as np
@@ -50,3 +51,22 @@ def test_a_torch_replay_insert_is_one_upload_of_its_five_fields_even_when_it_wra
     np.testing.assert_array_equal(state["obs"][:, 0], [12, 14, 4, 6, 10])      # the newest five, at their slots
     np.testing.assert_array_equal(state["actions"], [5, 6, 2, 3, 4])
     np.testing.assert_array_equal(state["dones"], [1, 1, 0, 0, 1])
+
+
+def test_a_priority_update_from_host_arrays_is_one_upload_of_indices_and_priorities(monkeypatch):
+    uploads = []
+
+    def recording_upload(host, device):
+        uploads.append([(a.dtype, a.shape) for a in host])
+        return upload(host, device)
+
+    monkeypatch.setattr(torch_buffer, "upload", recording_upload)
+    with TorchReplayBuffer(4, (2,), prioritized=True, seed=0, alpha=1.0, eps=0.5) as buf:
+        obs = np.zeros((4, 2), np.float32)
+        buf.add(obs, np.arange(4), np.ones(4), obs, np.zeros(4, bool))
+        uploads.clear()
+        buf.update_priorities(np.array([2, 0], np.int32), np.array([3.0, 0.5]))
+        assert uploads == [[(np.dtype(np.int32), (2,)), (np.dtype(np.float64), (2,))]]
+        buf.update_priorities(torch.tensor([1]), np.array([4.0]))       # a tensor stays where it is
+        assert uploads[1:] == [[(np.dtype(np.float64), (1,))]]
+        np.testing.assert_array_equal(buf.state_dict()["priorities"], [1.0, 4.5, 3.5, 1.0])

@@ -44,13 +44,12 @@ import numpy as np
 import torch
 from torch import nn
 
-from pearl_py.algorithms.core import BaseAlgorithm
+from pearl_py.algorithms.core import BaseAlgorithm, defining_class
 from pearl_py.algorithms.networks import Networks
 from pearl_py.algorithms.off_policy.config import OffPolicyConfig
 from pearl_py.protocol.workload import TransitionLayout
 
 if TYPE_CHECKING:
-    from pearl_py.algorithms.off_policy.learner import TensorBatch
     from pearl_py.protocol import ProtocolGraph
     from pearl_py.replay import ReplayBuffer
     from pearl_py.replay.frames import FrameReplayBuffer
@@ -199,20 +198,14 @@ class OffPolicyAlgorithm(BaseAlgorithm):
     def loss_forms(self) -> tuple[str, ...]:
         """The declared form of each loss, in order; ``"custom"`` for a loss whose function a subclass
         overrode below the class that declared it (the declaration then no longer holds)."""
-        builder = _defining_class(type(self), "losses")
+        builder = defining_class(type(self), "losses")
         forms = []
         for loss in self.losses():
-            owner = _defining_class(type(self), getattr(loss.fn, "__name__", "")) \
+            owner = defining_class(type(self), getattr(loss.fn, "__name__", "")) \
                 if getattr(loss.fn, "__self__", None) is self else None
             overridden = owner is not None and owner is not builder and issubclass(owner, builder)
             forms.append("custom" if overridden else loss.form)
         return tuple(forms)
-
-    def declared_acting_form(self) -> str:
-        """``acting_form``, or ``"custom"`` when ``act`` was overridden below the class that declared it."""
-        declared = _defining_class(type(self), "acting_form")
-        actor = _defining_class(type(self), "act")
-        return "custom" if actor is not declared and issubclass(actor, declared) else self.acting_form
 
     def greedy_actions(self, nets: Networks, obs: np.ndarray, device: torch.device) -> np.ndarray:
         """Deterministic actions for evaluation, as a numpy array."""
@@ -224,11 +217,6 @@ class OffPolicyAlgorithm(BaseAlgorithm):
         """Exploring actions as at the end of training (a saved policy's non-deterministic ``predict``)."""
         with torch.no_grad():
             return self.act(nets, torch.as_tensor(obs, device=device), explore=True, progress=1.0).cpu().numpy()
-
-
-def _defining_class(cls: type, attribute: str) -> type | None:
-    """The class of ``cls``'s MRO whose body defines ``attribute`` (None if none does)."""
-    return next((c for c in cls.__mro__ if attribute in c.__dict__), None)
 
 
 Algorithm = OffPolicyAlgorithm

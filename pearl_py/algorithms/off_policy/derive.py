@@ -46,7 +46,6 @@ from pearl_py.protocol.workload import (
 )
 
 if TYPE_CHECKING:
-    from pearl_py.protocol.workload import Layer
     from pearl_py.envs import EnvSpec
     from pearl_py.algorithms.off_policy.base import Algorithm
     from pearl_py.algorithms.off_policy.learner import Learner

@@ -21,15 +21,13 @@ from pearl_py.algorithms.on_policy.distributions import StateDependentGaussian
 from pearl_py.algorithms.on_policy.policy import ActorCritic
 from pearl_py.errors import ConfigError
 
-SDE_FORM = "actor_critic_sde"
-"""The acting form of the actor-critic with gSDE (``use_sde``), which only the generic (torch) variants run."""
-
 
 class ActorCriticAlgorithm(OnPolicyAlgorithm, abc.ABC):
     """Acts with SB3's ``MlpPolicy`` (categorical or diagonal Gaussian); subclasses define ``loss``."""
 
     acting_networks = ("policy",)
     acting_form = "actor_critic"
+    sde_acting_form = "actor_critic_sde"
 
     def __init__(self, env: str, config: object = None, **hyperparameters: object) -> None:
         super().__init__(env, config, **hyperparameters)
@@ -43,11 +41,6 @@ class ActorCriticAlgorithm(OnPolicyAlgorithm, abc.ABC):
         width, encoder = (spec.obs_dim, None) if extractor is None else (extractor.n_features, extractor.net)
         return {"policy": ActorCritic(width, spec.action_dim, spec.discrete, cfg.net_arch,
                                       cfg.activation_fn, cfg.ortho_init, cfg.log_std_init, encoder, cfg.use_sde)}
-
-    def declared_acting_form(self) -> str:
-        """``actor_critic_sde`` with ``use_sde``: the fused kernels (``actor_critic``) decline it."""
-        form = super().declared_acting_form()
-        return SDE_FORM if self.config.use_sde and form == self.acting_form else form
 
     @property
     def noise_width(self) -> int:

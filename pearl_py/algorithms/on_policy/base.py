@@ -50,7 +50,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from pearl_py.algorithms.core import BaseAlgorithm
+from pearl_py.algorithms.core import BaseAlgorithm, declared_form
 from pearl_py.algorithms.networks import Networks
 from pearl_py.algorithms.on_policy.config import OnPolicyConfig
 
@@ -151,11 +151,7 @@ class OnPolicyAlgorithm(BaseAlgorithm):
 
     def declared_loss_form(self) -> str:
         """``loss_form``, or ``"custom"`` when ``loss`` was overridden below the class that declared it."""
-        return _declared(type(self), "loss_form", "loss")
-
-    def declared_acting_form(self) -> str:
-        """``acting_form``, or ``"custom"`` when ``act`` was overridden below the class that declared it."""
-        return _declared(type(self), "acting_form", "act")
+        return declared_form(type(self), "loss_form", "loss")
 
     def make_rollout(self, seed: int) -> RolloutBuffer:
         from pearl_py.replay.rollout import RolloutBuffer
@@ -181,12 +177,3 @@ class OnPolicyAlgorithm(BaseAlgorithm):
         from pearl_py.algorithms.on_policy.derive import derive_protocol
 
         return derive_protocol(self, serialized=serialized)
-
-
-def _declared(cls: type, form: str, method: str) -> str:
-    """``cls``'s ``form`` attribute, or ``"custom"`` when ``method`` is defined below the class declaring it."""
-    def defining(attribute: str) -> type | None:
-        return next((c for c in cls.__mro__ if attribute in c.__dict__), None)
-
-    declared, defined = defining(form), defining(method)
-    return "custom" if defined is not declared and issubclass(defined, declared) else getattr(cls, form)
