@@ -59,7 +59,6 @@ class SharedRollout(OnSegment):
                             "episode_return": (np.float64, grid), "episode_length": (np.int64, grid)})
         return cls(Storage.create(layout, shared=shared, name=name))
 
-
     def put(self, t: int, envs: range, step: RolloutStep) -> None:
         """Step ``t`` of envs ``envs``: the transitions and the episodes that ended with them."""
         columns = slice(envs.start, envs.stop)
