@@ -65,10 +65,8 @@ def child_process(error_file: str, threads: int) -> Iterator[None]:
 class Doorbell:
     """A wake-up hint between processes: the writer rings after writing, the reader waits when idle.
 
-    The shared data stays the truth: a ring only ends a wait early, and stale rings only
-    cost the reader one more look (``wait`` swallows every ring pending when it wakes).
-    A blocked reader is woken by the kernel within microseconds, where polling with
-    sleeps costs a millisecond per round trip on a busy machine. Pass it to child
+    The shared data stays the truth: a ring only ends a wait early, and stale rings only cost the reader one more
+    look (``wait`` swallows every ring pending when it wakes); docs/runtime.md, Doorbell. Pass it to child
     processes in their spec (it pickles only while a process is being spawned).
 
     Example::
