@@ -136,10 +136,16 @@ def loop_sentence(plan: Plan) -> str:
             + ") is the report's loop row, beside what a run measured of it.")
 
 
+def kernel_kind(plan: Plan, kernel: str) -> KernelKind | None:
+    """The declared kind of a placed kernel (None: a user's own kind)."""
+    kind = plan.prediction.kinds.get(kernel, kernel) if plan.prediction else kernel
+    return KernelKind(kind) if kind in {str(k) for k in KernelKind} else None
+
+
 def splits_envs(plan: Plan, kernel: str) -> bool:
     """Whether the kernel's replicas split its calls' envs (a synchronous plan's actor kernels)."""
-    kind = plan.prediction.kinds.get(kernel, kernel) if plan.prediction else kernel
-    return plan.mode == "synchronous" and kind in {str(k) for k in KernelKind} and KernelKind(kind).replicable
+    kind = kernel_kind(plan, kernel)
+    return plan.mode == "synchronous" and kind is not None and kind.replicable
 
 
 def assignment_rows(plan: Plan) -> list[list[str]]:
@@ -219,8 +225,8 @@ def variant_sentences(plan: Plan) -> list[str]:
             continue
         at_one = ref is not None and place.replicas > 1 and all(t.threads != place.replicas for t in ref.threads)
         ref = ref.at(place.replicas) if ref is not None else None
-        kind = p.kinds.get(kernel, kernel)
-        calls = KernelKind(kind).call_unit if kind in {str(k) for k in KernelKind} else "calls"
+        kind = kernel_kind(plan, kernel)
+        calls = kind.call_unit if kind is not None else "calls"
         text = f"{kernel} runs {place.variant!r} on {place.device}: {fmt.seconds(call_seconds(mine))}"
         if ref is not None:
             text += f" vs {fmt.seconds(call_seconds(ref))} per call for 'reference'"
@@ -261,11 +267,7 @@ def cost_table(plan: Plan) -> tuple[list[str], list[list[str]]]:
     kernel is placed, the placed variant at its threads (the figure every other table shows); elsewhere the
     fastest variant at one thread."""
     costs = plan.prediction.costs
-    devices: list[str] = []
-    for per_device in costs.values():
-        for d in per_device:
-            if d not in devices:
-                devices.append(d)
+    devices = list(dict.fromkeys(d for per_device in costs.values() for d in per_device))
     rows = []
     for kernel in plan.placements:
         row = [kernel]
@@ -355,17 +357,11 @@ def alternative_rows(plan: Plan) -> tuple[str, list[list[str]]]:
     alt = plan.prediction.alternative
     if alt is None:
         return "", []
-    rows = []
-    for kernel, place in plan.placements.items():
-        other = alt.placements.get(kernel)
-        rows.append([kernel, fmt.placement(place), fmt.placement(other) if other else "-",
-                     "" if other and other.device == place.device else "moved"])
-    return alt.objective, rows
+    return alt.objective, [[kernel, fmt.placement(place), fmt.placement(other) if other else "-",
+                            "" if other and other.device == place.device else "moved"]
+                           for kernel, place in plan.placements.items() for other in [alt.placements.get(kernel)]]
 
 
 def infeasible_notes(plan: Plan) -> list[str]:
-    notes = []
-    for kernel, reasons in plan.prediction.infeasible.items():
-        for reason in sorted(set(reasons)):
-            notes.append(reason if reason.startswith(kernel) else f"{kernel}: {reason}")
-    return notes
+    return [reason if reason.startswith(kernel) else f"{kernel}: {reason}"
+            for kernel, reasons in plan.prediction.infeasible.items() for reason in sorted(set(reasons))]

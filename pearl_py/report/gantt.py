@@ -22,7 +22,7 @@ from pearl_py.protocol.kernel import (
     ROLLOUT_INSERT,
 )
 from pearl_py.report import fmt
-from pearl_py.report.svg import FONT, GRID
+from pearl_py.report.svg import GRID, opening
 
 COLOURS = {ENV_STEP: "#16a34a", INFERENCE: "#2563eb", REPLAY_INSERT: "#9333ea", REPLAY_SAMPLE: "#c026d3",
            PRIORITY_UPDATE: "#db2777", LEARNER_UPDATE: "#c2410c", PARAM_SYNC: "#ca8a04", ROLLOUT_INSERT: "#7c3aed",
@@ -36,19 +36,14 @@ def _colour(label: str) -> str:
 
 def gantt(segments: list[tuple[str, float, float, str]], title: str, width: int = 900) -> str:
     """Rows in order of first appearance; time runs from the earliest start to the latest end."""
-    rows: list[str] = []
-    for row, *_ in segments:
-        if row not in rows:
-            rows.append(row)
+    rows = list(dict.fromkeys(row for row, *_ in segments))
     t0 = min(s[1] for s in segments)
     t1 = max(s[2] for s in segments)
     span = max(t1 - t0, 1e-12)
     label_w, row_h, top = 250, 16, 52
     plot_w = width - label_w - 20
     height = top + len(rows) * (row_h + 4) + 30
-    out = [f"<svg xmlns='http://www.w3.org/2000/svg' width='{width}' height='{height}' role='img' "
-           f"aria-label='{escape(title)}' {FONT} font-size='12'>",
-           f"<text x='0' y='18' font-weight='600' font-size='14'>{escape(title)}</text>"]
+    out = opening(title, width, height, 12)
     order = list(COLOURS)
     kinds = sorted({s[3] for s in segments if "->" not in s[3]},
                    key=lambda k: (order.index(k) if k in order else len(order), k)) + ["transfer"]

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from pearl_py.protocol.kernel import ENV_STEP, LOOP_WORK, LOOP_WORK_LABEL, KernelKind, setup_timing
+from pearl_py.protocol.kernel import ENV_STEP, LOOP_WORK, LOOP_WORK_LABEL, setup_timing
 from pearl_py.report import content, fmt
 from pearl_py.runtime.result import rate_label
 
@@ -23,8 +23,6 @@ KERNEL_HEADER = ["kernel", "device / variant", "predicted per call", "measured p
                  "predicted per sample", "measured per sample", "measured / predicted"]
 RUNTIME_FIGURES = ("actors", "learner_threads", "inference", "replay", "nodes")
 """The parts of the runtime's layout (result.json ``layout``) a report lists."""
-
-
 
 
 def _predicted_loop(plan: Plan, env_steps: int) -> tuple[float, float, str] | None:
@@ -85,11 +83,6 @@ def _setup_row(plan: Plan, run: dict[str, Any], kernel: str, steps: int) -> tupl
         f"{timing['total_s'] / predicted:.2f}×" if timing and predicted else "–"]
 
 
-def _warmup_kernel(plan: Plan, kernel: str) -> bool:
-    kind = plan.prediction.kinds.get(kernel, kernel)
-    return kind in {str(k) for k in KernelKind} and KernelKind(kind).warmup
-
-
 def predicted_calls_per_sample(plan: Plan, kernel: str, env_steps: int) -> float | None:
     """Calls of ``kernel`` per env step of the whole run, as predicted.
 
@@ -102,7 +95,8 @@ def predicted_calls_per_sample(plan: Plan, kernel: str, env_steps: int) -> float
     if rate is not None and content.splits_envs(plan, kernel):   # every actor: a call per vector step
         rate *= plan.placements[kernel].replicas
     whole = plan.prediction.run
-    if rate is None or whole is None or whole.env_steps != env_steps or _warmup_kernel(plan, kernel):
+    kind = content.kernel_kind(plan, kernel)
+    if rate is None or whole is None or whole.env_steps != env_steps or (kind is not None and kind.warmup):
         return rate
     return rate * (env_steps - whole.warmup_steps) / env_steps
 

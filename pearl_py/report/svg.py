@@ -17,7 +17,7 @@ FONT = "font-family='system-ui, sans-serif'"
 ACCENT, MUTED, GRID = "#c2410c", "#2563eb", "#d4d4d8"
 
 
-def _opening(title: str, width: int, height: int, font_size: int) -> list[str]:
+def opening(title: str, width: int, height: int, font_size: int) -> list[str]:
     """An SVG's opening tag (``title`` as its accessible name) and ``title`` written at the top."""
     return [f"<svg xmlns='http://www.w3.org/2000/svg' width='{width}' height='{height}' role='img' "
             f"aria-label='{escape(title)}' {FONT} font-size='{font_size}'>",
@@ -29,7 +29,7 @@ def bar_chart(items: list[tuple[str, float, bool]], title: str, width: int = 640
     label_w, bar_h, gap, top = 230, 18, 8, 34
     plot_w = width - label_w - 70
     height = top + len(items) * (bar_h + gap) + 24
-    out = _opening(title, width, height, 13)
+    out = opening(title, width, height, 13)
     for frac in (0.0, 0.5, 1.0):
         x = label_w + frac * plot_w
         out.append(f"<line x1='{x:.1f}' y1='{top - 6}' x2='{x:.1f}' y2='{height - 20}' stroke='{GRID}'/>")
@@ -53,7 +53,7 @@ def paired_bars(items: list[tuple[str, float, float]], title: str, labels: tuple
     plot_w = width - label_w - 90
     scale = max([max(a, b) for _, a, b in items] + [1e-12])
     height = top + len(items) * (2 * bar_h + gap) + 10
-    out = _opening(title, width, height, 13)
+    out = opening(title, width, height, 13)
     for i, (name, colour) in enumerate(zip(labels, (MUTED, ACCENT))):
         out.append(f"<rect x='{label_w + i * 120}' y='28' width='12' height='12' fill='{colour}'/>"
                    f"<text x='{label_w + i * 120 + 18}' y='39'>{escape(name)}</text>")
@@ -94,7 +94,7 @@ def _axes(title: str, x_range: tuple[float, float], y_range: tuple[float, float]
     def py(y: float) -> float:
         return TOP + ph - (y - y_lo) / (y_hi - y_lo) * ph
 
-    out = _opening(title, width, height, 12) + [
+    out = opening(title, width, height, 12) + [
         f"<rect x='{LEFT}' y='{TOP}' width='{pw}' height='{ph}' fill='none' stroke='{GRID}'/>"]
     for t in _ticks(x_lo, x_hi):
         if x_grid:

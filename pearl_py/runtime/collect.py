@@ -1,12 +1,7 @@
-"""The training loop's pieces, written once for every executor.
-
-:class:`Collector` is the acting half of every family: one vector-env step (uniform random
-actions during an off-policy warm-up, the policy after), the episode bookkeeping and the true
-next observations of episodes that ended. :func:`gradient_step` is the off-policy learning
-half's step (sample, update, priorities in the serial order) and :class:`LossMeans` a round's
-average losses. The serial executors, the parallel runtime's actors and learner, and the Ray
-workers drive these; each only says where transitions go, where batches come from and how
-time is recorded.
+"""The training loop's pieces, written once for every executor: :class:`Collector` (the acting half of every
+family), :func:`gradient_step` (the off-policy learning half's step, in the serial order) and :class:`LossMeans`
+(a round's average losses). Each executor only says where transitions go, where batches come from and how time is
+recorded.
 
 Example (the serial executor's loop, condensed)::
 

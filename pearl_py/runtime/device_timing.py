@@ -1,19 +1,10 @@
 """Timing a kernel on the device that runs it: the host clock for a CPU, CUDA events for a GPU.
 
-CUDA launches return before the work is done: a host clock around a kernel on a GPU measures its
-launches, and its work is charged to whatever waits for the GPU next (a device-to-host copy, the
-next kernel's ``.cpu()``). A kernel on a CUDA device is therefore timed by two events recorded on
-its device's current stream, one before and one after it; the time between them is the stream's
-time from the start event to the end event: the kernel's own work (the start event completes only
-once the work queued before it is done), its launches where the GPU waited for them, and any
-copy back the kernel itself made.
-
-The host waits for the GPU in exactly two places (:class:`EventLog`): when :meth:`EventLog.flush`
-is called (a summary at the end of a session or a checkpoint: every pending end event is
-synchronized) and when more than :data:`MAX_PENDING` pairs are unread (the oldest end event is
-synchronized). Pairs whose end event has completed are read as the run goes (``query``, which
-never waits), and :meth:`EventLog.poll` reads them without waiting: what the run's log rows show
-(``KernelTimer.summary(wait=False)``), with ``read_calls`` counting the calls read.
+A kernel on a CUDA device is timed by two events recorded on its device's current stream, so its time is its own
+work, not its launches (docs/runtime.md, "Timing on a GPU"). The host waits for the GPU only in
+:meth:`EventLog.flush` (a session's summary, a checkpoint) and when more than :data:`MAX_PENDING` pairs are unread
+(for the oldest); :meth:`EventLog.poll` reads the completed pairs without waiting (the run's log rows), with
+``read_calls`` counting the calls read.
 
 Example::
 

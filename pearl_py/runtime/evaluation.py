@@ -45,7 +45,7 @@ def play(algorithm: Algorithm, nets: Networks, device: torch.device, episodes: i
     The episodes run side by side, one env each, their observations batched through one
     ``greedy_actions`` call per step: the greedy policy acts on each row alone, so an episode plays as it
     would alone up to the float rounding of a batched matrix product (a discrete action flips only on an
-    exact tie; continuous returns moved by ~1e-10 relative when this replaced one episode after another).
+    exact tie).
     ``env_factory``: builds each env (default: the algorithm's env with its family's preprocessing and frame
     stack, :func:`~pearl_py.envs.make_env`; ``pearl eval --video`` films the first one's). Observations go through
     the algorithm's normalization with its statistics frozen.

@@ -1,14 +1,11 @@
 """Where a plan's kernels execute on this machine, and whether this machine can run the plan as planned.
 
-A kernel executes on the torch device its kind's :class:`~pearl_py.platform.runtimes.DeviceRuntime` gives: on a
-``cpu`` kind the host CPU; on a ``cuda`` kind (a GPU ``gpuN``) torch device ``cuda:N``; on a ``simulated`` kind (the
-FPGA) the host CPU, charged the latency the plan's model predicted (labelled e.g. ``modelled (simulated FPGA)``,
-never measured). :func:`plan_problems` lists every way this machine cannot run a plan as it says: a GPU without
-CUDA (or past the last CUDA device; the same for any numbered runtime), a variant this machine cannot build there (``cuda_graph``
-without CUDA, ``fused`` without numba), a kernel kind with no such variant, the replay's kernels on
-two devices, a replay on a GPU apart from the learner, a simulated kernel without a modelled
-latency. :func:`check_runnable` raises the first as a :class:`~pearl_py.errors.UserError`, one
-line naming the kernel and the device (``pearl run`` exits 2), before anything starts.
+A kernel executes on the torch device its kind's :class:`~pearl_py.platform.runtimes.DeviceRuntime` gives: the
+host CPU on a ``cpu`` kind, ``cuda:N`` on a ``cuda`` kind (``gpuN``), the host CPU on a ``simulated`` kind (the
+FPGA), charged the latency the plan's model predicted (labelled e.g. ``modelled (simulated FPGA)``).
+:func:`plan_problems` lists every way this machine cannot run a plan as it says; :func:`check_runnable` raises the
+first as a :class:`~pearl_py.errors.UserError`, one line naming the kernel and the device (``pearl run`` exits 2),
+before anything starts (docs/runtime.md, "Plans run where they say").
 
 Example::
 

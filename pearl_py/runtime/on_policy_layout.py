@@ -24,7 +24,7 @@ from pearl_py.errors import UserError
 from pearl_py.plan import Plan
 from pearl_py.protocol.kernel import ENV_STEP, INFERENCE, LEARNER_UPDATE
 from pearl_py.runtime.kernel_devices import SimulatedKernel, simulated_kernels
-from pearl_py.runtime.parallel.placement import _apart, torch_device
+from pearl_py.runtime.parallel.placement import _apart, require_placements, torch_device
 
 
 @dataclass(frozen=True)
@@ -42,9 +42,7 @@ class OnPolicyLayout:
     @classmethod
     def from_plan(cls, plan: Plan, algorithm: Any) -> OnPolicyLayout:
         """The plan's layout for ``algorithm``'s envs (a UserError names a placement the runtime cannot run)."""
-        missing = [k for k in (ENV_STEP, INFERENCE, LEARNER_UPDATE) if k not in plan.placements]
-        if missing:
-            raise UserError(f"plan: no placement for kernel(s) {', '.join(missing)}")
+        require_placements(plan, (ENV_STEP, INFERENCE, LEARNER_UPDATE))
         env, inference = plan.placements[ENV_STEP], plan.placements[INFERENCE]
         n_envs = algorithm.config.n_envs
         if not 1 <= env.replicas <= n_envs:

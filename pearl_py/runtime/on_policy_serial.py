@@ -1,27 +1,17 @@
 """The on-policy serial executor: collect a rollout, compute its advantages, learn on it — in one process.
 
-The reference run of PPO, A2C and user on-policy algorithms, deterministic for a seed. As
-Stable-Baselines3's ``OnPolicyAlgorithm.learn``: rollouts of ``n_steps`` vector steps are
-collected while fewer than ``total_steps`` env steps are done (so the last rollout may pass
-``total_steps``), the episodes ended by a time limit get ``gamma * V(final obs)`` added to
-their last reward, and the schedules read ``progress_remaining = 1 - env_steps / total_steps``
-after each rollout (held at 0 past the end, where SB3 lets it go negative): the
-:class:`~pearl_py.protocol.schedule.RolloutSchedule` the parallel runtime shares. Env ``i``
-resets with seed ``seed + i`` and samples its actions from its own uniforms
-(:class:`~pearl_py.runtime.on_policy_collect.RolloutCollector`), so a parallel run that splits
-the envs among actors collects the same rollouts.
+The reference run of PPO, A2C and user on-policy algorithms, deterministic for a seed, as Stable-Baselines3's
+``OnPolicyAlgorithm.learn`` (docs/api.md): the :class:`~pearl_py.protocol.schedule.RolloutSchedule` the parallel
+runtime shares, env ``i`` reset with seed ``seed + i`` and acting on its own uniforms
+(:class:`~pearl_py.runtime.on_policy_collect.RolloutCollector`), so a parallel run that splits the envs among
+actors collects the same rollouts. The plan's ``inference`` and ``learner_update`` variants run, the learner at
+the plan's threads.
 
-The plan's ``inference`` and ``learner_update`` variants run (``pearl_py.kernels.on_policy``:
-``reference`` or ``fused``), the learner at the plan's threads.
-
-Kernels timed (``RunResult.kernel_times``): ``inference`` (the policy on every env's
-observation; also V of final observations of truncated episodes and of the rollout's last
-observations), ``env_step``, ``rollout_insert``, ``advantage`` (GAE over the rollout) and
-``learner_update`` (one call per minibatch step). Inference runs on its planned device: the
-learner's networks where the plan puts it beside the learner, else a copy there, refreshed after
-each rollout's learning (timed as ``param_sync``). ``learner_update`` and ``param_sync`` are timed
-on the learner's device (CUDA events on a GPU); ``RunResult.executed_on`` is read from the networks
-the run built.
+Kernels timed (``RunResult.kernel_times``): ``inference`` (also V of truncated episodes' final observations and of
+the rollout's last ones), ``env_step``, ``rollout_insert``, ``advantage`` and ``learner_update`` (one call per
+minibatch step). Inference runs on its planned device: the learner's networks where the plan puts it beside the
+learner, else a copy there, refreshed after each rollout's learning (``param_sync``). ``learner_update`` and
+``param_sync`` are timed on the learner's device (CUDA events on a GPU).
 
 SIGINT or SIGTERM stops it once the rollout in progress is learned on: it writes the stop checkpoint
 (``out_dir/checkpoint``) that ``resume_from`` continues from and raises ``RunInterrupted`` naming it.

@@ -1,21 +1,12 @@
 """Training logs and progress: CSV always, TensorBoard when its extra is installed, progress anywhere.
 
-``episodes.csv`` has one row per finished episode (step, return, length); ``train.csv`` one row
-per training round (a rollout's learning for on-policy algorithms) with the scalars
-Stable-Baselines3 logs — ``ep_rew_mean`` and ``ep_len_mean`` (the last 100 episodes),
-``exploration_rate``, the losses (``loss_<name>``), ``steps_per_second`` (SB3's fps), the
-episode count and elapsed seconds — and each kernel's mean time per call since the previous
-row (``time_<kernel>_ms``, measured). A round's losses may still be on their way from a GPU
-(``LossMeans.pending``): its row waits until they have arrived, so the host does not wait for the GPU to write a
-row. With the ``tensorboard`` extra every row of ``train.csv`` goes to ``tensorboard/`` too, under SB3's tags
-(``rollout/ep_rew_mean``, ``train/loss``, ``train/value_loss``, ``time/fps``, ...: :func:`tensorboard_tag`), with every episode (``rollout/episode_return``,
-``rollout/episode_length``) and every periodic evaluation (``eval/mean_reward``, ``eval/mean_ep_length``).
-A row's scalars go out as one event (one protobuf record per row rather than one per scalar: a separate
-``add_scalar`` per scalar cost ~46-85 us each, a tenth of a short run's training time); close flushes them.
-
-Progress goes to stderr: on a terminal a live bar (steps, samples/s, mean return, elapsed,
-ETA at the pace of the last ~30 s); elsewhere (nohup, CI, a log file) the same figures as one line every ``every_s``
-seconds and once at the end.
+``episodes.csv`` has one row per finished episode, ``train.csv`` one row per training round with the scalars
+Stable-Baselines3 logs and each kernel's mean time per call since the previous row; with the ``tensorboard``
+extra every row goes to ``tensorboard/`` too, as one event, under SB3's tags (:func:`tensorboard_tag`), with every
+episode and every periodic evaluation (docs/runtime.md, "Progress and logs"). A round's losses may still be on
+their way from a GPU (``LossMeans.pending``): its row waits until they have arrived, so the host never waits for
+the GPU to write a row. Progress goes to stderr: a live bar on a terminal (ETA at the pace of the last ~30 s),
+elsewhere the same figures as one line every ``every_s`` seconds and once at the end.
 
 Example::
 
@@ -129,17 +120,10 @@ class RunLog:
         self.lengths: deque[int] = deque(maxlen=RETURN_WINDOW)
         self.episodes = 0
         self.out_dir = out_dir
-        self.tensorboard_dir: Path | None = None
-        """Where TensorBoard logs go (None: no output folder, or the tensorboard extra is not installed)."""
         if out_dir is not None:
             out_dir.mkdir(parents=True, exist_ok=True)
             self._episodes = self._csv(out_dir / "episodes.csv", ["step", "episode_return", "episode_length"])
             self._tb = _tensorboard(out_dir / "tensorboard")
-            self.tensorboard_dir = out_dir / "tensorboard" if self._tb is not None else None
-
-    @property
-    def last_return(self) -> float | None:
-        return self.returns[-1] if self.returns else None
 
     def _csv(self, path: Path, header: list[str]) -> csv.writer:
         f = path.open("w", newline="")

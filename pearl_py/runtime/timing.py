@@ -1,8 +1,7 @@
 """Per-kernel timing, the "measured" column of every report, and how parts of a run add up.
 
-A kernel on the CPU is timed by the host clock (``perf_counter``); a kernel on a CUDA device
-by CUDA events on its device's stream (:mod:`pearl_py.runtime.device_timing`), so its time is
-its own work, not its launches, and no later kernel is charged for it.
+A kernel on the CPU is timed by the host clock, a kernel on a CUDA device by CUDA events on its device's stream
+(:mod:`pearl_py.runtime.device_timing`; docs/runtime.md, "Timing on a GPU").
 
 Example::
 

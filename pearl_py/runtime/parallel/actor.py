@@ -1,21 +1,13 @@
 """The actor process: steps a gymnasium vector env with inference batched over its envs.
 
-Each actor owns ``n_envs`` envs seeded ``seed + index`` (``+ 10_007 * generation``
-after a restart), acts with its own copy of the acting networks (refreshed from the
-:class:`ParamBoard` when the learner publishes) or, with central inference, through the
-inference server (:class:`~pearl_py.runtime.parallel.inference_server.InferenceClient`),
-and writes transitions, with the returns of episodes that ended, into its :class:`ShmRing`.
-Its clock is its own: it takes uniform random actions for its first ``warmup`` vector
-steps (its share of ``learning_starts``) and gives the policy the progress
-``(steps_before + (k * actors + index) * n_envs) / total_steps`` at its ``k``-th vector
-step, so its exploration does not depend on how fast the other actors run. It waits
-while the rate limiter's ``limit`` or its ring is full and leaves when its quota is done
-or the run stops. With ``normalize`` it acts with the statistics last published (:meth:`SharedStatistics.refresh`)
-updated by its own envs since, writes the raw env transitions to its ring (the learner normalizes its samples), and
-posts its cumulative share of the statistics to its slot every vector step (:mod:`.shared_statistics`). Before
-each inference it notes its policy lag: the updates the serial run would
-have done by this step (global transitions so far; exact with one actor, within one
-vector step per other actor otherwise) minus those of the parameters it holds. Exceptions propagate: the process exits non-zero and the supervisor restarts it.
+Each actor owns ``n_envs`` envs seeded ``seed + index`` (``+ 10_007 * generation`` after a restart), acts with
+its own copy of the acting networks (refreshed from the :class:`ParamBoard`) or through the central inference
+server, and writes transitions, with the returns of episodes that ended, into its :class:`ShmRing`. Its clock is
+its own (docs/runtime.md, "Central inference"): random actions for its first ``warmup`` vector steps, then the
+progress ``(steps_before + (k * actors + index) * n_envs) / total_steps`` at its ``k``-th step. It waits while
+the rate limiter's ``limit`` or its ring is full, notes its policy lag before each inference, and leaves when its
+quota is done or the run stops. With ``normalize`` it writes the raw env transitions and posts its share of the
+statistics every vector step (:mod:`.shared_statistics`). Exceptions propagate: the supervisor restarts it.
 
 Example (what :class:`ActorPool` does)::
 
@@ -47,12 +39,8 @@ RESTART_SEED_STRIDE = 10_007
 """Seed offset per restart, so a restarted actor does not replay its first episodes."""
 
 WAIT_S = 0.05
-"""Longest doorbell wait while the rate limiter holds the actor back, before it looks at the stop flag again.
-
-The learner rings the actor's ``room_bell`` whenever it raises the limit, so a held-back actor
-sleeps until there is room instead of waking every few hundred microseconds: on two cores each
-of those wake-ups took a core from a two-thread learner update, whose other thread then waited
-for it at the next GEMM (docs/kernels.md, "Two learner threads")."""
+"""Longest doorbell wait while the rate limiter holds the actor back, before it looks at the stop flag again
+(the learner rings its ``room_bell`` when it raises the limit; docs/runtime.md, Doorbell)."""
 
 POLL_S = 0.0005
 """Sleep between looks at the limit of an actor without a doorbell (``ActorSpec.room_bell`` None)."""
@@ -121,9 +109,6 @@ def run_actor(spec: ActorSpec) -> None:
             if statistics is not None:
                 statistics.close()
 
-
-Policy = Callable[[np.ndarray, int, float], "np.ndarray | None"]
-"""``policy(obs, global_steps, progress)``: actions for ``obs`` (None: the run stopped meanwhile)."""
 
 class LocalPolicy:
     """Inference in the actor: its own acting networks, refreshed from the :class:`ParamBoard` before each call
@@ -209,11 +194,18 @@ def _collect(spec: ActorSpec, ring: ShmRing, control: ControlBlock, statistics: 
 
 def _wait_for_room(spec: ActorSpec, ring: ShmRing, control: ControlBlock, n: int) -> bool:
     """Block until the limiter and the ring admit ``n`` more transitions; False if the run stopped."""
-    while spec.steps_before + control.produced + n > control.limit or ring.free() < n:
+    return wait_until(lambda: spec.steps_before + control.produced + n <= control.limit and ring.free() >= n,
+                      control, spec.room_bell)
+
+
+def wait_until(admitted: Callable[[], bool], control: ControlBlock, bell: Doorbell | None) -> bool:
+    """Block until ``admitted()``, waking when ``bell`` rings (at most every ``WAIT_S``; without a bell, every
+    ``POLL_S``); False if the run stopped."""
+    while not admitted():
         if control.stopped:
             return False
-        if spec.room_bell is not None:
-            spec.room_bell.wait(WAIT_S)
+        if bell is not None:
+            bell.wait(WAIT_S)
         else:
             time.sleep(POLL_S)
     return not control.stopped

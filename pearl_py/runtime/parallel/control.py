@@ -1,12 +1,9 @@
 """The control block every process of a run shares: flags and counters, per-process kernel timings.
 
-One small shared-memory segment. The learner writes ``stop`` and its ``completed``
-updates; whoever owns the replay (the learner, or the replay server) writes ``limit``
-(transitions the actors together may have produced) and ``consumed``; a replay server
-also writes ``applied`` (priority updates applied) and answers ``pause`` with
-``paused``. Actor ``i`` writes row ``i`` of the timing arrays and its ``finished`` flag;
-the servers write the rows after the actors' (:data:`SERVICES`), so kernel times survive
-a crash and reach the result without pickling.
+One small shared-memory segment (docs/runtime.md, "Processes and data paths"): the learner writes ``stop`` and
+``completed``; the replay's owner ``limit`` and ``consumed``; a replay server ``applied`` and ``paused`` (answering
+``pause``). Actor ``i`` writes row ``i`` of the timing arrays, the servers the rows after the actors'
+(:data:`SERVICES`), so kernel times survive a crash and reach the result without pickling.
 
 Example::
 
@@ -106,7 +103,6 @@ class ControlBlock(OnSegment):
                             "calls": (np.int64, (rows, len(KERNELS))),
                             "built": (np.uint8, (len(SERVICES), BUILT_BYTES))}, {"actors": actors})
         return cls(Storage.create(layout, shared=True, name=name))
-
 
     @property
     def stopped(self) -> bool:

@@ -1,18 +1,13 @@
 """A float64 vector in shared memory that one process writes and others read while it writes, double-buffered so
 that a writer dying mid-write never stalls a reader.
 
-The vector has two slots and a generation counter. Generation ``n`` is written into slot ``n % 2``, the slot the
-readers are *not* reading: the writer marks that slot as being written (``held = -1``), copies, marks it as holding
-``n``, and only then flips the generation to ``n``. A reader takes slot ``generation % 2`` and keeps its copy if
-the slot held that generation before and after the copy. So the slot readers take is always complete: a writer
-killed at any point (an actor, as :class:`~pearl_py.runtime.parallel.supervisor.ActorPool` detects and
-restarts it) leaves the last complete generation readable, and its restarted successor writes the next generation
-over the half-written slot whatever state it was left in. A reader retries only when its slot was rewritten during
-its copy, which takes the writer two whole writes; it gives up with :class:`VectorUnreadable`, naming the vector,
-after :data:`MAX_TRIES` such tries, so no read can loop for ever.
-
-Stores are ordered as in :mod:`~pearl_py.runtime.parallel.params`'s seqlock (aligned int64 stores, x86-64's total
-store order).
+Generation ``n`` is written into slot ``n % 2`` (the one readers are not reading): the writer marks the slot as
+being written (``held = -1``), copies, marks it as holding ``n``, then flips the generation. A reader takes slot
+``generation % 2`` and keeps its copy if the slot held that generation before and after it, so the slot readers
+take is always complete; a killed writer's successor writes over the half-written slot. A reader gives up with
+:class:`VectorUnreadable` after :data:`MAX_TRIES` rewritten copies. Stores are ordered as in
+:mod:`~pearl_py.runtime.parallel.params`'s seqlock (aligned int64 stores, x86-64's total store order).
+docs/runtime.md, "normalize on the parallel runtime".
 
 Example::
 

@@ -1,21 +1,11 @@
 """Central batched inference: one server process acts for every actor, on the planned device.
 
-Each actor posts its observations to its own request ring and waits for the actions on
-its reply ring (:class:`InferenceClient`); doorbells wake the server when a request (or
-an actor's end) arrives and the actor when its reply does. The server works in *rounds*: round ``r``
-batches the ``r``-th request of every actor that has not finished its quota, in actor
-order, runs the plan's inference variant on them in one call with the newest
-parameters (refreshed from the :class:`ParamBoard` before the call) and returns each
-actor its slice. Because a round's membership and order do not depend on timing, the
-server's random stream (torch seeded with ``seed``; the fused kernel's own stream is
-seeded from it) is drawn in the same order in every run with that seed: exploration
-stays deterministic per seed. A round waits for its slowest member, as a synchronous
-batched sampler does.
-
-It runs in its own process, also for a GPU: the learner process's Python thread stays
-free for the learner (the GIL), the server has its own torch generator, and it is
-supervised like the actors. The cost on a GPU is a second CUDA context and parameters
-travelling through host shared memory (one copy per publication); see docs/runtime.md.
+Each actor posts its observations to its own request ring and waits for the actions on its reply ring
+(:class:`InferenceClient`); doorbells wake each side. Round ``r`` batches the ``r``-th request of every actor that
+has not finished its quota, in actor order, runs the plan's inference variant on them in one call with the newest
+parameters and returns each actor its slice; a round's membership and order do not depend on timing, so the
+server's random stream (torch seeded with ``seed``) is drawn in the same order in every run with that seed.
+docs/runtime.md, "Central inference" (why a process, also for a GPU).
 
 Example (an actor's side; :func:`~pearl_py.runtime.parallel.services.start_inference_server`
 creates the rings and doorbells and starts the server)::

@@ -1,28 +1,12 @@
 """``OnPolicyParallelExecutor``: a synchronous on-policy run with actor processes and a learner.
 
-The plan's ``env_step`` replicas are the actors (one process and one torch thread each); the run's
-``n_envs`` envs are split among them (``RolloutSchedule.env_split``), each env keeping its global
-index, seed and noise stream. Every rollout: all actors collect their share into one shared-memory
-rollout (:mod:`~pearl_py.runtime.parallel.shared_rollout`), the learner (this process, on the plan's
-device, variant and threads) scans the advantages, runs the epochs of minibatches and publishes the
-acting parameters through the :class:`ParamBoard`; then the next rollout (:mod:`.on_policy_loop`).
-Collection and learning alternate, as the performance model and the simulator assume
-(docs/runtime.md, "On-policy").
-
-A seeded run performs the serial executor's updates on the same rollouts: the same envs with the
-same seeds, the same per-env uniforms, the rollout in the same order, the same minibatch
-permutations; with the ``fused`` (row-invariant) inference its parameters equal the serial run's
-bit for bit, with the ``reference`` inference when one actor steps all envs
-(tests/runtime/parallel/test_on_policy_parallel.py). With ``normalize`` the actors act with the statistics published
-with the parameters plus their own envs' updates, and the learner merges their shares exactly every rollout
-(:mod:`.shared_statistics`, docs/runtime.md): the statistics are the serial run's up to rounding at every rollout
-boundary, the actions no longer bit-equal.
-
-Ctrl-C, SIGTERM or a crash between rollouts write a checkpoint under ``out_dir/checkpoint``
-(networks, optimizer state, the minibatch generator, progress) that ``resume_from`` continues, as
-do the periodic checkpoints ``checkpoints`` asks for (every ``every`` env steps, between rollouts);
-an actor that fails is restarted (up to ``max_restarts`` times) and re-collects the rollout it was
-in; every child process and shared-memory segment is gone when ``run`` returns or raises.
+The plan's ``env_step`` replicas are the actors (one process and one torch thread each), the run's envs split
+among them (``RolloutSchedule.env_split``), each env keeping its global index, seed and noise stream. Every
+rollout the actors collect into one shared-memory rollout, then the learner (this process, on the plan's device,
+variant and threads) learns on it and publishes the acting parameters (:mod:`.on_policy_loop`). A seeded run
+performs the serial executor's updates on the same rollouts (bit for bit with the ``fused`` inference, or one
+actor); stops and crashes between rollouts write a checkpoint, failed actors are restarted, and no child process
+or segment outlives ``run`` (docs/runtime.md, "On-policy").
 
 Example::
 

@@ -1,14 +1,11 @@
 """The on-policy actor process: collects its share of every rollout into shared memory, then waits.
 
-Actor ``i`` steps the envs ``spec.envs`` of the run (``RolloutSchedule.env_split``), seeded
-``seed + env`` (``+ 10_007 * generation`` after a restart, as the off-policy actors), with its own
-copy of the acting networks. For rollout ``k`` it waits until the learner allows it (the control
-block's ``limit`` > ``k``: the learner raises it after publishing the parameters learnt on rollout
-``k - 1``), copies the newest parameters from the :class:`ParamBoard` (``param_sync``), runs the
-rollout's ``n_steps`` vector steps (``inference``, ``env_step``, ``rollout_insert`` into its columns
-of the :class:`SharedRollout`), stores V of its last observations, reports ``k + 1`` rollouts done
-and rings the learner's doorbell. A restarted actor re-collects the rollout it was in (its new envs
-start new episodes). Exceptions propagate: the process exits non-zero and the supervisor restarts it.
+Actor ``i`` steps the envs ``spec.envs`` of the run, seeded ``seed + env`` (``+ 10_007 * generation`` after a
+restart). For rollout ``k`` it waits until the learner raises the control block's ``limit`` past ``k``, copies
+the newest parameters from the :class:`ParamBoard` (``param_sync``), collects the rollout's ``n_steps`` vector
+steps into its columns of the :class:`SharedRollout` with V of its last observations, reports ``k + 1`` and rings
+the learner's doorbell. A restarted actor re-collects the rollout it was in. Exceptions propagate: the supervisor
+restarts it.
 
 Example (what :class:`OnPolicyParallelExecutor` does)::
 
@@ -25,7 +22,7 @@ from pearl_py.kernels.on_policy import build_acting, warm_up
 from pearl_py.protocol.kernel import PARAM_SYNC, ROLLOUT_INSERT
 from pearl_py.runtime.collect import Record
 from pearl_py.runtime.on_policy_collect import RolloutCollector
-from pearl_py.runtime.parallel.actor import RESTART_SEED_STRIDE, WAIT_S
+from pearl_py.runtime.parallel.actor import RESTART_SEED_STRIDE, wait_until
 from pearl_py.runtime.parallel.control import ControlBlock
 from pearl_py.runtime.parallel.params import ParamBoard
 from pearl_py.runtime.parallel.process import Doorbell, child_process
@@ -111,7 +108,7 @@ def _collect(spec: OnPolicyActorSpec, control: ControlBlock, shared: SharedRollo
             spec.done_bell.ring()
         k = control.produced_by(index)
         while k < spec.rollouts:
-            if not _wait_for_rollout(spec, control, k):
+            if not wait_until(lambda: control.limit > k, control, spec.room_bell):  # noqa: B023
                 return
             start = time.perf_counter()
             if board.read_into(acting_state):
@@ -140,15 +137,3 @@ def collect_rollout(collector: RolloutCollector, shared: SharedRollout, envs: ra
         shared.put(t, envs, step)
         record(ROLLOUT_INSERT, time.perf_counter() - start)
     shared.put_last(envs, *collector.last_values())
-
-
-def _wait_for_rollout(spec: OnPolicyActorSpec, control: ControlBlock, k: int) -> bool:
-    """Block until the learner allows rollout ``k``; False if the run stopped."""
-    while control.limit <= k:
-        if control.stopped:
-            return False
-        if spec.room_bell is not None:
-            spec.room_bell.wait(WAIT_S)
-        else:
-            time.sleep(0.0005)
-    return not control.stopped

@@ -77,7 +77,6 @@ class ParamBoard(OnSegment):
         board.publish(state, tag)
         return board
 
-
     @property
     def version(self) -> int:
         """Number of completed publications times two (even: stable)."""

@@ -1,24 +1,12 @@
 """What a :class:`Plan` means for the local parallel runtime.
 
-``env_step``'s replicas are the actor processes; ``learner_update``'s device, variant and
-replicas pick the learner's torch device, update implementation and thread count. Two rules decide where the
-rest runs (an executor option overrides each):
-
-* **inference**: on the same device as ``env_step``: in every actor, batched over its
-  envs (``"actor"``); on another device (a GPU, an FPGA, the learner's device): one
-  central server process batches every actor's requests and runs the variant there
-  (``"central"``).
-* **replay**: ``replay_insert`` and ``replay_sample`` on the learner's device: in the
-  learner process (``"colocated"``); either on another device: a replay server process
-  owns intake and sampling and sends the learner batches (``"server"``).
-
-Devices are compared by name, except that all devices of a ``one_host`` kind (the CPU)
-count as one: the runtime runs on one machine, where every CPU device of a plan is the same
-host. A device's kind is the plan's (``plan.devices``), its meaning at run time the kind's
-(:mod:`pearl_py.platform.kinds`: ``cpu``, ``cuda``, or ``simulated``).
-
-Kernels on a simulated device (the FPGA) run on the CPU and are charged the latency the
-plan's cost model predicted for them (``plan.prediction``; :func:`~pearl_py.runtime.kernel_devices.simulated_kernels`).
+``env_step``'s replicas are the actor processes; ``learner_update``'s device, variant and replicas pick the
+learner's torch device, update implementation and thread count. ``inference`` on another device than ``env_step``
+runs in one central server process (``"central"``), else in every actor (``"actor"``); ``replay_insert`` or
+``replay_sample`` on another device than the learner's makes a replay server process (``"server"``), else the
+learner owns the replay (``"colocated"``); an executor option overrides each. Devices are compared by name, except
+that every device of a ``one_host`` kind (the CPU) counts as one. Kernels on a simulated device run on the CPU,
+charged their modelled latency. docs/runtime.md, "What the plan decides".
 
 Example::
 
@@ -73,6 +61,13 @@ def torch_device(plan: Plan, device: str, kernel: str = LEARNER_UPDATE) -> torch
     return kind.device_runtime.torch_device(device)
 
 
+def require_placements(plan: Plan, kernels: tuple[str, ...]) -> None:
+    """Raise a UserError naming the ``kernels`` the plan does not place."""
+    missing = [k for k in kernels if k not in plan.placements]
+    if missing:
+        raise UserError(f"plan: no placement for kernel(s) {', '.join(missing)}")
+
+
 def _apart(plan: Plan, a: str, b: str) -> bool:
     """Whether kernels on devices ``a`` and ``b`` run apart: different devices, not both of a one-host kind (the
     CPUs: one host here)."""
@@ -118,10 +113,7 @@ class RuntimeLayout:
     def from_plan(cls, plan: Plan, *, inference: str | None = None, replay: str | None = None,
                   replay_prefetch: int = 4, replay_order: str = "strict") -> RuntimeLayout:
         """The plan's layout; ``inference``/``replay`` (when not None) override the plan's rules."""
-        missing = [k for k in ACTOR_SIDE + (LEARNER_UPDATE, REPLAY_INSERT, REPLAY_SAMPLE)
-                   if k not in plan.placements]
-        if missing:
-            raise UserError(f"plan: no placement for kernel(s) {', '.join(missing)}")
+        require_placements(plan, ACTOR_SIDE + (LEARNER_UPDATE, REPLAY_INSERT, REPLAY_SAMPLE))
         placements = plan.placements
         learner = placements[LEARNER_UPDATE]
         central = _apart(plan, placements[INFERENCE].device, placements[ENV_STEP].device)

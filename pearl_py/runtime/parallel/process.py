@@ -1,20 +1,11 @@
 """What every child process of a run does first and last: the shared process boilerplate.
 
-Actors and servers start with ``spawn``, ignore Ctrl-C (the learner process decides how
-the run ends and stops them), die with their parent (``PR_SET_PDEATHSIG``), run with a
-fixed number of torch threads, and leave their traceback in a file the supervisor reads
-when they fail. A :class:`Doorbell` wakes a process waiting on shared memory as soon as
-another wrote what it waits for.
-
-No child outlives the run's process, whatever kills it and whenever: a :class:`ProcessGuard`
-(a tiny watchdog started first, plain Python without pearl_py or torch) holds a pipe from
-the run's process; when the pipe closes without a "done" (the process was killed, even by
-SIGKILL), it kills every child the run registered, including those still importing torch
-(a spawned child runs for seconds before it reaches :func:`die_with_parent`), and unlinks
-the run's shared-memory segments. :func:`die_with_parent` covers the children too, and
-exits at once when the parent died before it ran (the race that left orphans).
-:func:`sweep_stale_segments` removes the segments of runs whose process and guard are both
-gone (an OOM killer that took every process).
+Actors and servers start with ``spawn``, ignore Ctrl-C, die with their parent (``PR_SET_PDEATHSIG``; at once if
+it is already gone), run a fixed number of torch threads, and leave their traceback in a file the supervisor
+reads. A :class:`Doorbell` wakes a process waiting on shared memory. A :class:`ProcessGuard` (a watchdog without
+pearl_py or torch) kills every registered child and unlinks the run's segments when the run's process dies
+without closing it (SIGKILL included); :func:`sweep_stale_segments` removes those of runs whose process and guard
+are both gone. docs/runtime.md, "Faults and exits".
 
 Example (the body of an actor or server entry point)::
 
@@ -74,10 +65,8 @@ def child_process(error_file: str, threads: int) -> Iterator[None]:
 class Doorbell:
     """A wake-up hint between processes: the writer rings after writing, the reader waits when idle.
 
-    The shared data stays the truth: a ring only ends a wait early, and stale rings only
-    cost the reader one more look (``wait`` swallows every ring pending when it wakes).
-    A blocked reader is woken by the kernel within microseconds, where polling with
-    sleeps costs a millisecond per round trip on a busy machine. Pass it to child
+    The shared data stays the truth: a ring only ends a wait early, and stale rings only cost the reader one more
+    look (``wait`` swallows every ring pending when it wakes); docs/runtime.md, Doorbell. Pass it to child
     processes in their spec (it pickles only while a process is being spawned).
 
     Example::

@@ -1,17 +1,11 @@
 """The learner's view of the replay: in its own process (co-located) or behind the replay server.
 
-Both classes give the learner loop the same operations: ``take`` (account for new
-transitions and the episodes that ended with them), ``sample`` (the next batch of a
-round), ``update_priorities``, ``finished_update``, ``nap`` (wait a little for news),
-``finish`` (the run's end), ``pause`` (before a checkpoint) and ``state_dict``.
-
-* :class:`LocalReplay`: the learner drains the actors' rings into its own
-  :class:`ReplayBuffer` (:class:`RingFeed`) and samples it.
-* :class:`ServedReplay`: the replay server inserts and samples
-  (:mod:`~pearl_py.runtime.parallel.replay_server`); the learner reads the transitions
-  it inserted from ``control.consumed``, episodes and batches from rings, and sends
-  priorities back on a ring; doorbells wake each side. While it waits, it calls
-  ``wait`` (the loop's health and stop checks).
+Both classes give the learner loop the same operations: ``take`` (account for new transitions and the episodes that
+ended with them), ``sample``, ``update_priorities``, ``finished_update``, ``nap`` (wait a little for news),
+``finish`` (the run's end), ``pause`` (before a checkpoint) and ``state_dict``. :class:`LocalReplay` drains the
+actors' rings into the learner's own :class:`ReplayBuffer`; :class:`ServedReplay` talks to the replay server
+(:mod:`~pearl_py.runtime.parallel.replay_server`) through rings and doorbells, calling ``wait`` (the loop's health
+and stop checks) while it waits.
 
 Example::
 
@@ -47,7 +41,6 @@ WAIT_S = 0.05
 
 Episodes = list[tuple[int, float, int]]
 """``(offset in this take, return, length)`` of each episode that ended."""
-
 
 
 @dataclass

@@ -1,27 +1,11 @@
 """The replay server: a process that owns the replay's intake and sampling, ahead of the learner.
 
-It follows the same :class:`TrainSchedule` as the learner (the in-network replay study's
-idea on one machine: replay next to the data, the learner only receives batches):
-
-* **intake**: it drains the actors' rings into a shared-memory :class:`ReplayBuffer` up
-  to the next training step, and only once every update of the current round is done
-  (and, with priorities, applied), so at every update the replay holds exactly the
-  transitions the serial run's would. Episode returns go to the learner on a ring.
-* **sampling ahead**: it samples the round's batches into a batch ring (depth
-  ``prefetch``) while the learner trains on earlier ones, with the round's
-  importance-sampling exponent. Uniform replay: every batch is drawn from the same
-  replay contents with the same generator as the co-located learner's, so the run is
-  update-for-update the co-located run.
-* **priorities**: the learner sends ``|TD error|`` back on a priority ring. ``strict``
-  (default): the next batch is drawn only after the previous update's priorities are
-  applied (the serial order). Relaxed: up to ``prefetch`` batches may be drawn ahead,
-  so a batch may miss up to ``prefetch - 1`` priority updates (as Ape-X and Reverb allow).
-* **pause** (before a checkpoint): it stops sampling and inserting, writes its sampling
-  generator's state to ``rng_file``, sets ``paused`` and keeps applying priorities.
-
-Its kernel times (``replay_insert``, ``replay_sample``, ``priority_update``) go to the
-control block's ``replay`` row. It creates the replay segment (fresh, or from the
-checkpoint being resumed, generator included); the learner attaches to it for checkpoints.
+It follows the learner's :class:`TrainSchedule`: it inserts the actors' transitions up to the next training step
+only once every update of the round is done (and, with priorities, applied), so at every update the replay holds
+the serial run's transitions; it samples the round's batches ahead into a batch ring (depth ``prefetch``);
+``strict`` draws a batch only once the previous update's priorities are applied (the serial order); on ``pause``
+it stops sampling and inserting and writes its generator to ``rng_file``. Its kernel times go to the control
+block's ``replay`` row. docs/runtime.md, "Replay server".
 
 Example (what :func:`~pearl_py.runtime.parallel.services.start_replay_server` starts)::
 

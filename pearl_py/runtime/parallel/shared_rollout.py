@@ -1,15 +1,12 @@
 """One on-policy rollout in shared memory: every actor writes its envs' columns, the learner reads the whole.
 
-The Ray backend holds the same arrays in process memory (``shared=False``): an actor sends its envs'
-columns (:meth:`SharedRollout.columns`) through the object store and the learner puts them in place
-(:meth:`SharedRollout.put_columns`).
-
-The arrays are the :class:`~pearl_py.replay.rollout.RolloutBuffer`'s, ``(n_steps, n_envs, ...)``,
-indexed by the run's global env index, plus what the learner needs beside them: V of the
-observations after the last step and whether that step ended each episode (``last_values``,
-``last_dones``), and the return and length of every episode that ended at a step (length 0: none
-ended). Actor ``i`` writes only the columns of its envs and only while the learner waits for the
-rollout (the control block's counters order the two), so nothing is locked and nothing pickled.
+The arrays are the :class:`~pearl_py.replay.rollout.RolloutBuffer`'s, ``(n_steps, n_envs, ...)``, indexed by the
+run's global env index, plus V of the observations after the last step and whether that step ended each episode
+(``last_values``, ``last_dones``), and the return and length of every episode that ended at a step (length 0:
+none). Actor ``i`` writes only its envs' columns and only while the learner waits for the rollout (the control
+block's counters order the two), so nothing is locked and nothing pickled. The Ray backend holds the same arrays
+in process memory (``shared=False``) and moves columns through the object store (:meth:`SharedRollout.columns`,
+:meth:`SharedRollout.put_columns`).
 
 Example::
 
@@ -58,7 +55,6 @@ class SharedRollout(OnSegment):
                             "last_values": (np.float32, (cfg.n_envs,)), "last_dones": (np.float32, (cfg.n_envs,)),
                             "episode_return": (np.float64, grid), "episode_length": (np.int64, grid)})
         return cls(Storage.create(layout, shared=shared, name=name))
-
 
     def put(self, t: int, envs: range, step: RolloutStep) -> None:
         """Step ``t`` of envs ``envs``: the transitions and the episodes that ended with them."""

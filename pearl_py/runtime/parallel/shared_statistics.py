@@ -1,25 +1,13 @@
 """The ``normalize`` statistics of a parallel run in shared memory: the learner's merged statistics, published to
 the actors, and each actor's share (the moments of what it saw since the last publication).
 
-The rule (docs/runtime.md, "normalize on the parallel runtime"): an actor starts every rollout from the published
-statistics (merged with its share not reported yet: its envs' reset observations before its first rollout) and
-acts with them updated by its own envs' observations and discounted returns (the return per env, as SB3's
-``VecNormalize``), and keeps its share apart (:meth:`~pearl_py.envs.normalize.ObsRewardNormalizer.track`).
-Once every actor has collected rollout ``k``, the learner merges the shares in actor order into its statistics with the
-parallel-variance formula (Chan et al. 1979), which is exact: the merged moments are those of the concatenated
-observations (and returns), whatever the split, up to float rounding. It then publishes them with the parameters,
-and every actor starts rollout ``k + 1`` from them. Nothing is locked: an actor writes its slot only while the
-learner waits for the rollout, and reads the published statistics only once the learner has allowed the next
-one (the control block's counters order both, as for the shared rollout).
-
-The off-policy runtime's actors run asynchronously and hand off no rollouts, so there each slot holds the actor's
-*cumulative* share since its start (rewritten every vector step, :meth:`SharedStatistics.post`), and at each
-parameter publication the learner recomputes its statistics as the session's base merged with every slot in actor
-order (:meth:`SharedStatistics.remerge`: no subtraction, so exact as above). An actor loads the published statistics
-whenever they are new (:meth:`SharedStatistics.refresh`) and acts with them updated by its own envs since. There
-both sides race, so every vector of the segment is a :class:`~pearl_py.runtime.parallel.flip_vector.FlipVector`
-(double-buffered: a reader always takes a complete copy, and an actor killed while it posts leaves its last
-complete share, so neither the learner nor the actor's restarted successor ever waits on it).
+On-policy, an actor starts every rollout from the published statistics and reports its share once the rollout is
+collected; the learner merges the shares in actor order (exact: Chan et al. 1979) and publishes the result before
+it allows the next rollout, so the control block's counters order every access. Off-policy, each slot holds the
+actor's *cumulative* share, rewritten every vector step (:meth:`SharedStatistics.post`), and the learner re-merges
+the session's base with every slot at each publication (:meth:`SharedStatistics.remerge`); both sides race, so
+every vector is a :class:`~pearl_py.runtime.parallel.flip_vector.FlipVector`. docs/runtime.md, "normalize on the
+parallel runtime".
 
 Example::
 

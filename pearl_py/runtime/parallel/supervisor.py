@@ -1,12 +1,9 @@
 """Supervision of the run's child processes: actors (restarted when they fail) and servers (not).
 
-Processes start with the ``spawn`` method (no inherited locks or CUDA state), ignore
-Ctrl-C (the learner decides how the run ends), and die with their parent
-(``PR_SET_PDEATHSIG`` and the run's :class:`~process.ProcessGuard`, told each pid as it starts, :mod:`process`). An actor that exits non-zero before its quota is
-done is restarted with the next generation's seed, up to ``max_restarts`` times, and
-logged. A server (the replay server, the central inference server) holds state no
-restart could rebuild, so its failure fails the run with :class:`ServiceFailed`. Closing
-sets the stop flag, joins, then terminates and kills stragglers, so no child outlives the run.
+An actor that exits non-zero before its quota is done is restarted with the next generation's seed, up to
+``max_restarts`` times, and logged; a server's failure fails the run with :class:`ServiceFailed` (its state
+cannot be rebuilt). Closing sets the stop flag, joins, then terminates and kills stragglers, so no child outlives
+the run (docs/runtime.md, "Faults and exits").
 
 Example::
 
@@ -78,18 +75,27 @@ def _exit_error(proc: mp.process.BaseProcess, error_file: Path) -> str:
 def _stop(procs: list[mp.process.BaseProcess | None], control: ControlBlock) -> None:
     """Flag stop, join, terminate, kill; reap and close every process of ``procs``."""
     control.stop()
-    for proc in procs:
-        if proc is not None:
-            proc.join(JOIN_TIMEOUT_S)
-    for proc in procs:
-        if proc is not None and proc.is_alive():
+    started = [proc for proc in procs if proc is not None]
+    for proc in started:
+        proc.join(JOIN_TIMEOUT_S)
+    for proc in started:
+        if proc.is_alive():
             proc.terminate()
             proc.join(JOIN_TIMEOUT_S)
-        if proc is not None and proc.is_alive():
+        if proc.is_alive():
             proc.kill()
             proc.join()
-        if proc is not None:
-            proc.close()
+        proc.close()
+
+
+def _spawn(target: Callable[[Any], None], spec: Any, name: str, guard: ProcessGuard | None
+           ) -> mp.process.BaseProcess:
+    """Start ``target(spec)`` as the daemon process ``name`` and tell ``guard`` its pid."""
+    proc = _CONTEXT.Process(target=target, args=(spec,), name=name, daemon=True)
+    proc.start()
+    if guard is not None:
+        guard.watch(proc.pid)
+    return proc
 
 
 class ActorPool:
@@ -111,11 +117,7 @@ class ActorPool:
             self._launch(i)
 
     def _launch(self, i: int) -> None:
-        proc = _CONTEXT.Process(target=self.target, args=(self.specs[i],), name=f"pearl-actor-{i}", daemon=True)
-        proc.start()
-        if self.guard is not None:
-            self.guard.watch(proc.pid)
-        self._procs[i] = proc
+        self._procs[i] = _spawn(self.target, self.specs[i], f"pearl-actor-{i}", self.guard)
 
     def wake(self) -> None:
         """Ring every actor's ``room_bell``: the limit rose, a held-back actor may collect again."""
@@ -174,11 +176,7 @@ class Service:
         self._failure: ServiceFailed | None = None
 
     def start(self) -> None:
-        self._proc = _CONTEXT.Process(target=self._target, args=(self._spec,), name=f"pearl-{self.name}",
-                                      daemon=True)
-        self._proc.start()
-        if self._guard is not None:
-            self._guard.watch(self._proc.pid)
+        self._proc = _spawn(self._target, self._spec, f"pearl-{self.name}", self._guard)
 
     @property
     def pid(self) -> int | None:

@@ -1,15 +1,10 @@
 """A running Ray cluster read as a :class:`Platform`, and the Ray nodes a plan made on it places its components on.
 
-Each alive node (Ray's node table, ``ray.nodes()``) is a host: a CPU device ``node<i>.cpu`` with the node's
-logical CPUs (``ray start --num-cpus``) and memory, and ``node<i>.gpu<j>`` for its GPUs. What a CPU is comes
-from the node itself: a zero-CPU task pinned to it reads its ``/proc/cpuinfo``. A node whose CPU is this
-machine's (same vendor, family, model and model name) is costed from this machine's calibration
-(``Device.local``); another is the catalogue entry it matches, or generic figures, all modelled. GPUs: on
-this machine's host, this machine's (calibrated where ``pearl profile`` did); elsewhere the catalogue entry
-matching Ray's ``accelerator_type``, else generic assumed figures. Nodes are joined by a network link
-(``tcp-40gbe``, modelled; raylets on one host exchange objects over loopback TCP, which the model does not
-distinguish). The platform's description says all of this per node, and each device's ``node`` is the Ray
-node id, so a run places the plan's components there (:func:`placement_nodes`).
+Each alive node is a host: ``node<i>.cpu`` (its logical CPUs and memory, its CPU read from the node's own
+``/proc/cpuinfo``: this machine's calibration where it is this machine's CPU, else the matching catalogue entry or
+generic figures, modelled) and ``node<i>.gpu<j>``, joined by a ``tcp-40gbe`` link (modelled). Each device's ``node``
+is the Ray node id, so a run places the plan's components there (:func:`placement_nodes`). docs/ray.md, "The
+cluster as a platform".
 
 Example::
 

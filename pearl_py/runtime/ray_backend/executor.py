@@ -1,13 +1,9 @@
 """``RayExecutor``: a plan executed by Ray actors — actor workers, a replay server, a learner.
 
-The driver replays the serial schedule on virtual vector steps, like the local parallel
-runtime: it asks the actor workers for the next round's transitions while the learner
-trains on the current one (``lookahead_rounds``), hands each chunk's object reference to
-the replay server in order (the data goes actor → object store → replay, not through the
-driver), and lets the learner run exactly the updates the serial loop would. Parameters
-go to the actors after every round. Each component gets the Ray resources the plan gives
-it (:mod:`resources`); without ``address`` a local Ray cluster is started (with an
-``FPGA`` resource when the plan uses a simulated FPGA) and stopped at the end.
+The driver replays the serial schedule on virtual vector steps, like the local parallel runtime: actor workers
+collect the next round (``lookahead_rounds``) while the learner trains on the current one, each chunk's object
+reference goes to the replay server in order (never through the driver), and the learner runs exactly the serial
+loop's updates. Each component gets the Ray resources the plan gives it (:mod:`resources`). docs/ray.md.
 
 Example::
 
@@ -23,7 +19,6 @@ from collections import deque
 from types import ModuleType
 from typing import Any
 
-from pearl_py.algorithms.networks import Networks
 from pearl_py.algorithms.off_policy.base import Algorithm
 from pearl_py.plan import Plan
 from pearl_py.protocol.kernel import ENV_STEP, INFERENCE, LEARNER_UPDATE, REPLAY_INSERT
@@ -49,8 +44,6 @@ class RayExecutor(RayRun):
         self.lookahead_rounds = lookahead_rounds
         self.resources = component_resources(plan)
         self.actors = max(plan.placements[ENV_STEP].replicas, 1)
-        self.trained_networks: Networks | None = None
-        """After ``run``: the learner's networks, fetched to this process (the trained policy)."""
 
     def needs(self) -> dict[str, float]:
         return needs(self.resources, self.actors)
@@ -74,11 +67,7 @@ class RayExecutor(RayRun):
                                     max_restarts=self.max_restarts, max_task_retries=-1)
                   .remote(algo, i, env_seed, total_steps, places[INFERENCE].variant,
                           self._torch_device(INFERENCE), places[ENV_STEP].variant) for i in range(self.actors)]
-        handles = [replay, learner, *actors]
-        pids, nodes = ray.get([h.pid.remote() for h in handles]), ray.get([h.node_id.remote() for h in handles])
-        found = [self._component(h, pid, node, r) for h, pid, node, r in
-                 zip(handles, pids, nodes, [res["replay"], res["learner"]] + [res["actor"]] * len(actors))]
-        self.components = {"replay": found[0], "learner": found[1], "actors": found[2:]}
+        self._register(ray, {"replay": replay, "learner": learner}, actors, res, res["actor"])
         return replay, learner, actors
 
     def _torch_device(self, kernel: str) -> str:
@@ -101,14 +90,8 @@ class RayExecutor(RayRun):
                 loop.run()
             except ray.exceptions.RayError as exc:
                 raise self._failure(exc, loop.step * n) from None
-            session.clock.stop()
-            self.fetch_statistics(ray, learner)   # the saved policy's
-            eval_returns = ray.get(learner.evaluate.remote(self.eval_episodes, self.seed + EVAL_SEED_OFFSET))
+            eval_returns, gradient_steps = self._finish(ray, session, learner, actors)
             timings = ray.get([w.timings.remote() for w in (replay, learner, *actors)])
-            self.restarted = self._restarted(ray, actors)
-            gradient_steps = ray.get(learner.gradient_steps.remote())
-            self.trained_networks = algo.fresh_networks()
-            self.trained_networks.load_state_dict(ray.get(learner.networks_state.remote()))
         finally:
             log.close()
             for handle in (*actors, learner, replay):

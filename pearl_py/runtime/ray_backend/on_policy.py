@@ -1,16 +1,10 @@
 """``OnPolicyRayExecutor``: a synchronous on-policy run (PPO, A2C) with Ray actor workers and a Ray learner.
 
-The local parallel on-policy runtime's schedule (:class:`RolloutSchedule`, docs/runtime.md "On-policy")
-on a Ray cluster: the plan's ``env_step`` replicas are actor workers, each stepping its share of the
-run's envs (``env_split``: same global indices, seeds and noise streams); for every rollout the
-driver asks each for its columns, acting on the newest parameters, and hands the object references
-to the learner worker (on the plan's device, variant and threads), which assembles the rollout, scans
-the advantages and learns; the parameters it returns go with the next rollout's requests. The data
-goes actor → object store → learner, never through the driver. Collection and learning alternate,
-so a seeded run performs the local parallel run's updates on the same rollouts (with the ``fused``
-inference, or one actor: the serial run's, bit for bit; tests/runtime/test_ray_on_policy.py).
-
-Periodic checkpoints (between rollouts), ``resume_from`` and actor restarts are :class:`RayRun`'s.
+The local parallel on-policy runtime's schedule (:class:`RolloutSchedule`) on a Ray cluster: for every rollout
+the driver asks each actor worker for its envs' columns (``env_split``), acting on the newest parameters, and hands
+the object references to the learner worker, which assembles the rollout and learns; collection and learning
+alternate, so a seeded run performs the local parallel run's updates (docs/ray.md, "Schedule";
+tests/runtime/test_ray_backend.py). Checkpoints, ``resume_from`` and actor restarts are :class:`RayRun`'s.
 
 Example::
 
@@ -24,7 +18,6 @@ from __future__ import annotations
 from types import ModuleType
 from typing import Any
 
-from pearl_py.algorithms.networks import Networks
 from pearl_py.algorithms.on_policy.base import OnPolicyAlgorithm
 from pearl_py.plan import Plan
 from pearl_py.protocol.kernel import ENV_STEP, LEARNER_UPDATE
@@ -47,8 +40,6 @@ class OnPolicyRayExecutor(RayRun):
         super().__init__(algorithm, plan, seed, **options)
         self.layout = OnPolicyLayout.from_plan(plan, algorithm)
         self.resources = on_policy_resources(plan)
-        self.trained_networks: Networks | None = None
-        """After ``run``: the learner's networks, fetched to this process (the trained policy)."""
 
     def needs(self) -> dict[str, float]:
         return needs(self.resources, self.layout.actors)
@@ -75,11 +66,7 @@ class OnPolicyRayExecutor(RayRun):
         actors = [actor_cls.options(**options, max_restarts=self.max_restarts, max_task_retries=-1).remote(
                       algo, envs, self.seed, env_seed, layout.inference_variant, self.plan.variant(ENV_STEP))
                   for options, envs in zip(actor_options, schedule.env_split(layout.actors))]
-        handles = [learner, *actors]
-        pids, nodes = ray.get([h.pid.remote() for h in handles]), ray.get([h.node_id.remote() for h in handles])
-        found = [self._component(h, pid, node, r) for h, pid, node, r in
-                 zip(handles, pids, nodes, [learner_options] + [res["actor"]] * len(actors))]
-        self.components = {"learner": found[0], "actors": found[1:]}
+        self._register(ray, {"learner": learner}, actors, {"learner": learner_options}, res["actor"])
         return learner, actors
 
     def _run(self, ray: ModuleType, total_steps: int) -> RunResult:
@@ -97,14 +84,8 @@ class OnPolicyRayExecutor(RayRun):
                 loop.run()
             except ray.exceptions.RayError as exc:
                 raise self._failure(exc, progress.transitions) from None
-            session.clock.stop()
-            self.fetch_statistics(ray, learner)   # the saved policy's
-            eval_returns = ray.get(learner.evaluate.remote(self.eval_episodes, self.seed + EVAL_SEED_OFFSET))
+            eval_returns, gradient_steps = self._finish(ray, session, learner, actors)
             times = merge_kernel_times([progress.kernel_times, *loop.timings()], self.layout.simulated)
-            gradient_steps = ray.get(learner.gradient_steps.remote())
-            self.restarted = self._restarted(ray, actors)
-            self.trained_networks = algo.fresh_networks()
-            self.trained_networks.load_state_dict(ray.get(learner.networks_state.remote()))
         finally:
             log.close()
             for handle in (*actors, learner):

@@ -8,10 +8,8 @@ Imported only once :func:`import_ray` succeeded (its base module imports ``ray``
 * :class:`OnPolicyLearnerWorker` puts every actor's columns in place, scans the advantages and
   learns on the rollout (the plan's device, variant and threads), as the local learner does.
 
-With ``normalize`` an actor acts with the statistics the learner published (sent with each collection call)
-plus its own envs' updates, and sends its share (the moments of what it saw since, ``SHARE`` among its
-columns); the learner merges the shares in actor order before it learns, as the local runtime does
-(:mod:`~pearl_py.runtime.parallel.shared_statistics`, docs/runtime.md).
+With ``normalize`` an actor acts with the statistics sent with each collection call and returns its share among
+its columns (``SHARE``); the learner merges the shares in actor order before it learns (docs/runtime.md).
 
 Example (what :class:`~pearl_py.runtime.ray_backend.on_policy.OnPolicyRayExecutor` does)::
 

@@ -1,15 +1,10 @@
 """What every Ray executor shares around its driver loop: the cluster, resuming, periodic checkpoints, failures.
 
-A run joins ``address`` (a cluster started with ``ray start --head``; workers joined with ``ray start
---address``) or the Ray session already running in this process, else starts a local one (stopped at the
-end), after checking the cluster has the resources the plan's components ask for. ``resume_from`` (a run
-folder or a checkpoint folder) continues from its newest complete checkpoint
-(:mod:`pearl_py.runtime.checkpoints`): the driver reads it and hands each part to the worker that holds it
-(the learner's state and torch RNGs, the replay or the minibatch generator). Periodic checkpoints
-(``checkpoints.every`` env steps) are fetched from those workers and written by the driver under
-``out_dir/checkpoints/``, whole or not at all, so a driver killed at any moment (SIGKILL included)
-resumes from the newest. Actor workers are restarted by Ray (``max_restarts``) and the collection call
-they owed is sent again (``max_task_retries``); a restarted actor's envs start new episodes.
+A run joins ``address``, or the Ray session already running in this process, else starts a local one (stopped at
+the end), after checking the cluster has the resources the plan's components ask for. ``resume_from`` continues
+from the newest complete checkpoint; periodic checkpoints are fetched from the workers and written by the driver,
+whole or not at all. Ray restarts failed actor workers (``max_restarts``) and resends the call they owed.
+docs/ray.md, "Checkpoints and resume" and "Failures".
 
 Example::
 
@@ -25,13 +20,15 @@ from types import ModuleType
 from typing import Any
 
 from pearl_py.algorithms.core import BaseAlgorithm
+from pearl_py.algorithms.networks import Networks
 from pearl_py.errors import UserError
 from pearl_py.plan import Plan
 from pearl_py.runtime.checkpoints import newest_checkpoint
+from pearl_py.runtime.evaluation import EVAL_SEED_OFFSET
 from pearl_py.runtime.ray_backend.cluster import NodePlacement, check_address
 from pearl_py.runtime.ray_backend.require import import_ray
 from pearl_py.runtime.result import RunResult
-from pearl_py.runtime.session import SessionExecutor
+from pearl_py.runtime.session import RunSession, SessionExecutor
 
 
 class RayRun(SessionExecutor):
@@ -48,6 +45,8 @@ class RayRun(SessionExecutor):
         """After ``run``: each component's process id, Ray actor id, resources and Ray node (``node``)."""
         self.where: NodePlacement | None = None
         """Once connected: the Ray node of each component of a plan made on the cluster (none pinned otherwise)."""
+        self.trained_networks: Networks | None = None
+        """After ``run``: the learner's networks, fetched to this process (the trained policy)."""
         self.restarted: list[int] = []
         """After ``run``: the actor workers (indices) that Ray restarted during it."""
 
@@ -111,14 +110,30 @@ class RayRun(SessionExecutor):
         if self.algorithm.obs_transform is not None:
             self.algorithm.obs_transform.load_vector(ray.get(learner.statistics.remote()))
 
-    def _component(self, handle: Any, pid: int, node: str, resources: dict[str, Any]) -> dict[str, Any]:
-        """What ``components`` records of one Ray actor."""
-        return {"pid": pid, "actor_id": handle._actor_id.hex(), "node": node, "resources": resources}
+    def _register(self, ray: ModuleType, named: dict[str, Any], actors: list[Any], resources: dict[str, Any],
+                  actor_resources: dict[str, Any]) -> None:
+        """Record in ``components`` each Ray actor's process id, actor id, node and resources: the ``named``
+        workers' (``resources`` by name), then the actor workers' (``components["actors"]``)."""
+        handles = [*named.values(), *actors]
+        pids, nodes = ray.get([h.pid.remote() for h in handles]), ray.get([h.node_id.remote() for h in handles])
+        found = [{"pid": pid, "actor_id": h._actor_id.hex(), "node": node, "resources": r} for h, pid, node, r in
+                 zip(handles, pids, nodes, [*(resources[name] for name in named), *[actor_resources] * len(actors)])]
+        self.components = {**dict(zip(named, found)), "actors": found[len(named):]}
 
-    def _restarted(self, ray: ModuleType, actors: list[Any]) -> list[int]:
-        """The actor workers whose process is not the one they started in (Ray restarted them)."""
+    def _finish(self, ray: ModuleType, session: RunSession, learner: Any, actors: list[Any]
+                ) -> tuple[list[float], int]:
+        """After the loop: stop the clock, fetch the saved policy's statistics and networks, note the actor workers
+        Ray restarted (their process is not the one they started in); the final evaluation's returns and the
+        learner's gradient steps."""
+        session.clock.stop()
+        self.fetch_statistics(ray, learner)   # the saved policy's
+        eval_returns = ray.get(learner.evaluate.remote(self.eval_episodes, self.seed + EVAL_SEED_OFFSET))
+        gradient_steps = ray.get(learner.gradient_steps.remote())
+        self.trained_networks = self.algorithm.fresh_networks()
+        self.trained_networks.load_state_dict(ray.get(learner.networks_state.remote()))
         pids = ray.get([a.pid.remote() for a in actors])
-        return [i for i, (pid, seen) in enumerate(zip(pids, self.components["actors"])) if pid != seen["pid"]]
+        self.restarted = [i for i, (pid, seen) in enumerate(zip(pids, self.components["actors"])) if pid != seen["pid"]]
+        return eval_returns, gradient_steps
 
     def _failure(self, exc: Exception, transitions: int) -> RuntimeError:
         """The error that ends a run whose learner (or an actor past its restarts) failed: what failed, where, and

@@ -9,10 +9,9 @@ Imported only once :func:`import_ray` succeeded (this module imports ``ray``).
 * :class:`LearnerWorker` owns the networks and the optimizer, pulls batches from the
   replay server (one request ahead) and sends priorities back.
 
-With ``normalize`` each collection call carries the learner's published statistics: the actor acts with them plus
-its own envs' updates, stores the env's raw transitions, and returns its share (the moments of what it saw since its
-last chunk); the driver hands the shares to the learner in chunk order (:meth:`LearnerWorker.merge_share`), so at
-every round the learner's statistics are those of every consumed chunk, and it normalizes its samples with them.
+With ``normalize`` each collection call carries the learner's published statistics and returns the actor's share,
+which the driver hands to the learner in chunk order (:meth:`LearnerWorker.merge_share`; docs/runtime.md,
+"normalize on the parallel runtime").
 
 Example (what :class:`RayExecutor` does)::
 
@@ -48,7 +47,7 @@ from pearl_py.protocol.kernel import (
     REPLAY_SAMPLE,
 )
 from pearl_py.replay.buffer import SampleBatch
-from pearl_py.runtime.collect import PARAM_READ, Collector, LossMeans, gradient_step
+from pearl_py.runtime.collect import PARAM_READ, Collector, LossMeans, TimedReplay, gradient_step
 from pearl_py.runtime.checkpoints import restore_learner
 from pearl_py.runtime.device_replay import replay_from_state, replay_on
 from pearl_py.runtime.evaluation import evaluate
@@ -214,29 +213,21 @@ class ActorWorker(Acting):
         return {k: np.concatenate(v) for k, v in out.items()}, episodes, share
 
 
-class ReplayServer(Timed):
-    """The algorithm's replay buffer in a process of its own, on the planned ``device`` (a GPU: a TorchReplayBuffer);
-    ``state``: a checkpoint's replay to continue from."""
+class ReplayServer(TimedReplay, Timed):
+    """The algorithm's replay buffer in a process of its own, on the planned ``device`` (a GPU: a TorchReplayBuffer),
+    its sample and priority update timed (:class:`TimedReplay`); ``state``: a checkpoint's replay to continue from."""
 
     def __init__(self, algorithm: Algorithm, seed: int, device: str = "cpu", state: dict[str, Any] | None = None
                  ) -> None:
         device = torch.device(device)
-        self.replay = replay_from_state(state, device) if state is not None else replay_on(algorithm, seed, device)
+        super().__init__(replay_from_state(state, device) if state is not None else replay_on(algorithm, seed, device),
+                         KernelTimer({k: device for k in (REPLAY_INSERT, REPLAY_SAMPLE, PRIORITY_UPDATE)}))
         self.n_envs = algorithm.config.n_envs
-        self.timer = KernelTimer({k: device for k in (REPLAY_INSERT, REPLAY_SAMPLE, PRIORITY_UPDATE)})
 
     def add(self, rows: Rows) -> int:
         with self.timer(REPLAY_INSERT, calls=len(rows["rewards"]) // self.n_envs):  # one call per vector step
             self.replay.add(rows["obs"], rows["actions"], rows["rewards"], rows["next_obs"], rows["terminated"])
         return len(self.replay)
-
-    def sample(self, batch_size: int, beta: float) -> SampleBatch:
-        with self.timer(REPLAY_SAMPLE):
-            return self.replay.sample(batch_size, beta=beta)
-
-    def update_priorities(self, indices: np.ndarray, td_abs: np.ndarray) -> None:
-        with self.timer(PRIORITY_UPDATE):
-            self.replay.update_priorities(indices, td_abs)
 
     def state_dict(self) -> dict[str, Any]:
         """The buffer's checkpoint part (items, priorities, counters, sampling generator)."""
