@@ -1,16 +1,9 @@
 """Micro-benchmarks of the on-policy kernels: the real code of the on-policy executors, timed one call at a time.
 
 Registered with :func:`pearl_py.profile.microbench.register_runner` (``pearl profile`` calibrates them):
-
-* ``rollout_insert`` — one vector step of ``batch`` envs into a rollout of ``capacity`` steps
-  (:meth:`RolloutBuffer.add`, what the serial executor and every actor do per step);
-* ``advantage`` — GAE(lambda) over a full rollout of ``capacity`` steps x ``batch`` envs
-  (:meth:`RolloutBuffer.compute_advantages`);
-* on-policy ``inference`` (``reference``, ``fused``) — the per-env uniforms of a vector step and one
-  acting-kernel call on ``batch`` observations (PPO's and A2C's actor-critic);
-* on-policy ``learner_update`` (``reference``, ``fused``) — one minibatch of ``batch`` rows gathered from a
-  rollout in a shuffled order and its step (PPO with one epoch of one minibatch, A2C on a rollout of that
-  size), as the executors time it.
+``rollout_insert`` (:meth:`RolloutBuffer.add`), ``advantage`` (:meth:`RolloutBuffer.compute_advantages`), and the
+on-policy ``inference`` and ``learner_update`` (``reference``, ``fused``) as the executors time them
+(docs/cost-models.md §4b).
 
 Example::
 
