@@ -16,6 +16,7 @@ Example::
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import time
@@ -30,10 +31,6 @@ POWERCAP_ENV = "PEARL_POWERCAP_ROOT"
 """Read RAPL zones under this folder instead (a container that mounts sysfs elsewhere; tests' fake trees)."""
 POLL_S = 2.0
 """An :class:`EnergyMeter` reads its counters at least this often (RAPL wraps; NVML is 64-bit)."""
-
-
-def powercap_root() -> Path:
-    return Path(os.environ.get(POWERCAP_ENV) or POWERCAP_ROOT)
 
 
 @dataclass(frozen=True)
@@ -53,7 +50,7 @@ class RaplCounter:
     """RAPL energy of the CPU packages and their DRAM (the zones read: docs/cost-models.md §6)."""
 
     def __init__(self, root: Path | None = None) -> None:
-        self.root = Path(root) if root is not None else powercap_root()
+        self.root = Path(root if root is not None else os.environ.get(POWERCAP_ENV) or POWERCAP_ROOT)
 
     def _candidates(self) -> list[Path]:
         if not self.root.is_dir():
@@ -123,19 +120,14 @@ class NvmlDevice:
     reason: str = ""
 
 
-def _import_pynvml() -> ModuleType | None:
-    try:
-        import pynvml
-    except ImportError:
-        return None
-    return pynvml
-
-
 class NvmlCounter:
     """Total GPU energy from NVML (mJ, Volta and newer). ``nvml``: the ``pynvml`` module (tests pass a fake)."""
 
     def __init__(self, nvml: ModuleType | None = None) -> None:
-        self._nvml = nvml if nvml is not None else _import_pynvml()
+        if nvml is None:
+            with contextlib.suppress(ImportError):
+                import pynvml as nvml
+        self._nvml = nvml
         self._handles: list[Any] = []
         self.devices: list[NvmlDevice] = []
         self.reason = ""
@@ -252,11 +244,9 @@ class EnergyMeter:
     def __init__(self, rapl: RaplCounter | None = None, nvml: NvmlCounter | None = None, *,
                  readers: Mapping[str, DeviceReader] | None = None, poll_s: float = POLL_S) -> None:
         if readers is None:
-            readers = {"cpu": rapl_reader(rapl or RaplCounter())}
             nvml = nvml or NvmlCounter()
-            for d in nvml.devices:
-                if d.supported:
-                    readers[f"nvml{d.index}"] = nvml_reader(nvml, d)
+            readers = {"cpu": rapl_reader(rapl or RaplCounter()),
+                       **{f"nvml{d.index}": nvml_reader(nvml, d) for d in nvml.devices if d.supported}}
         self.readers = {name: r for name, r in readers.items() if r.status.measured}
         self.statuses = {name: r.status for name, r in readers.items()}
         self.poll_s = poll_s

@@ -40,12 +40,6 @@ class LocalGpu:
     model: str
 
 
-def local_gpus() -> list[LocalGpu]:
-    """This machine's CUDA devices (empty without CUDA)."""
-    return [LocalGpu(f"gpu{i}", CUDA.torch_device(f"gpu{i}"), torch.cuda.get_device_properties(i).name)
-            for i in range(CUDA.device_count())]
-
-
 def synchronized_clock(device: torch.device, synchronize: Callable[[torch.device], None] | None = None,
                        ) -> Callable[[], float]:
     """A clock that first waits for every kernel queued on ``device`` (``torch.cuda.synchronize``)."""
@@ -62,7 +56,7 @@ def profile_gpus(calibration: Calibration, quick: bool, kinds: Sequence[str], lo
                  power: Any, gpus: Sequence[LocalGpu] | None = None,
                  synchronize: Callable[[torch.device], None] | None = None,
                  grid: Mapping[str, Any] | None = None) -> None:
-    """Add every local GPU's models to ``calibration`` (``gpus``: default :func:`local_gpus`; ``synchronize``:
+    """Add every local GPU's models to ``calibration`` (``gpus``: default this machine's CUDA devices; ``synchronize``:
     default ``torch.cuda.synchronize``; tests pass the CPU device and a recording fake). ``grid``: the
     ``envs`` and ``cnn`` of :func:`~pearl_py.profile.profiler.calibration_grid` (default: every env, CNNs)."""
     from pearl_py.profile.profiler import (
@@ -73,7 +67,9 @@ def profile_gpus(calibration: Calibration, quick: bool, kinds: Sequence[str], lo
         variant_available,
     )
 
-    gpus = local_gpus() if gpus is None else list(gpus)
+    gpus = list(gpus) if gpus is not None else [
+        LocalGpu(f"gpu{i}", CUDA.torch_device(f"gpu{i}"), torch.cuda.get_device_properties(i).name)
+        for i in range(CUDA.device_count())]
     calibrated: dict[str, str] = {}
     meta = calibration.meta.setdefault("gpus", {})
     for gpu in gpus:

@@ -135,17 +135,12 @@ def time_call(call: Callable[[], object], target_s: float = 0.03, samples: int =
     return float(np.median(chunks))
 
 
-def frames_env(frames: tuple[int, ...], discrete: bool) -> str:
-    """The random-frame env id of ``(C, H, W)`` frames (:mod:`pearl_py.envs.families`)."""
-    return f"pearl/Frames{'' if discrete else 'Box'}-{'x'.join(map(str, frames))}-v0"
-
-
 def _algorithm(point: BenchPoint, **extra):
     from pearl_py.algorithms import REGISTRY
 
     cls = REGISTRY[point.algo]
-    if point.frames:
-        env = frames_env(point.frames, cls.discrete_actions)
+    if point.frames:   # the random-frame env of these frames (:mod:`pearl_py.envs.families`)
+        env = f"pearl/Frames{'' if cls.discrete_actions else 'Box'}-{'x'.join(map(str, point.frames))}-v0"
         return cls(env, net_arch=list(point.hidden), features_extractor=point.extractor, **extra)
     return cls(point.env_id or ALGO_ENVS[point.algo], net_arch=list(point.hidden), **extra)
 

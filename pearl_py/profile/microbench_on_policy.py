@@ -31,17 +31,12 @@ BENCH_ENV = "CartPole-v1"
 """The rollout kernels' env (their cost depends on the observation size only through bytes)."""
 
 
-def _cartpole():
-    from pearl_py.algorithms.ppo import PPO
-
-    return PPO(BENCH_ENV, n_envs=1, n_steps=2)
-
-
 def _filled_rollout(n_steps: int, n_envs: int):
     from pearl_py.algorithms.on_policy.derive import item_bytes
+    from pearl_py.algorithms.ppo import PPO
     from pearl_py.replay.rollout import RolloutBuffer
 
-    algo = _cartpole()
+    algo = PPO(BENCH_ENV, n_envs=1, n_steps=2)
     spec = algo.spec
     rollout = RolloutBuffer(n_steps, n_envs, (spec.obs_dim,), spec.action_shape, spec.action_dtype, seed=0)
     rng = np.random.default_rng(0)

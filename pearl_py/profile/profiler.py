@@ -265,14 +265,10 @@ def threads(n: int) -> Iterator[None]:
     finally:
         torch.set_num_threads(before)
         if n != before:
-            _reset_blas_threads(before)
+            from pearl_py.kernels.numba_blas import numba_available, set_blas_threads
 
-
-def _reset_blas_threads(n: int) -> None:
-    from pearl_py.kernels.numba_blas import numba_available, set_blas_threads
-
-    if numba_available()[0]:
-        set_blas_threads(n)
+            if numba_available()[0]:
+                set_blas_threads(before)
 
 
 def _built(kind: str, variant: str, points: list[BenchPoint], family: str,

@@ -104,7 +104,8 @@ def read_entry(zoo: YamlDocument, env_id: str, name: str, sets: Sequence[str] = 
             if value != "normal":
                 raise doc.error(where, f"noise_type {value!r} is not supported for {name}: pearl_py implements "
                                        "'normal' (Gaussian action noise of noise_std)")
-        elif isinstance(value, str) and value.startswith("lin_") and _takes_number(cls.Config, item):
+        elif isinstance(value, str) and value.startswith("lin_") and \
+                typing.get_type_hints(cls.Config).get(item) is float:   # a plain number field: no schedule
             raise doc.error(where, f"{value!r}: linear schedules of {item} are not implemented in pearl_py "
                                    "(learning_rate and ppo's clip_range take them): give a number")
         elif item in AT_DEFAULT and value == AT_DEFAULT[item]:
@@ -126,11 +127,6 @@ def read_entry(zoo: YamlDocument, env_id: str, name: str, sets: Sequence[str] = 
         raise doc.error((key,), str(exc)) from exc
     return RunConfig(settings=run_settings, hyperparameters=hyperparameters, source=f"{doc.file}:{key}",
                      raw={**settings, "hyperparameters": hyper})
-
-
-def _takes_number(config: type, key: str) -> bool:
-    """Whether ``config`` has a plain number field ``key`` (no schedule: ``lin_`` is refused by name)."""
-    return typing.get_type_hints(config).get(key) is float
 
 
 def entry_key(doc: YamlDocument, env_id: str) -> str:
