@@ -471,8 +471,6 @@ def _build(hint: Any, data: Any) -> Any:
         if len(args) == 2 and args[1] is Ellipsis:
             return tuple(_build(args[0], v) for v in data)
         return tuple(_build(a, v) for a, v in zip(args, data))
-    if hint is float and isinstance(data, str):
-        return float(data)
-    if hint is float and isinstance(data, int):
+    if hint is float and isinstance(data, (str, int)):
         return float(data)
     return data

@@ -1,21 +1,9 @@
 """The trained policy a run leaves in its folder, and :func:`load` that brings it back ready to act.
 
-Every run with an output folder writes two files there when training ends:
-
-- ``policy.pt``: ``torch.save`` of plain data only (``{"format": 1, "nets": <state dict>}``: every
-  online and target network's tensors), read back with ``torch.load(weights_only=True)``, so
-  loading a file never runs code from it;
-- ``policy.json``: the manifest (:class:`PolicyManifest`): algorithm, family, env id, every
-  hyperparameter as a config file holds it, the pearl_py version that wrote it, the observation
-  normalization (the ``normalize`` statistics, frozen; null without it), and how far training got.
-
-A run with periodic evaluations (``eval_freq``) also keeps the best evaluated networks so far as
-``best_policy.pt`` and ``best_policy.json`` (same formats; the manifest's ``best_evaluation`` says at
-which step and with which mean return), rewritten whenever an evaluation beats every earlier one, as
-the zoo's ``best_model``: ``pearl.load(run, best=True)``, ``pearl eval RUN --best``.
-
-A folder or file that is not such a pair (missing, foreign, corrupted, written for other
-networks) is a :class:`~pearl_py.errors.UserError` naming the file.
+A run writes ``policy.pt`` (plain tensors, read with ``torch.load(weights_only=True)``: loading never runs code
+from it) and ``policy.json`` (the :class:`PolicyManifest`); with ``eval_freq`` also ``best_policy.pt`` and
+``best_policy.json`` (docs/api.md, "Load a trained policy"). A folder or file that is not such a pair (missing, foreign,
+corrupted, written for other networks) is a :class:`~pearl_py.errors.UserError` naming the file.
 
 Example::
 
@@ -73,10 +61,8 @@ class TrainedPolicy:
         batch = batch[None] if single else batch
         if self.algorithm.obs_transform is not None:     # the saved statistics, frozen
             batch = self.algorithm.obs_transform.obs(batch)
-        if deterministic:
-            actions = self.algorithm.greedy_actions(self.nets, batch, self.device)
-        else:
-            actions = self.algorithm.sampled_actions(self.nets, batch, self.device)
+        act = self.algorithm.greedy_actions if deterministic else self.algorithm.sampled_actions
+        actions = act(self.nets, batch, self.device)
         env_actions = self.algorithm.spec.to_env_action(actions)
         return (env_actions[0] if single else env_actions), None
 

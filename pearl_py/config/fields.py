@@ -57,9 +57,8 @@ def build(cls: type[T], values: dict[str, Any], *, doc: YamlDocument | None = No
           path: KeyPath = ()) -> T:
     """Validate ``values`` against the fields of ``cls`` and construct it."""
     def fail(key_path: KeyPath, message: str) -> ConfigError:
-        if doc is not None:
-            return doc.error(key_path, message)
-        return ConfigError(message, key=".".join(map(str, key_path)) or None)
+        return doc.error(key_path, message) if doc is not None else \
+            ConfigError(message, key=".".join(map(str, key_path)) or None)
 
     if not isinstance(values, dict):
         raise fail(path, f"expected a mapping of keys, got {type(values).__name__}")
@@ -70,10 +69,8 @@ def build(cls: type[T], values: dict[str, Any], *, doc: YamlDocument | None = No
             near = _nearest(key, fields)
             hint = f"; did you mean {near!r}?" if near else f"; known keys: {', '.join(sorted(fields))}"
             raise fail(path + (key,), f"unknown key{hint}")
-    kwargs = {}
-    for key, value in values.items():
-        field = fields[key]
-        kwargs[key] = _check(value, hints[key], field.metadata, path + (key,), fail)
+    kwargs = {key: _check(value, hints[key], fields[key].metadata, path + (key,), fail)
+              for key, value in values.items()}
     try:
         return cls(**kwargs)
     except ConfigError as exc:  # a check across fields (``__post_init__``) names its key: locate it in the file
@@ -82,12 +79,13 @@ def build(cls: type[T], values: dict[str, Any], *, doc: YamlDocument | None = No
         raise fail(path + tuple(exc.key.split(".")), exc.reason) from None
 
 
-def rebuild(cls: type[T], config: T | None, overrides: dict[str, Any]) -> T:
-    """``config`` (or the defaults, when None) with ``overrides`` applied, validated by :func:`build`."""
+def rebuild(cls: type[T], config: T | None, overrides: dict[str, Any], **where: Any) -> T:
+    """``config`` (or the defaults, when None) with ``overrides`` applied, validated by :func:`build` (``where``:
+    its ``doc`` and ``path``)."""
     if config is not None and not overrides:
         return config
     given = {f.name: getattr(config, f.name) for f in dataclasses.fields(config)} if config is not None else {}
-    return build(cls, given | overrides)
+    return build(cls, given | overrides, **where)
 
 
 def _check(value: Any, hint: Any, meta: typing.Mapping[str, Any], path: KeyPath,

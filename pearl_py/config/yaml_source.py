@@ -94,22 +94,17 @@ class YamlDocument:
 
     @classmethod
     def parse(cls, text: str, file: str = "<string>") -> YamlDocument:
+        doc = cls(data={}, file=file)
         try:
             node = _compose(text)
+            if node is not None:
+                doc.lines[()] = node.start_mark.line + 1
+                doc.data = doc._convert(node, ())
         except yaml.YAMLError as exc:
             mark = getattr(exc, "problem_mark", None)
             problem = getattr(exc, "problem", None) or str(exc)
             raise cls.error_type(f"invalid YAML: {problem}", file=file,
                                  line=mark.line + 1 if mark else None) from None
-        except RecursionError:
-            raise cls.error_type("invalid YAML: nested too deeply", file=file) from None
-        doc = cls(data=None, file=file)
-        if node is None:
-            doc.data = {}
-            return doc
-        doc.lines[()] = node.start_mark.line + 1
-        try:
-            doc.data = doc._convert(node, ())
         except RecursionError:
             raise cls.error_type("invalid YAML: nested too deeply", file=file) from None
         return doc

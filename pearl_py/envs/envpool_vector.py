@@ -1,19 +1,12 @@
 """EnvPool (C++ envs stepped by a thread pool; the ``envpool`` extra) as a vector env under the envs room's
 SAME_STEP autoreset contract (:mod:`pearl_py.envs.vector`).
 
-EnvPool autoresets on the next step (that step ignores the env's action and returns the reset observation with
-reward 0). :class:`EnvPoolVector` steps the ended envs once more at once (EnvPool steps a subset of its envs by
+EnvPool autoresets on the next step; :class:`EnvPoolVector` steps the ended envs once more at once (by
 ``env_id``), so the observation it returns is the new episode's first and the ended one's last is
-``info["final_obs"]``. It runs EnvPool's pool with ``threads`` worker threads (at most one per env): the loop
-waits for each step, so one thread keeps one core busy at a time, as the reference's SyncVectorEnv does, and
-``threads`` step the envs on that many cores (the ``envpool_t<n>`` variants, whose cores the cost model charges). Env ``i`` is EnvPool's env ``i`` of a pool
-seeded ``seed`` at make (EnvPool seeds at make, not at reset), so its episodes start elsewhere than the single
-envs' (``seed + i``).
-
-Offered for the envs in :data:`ENVPOOL_IDS` (EnvPool's own implementation of that gymnasium env, checked step by
-step against gymnasium's in tests/envs/test_vector_backends.py); Atari is not offered: EnvPool's
-Atari resets (one FIRE frame, its no-ops after a lost life, a stack of copies) and episodes (no frame count) are
-not the ``atari`` family's (docs/kernels.md, measured by benchmarks/envpool_atari.py).
+``info["final_obs"]``. The pool runs ``threads`` worker threads (at most one per env: the ``envpool_t<n>``
+variants) and is seeded ``seed`` at make, so its episodes start elsewhere than the single envs' (``seed + i``).
+Offered for the envs in :data:`ENVPOOL_IDS`; not for Atari, whose EnvPool resets and episodes are not the
+``atari`` family's (docs/kernels.md, "Env backends" and "EnvPool's Atari envs are not offered").
 
 Example::
 
@@ -36,11 +29,8 @@ from pearl_py.envs.kwargs import EnvKwargs
 ENVPOOL_IDS = ("CartPole-v1", "Acrobot-v1", "MountainCar-v0",
                "HalfCheetah-v4", "HalfCheetah-v5", "Hopper-v4", "Hopper-v5", "Walker2d-v4", "Walker2d-v5")
 """Gymnasium ids whose EnvPool task of the same id is offered as their env_step backend: the ones checked step by
-step against gymnasium's env. Not Pendulum-v1: EnvPool 1.2.5 integrates the angle with the speed before clipping
-it to 8 (gym 0.21's order), gymnasium after, so their steps part (by 0.009 in cos/sin) whenever the speed clips.
-Acrobot-v1 and MountainCar-v0 step as gymnasium's (observations within 5e-7, ends and rewards equal); so do the
-MuJoCo ids from the same qpos and qvel (observations within 1e-11 with gymnasium's MuJoCo 4.0 but one Hopper
-step at 1.6e-8, the contact solver's warm start; rewards within float32's rounding, ends equal; docs/kernels.md)."""
+step against gymnasium's env (tests/envs/test_vector_backends.py; not Pendulum-v1, whose steps part where the
+speed clips: docs/kernels.md)."""
 
 
 def envpool_available() -> tuple[bool, str]:

@@ -1,21 +1,11 @@
 """Env families: how the ids of one source of envs are recognised, registered with gymnasium and preprocessed.
 
 A family is one :class:`EnvFamily` in :data:`FAMILIES`, asked in order; the first whose ``claims`` accepts the
-registered id (without a ``module:`` prefix) makes it. ``gym`` (gymnasium's own ids: classic control, Box2D,
-MuJoCo, toy text, and a user's env registered by its module) claims every id and comes last. A new family is one
+registered id (without a ``module:`` prefix) makes it. ``gym`` (gymnasium's own ids, and a user's env registered
+by its module) claims every id and comes last; before it ``atari`` (SB3's ``AtariWrapper`` with its defaults,
+:class:`~pearl_py.envs.atari.AtariPreprocessing`, 4 frames stacked), ``minatar`` (channel-first uint8 planes) and
+``frames`` (random uint8 frames, registered on first use); docs/api.md, "Image observations". A new family is one
 :func:`register_env_family` call.
-
-- ``atari`` (``ALE/Breakout-v5``, ``BreakoutNoFrameskip-v4``; ale-py ships the ROMs): the zoo's preprocessing,
-  Stable-Baselines3's ``AtariWrapper`` with its defaults (:class:`~pearl_py.envs.atari.AtariPreprocessing`: up to
-  30 no-op starts, an action repeated on 4 frames with the max of the last two, a lost life ends the episode,
-  FIRE at reset, 84x84 grey, rewards clipped to their sign; its arguments, ``noop_max``, ``frame_skip``,
-  ``screen_size``, ``terminal_on_life_loss`` and ``clip_reward``, may be given in ``env_kwargs`` beside ALE's),
-  4 frames stacked channel-first: ``(4, 84, 84)`` uint8. Its episodes are lives; its true episodes (games, unclipped) are reported in the infos
-  (:mod:`pearl_py.envs.episodes`).
-- ``minatar`` (``MinAtar/Breakout-v1``): the 10x10 boolean planes as channel-first uint8 frames of 0 and 255.
-- ``frames`` (``pearl/Frames-CxHxW-v0``: 3 discrete actions, ``pearl/FramesBox-CxHxW-v0``: 2 continuous ones):
-  random uint8 frames of any shape, 32 steps an episode, registered on first use.
-- ``gym``: made as gymnasium registers it.
 
 Example::
 

@@ -1,14 +1,11 @@
 """Observation and reward normalization with Stable-Baselines3's ``VecNormalize`` meaning, as a transform the
 collector applies between the vector env and the algorithm.
 
-Observations are shifted and scaled by a running mean and variance of every observation the collector saw
-(reset ones included), ``clip((obs - mean) / sqrt(var + epsilon), -clip_obs, clip_obs)``. Rewards are divided by
-the running standard deviation of the discounted return ``R <- gamma * R + r`` (reset to 0 where an episode ends),
-``clip(r / sqrt(var_R + epsilon), -clip_reward, clip_reward)``; their mean is not subtracted. The running moments
-start at mean 0, variance 1 and count 1e-4 and merge each batch with the parallel-variance formula (Chan et al.
-1979, as SB3's ``RunningMeanStd``). Training updates the statistics (:meth:`ObsRewardNormalizer.observe`);
-evaluation, ``pearl eval`` and ``pearl.load`` apply them frozen (:meth:`ObsRewardNormalizer.obs`) and leave
-rewards raw. Episode returns in logs are always the env's own.
+Observations become ``clip((obs - mean) / sqrt(var + epsilon), -clip_obs, clip_obs)`` with the running moments
+of every observation the collector saw; rewards are divided by the running standard deviation of the discounted
+return and clipped, their mean not subtracted (docs/api.md, "Observation and reward normalization"). Training
+updates the statistics (:meth:`ObsRewardNormalizer.observe`); evaluation applies them frozen
+(:meth:`ObsRewardNormalizer.obs`) and leaves rewards raw.
 
 Example::
 

@@ -5,17 +5,10 @@ in that same step; the returned observation is the new episode's first, and the 
 is ``info["final_obs"][i]`` (with ``info["_final_obs"][i]`` true). Collectors store that final observation as the
 transition's next observation, so a truncated episode bootstraps from its true last state.
 
-Two ways to make one (the ``env_step`` kernel's variants, :mod:`pearl_py.kernels.env_step`):
-
-- :func:`make_vector_env`: gymnasium's ``SyncVectorEnv`` of ``n_envs`` single envs (any env, its family's
-  preprocessing); env ``i`` resets with seed ``seed + i``. One env with array observations is a
-  :class:`OneEnvVector`: the same steps, observations, rewards, ends and infos without the vector's generic work.
-- :func:`make_native_vector_env`: the env's own vectorized implementation (gymnasium's ``vector_entry_point``,
-  one numpy call for all envs), for the envs :func:`native_vector_reason` accepts. Those autoreset ``NEXT_STEP``
-  (the step after the end returns the reset observation, with reward 0); :class:`SameStepAutoreset` resets the
-  ended envs in the ending step instead, so episodes (observations, rewards, ends) are the ones a
-  ``SyncVectorEnv`` gives from the same start states. Its one random stream draws every env's start state
-  (seeded with the first seed), so its episodes start elsewhere than the single envs' (``seed + i``).
+Two ways to make one (the ``env_step`` kernel's variants, docs/kernels.md "Env backends"): :func:`make_vector_env`,
+gymnasium's ``SyncVectorEnv`` of ``n_envs`` single envs (env ``i`` resets with seed ``seed + i``; one env with array
+observations is a :class:`OneEnvVector`), and :func:`make_native_vector_env`, the env's own numpy vector env under
+:class:`SameStepAutoreset` (one random stream draws every env's start state).
 
 Example::
 

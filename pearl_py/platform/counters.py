@@ -1,26 +1,8 @@
 """Energy counters of this machine: RAPL (CPU packages and their DRAM) via powercap sysfs, NVIDIA GPUs via NVML.
 
-Both are optional: on a VM without ``/sys/class/powercap`` (or with its ``energy_uj`` files
-readable by root only, as Linux does since 5.10) and without ``nvidia-ml-py`` (the ``pynvml``
-module: ``pip install ".[energy]"``) the readers say why they cannot read, and energy stays
-"modelled". Each reader says what it reads (:class:`CounterStatus`), so a report states per
-device what is measured and what is modelled, and why.
-
-* RAPL: top-level ``intel-rapl:N`` zones named ``package-N`` (AMD's powercap driver uses the
-  same names) and their ``dram`` sub-zones (the DRAM is not in the package's count); the
-  other sub-zones (core, uncore) are inside their package and ``psys`` holds the packages, so
-  neither is added. ``energy_uj`` wraps at ``max_energy_range_uj`` (a 2^32 uJ counter wraps in
-  about a minute at 70 W), so a meter reads the counters at least every few seconds
-  (:class:`EnergyMeter` polls).
-* NVML: ``nvmlDeviceGetTotalEnergyConsumption`` (mJ since the driver loaded, 64-bit; Volta and
-  newer, ``NVML_ERROR_NOT_SUPPORTED`` before), updated every 20-100 ms by the driver: measure
-  windows of seconds, not single kernels. A GPU is matched to its torch index by UUID (CUDA and
-  NVML number devices differently when ``CUDA_VISIBLE_DEVICES`` reorders them).
-
-Zeus (``zeus-ml``) reads the same two counters; it is not used because pearl_py needs the raw
-per-device readings on its own schedule (a poll that survives RAPL wraps inside one long run, a
-window per kernel grid in ``pearl profile``), which Zeus's windows wrap in its own monitor and
-process model, for no counter it does not also read.
+Both are optional: where one cannot read, its reader says why (:class:`CounterStatus`) and energy stays
+"modelled". Which zones are read, RAPL's wrap, NVML's update period and UUID matching, and why not Zeus:
+docs/cost-models.md §6 ("Measured energy").
 
 Example::
 
@@ -34,6 +16,7 @@ Example::
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import time
@@ -50,10 +33,6 @@ POLL_S = 2.0
 """An :class:`EnergyMeter` reads its counters at least this often (RAPL wraps; NVML is 64-bit)."""
 
 
-def powercap_root() -> Path:
-    return Path(os.environ.get(POWERCAP_ENV) or POWERCAP_ROOT)
-
-
 @dataclass(frozen=True)
 class CounterStatus:
     """Whether a device's energy is measured: by which counter, or why not."""
@@ -67,37 +46,22 @@ class CounterStatus:
         return f"measured ({self.counter})" if self.measured else f"modelled ({self.reason})"
 
 
-def _read_int(path: Path) -> int:
-    return int(path.read_text())
-
-
 class RaplCounter:
-    """RAPL energy of the CPU packages and their DRAM (see the module docstring for the zones read)."""
+    """RAPL energy of the CPU packages and their DRAM (the zones read: docs/cost-models.md §6)."""
 
     def __init__(self, root: Path | None = None) -> None:
-        self.root = Path(root) if root is not None else powercap_root()
+        self.root = Path(root if root is not None else os.environ.get(POWERCAP_ENV) or POWERCAP_ROOT)
 
     def _candidates(self) -> list[Path]:
         if not self.root.is_dir():
             return []
-        out = []
-        for zone in sorted(self.root.glob("*rapl:*")):
-            depth = zone.name.count(":")
-            name = _zone_name(zone)
-            if (depth == 1 and (name is None or name.startswith("package"))) or (depth == 2 and name == "dram"):
-                out.append(zone)
-        return out
+        return [zone for zone, depth, name in ((z, z.name.count(":"), _zone_name(z))
+                                               for z in sorted(self.root.glob("*rapl:*")))
+                if (depth == 1 and (name is None or name.startswith("package"))) or (depth == 2 and name == "dram")]
 
     def zones(self) -> list[Path]:
         """Readable zones: packages and their DRAM."""
-        out = []
-        for zone in self._candidates():
-            try:
-                _read_int(zone / "energy_uj")
-            except (OSError, ValueError):
-                continue
-            out.append(zone)
-        return out
+        return [zone for zone in self._candidates() if _readable(zone / "energy_uj")]
 
     def available(self) -> bool:
         return bool(self.zones())
@@ -117,7 +81,7 @@ class RaplCounter:
 
     def read_uj(self) -> dict[str, int]:
         """Current cumulative energy of every zone, microjoules."""
-        return {zone.name: _read_int(zone / "energy_uj") for zone in self.zones()}
+        return {zone.name: int((zone / "energy_uj").read_text()) for zone in self.zones()}
 
     def delta_j(self, before: Mapping[str, int], after: Mapping[str, int]) -> float:
         """Joules between two :meth:`read_uj` readings, correcting one wrap-around per zone."""
@@ -125,9 +89,17 @@ class RaplCounter:
         for name, start in before.items():
             end = after.get(name, start)
             if end < start:
-                end += _read_int(self.root / name / "max_energy_range_uj")
+                end += int((self.root / name / "max_energy_range_uj").read_text())
             total += end - start
         return total / 1e6
+
+
+def _readable(path: Path) -> bool:
+    try:
+        int(path.read_text())
+    except (OSError, ValueError):
+        return False
+    return True
 
 
 def _zone_name(zone: Path) -> str | None:
@@ -148,19 +120,14 @@ class NvmlDevice:
     reason: str = ""
 
 
-def _import_pynvml() -> ModuleType | None:
-    try:
-        import pynvml
-    except ImportError:
-        return None
-    return pynvml
-
-
 class NvmlCounter:
     """Total GPU energy from NVML (mJ, Volta and newer). ``nvml``: the ``pynvml`` module (tests pass a fake)."""
 
     def __init__(self, nvml: ModuleType | None = None) -> None:
-        self._nvml = nvml if nvml is not None else _import_pynvml()
+        if nvml is None:
+            with contextlib.suppress(ImportError):
+                import pynvml as nvml
+        self._nvml = nvml
         self._handles: list[Any] = []
         self.devices: list[NvmlDevice] = []
         self.reason = ""
@@ -221,12 +188,13 @@ def _bare_uuid(uuid: str) -> str:
     return str(uuid).lower().removeprefix("gpu-")
 
 
+@dataclass
 class DeviceReader:
     """A device's cumulative energy in joules, and what reads it (one RAPL set or one NVML GPU)."""
 
-    def __init__(self, status: CounterStatus, read_j: Callable[[], dict[str, float]],
-                 delta_j: Callable[[Mapping[str, float], Mapping[str, float]], float]) -> None:
-        self.status, self.read_j, self.delta_j = status, read_j, delta_j
+    status: CounterStatus
+    read_j: Callable[[], dict[str, float]]
+    delta_j: Callable[[Mapping[str, float], Mapping[str, float]], float]
 
 
 def rapl_reader(rapl: RaplCounter) -> DeviceReader:
@@ -276,11 +244,9 @@ class EnergyMeter:
     def __init__(self, rapl: RaplCounter | None = None, nvml: NvmlCounter | None = None, *,
                  readers: Mapping[str, DeviceReader] | None = None, poll_s: float = POLL_S) -> None:
         if readers is None:
-            readers = {"cpu": rapl_reader(rapl or RaplCounter())}
             nvml = nvml or NvmlCounter()
-            for d in nvml.devices:
-                if d.supported:
-                    readers[f"nvml{d.index}"] = nvml_reader(nvml, d)
+            readers = {"cpu": rapl_reader(rapl or RaplCounter()),
+                       **{f"nvml{d.index}": nvml_reader(nvml, d) for d in nvml.devices if d.supported}}
         self.readers = {name: r for name, r in readers.items() if r.status.measured}
         self.statuses = {name: r.status for name, r in readers.items()}
         self.poll_s = poll_s

@@ -1,14 +1,8 @@
 """Energy per device of this machine: what is measured (and by which counter), what is modelled (and why).
 
-The local platform's ``cpu`` is read by RAPL (its packages and their DRAM), each ``gpuN`` by
-NVML's counter of the GPU with torch index N's UUID (:mod:`pearl_py.platform.counters`). Where no
-counter answers, a device's energy is modelled from the catalogue's power model (idle + (peak -
-idle) x utilization, docs/cost-models.md §6) and :func:`energy_statuses` says why.
-
-:func:`run_energy` turns a meter's readings and a run's kernel times into ``result.json``'s
-``energy``: joules per device, each ``measured`` (the counter over the metered window) or
-``modelled`` (the power model over the same window, utilization from the run's measured kernel
-times on that device).
+The local ``cpu`` is read by RAPL, each ``gpuN`` by NVML (:mod:`pearl_py.platform.counters`); where no counter
+answers, a device's energy is the catalogue's power model (docs/cost-models.md §6) and :func:`energy_statuses`
+says why. :func:`run_energy` gives ``result.json``'s ``energy``: joules per device, ``measured`` or ``modelled``.
 
 Example::
 
@@ -49,16 +43,9 @@ def local_readers(platform: Any, rapl: RaplCounter | None = None, nvml: NvmlCoun
 def energy_statuses(platform: Any, readers: Mapping[str, DeviceReader] | None = None) -> dict[str, CounterStatus]:
     """Per device of ``platform``: measured by which counter, or modelled and why (a catalogue device: modelled)."""
     readers = local_readers(platform) if readers is None else readers
-    out = {}
-    for device in platform:
-        if device.name in readers:
-            out[device.name] = readers[device.name].status
-        else:
-            kind = device_kind(device.kind)
-            why = ("a simulated device: its power is the model's" if kind.simulated
-                   else "not a device of this machine: its power is the catalogue's model")
-            out[device.name] = CounterStatus(False, "", why)
-    return out
+    return {device.name: readers[device.name].status if device.name in readers else CounterStatus(
+        False, "", "a simulated device: its power is the model's" if device_kind(device.kind).simulated
+        else "not a device of this machine: its power is the catalogue's model") for device in platform}
 
 
 def modelled_joules(idle_w: float, peak_w: float, units: int, busy_s: float, window_s: float) -> float:

@@ -1,13 +1,10 @@
 """Device kinds, declared once: spec class, catalogue section, costing, kernel variants, run-time mapping.
 
-A :class:`DeviceKind` says everything a stage needs to know about a kind of device: the spec
-dataclass its catalogue entries validate into (and the catalogue section that holds them), how
-the estimator costs kernels on it (``calibrated`` where this machine was profiled — its CPU and
-its CUDA GPUs — and the roofline elsewhere, ``roofline`` only, or ``hls``: the FPGA HLS-style model), which kernel
-variants of :mod:`pearl_py.kernels` run on it (their device class), what it is at run time (the name of a
-registered :class:`~pearl_py.platform.runtimes.DeviceRuntime`: ``cpu`` a host process, ``cuda`` a torch device,
-``simulated``: runs on the host CPU and is charged its modelled time) and the Ray resource it maps to. A new kind of
-device is one :func:`register` call plus its catalogue YAML (docs/extending.md).
+A :class:`DeviceKind` says everything a stage needs to know about a kind of device: its spec dataclass and
+catalogue section, how the estimator costs kernels on it (``calibrated`` where this machine was profiled, else the
+roofline; ``roofline`` only; ``hls``: the FPGA model), its kernel variants' device class, its registered
+:class:`~pearl_py.platform.runtimes.DeviceRuntime` and its Ray resource. A new kind of device is one
+:func:`register` call plus its catalogue YAML (docs/extending.md, "A new device kind").
 
 Example::
 
@@ -19,7 +16,7 @@ Example::
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from pearl_py.platform import runtimes
@@ -28,14 +25,6 @@ from pearl_py.platform.runtimes import DeviceRuntime
 from pearl_py.platform.spec import CpuSpec, FpgaSpec, GpuSpec
 
 COSTINGS = ("calibrated", "roofline", "hls")
-
-
-def _one_unit(spec: Any) -> int:
-    return 1
-
-
-def _no_capacity(spec: Any) -> dict[str, float]:
-    return {}
 
 
 @dataclass(frozen=True)
@@ -50,9 +39,9 @@ class DeviceKind:
     ray_resource: str
     variant_class: str | None = None
     """The :mod:`pearl_py.kernels` device class whose variants run here (None: the reference only)."""
-    units: Callable[[Any], int] = _one_unit
+    units: Callable[[Any], int] = lambda spec: 1
     """Parallel units of one device: single-threaded replicas that run at once (a CPU's cores)."""
-    capacity: Callable[[Any], dict[str, float]] = field(default=_no_capacity)
+    capacity: Callable[[Any], dict[str, float]] = lambda spec: {}
     """Resources beyond memory that plans must fit in (an FPGA's DSP, LUT and RAM blocks)."""
     one_host: bool = False
     """Every device of this kind in a plan run on one machine is that machine (the CPU): kernels on two of

@@ -39,11 +39,7 @@ def read_cpuinfo(path: Path = Path("/proc/cpuinfo")) -> dict[str, str]:
         block = path.read_text().split("\n\n")[0]
     except OSError:
         return {}
-    fields = {}
-    for line in block.splitlines():
-        key, _, value = line.partition(":")
-        fields[key.strip()] = value.strip()
-    return fields
+    return {key.strip(): value.strip() for key, _, value in (line.partition(":") for line in block.splitlines())}
 
 
 def memory_gb(path: Path = Path("/proc/meminfo")) -> float:

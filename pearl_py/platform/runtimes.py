@@ -1,11 +1,8 @@
 """Device runtimes, declared once: what a kind of device is when a run executes kernels on it.
 
 A :class:`DeviceRuntime` is the run-time side of a :class:`~pearl_py.platform.kinds.DeviceKind` (its ``runtime``
-names one): the torch device a planned device executes on, whether torch can reach such a device here, whether
-its kernels are only charged their modelled time, the kernel variants that build for it, how its kernels are timed
-(the host clock, or events on its devices' streams), its devices' random generators (kept by checkpoints), how
-``pearl profile`` calibrates it and what reads its energy. ``cpu`` (a host process), ``cuda`` (a numbered torch
-device) and ``simulated`` (runs on the host CPU, charged its modelled time) are registered here; a real XPU is one
+names one; its fields say what each decides). ``cpu`` (a host process), ``cuda`` (a numbered torch device) and
+``simulated`` (runs on the host CPU, charged its modelled time) are registered here; a real XPU is one
 :func:`register_runtime` call (docs/extending.md, "A new device runtime").
 
 Example::

@@ -81,11 +81,8 @@ class Spec:
         required = [f.name for f in fields
                     if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
         check_keys(entry, names, required, path, error)
-        hints = {f.name: f.type for f in fields}
-        kinds = {"int": int, "float": float, "str": str}
-        values = {}
-        for key, value in entry.items():
-            values[key] = cls._field_value(key, value, kinds.get(str(hints[key]), object), path + (key,), error)
+        kinds = {f.name: {"int": int, "float": float, "str": str}.get(str(f.type), object) for f in fields}
+        values = {key: cls._field_value(key, value, kinds[key], path + (key,), error) for key, value in entry.items()}
         if "name" in {f.name for f in dataclasses.fields(cls)}:
             values["name"] = name
         return cls(**values)

@@ -1,14 +1,9 @@
 """Calibrate this machine's CUDA GPUs as ``pearl profile`` calibrates its CPU: same grids, synchronized timing.
 
-Every kernel kind that runs on a GPU is timed there over the CPU's grid (``calibration_grid``):
-the learner update (``reference`` and ``cuda_graph``), inference (``reference``), the replay's
-kernels (a ``TorchReplayBuffer`` on the GPU, what the runtime builds there) and ``param_sync``
-(the GPU-to-host copy of a GPU learner's weights). The clock synchronizes the device before it
-reads the time (``torch.cuda.synchronize``), so a chunk of calls is charged its GPU work, not its
-launches. Models go into the same calibration, keyed by the GPU's local name
-(``gpu0:learner_update/cuda_graph``); GPUs of a model already calibrated share its models
-(``meta["gpus"]["gpu1"]["models"] == "gpu0"``). The estimator then costs this machine's GPUs
-from these models (``source: calibrated``) and every other GPU from the roofline.
+Every kernel kind that runs on a GPU is timed there over the CPU's grid with a clock that synchronizes the device
+first; models are keyed by the GPU's local name (``gpu0:learner_update/cuda_graph``), and GPUs of a model already
+calibrated share its models (``meta["gpus"]["gpu1"]["models"] == "gpu0"``). docs/cost-models.md §2, "A local
+GPU, calibrated".
 
 Example::
 
@@ -45,12 +40,6 @@ class LocalGpu:
     model: str
 
 
-def local_gpus() -> list[LocalGpu]:
-    """This machine's CUDA devices (empty without CUDA)."""
-    return [LocalGpu(f"gpu{i}", CUDA.torch_device(f"gpu{i}"), torch.cuda.get_device_properties(i).name)
-            for i in range(CUDA.device_count())]
-
-
 def synchronized_clock(device: torch.device, synchronize: Callable[[torch.device], None] | None = None,
                        ) -> Callable[[], float]:
     """A clock that first waits for every kernel queued on ``device`` (``torch.cuda.synchronize``)."""
@@ -67,17 +56,20 @@ def profile_gpus(calibration: Calibration, quick: bool, kinds: Sequence[str], lo
                  power: Any, gpus: Sequence[LocalGpu] | None = None,
                  synchronize: Callable[[torch.device], None] | None = None,
                  grid: Mapping[str, Any] | None = None) -> None:
-    """Add every local GPU's models to ``calibration`` (``gpus``: default :func:`local_gpus`; ``synchronize``:
+    """Add every local GPU's models to ``calibration`` (``gpus``: default this machine's CUDA devices; ``synchronize``:
     default ``torch.cuda.synchronize``; tests pass the CPU device and a recording fake). ``grid``: the
     ``envs`` and ``cnn`` of :func:`~pearl_py.profile.profiler.calibration_grid` (default: every env, CNNs)."""
     from pearl_py.profile.profiler import (
         calibration_grid,
         fit_measurements,
         measure,
+        setup_entry,
         variant_available,
     )
 
-    gpus = local_gpus() if gpus is None else list(gpus)
+    gpus = list(gpus) if gpus is not None else [
+        LocalGpu(f"gpu{i}", CUDA.torch_device(f"gpu{i}"), torch.cuda.get_device_properties(i).name)
+        for i in range(CUDA.device_count())]
     calibrated: dict[str, str] = {}
     meta = calibration.meta.setdefault("gpus", {})
     for gpu in gpus:
@@ -104,10 +96,8 @@ def profile_gpus(calibration: Calibration, quick: bool, kinds: Sequence[str], lo
                 setup: list = []
                 measured = measure(kind, variant, points, setup=setup, clock=clock, family=OFF_POLICY,
                                    window=lambda k=kind, v=variant, g=gpu.name: power.window(g, model_key(k, v)))
-                if setup:
-                    cold = sorted(s for _, s, _ in setup)
-                    calibration.meta.setdefault("setup", {})[key] = {
-                        "seconds": round(cold[len(cold) // 2], 2), "cold": [round(s, 2) for s in cold], "warm": []}
+                if setup:   # every GPU setup counts as cold
+                    calibration.meta.setdefault("setup", {})[key] = setup_entry([(w, s, True) for w, s, _ in setup])
                 model = fit_measurements(kind, measured)[None]
                 calibration.models[key] = model
                 log(f"{key:<40} {model.form:<9} cv error {model.cv_mape:5.1f}%  ({model.n_points} points, "

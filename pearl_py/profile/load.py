@@ -1,17 +1,9 @@
 """How busy other processes kept the machine while a calibration point was timed, and the rule that says
-when that distorted it.
+when that distorted it (:data:`RULE`; docs/cost-models.md §2).
 
-The probe reads the machine's busy CPU time (``/proc/stat``: every core's user, nice, system,
-irq, softirq and steal time) before and after a timed block and subtracts this process's own
-CPU time (``getrusage``): what is left is other processes' CPU time, divided by the block's wall
-time the cores they kept busy (``others_cores``).
-
-**The rule** (:data:`RULE`): a point is distorted when other processes kept more cores busy than
-the machine had spare beside it (usable cores minus the threads the point runs) plus half a
-core of slack (the probe counts in 10 ms ticks). A distorted point is timed again, up to
-:data:`MAX_REPEATS` times; one still distorted after that is recorded. Single-thread models
-(timed in CPU time) keep such points and are flagged; multi-thread models (timed in wall time,
-which other processes lengthen directly) are refused, so the planner offers one thread.
+The probe reads the machine's busy CPU time (``/proc/stat``) before and after a timed block and subtracts this
+process's own (``getrusage``): the rest over the block's wall time is the cores other processes kept busy
+(``others_cores``).
 
 Example::
 

@@ -1,27 +1,12 @@
 """The training loop's own work besides its kernels: ``pearl profile`` measures it per family.
 
-A serial run's training time is its kernels' time plus the loop around them: per vector step the
-collector's bookkeeping (episode tracking, final observations, the step record) and the progress
-counters; per update the minibatch's indices, the loss figures kept for the logs and the timing
-around the call; per training round (a rollout's learning) the log row (``train.csv``, TensorBoard).
-The serial executors measure that remainder as the timing entry ``loop``
-(:data:`pearl_py.protocol.kernel.LOOP_WORK`). Here each family's calibration config
-(:meth:`pearl_py.runtime.families.Family.calibration_runs`: CartPole at the README's and the zoo's shapes, the
-``fused`` learner update and inference where they run, logs written to a temporary folder as ``pearl run``
-writes them) runs three times, varying the updates per env step
-and the env steps per round, and the three ``loop`` totals give the work per vector step ``a``, per
-update ``b`` and per round ``c`` (``loop = a * vector steps + b * updates + c * rounds``, none below 0),
-kept as ``calibration.meta["loop_s"][family]``. The cost model charges ``a`` with every ``env_step``
-call and ``b + c / updates_per_round`` with every ``learner_update`` call (``Cost.loop_s``): actors run
-the same collector, the learner the same update loop, so a plan's processes carry their parts too.
-
-The same runs show the kernels themselves slower in a loop than alone: a kernel timed back to back
-with itself (``pearl profile``'s micro-benchmarks) finds its code and data in the caches, one that
-runs between an env step and a replay insert does not (env step 1.6x, inference 1.3-1.5x, replay
-insert 1.3x on the 2-core VM). Each kind's excess over its calibrated cost is split into a part per call, kept as
-``calibration.meta["in_loop_s"][family][kind]`` and added by the estimator to that kind's calls on this machine's
-CPU, and a part per training round (what a round costs the calls after it), added to the round's work ``c``
-(:func:`split_excess`, docs/cost-models.md §8).
+Each family's calibration runs (:meth:`pearl_py.runtime.families.Family.calibration_runs`, under
+:func:`calibration_plan`) give their ``loop`` timing totals (:data:`pearl_py.protocol.kernel.LOOP_WORK`), and
+non-negative least squares over them the work per vector step ``a``, per update ``b`` and per round ``c``
+(``loop = a * vector steps + b * updates + c * rounds``), kept as ``calibration.meta["loop_s"][family]``. The
+same runs give each kernel kind's excess in the loop over its calibrated cost, per call
+(``calibration.meta["in_loop_s"][family][kind]``) and per round (added to ``c``: :func:`split_excess`).
+How the cost model charges them: docs/cost-models.md §8.
 
 Example::
 
@@ -139,12 +124,8 @@ def split_excess(runs: list[tuple[int, float, float]]) -> tuple[float, float]:
     """``(seconds per call, seconds per round)`` a kernel kind took more in the loop than alone, from its
     ``(calls, rounds, seconds over alone)`` in each calibration run (non-negative least squares).
 
-    A training round costs the calls after it more than their steady excess: they find caches the other phase
-    filled and weights it wrote (the fused inference in CPU time, DQN [64, 64] on the loaded 2-core VM: 125 us a call
-    with a round every env step, 58 us every 4, 24 us every 256). The calibration configs run a round every 1-4 env
-    steps; the README job's, every 256. Charged per
-    call, a round's cost came with every call (the README job's inference +31 us a call where its run measured
-    +6.5, its whole-run prediction 0.76-0.84 of what it measured: docs/cost-models.md §8).
+    A training round costs the calls after it more than their steady excess (caches the other phase filled, weights
+    it wrote); charged per call, a round's cost would come with every call (docs/cost-models.md §8).
 
         >>> [round(s * 1e6, 1) for s in split_excess([(5_000, 1_250, 5_000 * 6e-6 + 1_250 * 90e-6),
         ...                                               (5_000, 5_000, 5_000 * 96e-6)])]

@@ -135,17 +135,12 @@ def time_call(call: Callable[[], object], target_s: float = 0.03, samples: int =
     return float(np.median(chunks))
 
 
-def frames_env(frames: tuple[int, ...], discrete: bool) -> str:
-    """The random-frame env id of ``(C, H, W)`` frames (:mod:`pearl_py.envs.families`)."""
-    return f"pearl/Frames{'' if discrete else 'Box'}-{'x'.join(map(str, frames))}-v0"
-
-
 def _algorithm(point: BenchPoint, **extra):
     from pearl_py.algorithms import REGISTRY
 
     cls = REGISTRY[point.algo]
-    if point.frames:
-        env = frames_env(point.frames, cls.discrete_actions)
+    if point.frames:   # the random-frame env of these frames (:mod:`pearl_py.envs.families`)
+        env = f"pearl/Frames{'' if cls.discrete_actions else 'Box'}-{'x'.join(map(str, point.frames))}-v0"
         return cls(env, net_arch=list(point.hidden), features_extractor=point.extractor, **extra)
     return cls(point.env_id or ALGO_ENVS[point.algo], net_arch=list(point.hidden), **extra)
 
@@ -165,14 +160,19 @@ def _random_batch(algo, size: int, generator: torch.Generator, device: str = "cp
     return TensorBatch(*(t.to(device) for t in fields))
 
 
+def _update_point(point: BenchPoint, device: str | None = None):
+    """The algorithm of a ``learner_update`` point, its workload and a random batch on ``device`` (the point's)."""
+    algo = _algorithm(point, batch_size=point.batch)
+    batch = _random_batch(algo, point.batch, torch.Generator().manual_seed(0), device or point.device)
+    return algo, algo.protocol().kernel(LEARNER_UPDATE).workload, batch
+
+
 def learner_update_reference(point: BenchPoint):
     """The algorithm's own gradient step (eager torch, Adam) on a random batch, on ``point.device``."""
     from pearl_py.algorithms.off_policy.learner import Learner
 
-    algo = _algorithm(point, batch_size=point.batch)
-    workload = algo.protocol().kernel(LEARNER_UPDATE).workload
+    algo, workload, batch = _update_point(point)
     learner = Learner(algo, device=point.device)
-    batch = _random_batch(algo, point.batch, torch.Generator().manual_seed(0), point.device)
     return workload, lambda: learner.update(batch)
 
 
@@ -182,9 +182,7 @@ def learner_update_cuda_graph(point: BenchPoint):
     from pearl_py.algorithms.off_policy.learner import Learner
     from pearl_py.kernels.cuda_graph import make_cuda_graph
 
-    algo = _algorithm(point, batch_size=point.batch)
-    workload = algo.protocol().kernel(LEARNER_UPDATE).workload
-    batch = _random_batch(algo, point.batch, torch.Generator().manual_seed(0), point.device)
+    algo, workload, batch = _update_point(point)
     start = time.perf_counter()
     update = make_cuda_graph(Learner(algo, device=point.device))
     update(batch)
@@ -207,10 +205,8 @@ def learner_update_channels_last(point: BenchPoint):
     from pearl_py.algorithms.off_policy.learner import Learner
     from pearl_py.kernels.channels_last import make_channels_last
 
-    algo = _algorithm(point, batch_size=point.batch)
-    workload = algo.protocol().kernel(LEARNER_UPDATE).workload
+    algo, workload, batch = _update_point(point)
     update = make_channels_last(Learner(algo, device=point.device))
-    batch = _random_batch(algo, point.batch, torch.Generator().manual_seed(0), point.device)
     return workload, lambda: update(batch)
 
 
@@ -229,9 +225,7 @@ def learner_update_compiled(point: BenchPoint):
     from pearl_py.kernels.functional_step import batch_tensors
     from pearl_py.kernels.learner_update import COMPILE_OPTIONS, FusedUpdate
 
-    algo = _algorithm(point, batch_size=point.batch)
-    workload = algo.protocol().kernel(LEARNER_UPDATE).workload
-    batch = _random_batch(algo, point.batch, torch.Generator().manual_seed(0))
+    algo, workload, batch = _update_point(point, "cpu")
     for tensor in batch_tensors(batch):
         torch._dynamo.mark_dynamic(tensor, 0)
     from torch._dynamo.utils import counters
@@ -260,9 +254,7 @@ def learner_update_fused(point: BenchPoint):
     from pearl_py.algorithms.off_policy.learner import Learner
     from pearl_py.kernels.fused_cpu import make_fused_cpu
 
-    algo = _algorithm(point, batch_size=point.batch)
-    workload = algo.protocol().kernel(LEARNER_UPDATE).workload
-    batch = _random_batch(algo, point.batch, torch.Generator().manual_seed(0))
+    algo, workload, batch = _update_point(point, "cpu")
     start = time.perf_counter()
     update = make_fused_cpu(Learner(algo, device="cpu"))
     update(batch)
@@ -282,24 +274,19 @@ def _acting(point: BenchPoint):
     return algo, nets, workload, obs
 
 
-def inference_reference(point: BenchPoint):
-    """The acting network's forward (with exploration) on ``batch`` observations, as actors run it:
-    the registry's ``reference`` (numpy in, ``algo.act`` under ``no_grad``, numpy out)."""
-    from pearl_py.kernels.inference import make_reference
+def inference_bench(variant: str) -> Runner:
+    """The acting network's forward (with exploration) on ``batch`` observations, as actors run it, as ``variant``
+    of :mod:`pearl_py.kernels.inference` builds it: ``reference`` (numpy in, ``algo.act`` under ``no_grad``, numpy
+    out) or ``fused`` (one numba call; its compile, cached on disk by numba, is not reported as a setup)."""
 
-    algo, nets, workload, obs = _acting(point)
-    infer = make_reference(algo, nets)
-    return workload, lambda: infer(obs, explore=True, progress=0.5)
+    def run(point: BenchPoint):
+        from pearl_py.kernels import inference
 
+        algo, nets, workload, obs = _acting(point)
+        infer = getattr(inference, f"make_{variant}")(algo, nets)
+        return workload, lambda: infer(obs, explore=True, progress=0.5)
 
-def inference_fused(point: BenchPoint):
-    """The ``fused`` variant: the act in one numba call (its compile, ~2 s once per machine, is
-    cached on disk by numba; not reported as a setup, as before)."""
-    from pearl_py.kernels.inference import make_fused
-
-    algo, nets, workload, obs = _acting(point)
-    infer = make_fused(algo, nets)
-    return workload, lambda: infer(obs, explore=True, progress=0.5)
+    return run
 
 
 def _filled_replay(point: BenchPoint):
@@ -308,11 +295,10 @@ def _filled_replay(point: BenchPoint):
     from pearl_py.replay import ReplayBuffer, TorchReplayBuffer
 
     obs_dim = 4
-    if point.device == "cpu":
-        buf = ReplayBuffer(capacity=point.capacity, obs_shape=(obs_dim,), prioritized=point.prioritized, seed=0)
-    else:
-        buf = TorchReplayBuffer(capacity=point.capacity, obs_shape=(obs_dim,), prioritized=point.prioritized, seed=0,
-                                device=point.device)
+    cpu = point.device == "cpu"
+    buf = (ReplayBuffer if cpu else TorchReplayBuffer)(capacity=point.capacity, obs_shape=(obs_dim,),
+                                                       prioritized=point.prioritized, seed=0,
+                                                       **({} if cpu else {"device": point.device}))
     rng = np.random.default_rng(0)
     chunk = min(point.capacity, 4096)
     for start in range(0, point.capacity, chunk):
@@ -385,18 +371,14 @@ def param_sync_reference(point: BenchPoint):
     return SyncWorkload(total * 4, tensors=count), call
 
 
-for _kind, _runner in {
-    LEARNER_UPDATE: learner_update_reference, INFERENCE: inference_reference,
-    REPLAY_INSERT: replay_insert_reference, REPLAY_SAMPLE: replay_sample_reference,
-    PRIORITY_UPDATE: priority_update_reference, ENV_STEP: env_step_bench("reference"),
-    PARAM_SYNC: param_sync_reference,
+for (_kind, _variant), _runner in {
+    (LEARNER_UPDATE, "reference"): learner_update_reference, (INFERENCE, "reference"): inference_bench("reference"),
+    (REPLAY_INSERT, "reference"): replay_insert_reference, (REPLAY_SAMPLE, "reference"): replay_sample_reference,
+    (PRIORITY_UPDATE, "reference"): priority_update_reference, (PARAM_SYNC, "reference"): param_sync_reference,
+    (LEARNER_UPDATE, "channels_last"): learner_update_channels_last, (INFERENCE, "fused"): inference_bench("fused"),
+    (LEARNER_UPDATE, "compiled"): learner_update_compiled, (LEARNER_UPDATE, "cuda_graph"): learner_update_cuda_graph,
+    (LEARNER_UPDATE, "fused"): learner_update_fused,
+    **{(ENV_STEP, v): env_step_bench(v) for v in ("reference", "native_vector", "envpool",
+                                                  *(f"envpool_t{n}" for n in ENVPOOL_THREADS))},
 }.items():
-    register_runner(_kind, "reference", _runner, OFF_POLICY)
-register_runner(LEARNER_UPDATE, "channels_last", learner_update_channels_last, OFF_POLICY)
-register_runner(LEARNER_UPDATE, "compiled", learner_update_compiled, OFF_POLICY)
-register_runner(LEARNER_UPDATE, "cuda_graph", learner_update_cuda_graph, OFF_POLICY)
-register_runner(LEARNER_UPDATE, "fused", learner_update_fused, OFF_POLICY)
-register_runner(INFERENCE, "fused", inference_fused, OFF_POLICY)
-register_runner(ENV_STEP, "native_vector", env_step_bench("native_vector"), OFF_POLICY)
-for _variant in ("envpool", *(f"envpool_t{n}" for n in ENVPOOL_THREADS)):
-    register_runner(ENV_STEP, _variant, env_step_bench(_variant), OFF_POLICY)
+    register_runner(_kind, _variant, _runner, OFF_POLICY)

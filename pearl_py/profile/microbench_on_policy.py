@@ -1,16 +1,9 @@
 """Micro-benchmarks of the on-policy kernels: the real code of the on-policy executors, timed one call at a time.
 
 Registered with :func:`pearl_py.profile.microbench.register_runner` (``pearl profile`` calibrates them):
-
-* ``rollout_insert`` — one vector step of ``batch`` envs into a rollout of ``capacity`` steps
-  (:meth:`RolloutBuffer.add`, what the serial executor and every actor do per step);
-* ``advantage`` — GAE(lambda) over a full rollout of ``capacity`` steps x ``batch`` envs
-  (:meth:`RolloutBuffer.compute_advantages`);
-* on-policy ``inference`` (``reference``, ``fused``) — the per-env uniforms of a vector step and one
-  acting-kernel call on ``batch`` observations (PPO's and A2C's actor-critic);
-* on-policy ``learner_update`` (``reference``, ``fused``) — one minibatch of ``batch`` rows gathered from a
-  rollout in a shuffled order and its step (PPO with one epoch of one minibatch, A2C on a rollout of that
-  size), as the executors time it.
+``rollout_insert`` (:meth:`RolloutBuffer.add`), ``advantage`` (:meth:`RolloutBuffer.compute_advantages`), and the
+on-policy ``inference`` and ``learner_update`` (``reference``, ``fused``) as the executors time them
+(docs/cost-models.md §4b).
 
 Example::
 
@@ -38,17 +31,12 @@ BENCH_ENV = "CartPole-v1"
 """The rollout kernels' env (their cost depends on the observation size only through bytes)."""
 
 
-def _cartpole():
-    from pearl_py.algorithms.ppo import PPO
-
-    return PPO(BENCH_ENV, n_envs=1, n_steps=2)
-
-
 def _filled_rollout(n_steps: int, n_envs: int):
     from pearl_py.algorithms.on_policy.derive import item_bytes
+    from pearl_py.algorithms.ppo import PPO
     from pearl_py.replay.rollout import RolloutBuffer
 
-    algo = _cartpole()
+    algo = PPO(BENCH_ENV, n_envs=1, n_steps=2)
     spec = algo.spec
     rollout = RolloutBuffer(n_steps, n_envs, (spec.obs_dim,), spec.action_shape, spec.action_dtype, seed=0)
     rng = np.random.default_rng(0)

@@ -1,14 +1,8 @@
 """A second process beside a measurement: an actor of the parallel runtime waiting for room, or a busy loop.
 
-A learner update at more than one thread is timed with an actor-like process running, because
-that is what it shares the machine with in every parallel run: the actor sleeps on its doorbell
-until the learner raises the rate limiter's limit (once per update at the DDPG zoo's one update
-per step), then works ~30 us (Pendulum's step and the fused act) and sleeps again. Each wake-up
-may take a core from one of the update's threads, and the other thread then waits for it at the
-next GEMM; timing without the actor overstated the 2-thread gain (docs/kernels.md).
-
-The context returns only once the neighbour runs its loop: its start-up (a spawned interpreter
-importing this package, seconds of CPU on a busy machine) is never inside a timed pass.
+A learner update at more than one thread is timed beside an actor-like process, what it shares the machine with
+in every parallel run (docs/cost-models.md §2; docs/kernels.md, "The learner update at two threads"). The context
+returns only once the neighbour runs its loop: its start-up is never inside a timed pass.
 
 Example::
 
@@ -45,15 +39,10 @@ def _run(kind: str, stop: Any, ready: Any) -> None:
         while not stop.is_set():
             pass
         return
-    if kind == "light":
-        while not stop.wait(LIGHT_SLEEP_S):
-            start = time.perf_counter()
-            while time.perf_counter() - start < LIGHT_SPIN_S:
-                pass
-        return
-    while not stop.wait(WORK_EVERY_S):  # the doorbell rings once per update
+    sleep_s, spin_s = (LIGHT_SLEEP_S, LIGHT_SPIN_S) if kind == "light" else (WORK_EVERY_S, WORK_S)
+    while not stop.wait(sleep_s):  # an actor's doorbell rings once per update
         start = time.perf_counter()
-        while time.perf_counter() - start < WORK_S:
+        while time.perf_counter() - start < spin_s:
             pass
 
 

@@ -1,16 +1,8 @@
 """The cost of ``normalize`` (SB3's VecNormalize, :mod:`pearl_py.envs.normalize`): ``pearl profile`` times it.
 
-The transform is the training loop's own work, outside every kernel's timing: the collector updates the statistics
-and normalizes each vector step's observations and rewards after the env step (``observe`` then ``reward``), and
-an off-policy learner normalizes each replay sample before its update (``sample``: observations, next observations
-and rewards with the statistics as they are). Each is numpy work on small arrays: a fixed cost per call (numpy's
-calls) plus a cost per observation value. Here both are timed on this CPU (process CPU time,
-:func:`~pearl_py.profile.microbench.time_call`) with ``norm_obs`` and ``norm_reward`` on (the zoo's ``normalize:
-true``), at the smallest and largest shapes of :data:`STEP_SHAPES` and :data:`SAMPLE_SHAPES`, and each pair gives
-the line ``seconds = a + b * values`` (``values`` = rows x observation size), kept as
-``calibration.meta["normalize_s"]`` (:data:`~pearl_py.estimate.calibration.NORMALIZE_KEY`). The cost model charges
-the step's line with every ``env_step`` call of a run with ``normalize`` and the sample's with every off-policy
-``learner_update`` call (docs/cost-models.md §8, "normalize").
+The collector's step (``observe`` then ``reward``) and the learner's sample (``sample``) are each timed on this CPU
+(process CPU time) at the ends of :data:`STEP_SHAPES` and :data:`SAMPLE_SHAPES`, each pair giving the line
+``seconds = a + b * values`` kept as ``calibration.meta["normalize_s"]`` (docs/cost-models.md §8, "normalize").
 
 Example::
 

@@ -1,16 +1,10 @@
 """Measured power per kernel, from this machine's energy counters while ``pearl profile`` times each kernel's grid.
 
-Where a device's counter reads (RAPL for the CPU, NVML for a GPU), the profile first measures its
-idle power (``IDLE_S`` seconds asleep), then the energy over each kernel variant's whole timed
-grid; the variant's **dynamic power** is the window's average power minus the idle power (never
-below 0). The estimator charges a calibrated call ``latency x dynamic power`` (``energy_source:
-measured``) instead of the catalogue's ``latency x (peak - idle) x share`` (``modelled``). The
-counters read a whole package or board, so whatever else runs meanwhile is in the figure: profile
-on an otherwise idle machine. Grids shorter than ``MIN_WINDOW_S`` are timed again under the meter
-until the window is long enough (NVML updates its counter every 20-100 ms).
-
-``calibration.meta["energy"][device]``: ``{"source": "measured", "counter", "idle_w", "kernels":
-{model key: {"dynamic_w", "window_s"}}, "profile_j"}`` or ``{"source": "modelled", "reason"}``.
+Where a device's counter reads, its idle power is measured first (``IDLE_S`` asleep), then the energy over each
+variant's timed grid (at least ``MIN_WINDOW_S``): its **dynamic power** is the window's average minus the idle
+power, never below 0 (docs/cost-models.md §6). ``calibration.meta["energy"][device]``: ``{"source": "measured",
+"counter", "idle_w", "kernels": {model key: {"dynamic_w", "window_s"}}, "profile_j"}`` or ``{"source":
+"modelled", "reason"}``.
 
 Example::
 

@@ -1,18 +1,9 @@
 """What the runtime's child processes cost on this machine: starting one, and one handshake with it.
 
-Every plan that is not serialized runs actors (and possibly servers) as spawned processes: a fresh
-interpreter that imports torch, numba and pearl_py's runtime before its loop runs. On the 2-core VM
-this costs 1.5-2.6 s, as much as thousands of env steps, so the whole-run prediction charges it
-(:mod:`pearl_py.optimize.whole_run`) and a short run may be faster in one process. The start timed
-here is a spawned process importing both actor modules (the off-policy and the on-policy actor's) and
-signalling that its loop may start; the fastest of ``repeats`` starts is kept (others' load only adds
-time), stored as ``calibration.meta["process_start_s"]``.
-
-A synchronous plan also hands every rollout over: the learner wakes its actors, they wake it when
-their share is collected. The same child then answers ``HANDSHAKES`` wake-ups through the runtime's
-:class:`~pearl_py.runtime.parallel.process.Doorbell`; the median round trip is stored as
-``calibration.meta["round_trip_s"]`` and charged with every synchronous ``param_sync``
-(docs/cost-models.md §8).
+The start timed is a spawned process importing both actor modules and signalling that its loop may start (the
+fastest of ``repeats``: ``calibration.meta["process_start_s"]``); the child then answers ``HANDSHAKES`` wake-ups
+through the runtime's :class:`~pearl_py.runtime.parallel.process.Doorbell` (the median round trip:
+``calibration.meta["round_trip_s"]``). Why and how they are charged: docs/cost-models.md §8.
 
 Example::
 

@@ -109,9 +109,7 @@ HELDOUT_ALGORITHMS = ("dqn", "ddpg", "td3", "sac")
 ON_POLICY_ALGORITHMS = ("ppo", "a2c")
 """The on-policy family's network grids (their categorical CartPole policies)."""
 GAUSSIAN_POLICY = ("ppo", "Pendulum-v1")
-"""A diagonal Gaussian policy, in the on-policy acting grids besides the categorical ones: sampling, log std and
-the log-probability of a continuous action cost per action dimension what a categorical head does not (the fused
-acting kernel's held-out error on it was 11.4% median when only categorical points were calibrated)."""
+"""A diagonal Gaussian policy, in the on-policy acting grids besides the categorical ones (docs/cost-models.md)."""
 ON_POLICY_WIDTHS = (32, 64, 128, 256)
 """Hidden widths of the on-policy grids (SB3's default 64 and the zoo's largest actor-critic, 256)."""
 
@@ -157,11 +155,7 @@ def calibration_grid(kind: str, quick: bool = False, variant: str = "reference",
                      cnn: bool = True) -> list[BenchPoint]:
     """Points ``pearl profile`` measures; ``quick`` keeps the corners and the middle. ``envs``: the envs whose
     ``env_step`` is timed; ``cnn``: whether the networks with a CNN extractor are (a run of an MLP skips them).
-
-    The ``compiled`` learner update compiles once per network shape (~10-30 s cold on a busy
-    2-core VM) and not per batch size (the batch dimension is dynamic), so its grid is the
-    smallest and largest width at every batch size.
-    """
+    The ``compiled`` learner update compiles once per network shape, so its grid is two widths at every batch."""
     if family != OFF_POLICY and kind in (LEARNER_UPDATE, INFERENCE):
         batches = (16, 64, 256, 512) if kind == LEARNER_UPDATE else (1, 4, 8, 16, 32)
         widths = ON_POLICY_WIDTHS
@@ -271,19 +265,21 @@ def threads(n: int) -> Iterator[None]:
     finally:
         torch.set_num_threads(before)
         if n != before:
-            _reset_blas_threads(before)
+            from pearl_py.kernels.numba_blas import numba_available, set_blas_threads
+
+            if numba_available()[0]:
+                set_blas_threads(before)
 
 
-def _reset_blas_threads(n: int) -> None:
-    from pearl_py.kernels.numba_blas import numba_available, set_blas_threads
-
-    if numba_available()[0]:
-        set_blas_threads(n)
-
-
-def single_thread() -> contextlib.AbstractContextManager[None]:
-    """One intra-op thread, as in every pearl_py actor and server process; restores the previous setting."""
-    return threads(1)
+def _built(kind: str, variant: str, points: list[BenchPoint], family: str,
+           on_build: Callable[[float], None] | None) -> list[tuple[Workload, Callable[[], object]]]:
+    """Every point's kernel built (:func:`build`), ``on_build`` called after each with its setup seconds."""
+    benches = []
+    for point in points:
+        benches.append(build(kind, variant, point, family))
+        if on_build is not None:
+            on_build(getattr(benches[-1][1], "setup_s", 0.0))
+    return benches
 
 
 def measure(kind: str, variant: str, points: list[BenchPoint], passes: int = 3,
@@ -295,27 +291,17 @@ def measure(kind: str, variant: str, points: list[BenchPoint], passes: int = 3,
             spread: list[tuple[float, float]] | None = None,
             on_build: Callable[[float], None] | None = None) -> list[tuple[Workload, float]]:
     """Seconds per call of ``kind``/``variant`` (of algorithm family ``family``) at every point, with
-    ``n_threads`` threads (default one).
+    ``n_threads`` threads (default one), the grid timed ``passes`` times, interleaved.
 
-    The grid is timed ``passes`` times, interleaved. One thread: the process's CPU time, and
-    each point keeps its fastest pass (neighbours on a shared machine only ever add time, so
-    the minimum is the least disturbed figure). More threads: wall time (CPU time would add
-    the threads up), with an actor-like process running beside (:mod:`neighbour`: what the
-    learner shares the machine with in a parallel run), and each point keeps its *slowest*
-    pass: on this VM a 2-thread update switched between two speeds for seconds at a time
-    and lost much more to other processes than one thread (docs/kernels.md), so a second
-    thread is planned only where it pays in every pass. A point is not timed again once :func:`settled` (after
-    three passes, so only where ``passes`` is more: the threaded phases).
-    One-off setups paid while building the kernels (compiles: wall seconds, and whether no
-    cache shortened them) are appended to ``setup`` when given. ``clock``: another clock for one thread
-    (a GPU's: it synchronizes the device before reading the time, :mod:`gpu_profile`); each point keeps its
-    fastest pass. ``window``: a context around the timed passes only (a power meter), not the building.
-    With ``probe``, every point is timed under the load rule of :mod:`pearl_py.profile.load` (timed again
-    while other processes distort it) and ``load`` records what the probe saw; ``on_point`` is called after
-    each point, ``on_build`` after each point's kernel is built (with its compile's seconds). ``spread``: each point's median and p90 over its
-    passes are appended to it. With more threads under ``probe``, timing stops at the first point that stays
-    distorted and nothing is returned: such a model is refused (:func:`profile`), so the points after it would
-    only cost time (minutes of retries on a loaded machine).
+    One thread: the process's CPU time (or ``clock``: a GPU's, synchronized, :mod:`gpu_profile`), each point keeping
+    its fastest pass (neighbours only ever add time). More threads: wall time beside an actor-like process
+    (:mod:`neighbour`), each point keeping its *slowest* pass, so a second thread is planned only where it pays in
+    every pass (docs/kernels.md); a point is not timed again once :func:`settled`. ``setup`` gets the one-off setups
+    (compiles) paid building the kernels; ``window``: a context around the timed passes only (a power meter).
+    With ``probe``, every point is timed under the load rule of :mod:`pearl_py.profile.load`, ``load`` recording
+    what it saw; at more threads timing stops at the first point still distorted and nothing is returned (the model
+    is refused: :func:`profile`). ``on_point``/``on_build``: called after each point timed and each kernel built
+    (with its compile's seconds); ``spread`` gets each point's median and p90 over its passes.
     """
     if clock is not None:
         keep = min
@@ -325,11 +311,7 @@ def measure(kind: str, variant: str, points: list[BenchPoint], passes: int = 3,
         clock, keep = time.perf_counter, max
     beside = neighbour("actor") if n_threads > 1 else contextlib.nullcontext()
     with threads(n_threads), beside:
-        benches = []
-        for point in points:
-            benches.append(build(kind, variant, point, family))
-            if on_build is not None:
-                on_build(getattr(benches[-1][1], "setup_s", 0.0))
+        benches = _built(kind, variant, points, family, on_build)
         if setup is not None:
             setup += [(w, call.setup_s, getattr(call, "setup_cold", True)) for w, call in benches
                       if getattr(call, "setup_s", 0.0) > 0]
@@ -380,9 +362,8 @@ def _p90(values: list[float]) -> float:
 
 
 LIGHT_WINDOW_S = 0.1
-"""Wall seconds a point runs per pass when its slowdown beside the light neighbour is timed: the neighbour spins
-once per 5.5 ms, so a window holds about 18 of its spins and the mean per call counts them (a median of short
-chunks, as :func:`time_call` takes, would step over them)."""
+"""Wall seconds a point runs per pass when its slowdown beside the light neighbour is timed: about 18 of the
+neighbour's 5.5 ms spins, counted by the mean per call (a median of short chunks would step over them)."""
 
 
 def _mean_wall(call: Callable[[], object], window_s: float = LIGHT_WINDOW_S) -> float:
@@ -397,9 +378,7 @@ def _mean_wall(call: Callable[[], object], window_s: float = LIGHT_WINDOW_S) -> 
 
 LIGHT_POINTS = 3
 """Points of a model's grid its slowdown beside the light neighbour is timed at: the smallest, middle and largest by
-size. The slowdown is one figure per model (the median of the points' ratios); every point of the quick grid, CNN
-frames included whatever the run, cost the README job's first run 528 windows of 0.1 s for its 4 models, now 72
-(docs/cost-models.md, "Spread")."""
+size; the slowdown is one figure per model, the median of the points' ratios (docs/cost-models.md, "Spread")."""
 
 
 def light_points(points: list[BenchPoint]) -> list[BenchPoint]:
@@ -422,11 +401,7 @@ def light_neighbour_slowdown(kind: str, variant: str, points: list[BenchPoint], 
     a light neighbour than alone: the median over ``points`` of the ratio of a call's mean wall time (median of
     ``passes``) beside the neighbour to alone; ``progress`` counts its builds and windows."""
     with threads(n_threads):
-        benches = []
-        for point in points:
-            benches.append(build(kind, variant, point, family))
-            if progress is not None:
-                progress.built(getattr(benches[-1][1], "setup_s", 0.0))
+        benches = _built(kind, variant, points, family, progress.built if progress is not None else None)
 
         def timed() -> list[float]:
             runs = []
@@ -505,8 +480,7 @@ def checked_slowdown(timed: Callable[[], float], key: str, log: Callable[[str], 
                      progress: ProfileProgress | None = None, windows: int = 0, builds: int = 0,
                      compiled: int = 0) -> float:
     """A slowdown beside the light neighbour of at least 1: a neighbour only adds time, so a figure below 1 means the
-    load changed between the windows alone and those beside (the startup note saw 0.65x and 0.18x at load 23),
-    and would value the option below its time alone. A figure below 1 - :data:`LIGHT_NOISE` is timed once more
+    load changed between the windows alone and those beside (docs/cost-models.md). A figure below 1 - :data:`LIGHT_NOISE` is timed once more
     (its ``windows`` and ``builds``, ``compiled`` of them compiling, counted into ``progress``); still below 1, it is kept as 1 and said so.
 
         >>> figures, said = iter([0.65, 0.18]), []
@@ -564,13 +538,10 @@ def setup_entry(setup: list[tuple[Workload, float, bool]], cached: bool = False)
     """``calibration.meta["setup"]`` entry: the one-off setup (compile wall seconds) a run pays.
 
     ``cached`` (:attr:`pearl_py.kernels.registry.Variant.setup_cached`: numba's disk cache serves
-    every shape): the median warm setup — the profile itself filled the cache, so a run pays
-    that (the median cold one when no build was warm). Otherwise the median cold one: cold
-    compiles on this VM took 7-17 s for DQN and DDPG alike (36 and 93 dispatched ops), a
-    compile's cost is mostly fixed (inductor start, C++ build), so one figure per variant;
-    compiles a cache shortened are kept as ``warm`` but not used (``seconds`` None then: the
-    estimator falls back to ``estimators/roofline.yaml``), since a run compiling a static graph
-    at a new shape misses the cache whatever the calibration hit.
+    every shape): the median warm setup, the profile having filled the cache (the median cold one when no build
+    was warm). Otherwise the median cold one, one figure per variant (docs/cost-models.md); compiles a cache
+    shortened are kept as ``warm`` but not used (``seconds`` None then: the estimator falls back to
+    ``estimators/roofline.yaml``).
     """
     cold = sorted(s for _, s, is_cold in setup if is_cold)
     warm = [round(s, 2) for _, s, is_cold in setup if not is_cold]
@@ -589,21 +560,17 @@ def profile(quick: bool = False, kinds: tuple[str, ...] = KINDS,
     (``gpus``, where CUDA is present: :mod:`gpu_profile`); with the power each draws where a counter reads it
     (``power``: default, this machine's counters; ``calibration.meta["energy"]``).
 
-    Reports its progress through ``log`` (phase, points done, time left), warns when the machine
-    is loaded, and applies the load rule (:mod:`pearl_py.profile.load`): the load it ran under
-    goes to ``meta["load"]``, and a multi-thread model with points still distorted is refused.
-    ``probe``: what measures other processes' load (default: this machine's ``/proc/stat``).
-    ``families_of``: calibrate only the implementations of these algorithm families (default: all);
-    ``into``: add the models to this calibration (a cache missing some kinds) instead of a new one (its
-    measured power and load records stay; the new models' load records are added). ``envs`` and ``cnn``:
-    the envs whose ``env_step`` is timed and whether CNN networks are (a run's first calibration times
-    only its own: :func:`pearl_py.pipeline.planning.ensure_calibration`). ``skip``: variants (``kind/variant``
-    keys, a network kernel's with its family: ``on_policy/learner_update/compiled``) left for later, with why,
-    recorded in ``meta["deferred"]`` (the estimator says why it does not offer them); ``only``: calibrate just
-    these variants of the kinds (a deferred one a later run needs; a threaded model by its key,
-    ``learner_update/reference@2threads``). A variant profiled leaves ``meta["deferred"]``. ``workloads``: the run's
-    own workloads per kind; a threaded model that cannot beat the kind's fastest one-thread model on any of them
-    (:func:`~pearl_py.estimate.thread_bound.threads_can_win`) is not timed but deferred (None: every one is timed).
+    Reports its progress through ``log``, warns when the machine is loaded, and applies the load rule
+    (:mod:`pearl_py.profile.load`, measured by ``probe``, default ``/proc/stat``): the load goes to
+    ``meta["load"]``, and a multi-thread model with points still distorted is refused. ``families_of``: only these
+    algorithm families' implementations (default: all); ``into``: add the models to this calibration (a cache
+    missing some kinds; its power and load records stay). ``envs``, ``cnn``: the envs whose ``env_step`` is timed
+    and whether CNN networks are (:func:`pearl_py.pipeline.planning.ensure_calibration`). ``skip``: variants
+    (``kind/variant`` keys, a network kernel's with its family: ``on_policy/learner_update/compiled``) left for
+    later, with why, in ``meta["deferred"]``; ``only``: just these variants (a threaded model by its key,
+    ``learner_update/reference@2threads``); a variant profiled leaves ``meta["deferred"]``. ``workloads``: the
+    run's own per kind; a threaded model that cannot beat the kind's fastest one-thread model on any of them
+    (:func:`~pearl_py.estimate.thread_bound.threads_can_win`) is deferred, not timed (None: every one is timed).
     """
     threaded = {model_key(kind, v): [1, *thread_counts(kind, v, OFF_POLICY)] for kind in kinds
                 for v in variants(kind, OFF_POLICY) if thread_counts(kind, v, OFF_POLICY)}
@@ -718,8 +685,7 @@ def phase_counts(kind: str, variant: str, n: int, points: list[BenchPoint], pass
 def refusal_expected(threads: int, cores: int, load: float | None) -> bool:
     """Whether a phase at ``threads`` threads will likely be refused at its first point (:mod:`load`'s rule), read
     from the machine's load average before the profile (``load``, less this process's one core): the ETA then
-    counts it only once it starts. The startup note's first ETA on a loaded machine was 3.3x the profile's time,
-    counting 180 points and 36 windows of two threaded phases refused at their first point."""
+    counts it only once it starts (docs/cost-models.md)."""
     if threads < 2 or load is None:
         return False
     return LoadSample(threads, max(cores - threads, 0), max(load - 1.0, 0.0)).distorted

@@ -4,10 +4,7 @@ A phase first builds one kernel per point (networks, optimizers, envs; a variant
 and then times its points pass after pass, so the time left has three paces, each over what is done so far and
 applied to what is left of its own: seconds per timed point; seconds per build less its compile, which every
 build pays; and seconds per compile, which only the builds of a compiling variant (numba's, ``setup_cached``)
-pay. One pace over builds and points read a phase's building as its first point's time (the first ETA of a first
-run said 4:15:36 where the profile took minutes); one pace over all builds read the fused update's 40 numba
-builds (cache loads of 7 s each at load 17.7) as the pace of all 286 builds (the first line said 49:10 left of a
-14-minute profile).
+pay (docs/cost-models.md says why three).
 
 Example::
 

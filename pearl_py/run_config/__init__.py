@@ -31,7 +31,7 @@ from pearl_py.algorithms import (
     OnPolicyConfig,
 )
 from pearl_py.envs import EnvError, check_env_id
-from pearl_py.config.fields import build, param
+from pearl_py.config.fields import build, param, rebuild
 from pearl_py.config.yaml_source import YamlDocument
 from pearl_py.errors import ConfigError, UserError
 from pearl_py.protocol.schedule import TrainSchedule
@@ -87,8 +87,7 @@ class RunConfig:
     def with_overrides(self, **settings: Any) -> RunConfig:
         """A copy with some top-level settings replaced (``--steps``, ``--seed`` on the CLI)."""
         given = {k: v for k, v in settings.items() if v is not None}
-        merged = {f.name: getattr(self.settings, f.name) for f in dataclasses.fields(RunSettings)} | given
-        config = dataclasses.replace(self, settings=build(RunSettings, merged))
+        config = dataclasses.replace(self, settings=rebuild(RunSettings, self.settings, given))
         check_trains(config.settings, config.hyperparameters, config.error)
         return config
 

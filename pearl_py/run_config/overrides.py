@@ -19,7 +19,7 @@ from typing import Any
 import yaml
 
 from pearl_py.envs import EnvError, check_env_id
-from pearl_py.config.fields import build
+from pearl_py.config.fields import rebuild
 from pearl_py.config.yaml_source import YamlDocument
 from pearl_py.errors import ConfigError, UserError
 from pearl_py.run_config import RunConfig, RunSettings
@@ -55,8 +55,7 @@ def _apply(cfg: RunConfig, text: str) -> RunConfig:
     if key == "algorithm":
         raise UserError(f"--set {text}: choose the algorithm in the config file (its hyperparameters belong to it)")
     if key in settings:
-        values = dataclasses.asdict(cfg.settings) | {key: value}
-        new = build(RunSettings, values, doc=doc)
+        new = rebuild(RunSettings, cfg.settings, {key: value}, doc=doc)
         if key in ("env", "env_module"):
             try:
                 check_env_id(new.env_id)
@@ -64,10 +63,9 @@ def _apply(cfg: RunConfig, text: str) -> RunConfig:
                 raise ConfigError(str(exc), key=key, file=doc.file) from None
         return dataclasses.replace(cfg, settings=new)
     if name in hyper or key.startswith(f"{HYPER}."):
-        values = {f.name: getattr(cfg.hyperparameters, f.name) for f in dataclasses.fields(cfg.hyperparameters)}
-        if (cfg.raw.get(HYPER) or {}).get("gradient_steps") == -1:  # SB3's -1 follows a new train_freq or n_envs
-            values["gradient_steps"] = -1
-        new = build(type(cfg.hyperparameters), values | {name: value}, doc=doc, path=(HYPER,))
+        follow = {"gradient_steps": -1} if (cfg.raw.get(HYPER) or {}).get("gradient_steps") == -1 else {}
+        # SB3's -1 follows a new train_freq or n_envs
+        new = rebuild(type(cfg.hyperparameters), cfg.hyperparameters, follow | {name: value}, doc=doc, path=(HYPER,))
         raw = cfg.raw | {HYPER: (cfg.raw.get(HYPER) or {}) | {name: value}}
         return dataclasses.replace(cfg, hyperparameters=new, raw=raw)
     known = sorted(settings - {"algorithm"}) + sorted(hyper)

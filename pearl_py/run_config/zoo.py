@@ -2,20 +2,9 @@
 
 A zoo file maps env ids to entries of Stable-Baselines3 keyword arguments; the entry for an id is its own,
 else the file's ``atari`` entry for an Atari id, else its ``default`` (the zoo's choice). An entry becomes a
-:class:`~pearl_py.run_config.RunConfig`: ``n_timesteps`` is ``total_steps``; ``policy`` must be
-``MlpPolicy`` (``CnnPolicy`` for image envs); ``env_wrapper`` may name SB3's ``AtariWrapper`` for an Atari env,
-whose preprocessing the Atari family applies (its arguments join ``env_kwargs``); ``policy_kwargs`` (a ``dict(...)``
-text or a mapping) gives ``net_arch`` (a list, or
-``dict(pi=..., vf=...)``/``dict(pi=..., qf=...)`` with equal lists), ``activation_fn`` (``nn.ReLU``,
-``nn.Tanh``, ``nn.ELU``, ``nn.GELU``, ``nn.LeakyReLU``, ``nn.SiLU``), ``ortho_init``, ``log_std_init``;
-``train_freq`` may be ``[n, "step"]``; keys that only restate SB3's defaults (``use_sde: false``,
-``use_sde_at_warmup: false``, ``optimize_memory_usage: false``) are accepted; every other key (``normalize``, also
-as the zoo's text ``"{'norm_obs': True, 'norm_reward': False}"``, ``gradient_steps: -1``, ``frame_stack``,
-``env_kwargs``, PPO's, A2C's and SAC's ``use_sde``/``sde_sample_freq``, DDPG's and TD3's ``noise_type`` (``normal`` or
-``ornstein-uhlenbeck``, of ``noise_std``), ``lin_<number>`` schedules) is the algorithm's own hyperparameter
-and is validated like a config file's.
-``--set`` values are applied to the entry before it is validated. What pearl_py does not support is refused
-by name, at its line: ``ConfigError: hyperparams/sac.yml:20: Pendulum-v1.use_sde: ...``; the env id is
+:class:`~pearl_py.run_config.RunConfig`; the keys read and those refused: docs/api.md, "rl-baselines3-zoo files
+and ``--set``". ``--set`` values are applied to the entry before it is validated. What pearl_py does not support
+is refused by name, at its line: ``ConfigError: hyperparams/sac.yml:20: Pendulum-v1.use_sde: ...``; the env id is
 checked last.
 
 Example::
@@ -115,7 +104,8 @@ def read_entry(zoo: YamlDocument, env_id: str, name: str, sets: Sequence[str] = 
             if value != "normal":
                 raise doc.error(where, f"noise_type {value!r} is not supported for {name}: pearl_py implements "
                                        "'normal' (Gaussian action noise of noise_std)")
-        elif isinstance(value, str) and value.startswith("lin_") and _takes_number(cls.Config, item):
+        elif isinstance(value, str) and value.startswith("lin_") and \
+                typing.get_type_hints(cls.Config).get(item) is float:   # a plain number field: no schedule
             raise doc.error(where, f"{value!r}: linear schedules of {item} are not implemented in pearl_py "
                                    "(learning_rate and ppo's clip_range take them): give a number")
         elif item in AT_DEFAULT and value == AT_DEFAULT[item]:
@@ -137,11 +127,6 @@ def read_entry(zoo: YamlDocument, env_id: str, name: str, sets: Sequence[str] = 
         raise doc.error((key,), str(exc)) from exc
     return RunConfig(settings=run_settings, hyperparameters=hyperparameters, source=f"{doc.file}:{key}",
                      raw={**settings, "hyperparameters": hyper})
-
-
-def _takes_number(config: type, key: str) -> bool:
-    """Whether ``config`` has a plain number field ``key`` (no schedule: ``lin_`` is refused by name)."""
-    return typing.get_type_hints(config).get(key) is float
 
 
 def entry_key(doc: YamlDocument, env_id: str) -> str:
@@ -248,8 +233,7 @@ def _net_arch(doc: YamlDocument, where: tuple[str, str], value: Any) -> Any:
 def _parse_kwargs(doc: YamlDocument, where: tuple[str, str], text: str) -> dict[str, Any]:
     """``dict(net_arch=[64, 64], activation_fn=nn.ReLU, ...)`` read without running it: literals only."""
     try:
-        tree = ast.parse(text.strip(), mode="eval").body
-        return _literal(tree)
+        return _literal(ast.parse(text.strip(), mode="eval").body)
     except (SyntaxError, ValueError) as exc:
         raise doc.error(where, f"cannot read {text!r} ({exc}); pearl_py reads dict(...) of literals and "
                                "torch.nn activation names") from None
@@ -262,11 +246,10 @@ def _literal(node: ast.AST) -> Any:
         return {ast.literal_eval(k): _literal(v) for k, v in zip(node.keys, node.values)}
     if isinstance(node, (ast.List, ast.Tuple)):
         return [_literal(item) for item in node.elts]
-    if isinstance(node, ast.Attribute) and node.attr in ACTIVATIONS:  # nn.ReLU, th.nn.ReLU, torch.nn.Tanh
-        return ACTIVATIONS[node.attr]
-    if isinstance(node, ast.Name) and node.id in ACTIVATIONS:  # ReLU imported by name
-        return ACTIVATIONS[node.id]
-    if isinstance(node, (ast.Attribute, ast.Name)):  # e.g. optimizer_class=RMSpropTFLike
+    name = node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else None
+    if name in ACTIVATIONS:  # nn.ReLU, th.nn.ReLU, torch.nn.Tanh, or ReLU imported by name
+        return ACTIVATIONS[name]
+    if name is not None:  # e.g. optimizer_class=RMSpropTFLike
         raise ValueError(f"unsupported name {ast.unparse(node)} (activations: "
                          f"{', '.join('nn.' + name for name in ACTIVATIONS)})")
     return ast.literal_eval(node)

@@ -13,7 +13,7 @@ from pearl_py.profile.profiler import (
     fit_measurements,
     heldout_grid,
     measure,
-    single_thread,
+    threads,
 )
 from pearl_py.protocol import (
     AdvantageWorkload,
@@ -63,11 +63,11 @@ def test_measure_and_fit_one_model_per_env():
     assert set(models) == {"CartPole-v1", "Pendulum-v1"}
 
 
-def test_single_thread_restores(monkeypatch):
+def test_one_thread_restores(monkeypatch):
     import torch
 
     before = torch.get_num_threads()
-    with single_thread():
+    with threads(1):
         assert torch.get_num_threads() == 1
     assert torch.get_num_threads() == before
 
