@@ -16,16 +16,21 @@ from typing import Any
 
 from pearl_py.report import fmt
 
+MODE = "mode"
+"""A mode correction's ``kernel`` (:data:`pearl_py.runtime.monitor.MODE`; the report does not import the runtime)."""
+
 TITLE = "Corrections during the run"
 HEADER = ["env step", "updates", "change", "expected per call", "measured per call (window)",
           "re-timed in the run (median per call)", "samples/s of expected"]
 
 
 def rows(run: Mapping[str, Any]) -> list[list[str]]:
-    """One row per decision of the monitor, in order (every figure measured but the expected one)."""
-    return [[f"{c['step']:,}", f"{c['updates']:,}", c["change"], fmt.seconds(c["predicted_s"]),
-             fmt.seconds(c["measured_s"]),
-             "; ".join(f"{option} {fmt.seconds(s)}" for option, s in c["retimed_s"].items()) or "-",
+    """One row per decision of the monitor, in order (every figure measured but the expected one); a mode
+    correction's figures are seconds per env step, not per call, and say so."""
+    def cost(c: Mapping[str, Any], seconds: float) -> str:
+        return fmt.seconds(seconds) + (" per env step" if c.get("kernel") == MODE else "")
+    return [[f"{c['step']:,}", f"{c['updates']:,}", c["change"], cost(c, c["predicted_s"]), cost(c, c["measured_s"]),
+             "; ".join(f"{option} {cost(c, s)}" for option, s in c["retimed_s"].items()) or "-",
              fmt.percent(c["ratio"])] for c in run.get("corrections") or []]
 
 

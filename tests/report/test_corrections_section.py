@@ -1,6 +1,8 @@
 """A run's report lists its corrections and marks the switches on the learning curve."""
 from __future__ import annotations
 
+import dataclasses
+
 import pearl_py as pearl
 from pearl_py.estimate import Estimator
 from pearl_py.optimize.api import plan
@@ -33,3 +35,16 @@ def test_a_run_without_corrections_has_no_such_section():
     result = RunResult(algorithm="dqn", env="CartPole-v1", seed=1, env_steps=50_000, gradient_steps=25_000,
                        wall_seconds=20.0, eval_returns=[500.0], plan=dqn.to_dict())
     assert "Corrections" not in render_markdown(dqn, result.to_dict())
+
+
+def test_a_mode_correction_reads_per_env_step():
+    from pearl_py.report.corrections import MODE as REPORT_MODE, rows
+    from pearl_py.runtime.monitor import MODE
+    assert REPORT_MODE == MODE
+    mode = Correction(step=1_100, updates=180, kernel=MODE, change="mode serialized -> overlapped (1 actor)",
+                      switched=True, before={"mode": "serialized"}, after={"mode": "overlapped", "actors": 1},
+                      predicted_s=2.4e-3, measured_s=4.4e-3, retimed_s={"overlapped (1 actor)": 2.4e-3}, ratio=0.55,
+                      reason="...")
+    row = rows({"corrections": [dataclasses.asdict(mode), dataclasses.asdict(SWITCH)]})
+    assert row[0][3:6] == ["2.4 ms per env step", "4.4 ms per env step", "overlapped (1 actor) 2.4 ms per env step"]
+    assert row[1][3] == "356.0 us"   # a kernel's correction stays per call
