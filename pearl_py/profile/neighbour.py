@@ -46,6 +46,11 @@ def _run(kind: str, stop: Any, ready: Any) -> None:
             pass
 
 
+class NeighbourNotStarted(RuntimeError):
+    """The neighbour did not start in time: the machine is too busy to time anything beside another process (the
+    profile refuses that multi-thread model, as it refuses one the load distorts)."""
+
+
 @dataclass(frozen=True)
 class Neighbour:
     """The running neighbour: its process and the event it set when its loop began."""
@@ -57,7 +62,7 @@ class Neighbour:
 @contextlib.contextmanager
 def neighbour(kind: str = "actor", ready_timeout_s: float = READY_TIMEOUT_S) -> Iterator[Neighbour]:
     """Run a neighbour process (``actor``: wakes once per ``WORK_EVERY_S`` and works ``WORK_S``; ``spin``:
-    never sleeps; ``light``: sleeps ``LIGHT_SLEEP_S`` and spins ``LIGHT_SPIN_S`` in a loop) meanwhile; enters once it runs its loop (RuntimeError if not within ``ready_timeout_s``)."""
+    never sleeps; ``light``: sleeps ``LIGHT_SLEEP_S`` and spins ``LIGHT_SPIN_S`` in a loop) meanwhile; enters once it runs its loop (:class:`NeighbourNotStarted` if not within ``ready_timeout_s``)."""
     if kind not in KINDS:
         raise ValueError(f"neighbour kind must be one of {KINDS}, got {kind!r}")
     ctx = mp.get_context("spawn")
@@ -66,8 +71,8 @@ def neighbour(kind: str = "actor", ready_timeout_s: float = READY_TIMEOUT_S) -> 
     proc.start()
     try:
         if not ready.wait(ready_timeout_s):
-            raise RuntimeError(f"the {kind} neighbour process did not start within {ready_timeout_s:g} s: "
-                               "the machine is too busy to calibrate at more than one thread")
+            raise NeighbourNotStarted(f"the {kind} neighbour process did not start within {ready_timeout_s:g} s: "
+                                     "the machine is too busy to calibrate at more than one thread")
         yield Neighbour(proc, ready)
     finally:
         stop.set()

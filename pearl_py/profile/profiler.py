@@ -67,7 +67,7 @@ from pearl_py.profile.microbench import (
     time_call,
     variants,
 )
-from pearl_py.profile.neighbour import neighbour
+from pearl_py.profile.neighbour import NeighbourNotStarted, neighbour
 from pearl_py.profile.normalize_cost import time_normalize
 from pearl_py.profile.power_profile import PowerProfile
 from pearl_py.profile.process_start import time_child_process
@@ -466,8 +466,14 @@ def spread_entry(kind: str, variant: str, n: int, family: str, spread: list[tupl
         def timed() -> float:
             return light_neighbour_slowdown(kind, variant, light_points(points), n, family, progress=progress)
 
-        entry["light_neighbour"] = round(checked_slowdown(timed, key, log, progress,
-                                                          *light_counts(kind, variant, family, points)), 4)
+        try:
+            entry["light_neighbour"] = round(checked_slowdown(timed, key, log, progress,
+                                                              *light_counts(kind, variant, family, points)), 4)
+        except NeighbourNotStarted as exc:   # a threaded model is then refused (profile); a one-thread one kept
+            if n > 1:
+                raise
+            log(f"warning: {key} not timed beside a light neighbour: {exc}")
+            return entry
         log(f"{key:<33} beside a light neighbour: {entry['light_neighbour']:.2f}x its time alone")
     return entry
 
@@ -621,14 +627,18 @@ def profile(quick: bool = False, kinds: tuple[str, ...] = KINDS,
             record = LoadRecord()
             setup: list[tuple[Workload, float, bool]] = []
             spread: list[tuple[float, float]] = []
-            measured = measure(kind, variant, points, passes, setup=setup if n == 1 else None, n_threads=n,
-                               window=lambda key=key: power.window("cpu", key), probe=probe, load=record,
-                               on_point=progress.point, family=family, spread=spread, on_build=progress.built)
-            if measured:   # a threaded model timing stopped (refused below) has no spread to keep
-                progress.part = "light neighbour"
-                calibration.meta.setdefault(SPREAD_KEY, {})[key] = spread_entry(kind, variant, n, family, spread, log,
-                                                                                points, progress)
-                progress.part = "grid"
+            not_started = ""
+            try:
+                measured = measure(kind, variant, points, passes, setup=setup if n == 1 else None, n_threads=n,
+                                   window=lambda key=key: power.window("cpu", key), probe=probe, load=record,
+                                   on_point=progress.point, family=family, spread=spread, on_build=progress.built)
+                if measured:   # a threaded model timing stopped (refused below) has no spread to keep
+                    progress.part = "light neighbour"
+                    calibration.meta.setdefault(SPREAD_KEY, {})[key] = spread_entry(kind, variant, n, family, spread,
+                                                                                    log, points, progress)
+            except NeighbourNotStarted as exc:   # too busy to time beside another process: refused below
+                measured, not_started = [], str(exc)
+            progress.part = "grid"
             load_meta["models"][key] = record.to_dict()
             progress.dropped(len(points) * passes - record.points)   # settled points (and a refused model's rest)
             if setup:
@@ -636,11 +646,11 @@ def profile(quick: bool = False, kinds: tuple[str, ...] = KINDS,
                 calibration.meta.setdefault("setup", {})[model_key(kind, variant, family=keyed)] = entry
                 log(f"{model_key(kind, variant, family=keyed):<32} setup (compile) {sum(s for _, s, _ in setup):.1f}s "
                     f"for {len(setup)} shapes ({len(entry['cold'])} cold)")
-            if record.distorted and n > 1:
+            if (record.distorted or not_started) and n > 1:
                 progress.dropped(*light_counts(kind, variant, family, points))   # not timed: the model is refused
-                load_meta["refused"][key] = (f"point {record.points} of {len(points) * passes} stayed distorted "
-                                             f"(timing stopped there): other processes kept up to "
-                                             f"{record.max_others_cores:.1f} cores busy")
+                load_meta["refused"][key] = not_started or (
+                    f"point {record.points} of {len(points) * passes} stayed distorted (timing stopped there): other "
+                    f"processes kept up to {record.max_others_cores:.1f} cores busy")
                 rule = "the load rule above" if len(load_meta["refused"]) > 1 else f"rule: {RULE}"
                 log(f"warning: {key} refused: {load_meta['refused'][key]} ({rule}); plans use one thread")
                 continue

@@ -106,6 +106,25 @@ def test_a_busy_machine_is_named_and_a_distorted_threaded_model_refused(tiny_pro
                for line in lines)
 
 
+def test_a_neighbour_too_slow_to_start_refuses_the_threaded_model_and_the_profile_goes_on(tiny_profile, monkeypatch):
+    from pearl_py.profile.neighbour import NeighbourNotStarted
+
+    @contextlib.contextmanager
+    def never_starts(kind="actor", ready_timeout_s=120.0):
+        raise NeighbourNotStarted(f"the {kind} neighbour process did not start within 120 s: the machine is too busy")
+        yield
+
+    monkeypatch.setattr(profiler, "neighbour", never_starts)
+    lines: list[str] = []
+    cal = profiler.profile(kinds=("learner_update",), log=lines.append, probe=Machine(lambda threads, attempt: 0.0))
+    assert set(cal.models) == {"learner_update/reference"}   # the one-thread model kept, without its light figure
+    assert "light_neighbour" not in cal.meta["spread"]["learner_update/reference"]
+    assert cal.meta["load"]["refused"] == {"learner_update/reference@2threads": "the actor neighbour process did not "
+                                                                                "start within 120 s: the machine is too busy"}
+    assert any(line.startswith("warning: learner_update/reference not timed beside a light neighbour") for line in lines)
+    assert any(line.startswith("warning: learner_update/reference@2threads refused: the actor neighbour") for line in lines)
+
+
 def test_single_thread_models_keep_distorted_points_flagged(tiny_profile):
     lines: list[str] = []
     cal = profiler.profile(kinds=("learner_update",), log=lines.append, probe=Machine(lambda threads, attempt: 2.5))
