@@ -354,11 +354,10 @@ def _edge_rows(b: _Builder, problem: AssignmentProblem, placed: dict[str, dict[s
     (scaled) and every link's load terms.
 
     An overlapped protocol only feels a transfer through its links' busy time: a link whose load can never
-    exceed ``t_lo`` (each edge at its worst pair) never binds and is left out (on the 64-node cluster, 30 of
-    978 links can bind), and pairs ``(p, q)`` that load the remaining links alike share one ``y`` over the
-    product ``P x Q`` they form (every GPU and CPU of node i to every one of node j crosses the same network
-    link): 5,220 pairs become 180 variables there. A serialized protocol adds every transfer time to ``T``,
-    so there pairs share a ``y`` only when their total transfer time is the same too.
+    exceed ``t_lo`` (each edge at its worst pair) never binds and is left out, and pairs ``(p, q)`` that load
+    the remaining links alike share one ``y`` over the product ``P x Q`` they form (docs/optimizer.md has the
+    64-node cluster's counts). A serialized protocol adds every transfer time to ``T``, so there pairs share a
+    ``y`` only when their total transfer time is the same too.
     """
     pairs = {edge: [(p, q, *edge_cost(problem, edge, p, q)) for p in placed[edge.src] for q in placed[edge.dst]]
              for edge in problem.edges}
