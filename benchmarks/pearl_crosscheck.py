@@ -68,7 +68,8 @@ def pearl_like_templates() -> FpgaTemplates:
 
 def learner_workload() -> NetworkWorkload:
     layers = tuple(DenseLayer(i, o, BATCH, backward=True) for i, o in zip(LAYERS, LAYERS[1:]))
-    return NetworkWorkload(layers, trained_params=sum(i * o + o for i, o in zip(LAYERS, LAYERS[1:])), batch=BATCH)
+    return NetworkWorkload(layers, trained_params=sum(i * o + o for i, o in zip(LAYERS, LAYERS[1:])), batch=BATCH,
+                           family="off_policy")
 
 
 def comparisons() -> list[tuple[str, float, float, float]]:

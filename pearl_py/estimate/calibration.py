@@ -4,12 +4,8 @@ Models are one-thread unless their key says otherwise (``learner_update/fused@2t
 cache written before threaded calibration existed loads as it is and simply has no such keys
 (the estimator then offers one thread and says why: docs/cost-models.md §2).
 
-The cache lives in ``$PEARL_CACHE_DIR`` (default ``~/.cache/pearl_py``) as
-``calibration-<fingerprint>-<install>.json``; the fingerprint names the host, CPU model,
-usable cores and torch version, so a different machine never reads another's
-figures, and the install key the pearl_py folder and version, so two installs (or two
-versions) never overwrite each other's calibration. Files are written atomically
-(temporary file + ``os.replace``). ``meta["load"]`` records the load the profile ran under.
+The cache: ``$PEARL_CACHE_DIR/calibration-<fingerprint>-<install>.json``, one per machine and install, written
+atomically (docs/cost-models.md, "Cache"). ``meta["load"]`` records the load the profile ran under.
 
 Example::
 

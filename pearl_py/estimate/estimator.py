@@ -8,31 +8,10 @@ How a device is costed is its kind's (:mod:`pearl_py.platform.kinds`, ``costing`
 - ``roofline``: the roofline everywhere, ``"modelled"``;
 - ``hls`` (FPGAs): the HLS-style model of :mod:`pearl_py.estimate.fpga_kernels`, ``"modelled"``.
 
-A calibrated cost's energy is its latency times the dynamic power ``pearl profile`` measured for
-the kernel on the device's counter (``energy_source="measured"``) where one was read, else the
-catalogue's power model (``"modelled"``); its one-off setup says whether it was timed
-(``setup_source="calibrated"``) or taken from ``estimators/roofline.yaml`` (``"modelled"``).
-
-Which model applies to a kernel follows its workload type (``ROOFLINE`` and ``FPGA_DESIGNS``
-below: a new workload type registers its models there); which devices may host it, its kind's
-``hosts``.
-
-The learner update on the local calibrated CPU is also costed at more than one thread
-(:meth:`Estimator.thread_counts`, ``cost(..., threads=n)``: its ``@<n>threads`` models);
-everywhere else a call is one thread's. Its calibrated cost at every thread count is what it is **expected** to take
-on a machine that is not dedicated: the model's figure alone and beside a light neighbour, weighted
-``NEIGHBOUR_WEIGHT`` (:meth:`Estimator.expected_factor`, docs/cost-models.md "Spread"); ``Estimator(dedicated=True)``
-costs it alone.
-
-Implementation variants (``pearl_py.kernels``: ``compiled`` learner update, ``fused``
-inference on CPUs, ``cuda_graph`` on GPUs) are costed like the reference: the local CPU
-from their own calibrated model, other devices from ``estimators/roofline.yaml``.
-:meth:`Estimator.variants` says which are offered for a kernel on a device (registered for
-the device kind's class, runnable there, and supporting the kernel's declared forms);
-``Cost.setup_s`` carries a variant's one-off setup (the compile).
-
-A kernel's cost excludes moving its inputs between devices: :meth:`Estimator.transfer`
-charges the links a plan's crossing edges use.
+Energy and setup sources, the threaded learner update's expected cost beside a light neighbour
+(``NEIGHBOUR_WEIGHT``), implementation variants and transfers (:meth:`Estimator.transfer`, never part of a
+kernel's cost): docs/cost-models.md. Which model applies follows the workload type (``ROOFLINE`` and
+``FPGA_DESIGNS`` below: a new workload type registers its models there).
 
 Example::
 

@@ -20,6 +20,7 @@ Example::
 from __future__ import annotations
 
 import math
+from bisect import bisect_left
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -264,10 +265,8 @@ def _mlp_design(workload: NetworkWorkload, kernel: str, board: FpgaSpec, templat
         return resources_at(reuse, adam_lanes).overflow(budget) is None
 
     def first_true(low: int, high: int, predicate) -> int:
-        while low < high:
-            mid = (low + high) // 2
-            low, high = (low, mid) if predicate(mid) else (mid + 1, high)
-        return low
+        """The least ``n`` in ``low..high`` with ``predicate(n)`` (``high`` if none below; ``predicate`` monotone)."""
+        return low + bisect_left(range(low, high), True, key=predicate)
 
     fewest = _fewest_rows(workload)    # the reuse at which every layer is down to one multiplier
     largest = max(math.ceil(la.gemm[1] * la.gemm[2] * la.gemm[0] / fewest) for la in workload.layers

@@ -94,14 +94,10 @@ class RooflineParams:
         return self.variant(variant, kind)["setup_s"]
 
 
-MACHINES = ("core", "accelerator")
-"""Roofline machine models: ``core`` (one CPU core: its peak, its share of DRAM bandwidth, a dispatch per op,
-params section ``cpu``) and ``accelerator`` (a GPU-like device: fp32 peak, memory bandwidth, a launch per op,
-params section ``gpu``). A device kind names its model (``pearl_py.platform.kinds``)."""
-
-
 def _machine(spec: CpuSpec | GpuSpec, params: RooflineParams, machine: str) -> tuple[float, float, float, dict]:
-    """``(peak flop/s, bandwidth bytes/s, seconds per dispatch, params section)`` of a roofline machine."""
+    """``(peak flop/s, bandwidth bytes/s, seconds per dispatch, params section)`` of a roofline machine: ``core`` (one
+    CPU core, its share of DRAM bandwidth, section ``cpu``) or ``accelerator`` (a GPU-like device, section ``gpu``),
+    as a device kind names it (``pearl_py.platform.kinds``)."""
     if machine == "core":
         return spec.core_peak_flops, spec.core_bandwidth_bytes, spec.dispatch_overhead_us * 1e-6, params.cpu
     return spec.fp32_tflops * 1e12, spec.mem_bandwidth_gbs * 1e9, spec.launch_overhead_us * 1e-6, params.gpu

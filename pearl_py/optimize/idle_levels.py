@@ -1,15 +1,9 @@
 """Branch and bound on the idle power a plan switches on: energy per sample ``E = I * T + D`` made linear.
 
-A plan's energy per sample is its devices' idle power ``I`` times its time per sample ``T`` plus its dynamic
-energy ``D``; ``I * T`` is a product of two plan-dependent quantities. On an interval ``[lo, hi]`` of idle
-power, ``lo * T + D`` is a linear under-estimator of ``E`` for every plan drawing ``lo <= I <= hi``
-(McCormick 1976), so one MILP with the budget ``I <= hi`` (linear in the device-in-use variables) bounds
-the interval from below. Intervals are split and pruned as in spatial branch and bound (Falk & Soland 1969;
-Tawarmalani & Sahinidis 2004) until every interval is *closed* -- its MILP's best plan draws ``I <= lo``, so
-its true objective is at most the interval's bound -- or pruned by the incumbent. Splits fall between the
-idle powers plans can actually draw (the subset sums of the devices' idle powers), so the search is exact
-and finite; each MILP has a linear objective, which HiGHS proves quickly (the direct formulation with
-``s = T * u`` had a weak relaxation: a 7-31 % root gap at 64 nodes).
+On an interval ``[lo, hi]`` of idle power, ``lo * T + D`` under-estimates ``E`` for every plan drawing
+``lo <= I <= hi``, so one MILP with the budget ``I <= hi`` bounds the interval; intervals split between the
+idle powers plans can draw (subset sums of the devices' idle powers) and close or are pruned as in spatial
+branch and bound: exact and finite. docs/optimizer.md ("Exact formulation") gives the argument and sources.
 
 Example::
 

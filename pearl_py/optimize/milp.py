@@ -1,32 +1,10 @@
 """Exact assignment by mixed-integer linear programming (scipy.optimize.milp, HiGHS).
 
-Variables (docs/optimizer.md has the full formulation and its sources):
-
-* ``x[k,p,v,j]`` binary: kernel ``k`` on device or pool ``p`` as variant ``v`` with ``j``
-  replicas per member, or ``j`` threads for a threaded option (``j = 1`` otherwise); ``sum = 1`` per kernel;
-  ``X[k,p]`` their sum over variants and counts (kernel ``k`` on ``p``).
-* ``T`` continuous: seconds per sample. Every device's busy time ``sum r*c/(m*j) * x <= T`` (a threaded
-  kernel: ``r*c(j) * x``), and every kernel's own (a valid cut); cores, extra threads, memory and FPGA
-  resources (shared instances via ``q``).
-* ``y >= sum X[src,P] + sum X[dst,Q] - 1`` for edges crossing devices (targets loading the same links
-  alike share one ``y``); every link that can bind: busy time ``<= T``.
-* Policy lag (``overlap < 1``): for every device ``d`` the training kernel may use and each collection stage,
-  ``stage loads + (1 - overlap) * (other loads on d) - T <= M (1 - X[train, d])``, plus the valid cut
-  with the training kernel's own load wherever it runs.
-* Synchronous protocols (on-policy): a second time variable pair, collection ``C`` and learning
-  ``L``: the collection kernels' and edges' times in series ``<= C`` (an actor's vector steps), the
-  learning kernels' and edges' ``<= L``, ``C + L <= T`` instead of the busy-time rows
-  (:func:`_synchronous_rows`); an edge with a split end (the actors' share of it depends on the
-  replica counts) has a ``y`` per pair of placement binaries (:func:`_synchronous_edge_vars`);
-  replicable kernels on one target run in the same actors, so their replica counts agree
-  (:func:`_same_actor_rows`); the learner runs while the actors wait, so its threads need no cores
-  of their own.
-* Energy: ``u >= X`` marks the devices in use, ``I = sum idle * u`` their idle power; energy per sample
-  ``E = I * T + sum r*e*x`` is bilinear, so it is priced on idle-power intervals (``idle_levels.py``):
-  ``E >= price * T + D`` for plans drawing ``price <= I <= budget``; a power cap is ``E <= cap * T``.
-
-``solve_milp`` minimises the objective, then the other one with the first held (lexicographic: among
-the fastest plans the least energy one, and the reverse).
+docs/optimizer.md ("Exact formulation") has the variables, the rows and their sources: placement binaries
+``x[k,p,v,j]`` (and their sums ``X[k,p]``), the time per sample ``T`` bounding every device's and link's busy
+time, crossing variables ``y`` for edges between devices, the policy-lag and synchronous (``C + L <= T``) rows,
+and the energy ``E = I * T + D`` priced per idle-power interval (``idle_levels.py``). ``solve_milp`` minimises
+the objective, then the other one with the first held (lexicographic).
 
 Example::
 
@@ -376,11 +354,10 @@ def _edge_rows(b: _Builder, problem: AssignmentProblem, placed: dict[str, dict[s
     (scaled) and every link's load terms.
 
     An overlapped protocol only feels a transfer through its links' busy time: a link whose load can never
-    exceed ``t_lo`` (each edge at its worst pair) never binds and is left out (on the 64-node cluster, 30 of
-    978 links can bind), and pairs ``(p, q)`` that load the remaining links alike share one ``y`` over the
-    product ``P x Q`` they form (every GPU and CPU of node i to every one of node j crosses the same network
-    link): 5,220 pairs become 180 variables there. A serialized protocol adds every transfer time to ``T``,
-    so there pairs share a ``y`` only when their total transfer time is the same too.
+    exceed ``t_lo`` (each edge at its worst pair) never binds and is left out, and pairs ``(p, q)`` that load
+    the remaining links alike share one ``y`` over the product ``P x Q`` they form (docs/optimizer.md has the
+    64-node cluster's counts). A serialized protocol adds every transfer time to ``T``, so there pairs share a
+    ``y`` only when their total transfer time is the same too.
     """
     pairs = {edge: [(p, q, *edge_cost(problem, edge, p, q)) for p in placed[edge.src] for q in placed[edge.dst]]
              for edge in problem.edges}

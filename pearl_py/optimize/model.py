@@ -1,22 +1,10 @@
 """The performance model of a plan: time per sample, bottleneck, utilization, power, samples per joule.
 
-Each kernel puts ``rate * latency / replicas`` seconds per sample on every physical device of its
-placement (a pool member carries ``1/members`` of the calls with ``replicas/members`` processes, the
-same figure). A device of one unit is busy for their sum; in an overlapped plan a device of several
-units (a CPU's cores) runs the actor processes and the learner's side by side, busy for the longest
-of one actor's work, the other process's and the core-seconds over the cores (:class:`DeviceWork`).
-Every link carries ``rate * (latency + bytes/bandwidth)`` per edge that crosses it. Overlapped
-protocols run at ``T = max(busy)``, serialized ones at ``T = sum`` of every stage and transfer. A
-policy-lag bound lets actors overlap only ``overlap`` of a training round, so an overlapped plan also needs ``T >= max(acting, intake) + (1 - overlap) * rest``: the
-round's collection (the acting kernels, pipelined with the replay inserts), plus the part
-of the learner device's other work (``stage == "train"``) that the actors must wait for
-(bottleneck ``policy lag``). A synchronous protocol (on-policy: collect a rollout, then learn on it)
-runs at ``T = C + L``: ``C`` the collection phase, an actor's ``act`` and ``intake`` kernels and the
-transfers between them in series (the replicas split the envs: each actor runs one call on its share,
-``Option.shares``; the actors run side by side); ``L`` the learning phase, every other kernel's and
-edge's time in series (bottleneck ``collection`` or ``learning``, with the device doing most of it).
-Energy per sample is ``T * idle(devices in use) + sum(rate * dynamic energy)``;
-a power cap stretches ``T`` until the average power fits. See docs/optimizer.md.
+Each kernel puts ``rate * latency / replicas`` seconds per sample on every physical device of its placement;
+overlapped protocols run at ``T = max(busy)`` (with a policy-lag chain when ``overlap < 1``), serialized ones
+at the sum of every stage and transfer, synchronous ones at ``T = C + L`` (collection, then learning). Energy
+per sample is ``T * idle(devices in use) + sum(rate * dynamic energy)``; a power cap stretches ``T`` until the
+average power fits. docs/optimizer.md ("Performance model") has every term.
 
 Example::
 
@@ -29,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
 from pearl_py.optimize.problem import AssignmentProblem, Edge
@@ -148,6 +136,13 @@ def placed_edge_cost(problem: AssignmentProblem, edge: Edge, src: Choice, dst: C
     elif problem.split(edge.dst):
         edge = dataclasses.replace(edge, rate=edge.rate * dst.replicas)
     return edge_cost(problem, edge, src.device, dst.device)
+
+
+def placed_edges(problem: AssignmentProblem, assignment: Assignment) -> Iterator[tuple[Edge, dict[str, float], float]]:
+    """``(edge, link loads, total)`` (:func:`placed_edge_cost`) of every edge whose both ends ``assignment`` places."""
+    for edge in problem.edges:
+        if edge.src in assignment and edge.dst in assignment:
+            yield edge, *placed_edge_cost(problem, edge, assignment[edge.src], assignment[edge.dst])
 
 
 def call_cost(problem: AssignmentProblem, kernel: str, choice: Choice) -> tuple[float, float]:
@@ -294,10 +289,7 @@ def evaluate(problem: AssignmentProblem, assignment: Assignment) -> Performance:
 
     link_busy: dict[str, float] = defaultdict(float)
     comm = 0.0
-    for edge in problem.edges:
-        if edge.src not in assignment or edge.dst not in assignment:
-            continue
-        loads, total = placed_edge_cost(problem, edge, assignment[edge.src], assignment[edge.dst])
+    for _, loads, total in placed_edges(problem, assignment):
         comm += total
         for link_name, t in loads.items():
             link_busy[link_name] += t
@@ -426,30 +418,19 @@ def synchronous_phases(problem: AssignmentProblem, assignment: Assignment) -> tu
     edge's transfer time, in series (the advantage scan, the updates, the publication follow each other).
     The bottleneck names the phase and the device doing most of its work.
     """
-    collect = learn = 0.0
-    collect_on: dict[str, float] = defaultdict(float)
-    learn_on: dict[str, float] = defaultdict(float)
+    seconds = {True: 0.0, False: 0.0}  # keyed by "in the collection phase"
+    on: dict[bool, dict[str, float]] = {True: defaultdict(float), False: defaultdict(float)}
     for kernel, choice in assignment.items():
-        load = contribution(problem, kernel, choice)
-        if collecting(problem, kernel):
-            collect += load
-            collect_on[choice.device] += load
-        else:
-            learn += load
-            learn_on[choice.device] += load
-    for edge in problem.edges:
-        if edge.src not in assignment or edge.dst not in assignment:
-            continue
-        loads, total = placed_edge_cost(problem, edge, assignment[edge.src], assignment[edge.dst])
-        if collection_edge(problem, edge):
-            collect += total
-            for link_name, t in loads.items():
-                collect_on[link_name] += t
-        else:
-            learn += total
-            for link_name, t in loads.items():
-                learn_on[link_name] += t
-    phase, work = (COLLECTION_PHASE, collect_on) if collect >= learn else (LEARNING_PHASE, learn_on)
+        load, side = contribution(problem, kernel, choice), collecting(problem, kernel)
+        seconds[side] += load
+        on[side][choice.device] += load
+    for edge, loads, total in placed_edges(problem, assignment):
+        side = collection_edge(problem, edge)
+        seconds[side] += total
+        for link_name, t in loads.items():
+            on[side][link_name] += t
+    collect, learn = seconds[True], seconds[False]
+    phase, work = (COLLECTION_PHASE, on[True]) if collect >= learn else (LEARNING_PHASE, on[False])
     return collect, learn, f"{phase} ({max(work, key=work.get, default='none')})"
 
 

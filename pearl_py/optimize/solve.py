@@ -18,6 +18,7 @@ Example::
 from __future__ import annotations
 
 import time
+from bisect import bisect_left
 
 from pearl_py.errors import PlanningError
 from pearl_py.optimize.exhaustive import (
@@ -147,16 +148,14 @@ def trim_replicas(problem: AssignmentProblem, solution: Solution) -> Solution:
     target = solution.performance
     for name, choice in assignment.items():
         members = len(problem.devices[choice.device].physical)
-        lo, hi = 1, choice.replicas // members
-        while lo < hi:
-            mid = (lo + hi) // 2
-            perf = evaluate(problem, {**assignment, name: Choice(choice.device, choice.variant, mid * members)})
-            if perf.feasible and perf.time_per_sample <= target.time_per_sample * (1 + 1e-12) \
-                    and perf.energy_per_sample_j <= target.energy_per_sample_j * (1 + 1e-12):
-                hi = mid
-            else:
-                lo = mid + 1
-        assignment[name] = Choice(choice.device, choice.variant, lo * members)
+
+        def keeps(n: int) -> bool:  # called within this iteration only
+            perf = evaluate(problem, {**assignment, name: Choice(choice.device, choice.variant, n * members)})
+            return perf.feasible and perf.time_per_sample <= target.time_per_sample * (1 + 1e-12) \
+                and perf.energy_per_sample_j <= target.energy_per_sample_j * (1 + 1e-12)
+
+        fewest = 1 + bisect_left(range(1, choice.replicas // members), True, key=keeps)
+        assignment[name] = Choice(choice.device, choice.variant, fewest * members)
     solution.assignment = assignment
     solution.performance = evaluate(problem, assignment)
     return solution

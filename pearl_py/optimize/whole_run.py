@@ -1,21 +1,12 @@
 """The model's figure for a whole run: the actors' start, the warm-up that fills replay, then the learning phase.
 
-An off-policy run first collects ``learning_starts`` transitions with uniform random
-actions: only the env step and the replay insert run (no inference, no update). The steady
-state the optimizer ranks plans by (:func:`pearl_py.optimize.model.evaluate`) describes
-the learning phase only; for a run of ``horizon`` env steps this adds the warm-up at the
-rate the same model gives the warm-up kernels alone, plus the chosen variants' one-off
-setups::
+For a run of ``horizon`` env steps (docs/optimizer.md, "Whole run")::
 
     seconds = S + W · T(warm-up kernels) + (H − W) · T(all kernels) + Σ setup_s,   W = min(warmup, H)
 
-where ``S`` is the start of the plan's actor processes (0 for a serialized plan, which runs in one
-process; else ``process_start_s`` per wave of actors, :func:`startup_seconds`), measured on a run as
-``RunResult.startup_seconds``; with ``H`` and ``W`` rounded up to whole vector steps of ``n_envs`` envs (an on-policy protocol's to whole
-rollouts, ``ProtocolGraph.rollout_size``: it has no warm-up), as the executors run
-and count them, so the whole run's samples/s (``H / seconds``) is comparable with what a run measures
-(``RunResult.run_samples_per_second``: env steps over start-up and training time). docs/optimizer.md
-§"Whole run".
+``S`` the start of the plan's actor processes (:func:`startup_seconds`), ``H`` and ``W`` rounded up to whole
+vector steps (an on-policy protocol's to whole rollouts), so ``H / seconds`` compares with a run's measured
+``RunResult.run_samples_per_second``.
 
 Example::
 

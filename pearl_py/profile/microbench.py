@@ -344,7 +344,7 @@ def env_step_bench(variant: str) -> Runner:
         space = envs.single_observation_space
         discrete = hasattr(envs.single_action_space, "n")
         action_dim = int(envs.single_action_space.n) if discrete else int(np.prod(envs.single_action_space.shape))
-        workload = EnvWorkload(point.env_id, int(np.prod(space.shape)), action_dim, point.batch, discrete)
+        workload = EnvWorkload(point.env_id, int(np.prod(space.shape)), action_dim, point.batch, OFF_POLICY, discrete)
         return workload, lambda: envs.step(actions)
 
     return run

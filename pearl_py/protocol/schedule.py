@@ -4,24 +4,10 @@ Shared by the parallel runtime's rate limiter, the Ray backend and the simulator
 :class:`TrainSchedule` is the off-policy family's (:class:`SimSchedule`: as a simulation plays it, with its
 parameter publications); :class:`RolloutSchedule` the on-policy family's synchronous one (at the end of this module).
 
-The serial executor trains ``gradient_steps`` times after every ``train_freq``-th vector
-step once more than ``learning_starts`` transitions are stored. The parallel learner
-replays that schedule on *virtual* vector steps (every ``n_envs`` inserted transitions),
-whichever actor they came from, so the update-to-data ratio and the update count are the
-serial run's exactly (Reverb's samples-per-insert limiter with zero tolerance on the
-learner side). Actors may run ``window`` transitions ahead of what the learner has
-consumed (plus at most one vector step per other actor that checked at the same time):
-they collect the next round while the learner trains. Before the first training step
-they run freely.
-
-``max_policy_lag`` bounds how stale the acting parameters may be. The serial loop
-collects vector step ``j`` after exactly ``updates_until(j - 1)`` updates; with a lag of
-``L`` an actor may collect step ``j`` once the learner has done ``updates_until(j - 1) - L``
-of them (and published its parameters then). ``L = 0`` is the serial order (no overlap
-of collection and training); ``None`` leaves only the window, so the next round is
-collected with parameters up to a whole round (``gradient_steps`` updates) old. The
-fraction of a round actors overlap with training is ``overlap = min(L / gradient_steps, 1)``,
-which the optimizer's model charges (docs/optimizer.md).
+The parallel learner replays the serial loop's rounds (``gradient_steps`` updates after every ``train_freq``-th
+vector step past ``learning_starts``) on virtual vector steps, so its update count is the serial run's; actors
+run up to ``window`` transitions ahead and act on parameters at most ``max_policy_lag`` updates staler than the
+serial run's (``overlap``, which the optimizer charges). docs/runtime.md ("The rate limiter") has the rules.
 
 Example::
 

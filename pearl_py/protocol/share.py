@@ -8,9 +8,9 @@ returned unchanged.
 
 Example::
 
-    >>> env_share(EnvWorkload("CartPole-v1", 4, 2, n_envs=8), replicas=3).n_envs
+    >>> env_share(EnvWorkload("CartPole-v1", 4, 2, n_envs=8, loop_family="off_policy"), replicas=3).n_envs
     3
-    >>> env_count(EnvWorkload("CartPole-v1", 4, 2, n_envs=8))
+    >>> env_count(EnvWorkload("CartPole-v1", 4, 2, n_envs=8, loop_family="off_policy"))
     8
 """
 from __future__ import annotations

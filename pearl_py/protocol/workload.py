@@ -8,7 +8,7 @@ Example::
     >>> layer = DenseLayer(n_in=4, n_out=256, batch=64, backward=True)
     >>> layer.forward_flops
     131072
-    >>> net = NetworkWorkload(layers=(layer,), trained_params=1280, batch=64)
+    >>> net = NetworkWorkload(layers=(layer,), trained_params=1280, batch=64, family="off_policy")
     >>> net.flops
     393216.0
 """
@@ -110,10 +110,10 @@ class NetworkWorkload:
     layers: tuple[Layer, ...]
     trained_params: int
     batch: int
+    family: str
     optimizer: str = "adam"
     period: int = 1
     forms: tuple[str, ...] = ()
-    family: str = "off_policy"
     dispatched_ops: float | None = None
     resident_bytes: int = 0
     updates_per_round: int = 1
@@ -209,11 +209,11 @@ class EnvWorkload:
     obs_dim: int
     action_dim: int
     n_envs: int
-    discrete_actions: bool = False
-    obs_item_bytes: int = 0
-    loop_family: str = "off_policy"
+    loop_family: str
     """The algorithm family whose training loop steps these envs: its own work per vector step besides the
     kernels (``pearl_py.protocol.kernel.LOOP_WORK``) is calibrated per family."""
+    discrete_actions: bool = False
+    obs_item_bytes: int = 0
     normalized_per_env: int | None = None
     """With ``normalize``: the observation values its transform updates and normalizes per env each step (the
     observation size, 0 with ``norm_reward`` only), work of the loop the model charges with the step; None without."""

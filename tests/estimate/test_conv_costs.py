@@ -37,7 +37,7 @@ PARAMS = RooflineParams.load()
 def minatar_learner(batch: int = 32) -> NetworkWorkload:
     conv = Conv2dLayer(4, 16, 10, 10, (3, 3), (1, 1), (0, 0), batch, backward=True, input_grad=False)
     return NetworkWorkload((conv, FlattenLayer((16, 8, 8), batch, True), DenseLayer(1024, 3, batch, True)),
-                           trained_params=conv.weights + 1024 * 3 + 3, batch=batch)
+                           trained_params=conv.weights + 1024 * 3 + 3, batch=batch, family="off_policy")
 
 
 def test_conv_flops_run_at_the_conv_efficiency():
@@ -69,7 +69,8 @@ def test_stream_ops_have_no_multipliers_and_chain_in_the_dataflow():
 def test_pooling_maps_to_a_stream():
     pool = PoolLayer("max", 16, 8, 8, (2, 2), (2, 2), (0, 0), 4)
     workload = NetworkWorkload((Conv2dLayer(4, 16, 10, 10, (3, 3), (1, 1), (0, 0), 4), pool,
-                                FlattenLayer((16, 4, 4), 4), DenseLayer(256, 3, 4)), trained_params=0, batch=4)
+                                FlattenLayer((16, 4, 4), 4), DenseLayer(256, 3, 4)), trained_params=0, batch=4,
+                               family="off_policy")
     (conv, stream, dense) = _dense_ops(workload, FP32_AGILEX, 8, "full", False)["forward"]
     assert isinstance(stream, StreamOp) and stream.rows == 4 * 16 * 4 * 4
 

@@ -52,9 +52,10 @@ def test_sum_tree_by_hand():
 
 
 def test_mlp_by_hand():
-    infer = NetworkWorkload((DenseLayer(4, 2, batch=3),), trained_params=0, batch=3)
+    infer = NetworkWorkload((DenseLayer(4, 2, batch=3),), trained_params=0, batch=3, family="off_policy")
     assert mlp_design(infer, "inference", AGILEX, TEMPLATES).cycles == (1 + 3 + 3 * 2) + 1 * 2
-    train = NetworkWorkload((DenseLayer(4, 2, batch=3, backward=True),), trained_params=10, batch=3)
+    train = NetworkWorkload((DenseLayer(4, 2, batch=3, backward=True),), trained_params=10, batch=3,
+                            family="off_policy")
     d = mlp_design(train, "learner_update", AGILEX, TEMPLATES)
     assert d.phases["forward"] == 12
     assert d.phases["loss"] == 12 + 2
@@ -66,7 +67,7 @@ def test_mlp_by_hand():
 def _learner(width: int, batch: int) -> NetworkWorkload:
     dims = (8, width, width, 4)
     layers = tuple(DenseLayer(i, o, batch, backward=True) for i, o in zip(dims, dims[1:]))
-    return NetworkWorkload(layers, sum(i * o + o for i, o in zip(dims, dims[1:])), batch)
+    return NetworkWorkload(layers, sum(i * o + o for i, o in zip(dims, dims[1:])), batch, "off_policy")
 
 
 @settings(max_examples=25, deadline=None)

@@ -14,7 +14,8 @@ U250 = Catalogue.load().device_spec("alveo-u250")
 TEMPLATES = FpgaTemplates.load()
 SIZES = (4, 256, 256, 2)
 LEARNER = NetworkWorkload(tuple(DenseLayer(i, o, 64, backward=True) for i, o in zip(SIZES, SIZES[1:])),
-                          trained_params=sum(i * o + o for i, o in zip(SIZES, SIZES[1:])), batch=64)
+                          trained_params=sum(i * o + o for i, o in zip(SIZES, SIZES[1:])), batch=64,
+                          family="off_policy")
 
 
 def at(precision: str):

@@ -53,11 +53,13 @@ def test_recording_refuses_what_it_cannot_model():
 
 
 def test_workload_of_a_cnn_counts_conv_flops_and_ops_like_dense_for_an_mlp():
-    mlp = NetworkWorkload((DenseLayer(4, 64, 32, True), DenseLayer(64, 2, 32, True)), trained_params=450, batch=32)
+    mlp = NetworkWorkload((DenseLayer(4, 64, 32, True), DenseLayer(64, 2, 32, True)), trained_params=450,
+                          batch=32, family="off_policy")
     assert mlp.n_ops == (3 + 3 + 4 * 2) and mlp.conv_flops == 0 and not mlp.has_conv
     conv = Conv2dLayer(4, 16, 10, 10, (3, 3), (1, 1), (0, 0), 32, backward=True, input_grad=False)
     flat = FlattenLayer((16, 8, 8), 32, backward=True)
-    cnn = NetworkWorkload((conv, flat, DenseLayer(1024, 3, 32, True)), trained_params=3667, batch=32)
+    cnn = NetworkWorkload((conv, flat, DenseLayer(1024, 3, 32, True)), trained_params=3667,
+                          batch=32, family="off_policy")
     assert cnn.has_conv and cnn.conv_flops == conv.forward_flops + conv.backward_flops
     assert cnn.n_ops == 2 + 0 + 3 + 4 * 2                        # flatten: a view, no op and no Adam step
     assert cnn.weight_bytes == 4 * (conv.weights + 1024 * 3 + 3)

@@ -135,16 +135,18 @@ def derive_protocol(algorithm: Algorithm, serialized: bool = False) -> ProtocolG
     forms = algorithm.loss_forms()
     normalized_sample = algorithm.normalized_values(2 * cfg.batch_size)  # obs and next obs
     kernels = [
-        Kernel(ENV_STEP, ENV_STEP, EnvWorkload(spec.env_id, spec.obs_dim, spec.action_dim, n_envs, spec.discrete,
-                                               spec.obs_item_bytes, normalized_per_env=algorithm.normalized_values(1)),
+        Kernel(ENV_STEP, ENV_STEP, EnvWorkload(spec.env_id, spec.obs_dim, spec.action_dim, n_envs, algorithm.family,
+                                               spec.discrete, spec.obs_item_bytes,
+                                               normalized_per_env=algorithm.normalized_values(1)),
                rate=per_step),
-        Kernel(INFERENCE, INFERENCE, NetworkWorkload(acting, trained_params=0, batch=n_envs,
+        Kernel(INFERENCE, INFERENCE, NetworkWorkload(acting, trained_params=0, batch=n_envs, family=algorithm.family,
                                                      forms=(algorithm.declared_acting_form(),),
                                                      dispatched_ops=float(acting_ops)), rate=per_step),
         Kernel(REPLAY_INSERT, REPLAY_INSERT, replay(n_envs), rate=per_step),
         Kernel(REPLAY_SAMPLE, REPLAY_SAMPLE, replay(cfg.batch_size), rate=per_update),
         Kernel(LEARNER_UPDATE, LEARNER_UPDATE, NetworkWorkload(learning, trained_params=trained_params,
-                                                               batch=cfg.batch_size, period=period, forms=forms,
+                                                               batch=cfg.batch_size, family=algorithm.family,
+                                                               period=period, forms=forms,
                                                                dispatched_ops=learning_ops / period,
                                                                updates_per_round=cfg.gradient_steps,
                                                                normalized=normalized_sample),

@@ -58,7 +58,6 @@ if TYPE_CHECKING:
     from pearl_py.algorithms.on_policy.base import OnPolicyAlgorithm
     from pearl_py.algorithms.on_policy.learner import OnPolicyLearner, RolloutBatch
 
-FAMILY = "on_policy"
 SCAN_READ_BYTES = 3 * FLOAT_BYTES
 """What the advantage scan reads of each stored transition: reward, value, episode start."""
 TARGET_BYTES = 2 * FLOAT_BYTES
@@ -134,12 +133,12 @@ def derive_protocol(algorithm: OnPolicyAlgorithm, serialized: bool = False) -> P
     acting_form, loss_form = algorithm.declared_acting_form(), algorithm.declared_loss_form()
     graph = ProtocolGraph(serialized=serialized, synchronous=not serialized, rollout_size=size)
     for kernel in (
-        Kernel(ENV_STEP, ENV_STEP, EnvWorkload(spec.env_id, spec.obs_dim, spec.action_dim, n_envs, spec.discrete,
-                                            spec.obs_item_bytes, loop_family=FAMILY,
+        Kernel(ENV_STEP, ENV_STEP, EnvWorkload(spec.env_id, spec.obs_dim, spec.action_dim, n_envs, algorithm.family,
+                                            spec.discrete, spec.obs_item_bytes,
                                             normalized_per_env=algorithm.normalized_values(1)),
                rate=per_step),
         Kernel(INFERENCE, INFERENCE, NetworkWorkload(acting, trained_params=0, batch=n_envs, forms=(acting_form,),
-                                                     family=FAMILY, dispatched_ops=float(acting_ops)),
+                                                     family=algorithm.family, dispatched_ops=float(acting_ops)),
                rate=(cfg.n_steps + 1) / size),
         # the serial executor stores the rollout in its one process: replicas only where actors collect
         Kernel(ROLLOUT_INSERT, ROLLOUT_INSERT, RolloutWorkload(cfg.n_steps, n_envs, item_bytes(algorithm), n_envs),
@@ -147,7 +146,7 @@ def derive_protocol(algorithm: OnPolicyAlgorithm, serialized: bool = False) -> P
         Kernel(ADVANTAGE, ADVANTAGE, AdvantageWorkload(cfg.n_steps, n_envs), rate=per_rollout),
         Kernel(LEARNER_UPDATE, LEARNER_UPDATE,
                NetworkWorkload(learning, trained_params=code.trained_params, batch=rows, forms=(loss_form, acting_form),
-                               family=FAMILY, dispatched_ops=float(learning_ops),
+                               family=algorithm.family, dispatched_ops=float(learning_ops),
                                optimizer=code.optimizer,
                                resident_bytes=size * (item_bytes(algorithm) + TARGET_BYTES), updates_per_round=updates),
                rate=updates / size),
