@@ -5,17 +5,15 @@ from __future__ import annotations
 import csv
 import io
 import re
-import subprocess
-import sys
 from collections import deque
 from pathlib import Path
 
 import pytest
 
 import pearl_py as pearl
+from pearl_py.cli import main
 from pearl_py.runtime.run_log import RunLog, clock
 
-ROOT = Path(__file__).resolve().parents[2]
 TINY = {"learning_starts": 100, "train_freq": 50, "gradient_steps": 5, "batch_size": 16, "net_arch": [16]}
 LINE = re.compile(r"^\[(\d+)/1000 +(\d+)%\] (\d+) samples/s(, return ([-\d.]+) \(mean of (\d+)\))?, "
                   r"(\d+:\d\d) elapsed(, ETA (\d+:\d\d))?$")
@@ -177,14 +175,13 @@ def test_the_run_report_has_a_learning_curve(tmp_path):
     assert "Learning curve (measured)" in html and "<polyline" in html
 
 
-def test_the_cli_prints_the_plan_and_progress_lines_without_a_terminal(write_config, tmp_path):
+def test_the_cli_prints_the_plan_and_progress_lines_without_a_terminal(write_config, tmp_path, capsys):
+    """`pearl run` as a command whose output goes to a pipe (capsys's streams, like CI's log, are no terminal)."""
     config = write_config("algorithm: dqn\nenv: CartPole-v1\ntotal_steps: 600\neval_episodes: 1\nhyperparameters:\n"
                           + "".join(f"  {k}: {v}\n" for k, v in TINY.items()))
-    proc = subprocess.run([sys.executable, "-m", "pearl_py.cli", "run", str(config), "--plan", "serial",
-                           "--out", str(tmp_path / "out")], capture_output=True, text=True, cwd=ROOT, timeout=600,
-                          env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)})
-    assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.splitlines()[0] == "plan: serialized (one process, stages in turn)"
-    assert re.search(r"^\[600/600 100%\] \d+ samples/s, return [\d.]+ \(mean of \d+\), \d+:\d\d elapsed$",
-                     proc.stderr, re.MULTILINE), proc.stderr
-    assert f"pearl eval {tmp_path / 'out'}" in proc.stdout
+    assert main(["run", str(config), "--plan", "serial", "--out", str(tmp_path / "out")]) == 0
+    out, err = capsys.readouterr()
+    assert out.splitlines()[0] == "plan: serialized (one process, stages in turn)"
+    assert re.search(r"^\[600/600 100%\] \d+ samples/s, return [\d.]+ \(mean of \d+\), \d+:\d\d elapsed$", err,
+                     re.MULTILINE), err
+    assert f"pearl eval {tmp_path / 'out'}" in out

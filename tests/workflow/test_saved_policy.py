@@ -23,11 +23,21 @@ LOAD_IN_A_NEW_PROCESS = textwrap.dedent("""
     import json, sys
     import numpy as np
     import pearl_py as pearl
-    policy = pearl.load(sys.argv[1])
-    obs = np.load(sys.argv[2])
-    print(json.dumps({"actions": policy.predict(obs)[0].tolist(), "returns": policy.evaluate(3, seed=int(sys.argv[3])),
-                      "algorithm": policy.algorithm.name}))
+    answers = []
+    for run_dir, obs_file, seed in zip(*[iter(sys.argv[1:])] * 3):
+        policy = pearl.load(run_dir)
+        obs = np.load(obs_file)
+        answers.append({"actions": policy.predict(obs)[0].tolist(), "returns": policy.evaluate(3, seed=int(seed)),
+                        "algorithm": policy.algorithm.name})
+    print(json.dumps(answers))
 """)
+"""Loads each (run folder, observations file, evaluation seed) of its arguments; prints their answers as a JSON list."""
+
+CASES = {
+    "dqn": (lambda: pearl.DQN("CartPole-v1", **TINY), "CartPole-v1"),
+    "ddpg": (lambda: pearl.DDPG("Pendulum-v1", **TINY), "Pendulum-v1"),
+    "ppo": (lambda: pearl.PPO("CartPole-v1", n_steps=64, batch_size=32, n_epochs=2, net_arch=[16]), "CartPole-v1"),
+}
 
 
 def _observations(env_id: str, n: int = 32) -> np.ndarray:
@@ -37,27 +47,34 @@ def _observations(env_id: str, n: int = 32) -> np.ndarray:
     return np.stack([env.observation_space.sample() for _ in range(n)]).astype(np.float32)
 
 
-def _in_new_process(run_dir: Path, obs_file: Path, seed: int) -> dict:
-    proc = subprocess.run([sys.executable, "-c", LOAD_IN_A_NEW_PROCESS, str(run_dir), str(obs_file), str(seed)],
-                          capture_output=True, text=True, cwd=ROOT, timeout=300,
-                          env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+@pytest.fixture(scope="module")
+def trained_and_loaded_elsewhere(tmp_path_factory) -> dict:
+    """Each case trained (300 steps, seed 4) into its own folder, then all loaded in one new process (one start of
+    Python and torch for the three): by case, its folder, algorithm, result, observations and the new process's
+    answer (actions on the observations, a 3-episode evaluation at the run's final evaluation seed)."""
+    cases, argv = {}, []
+    for name, (make, env_id) in CASES.items():
+        folder = tmp_path_factory.mktemp(name)
+        algo = make()
+        result = pearl.train(algo, total_steps=300, seed=4, out=folder / "run", eval_episodes=3, progress=False)
+        obs = _observations(env_id)
+        np.save(folder / "obs.npy", obs)
+        cases[name] = dict(run=folder / "run", algo=algo, env_id=env_id, result=result, obs=obs)
+        argv += [str(folder / "run"), str(folder / "obs.npy"), str(4 + 10_000)]
+    proc = subprocess.run([sys.executable, "-c", LOAD_IN_A_NEW_PROCESS, *argv], capture_output=True, text=True,
+                          cwd=ROOT, timeout=300, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
     assert proc.returncode == 0, proc.stderr
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    for name, there in zip(cases, json.loads(proc.stdout.strip().splitlines()[-1]), strict=True):
+        cases[name]["there"] = there
+    return cases
 
 
-@pytest.mark.parametrize("make, env_id", [
-    (lambda: pearl.DQN("CartPole-v1", **TINY), "CartPole-v1"),
-    (lambda: pearl.DDPG("Pendulum-v1", **TINY), "Pendulum-v1"),
-    (lambda: pearl.PPO("CartPole-v1", n_steps=64, batch_size=32, n_epochs=2, net_arch=[16]), "CartPole-v1"),
-])
-def test_a_trained_policy_acts_the_same_after_loading_in_a_new_process(tmp_path, make, env_id):
-    algo = make()
-    result = pearl.train(algo, total_steps=300, seed=4, out=tmp_path / "run", eval_episodes=3, progress=False)
-    assert (tmp_path / "run" / POLICY_FILE).is_file() and (tmp_path / "run" / MANIFEST_FILE).is_file()
-    obs = _observations(env_id)
-    np.save(tmp_path / "obs.npy", obs)
-    here = pearl.load(tmp_path / "run")
-    there = _in_new_process(tmp_path / "run", tmp_path / "obs.npy", seed=4 + 10_000)
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_a_trained_policy_acts_the_same_after_loading_in_a_new_process(trained_and_loaded_elsewhere, case):
+    run, algo, env_id, result, obs, there = (trained_and_loaded_elsewhere[case][key]
+                                             for key in ("run", "algo", "env_id", "result", "obs", "there"))
+    assert (run / POLICY_FILE).is_file() and (run / MANIFEST_FILE).is_file()
+    here = pearl.load(run)
     assert there["algorithm"] == algo.name
     actions, state = here.predict(obs)
     assert state is None  # SB3's (action, state)
@@ -69,7 +86,7 @@ def test_a_trained_policy_acts_the_same_after_loading_in_a_new_process(tmp_path,
         here.predict(np.zeros((3, 7)))
     # the run's final evaluation (seed + 10,000) comes out again: the saved networks are the trained ones
     assert there["returns"] == result.eval_returns
-    manifest = json.loads((tmp_path / "run" / MANIFEST_FILE).read_text())
+    manifest = json.loads((run / MANIFEST_FILE).read_text())
     assert manifest["pearl_py_version"] == pearl.__version__ and manifest["env_steps"] == result.env_steps
     assert manifest["family"] == algo.family and manifest["obs_normalization"] is None
 
