@@ -24,15 +24,23 @@ exclusive of the parts inside it:
 
 ``whole`` is the parent's wall clock around the job's process (interpreter to exit). Below the table, the modules each
 side's job process holds at its end (``len(sys.modules)``): a count no load distorts.
+
+On a loaded machine, where seconds are not worth quoting, ``--counts`` runs one process per side and prints, per part,
+what no load changes: the modules first imported in it, the Python function calls cProfile counts in it, and its share
+of the process's CPU time (profiled, so skewed towards Python work)::
+
+    python benchmarks/fixed_cost.py examples/configs/dqn_cartpole.yaml --steps 2000 --counts
 """
 from __future__ import annotations
 
 import argparse
 import contextlib
+import cProfile
 import functools
 import importlib
 import json
 import os
+import pstats
 import statistics
 import subprocess
 import sys
@@ -46,29 +54,65 @@ PARTS = ("import", "plan", "setup", "numba cache", "eval", "outputs", "rest")
 
 
 class Parts:
-    """Exclusive wall seconds per part: a part entered inside another pauses the outer one."""
+    """Exclusive figures per part: a part entered inside another pauses the outer one.
 
-    def __init__(self) -> None:
+    Per part: wall seconds (``seconds``), CPU seconds of this process (``cpu``), times entered (``calls``), modules
+    first imported while it ran (``modules``) and, with ``count_calls``, the Python function calls cProfile saw
+    (``python_calls``; one profiler per part, so each call is counted in the innermost part it ran in). The last
+    three do not depend on the machine's load.
+    """
+
+    def __init__(self, count_calls: bool = False) -> None:
         self.seconds: dict[str, float] = dict.fromkeys(PARTS, 0.0)
+        self.cpu: dict[str, float] = dict.fromkeys(PARTS, 0.0)
         self.calls: dict[str, int] = dict.fromkeys(PARTS, 0)
-        self._stack: list[tuple[str, float]] = []
+        self.modules: dict[str, int] = dict.fromkeys(PARTS, 0)
+        self._profiles = {name: cProfile.Profile() for name in PARTS} if count_calls else None
+        self._stack: list[str] = []
+        self._mark = self._now()
+
+    @staticmethod
+    def _now() -> tuple[float, float, int]:
+        return time.perf_counter(), time.process_time(), len(sys.modules)
+
+    def _switch(self, to: str | None) -> None:
+        """Charge what passed since the last switch to the innermost part, then make ``to`` (or the outer part
+        when None) the one that runs."""
+        if self._profiles is not None and self._stack:
+            self._profiles[self._stack[-1]].disable()
+        now = self._now()
+        if self._stack:
+            inner = self._stack[-1]
+            self.seconds[inner] += now[0] - self._mark[0]
+            self.cpu[inner] += now[1] - self._mark[1]
+            self.modules[inner] += now[2] - self._mark[2]
+        if to is None:
+            self.calls[self._stack.pop()] += 1
+        else:
+            self._stack.append(to)
+        self._mark = now
+        if self._profiles is not None and self._stack:
+            self._profiles[self._stack[-1]].enable()
 
     @contextlib.contextmanager
     def part(self, name: str):
-        now = time.perf_counter()
-        if self._stack:
-            outer, since = self._stack[-1]
-            self.seconds[outer] += now - since
-        self._stack.append((name, now))
+        self._switch(name)
         try:
             yield
         finally:
-            name, since = self._stack.pop()
-            now = time.perf_counter()
-            self.seconds[name] += now - since
-            self.calls[name] += 1
-            if self._stack:
-                self._stack[-1] = (self._stack[-1][0], now)
+            self._switch(None)
+
+    def python_calls(self) -> dict[str, int] | None:
+        """Python function calls per part (None unless built with ``count_calls``)."""
+        if self._profiles is None:
+            return None
+        return {name: pstats.Stats(profile).total_calls if profile.getstats() else 0
+                for name, profile in self._profiles.items()}
+
+    def figures(self) -> dict[str, Any]:
+        """What a job process prints: every part's figures and the modules it holds at its end."""
+        return {"parts": self.seconds, "cpu": self.cpu, "calls": self.calls, "part_modules": self.modules,
+                "python_calls": self.python_calls(), "modules": len(sys.modules)}
 
     def wrap(self, owner: Any, attribute: str, name: str) -> None:
         """Time every call of ``owner.attribute`` as part ``name``."""
@@ -82,57 +126,59 @@ class Parts:
         setattr(owner, attribute, timed)
 
 
-def pearl_job(config: str, steps: int, out: str) -> dict[str, Any]:
+def pearl_job(config: str, steps: int, out: str, count_calls: bool = False) -> dict[str, Any]:
     """pearl_py's job in this process, its parts timed."""
-    parts, start = Parts(), time.perf_counter()
-    with parts.part("import"):
-        import numba.core.dispatcher
+    parts = Parts(count_calls)
+    with parts.part("rest"):
+        with parts.part("import"):
+            import numba.core.dispatcher
 
-        import pearl_py.runtime.evaluation as evaluation
-        from pearl_py.estimate.calibration import Calibration
-        from pearl_py.runtime.result import RunResult
+            import pearl_py.runtime.evaluation as evaluation
+            from pearl_py.estimate.calibration import Calibration
+            from pearl_py.runtime.result import RunResult
 
-        # the packages' `train` and `main` attributes are the functions, not the modules
-        train, cli = importlib.import_module("pearl_py.pipeline.train"), importlib.import_module("pearl_py.cli.main")
-    if Calibration.load_default() is None:
-        raise SystemExit("no calibration of this machine is cached: run the job once (`pearl run CONFIG --auto`) so "
-                         "that this benchmark times a run, not a profile")
-    parts.wrap(train, "resolve_plan", "plan")
-    parts.wrap(train, "make_executor", "setup")
-    parts.wrap(numba.core.dispatcher.Dispatcher, "compile", "numba cache")
-    parts.wrap(evaluation, "play", "eval")
-    for owner, attribute in ((train, "save_trained"), (RunResult, "save"), (train, "export_plan")):
-        parts.wrap(owner, attribute, "outputs")
-    with contextlib.redirect_stdout(sys.stderr):
-        code = cli.main(["run", config, "--auto", "--steps", str(steps), "--out", out])
-    if code != 0:
-        raise SystemExit(f"pearl run exited {code}")
-    parts.seconds["rest"] = time.perf_counter() - start - sum(parts.seconds.values())
-    return {"parts": parts.seconds, "calls": parts.calls, "modules": len(sys.modules)}
+            # the packages' `train` and `main` attributes are the functions, not the modules
+            train = importlib.import_module("pearl_py.pipeline.train")
+            cli = importlib.import_module("pearl_py.cli.main")
+        if Calibration.load_default() is None:
+            raise SystemExit("no calibration of this machine is cached: run the job once (`pearl run CONFIG --auto`) "
+                             "so that this benchmark times a run, not a profile")
+        parts.wrap(train, "resolve_plan", "plan")
+        parts.wrap(train, "make_executor", "setup")
+        parts.wrap(numba.core.dispatcher.Dispatcher, "compile", "numba cache")
+        parts.wrap(evaluation, "play", "eval")
+        for owner, attribute in ((train, "save_trained"), (RunResult, "save"), (train, "export_plan")):
+            parts.wrap(owner, attribute, "outputs")
+        with contextlib.redirect_stdout(sys.stderr):
+            code = cli.main(["run", config, "--auto", "--steps", str(steps), "--out", out])
+        if code != 0:
+            raise SystemExit(f"pearl run exited {code}")
+    return parts.figures()
 
 
-def sb3_job_process(job: dict[str, Any], steps: int, episodes: int, out: str) -> dict[str, Any]:
+def sb3_job_process(job: dict[str, Any], steps: int, episodes: int, out: str,
+                    count_calls: bool = False) -> dict[str, Any]:
     """SB3's job in this process, its parts timed as pearl_py's."""
-    parts, start = Parts(), time.perf_counter()
-    with parts.part("import"):
-        import gymnasium  # noqa: F401
-        import stable_baselines3  # noqa: F401
-        import torch
-        from stable_baselines3.common.evaluation import evaluate_policy
-        from stable_baselines3.common.monitor import Monitor
+    parts = Parts(count_calls)
+    with parts.part("rest"):
+        with parts.part("import"):
+            import gymnasium  # noqa: F401
+            import stable_baselines3  # noqa: F401
+            import torch
+            from stable_baselines3.common.evaluation import evaluate_policy
+            from stable_baselines3.common.monitor import Monitor
 
-        sys.path.insert(0, str(HERE))
-        import sb3_side
-    torch.set_num_threads(1)
-    with parts.part("setup"):
-        model = sb3_side.model(job, 0)
-    model.learn(steps)
-    with parts.part("eval"):
-        evaluate_policy(model, Monitor(sb3_side.make_env(job)), n_eval_episodes=episodes, deterministic=True)
-    with parts.part("outputs"):
-        model.save(os.path.join(out, "model.zip"))
-    parts.seconds["rest"] = time.perf_counter() - start - sum(parts.seconds.values())
-    return {"parts": parts.seconds, "calls": parts.calls, "modules": len(sys.modules)}
+            sys.path.insert(0, str(HERE))
+            import sb3_side
+        torch.set_num_threads(1)
+        with parts.part("setup"):
+            model = sb3_side.model(job, 0)
+        model.learn(steps)
+        with parts.part("eval"):
+            evaluate_policy(model, Monitor(sb3_side.make_env(job)), n_eval_episodes=episodes, deterministic=True)
+        with parts.part("outputs"):
+            model.save(os.path.join(out, "model.zip"))
+    return parts.figures()
 
 
 def spawn_process() -> dict[str, Any]:
@@ -220,6 +266,36 @@ def _s(seconds: float | None) -> str:
     return "-" if seconds is None else f"{seconds:.2f}"
 
 
+def counts(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
+    """One process per side with every part's Python calls counted (cProfile): ``{side: figures}`` as
+    :meth:`Parts.figures` gives them."""
+    found = {}
+    with tempfile.TemporaryDirectory() as out:
+        _, found["pearl_py"] = timed_process(this("pearl", {"config": args.config, "steps": args.steps,
+                                                            "out": os.path.join(out, "run"), "count_calls": True}))
+    with tempfile.TemporaryDirectory() as out:
+        _, found["SB3"] = timed_process(this("sb3", {"job": sb3_job(args.config, args.steps),
+                                                     "episodes": args.eval_episodes, "steps": args.steps, "out": out,
+                                                     "count_calls": True}))
+    return found
+
+
+def counts_table(found: dict[str, dict[str, Any]]) -> list[str]:
+    """One row per part: each side's new modules, Python calls and share of the process's CPU (profiled)."""
+    sides = ("pearl_py", "SB3")
+    cpu = {side: sum(found[side]["cpu"].values()) or 1.0 for side in sides}
+    rows = [f"{'part':<12} {'modules':>15} {'Python calls':>23} {'CPU % (profiled)':>17}",
+            f"{'':<12} {'pearl_py':>7} {'SB3':>7} {'pearl_py':>11} {'SB3':>11} {'pearl_py':>8} {'SB3':>8}"]
+    for name in (*PARTS, "total"):
+        def of(side: str, key: str) -> float:
+            values = found[side][key]
+            return sum(values.values()) if name == "total" else values[name]
+        rows.append(f"{name:<12} " + " ".join(f"{of(side, 'part_modules'):7.0f}" for side in sides)
+                    + " " + " ".join(f"{of(side, 'python_calls'):11,.0f}" for side in sides)
+                    + " " + " ".join(f"{100 * of(side, 'cpu') / cpu[side]:8.1f}" for side in sides))
+    return rows
+
+
 def main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["--child"]:
@@ -232,7 +308,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--eval-episodes", type=int, default=10, help="SB3's evaluation episodes (pearl_py's: the "
                                                                       "config's)")
+    parser.add_argument("--counts", action="store_true", help="instead of timing, one process per side with each "
+                        "part's modules, Python calls and CPU share counted (figures a loaded machine keeps)")
     args = parser.parse_args(argv)
+    if args.counts:
+        print(f"{args.config}, {args.steps} steps, one process per side, Python calls counted by cProfile "
+              "(load-independent but for the CPU shares, which profiling skews towards Python work)")
+        for row in counts_table(counts(args)):
+            print(row)
+        return
     before = os.getloadavg()[0]
     figures = measure(args)
     after = os.getloadavg()[0]

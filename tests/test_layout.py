@@ -1,6 +1,7 @@
 """The package's layout holds: no import cycle between packages, no file-level import circle across two rooms, no
 import running back up the floors, the runtime imports neither the optimizer nor the estimator, the estimator neither
-the runtime nor the measuring, and kernel-kind names are spelled only where the kinds are declared.
+the runtime nor the measuring, kernel-kind names are spelled only where the kinds are declared, and a serial run
+loads no parallel executor.
 
 Imports are read from the source (every import, function-level ones included; those under
 ``if TYPE_CHECKING:`` are for type checkers only and do not count).
@@ -11,6 +12,8 @@ import ast
 import functools
 import io
 import re
+import subprocess
+import sys
 import tokenize
 from collections import defaultdict
 from pathlib import Path
@@ -166,3 +169,13 @@ def quoted_kind_names() -> list[str]:
 def test_kernel_kind_names_are_not_spelled_outside_their_declarations():
     found = quoted_kind_names()
     assert len(found) <= MAX_QUOTED_KIND_NAMES, f"{len(found)} quoted kernel-kind names:\n" + "\n".join(found)
+
+
+def test_a_serial_run_loads_no_parallel_executor():
+    """The pipeline and both serial executors import the parallel runtime's checkpoint and interrupt pieces only, not
+    its executor (with its actors, rings and servers: 25 modules a serial run never uses)."""
+    loaded = subprocess.run([sys.executable, "-c", "import sys, pearl_py.pipeline.train, pearl_py.runtime.serial, "
+                             "pearl_py.runtime.on_policy_serial; print(sorted(m for m in sys.modules "
+                             "if m.startswith('pearl_py.runtime.parallel.')))"],
+                            capture_output=True, text=True, check=True)
+    assert "pearl_py.runtime.parallel.executor" not in loaded.stdout, loaded.stdout

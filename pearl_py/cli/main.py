@@ -97,6 +97,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--dedicated", action="store_true", default=None,
                      help="this machine runs nothing but the run: --auto values multi-threaded options by their "
                           "calibrated cost alone, not as expected beside other processes (config key `dedicated`)")
+    run.add_argument("--replan", action="store_true",
+                     help="with --auto: plan again even where an earlier run made the plan from the same config, "
+                          "machine, calibration and pearl_py (reused otherwise: docs/runtime.md)")
     run.add_argument("--no-adapt", dest="adapt", action="store_false",
                      help="run the plan as given to the end: no correction when its kernels do not hold to the "
                           "prediction (for benchmarks that need a fixed plan; docs/runtime.md)")

@@ -65,7 +65,7 @@ def _train(args: argparse.Namespace, cfg: RunConfig, folder: RunFolder) -> int:
                    address=args.address, resume=args.resume, tune=tune, init_from=args.init_from,
                    checkpoint_freq=s.checkpoint_freq, checkpoint_keep=s.checkpoint_keep,
                    overwrite=args.overwrite, oversubscribe=args.oversubscribe, adapt=args.adapt,
-                   dedicated=s.dedicated)
+                   dedicated=s.dedicated, reuse_plan=not args.replan)
     startup = f" after {result.startup_seconds:.1f} s of start-up" if result.startup_seconds is not None else ""
     print(f"{s.algorithm} on {s.env}: {result.env_steps} env steps in {result.wall_seconds:.1f} s{startup} "
           f"({result.samples_per_second:.0f} samples/s, {rate_label(result.kernel_times)}); eval return "

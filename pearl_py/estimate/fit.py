@@ -28,7 +28,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.optimize import OptimizeWarning, curve_fit, lsq_linear
 
 FORMS = ("linear", "powerlaw", "piecewise")
 
@@ -74,6 +73,8 @@ def _basis(form: str, x: dict[str, float], features: Sequence[str], primary: str
 
 def fit_form(form: str, xs: Sequence[dict], ys: Sequence[float], primary: str, features: Sequence[str]) -> FittedModel:
     """Fit one form to points ``xs`` (feature dicts) and latencies ``ys`` (seconds)."""
+    from scipy.optimize import OptimizeWarning, curve_fit, lsq_linear  # here: only profiling fits; a run reads fits
+
     y = np.asarray(ys, dtype=float)
     if form == "powerlaw":
         n = np.array([x[primary] for x in xs], dtype=float)

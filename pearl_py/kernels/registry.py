@@ -215,3 +215,9 @@ def build(kind: KernelKind | str, variant: str, *args: Any, device_class: str | 
 
         warnings.warn(f"{exc}; running the {chosen.fallback!r} variant instead", RuntimeWarning, stacklevel=2)
         return registry.get(kind, chosen.fallback, chosen.device_class).build(*args, **kwargs)
+
+
+def build_learner_update(learner: Any, variant: str) -> Any:
+    """The ``learner_update`` variant ``variant`` on ``learner``'s memory and device: what every off-policy executor
+    (serial, parallel, Ray) steps."""
+    return build(KernelKind.LEARNER_UPDATE, variant, learner, device_class=device_class(learner.device))

@@ -19,10 +19,9 @@ import time
 import warnings
 from collections import defaultdict
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
-from scipy.optimize import Bounds, LinearConstraint, milp
-from scipy.sparse import coo_array
 
 from pearl_py.errors import PlanningError
 from pearl_py.optimize.idle_levels import (
@@ -48,6 +47,9 @@ from pearl_py.optimize.model import (
 )
 from pearl_py.optimize.problem import AssignmentProblem
 from pearl_py.optimize.solution import Solution
+
+if TYPE_CHECKING:   # scipy.optimize is imported by the first solve: a run whose plan is reused loads none of it
+    from scipy.optimize import LinearConstraint
 
 
 @dataclass
@@ -155,6 +157,9 @@ class _Formulation:
 
     def constraint(self, price_w: float, budget_w: float | None, t_max: float) -> LinearConstraint:
         """The rows for an idle-power interval priced at ``price_w`` with ``budget_w``, ``T <= t_max`` (scaled)."""
+        from scipy.optimize import LinearConstraint
+        from scipy.sparse import coo_array
+
         b = self.builder
         vals = np.array(b.vals)
         for position, offset in self.priced:
@@ -543,6 +548,8 @@ def _run(form: _Formulation, objective: str, price_w: float = 0.0, budget_w: flo
     (tests/optimize: random_problem(221, power_cap=True)), so it is off; without it HiGHS
     stopped with a solve error on random_problem(148) (policy-lag rows), which presolve solves.
     """
+    from scipy.optimize import Bounds, milp
+
     b = form.builder
     integrality = np.zeros(len(b.lower)) if relax else np.array(b.integral)
     upper = np.array(b.upper)

@@ -19,6 +19,7 @@ from pearl_py.algorithms.off_policy.base import Algorithm
 from pearl_py.errors import PlanningError
 from pearl_py.optimize.api import plan as optimize
 from pearl_py.optimize.api import ranked_plans
+from pearl_py.pipeline.plan_cache import keep_plan, plan_key, reused_plan
 from pearl_py.pipeline.plan_check import check_plan, load_checked_plan
 from pearl_py.plan import Plan
 from pearl_py.platform import Platform
@@ -331,7 +332,7 @@ def _plan_cost(plan: Plan, objective: str) -> float:
 
 def resolve_plan(algorithm: Algorithm, plan: Plan | str | Path, objective: str = "throughput",
                  log: Callable[[str], None] = print, total_steps: int | None = None, one_process: bool = True,
-                 dedicated: bool = False, address: str | None = None) -> Plan:
+                 dedicated: bool = False, address: str | None = None, reuse: bool = False) -> Plan:
     """"serial": all on one CPU, unpredicted; "local": the same, predicted; "auto": optimized
     on :meth:`Platform.local` after calibrating (:func:`auto_plan`; ``one_process``: a serialized plan may win, as
     for the local runtime; Ray runs only parallel plans); a path: a saved plan; a :class:`Plan`: itself. A plan the
@@ -341,6 +342,8 @@ def resolve_plan(algorithm: Algorithm, plan: Plan | str | Path, objective: str =
     (a compile) when they pay it back within the run, and weigh the actors' start-up. ``dedicated``: the machine
     runs nothing else (multi-threaded options valued alone: docs/optimizer.md). ``address``: the Ray cluster the run
     joins, which a plan made on a cluster must still be (:func:`~pearl_py.pipeline.plan_check.check_plan`).
+    ``reuse`` ("auto"): the plan an earlier run made from the same inputs, where one is kept, else the new plan is
+    kept for the next run (:mod:`pearl_py.pipeline.plan_cache`; ``pearl run --auto`` reuses, ``--replan`` does not).
     """
     if isinstance(plan, Plan):
         check_plan(plan, algorithm, address=address)
@@ -350,8 +353,17 @@ def resolve_plan(algorithm: Algorithm, plan: Plan | str | Path, objective: str =
     if plan == "local":
         return local_serial_plan(algorithm, total_steps, dedicated)
     if plan == "auto":
+        inputs = (algorithm, objective, total_steps)
+        found = reused_plan(plan_key(*inputs, one_process=one_process, dedicated=dedicated)) if reuse else None
+        if found is not None:
+            log(f"plan reused from {found[1]} (made by an earlier run from the same config, machine, calibration "
+                "and pearl_py; --replan plans again)")
+            return found[0]
         ensure_calibration(log, algorithm, total_steps)
-        return auto_plan(algorithm, objective, total_steps, one_process, dedicated)
+        made = auto_plan(algorithm, objective, total_steps, one_process, dedicated)
+        if reuse:   # keyed after the calibration, which ensure_calibration may have topped up
+            keep_plan(plan_key(*inputs, one_process=one_process, dedicated=dedicated), made)
+        return made
     path = Path(plan)
     if not path.suffix:
         raise PlanningError(f"plan {plan!r}: expected 'auto', 'local', 'serial', a Plan or a plan.yaml path")

@@ -124,7 +124,7 @@ def train(algorithm: BaseAlgorithm, total_steps: int, seed: int = 0, *,
           address: str | None = None, resume: str | Path | None = None, tune: bool | TuneOptions = False,
           init_from: str | Path | None = None, checkpoint_freq: int = 0, checkpoint_keep: int = 2,
           log: Callable[[str], None] = print, overwrite: bool = False, oversubscribe: bool = False,
-          adapt: bool = True, dedicated: bool = False) -> RunResult:
+          adapt: bool = True, dedicated: bool = False, reuse_plan: bool = False) -> RunResult:
     """Train ``algorithm`` for ``total_steps`` env steps under ``plan``.
 
     ``plan``: ``"serial"`` (the default: the reference, every kernel's reference implementation on one CPU in
@@ -160,6 +160,8 @@ def train(algorithm: BaseAlgorithm, total_steps: int, seed: int = 0, *,
     overlapped mode, through a checkpoint: :func:`run_switching`), recording ``result.corrections``
     (docs/runtime.md); False (``--no-adapt``) runs the plan as given. ``dedicated`` (``--dedicated``): the machine runs
     nothing else, so ``plan="auto"`` values multi-threaded options by their calibrated cost alone (docs/optimizer.md).
+    ``reuse_plan`` (``pearl run --auto``; off with ``--replan``): ``plan="auto"`` reuses the plan an earlier run made
+    from the same inputs (:mod:`pearl_py.pipeline.plan_cache`).
     """
     if backend not in BACKENDS:
         raise UserError(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
@@ -188,7 +190,7 @@ def train(algorithm: BaseAlgorithm, total_steps: int, seed: int = 0, *,
                         if backend == "ray" and address is not None and plan == "auto" else
                         resolve_plan(algorithm, plan, objective, log, total_steps=total_steps,
                                      one_process=backend == "local", dedicated=dedicated,
-                                     address=address if backend == "ray" else None))
+                                     address=address if backend == "ray" else None, reuse=reuse_plan))
         for line in plan_lines(resolved):
             log(line)
         admission = None

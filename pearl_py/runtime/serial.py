@@ -29,6 +29,7 @@ from pearl_py import kernels
 from pearl_py.algorithms.off_policy.base import Algorithm
 from pearl_py.algorithms.off_policy.learner import Learner, TensorBatch, UpdateResult
 from pearl_py.kernels.affinity import LearnerThreads
+from pearl_py.kernels.registry import build_learner_update
 from pearl_py.plan import Plan
 from pearl_py.protocol.kernel import (
     ENV_STEP,
@@ -51,7 +52,6 @@ from pearl_py.runtime.kernel_devices import (
 )
 from pearl_py.runtime.monitor import VariantSwitch
 from pearl_py.runtime.parallel.checkpoint import Progress
-from pearl_py.runtime.parallel.executor import learner_update
 from pearl_py.runtime.parallel.interrupts import RunInterrupted, StopSignals
 from pearl_py.runtime.result import RunResult
 from pearl_py.runtime.session import SessionExecutor
@@ -169,7 +169,7 @@ class SerialExecutor(SessionExecutor):
     def _learner_update(self, learner: Learner, variant: str | None = None) -> Callable[[TensorBatch], UpdateResult]:
         """The ``learner_update`` variant from ``pearl_py.kernels`` (default: the plan's; "reference":
         ``learner.update``)."""
-        return learner_update(learner, variant or self.plan.variant(LEARNER_UPDATE))
+        return build_learner_update(learner, variant or self.plan.variant(LEARNER_UPDATE))
 
     def _inference(self, algo: Algorithm, acting: ActingNetworks) -> kernels.inference.Inference:
         """The plan's ``inference`` variant from ``pearl_py.kernels`` ("reference": ``algo.act`` under

@@ -49,3 +49,38 @@ def test_the_table_gives_medians_and_the_ratio_and_a_dash_where_a_side_has_no_su
     assert rows["plan"] == ["0.40", "-", "-"] and rows["spawn"] == ["0.30", "-", "-"]
     assert rows["whole"] == ["4.00", "5.00", "0.80"]
     assert rows["eval"] == ["-", "-", "-"]
+
+
+def test_modules_and_python_calls_go_to_the_innermost_part(tmp_path, monkeypatch):
+    """The load-independent figures (``--counts``): a module first imported inside a part is that part's, and each
+    Python call is counted in the part it ran in, not in the part around it."""
+    (tmp_path / "fixed_cost_probe_module.py").write_text("VALUE = 1\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+
+    def work() -> int:
+        return 1
+
+    parts = fixed_cost.Parts(count_calls=True)
+    with parts.part("setup"):
+        for _ in range(3):
+            work()
+        with parts.part("eval"):
+            import fixed_cost_probe_module  # noqa: F401
+            for _ in range(100):
+                work()
+    calls = parts.python_calls()
+    assert parts.modules["eval"] == 1 and parts.modules["setup"] == 0
+    assert 3 <= calls["setup"] < 100 <= calls["eval"] and calls["plan"] == 0   # setup's: work's and the parts' own
+
+
+def test_the_counts_table_sets_each_sides_modules_calls_and_cpu_share_beside_the_other():
+    zero = dict.fromkeys(fixed_cost.PARTS, 0)
+    found = {"pearl_py": {"part_modules": {**zero, "import": 1800, "plan": 800}, "cpu": {**zero, "import": 3.0,
+                                                                                      "rest": 1.0},
+                          "python_calls": {**zero, "import": 2_000_000, "plan": 1_500_000}},
+             "SB3": {"part_modules": {**zero, "import": 1300, "setup": 820}, "cpu": {**zero, "setup": 1.0},
+                     "python_calls": {**zero, "setup": 1_000_000}}}
+    rows = {row.split()[0]: row.split()[1:] for row in fixed_cost.counts_table(found)[2:]}
+    assert rows["import"] == ["1800", "1300", "2,000,000", "0", "75.0", "0.0"]
+    assert rows["setup"] == ["0", "820", "0", "1,000,000", "0.0", "100.0"]
+    assert rows["total"] == ["2600", "2120", "3,500,000", "1,000,000", "100.0", "100.0"]

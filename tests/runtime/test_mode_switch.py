@@ -57,7 +57,7 @@ def test_a_slowed_serialized_run_goes_overlapped_and_back_when_measured_slower_w
     """Serialized, the learner slows down: overlapped at round 18's end. There the learner contends with its actor
     (30 ms an update: 6 ms an env step, above the 4.4 ms serialized figure by more than 15%): back to serialized when
     the session's first window of 3 rounds has measured it, at step 1,300."""
-    machine, built, parallel_calls = FakeMachine(slow_after=100), parallel_executor.learner_update, []
+    machine, built, parallel_calls = FakeMachine(slow_after=100), parallel_executor.build_learner_update, []
 
     def contended(learner, variant):
         update = built(learner, variant)
@@ -68,7 +68,7 @@ def test_a_slowed_serialized_run_goes_overlapped_and_back_when_measured_slower_w
             return update(batch)
         return call
 
-    monkeypatch.setattr(parallel_executor, "learner_update", contended)
+    monkeypatch.setattr(parallel_executor, "build_learner_update", contended)
     result, sessions = switching_run(monkeypatch, tmp_path, machine)
     threads, there, back = result.corrections
     # the thread correction as without modes (a round later than test_monitor.py's: the env's seconds dilute the

@@ -28,7 +28,7 @@ from pearl_py.runtime.kernel_devices import (
     timing_devices,
 )
 from pearl_py.runtime.families import OFF_POLICY
-from pearl_py.runtime.parallel.executor import learner_update
+from pearl_py.kernels.registry import build_learner_update
 from pearl_py.runtime.serial import SerialExecutor
 
 OFF = OFF_POLICY.name
@@ -161,7 +161,7 @@ def test_inference_apart_from_the_learner_acts_on_a_copy_synced_per_round():
     copy.sync()
     assert torch.equal(mine, online)
     learner.device = torch.device("cpu")
-    learner_update(learner, "fused")           # built mid-run (a variant switch): the parameters' storage moves
+    build_learner_update(learner, "fused")        # built mid-run (a variant switch): the parameters' storage moves
     with torch.no_grad():
         online.add_(1.0)
     copy.sync()

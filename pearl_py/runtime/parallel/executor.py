@@ -33,14 +33,13 @@ import contextlib
 import os
 import secrets
 import tempfile
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from pearl_py import kernels
 from pearl_py.algorithms.off_policy.base import Algorithm
-from pearl_py.algorithms.off_policy.learner import Learner, TensorBatch, UpdateResult
+from pearl_py.algorithms.off_policy.learner import Learner
 from pearl_py.kernels.affinity import LearnerThreads
+from pearl_py.kernels.registry import build_learner_update
 from pearl_py.plan import Plan
 from pearl_py.protocol.kernel import (
     ENV_STEP,
@@ -162,7 +161,7 @@ class ParallelExecutor(SessionExecutor):
             # the fused and reference updates share the learner's memory: the monitor may switch between them at a
             # round boundary (another variant is built then, in this process, the learner's)
             switch = VariantSwitch(threads, layout.learner_variant, parts.update,
-                                   lambda variant: learner_update(learner, variant))
+                                   lambda variant: build_learner_update(learner, variant))
             # a replay server's state is taken only when the run stops: a run changes mode with the learner's replay
             parts.update = session.watch(switch, switch, modes=layout.replay != "server")
             loop = LearnerLoop(parts, progress, self.sync_every)
@@ -255,7 +254,7 @@ class ParallelExecutor(SessionExecutor):
         stack.callback(pool.close, control)
         signals = stack.enter_context(StopSignals())
         pool.start()
-        return LoopParts(algorithm=algo, learner=learner, update=learner_update(learner, layout.learner_variant),
+        return LoopParts(algorithm=algo, learner=learner, update=build_learner_update(learner, layout.learner_variant),
                          replay=replay, board=board, control=control, pool=pool,
                          schedule=schedule, session=session, timer=timer, signals=signals,
                          services=list(self._services.values()), periodic=self._periodic(layout, session),
@@ -280,12 +279,6 @@ class ParallelExecutor(SessionExecutor):
             return None
         return parts.session.stop_checkpoint(parts.learner.state_dict(), parts.replay.state_dict(),
                                              loop.snapshot())
-
-
-def learner_update(learner: Learner, variant: str) -> Callable[[TensorBatch], UpdateResult]:
-    """The ``learner_update`` variant ``variant`` from ``pearl_py.kernels``, on ``learner``'s memory and device."""
-    return kernels.build(kernels.KernelKind.LEARNER_UPDATE, variant, learner,
-                         device_class=kernels.device_class(learner.device))
 
 
 def ring_capacity(schedule: TrainSchedule, actors: int) -> int:

@@ -37,6 +37,7 @@ from pearl_py.algorithms.off_policy.learner import Learner
 from pearl_py.algorithms.on_policy.base import OnPolicyAlgorithm
 from pearl_py.algorithms.on_policy.learner import OnPolicyLearner
 from pearl_py.kernels.affinity import LearnerThreads
+from pearl_py.kernels.registry import build_learner_update
 from pearl_py.platform.runtimes import CUDA
 from pearl_py.protocol.kernel import (
     INFERENCE,
@@ -52,7 +53,6 @@ from pearl_py.runtime.checkpoints import restore_learner
 from pearl_py.runtime.device_replay import replay_from_state, replay_on
 from pearl_py.runtime.evaluation import evaluate
 from pearl_py.runtime.monitor import LearnerOption, VariantSwitch
-from pearl_py.runtime.parallel.executor import learner_update
 from pearl_py.runtime.timing import KernelTimer
 
 Rows = dict[str, np.ndarray]
@@ -263,8 +263,8 @@ class LearnerWorker(LearnerState):
         self.learner = Learner(algorithm, device)
         self.timer = KernelTimer({LEARNER_UPDATE: self.learner.device, PARAM_SYNC: self.learner.device})
         self.threads = LearnerThreads(1, pin=False)
-        self.switch = VariantSwitch(self.threads, variant, learner_update(self.learner, variant),
-                                    lambda other: learner_update(self.learner, other))
+        self.switch = VariantSwitch(self.threads, variant, build_learner_update(self.learner, variant),
+                                    lambda other: build_learner_update(self.learner, other))
 
     def train(self, updates: int, beta: float, progress_remaining: float,
               options: list[int | LearnerOption] | None = None) -> tuple[dict[str, float], list[float]]:
