@@ -168,16 +168,21 @@ def with_variant(chosen: pearl.Plan, variant: str, family: str = "off_policy") -
 
 
 def solved_plan(algo: pearl.Algorithm, args: argparse.Namespace, total_steps: int, one_process: bool) -> pearl.Plan:
-    """The plan `pearl run --auto` solves for this machine (the run's length as the horizon, so variants with a
-    one-off compile and the actors' start-up are weighed over the run; ``one_process``: a serialized plan may
+    """The plan `pearl run --auto` solves for this machine, or reuses where an earlier run kept one (the run's
+    length as the horizon, so variants with a one-off compile and the actors' start-up are weighed over the run; ``one_process``: a serialized plan may
     win, as in `pearl run --auto`; else the best parallel plan), or with ``--plan single`` all on the CPU."""
     import pearl_py as pearl
 
     if args.plan == "auto":
         from pearl_py.pipeline.planning import resolve_plan
 
-        chosen = resolve_plan(algo, "auto", "throughput", log=lambda line: None, total_steps=total_steps,
-                              one_process=one_process)
+        def said(line: str) -> None:   # of the planner's lines, only whether it reused a kept plan
+            if line.startswith("plan reused"):
+                print(f"     {line}", flush=True)
+
+        # reuse: as `pearl run --auto` does, a later seed runs the plan the first one made (a plan has no seed)
+        chosen = resolve_plan(algo, "auto", "throughput", log=said, total_steps=total_steps,
+                              one_process=one_process, reuse=True)
     else:
         chosen = pearl.Plan.single_device(algo.protocol(serialized=one_process))
     if args.learner_threads:

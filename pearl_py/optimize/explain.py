@@ -11,9 +11,6 @@ from __future__ import annotations
 
 from pearl_py.optimize.model import (
     COLLECTION_PHASE,
-    CORES,
-    IN_SERIES,
-    OTHER,
     POLICY_LAG,
     Assignment,
     Choice,
@@ -23,6 +20,7 @@ from pearl_py.optimize.model import (
     evaluate,
 )
 from pearl_py.optimize.problem import AssignmentProblem
+from pearl_py.protocol.device_work import CORES, IN_SERIES, OTHER
 
 
 def _hosted(problem: AssignmentProblem, assignment: Assignment, resource: str) -> list[str]:
@@ -72,7 +70,7 @@ def limit_sentence(problem: AssignmentProblem, assignment: Assignment, perf: Per
 
 def _lift(problem: AssignmentProblem, assignment: Assignment, perf: Performance, device: str) -> str:
     """What would lift a bottleneck device: by what binds it when it has several units (its processes side by
-    side, :class:`~pearl_py.optimize.model.DeviceWork`), else by what it hosts."""
+    side, :class:`~pearl_py.protocol.device_work.DeviceWork`), else by what it hosts."""
     hosted = _hosted(problem, assignment, device)
     replicable = [k for k in hosted if problem.task(k).replicable]
     others = [k for k in hosted if not problem.task(k).replicable]

@@ -263,7 +263,7 @@ def _formulate(problem: AssignmentProblem, scale: tuple[float, float] | None, en
 
 def _device_work_rows(b: _Builder, problem: AssignmentProblem, busy, actor_work, other_work, core_work, threads,
                       actor_cores, t_var: int) -> None:
-    """Overlapped protocols: every device's work is at most ``T`` (:class:`~pearl_py.optimize.model.DeviceWork`).
+    """Overlapped protocols: every device's work is at most ``T`` (:class:`~pearl_py.protocol.device_work.DeviceWork`).
 
     One unit: ``sum of its loads <= T``. Several: the actors' work, the other process's and the core-seconds
     over the units each ``<= T``; where a multi-threaded kernel may share cores with the actors, a binary ``z``

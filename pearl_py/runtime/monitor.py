@@ -57,7 +57,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
 from pearl_py.kernels.affinity import usable_cpus
-from pearl_py.optimize.model import DeviceWork
+from pearl_py.protocol.device_work import DeviceWork
 from pearl_py.plan import Plan
 from pearl_py.protocol.kernel import KernelKind
 
@@ -104,13 +104,13 @@ class ModeModel:
     """The two modes of an off-policy plan on one CPU, as the planner composes its kernels
     (:func:`pearl_py.optimize.model.evaluate`, docs/optimizer.md): serialized, the sum of every kernel's seconds per
     env step; overlapped, ``actors`` actor processes running the replicable kernels beside one process running the
-    others (:class:`~pearl_py.optimize.model.DeviceWork` on ``units`` cores). ``rates``: calls per env step.
+    others (:class:`~pearl_py.protocol.device_work.DeviceWork` on ``units`` cores). ``rates``: calls per env step.
 
-        >>> model = ModeModel("serialized", {"env_step": 1.0, "learner_update": 0.2}, frozenset({"env_step"}), 1, 2,
+        >>> model = ModeModel("serialized", {"act": 1.0, "learn": 0.2}, frozenset({"act"}), 1, 2,
         ...                   start_s=0.5, total_steps=2_000)
-        >>> model.seconds("serialized", {"env_step": 2e-3, "learner_update": 12e-3}, 1)   # 2 + 2.4 ms
+        >>> model.seconds("serialized", {"act": 2e-3, "learn": 12e-3}, 1, "learn")   # 2 + 2.4 ms
         0.0044
-        >>> round(model.seconds("overlapped", {"env_step": 2e-3, "learner_update": 12e-3}, 1), 6)   # max(2, 2.4, 2.2)
+        >>> round(model.seconds("overlapped", {"act": 2e-3, "learn": 12e-3}, 1, "learn"), 6)   # max(2, 2.4, 2.2)
         0.0024
     """
 
@@ -144,8 +144,7 @@ class ModeModel:
     def other(self) -> str:
         return "overlapped" if self.mode == "serialized" else "serialized"
 
-    def seconds(self, mode: str, per_call: Mapping[str, float], threads: int, threaded: str = "learner_update"
-                ) -> float:
+    def seconds(self, mode: str, per_call: Mapping[str, float], threads: int, threaded: str) -> float:
         """Seconds per env step of ``mode`` at ``per_call`` seconds a call, the threaded kernel at ``threads``."""
         loads = {k: self.rates.get(k, 0.0) * s for k, s in per_call.items()}
         if mode == "serialized":
