@@ -121,6 +121,8 @@ class ModeModel:
     units: int
     start_s: float
     total_steps: int
+    anchor: float = 1.0
+    """The other mode's figures are multiplied by this (:meth:`anchored`): at least 1."""
 
     @classmethod
     def of(cls, plan: Plan, total_steps: int, rule: AdaptOptions) -> ModeModel | None:
@@ -147,15 +149,29 @@ class ModeModel:
     def seconds(self, mode: str, per_call: Mapping[str, float], threads: int, threaded: str) -> float:
         """Seconds per env step of ``mode`` at ``per_call`` seconds a call, the threaded kernel at ``threads``."""
         loads = {k: self.rates.get(k, 0.0) * s for k, s in per_call.items()}
+        scale = 1.0 if mode == self.mode else self.anchor
         if mode == "serialized":
-            return sum(loads.values())
+            return scale * sum(loads.values())
         work = DeviceWork()
         for kernel, load in loads.items():
             if kernel in self.replicable:
                 work.add(load / self.actors, True, self.actors)
             else:
                 work.add(load, False, threads if kernel == threaded else 1)
-        return work.busy_s(self.units)
+        return scale * work.busy_s(self.units)
+
+    def anchored(self, planned: Mapping[str, float], threads: int, threaded: str) -> ModeModel:
+        """This model with the other mode scaled so that, at the plan's own per-call costs ``planned`` (``threaded``
+        at ``threads``), it is no faster than the mode the planner chose: the planner weighed both modes counting what
+        this composition leaves out (the loop's own work, parameter syncs, the policy lag, docs/optimizer.md), so
+        only what the run measures, not the composition's omissions, can make the other mode win.
+
+            >>> model = ModeModel("serialized", {"act": 1.0, "learn": 0.2}, frozenset({"act"}), 1, 2, 0.5, 2_000)
+            >>> model.anchored({"act": 2e-3, "learn": 12e-3}, 1, "learn").anchor   # 4.4 ms against 2.4 ms
+            1.8333333333333333
+        """
+        now, other = (self.seconds(m, planned, threads, threaded) for m in (self.mode, self.other))
+        return dataclasses.replace(self, anchor=max(1.0, now / other) if other > 0 else 1.0)
 
     def describe(self, mode: str) -> str:
         """``serialized``, or ``overlapped (2 actors)``."""
@@ -324,8 +340,12 @@ class Monitor:
         self._reason = ""
         self._off_ratio = 1.0
         self._off_measured = 0.0
+        if modes is not None:   # the planner chose modes.mode at the planned costs: anchored there
+            n = threads.n.threads if isinstance(threads.n, LearnerOption) else threads.n
+            modes = modes.anchored(self.planned, n, threaded)
         self.modes = modes
-        """The run's two modes, where its executor can continue in the other one (None: it cannot)."""
+        """The run's two modes, where its executor can continue in the other one (None: it cannot), anchored on
+        the planner's choice (:meth:`ModeModel.anchored`)."""
         self.switch_to: dict[str, Any] | None = None
         """A mode correction's ``after`` once the monitor decided the run continues in the other mode."""
         self._steps: deque[tuple[int, float]] = deque(maxlen=rule.window_rounds + 1)
@@ -527,7 +547,9 @@ class Monitor:
         self._switch_mode(steps, updates, {"mode": model.mode}, {"mode": model.other, "actors": model.actors},
                           planned, now, {before: now, after: other},
                           f"at the per-call costs measured in the run, {after} {1e3 * other:.3f} ms an env step "
-                          f"against {before} {1e3 * now:.3f} ms (modelled: the planner's composition); {left} steps "
+                          f"against {before} {1e3 * now:.3f} ms (modelled: the planner's composition"
+                          + (f", {after} x{model.anchor:.2f} so that at the plan's costs it is no faster than the "
+                             f"planner's choice" if model.anchor > 1.0 else "") + f"); {left} steps "
                           f"left save {left * (now - other):.1f} s against {model.start_s:.1f} s of actor start-up",
                           "modelled (from costs measured in the run)")
 

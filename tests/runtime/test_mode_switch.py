@@ -114,3 +114,28 @@ def test_the_other_mode_is_chosen_only_by_a_clear_margin_that_pays_its_start_up(
     # at 2 threads beside the actor on 2 cores the learner's threads wait for it: everything in series, no gain
     in_series = model.seconds("serialized", costs, 2, "learner_update")
     assert model.seconds("overlapped", costs, 2, "learner_update") == pytest.approx(in_series)
+
+
+def test_the_other_mode_wins_by_what_the_run_measures_not_by_what_the_composition_leaves_out():
+    """The planner chose serialized at the planned costs, counting what the composition does not (loops, syncs, the
+    policy lag): there the other mode is scaled to no faster; only costs measured apart from the plan move it."""
+    model = ModeModel("serialized", RATES, frozenset({"env_step"}), actors=1, units=2, start_s=0.5, total_steps=2_000)
+    planned = {"env_step": 0.4e-3, "learner_update": COST_S[1]}   # composed: 2.8 ms serialized, 2.4 ms overlapped
+    monitor = monitor_module.Monitor(planned, "learner_update", (1, 2), FixedThreads(1), AdaptOptions(), modes=model)
+    anchored = monitor.modes
+    assert anchored.anchor == pytest.approx(2.8 / 2.4)
+    assert anchored.seconds("overlapped", planned, 1, "learner_update") == pytest.approx(2.8e-3)   # a tie, no gain
+    measured = {"env_step": ENV_S, "learner_update": COST_S[1]}   # the env step 5x its plan
+    assert anchored.seconds("serialized", measured, 1, "learner_update") == pytest.approx(4.4e-3)
+    assert anchored.seconds("overlapped", measured, 1, "learner_update") == pytest.approx(2.8e-3)   # 36% faster
+    assert model.anchored(measured, 2, "learner_update").anchor == 1.0   # in series at 2 threads: nothing to scale
+
+
+class FixedThreads:
+    """A thread setting that stays where it is set."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+
+    def set(self, n: int) -> None:
+        self.n = n

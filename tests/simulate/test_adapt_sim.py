@@ -77,8 +77,10 @@ def test_the_simulated_run_switches_to_a_disputed_variant_at_the_round_the_execu
 
 def test_the_simulated_run_goes_on_overlapped_at_the_round_the_executor_does():
     """tests/runtime/test_mode_switch.py's case: the env step at 2 ms a vector step, the learner's 2-thread update 3x
-    slower after 100 calls; the same two corrections at round 18's end, then the actors run ahead."""
+    slower after 100 calls, on 2 cores like that test's machine (so the plan's 2-thread learner leaves the overlapped
+    mode no faster at the planned costs); the same two corrections at round 18's end, then the actors run ahead."""
     problem, assignment, schedule = setup()
+    problem.devices = {**problem.devices, "cpu0": dataclasses.replace(problem.devices["cpu0"], units=2)}
     key = ("env_step", "cpu0", "reference")
     problem.options = {**problem.options, key: dataclasses.replace(problem.options[key], latency_s=2e-3, shares=())}
     problem.process_start_s = 0.5
