@@ -52,7 +52,7 @@ from numba import njit
 
 from pearl_py.protocol.workload import FLOAT_BYTES, ReplayWorkload
 from pearl_py.replay import checks, kernels
-from pearl_py.replay.buffer import SampleBatch
+from pearl_py.replay.buffer import ReplayBase, SampleBatch
 from pearl_py.replay.pcg64 import Stream, fill_uniforms
 from pearl_py.replay.storage import Layout, Storage
 from pearl_py.replay.writer import RingWriter
@@ -195,7 +195,7 @@ def count_live(oldest, size, live_from):
     return live
 
 
-class FrameReplayBuffer:
+class FrameReplayBuffer(ReplayBase):
     """Fixed-capacity uniform replay of uint8 image transitions, each distinct frame stored once.
 
     ``obs_shape``: one observation, ``(stack, H, W)`` when ``frame_stack = stack > 1``, else any shape (one
@@ -248,14 +248,10 @@ class FrameReplayBuffer:
     # ----------------------------------------------------------------- properties
 
     @property
-    def capacity(self) -> int:
-        return self._meta["capacity"]
-
-    @property
     def frame_capacity(self) -> int:
         return self._meta["frame_capacity"]
 
-    prioritized = False
+    prioritized = False   # uniform only: not read from the settings as ReplayBase's
 
     @property
     def shared_name(self) -> str | None:
@@ -266,10 +262,6 @@ class FrameReplayBuffer:
         """Distinct frames written so far (the ring holds the last ``frame_capacity`` of them)."""
         self._check_open()
         return int(self._storage["frame_count"][0])
-
-    def __len__(self) -> int:
-        self._check_open()
-        return self._writer.size
 
     def live(self) -> int:
         """Transitions sampling may return: those whose frames are all still in the ring."""
@@ -383,12 +375,6 @@ class FrameReplayBuffer:
     def close(self) -> None:
         """Release the storage (unlinking a shared segment this buffer created). Idempotent."""
         self._storage.close()
-
-    def __enter__(self) -> FrameReplayBuffer:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
 
 def _settings(capacity: Any, obs_shape: Any, frame_stack: Any, action_shape: Any, action_dtype: Any,
