@@ -55,10 +55,11 @@ def synchronized_clock(device: torch.device, synchronize: Callable[[torch.device
 def profile_gpus(calibration: Calibration, quick: bool, kinds: Sequence[str], log: Callable[[str], None],
                  power: Any, gpus: Sequence[LocalGpu] | None = None,
                  synchronize: Callable[[torch.device], None] | None = None,
-                 grid: Mapping[str, Any] | None = None) -> None:
+                 grid: Mapping[str, Any] | None = None, skip: Mapping[str, str] | None = None) -> None:
     """Add every local GPU's models to ``calibration`` (``gpus``: default this machine's CUDA devices; ``synchronize``:
     default ``torch.cuda.synchronize``; tests pass the CPU device and a recording fake). ``grid``: the
-    ``envs`` and ``cnn`` of :func:`~pearl_py.profile.profiler.calibration_grid` (default: every env, CNNs)."""
+    ``envs`` and ``cnn`` of :func:`~pearl_py.profile.profiler.calibration_grid` (default: every env, CNNs); ``skip``:
+    ``kind/variant`` keys left for later on the GPUs too, as :func:`~pearl_py.profile.profiler.profile`'s."""
     from pearl_py.profile.profiler import (
         calibration_grid,
         fit_measurements,
@@ -85,6 +86,9 @@ def profile_gpus(calibration: Calibration, quick: bool, kinds: Sequence[str], lo
             for variant in variants(kind, OFF_POLICY):
                 ok, reason = variant_available(kind, variant, "gpu", family=OFF_POLICY)
                 key = model_key(kind, variant, device=gpu.name)
+                if skip and model_key(kind, variant) in skip:
+                    log(f"{key:<40} deferred: {skip[model_key(kind, variant)]}")
+                    continue
                 if not ok:
                     log(f"{key:<40} skipped: {reason}")
                     continue
@@ -98,10 +102,11 @@ def profile_gpus(calibration: Calibration, quick: bool, kinds: Sequence[str], lo
                                    window=lambda k=kind, v=variant, g=gpu.name: power.window(g, model_key(k, v)))
                 if setup:   # every GPU setup counts as cold
                     calibration.meta.setdefault("setup", {})[key] = setup_entry([(w, s, True) for w, s, _ in setup])
-                model = fit_measurements(kind, measured)[None]
-                calibration.models[key] = model
-                log(f"{key:<40} {model.form:<9} cv error {model.cv_mape:5.1f}%  ({model.n_points} points, "
-                    f"{time.perf_counter() - t0:.1f}s)")
+                for group, model in fit_measurements(kind, measured).items():   # None: MLPs; "cnn"
+                    grouped = model_key(kind, variant, group, device=gpu.name)
+                    calibration.models[grouped] = model
+                    log(f"{grouped:<40} {model.form:<9} cv error {model.cv_mape:5.1f}%  ({model.n_points} points, "
+                        f"{time.perf_counter() - t0:.1f}s)")
         meta[gpu.name] = {"name": gpu.model, "models": gpu.name}
         calibrated[gpu.model] = gpu.name
 

@@ -670,7 +670,7 @@ def profile(quick: bool = False, kinds: tuple[str, ...] = KINDS,
         if gpus:
             from pearl_py.profile.gpu_profile import profile_gpus
 
-            profile_gpus(calibration, quick, kinds, log, power, grid={"envs": envs, "cnn": cnn})
+            profile_gpus(calibration, quick, kinds, log, power, grid={"envs": envs, "cnn": cnn}, skip=skip)
     finally:
         clear_compiled()
         if into is None or "energy" not in calibration.meta:

@@ -61,6 +61,29 @@ def test_profile_times_every_gpu_kind_with_synchronized_clocks_and_keys_models_b
     assert "gpu1 (NVIDIA L4): same model as gpu0, its models serve" in lines
 
 
+def test_a_gpu_model_is_keyed_by_its_network_group_and_a_skipped_variant_is_not_timed(monkeypatch):
+    """channels_last is calibrated on CNNs only: its fit has no MLP model (the first lent H200 run failed here with
+    ``KeyError: None``); each group's model is kept under its own key, as the CPU's are."""
+    monkeypatch.setattr(profiler, "calibration_grid", lambda kind, quick=False, variant="reference", **grid:
+                        [BenchPoint(kind, frames=(4, 10, 10))])
+    monkeypatch.setattr(profiler, "variant_available", lambda kind, variant, cls="cpu", *, family: (True, ""))
+    timed: list[str] = []
+    monkeypatch.setattr(profiler, "measure", lambda kind, variant, points, **options: timed.append(variant) or [])
+    mlp, cnn = (FittedModel("linear", NET, (c, 0, 0, 0), "flops") for c in (1e-4, 2e-4))
+    fits = {"channels_last": {"cnn": cnn}, "reference": {None: mlp, "cnn": cnn}}
+    monkeypatch.setattr(profiler, "fit_measurements", lambda kind, measured: fits[timed[-1]])
+    monkeypatch.setattr(gpu_profile, "variants", lambda kind, family: ["channels_last", "compiled", "reference"])
+    lines: list[str] = []
+    calibration = Calibration("test")
+    profile_gpus(calibration, True, ("learner_update",), lines.append, PowerProfile({}),
+                 gpus=[LocalGpu("gpu0", torch.device("cpu"), "NVIDIA H200")], synchronize=lambda device: None,
+                 skip={"learner_update/compiled": "not now"})
+    assert calibration.models == {"gpu0:learner_update/channels_last/cnn": cnn, "gpu0:learner_update/reference": mlp,
+                                  "gpu0:learner_update/reference/cnn": cnn}
+    assert timed == ["channels_last", "reference"]
+    assert any(line.startswith("gpu0:learner_update/compiled") and "deferred: not now" in line for line in lines)
+
+
 L4 = Catalogue.load().devices["l4"]
 
 
