@@ -26,7 +26,7 @@ def test_the_dry_run_runs_every_step_and_writes_three_files(tmp_path):
     assert module.main(["--dry-run", "--out", str(tmp_path), "--budget", "900"]) == 0
     assert sorted(p.name for p in tmp_path.iterdir()) == ["device_check.json", "device_check.log", "runs.tar.gz"]
     record = json.loads((tmp_path / "device_check.json").read_text())
-    assert record["dry_run"] is True and list(record["steps"]) == list(module.STEPS) == list("bacdefg")
+    assert record["dry_run"] is True and list(record["steps"]) == list(module.STEPS) == list("bacdfge")
     sb3 = importlib.util.find_spec("stable_baselines3") is not None
     for name, step in record["steps"].items():
         expected = "skipped" if name == "e" and not sb3 else "ok"
