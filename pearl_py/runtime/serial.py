@@ -23,6 +23,7 @@ import contextlib
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
 import torch
 
 from pearl_py import kernels
@@ -95,7 +96,10 @@ class SerialExecutor(SessionExecutor):
         replay = (replay_from_state(replay_state, replay_device) if replay_state is not None
                   else replay_on(algo, self.seed, replay_device))
         timed_replay = TimedReplay(replay, timer)
-        warm_up_replay(algo, replay_device)       # numba compiles the run's replay kernels here, in the start-up
+        # numba compiles (or loads) the run's replay and fused inference kernels here, in the start-up, not in the
+        # first timed calls; a greedy act changes no generator
+        warm_up_replay(algo, replay_device)
+        infer(np.zeros((cfg.n_envs, *algo.spec.obs_shape), algo.spec.obs_dtype), explore=False, progress=0.0)
         schedule = TrainSchedule.from_config(cfg, total_steps)
         session.evaluate_with(learner)
         steps = done.transitions

@@ -41,10 +41,18 @@ def test_after_the_warm_up_the_runs_replay_loads_no_kernel(env, settings):
     assert replay_kernels() == before
 
 
-def test_the_serial_executor_warms_its_replay_before_the_clock(monkeypatch):
+def test_the_serial_executor_warms_its_replay_and_inference_before_the_clock(monkeypatch):
     order = []
-    start = SessionClock.start
-    monkeypatch.setattr(serial, "warm_up_replay", lambda *args: order.append("warm up"))
+    start, build = SessionClock.start, serial.SerialExecutor._inference
+
+    def inference(self, algo, acting):
+        infer = build(self, algo, acting)
+        return lambda obs, explore, progress: (order.append(("infer", explore)), infer(obs, explore=explore,
+                                                                                      progress=progress))[1]
+
+    monkeypatch.setattr(serial, "warm_up_replay", lambda *args: order.append("warm up replay"))
     monkeypatch.setattr(SessionClock, "start", lambda clock: (order.append("clock"), start(clock))[1])
-    pearl.train(pearl.DQN("CartPole-v1", **TINY_DQN), total_steps=100, seed=0, eval_episodes=1, progress=False)
-    assert order[:2] == ["warm up", "clock"]
+    monkeypatch.setattr(serial.SerialExecutor, "_inference", inference)
+    pearl.train(pearl.SAC("Pendulum-v1", net_arch=[16], batch_size=8, learning_starts=20, buffer_size=500),
+                total_steps=40, seed=0, eval_episodes=1, progress=False)
+    assert order[:4] == ["warm up replay", ("infer", False), "clock", ("infer", True)]
