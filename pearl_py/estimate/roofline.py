@@ -35,7 +35,8 @@ _SCHEMA = {
     "cpu": ["gemm_efficiency", "conv_efficiency", "numpy_call_us", "replay_calls", "env_step_us", "env_step_default_us",
             "env_reference_ghz", "vector_env_us", "scan_calls", "process_start_s", "loop_per_step_us",
             "loop_per_update_us", "loop_per_round_us", "round_trip_us", *_NORMALIZE],
-    "gpu": ["gemm_efficiency", "conv_efficiency", "replay_calls", "prioritized_scan_reads", "scan_step_ns", "kernel_floor_us", "variants"],
+    "gpu": ["gemm_efficiency", "conv_efficiency", "replay_calls", "prioritized_scan_reads", "scan_step_ns",
+            "kernel_floor_us", "variants"],
 }
 _RUN_SECONDS = ("process_start_s", "loop_per_step_us", "loop_per_update_us", "loop_per_round_us", "round_trip_us",
                 *_NORMALIZE)
