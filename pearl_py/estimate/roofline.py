@@ -35,7 +35,8 @@ _SCHEMA = {
     "cpu": ["gemm_efficiency", "conv_efficiency", "numpy_call_us", "replay_calls", "env_step_us", "env_step_default_us",
             "env_reference_ghz", "vector_env_us", "scan_calls", "process_start_s", "loop_per_step_us",
             "loop_per_update_us", "loop_per_round_us", "round_trip_us", *_NORMALIZE],
-    "gpu": ["gemm_efficiency", "conv_efficiency", "replay_calls", "scan_step_ns", "kernel_floor_us", "variants"],
+    "gpu": ["gemm_efficiency", "conv_efficiency", "replay_calls", "prioritized_scan_reads", "scan_step_ns",
+            "kernel_floor_us", "variants"],
 }
 _RUN_SECONDS = ("process_start_s", "loop_per_step_us", "loop_per_update_us", "loop_per_round_us", "round_trip_us",
                 *_NORMALIZE)
@@ -148,7 +149,8 @@ def layer_latency(flops: float, nbytes: float, dispatches: float, conv: bool, sp
 def replay_latency(kind: str, features: dict[str, float], spec: CpuSpec | GpuSpec,
                    params: RooflineParams, variant: str, machine: str = "core") -> tuple[float, dict[str, float]]:
     """Seconds of a replay call: per-call dispatches, one DRAM miss per node visited, bytes moved (a CPU core: the
-    numpy ``ReplayBuffer``); a GPU: the ``TorchReplayBuffer``'s torch calls, one launch each, plus bytes moved."""
+    numpy ``ReplayBuffer``); a GPU: the ``TorchReplayBuffer``'s torch calls, one launch each, plus bytes moved
+    (a prioritized sample's pass over the priorities included)."""
     scale = params.dispatch_scale(variant, kind)
     if machine == "core":
         calls = params.cpu["replay_calls"][kind] + 2 * features["levels"]
@@ -156,11 +158,13 @@ def replay_latency(kind: str, features: dict[str, float], spec: CpuSpec | GpuSpe
         tree = features["tree_work"] * spec.dram_latency_ns * 1e-9
         memory = 2 * features["bytes"] / spec.core_bandwidth_bytes
         return dispatch + tree + memory, {"dispatch": dispatch, "tree": tree, "memory": memory}
-    # the replay on a GPU is a TorchReplayBuffer: its torch calls per call, each a launch (counted, see the yaml)
-    fixed, per_level = params.gpu["replay_calls"]["prioritized" if features["prioritized"] else "uniform"][kind]
-    launches = fixed + per_level * features["levels"]
+    # the replay on a GPU is a TorchReplayBuffer: its torch calls per call, each a launch (counted, see the yaml); a
+    # prioritized sample also passes over every item's float64 priority (prefix sums and minimum, torch_tree.py)
+    launches = params.gpu["replay_calls"]["prioritized" if features["prioritized"] else "uniform"][kind]
     dispatch = launches * spec.launch_overhead_us * 1e-6 * scale
-    memory = 2 * features["bytes"] / (spec.mem_bandwidth_gbs * 1e9)
+    scanned = features["prioritized"] and kind == "replay_sample"
+    scan = params.gpu["prioritized_scan_reads"] * 8 * features["capacity"] if scanned else 0.0
+    memory = (2 * features["bytes"] + scan) / (spec.mem_bandwidth_gbs * 1e9)
     return dispatch + memory, {"dispatch": dispatch, "memory": memory}
 
 

@@ -23,10 +23,10 @@ from pearl_py.replay.sampler import PrioritizedSampler, UniformSampler
 from pearl_py.replay.segment_tree import PriorityTree
 from pearl_py.replay.storage import Layout, Storage
 from pearl_py.replay.torch_buffer import TorchReplayBuffer, TorchSampleBatch
-from pearl_py.replay.torch_tree import TorchPriorityTree
+from pearl_py.replay.torch_tree import TorchPriorities
 from pearl_py.replay.writer import RingWriter
 
 __all__ = [
     "Layout", "PrioritizedSampler", "PriorityTree", "ReplayBuffer", "RingWriter", "RolloutBuffer", "RolloutSample",
-    "SampleBatch", "Storage", "TorchPriorityTree", "TorchReplayBuffer", "TorchSampleBatch", "UniformSampler",
+    "SampleBatch", "Storage", "TorchPriorities", "TorchReplayBuffer", "TorchSampleBatch", "UniformSampler",
 ]

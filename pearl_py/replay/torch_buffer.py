@@ -3,11 +3,11 @@
 Same public interface and semantics as :class:`~pearl_py.replay.buffer.ReplayBuffer`
 (the numpy buffer: ring writer, uniform or proportional prioritized sampling, IS weights
 ``(p_min / p_i)^beta``, priorities ``(|td| + eps)^alpha``, new items at the largest
-priority seen, the same argument checks and messages), but the items and the priority
-tree (:class:`~pearl_py.replay.torch_tree.TorchPriorityTree`) live on ``device``, and
+priority seen, the same argument checks and messages), but the items and the
+priorities (:class:`~pearl_py.replay.torch_tree.TorchPriorities`) live on ``device``, and
 :meth:`TorchReplayBuffer.sample` returns tensors there, so a learner on that device
-trains on them without a copy. Every operation is a fixed number of torch calls per
-tree level, none reads a value back to the host (see :meth:`update_priorities` for
+trains on them without a copy. Every operation is a fixed number of torch calls, whatever
+the capacity, none reads a value back to the host (see :meth:`update_priorities` for
 how refused updates are reported on a GPU), and the random numbers come from a
 ``torch.Generator`` on the device seeded with ``seed``. Checkpoints are in the numpy
 buffer's ``state_dict`` format, so one moves between the two buffers.
@@ -46,7 +46,7 @@ import torch
 from pearl_py.replay import checks, kernels
 from pearl_py.replay.buffer import TRANSITION_FIELDS, ReplayBase
 from pearl_py.replay.staging import torch_dtype, upload
-from pearl_py.replay.torch_tree import TorchPriorityTree
+from pearl_py.replay.torch_tree import TorchPriorities
 from pearl_py.replay.writer import RingWriter
 
 MAX_PENDING_CHECKS = 64
@@ -80,9 +80,9 @@ class TorchSampleBatch:
 class TorchReplayBuffer(ReplayBase):
     """Fixed-capacity replay of ``(obs, action, reward, next_obs, terminated)`` transitions on a torch device.
 
-    The settings are :class:`~pearl_py.replay.buffer.ReplayBuffer`'s (``fanout`` shapes
-    the priority tree: its depth is ``ceil(log_fanout(capacity))``, the number of levels a
-    sample and an update step through); ``device`` is a CPU or CUDA device. One writer
+    The settings are :class:`~pearl_py.replay.buffer.ReplayBuffer`'s (``fanout``, the numpy
+    buffer's tree's, is only kept for checkpoints: the priorities here are flat);
+    ``device`` is a CPU or CUDA device. One writer
     at a time; not shareable across processes.
     """
 
@@ -113,11 +113,11 @@ class TorchReplayBuffer(ReplayBase):
         self._fields = {name: torch.zeros((capacity, *shape), dtype=dtype, device=self._device)
                         for name, (dtype, shape) in rows.items()}
         """The stored fields, ``capacity`` rows each (the slots the ring writer hands out)."""
-        self._tree: TorchPriorityTree | None = None
+        self._priorities: TorchPriorities | None = None
         self._max_seen = torch.ones((), dtype=torch.float64, device=self._device)
         """The largest ``|td| + eps`` ever given (1 before any update, as in the paper)."""
         if meta["prioritized"]:
-            self._tree = TorchPriorityTree(capacity, meta["fanout"], self._device)
+            self._priorities = TorchPriorities(capacity, self._device)
         self._generator = torch.Generator(device=self._device)
         self._generator.manual_seed(seed)
         self._rng_state = np.random.default_rng(seed).bit_generator.state
@@ -125,6 +125,8 @@ class TorchReplayBuffer(ReplayBase):
         self._defer_checks = self._device.type == "cuda"
         self._pending: deque[_PendingCheck] = deque()
         """Priority updates' checks whose result is on its way to the host, oldest first (on a GPU)."""
+        self._steps: dict[int, torch.Tensor] = {}
+        """The strata offsets of each batch size sampled so far (:meth:`_strata`)."""
         self._closed = False
 
     # ----------------------------------------------------------------- properties
@@ -164,14 +166,13 @@ class TorchReplayBuffer(ReplayBase):
         staged = dict(zip(TRANSITION_FIELDS, upload([rows[name] for name in TRANSITION_FIELDS], self._device),
                           strict=True))   # one staging buffer, one transfer; the ring's runs are copied on the device
         runs = self._writer.write(n)
-        size = self._writer.size
-        new_priority = self._max_seen.pow(self._meta["alpha"]) if self._tree is not None else None
+        new_priority = self._max_seen.pow(self._meta["alpha"]) if self._priorities is not None else None
         done = 0
         for start, stop in runs:
             for name in TRANSITION_FIELDS:
                 self._fields[name][start:stop].copy_(staged[name][done:done + stop - start])
-            if self._tree is not None:
-                self._tree.fill(start, stop, new_priority, size)
+            if self._priorities is not None:
+                self._priorities.fill(start, stop, new_priority)
             done += stop - start
         return np.concatenate([np.arange(start, stop, dtype=np.int64) for start, stop in runs])
 
@@ -189,25 +190,25 @@ class TorchReplayBuffer(ReplayBase):
         return self._sample(batch_size, beta, size)
 
     def _sample(self, batch_size: int, beta: float, size: int) -> TorchSampleBatch:
-        if self._tree is None:
+        if self._priorities is None:
             indices = torch.randint(size, (batch_size,), generator=self._generator, device=self._device)
             weights = torch.ones(batch_size, dtype=torch.float32, device=self._device)
         else:
-            indices, weights = self._draw_prioritized(self._tree, batch_size, beta)
+            indices, weights = self._draw_prioritized(self._priorities, batch_size, beta, size)
         rows = [self._fields[name].index_select(0, indices) for name in TRANSITION_FIELDS]
         return TorchSampleBatch(*rows, indices, weights)
 
-    def _draw_prioritized(self, tree: TorchPriorityTree, batch_size: int,
-                          beta: float) -> tuple[torch.Tensor, torch.Tensor]:
+    def _draw_prioritized(self, prios: TorchPriorities, batch_size: int, beta: float,
+                          size: int) -> tuple[torch.Tensor, torch.Tensor]:
         """Stratified proportional draw: target ``j`` is ``(j + u_j) * total / B``; weights ``(p_min / p_i)^beta``.
 
         The paper's weight ``(N P(i))^-beta / (N p_min / total)^-beta`` is ``(p_min / p_i)^beta``:
         ``N`` and the total cancel (as in the numpy buffer).
         """
         u = torch.rand(batch_size, dtype=torch.float64, generator=self._generator, device=self._device)
-        steps = torch.arange(batch_size, dtype=torch.float64, device=self._device)
-        indices = tree.find((u + steps) * (tree.total / batch_size))
-        weights = (tree.min / tree.leaves[indices]).pow(beta).float()
+        running = prios.running(size)
+        indices = prios.find(running, (u + self._strata(batch_size)) * (running[-1] / batch_size))
+        weights = (prios.min(size) / prios.leaves[indices]).pow(beta).float()
         return indices, weights
 
     # ----------------------------------------------------------------- priorities
@@ -225,8 +226,8 @@ class TorchReplayBuffer(ReplayBase):
         finds more than :data:`MAX_PENDING_CHECKS` unread, or by :meth:`state_dict`.
         """
         self._check_open()
-        tree = self._tree
-        if tree is None:
+        prios = self._priorities
+        if prios is None:
             raise ValueError("indices: update_priorities needs a buffer created with prioritized=True")
         slots, slots_dtype = _values(indices)
         errors, errors_dtype = _values(td_errors_abs)
@@ -236,13 +237,20 @@ class TorchReplayBuffer(ReplayBase):
         valid = ((slots >= 0) & (slots < size) & (errors >= 0) & (errors < math.inf)).all()     # NaN fails both
         safe = slots.clamp(0, max(size - 1, 0))             # a refused update writes the old values back
         raw = errors + self._meta["eps"]
-        tree.set(safe, torch.where(valid, raw.pow(self._meta["alpha"]), tree.leaves[safe]), size)
+        prios.set(safe, torch.where(valid, raw.pow(self._meta["alpha"]), prios.leaves[safe]))
         self._max_seen.copy_(torch.where(valid, torch.maximum(self._max_seen, raw.max()), self._max_seen))
         pending = _PendingCheck(valid, slots, errors, size)
         if self._defer_checks:
             self._pending.append(pending.queued())
         else:
             pending.raise_if_refused()
+
+    def _strata(self, batch_size: int) -> torch.Tensor:
+        """``0, 1, ..., B - 1`` in float64 on the device, made once per batch size (not a launch per sample)."""
+        steps = self._steps.get(batch_size)
+        if steps is None:
+            steps = self._steps[batch_size] = torch.arange(batch_size, dtype=torch.float64, device=self._device)
+        return steps
 
     def _on_device(self, *values: tuple[torch.Tensor | np.ndarray, torch.dtype]) -> list[torch.Tensor]:
         """Each value as a tensor of its dtype on the buffer's device: the host arrays in one upload, tensors as
@@ -272,8 +280,8 @@ class TorchReplayBuffer(ReplayBase):
                                  "rng": copy.deepcopy(self._rng_state)}
         for name in TRANSITION_FIELDS:
             state[name] = self._fields[name][:size].to("cpu", copy=True).numpy()
-        if self._tree is not None:
-            state["priorities"] = self._tree.leaves[:size].to("cpu", copy=True).numpy()
+        if self._priorities is not None:
+            state["priorities"] = self._priorities.leaves[:size].to("cpu", copy=True).numpy()
             state["max_seen"] = float(self._max_seen)
         state["torch_rng"] = self._generator.get_state().numpy().copy()
         state["torch_rng_device"] = self._device.type
@@ -296,9 +304,8 @@ class TorchReplayBuffer(ReplayBase):
             for name in TRANSITION_FIELDS:
                 field = buffer._fields[name]
                 field[:size] = _host_tensor(np.asarray(state[name], dtype=_numpy_dtype(field.dtype)))
-            if buffer._tree is not None:
-                buffer._tree.leaves[:size] = _host_tensor(np.asarray(state["priorities"], dtype=np.float64))
-                buffer._tree.rebuild(size)
+            if buffer._priorities is not None:
+                buffer._priorities.leaves[:size] = _host_tensor(np.asarray(state["priorities"], dtype=np.float64))
                 buffer._max_seen.fill_(float(state["max_seen"]))
             buffer._writer.counters[:] = counters
             buffer._restore_generator(state)
@@ -324,7 +331,7 @@ class TorchReplayBuffer(ReplayBase):
         """Release the device memory (an unreported refused update is dropped). Idempotent."""
         self._closed = True
         self._fields = {}
-        self._tree = None
+        self._priorities = None
         self._pending.clear()
 
 
@@ -367,7 +374,7 @@ class _PendingCheck:
 
 
 def _device(value: torch.device | str) -> torch.device:
-    """``value`` as a CPU or CUDA device (the tree is float64, which not every torch backend has)."""
+    """``value`` as a CPU or CUDA device (the priorities are float64, which not every torch backend has)."""
     try:
         device = torch.device(value)
     except (RuntimeError, TypeError):

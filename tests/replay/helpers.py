@@ -23,14 +23,11 @@ def transitions(n: int, start: int = 0, obs_dim: int = 4) -> tuple[np.ndarray, .
 
 def snapshot(buf: ReplayBuffer | TorchReplayBuffer) -> dict:
     """Everything a call could change. Numpy buffer: all storage arrays (trees included) and the generator state;
-    torch buffer: the checkpoint (items, priorities, generators) and the whole tree."""
+    torch buffer: the checkpoint (items, priorities: all it holds besides its zeros, generators)."""
     if isinstance(buf, ReplayBuffer):
         return {"arrays": {f.name: buf._storage[f.name].copy() for f in buf._storage.layout.fields},
                 "rng": buf._stream.state}
-    state = buf.state_dict()
-    if buf.prioritized:
-        state["tree"] = [level.cpu().clone() for level in buf._tree.sums + buf._tree.mins]
-    return state
+    return buf.state_dict()
 
 
 def assert_same_state(a: dict, b: dict, keys=STATE_KEYS, priorities_rtol: float | None = 0.0) -> None:

@@ -123,10 +123,10 @@ def test_prioritized_frequencies_follow_priorities_to_the_alpha_chi_square(devic
 def test_zero_mass_slots_are_never_drawn(device):
     """Slots past ``size`` (priority 0) never come out, even for targets at the very top of the mass."""
     with TorchReplayBuffer(64, (4,), prioritized=True, alpha=1.0, fanout=16, device=device) as buf:
-        buf.add(*transitions(17))                            # the second group of 16 holds one item
-        tree = buf._tree
+        buf.add(*transitions(17))
+        prios = buf._priorities
         targets = torch.tensor([0.0, 16.5, 17.0, 1e9], dtype=torch.float64, device=device)
-        assert tree.find(targets).tolist() == [0, 16, 16, 16]
+        assert prios.find(prios.running(len(buf)), targets).tolist() == [0, 16, 16, 16]
 
 
 # ----------------------------------------------------------------- importance weights
@@ -183,8 +183,8 @@ def test_priorities_are_td_plus_eps_to_the_alpha_and_new_items_get_the_running_m
         buf.add(*transitions(2, start=3))
         state = buf.state_dict()
         np.testing.assert_allclose(state["priorities"][3:5], 3.01**0.5, rtol=1e-12)
-        assert float(buf._tree.min) == pytest.approx(0.51**0.5, rel=1e-12)
-        assert float(buf._tree.total) == pytest.approx(state["priorities"].sum(), rel=1e-12)
+        assert float(buf._priorities.min(len(buf))) == pytest.approx(0.51**0.5, rel=1e-12)
+        assert float(buf._priorities.running(len(buf))[-1]) == pytest.approx(state["priorities"].sum(), rel=1e-12)
 
 
 def test_the_last_of_repeated_slots_wins(device):
@@ -201,7 +201,7 @@ def test_overwritten_items_leave_the_minimum(device):
         buf.add(*transitions(2))
         buf.update_priorities(np.array([0, 1]), np.array([0.001, 2.0]))
         buf.add(*transitions(1, start=2))                    # slot 0 now holds a new item at the max priority
-        assert float(buf._tree.min) == pytest.approx(2.0 + 1e-6)
+        assert float(buf._priorities.min(len(buf))) == pytest.approx(2.0 + 1e-6)
         np.testing.assert_allclose(buf.sample(4, beta=1.0).weights.cpu(), 1.0)
 
 
@@ -223,8 +223,8 @@ def test_same_calls_give_the_numpy_buffers_state(device, fanout):
         assert len(buf) == len(reference) == 100
         expected, state = reference.state_dict(), buf.state_dict()
         assert_same_state(expected, state, priorities_rtol=1e-14)
-        assert float(buf._tree.total) == pytest.approx(reference._sampler.tree.total, rel=1e-12)
-        assert float(buf._tree.min) == pytest.approx(reference._sampler.tree.min, rel=1e-14)
+        assert float(buf._priorities.running(len(buf))[-1]) == pytest.approx(reference._sampler.tree.total, rel=1e-12)
+        assert float(buf._priorities.min(len(buf))) == pytest.approx(reference._sampler.tree.min, rel=1e-14)
 
 
 def test_update_accepts_the_sampled_indices_and_a_float32_td_tensor(device):
@@ -261,8 +261,9 @@ def test_numpy_state_loads_into_the_torch_buffer(device, prioritized):
             assert_same_state(expected, state)               # same items, counters and priorities, exactly
             assert state["rng"] == expected["rng"]           # the numpy generator's position is carried along
             if prioritized:
-                assert float(buf._tree.total) == reference._sampler.tree.total
-                assert float(buf._tree.min) == reference._sampler.tree.min
+                total = float(buf._priorities.running(len(buf))[-1])
+                assert total == pytest.approx(reference._sampler.tree.total, rel=1e-12)
+                assert float(buf._priorities.min(len(buf))) == reference._sampler.tree.min
             assert buf.add(*transitions(1, start=100)).tolist() == reference.add(*transitions(1, start=100)).tolist()
             assert_same_state(reference.state_dict(), buf.state_dict(), priorities_rtol=1e-15)
 

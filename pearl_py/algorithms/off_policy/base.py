@@ -159,13 +159,17 @@ class OffPolicyAlgorithm(BaseAlgorithm):
         stored = stored_obs_bytes(spec.obs_shape, spec.frame_stack, self.config.buffer_size)
         return TransitionLayout(spec.obs_dim, action, spec.obs_item_bytes, stored / spec.obs_item_bytes)
 
-    def make_replay(self, seed: int, shared_name: str | None = None) -> ReplayBuffer | FrameReplayBuffer:
+    def make_replay(self, seed: int, shared_name: str | None = None,
+                    capacity: int | None = None) -> ReplayBuffer | FrameReplayBuffer:
+        """The config's replay; ``capacity`` instead of ``buffer_size`` (a small throwaway of the same kind)."""
         from pearl_py.replay import ReplayBuffer
         from pearl_py.replay.frames import FrameReplayBuffer
 
+        size = {} if capacity is None else {"capacity": capacity}
         if self.uses_frame_replay():
-            return FrameReplayBuffer(**self._frame_settings(), seed=seed, shared_name=shared_name)
-        return ReplayBuffer(**self._replay_settings(), alpha=self.config.alpha, seed=seed, shared_name=shared_name)
+            return FrameReplayBuffer(**(self._frame_settings() | size), seed=seed, shared_name=shared_name)
+        return ReplayBuffer(**(self._replay_settings() | size), alpha=self.config.alpha, seed=seed,
+                            shared_name=shared_name)
 
     def replay_bytes(self, whole_observations: bool = False) -> int:
         """Bytes of the storage :meth:`make_replay` allocates (computed from the config; nothing allocated).
