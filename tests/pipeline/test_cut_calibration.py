@@ -47,6 +47,12 @@ def _profiled(needs: CalibrationNeeds) -> Calibration:
     return calibration
 
 
+@pytest.fixture(scope="module")
+def atari_cut() -> dict:
+    """The first profile of an Atari DQN run (:func:`_profiled`), as a dict: each test loads its own copy."""
+    return _profiled(CalibrationNeeds.of(_atari(), total_steps=12_000)).to_dict()
+
+
 def _plan(calibration: Calibration, algorithm, monkeypatch) -> dict:
     """``algorithm``'s plan from ``calibration``, less the solver's own wall time."""
     monkeypatch.setattr(Calibration, "load_default", classmethod(lambda cls: calibration))
@@ -67,10 +73,10 @@ def test_an_atari_runs_first_profile_times_its_cnn_and_env_counts_only():
     assert "CNN networks (nature_cnn)" in needs.describe()
 
 
-def test_the_cut_calibration_plans_as_a_full_one_with_the_same_models(monkeypatch):
+def test_the_cut_calibration_plans_as_a_full_one_with_the_same_models(atari_cut, monkeypatch):
     atari = _atari()
     needs = CalibrationNeeds.of(atari, total_steps=12_000)
-    cut = _profiled(needs)
+    cut = Calibration.from_dict(atari_cut)
     full = _profiled(CalibrationNeeds.of(None))
     full.models.update(cut.models)                      # the run's env (not one of pearl profile's) and its lines
     assert len(cut.models) < len(full.models) and "learner_update/reference" not in cut.models
@@ -78,7 +84,7 @@ def test_the_cut_calibration_plans_as_a_full_one_with_the_same_models(monkeypatc
     assert planned == _plan(full, atari, monkeypatch)
     # the warm run: the cut cache lacks nothing it needs, and plans alike
     assert needs.missing(cut) is None
-    assert _plan(Calibration.from_dict(cut.to_dict()), atari, monkeypatch) == planned
+    assert _plan(Calibration.from_dict(atari_cut), atari, monkeypatch) == planned
     # the test can fail: without the CNN learner's model the plan is costed otherwise
     lacking = Calibration("test", {k: m for k, m in cut.models.items() if not k.startswith("learner_update/")})
     assert _plan(lacking, atari, monkeypatch) != planned
@@ -90,11 +96,24 @@ def test_the_cut_calibration_plans_as_a_full_one_with_the_same_models(monkeypatc
      ("small_cnn", "nature_cnn"), ("pearl/Frames-4x10x10-v0",), 1),
     (lambda: pearl.DQN("CartPole-v1"), ("mlp",), ("CartPole-v1",), 1),          # a plain MLP
 ])
-def test_a_later_run_needing_more_tops_the_cut_cache_up(later, networks, envs, max_envs):
-    cut = _profiled(CalibrationNeeds.of(_atari(), total_steps=12_000))
-    lacking = CalibrationNeeds.of(later(), total_steps=12_000).missing(cut)
+def test_a_later_run_needing_more_tops_the_cut_cache_up(atari_cut, later, networks, envs, max_envs):
+    cut, needs = Calibration.from_dict(atari_cut), CalibrationNeeds.of(later(), total_steps=12_000)
+    lacking = needs.missing(cut)
     assert (lacking.networks, lacking.envs, lacking.max_envs) == (networks, envs, max_envs)
     assert ("learner_update" in lacking.kinds) == bool(networks)
-    cut.models.update(_profiled(lacking).models)        # the top-up: that run now lacks nothing
-    cut.meta[COVERS_KEY].update(_profiled(lacking).meta.get(COVERS_KEY, {}))
-    assert CalibrationNeeds.of(later(), total_steps=12_000).missing(cut) is None
+    topped = _profiled(lacking)                          # the top-up: that run now lacks nothing
+    cut.models.update(topped.models)
+    cut.meta[COVERS_KEY].update(topped.meta.get(COVERS_KEY, {}))
+    assert needs.missing(cut) is None
+
+
+def test_a_profile_records_what_its_env_model_covers(monkeypatch):
+    monkeypatch.setattr(profiler, "variants", lambda kind, family="off_policy": ["reference"])
+    monkeypatch.setattr(profiler, "profile_loops", lambda calibration, families_of, log: None)
+    calibration = profiler.profile(kinds=("env_step",), gpus=False, envs=("CartPole-v1",), max_envs=1)
+    assert calibration.models["env_step/reference/CartPole-v1"].n_points == 3
+    assert calibration.meta[COVERS_KEY] == {"env_step/reference/CartPole-v1": {"n_envs": 4}}
+    # a one-env run lacks no env step there (its other kinds are not in this calibration); an 8-env run does
+    assert "env_step" not in CalibrationNeeds.of(pearl.DQN("CartPole-v1")).missing(calibration).kinds
+    lacking = CalibrationNeeds.of(pearl.DQN("CartPole-v1", n_envs=8)).missing(calibration)
+    assert ("env_step" in lacking.kinds, lacking.envs, lacking.max_envs) == (True, ("CartPole-v1",), 8)
