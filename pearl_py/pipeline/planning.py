@@ -43,8 +43,8 @@ class CalibrationNeeds:
         >>> CalibrationNeeds.of(pearl.DQN("CartPole-v1"), total_steps=50_000).describe()
         "off_policy's kernels learner_update, inference, replay_insert, replay_sample, param_sync; env_step of
         CartPole-v1; deferred: learner_update/compiled"
-        >>> CalibrationNeeds.of(pearl.DQN("BreakoutNoFrameskip-v4", features_extractor="nature_cnn", net_arch=[]))
-        ...     .networks, _.max_envs
+        >>> needs = CalibrationNeeds.of(pearl.DQN("BreakoutNoFrameskip-v4", net_arch=[]))   # NatureCNN, one env
+        >>> needs.networks, needs.max_envs
         (('nature_cnn',), 1)
     """
 
