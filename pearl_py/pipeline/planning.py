@@ -23,6 +23,7 @@ from pearl_py.pipeline.plan_cache import keep_plan, plan_key, reused_plan
 from pearl_py.pipeline.plan_check import check_plan, load_checked_plan
 from pearl_py.plan import Plan
 from pearl_py.platform import Platform
+from pearl_py.profile.coverage import COVERS_KEY, MLP, NETWORKS, cnn_extractors, covered
 from pearl_py.protocol.kernel import ENV_STEP, INFERENCE, LEARNER_UPDATE
 from pearl_py.runtime.kernel_devices import plan_problems
 
@@ -33,22 +34,27 @@ PLAN_WORDS = ("auto", "local", "serial")
 @dataclass(frozen=True)
 class CalibrationNeeds:
     """What of this machine's calibration a run's plans draw on: the kernel kinds, the algorithm family whose
-    networks they are, the envs whose ``env_step`` is timed, whether a network has a CNN extractor, and the
-    variants with a one-off setup (the compiled learner update: a compile per shape) that the run would not pay
-    back by the model, left for a run that would.
+    networks they are, the envs whose ``env_step`` is timed and up to how many of them, the networks (a plain MLP,
+    the run's CNN extractor), and the variants with a one-off setup (the compiled learner update: a compile per
+    shape) that the run would not pay back by the model, left for a run that would.
 
     Example::
 
         >>> CalibrationNeeds.of(pearl.DQN("CartPole-v1"), total_steps=50_000).describe()
         "off_policy's kernels learner_update, inference, replay_insert, replay_sample, param_sync; env_step of
         CartPole-v1; deferred: learner_update/compiled"
+        >>> needs = CalibrationNeeds.of(pearl.DQN("BreakoutNoFrameskip-v4", net_arch=[]))   # NatureCNN, one env
+        >>> needs.networks, needs.max_envs
+        (('nature_cnn',), 1)
     """
 
     kinds: tuple[str, ...]
     family: str | None
     """None: every family's (``pearl profile``)."""
     envs: tuple[str, ...]
-    cnn: bool
+    networks: tuple[str, ...]
+    """The networks its kernels are (:data:`~pearl_py.profile.coverage.NETWORKS`): ``mlp`` for the kinds' one model,
+    a CNN extractor for their ``cnn`` model."""
     deferred: tuple[tuple[str, str], ...] = ()
     """``(variant key, why)`` of the variants left uncalibrated (``profiler.profile``'s ``skip``)."""
     only: tuple[str, ...] | None = None
@@ -56,6 +62,8 @@ class CalibrationNeeds:
     workloads: tuple[tuple[str, Any], ...] | None = None
     """``(kind, workload)`` of the run's kernels of a kind that may run threaded: a threaded model that cannot beat a
     one-thread one on them is left uncalibrated (:mod:`pearl_py.estimate.thread_bound`); None: every one is timed."""
+    max_envs: int | None = None
+    """The most envs one ``env_step`` of the run steps (a plan's actors step shares of them); None: any number."""
 
     @classmethod
     def of(cls, algorithm: Any, total_steps: int | None = None) -> CalibrationNeeds:
@@ -64,33 +72,48 @@ class CalibrationNeeds:
         every variant may pay back)."""
         from pearl_py.estimate.calibration import CALIBRATED_ENVS, KINDS
 
+        from pearl_py.estimate.features import model_group
+
         if algorithm is None:
-            return cls(KINDS, None, CALIBRATED_ENVS, True)
-        groups = _kernel_groups(algorithm)
+            return cls(KINDS, None, CALIBRATED_ENVS, NETWORKS)
+        kernels = _kernels(algorithm)
+        groups = {(str(kernel.kind), model_group(kernel.workload)) for kernel in kernels}
         kinds = {kind for kind, _ in groups}
+        nets = {group for kind, group in groups if kind in NETWORK_KINDS}
         return cls(tuple(k for k in KINDS if k in kinds), algorithm.family,
-                   tuple(sorted(group for kind, group in groups if kind == ENV_STEP)), any(g == "cnn" for _, g in groups),
-                   _unpaid_setups(algorithm, total_steps), workloads=_threaded_workloads(algorithm))
+                   tuple(sorted(group for kind, group in groups if kind == ENV_STEP)),
+                   (MLP,) * (None in nets) + ((_extractor(algorithm),) if "cnn" in nets else ()),
+                   _unpaid_setups(algorithm, total_steps), workloads=_threaded_workloads(kernels),
+                   max_envs=max((kernel.workload.n_envs for kernel in kernels if kernel.kind == ENV_STEP), default=None))
 
     def missing(self, calibration: Any) -> CalibrationNeeds | None:
-        """What of these needs ``calibration`` lacks (None: nothing): a reference model of one of the kernels, or a
-        variant an earlier run deferred that this run would pay back."""
-        from pearl_py.estimate.calibration import DEFERRED_KEY, network_family
+        """What of these needs ``calibration`` lacks (None: nothing): a reference model of one of the kernels, one
+        whose grid did not cover the run (another CNN extractor, more envs: :mod:`pearl_py.profile.coverage`; it is
+        timed again over both), or a variant an earlier run deferred that this run would pay back."""
+        from pearl_py.estimate.calibration import DEFERRED_KEY, model_key, network_family
 
         family = self.family   # None (every family's) keys models as the off-policy family's (``model_key``)
-        lacking = [(kind, group) for kind in self.kinds
-                   for group in ((*self.envs,) if kind == ENV_STEP else (None, "cnn") if self.cnn else (None,))
-                   if calibration.model(kind, "reference", group, family=network_family(kind, family)) is None
-                   and (kind in NETWORK_KINDS or group != "cnn")]
+        extractors = cnn_extractors(self.networks)
+        nets = (None,) * (MLP in self.networks) + ("cnn",) * bool(extractors)
+        lacking, timed = [], set(extractors)   # (kind, group) to time; the CNN extractors to time them on
+        for kind in self.kinds:
+            for group in self.envs if kind == ENV_STEP else nets if kind in NETWORK_KINDS else (None,):
+                key = model_key(kind, "reference", group, family=network_family(kind, family))
+                if key not in calibration.models or not covered(calibration, key, extractors if group == "cnn" else (),
+                                                                self.max_envs if kind == ENV_STEP else None):
+                    lacking.append((kind, group))
+                    timed |= set((calibration.meta.get(COVERS_KEY, {}).get(key) or {}).get("extractors", ()))
         mine = {model_key for model_key, _ in self.deferred}
         wanted = [key for key in calibration.meta.get(DEFERRED_KEY, {}) if key not in mine
                   and self._kind_of(key) is not None and self._threads_may_win(calibration, key)]
         if not (lacking or wanted):
             return None
         kinds = {kind for kind, _ in lacking} | {self._kind_of(key) for key in wanted}
+        groups = {group for kind, group in lacking if kind in NETWORK_KINDS}
+        networks = (MLP,) * (None in groups) + cnn_extractors(timed) * ("cnn" in groups) if lacking else self.networks
         return CalibrationNeeds(tuple(k for k in self.kinds if k in kinds), self.family,
-                                tuple(g for k, g in lacking if k == ENV_STEP), any(g == "cnn" for _, g in lacking),
-                                self.deferred, None if lacking else tuple(wanted), self.workloads)
+                                tuple(g for k, g in lacking if k == ENV_STEP), networks,
+                                self.deferred, None if lacking else tuple(wanted), self.workloads, self.max_envs)
 
     def _kind_of(self, key: str) -> str | None:
         """Which of these kinds a deferred model ``key`` is a model of, under this family's keys (None: another
@@ -124,7 +147,7 @@ class CalibrationNeeds:
         kinds = [k for k in self.kinds if k != ENV_STEP or not self.envs]
         parts = [f"{self.family or 'every family'}'s kernels " + ", ".join(kinds)] if kinds else []
         parts += [f"env_step of {env}" for env in self.envs]
-        parts += ["CNN networks"] if self.cnn else []
+        parts += [f"CNN networks ({', '.join(cnn_extractors(self.networks))})"] if cnn_extractors(self.networks) else []
         return "; ".join(parts + ([f"deferred: {', '.join(k for k, _ in self.deferred)}"] if self.deferred else []))
 
     def profile_options(self) -> dict[str, Any]:
@@ -135,26 +158,29 @@ class CalibrationNeeds:
             for kind, workload in self.workloads:
                 workloads.setdefault(kind, []).append(workload)
         return {"kinds": self.kinds, "families_of": (self.family,) if self.family else None, "envs": self.envs,
-                "cnn": self.cnn, "skip": dict(self.deferred), "only": self.only, "workloads": workloads}
+                "networks": self.networks, "max_envs": self.max_envs, "skip": dict(self.deferred), "only": self.only,
+                "workloads": workloads}
 
 
 NETWORK_KINDS = (LEARNER_UPDATE, INFERENCE)
 """Kinds whose calibration has a model of its own for CNN networks (``model_group`` "cnn")."""
 
 
-def _kernel_groups(algorithm: Any) -> set[tuple[str, str | None]]:
-    """``(kind, model group)`` of every kernel of ``algorithm``'s protocol, both modes."""
-    from pearl_py.estimate.features import model_group
-
-    return {(str(kernel.kind), model_group(kernel.workload))
-            for serialized in (False, True) for kernel in algorithm.protocol(serialized=serialized).kernels()}
+def _kernels(algorithm: Any) -> list[Any]:
+    """Every kernel of ``algorithm``'s protocol, both modes."""
+    return [kernel for serialized in (False, True) for kernel in algorithm.protocol(serialized=serialized).kernels()]
 
 
-def _threaded_workloads(algorithm: Any) -> tuple[tuple[str, Any], ...]:
-    """``(kind, workload)`` of every kernel of ``algorithm``'s protocol, both modes, of a kind that may run threaded."""
-    return tuple(dict.fromkeys((str(kernel.kind), kernel.workload) for serialized in (False, True)
-                               for kernel in algorithm.protocol(serialized=serialized).kernels()
-                               if kernel.kind.threaded))
+def _extractor(algorithm: Any) -> str:
+    """The CNN extractor of ``algorithm``'s networks (``nature_cnn``, ``small_cnn``: ``auto`` resolved)."""
+    from pearl_py.algorithms.cnn import resolve_extractor
+
+    return resolve_extractor(algorithm.spec, algorithm.config.features_extractor)
+
+
+def _threaded_workloads(kernels: list[Any]) -> tuple[tuple[str, Any], ...]:
+    """``(kind, workload)`` of ``kernels`` (each once) of a kind that may run threaded."""
+    return tuple(dict.fromkeys((str(kernel.kind), kernel.workload) for kernel in kernels if kernel.kind.threaded))
 
 
 def _unpaid_setups(algorithm: Any, total_steps: int | None) -> tuple[tuple[str, str], ...]:

@@ -58,7 +58,8 @@ def profile_gpus(calibration: Calibration, quick: bool, kinds: Sequence[str], lo
                  grid: Mapping[str, Any] | None = None, skip: Mapping[str, str] | None = None) -> None:
     """Add every local GPU's models to ``calibration`` (``gpus``: default this machine's CUDA devices; ``synchronize``:
     default ``torch.cuda.synchronize``; tests pass the CPU device and a recording fake). ``grid``: the
-    ``envs`` and ``cnn`` of :func:`~pearl_py.profile.profiler.calibration_grid` (default: every env, CNNs); ``skip``:
+    ``envs``, ``networks`` and ``max_envs`` of :func:`~pearl_py.profile.profiler.calibration_grid` (default: every
+    env, network and vector size); ``skip``:
     ``kind/variant`` keys left for later on the GPUs too, as :func:`~pearl_py.profile.profiler.profile`'s."""
     from pearl_py.profile.profiler import (
         calibration_grid,

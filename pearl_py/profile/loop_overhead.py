@@ -67,9 +67,10 @@ def calibration_plan(algo):
     return plan
 
 
-Alone = Callable[[Kernel, str], float]
+Alone = Callable[[Kernel, str], float | None]
 """``alone(kernel, variant)``: the calibrated seconds of one call of ``kernel`` as ``variant`` on this CPU, timed
-back to back (the fitted models), to set the loop's measured calls against."""
+back to back (the fitted models), to set the loop's measured calls against; None where no model was fitted (its
+kind's excess is not measured)."""
 
 
 def _loop_of_run(algo, steps: int, out_dir: Path):
@@ -105,9 +106,9 @@ def time_loop_work(family: str, alone: Alone | None = None) -> LoopWork | None:
             if alone is not None:
                 for kernel in run.algorithm.protocol(serialized=True).kernels():
                     timing = result.kernel_times.get(kernel.name)
-                    if timing and timing["calls"]:
-                        over = (timing["total_s"] * share
-                                - timing["calls"] * alone(kernel, plan.placements[kernel.name].variant))
+                    seconds_alone = alone(kernel, plan.placements[kernel.name].variant)
+                    if timing and timing["calls"] and seconds_alone is not None:
+                        over = timing["total_s"] * share - timing["calls"] * seconds_alone
                         excess.setdefault(str(kernel.kind), []).append((int(timing["calls"]), rows[-1][2], over))
     finally:
         torch.set_num_threads(threads)

@@ -49,6 +49,7 @@ from pearl_py.estimate.thread_bound import threads_can_win
 from pearl_py.kernels.affinity import pinned_threads, usable_cpus
 from pearl_py.kernels.registry import call_cores
 from pearl_py.profile import microbench_on_policy  # noqa: F401  registers the on-policy kernels' runners
+from pearl_py.profile.coverage import COVERS_KEY, MLP, NETWORKS, coverage, env_counts
 from pearl_py.profile.load import (
     MAX_REPEATS,
     RULE,
@@ -122,13 +123,18 @@ CNN_SHAPES = {"small_cnn": ((4, 10, 10), (8, 10, 10), (4, 16, 16)), "nature_cnn"
 CNN_HELDOUT_SHAPES = {"small_cnn": ((6, 10, 10), (4, 12, 12)), "nature_cnn": ((4, 64, 64),)}
 CNN_HEADS = {"small_cnn": (128,), "nature_cnn": ()}
 """Hidden layers after each extractor (MinAtar's DQN: 128; NatureCNN's 512 features go straight to the outputs)."""
+CNN_BATCHES = {LEARNER_UPDATE: {"small_cnn": (32, 128), "nature_cnn": (8, 16, 32)},
+               INFERENCE: {"small_cnn": (1, 16), "nature_cnn": (1, 2, 4)}}
+"""Batches of the CNN calibration points: every extractor's alone are enough to fit the ``cnn`` model (an Atari
+run's first profile times NatureCNN only: :func:`~pearl_py.profile.coverage.covered`)."""
 
 
-def _cnn(kind: str, shapes: dict, small_batches, nature_batches) -> list[BenchPoint]:
-    """DQN points with a CNN extractor on random frames: a model of their own (``model_group`` "cnn")."""
-    batches = {"small_cnn": small_batches, "nature_cnn": nature_batches}
+def _cnn(kind: str, shapes: dict, batches: dict[str, tuple[int, ...]], networks: tuple[str, ...] = NETWORKS
+         ) -> list[BenchPoint]:
+    """DQN points with a CNN extractor on random frames, of the extractors in ``networks``: a model of their own
+    (``model_group`` "cnn")."""
     return [BenchPoint(kind, algo="dqn", batch=b, arch=CNN_HEADS[name], frames=frames, extractor=name)
-            for name, frame_list in shapes.items() for frames in frame_list for b in batches[name]]
+            for name, frame_list in shapes.items() if name in networks for frames in frame_list for b in batches[name]]
 
 
 def _replay(kind: str, capacities, batches) -> list[BenchPoint]:
@@ -152,10 +158,14 @@ def _on_policy_network(kind: str, widths, batches, points: list[tuple[str, str]]
 
 def calibration_grid(kind: str, quick: bool = False, variant: str = "reference", *,
                      family: str, envs: tuple[str, ...] = CALIBRATED_ENVS,
-                     cnn: bool = True) -> list[BenchPoint]:
+                     networks: tuple[str, ...] = NETWORKS, max_envs: int | None = None) -> list[BenchPoint]:
     """Points ``pearl profile`` measures; ``quick`` keeps the corners and the middle. ``envs``: the envs whose
-    ``env_step`` is timed; ``cnn``: whether the networks with a CNN extractor are (a run of an MLP skips them).
-    The ``compiled`` learner update compiles once per network shape, so its grid is two widths at every batch."""
+    ``env_step`` is timed, at the vector sizes a run of up to ``max_envs`` envs reads (:func:`env_counts`; None:
+    every size); ``networks``: the networks timed (:data:`~pearl_py.profile.coverage.NETWORKS`: a run of an MLP
+    skips the CNNs, an Atari run the MLPs and MinAtar's small CNN). The ``compiled`` learner update compiles once
+    per network shape, so its grid is two widths at every batch."""
+    if family != OFF_POLICY and kind in (LEARNER_UPDATE, INFERENCE) and MLP not in networks:
+        return []
     if family != OFF_POLICY and kind in (LEARNER_UPDATE, INFERENCE):
         batches = (16, 64, 256, 512) if kind == LEARNER_UPDATE else (1, 4, 8, 16, 32)
         widths = ON_POLICY_WIDTHS
@@ -169,23 +179,22 @@ def calibration_grid(kind: str, quick: bool = False, variant: str = "reference",
         steps = (5, 32, 256, 2048) if not quick else (5, 256, 2048)
         return [BenchPoint(kind, capacity=s, batch=n) for s, n in itertools.product(steps, (1, 8, 32))]
     if kind == LEARNER_UPDATE and variant == "channels_last":     # it changes only convolutions
-        return _cnn(kind, CNN_SHAPES, (32, 128), (8, 32)) if cnn else []
+        return _cnn(kind, CNN_SHAPES, CNN_BATCHES[kind], networks)
     if kind == LEARNER_UPDATE and variant == "compiled":
         batches = (32, 128, 256) if quick else (32, 64, 128, 256)
-        return _network(kind, COMPILED_WIDTHS, batches)
+        return _network(kind, COMPILED_WIDTHS, batches) if MLP in networks else []
     if kind in (LEARNER_UPDATE, INFERENCE):
         batches = (32, 64, 128, 256) if kind == LEARNER_UPDATE else (1, 4, 16, 64)
         widths = WIDTHS
         if quick:
             batches, widths = batches[::2] + batches[-1:], (32, 128, 400)
-        conv = _cnn(kind, CNN_SHAPES, (32, 128), (8, 32)) if kind == LEARNER_UPDATE else \
-            _cnn(kind, CNN_SHAPES, (1, 16), (1, 4))
-        return _network(kind, widths, batches) + (conv if variant == "reference" and cnn else [])
+        conv = _cnn(kind, CNN_SHAPES, CNN_BATCHES[kind], networks)
+        return (_network(kind, widths, batches) if MLP in networks else []) + (conv if variant == "reference" else [])
     if kind in (REPLAY_INSERT, REPLAY_SAMPLE, PRIORITY_UPDATE):
         return _replay(kind, (1_000, 100_000) if quick else (1_000, 10_000, 100_000),
                        (1, 16, 256) if quick else (1, 8, 64, 256))
     if kind == ENV_STEP:
-        return [BenchPoint(kind, env_id=e, batch=n) for e in stepped_envs(variant, envs) for n in (1, 2, 4, 8, 16)]
+        return [BenchPoint(kind, env_id=e, batch=n) for e in stepped_envs(variant, envs) for n in env_counts(max_envs)]
     if kind == PARAM_SYNC:   # batch: the tensors the bytes are in
         return [BenchPoint(kind, nbytes=n, batch=t) for n, t in itertools.product(
             (1_000, 10_000, 100_000, 1_000_000, 4_000_000), (2, 8, 32))]
@@ -214,8 +223,8 @@ def heldout_grid(kind: str, variant: str = "reference", *, family: str) -> list[
         return [BenchPoint(kind, capacity=s, batch=n) for s, n in itertools.product((16, 128, 1024), (4, 16))]
     if kind in (LEARNER_UPDATE, INFERENCE):
         batches = (48, 96, 192) if kind == LEARNER_UPDATE else (2, 8, 32)
-        cnn = _cnn(kind, CNN_HELDOUT_SHAPES, (48, 96), (16,)) if kind == LEARNER_UPDATE else \
-            _cnn(kind, CNN_HELDOUT_SHAPES, (2, 8), (2,))
+        cnn = _cnn(kind, CNN_HELDOUT_SHAPES, {"small_cnn": (48, 96), "nature_cnn": (24,)} if kind == LEARNER_UPDATE
+                   else {"small_cnn": (2, 8), "nature_cnn": (3,)})
         if variant == "channels_last":
             return cnn
         return _network(kind, (48, 96, 192), batches, HELDOUT_ALGORITHMS) + (cnn if variant == "reference" else [])
@@ -559,7 +568,8 @@ def setup_entry(setup: list[tuple[Workload, float, bool]], cached: bool = False)
 def profile(quick: bool = False, kinds: tuple[str, ...] = KINDS,
             log: Callable[[str], None] = lambda line: None, power: PowerProfile | None = None,
             gpus: bool = True, probe: LoadProbe | None = None, families_of: tuple[str, ...] | None = None,
-            into: Calibration | None = None, envs: tuple[str, ...] = CALIBRATED_ENVS, cnn: bool = True,
+            into: Calibration | None = None, envs: tuple[str, ...] = CALIBRATED_ENVS,
+            networks: tuple[str, ...] = NETWORKS, max_envs: int | None = None,
             skip: Mapping[str, str] | None = None, only: Collection[str] | None = None,
             workloads: Mapping[str, Collection[Workload]] | None = None) -> Calibration:
     """Measure and fit every registered variant of every kind that can run on this CPU, then on each local GPU
@@ -570,8 +580,10 @@ def profile(quick: bool = False, kinds: tuple[str, ...] = KINDS,
     (:mod:`pearl_py.profile.load`, measured by ``probe``, default ``/proc/stat``): the load goes to
     ``meta["load"]``, and a multi-thread model with points still distorted is refused. ``families_of``: only these
     algorithm families' implementations (default: all); ``into``: add the models to this calibration (a cache
-    missing some kinds; its power and load records stay). ``envs``, ``cnn``: the envs whose ``env_step`` is timed
-    and whether CNN networks are (:func:`pearl_py.pipeline.planning.ensure_calibration`). ``skip``: variants
+    missing some kinds; its power and load records stay). ``envs``, ``networks``, ``max_envs``: the envs whose
+    ``env_step`` is timed, the networks timed and the vector sizes (:func:`calibration_grid`;
+    :func:`pearl_py.pipeline.planning.ensure_calibration`), what each model covers recorded in
+    ``meta["covers"]`` (:mod:`pearl_py.profile.coverage`). ``skip``: variants
     (``kind/variant`` keys, a network kernel's with its family: ``on_policy/learner_update/compiled``) left for
     later, with why, in ``meta["deferred"]``; ``only``: just these variants (a threaded model by its key,
     ``learner_update/reference@2threads``); a variant profiled leaves ``meta["deferred"]``. ``workloads``: the
@@ -593,7 +605,7 @@ def profile(quick: bool = False, kinds: tuple[str, ...] = KINDS,
     load_meta: dict = calibration.meta.setdefault("load", {
         "usable_cores": cores, "rule": RULE, "load_average_start": start_load, "models": {}, "refused": {}})
     warn_if_loaded(start_load, cores, log)
-    phases = profile_phases(kinds, quick, log, families_of, envs, cnn, skip or {}, only)
+    phases = profile_phases(kinds, quick, log, families_of, envs, networks, skip or {}, only, max_envs)
     deferred = calibration.meta.setdefault(DEFERRED_KEY, {})
     deferred.update(skip or {})
     for kind, variant, n, _, _, family in phases:
@@ -660,6 +672,9 @@ def profile(quick: bool = False, kinds: tuple[str, ...] = KINDS,
             models = fit_measurements(kind, measured)
             for env_id, model in models.items():
                 fitted[model_key(kind, variant, env_id, n, family=keyed)] = (model, time.perf_counter() - t0)
+                covers = coverage(env_id, points)
+                if covers is not None:
+                    calibration.meta.setdefault(COVERS_KEY, {})[model_key(kind, variant, env_id, n, family=keyed)] = covers
             for k in sorted(model_key(kind, variant, env_id, n, family=keyed) for env_id in models):
                 model, seconds = fitted[k]
                 calibration.models[k] = model
@@ -670,7 +685,7 @@ def profile(quick: bool = False, kinds: tuple[str, ...] = KINDS,
         if gpus:
             from pearl_py.profile.gpu_profile import profile_gpus
 
-            profile_gpus(calibration, quick, kinds, log, power, grid={"envs": envs, "cnn": cnn}, skip=skip)
+            profile_gpus(calibration, quick, kinds, log, power, grid={"envs": envs, "networks": networks, "max_envs": max_envs}, skip=skip)
     finally:
         clear_compiled()
         if into is None or "energy" not in calibration.meta:
@@ -702,15 +717,21 @@ def refusal_expected(threads: int, cores: int, load: float | None) -> bool:
 
 
 def profile_loops(calibration: Calibration, families_of: tuple[str, ...] | None, log: Callable[[str], None]) -> None:
-    """Time the training loop's own work of each family (:mod:`loop_overhead`), the ``normalize`` transform's
+    """Time the training loop's own work of each family (:mod:`loop_overhead`; a kind's excess in the loop where
+    ``calibration`` has its kernels' model), the ``normalize`` transform's
     (:mod:`normalize_cost`), the start of a child process and a handshake with it (:mod:`process_start`) into
     ``calibration.meta``."""
     from pearl_py.estimate.estimator import Estimator
     from pearl_py.platform import Platform
 
     estimator, cpu = Estimator(calibration), Platform.local().by_kind("cpu")[0]
+
+    def alone(kernel, variant: str) -> float | None:   # None: this profile fitted no model of it (a CNN run's MLP)
+        cost = estimator.kernel_cost(kernel, cpu, variant)
+        return cost.latency_s if cost.source == "calibrated" else None
+
     for family in (f.name for f in registered_families() if families_of is None or f.name in families_of):
-        work = time_loop_work(family, alone=lambda kernel, variant: estimator.kernel_cost(kernel, cpu, variant).latency_s)
+        work = time_loop_work(family, alone=alone)
         if work is not None:
             calibration.meta.setdefault(LOOP_KEY, {})[family] = work.to_dict()
             calibration.meta.setdefault(IN_LOOP_KEY, {})[family] = work.in_loop
@@ -733,13 +754,14 @@ def profile_loops(calibration: Calibration, families_of: tuple[str, ...] | None,
 
 def profile_phases(kinds: tuple[str, ...], quick: bool, log: Callable[[str], None],
                    families_of: tuple[str, ...] | None = None, envs: tuple[str, ...] = CALIBRATED_ENVS,
-                   cnn: bool = True, skip: Mapping[str, str] | None = None, only: Collection[str] | None = None
+                   networks: tuple[str, ...] = NETWORKS, skip: Mapping[str, str] | None = None,
+                   only: Collection[str] | None = None, max_envs: int | None = None
                    ) -> list[tuple[str, str, int, list[BenchPoint], int, str]]:
     """``(kind, variant, threads, points, passes, family)`` of every model the profile fits, in order (variants that
     cannot run here are logged and left out); ``families_of``: of a kind several families implement (the
     networks'), only these families' (default: all; a kind one family's code serves, env_step's, is timed
-    whichever family asks); ``envs``, ``cnn``: as :func:`calibration_grid` (a variant left without points,
-    ``channels_last`` without CNNs, is left out); ``skip``, ``only``: as :func:`profile`."""
+    whichever family asks); ``envs``, ``networks``, ``max_envs``: as :func:`calibration_grid` (a variant left without
+    points, ``channels_last`` without CNNs, is left out); ``skip``, ``only``: as :func:`profile`."""
     phases = []
     for kind in kinds:
         implemented = families(kind)
@@ -758,11 +780,13 @@ def profile_phases(kinds: tuple[str, ...], quick: bool, log: Callable[[str], Non
                 if not ok:
                     log(f"{key:<32} skipped: {reason}")
                     continue
-                grid = calibration_grid(kind, quick, variant, family=family, envs=envs, cnn=cnn)
+                grid = calibration_grid(kind, quick, variant, family=family, envs=envs, networks=networks,
+                                        max_envs=max_envs)
                 if not grid:
                     continue
                 phases += [(kind, variant, 1, grid, 3, family)] if counts[0] == 1 else []
-                quick_grid = calibration_grid(kind, True, variant, family=OFF_POLICY, envs=envs, cnn=cnn)
+                quick_grid = calibration_grid(kind, True, variant, family=OFF_POLICY, envs=envs, networks=networks,
+                                              max_envs=max_envs)
                 threaded += [(kind, variant, n, quick_grid, THREAD_PASSES, family) for n in counts if n > 1]
             phases += threaded
     return phases

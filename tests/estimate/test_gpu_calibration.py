@@ -240,8 +240,9 @@ def test_a_runs_first_calibration_gives_the_gpu_its_grid_too(monkeypatch):
     calibration = Calibration("test")
     profile_gpus(calibration, True, ("learner_update",), lambda line: None, PowerProfile({}),
                  gpus=[LocalGpu("gpu0", torch.device("cpu"), "NVIDIA L4")], synchronize=lambda device: None,
-                 grid={"envs": ("CartPole-v1",), "cnn": False})
-    assert asked and all(grid == {"family": OFF_POLICY, "envs": ("CartPole-v1",), "cnn": False} for grid in asked)
+                 grid={"envs": ("CartPole-v1",), "networks": ("nature_cnn",), "max_envs": 1})
+    assert asked and all(grid == {"family": OFF_POLICY, "envs": ("CartPole-v1",), "networks": ("nature_cnn",),
+                                  "max_envs": 1} for grid in asked)
     assert calibration.models == {}                     # a variant left without points is not timed
 
 

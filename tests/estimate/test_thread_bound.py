@@ -95,12 +95,12 @@ def test_the_first_calibration_times_a_threaded_phase_only_if_it_can_win_and_def
 def test_a_later_run_the_deferred_threaded_model_could_win_tops_the_cache_up_with_it_alone():
     cache = crossing_calibration()
     cache.meta["deferred"] = {REFERENCE_2: "at 2 threads it cannot beat ..."}
-    small_run = CalibrationNeeds(("learner_update",), "off_policy", (), False, workloads=(("learner_update", SMALL),))
+    small_run = CalibrationNeeds(("learner_update",), "off_policy", (), ("mlp",), workloads=(("learner_update", SMALL),))
     assert small_run.missing(cache) is None                    # the same bound: nothing to add
-    big_run = CalibrationNeeds(("learner_update",), "off_policy", (), False, workloads=(("learner_update", BIG),))
+    big_run = CalibrationNeeds(("learner_update",), "off_policy", (), ("mlp",), workloads=(("learner_update", BIG),))
     wanted = big_run.missing(cache)
     assert wanted is not None and wanted.only == (REFERENCE_2,)
-    phases = profiler.profile_phases(("learner_update",), True, lambda line: None, ("off_policy",), (), False,
+    phases = profiler.profile_phases(("learner_update",), True, lambda line: None, ("off_policy",), (), ("mlp",),
                                      only=wanted.only)
     if profiler.usable_cores() > 1:
         assert [(variant, n) for _, variant, n, *_ in phases] == [("reference", 2)]   # not its one-thread model

@@ -182,7 +182,7 @@ def test_the_plan_takes_one_thread_when_two_are_fragile_and_says_why():
 
 
 def test_the_light_neighbour_is_timed_at_the_smallest_middle_and_largest_points_of_the_runs_grid():
-    grid = profiler.calibration_grid("learner_update", True, "fused", family=OFF_POLICY, cnn=False)
+    grid = profiler.calibration_grid("learner_update", True, "fused", family=OFF_POLICY, networks=("mlp",))
     assert len(grid) == 18 and not any(p.frames for p in grid)
     smallest, middle, largest = profiler.light_points(grid)
     assert (smallest.width, smallest.batch) == (32, 32) and (largest.width, largest.batch) == (400, 256)
@@ -222,7 +222,7 @@ def test_a_slowdown_below_one_beside_the_light_neighbour_is_timed_again_then_kep
     monkeypatch.setattr(profiler, "light_neighbour_slowdown",
                         lambda *args, **kwargs: timed.append(1) or next(calls))
     lines: list[str] = []
-    grid = profiler.calibration_grid("learner_update", True, "fused", family=OFF_POLICY, cnn=False)
+    grid = profiler.calibration_grid("learner_update", True, "fused", family=OFF_POLICY, networks=("mlp",))
     entry = profiler.spread_entry("learner_update", "fused", 2, "off_policy", [(1.0, 1.1)], lines.append, grid)
     assert entry["light_neighbour"] == kept and len(timed) == timings
     warning = [line for line in lines if line.startswith("warning:")]

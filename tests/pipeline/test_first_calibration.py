@@ -19,17 +19,18 @@ OFF_POLICY_DQN = ("learner_update", "inference", "replay_insert", "replay_sample
 def test_a_dqn_cartpole_run_needs_its_own_kernels_env_and_no_cnn():
     needs = CalibrationNeeds.of(pearl.DQN("CartPole-v1"))
     learner = pearl.DQN("CartPole-v1").protocol().kernel("learner_update").workload
-    assert needs == CalibrationNeeds(OFF_POLICY_DQN, "off_policy", ("CartPole-v1",), False,
-                                     workloads=(("learner_update", learner),))   # what a threaded model is bound on
+    assert needs == CalibrationNeeds(OFF_POLICY_DQN, "off_policy", ("CartPole-v1",), ("mlp",),
+                                     workloads=(("learner_update", learner),), max_envs=1)   # what a threaded model is bound on
     assert CalibrationNeeds.of(pearl.PPO("Pendulum-v1")).kinds == (
         "learner_update", "inference", "env_step", "param_sync", "rollout_insert", "advantage")
-    assert CalibrationNeeds.of(None) == CalibrationNeeds(profiler.KINDS, None, profiler.CALIBRATED_ENVS, True)
+    assert CalibrationNeeds.of(None) == CalibrationNeeds(profiler.KINDS, None, profiler.CALIBRATED_ENVS,
+                                                         ("mlp", "small_cnn", "nature_cnn"))
 
 
 def test_the_phases_of_a_dqn_cartpole_calibration_leave_out_cnn_pendulum_and_on_policy():
     options = CalibrationNeeds.of(pearl.DQN("CartPole-v1")).profile_options()
     phases = profiler.profile_phases(options["kinds"], False, lambda line: None, options["families_of"],
-                                     options["envs"], options["cnn"])
+                                     options["envs"], options["networks"])
     everything = profiler.profile_phases(profiler.KINDS, False, lambda line: None)
     points = [p for _, _, _, grid, _, _ in phases for p in grid]
     assert {family for *_, family in phases} == {"off_policy"}
@@ -39,7 +40,7 @@ def test_the_phases_of_a_dqn_cartpole_calibration_leave_out_cnn_pendulum_and_on_
     assert len(points) < sum(len(grid) for _, _, _, grid, _, _ in everything)
     # env_step, one family's code, is timed when an on-policy run asks for it
     on_policy = profiler.profile_phases(("env_step", "advantage"), True, lambda line: None, ("on_policy",),
-                                        ("CartPole-v1",), False)
+                                        ("CartPole-v1",), ("mlp",))
     assert {(kind, family) for kind, _, _, _, _, family in on_policy} == {("env_step", "off_policy"),
                                                                           ("advantage", "on_policy")}
 
@@ -76,8 +77,8 @@ def test_the_first_run_profiles_only_what_it_needs(fake_profile, monkeypatch):
     planning.ensure_calibration(lines.append, pearl.DQN("CartPole-v1"))
     (options,) = fake_profile.calls
     assert options.pop("log") == lines.append
-    assert options == {"kinds": OFF_POLICY_DQN, "families_of": ("off_policy",), "envs": ("CartPole-v1",), "cnn": False,
-                       "skip": {}, "only": None,
+    assert options == {"kinds": OFF_POLICY_DQN, "families_of": ("off_policy",), "envs": ("CartPole-v1",),
+                       "networks": ("mlp",), "max_envs": 1, "skip": {}, "only": None,
                        "workloads": {"learner_update": [pearl.DQN("CartPole-v1").protocol().kernel("learner_update").workload]}}
     assert lines[0] == ("no calibration of this machine is cached: profiling what this run needs once (off_policy's "
                         "kernels learner_update, inference, replay_insert, replay_sample, param_sync; env_step of "
@@ -129,10 +130,10 @@ def test_another_familys_deferred_variant_is_not_this_runs(fake_profile, monkeyp
 
 
 def test_a_deferred_variant_is_left_out_of_the_phases_and_recorded():
-    phases = profiler.profile_phases(("learner_update",), True, lambda line: None, ("off_policy",), (), False,
+    phases = profiler.profile_phases(("learner_update",), True, lambda line: None, ("off_policy",), (), ("mlp",),
                                      skip={"learner_update/compiled": "why"})
     assert "compiled" not in {variant for _, variant, *_ in phases} and "reference" in {v for _, v, *_ in phases}
-    only = profiler.profile_phases(("learner_update",), True, lambda line: None, ("off_policy",), (), False,
+    only = profiler.profile_phases(("learner_update",), True, lambda line: None, ("off_policy",), (), ("mlp",),
                                    only=("learner_update/compiled",))
     assert {variant for _, variant, *_ in only} <= {"compiled"}
 
@@ -147,10 +148,10 @@ def test_a_later_run_tops_the_cache_up_with_what_it_lacks(fake_profile, monkeypa
     planning.ensure_calibration(lambda line: None, pearl.PPO("CartPole-v1"))
     pendulum, ppo = ({k: v for k, v in call.items() if k not in ("log", "workloads")} for call in fake_profile.calls)
     assert pendulum == {"kinds": ("env_step",), "families_of": ("off_policy",), "envs": ("Pendulum-v1",),
-                        "cnn": False, "gpus": False, "into": cache, "skip": {}, "only": None}
+                        "networks": (), "max_envs": 1, "gpus": False, "into": cache, "skip": {}, "only": None}
     assert ppo == {"kinds": ("learner_update", "inference", "rollout_insert", "advantage"),
-                   "families_of": ("on_policy",), "envs": (), "cnn": False, "gpus": False, "into": cache, "skip": {},
-                   "only": None}
+                   "families_of": ("on_policy",), "envs": (), "networks": ("mlp",), "max_envs": 1, "gpus": False,
+                   "into": cache, "skip": {}, "only": None}
 
 
 def test_every_env_a_run_steps_is_calibrated_and_each_backend_times_the_envs_it_steps():
@@ -162,7 +163,7 @@ def test_every_env_a_run_steps_is_calibrated_and_each_backend_times_the_envs_it_
                                     for kind in OFF_POLICY_DQN]))
     assert "env_step" in lacking.kinds and lacking.envs == ("pearl/Frames-4x10x10-v0",)   # and its CNN nets
     env_phases = {variant: {p.env_id for p in grid} for kind, variant, _, grid, _, _ in profiler.profile_phases(
-        ("env_step",), True, lambda line: None, ("off_policy",), ("CartPole-v1", "Pendulum-v1"), False)}
+        ("env_step",), True, lambda line: None, ("off_policy",), ("CartPole-v1", "Pendulum-v1"), ("mlp",))}
     # the envpool extra where installed, at every worker thread count this process has the cores for
     pooled = {v.name: {"CartPole-v1"} for v in registry_of("off_policy").variants("env_step", "cpu")
               if v.name.startswith("envpool") and v.available()[0]}
