@@ -685,7 +685,8 @@ def profile(quick: bool = False, kinds: tuple[str, ...] = KINDS,
         if gpus:
             from pearl_py.profile.gpu_profile import profile_gpus
 
-            profile_gpus(calibration, quick, kinds, log, power, grid={"envs": envs, "networks": networks, "max_envs": max_envs}, skip=skip)
+            profile_gpus(calibration, quick, kinds, log, power, skip=skip,
+                         grid={"envs": envs, "networks": networks, "max_envs": max_envs})
     finally:
         clear_compiled()
         if into is None or "energy" not in calibration.meta:
