@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import itertools
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -35,6 +36,17 @@ DEFAULT_POLICY_LAG = DEFAULT_SYNC_EVERY
 if TYPE_CHECKING:
     from pearl_py.algorithms.off_policy.config import OffPolicyConfig
     from pearl_py.algorithms.on_policy.config import OnPolicyConfig
+
+
+def _at_least_one(schedule: object, *names: str) -> None:
+    for name in names:
+        if getattr(schedule, name) < 1:
+            raise ValueError(f"schedule: {name} must be >= 1, got {getattr(schedule, name)}")
+
+
+def _shares(total: int, parts: int) -> list[int]:
+    """``total`` split into ``parts`` near-equal whole shares, larger ones first."""
+    return [total // parts + (i < total % parts) for i in range(parts)]
 
 
 @dataclass(frozen=True)
@@ -51,9 +63,7 @@ class TrainSchedule:
     """Updates the acting parameters may trail the serial run's (None: only the window binds)."""
 
     def __post_init__(self) -> None:
-        for name in ("n_envs", "train_freq", "total_steps", "lookahead_rounds"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"schedule: {name} must be >= 1, got {getattr(self, name)}")
+        _at_least_one(self, "n_envs", "train_freq", "total_steps", "lookahead_rounds")
         if self.max_policy_lag is not None and self.max_policy_lag < 0:
             raise ValueError(f"schedule: max_policy_lag must be >= 0 or None, got {self.max_policy_lag}")
 
@@ -184,8 +194,7 @@ class TrainSchedule:
 
     def quotas(self, actors: int, done: int = 0) -> list[int]:
         """Vector steps each of ``actors`` actors still runs once ``done`` vector steps are consumed."""
-        left = self.vector_steps - done
-        return [left // actors + (i < left % actors) for i in range(actors)]
+        return _shares(self.vector_steps - done, actors)
 
 
 @dataclass(frozen=True)
@@ -206,8 +215,7 @@ class SimSchedule(TrainSchedule):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if self.sync_every < 1:
-            raise ValueError(f"schedule: sync_every must be >= 1, got {self.sync_every}")
+        _at_least_one(self, "sync_every")
 
     @property
     def round_transitions(self) -> int:
@@ -249,9 +257,7 @@ class RolloutSchedule:
     """Minibatch updates per epoch."""
 
     def __post_init__(self) -> None:
-        for name in ("n_steps", "n_envs", "total_steps", "epochs", "minibatches"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"schedule: {name} must be >= 1, got {getattr(self, name)}")
+        _at_least_one(self, "n_steps", "n_envs", "total_steps", "epochs", "minibatches")
 
     @classmethod
     def from_config(cls, cfg: OnPolicyConfig, total_steps: int) -> RolloutSchedule:
@@ -294,9 +300,5 @@ class RolloutSchedule:
         """The envs of each of ``actors`` actors: contiguous ranges of global env indices, larger shares first."""
         if not 1 <= actors <= self.n_envs:
             raise ValueError(f"schedule: {actors} actors cannot split {self.n_envs} envs (1..{self.n_envs} actors)")
-        out, start = [], 0
-        for i in range(actors):
-            size = self.n_envs // actors + (i < self.n_envs % actors)
-            out.append(range(start, start + size))
-            start += size
-        return tuple(out)
+        ends = list(itertools.accumulate(_shares(self.n_envs, actors), initial=0))
+        return tuple(range(a, b) for a, b in itertools.pairwise(ends))
