@@ -1,13 +1,8 @@
 """Kernel kinds, declared once, and kernels: the units of work a training loop is split into.
 
-A :class:`KernelKind` is declared once with :meth:`KernelKind.declare`: its name and what every
-stage needs to know about it — where it stands in the optimizer's model (``stage``), whether it
-replicates over actors, whether it runs during the warm-up, which storage it shares, which
-device kinds may host it, whether it may run multi-threaded, how much memory it keeps on its
-device, its role in the simulator and the word reports count its calls in. Derivation,
-estimator, optimizer, simulator, executors and reports read these fields; no stage names a
-kind by a string literal. A kind *is* its name (a ``str``), so plans, timers and result files
-keep plain names.
+A :class:`KernelKind` is declared once with :meth:`KernelKind.declare`: its name and what every stage needs to
+know about it (docs/extending.md, "A new kernel kind"); no stage names a kind by a string literal. A kind *is*
+its name (a ``str``), so plans, timers and result files keep plain names.
 
 Example::
 

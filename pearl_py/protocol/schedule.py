@@ -1,13 +1,10 @@
 """The training schedules: which updates the data allows, and how far actors may run ahead.
 
-Shared by the parallel runtime's rate limiter, the Ray backend and the simulator.
-:class:`TrainSchedule` is the off-policy family's (:class:`SimSchedule`: as a simulation plays it, with its
-parameter publications); :class:`RolloutSchedule` the on-policy family's synchronous one (at the end of this module).
-
-The parallel learner replays the serial loop's rounds (``gradient_steps`` updates after every ``train_freq``-th
-vector step past ``learning_starts``) on virtual vector steps, so its update count is the serial run's; actors
-run up to ``window`` transitions ahead and act on parameters at most ``max_policy_lag`` updates staler than the
-serial run's (``overlap``, which the optimizer charges). docs/runtime.md ("The rate limiter") has the rules.
+Shared by the parallel runtime's rate limiter, the Ray backend and the simulator. :class:`TrainSchedule` is the
+off-policy family's (:class:`SimSchedule`: as a simulation plays it, with its parameter publications);
+:class:`RolloutSchedule` the on-policy family's synchronous one. The learner's update count is the serial run's;
+actors run up to ``window`` transitions ahead, on parameters at most ``max_policy_lag`` updates staler than the
+serial run's (docs/runtime.md, "The rate limiter").
 
 Example::
 
@@ -233,12 +230,9 @@ class RolloutSchedule:
     """The synchronous on-policy schedule, shared by the serial and parallel executors, the simulator and the
     whole-run model (docs/runtime.md, "On-policy").
 
-    A run is whole rollouts: every rollout is ``n_steps`` vector steps of all ``n_envs`` envs (collected
-    while fewer than ``total_steps`` env steps are done, as Stable-Baselines3 does, so the last rollout may
-    pass ``total_steps``), then the learner runs ``epochs`` passes of ``minibatches`` minibatch updates over
-    it, then the acting parameters go out. Collection and learning do not overlap. With several actors
-    the envs are split among them (:meth:`env_split`): actor ``i`` steps the envs of its range, which keep
-    their global indices (seeds, noise streams and rollout columns), so the rollout is the serial run's.
+    Rollouts of ``n_steps`` vector steps of all ``n_envs`` envs are collected while fewer than ``total_steps`` env
+    steps are done (the last may pass it), each then learnt on (``epochs`` x ``minibatches`` updates). Actor ``i``
+    steps the envs of its :meth:`env_split` range, which keep their global indices: the rollout is the serial run's.
 
     Example::
 
