@@ -3,9 +3,7 @@
 
 Frames are read straight from the emulator into preallocated buffers: a step allocates only the observation it
 returns. True episodes count as SB3's ``Monitor`` under the wrapper does (every frame's unclipped reward and every
-frame since the last real reset); the info of the step that ends an episode says ``game_over`` (False at a lost
-life), with ``game_return`` and ``game_frames``; a game that ends inside a reset is reported in the reset's info
-(:mod:`pearl_py.envs.episodes` reads them).
+frame since the last real reset), reported in the infos as :mod:`pearl_py.envs.episodes` says.
 
 Example::
 
