@@ -1,14 +1,8 @@
-"""Plan and Prediction: the typed contract between the stages.
+"""Plan and Prediction: the typed contract between the stages (docs/architecture.md).
 
-A :class:`Plan` says what runs: every kernel's :class:`Placement` (device, implementation
-variant, replicas or threads), the protocol ``mode`` (``serialized``: stages one after another,
-the serial executor; ``overlapped``: collection beside training, the off-policy parallel runtime;
-``synchronous``: actors collect a rollout, then the learner learns on it, the on-policy parallel
-runtime) and each device's kind. That is ``plan.yaml``, the file a user edits for ``pearl run --plan``. What the
-performance model predicted for it is a :class:`Prediction` beside it (``prediction.json``):
-the figures, the cost table with each cost's source, the solver's proof, the Pareto front,
-the other objective's plan, the whole-run figure, and what a simulation or a tuning trial added.
-Both are frozen: a stage that adds to a prediction builds a new one (:meth:`Plan.with_prediction`).
+A :class:`Plan` says what runs (``plan.yaml``, the file a user edits for ``pearl run --plan``); a
+:class:`Prediction` beside it (``prediction.json``) what the performance model predicted for it, with each cost's
+source. Both are frozen: a stage that adds to a prediction builds a new one (:meth:`Plan.with_prediction`).
 
 Example::
 

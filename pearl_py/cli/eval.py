@@ -1,9 +1,5 @@
 """``pearl eval RUN_DIR [--best] [--episodes N] [--seed S] [--render rgb_array --video out.mp4]``: evaluate a saved
-policy.
-
-The default seed is the run's final evaluation's (run seed + 10,000), so a run's eval returns
-come out again. ``--best`` takes the best evaluated policy (``best_policy.pt``) instead of the final one.
-``--video`` films the first episode through gymnasium's RecordVideo.
+policy (by default at the run's final evaluation's seed, run seed + 10,000, so its eval returns come out again).
 
 Example::
 

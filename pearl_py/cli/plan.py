@@ -18,10 +18,7 @@ def plan_main(config_path: str, platform: str, objective: str, out: str | None, 
               address: str | None = None) -> int:
     """Plan the config's algorithm on ``platform`` (or the Ray cluster at ``address``), export the plan's files to
     ``out`` (default ``plan-out``); ``dedicated`` (default: the config's key) values multi-threaded options by their
-    calibrated cost alone.
-
-    User mistakes raise :class:`pearl_py.errors.UserError` (the CLI prints one line, exits 2).
-    """
+    calibrated cost alone. User mistakes raise :class:`pearl_py.errors.UserError`."""
     from pearl_py.estimate import Estimator
     from pearl_py.optimize.api import plan
     from pearl_py.pipeline.admission import admit_config

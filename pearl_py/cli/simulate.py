@@ -1,8 +1,6 @@
-"""``pearl simulate CONFIG --platform NAME|PATH [--plan PLAN] [--out DIR]``.
-
-Plans the config's algorithm on the platform (throughput objective) unless ``--plan``
-gives a saved plan, simulates it, prints what the simulation measured beside the model's
-prediction, and writes the plan's report with a "Simulated" section and its timeline.
+"""``pearl simulate CONFIG --platform NAME|PATH [--plan PLAN] [--out DIR]``: simulate a plan (``--plan``, or the
+throughput plan made first), print what the simulation measured beside the model's prediction, and write the
+plan's report with a "Simulated" section and its timeline.
 
 Example::
 
@@ -20,10 +18,7 @@ SHOWN = 8
 
 
 def simulate_main(config_path: str, platform: str, plan_path: str | None, out: str | None) -> int:
-    """Simulate a plan of the config's algorithm on ``platform``; export its report to ``out`` (default ``sim-out``).
-
-    User mistakes raise :class:`pearl_py.errors.UserError` (the CLI prints one line, exits 2).
-    """
+    """Simulate a plan of the config's algorithm on ``platform``; export its report to ``out`` (default ``sim-out``)."""
     from pearl_py.errors import UserError
     from pearl_py.optimize.api import plan as make_plan
     from pearl_py.pipeline.admission import admit_config

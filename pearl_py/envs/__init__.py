@@ -1,7 +1,5 @@
-"""The envs room: env families (:mod:`.families`), making one env (:mod:`.make`), what an algorithm knows of it
-(:mod:`.spec`), the vector env and its autoreset contract (:mod:`.vector`), observation/reward normalization
-(:mod:`.normalize`), the zoo's Atari preprocessing (:mod:`.atari`), and true episodes where an env's episodes are
-parts of one (:mod:`.episodes`).
+"""The envs room: env families, making one env, what an algorithm knows of it (:class:`EnvSpec`), the vector env
+and its autoreset contract, normalization, the zoo's Atari preprocessing and true episodes (one module each).
 
 Example::
 

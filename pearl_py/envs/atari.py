@@ -1,23 +1,9 @@
-"""The zoo's Atari preprocessing (Stable-Baselines3's ``AtariWrapper`` with its defaults), and the true episodes
-(games) of an env whose episodes are its lives.
+"""The zoo's Atari preprocessing (Stable-Baselines3's ``AtariWrapper`` with its defaults; its layers: docs/api.md,
+"Image observations"), and the true episodes (games) of an env whose episodes are its lives.
 
-:class:`AtariPreprocessing` is, in order from the emulator up, SB3's layers with their meaning: up to
-``noop_max`` no-op frames after a real reset (the number drawn from the env's own generator, 1..noop_max), an
-action repeated on ``frame_skip`` frames with the rewards summed and the observation the pixelwise max of the
-last two frames, a lost life ending the episode (``terminal_on_life_loss``; the game then continues from a no-op
-at the next reset, and is reset for real only after game over), FIRE then action 2 pressed at every reset where the
-game's actions include FIRE, the max frame converted to grey and resized to ``screen_size`` squared with OpenCV's
-area interpolation, and the reward clipped to its sign. Observations are ``(1, 84, 84)`` uint8, channel-first.
-
-Frames are read straight from the emulator: only the last two frames of a step are copied out of it, into two
-preallocated RGB buffers; their max, the grey frame and the resized frame are one OpenCV/numpy call each into
-preallocated arrays, so a step allocates only the observation it returns.
-
-True episodes, as SB3's ``Monitor`` under the wrapper counts them: every frame's unclipped reward and every frame
-since the last real reset (the no-ops and FIRE presses included). At the step that ends the episode the info says
-``game_over``: False at a lost life, True at game over (or the emulator's frame limit), with ``game_return`` and
-``game_frames``. A game that ends inside a reset (a no-op after a lost life) is reported in the reset's info
-(:mod:`pearl_py.envs.episodes` reads them).
+Frames are read straight from the emulator into preallocated buffers: a step allocates only the observation it
+returns. True episodes count as SB3's ``Monitor`` under the wrapper does (every frame's unclipped reward and every
+frame since the last real reset), reported in the infos as :mod:`pearl_py.envs.episodes` says.
 
 Example::
 

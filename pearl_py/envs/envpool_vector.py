@@ -1,12 +1,7 @@
 """EnvPool (C++ envs stepped by a thread pool; the ``envpool`` extra) as a vector env under the envs room's
-SAME_STEP autoreset contract (:mod:`pearl_py.envs.vector`).
-
-EnvPool autoresets on the next step; :class:`EnvPoolVector` steps the ended envs once more at once (by
-``env_id``), so the observation it returns is the new episode's first and the ended one's last is
-``info["final_obs"]``. The pool runs ``threads`` worker threads (at most one per env: the ``envpool_t<n>``
-variants) and is seeded ``seed`` at make, so its episodes start elsewhere than the single envs' (``seed + i``).
-Offered for the envs in :data:`ENVPOOL_IDS`; not for Atari, whose EnvPool resets and episodes are not the
-``atari`` family's (docs/kernels.md, "Env backends" and "EnvPool's Atari envs are not offered").
+SAME_STEP autoreset contract (:mod:`pearl_py.envs.vector`): the ended envs are stepped once more at once (by
+``env_id``). The pool runs ``threads`` worker threads (at most one per env) and is seeded ``seed`` at make.
+Offered for :data:`ENVPOOL_IDS` only (docs/kernels.md, "Env backends" and "EnvPool's Atari envs are not offered").
 
 Example::
 
@@ -65,8 +60,7 @@ class EnvPoolVector(gym.vector.VectorEnv):
 
     def reset(self, *, seed: int | Sequence[int] | None = None, options: dict[str, Any] | None = None):
         """Every env's first observation (``seed`` is ignored: the pool was seeded when made)."""
-        obs, info = self.pool.reset()
-        return obs, info
+        return self.pool.reset()
 
     def step(self, actions: np.ndarray):
         obs, rewards, terminated, truncated, info = self.pool.step(np.asarray(actions))

@@ -1,11 +1,8 @@
 """Env families: how the ids of one source of envs are recognised, registered with gymnasium and preprocessed.
 
-A family is one :class:`EnvFamily` in :data:`FAMILIES`, asked in order; the first whose ``claims`` accepts the
-registered id (without a ``module:`` prefix) makes it. ``gym`` (gymnasium's own ids, and a user's env registered
-by its module) claims every id and comes last; before it ``atari`` (SB3's ``AtariWrapper`` with its defaults,
-:class:`~pearl_py.envs.atari.AtariPreprocessing`, 4 frames stacked), ``minatar`` (channel-first uint8 planes) and
-``frames`` (random uint8 frames, registered on first use); docs/api.md, "Image observations". A new family is one
-:func:`register_env_family` call.
+:data:`FAMILIES` are asked in order; the first whose ``claims`` accepts the registered id (without a ``module:``
+prefix) makes it: ``atari``, ``minatar``, ``frames`` (docs/api.md, "Image observations"), then ``gym``, which
+claims every id. A new family is one :func:`register_env_family` call (docs/extending.md, "A new env family").
 
 Example::
 

@@ -94,10 +94,8 @@ def _check_number(key: str, item: Any) -> None:
 
 
 class RunningMoments:
-    """Running mean and (population) variance of a stream of batches, merged with the parallel-variance formula:
-    a batch of ``n`` rows with mean ``m_b`` and variance ``v_b`` moves ``(mean, var, count)`` to
-    ``mean + d n / N``, ``(var count + v_b n + d^2 count n / N) / N``, ``N`` where ``d = m_b - mean`` and
-    ``N = count + n``. Two streams' moments merge by the same formula (:meth:`merge`)."""
+    """Running mean and (population) variance of a stream of batches, merged with the parallel-variance formula
+    (docs/runtime.md, "normalize on the parallel runtime"); two streams' moments merge by the same (:meth:`merge`)."""
 
     def __init__(self, shape: tuple[int, ...], count: float = 1e-4) -> None:
         self.mean = np.zeros(shape, np.float64)
@@ -143,14 +141,10 @@ class ObsRewardNormalizer:
 
     The seam: :meth:`observe` (update with a batch of observations, then normalize it), :meth:`obs` (normalize
     with the statistics frozen), :meth:`reward` (update the return moments, then scale), :meth:`state` and
-    :meth:`from_state`/:meth:`load` (plain lists and numbers: JSON in a saved policy, data in a checkpoint).
-    ``returns`` (the running discounted return per env) is not state: a resumed run starts its episodes anew.
-
-    An actor of a parallel run also keeps the moments of only what it updated with since :meth:`track` (its
-    share, ``seen``, taken with :meth:`take_share`); the learner merges every actor's share into its own
-    statistics (:meth:`merge_share`, exact: the moments of the concatenated data) and publishes them
-    (:meth:`vector`); the actors act with the published statistics (:meth:`take_published`;
-    :mod:`pearl_py.runtime.parallel.shared_statistics`, the Ray backend's on-policy workers).
+    :meth:`from_state`/:meth:`load` (plain lists and numbers). ``returns`` (the running discounted return per env) is
+    not state: a resumed run starts its episodes anew. A parallel run's actors also keep the moments of what they
+    updated with since :meth:`track`, which the learner merges exactly (:meth:`take_share`, :meth:`merge_share`,
+    :meth:`take_published`; docs/runtime.md, "normalize on the parallel runtime").
     """
 
     def __init__(self, settings: Normalize, obs_shape: tuple[int, ...], gamma: float) -> None:

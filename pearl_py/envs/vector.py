@@ -2,13 +2,10 @@
 
 Contract (``SAME_STEP`` autoreset): when an env's episode ends (terminated or truncated) in ``step``, it is reset
 in that same step; the returned observation is the new episode's first, and the ended episode's last observation
-is ``info["final_obs"][i]`` (with ``info["_final_obs"][i]`` true). Collectors store that final observation as the
-transition's next observation, so a truncated episode bootstraps from its true last state.
-
-Two ways to make one (the ``env_step`` kernel's variants, docs/kernels.md "Env backends"): :func:`make_vector_env`,
-gymnasium's ``SyncVectorEnv`` of ``n_envs`` single envs (env ``i`` resets with seed ``seed + i``; one env with array
-observations is a :class:`OneEnvVector`), and :func:`make_native_vector_env`, the env's own numpy vector env under
-:class:`SameStepAutoreset` (one random stream draws every env's start state).
+is ``info["final_obs"][i]`` (with ``info["_final_obs"][i]`` true), so a truncated episode bootstraps from its true
+last state. :func:`make_vector_env` (env ``i`` resets with seed ``seed + i``) and :func:`make_native_vector_env`
+(one random stream draws every env's start state) are the ``env_step`` kernel's variants (docs/kernels.md,
+"Env backends").
 
 Example::
 

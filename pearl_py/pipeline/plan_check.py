@@ -178,11 +178,11 @@ def _check_variant(kernel: Kernel, placement: Placement, kind: str, where: KeyPa
                    runs_here: bool) -> None:
     """The variant exists for the kernel on the device kind, can run here (``runs_here``) and implements this
     kernel."""
+    from pearl_py.estimate.estimator import family_of
     from pearl_py.kernels import registry_of
 
     variant_class = device_kind(kind).variant_class
-    # a network kernel is its algorithm family's code; the other kinds' implementations are shared
-    registry = registry_of(getattr(kernel.workload, "family", "off_policy"))
+    registry = registry_of(family_of(kernel))
     offered = {v.name: v for v in registry.variants(kernel.kind, variant_class)} if variant_class else {}
     valid = ["reference"] + [n for n in offered if n != "reference"]
     if placement.variant not in valid:

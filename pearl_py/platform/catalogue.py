@@ -1,9 +1,7 @@
 """The hardware catalogue: CPUs, GPUs, FPGAs, links and platforms from ``devices/*.yaml``.
 
-Every file may hold any of the sections ``links``, ``platforms``, ``fpga_parts`` (bare FPGA parts, which
-``pearl fpga-design`` synthesizes on but no platform holds) and one per registered
-device kind (``cpus``, ``gpus``, ``fpgas``: :mod:`pearl_py.platform.kinds`); a name may be
-defined once across all files. Mistakes raise
+Any file may hold any section (one per registered device kind, :mod:`pearl_py.platform.kinds`, and ``links``,
+``platforms``, ``fpga_parts``: docs/catalogue.md); a name may be defined once across all files. Mistakes raise
 :class:`CatalogueError` naming file, line and key.
 
 Example::

@@ -233,12 +233,10 @@ class EnergyCounters:
 class EnergyMeter:
     """Context manager measuring joules per device over a block, from the readers that can read.
 
-    ``readers``: device name -> :class:`DeviceReader` (default: this machine's, see
-    :func:`pearl_py.platform.energy.local_readers`; or pass ``rapl``/``nvml`` for a meter of the
-    CPU packages plus every NVML GPU as one figure). A thread reads every ``poll_s`` so RAPL
-    wraps inside the block are counted. ``by_device`` holds joules per measured device;
-    ``joules`` their sum (None when nothing was readable) and ``source`` ``measured`` or
-    ``modelled``.
+    ``readers``: device name -> :class:`DeviceReader` (:func:`pearl_py.platform.energy.local_readers`; default: the
+    CPU packages plus every NVML GPU). A thread reads every ``poll_s`` so RAPL wraps inside the block are counted.
+    ``by_device``: joules per measured device; ``joules`` their sum (None when nothing was readable); ``source``
+    ``measured`` or ``modelled``.
     """
 
     def __init__(self, rapl: RaplCounter | None = None, nvml: NvmlCounter | None = None, *,

@@ -1,10 +1,7 @@
 """Device kinds, declared once: spec class, catalogue section, costing, kernel variants, run-time mapping.
 
-A :class:`DeviceKind` says everything a stage needs to know about a kind of device: its spec dataclass and
-catalogue section, how the estimator costs kernels on it (``calibrated`` where this machine was profiled, else the
-roofline; ``roofline`` only; ``hls``: the FPGA model), its kernel variants' device class, its registered
-:class:`~pearl_py.platform.runtimes.DeviceRuntime` and its Ray resource. A new kind of device is one
-:func:`register` call plus its catalogue YAML (docs/extending.md, "A new device kind").
+A :class:`DeviceKind` says everything a stage needs to know about a kind of device (its fields); a new kind of
+device is one :func:`register` call plus its catalogue YAML (docs/extending.md, "A new device kind").
 
 Example::
 
@@ -29,7 +26,9 @@ COSTINGS = ("calibrated", "roofline", "hls")
 
 @dataclass(frozen=True)
 class DeviceKind:
-    """One kind of device; see the module docstring for what each field decides."""
+    """One kind of device: its spec dataclass and catalogue section, how the estimator costs kernels on it
+    (``calibrated`` where this machine was profiled, else the roofline; ``roofline``; ``hls``: the FPGA model), its
+    registered :class:`~pearl_py.platform.runtimes.DeviceRuntime` and its Ray resource."""
 
     name: str
     spec: type

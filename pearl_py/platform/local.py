@@ -45,18 +45,15 @@ def read_cpuinfo(path: Path = Path("/proc/cpuinfo")) -> dict[str, str]:
 def memory_gb(path: Path = Path("/proc/meminfo")) -> float:
     """Total memory in GB from ``/proc/meminfo`` (sysconf fallback)."""
     total = _meminfo_bytes("MemTotal", path)
-    if total is not None:
-        return total / 1e9
-    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 1e9
+    return total / 1e9 if total is not None else os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 1e9
 
 
 def available_memory_bytes(path: Path = Path("/proc/meminfo")) -> float:
     """Bytes that can be allocated now without swapping: ``MemAvailable`` (the kernel's estimate; free pages
     where the kernel is older than 3.14)."""
     available = _meminfo_bytes("MemAvailable", path)
-    if available is not None:
-        return float(available)
-    return float(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_AVPHYS_PAGES"))
+    return float(available) if available is not None else \
+        float(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_AVPHYS_PAGES"))
 
 
 def shared_memory_bytes(path: Path = Path("/dev/shm")) -> float:

@@ -1,9 +1,8 @@
 """Device runtimes, declared once: what a kind of device is when a run executes kernels on it.
 
-A :class:`DeviceRuntime` is the run-time side of a :class:`~pearl_py.platform.kinds.DeviceKind` (its ``runtime``
-names one; its fields say what each decides). ``cpu`` (a host process), ``cuda`` (a numbered torch device) and
-``simulated`` (runs on the host CPU, charged its modelled time) are registered here; a real XPU is one
-:func:`register_runtime` call (docs/extending.md, "A new device runtime").
+``cpu`` (a host process), ``cuda`` (a numbered torch device) and ``simulated`` (runs on the host CPU, charged its
+modelled time) are registered here; a real XPU is one :func:`register_runtime` call (docs/extending.md, "A new
+device runtime").
 
 Example::
 
@@ -30,7 +29,7 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class DeviceRuntime:
-    """How the devices of a kind run kernels (see the module docstring)."""
+    """How the devices of a kind run kernels: the run-time side of a :class:`~pearl_py.platform.kinds.DeviceKind`."""
 
     name: str
     torch_type: str = "cpu"

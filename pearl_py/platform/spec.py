@@ -59,10 +59,8 @@ def _coerce(value: Any, kind: type, name: str, path: tuple, error: SpecError) ->
         if value < 0 or (value == 0 and name not in _NON_NEGATIVE):
             raise error(path, f"must be {'>= 0' if name in _NON_NEGATIVE else '> 0'}, got {value!r}")
         return kind(value)
-    if kind is str:
-        if not isinstance(value, str):
-            raise error(path, f"must be a string, got {value!r}")
-        return value
+    if kind is str and not isinstance(value, str):
+        raise error(path, f"must be a string, got {value!r}")
     return value
 
 

@@ -1,13 +1,8 @@
 """Kernel kinds, declared once, and kernels: the units of work a training loop is split into.
 
-A :class:`KernelKind` is declared once with :meth:`KernelKind.declare`: its name and what every
-stage needs to know about it — where it stands in the optimizer's model (``stage``), whether it
-replicates over actors, whether it runs during the warm-up, which storage it shares, which
-device kinds may host it, whether it may run multi-threaded, how much memory it keeps on its
-device, its role in the simulator and the word reports count its calls in. Derivation,
-estimator, optimizer, simulator, executors and reports read these fields; no stage names a
-kind by a string literal. A kind *is* its name (a ``str``), so plans, timers and result files
-keep plain names.
+A :class:`KernelKind` is declared once with :meth:`KernelKind.declare`: its name and what every stage needs to
+know about it (docs/extending.md, "A new kernel kind"); no stage names a kind by a string literal. A kind *is*
+its name (a ``str``), so plans, timers and result files keep plain names.
 
 Example::
 
@@ -49,10 +44,6 @@ per rollout before its updates (the advantage scan); ``none``: not simulated (it
 the performance model)."""
 
 
-def _no_memory(workload: Workload) -> float:
-    return 0.0
-
-
 class _KindRegistry(type):
     """Lets ``for kind in KernelKind`` and ``len(KernelKind)`` walk the declared kinds, as an enum's."""
 
@@ -89,16 +80,15 @@ class KernelKind(str, metaclass=_KindRegistry):
     @classmethod
     def declare(cls, name: str, summary: str, *, stage: str = "", replicable: bool = False, warmup: bool = False,
                 storage: str = "", hosts: frozenset[str] | set[str] | None = None, hosts_reason: str = "",
-                threaded: bool = False,
-                memory: Callable[[Workload], float] = _no_memory, sim_role: str = "none", call_unit: str = "calls",
-                workload_type: type | None = None) -> KernelKind:
+                threaded: bool = False, memory: Callable[[Workload], float] = lambda workload: 0.0,
+                sim_role: str = "none", call_unit: str = "calls", workload_type: type | None = None) -> KernelKind:
         """Declare a kind once (a second declaration of the name is an error).
 
         ``storage``: kernels of kinds with the same non-empty storage touch one store and run where it
         lives (a replay's insert, sample and priority update); its ``memory`` is counted once per device.
-        ``hosts``: device kinds that can run it (None: any), ``hosts_reason`` says why in errors. ``threaded``: it may run several threads on a
-        CPU where calibrated (the learner update). ``workload_type``: the workload its kernels carry
-        (checked when a :class:`Kernel` is made).
+        ``hosts``: device kinds that can run it (None: any), ``hosts_reason`` says why in errors. ``threaded``: it
+        may run several threads on a CPU where calibrated (the learner update). ``workload_type``: the workload its
+        kernels carry (checked when a :class:`Kernel` is made).
         """
         if name in cls._declared:
             raise ValueError(f"kernel kind {name!r} is already declared")
@@ -135,24 +125,12 @@ def _replay_bytes(workload: ReplayWorkload) -> float:
     return float(workload.capacity * workload.item_bytes)
 
 
-def _learner_bytes(workload: NetworkWorkload) -> float:
-    return float(ADAM_COPIES * workload.weight_bytes + workload.resident_bytes)
-
-
-def _acting_bytes(workload: NetworkWorkload) -> float:
-    return float(workload.weight_bytes)
-
-
-def _rollout_bytes(workload: RolloutWorkload) -> float:
-    return float(workload.capacity_bytes)
-
-
 ENV_STEP = KernelKind.declare(
     "env_step", "step of a vector of gymnasium envs", stage="act", replicable=True, warmup=True,
     hosts={"cpu"}, hosts_reason="gymnasium environments run on CPUs", sim_role="actor", workload_type=EnvWorkload)
 INFERENCE = KernelKind.declare(
     "inference", "the acting network on a batch of observations", stage="act", replicable=True,
-    memory=_acting_bytes, sim_role="actor", workload_type=NetworkWorkload)
+    memory=lambda w: float(w.weight_bytes), sim_role="actor", workload_type=NetworkWorkload)
 REPLAY_INSERT = KernelKind.declare(
     "replay_insert", "transitions into the replay's ring storage (and priority tree)", stage="intake", warmup=True,
     storage="replay", memory=_replay_bytes, sim_role="intake", workload_type=ReplayWorkload)
@@ -164,7 +142,8 @@ PRIORITY_UPDATE = KernelKind.declare(
     memory=_replay_bytes, sim_role="priority", workload_type=ReplayWorkload)
 LEARNER_UPDATE = KernelKind.declare(
     "learner_update", "every loss of the algorithm, optimizer steps, target updates", stage="train", threaded=True,
-    memory=_learner_bytes, sim_role="update", call_unit="updates", workload_type=NetworkWorkload)
+    memory=lambda w: float(ADAM_COPIES * w.weight_bytes + w.resident_bytes), sim_role="update", call_unit="updates",
+    workload_type=NetworkWorkload)
 PARAM_SYNC = KernelKind.declare(
     "param_sync", "the acting networks' weights from the learner to the actors", sim_role="sync",
     call_unit="publications", workload_type=SyncWorkload)
@@ -174,9 +153,8 @@ yaml.SafeDumper.add_representer(KernelKind, lambda dumper, kind: dumper.represen
 
 ROLLOUT_INSERT = KernelKind.declare(
     "rollout_insert", "a vector step's transitions into the on-policy rollout storage", stage="intake",
-    replicable=True, storage="rollout", hosts={"cpu"},
-    hosts_reason="actors write their share of the rollout into host shared memory", memory=_rollout_bytes,
-    sim_role="actor", workload_type=RolloutWorkload)
+    replicable=True, storage="rollout", hosts={"cpu"}, hosts_reason="actors write their share of the rollout into "
+    "host shared memory", memory=lambda w: float(w.capacity_bytes), sim_role="actor", workload_type=RolloutWorkload)
 ADVANTAGE = KernelKind.declare(
     "advantage", "GAE(lambda) over the rollout, bootstrapped where a time limit cut an episode",
     sim_role="scan", call_unit="rollouts", workload_type=AdvantageWorkload)
@@ -192,7 +170,6 @@ their kernels'); the cost model charges it with the ``env_step`` it accompanies 
 LOOP_WORK_LABEL = "derived: training time minus the timed kernels"
 """What ``LOOP_WORK``'s figure is: not timed itself, but the remainder of two measured figures (``result.json``
 ``kernel_times.loop.source`` is ``derived``, its ``label`` this)."""
-
 
 
 def setup_timing(kernel: str) -> str:

@@ -1,10 +1,9 @@
 """Layer calls besides dense ones: 2-D convolutions, pooling, flatten, with their FLOPs, bytes and shapes.
 
-Every layer type has ``weights``, ``weight_key``, ``activation_elements``, ``forward_flops``,
-``backward_flops`` and ``dispatches`` (the operators it launches), plus ``gemm``: the matrix
-product it amounts to, ``(rows, n_in, n_out)`` (a convolution is ``batch x out_h x out_w`` rows of
-a ``in_channels x kh x kw`` patch against ``out_channels`` filters, im2col; None for layers without
-weights), which the FPGA model maps like a dense layer (hls4ml, FINN: docs/cost-models.md).
+Every layer type has the attributes :data:`pearl_py.protocol.workload.Layer` lists; ``gemm`` is the matrix product
+a layer amounts to, ``(rows, n_in, n_out)`` (a convolution: ``batch x out_h x out_w`` rows of an ``in_channels x kh
+x kw`` patch against ``out_channels`` filters, im2col; None without weights), which the FPGA model maps like a dense
+layer (hls4ml, FINN: docs/cost-models.md).
 
 Example::
 

@@ -1,13 +1,10 @@
 """The training schedules: which updates the data allows, and how far actors may run ahead.
 
-Shared by the parallel runtime's rate limiter, the Ray backend and the simulator.
-:class:`TrainSchedule` is the off-policy family's (:class:`SimSchedule`: as a simulation plays it, with its
-parameter publications); :class:`RolloutSchedule` the on-policy family's synchronous one (at the end of this module).
-
-The parallel learner replays the serial loop's rounds (``gradient_steps`` updates after every ``train_freq``-th
-vector step past ``learning_starts``) on virtual vector steps, so its update count is the serial run's; actors
-run up to ``window`` transitions ahead and act on parameters at most ``max_policy_lag`` updates staler than the
-serial run's (``overlap``, which the optimizer charges). docs/runtime.md ("The rate limiter") has the rules.
+Shared by the parallel runtime's rate limiter, the Ray backend and the simulator. :class:`TrainSchedule` is the
+off-policy family's (:class:`SimSchedule`: as a simulation plays it, with its parameter publications);
+:class:`RolloutSchedule` the on-policy family's synchronous one. The learner's update count is the serial run's;
+actors run up to ``window`` transitions ahead, on parameters at most ``max_policy_lag`` updates staler than the
+serial run's (docs/runtime.md, "The rate limiter").
 
 Example::
 
@@ -24,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import itertools
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -35,6 +33,17 @@ DEFAULT_POLICY_LAG = DEFAULT_SYNC_EVERY
 if TYPE_CHECKING:
     from pearl_py.algorithms.off_policy.config import OffPolicyConfig
     from pearl_py.algorithms.on_policy.config import OnPolicyConfig
+
+
+def _at_least_one(schedule: object, *names: str) -> None:
+    for name in names:
+        if getattr(schedule, name) < 1:
+            raise ValueError(f"schedule: {name} must be >= 1, got {getattr(schedule, name)}")
+
+
+def _shares(total: int, parts: int) -> list[int]:
+    """``total`` split into ``parts`` near-equal whole shares, larger ones first."""
+    return [total // parts + (i < total % parts) for i in range(parts)]
 
 
 @dataclass(frozen=True)
@@ -51,9 +60,7 @@ class TrainSchedule:
     """Updates the acting parameters may trail the serial run's (None: only the window binds)."""
 
     def __post_init__(self) -> None:
-        for name in ("n_envs", "train_freq", "total_steps", "lookahead_rounds"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"schedule: {name} must be >= 1, got {getattr(self, name)}")
+        _at_least_one(self, "n_envs", "train_freq", "total_steps", "lookahead_rounds")
         if self.max_policy_lag is not None and self.max_policy_lag < 0:
             raise ValueError(f"schedule: max_policy_lag must be >= 0 or None, got {self.max_policy_lag}")
 
@@ -184,8 +191,7 @@ class TrainSchedule:
 
     def quotas(self, actors: int, done: int = 0) -> list[int]:
         """Vector steps each of ``actors`` actors still runs once ``done`` vector steps are consumed."""
-        left = self.vector_steps - done
-        return [left // actors + (i < left % actors) for i in range(actors)]
+        return _shares(self.vector_steps - done, actors)
 
 
 @dataclass(frozen=True)
@@ -206,8 +212,7 @@ class SimSchedule(TrainSchedule):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if self.sync_every < 1:
-            raise ValueError(f"schedule: sync_every must be >= 1, got {self.sync_every}")
+        _at_least_one(self, "sync_every")
 
     @property
     def round_transitions(self) -> int:
@@ -225,12 +230,9 @@ class RolloutSchedule:
     """The synchronous on-policy schedule, shared by the serial and parallel executors, the simulator and the
     whole-run model (docs/runtime.md, "On-policy").
 
-    A run is whole rollouts: every rollout is ``n_steps`` vector steps of all ``n_envs`` envs (collected
-    while fewer than ``total_steps`` env steps are done, as Stable-Baselines3 does, so the last rollout may
-    pass ``total_steps``), then the learner runs ``epochs`` passes of ``minibatches`` minibatch updates over
-    it, then the acting parameters go out. Collection and learning do not overlap. With several actors
-    the envs are split among them (:meth:`env_split`): actor ``i`` steps the envs of its range, which keep
-    their global indices (seeds, noise streams and rollout columns), so the rollout is the serial run's.
+    Rollouts of ``n_steps`` vector steps of all ``n_envs`` envs are collected while fewer than ``total_steps`` env
+    steps are done (the last may pass it), each then learnt on (``epochs`` x ``minibatches`` updates). Actor ``i``
+    steps the envs of its :meth:`env_split` range, which keep their global indices: the rollout is the serial run's.
 
     Example::
 
@@ -249,9 +251,7 @@ class RolloutSchedule:
     """Minibatch updates per epoch."""
 
     def __post_init__(self) -> None:
-        for name in ("n_steps", "n_envs", "total_steps", "epochs", "minibatches"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"schedule: {name} must be >= 1, got {getattr(self, name)}")
+        _at_least_one(self, "n_steps", "n_envs", "total_steps", "epochs", "minibatches")
 
     @classmethod
     def from_config(cls, cfg: OnPolicyConfig, total_steps: int) -> RolloutSchedule:
@@ -294,9 +294,5 @@ class RolloutSchedule:
         """The envs of each of ``actors`` actors: contiguous ranges of global env indices, larger shares first."""
         if not 1 <= actors <= self.n_envs:
             raise ValueError(f"schedule: {actors} actors cannot split {self.n_envs} envs (1..{self.n_envs} actors)")
-        out, start = [], 0
-        for i in range(actors):
-            size = self.n_envs // actors + (i < self.n_envs % actors)
-            out.append(range(start, start + size))
-            start += size
-        return tuple(out)
+        ends = list(itertools.accumulate(_shares(self.n_envs, actors), initial=0))
+        return tuple(range(a, b) for a, b in itertools.pairwise(ends))

@@ -1,10 +1,8 @@
 """A kernel's workload when its vector of envs is split among actors: what one actor's call does.
 
-A synchronous on-policy run splits its ``n_envs`` envs among its actors (``RolloutSchedule.env_split``):
-every actor steps, infers for and stores only its share, once per vector step. The optimizer costs a
-replicated act-side kernel at each replica count by the workload of one share (the largest, ``ceil(n /
-replicas)`` envs: the slowest actor sets the pace); workloads that do not depend on the env count are
-returned unchanged.
+The optimizer costs a replicated act-side kernel of a synchronous run (``RolloutSchedule.env_split``) at each
+replica count by the workload of its largest share (``ceil(n / replicas)`` envs: the slowest actor sets the pace);
+workloads that do not depend on the env count are returned unchanged.
 
 Example::
 

@@ -88,23 +88,16 @@ them; the layer types besides dense ones live in :mod:`pearl_py.protocol.layers`
 
 @dataclass(frozen=True)
 class NetworkWorkload:
-    """Network work of an ``inference`` or ``learner_update`` call.
+    """Network work of an ``inference`` or ``learner_update`` call; every FLOP figure is per call.
 
-    ``layers`` lists every layer call in execution order (online and target
-    networks alike) over ``period`` consecutive calls (more than one when a loss
-    runs only every few steps, as TD3's delayed actor); ``trained_params`` is how
-    many parameters the optimizer updates over those calls (zero for inference).
-    Every FLOP figure is per call, averaged over the period. ``forms`` names the math
-    the call computes as the algorithm declares it (its losses' forms, or its acting
-    form): kernel variants that implement some forms by hand run only those. ``family``: the
-    algorithm family whose implementation runs the call (``off_policy`` or ``on_policy``: their
-    kernels are different code, calibrated apart). ``dispatched_ops``: operators one call
-    dispatched when its derivation observed it (both families' derivations do; None: estimated from the layers,
-    :attr:`layer_ops`).
-    ``resident_bytes``: training data the kernel keeps on its device across calls (an on-policy
-    learner's rollout, reread every epoch; 0 for a learner fed sampled batches). ``updates_per_round``: a
-    learner's calls per training round (``gradient_steps``; epochs x minibatches of a rollout), over which the
-    loop's work per round (its log row) is spread (``pearl_py.protocol.kernel.LOOP_WORK``).
+    ``layers``: every layer call in execution order (online and target networks) over ``period`` consecutive calls
+    (more than one when a loss runs every few steps, as TD3's delayed actor), FLOPs averaged over the period;
+    ``trained_params``: parameters the optimizer updates over them (0 for inference). ``forms``: the math the call
+    computes as the algorithm declares it (variants that implement some forms by hand run only those). ``family``: the
+    algorithm family whose code runs the call (``off_policy`` or ``on_policy``, calibrated apart). ``dispatched_ops``:
+    operators one call dispatched as its derivation observed (None: :attr:`layer_ops`). ``resident_bytes``: training
+    data kept on the device across calls (an on-policy learner's rollout). ``updates_per_round``: a learner's calls
+    per training round, over which the loop's work per round is spread (``pearl_py.protocol.kernel.LOOP_WORK``).
     """
 
     layers: tuple[Layer, ...]

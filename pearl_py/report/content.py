@@ -33,12 +33,8 @@ def summary_rows(plan: Plan) -> list[tuple[str, str]]:
     proof = "proven optimal" if solver.optimal else (f"not proven optimal: {100 * solver.gap:.2f}% above the best "
                                                      f"bound found ({_objective_value(plan, solver.bound)})")
     ratio = p.cpu_gpu_ratio
-    if ratio is None:
-        ratio_text = "-"
-    elif ratio.ratio is not None:
-        ratio_text = f"{ratio.ratio:g} actor cores per learner GPU"
-    else:
-        ratio_text = f"{ratio.actor_cores} actor cores; the learner is not on a GPU"
+    ratio_text = "-" if ratio is None else f"{ratio.ratio:g} actor cores per learner GPU" if ratio.ratio is not None \
+        else f"{ratio.actor_cores} actor cores; the learner is not on a GPU"
     rows = [
         ("Samples per second", fmt.rate(f.samples_per_s)),
         ("Samples per joule", fmt.rate(f.samples_per_j)),
@@ -153,11 +149,9 @@ def assignment_rows(plan: Plan) -> list[list[str]]:
     rows = []
     for kernel, place in plan.placements.items():
         cost = placed_cost(plan, kernel)
-        count = str(place.replicas)
-        if splits_envs(plan, kernel):  # a synchronous plan's actors, each with its share of the envs
-            count = f"{place.replicas} actor{'s' if place.replicas > 1 else ''}"
-        elif cost is not None and cost.threads:  # a threaded kernel: its replicas are threads
-            count = f"{place.replicas} thread{'s' if place.replicas > 1 else ''}"
+        # a synchronous plan's actors, each with its share of the envs; a threaded kernel's replicas are threads
+        unit = "actor" if splits_envs(plan, kernel) else "thread" if cost is not None and cost.threads else ""
+        count = f"{place.replicas} {unit}{'s' if place.replicas > 1 else ''}" if unit else str(place.replicas)
         rows.append([kernel, place.device, place.variant, count, f"{rates.get(kernel, 0):g}",
                      fmt.seconds(predicted_call(plan, kernel)[0]), _source(plan, kernel, cost)])
     return rows

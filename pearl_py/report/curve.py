@@ -1,7 +1,5 @@
 """A run's learning curve: the mean return of the last 100 episodes against env steps, from its episodes.csv.
 
-A resumed run's sessions log into ``session<k>/`` beside the first; their episodes follow on.
-
 Example::
 
     >>> points = learning_curve(Path("runs/dqn"))
@@ -14,6 +12,7 @@ from __future__ import annotations
 
 import csv
 from collections import deque
+from collections.abc import Iterator
 from pathlib import Path
 
 from pearl_py.runtime.run_log import RETURN_WINDOW
@@ -22,11 +21,14 @@ MAX_POINTS = 200
 """Points a curve keeps (evenly spread over the episodes; the last always kept)."""
 
 
-def session_files(run_dir: Path, name: str) -> list[Path]:
-    """The run's ``name`` log (``episodes.csv``, ``train.csv``): the first session's, then each resumed one's."""
+def session_rows(run_dir: Path, name: str) -> Iterator[dict[str, str]]:
+    """The rows of the run's ``name`` log (``episodes.csv``, ``train.csv``): the first session's, then each resumed
+    one's (a resumed run's sessions log into ``session<k>/`` beside the first)."""
     sessions = sorted(run_dir.glob(f"session*/{name}"), key=lambda p: int(p.parent.name[7:] or 0))
     first = run_dir / name
-    return ([first] if first.is_file() else []) + sessions
+    for file in ([first] if first.is_file() else []) + sessions:
+        with file.open(newline="") as f:
+            yield from csv.DictReader(f)
 
 
 def thin(points: list[tuple[int, float]], max_points: int = MAX_POINTS) -> list[tuple[int, float]]:
@@ -41,11 +43,9 @@ def learning_curve(run_dir: Path, max_points: int = MAX_POINTS) -> list[tuple[in
     """``(step, mean return of the last 100 episodes)`` at episode ends, at most ``max_points`` of them."""
     window: deque[float] = deque(maxlen=RETURN_WINDOW)
     points: list[tuple[int, float]] = []
-    for file in session_files(Path(run_dir), "episodes.csv"):
-        with file.open(newline="") as f:
-            for row in csv.DictReader(f):
-                window.append(float(row["episode_return"]))
-                points.append((int(row["step"]), sum(window) / len(window)))
+    for row in session_rows(Path(run_dir), "episodes.csv"):
+        window.append(float(row["episode_return"]))
+        points.append((int(row["step"]), sum(window) / len(window)))
     return thin(points, max_points)
 
 

@@ -42,9 +42,10 @@ def percent(value: float) -> str:
     return f"{100 * value:.0f}%"
 
 
-def placement(p: Placement) -> str:
-    """``gpu``, ``cpu x16`` or ``gpu / compiled``: the variant only when not ``reference``."""
-    text = p.device + (f" / {p.variant}" if p.variant != "reference" else "")
+def placement(p: Placement, variant: bool = False) -> str:
+    """``gpu``, ``cpu x16`` or ``gpu / compiled``: the variant only when not ``reference``, or always (``variant``:
+    ``cpu / reference x2``)."""
+    text = p.device + (f" / {p.variant}" if variant or p.variant != "reference" else "")
     return text + (f" x{p.replicas}" if p.replicas != 1 else "")
 
 

@@ -37,8 +37,7 @@ def _colour(label: str) -> str:
 def gantt(segments: list[tuple[str, float, float, str]], title: str, width: int = 900) -> str:
     """Rows in order of first appearance; time runs from the earliest start to the latest end."""
     rows = list(dict.fromkeys(row for row, *_ in segments))
-    t0 = min(s[1] for s in segments)
-    t1 = max(s[2] for s in segments)
+    t0, t1 = min(s[1] for s in segments), max(s[2] for s in segments)
     span = max(t1 - t0, 1e-12)
     label_w, row_h, top = 250, 16, 52
     plot_w = width - label_w - 20

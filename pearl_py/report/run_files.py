@@ -2,8 +2,6 @@
 and exploration curves (train.csv), the hyperparameters (policy.json), the best evaluated policy
 (best_policy.json), and when and by which command the report was written.
 
-A resumed run's sessions log into ``session<k>/`` beside the first; their rows follow on.
-
 Example::
 
     >>> record = run_record(Path("runs/dqn"), result.to_dict())
@@ -14,7 +12,6 @@ Example::
 """
 from __future__ import annotations
 
-import csv
 import datetime
 import json
 import shlex
@@ -22,7 +19,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from pearl_py.report.curve import MAX_POINTS, learning_curve, session_files, thin
+from pearl_py.report.curve import MAX_POINTS, learning_curve, session_rows, thin
 from pearl_py.version import __version__
 
 TRAIN_CURVE_PREFIXES = ("loss_", "exploration_rate")
@@ -34,12 +31,10 @@ def train_curves(run_dir: Path, max_points: int = MAX_POINTS) -> dict[str, list[
     """``{column: [(step, value), ...]}`` of train.csv's loss and exploration columns (measured), every session's
     rows in order, at most ``max_points`` per column; empty cells (a loss not computed that round) left out."""
     curves: dict[str, list[tuple[int, float]]] = {}
-    for file in session_files(Path(run_dir), "train.csv"):
-        with file.open(newline="") as f:
-            for row in csv.DictReader(f):
-                for column, cell in row.items():
-                    if column.startswith(TRAIN_CURVE_PREFIXES) and cell not in ("", None):
-                        curves.setdefault(column, []).append((int(row["step"]), float(cell)))
+    for row in session_rows(Path(run_dir), "train.csv"):
+        for column, cell in row.items():
+            if column.startswith(TRAIN_CURVE_PREFIXES) and cell not in ("", None):
+                curves.setdefault(column, []).append((int(row["step"]), float(cell)))
     return {column: thin(points, max_points) for column, points in curves.items()}
 
 

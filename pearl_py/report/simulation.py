@@ -45,11 +45,8 @@ def summary_rows(plan: Plan) -> list[tuple[str, str]]:
 
 def utilization_rows(plan: Plan) -> list[list[str]]:
     sim, modelled = plan.prediction.simulation, plan.prediction.utilization
-    rows = []
-    for name, value in list(sim.utilization.items())[:UTILIZATION_ROWS]:
-        model = modelled.get(name)
-        rows.append([name, fmt.percent(value), fmt.percent(model) if model is not None else "-"])
-    return rows
+    return [[name, fmt.percent(value), fmt.percent(model) if (model := modelled.get(name)) is not None else "-"]
+            for name, value in list(sim.utilization.items())[:UTILIZATION_ROWS]]
 
 
 def timeline_svg(plan: Plan) -> str:

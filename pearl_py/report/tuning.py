@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from pearl_py.report import fmt
 
 if TYPE_CHECKING:
-    from pearl_py.plan import Placement, Plan, Trial
+    from pearl_py.plan import Plan, Trial
 
 TITLE = "Tuning (the model's top plans, each trialled briefly)"
 HEADER = ["rank", "executor", "placements that differ", "samples/s predicted", "samples/s measured",
@@ -29,11 +29,6 @@ def _differing(trials: tuple[Trial, ...]) -> list[str]:
     return [k for k in kernels if len({t.placements[k] for t in trials}) > 1]
 
 
-def _placement(p: Placement) -> str:
-    """``cpu / fused`` or ``cpu / reference x2``: the variant always named (it is what differs most often)."""
-    return f"{p.device} / {p.variant}" + (f" x{p.replicas}" if p.replicas != 1 else "")
-
-
 def trial_rows(plan: Plan) -> list[list[str]]:
     """One row per trial, in the model's order (rank 1 = the optimizer's choice)."""
     record = plan.prediction.tuning
@@ -42,7 +37,8 @@ def trial_rows(plan: Plan) -> list[list[str]]:
     differing = _differing(record.trials)
     rows = []
     for t in record.trials:
-        placed = "; ".join(f"{k}: {_placement(t.placements[k])}" for k in differing) or "(the same)"
+        placed = "; ".join(f"{k}: {fmt.placement(t.placements[k], variant=True)}"  # variants differ most
+                           for k in differing) or "(the same)"
         measured = t.measured_samples_per_s
         rows.append([
             str(t.rank), f"{t.executor} ({t.mode})", placed,

@@ -61,7 +61,6 @@ class RunSettings:
                             "by its calibrated cost alone, not as expected beside other processes (`--dedicated`; "
                             "docs/optimizer.md).")
 
-
     @property
     def env_id(self) -> str:
         """The env id the run makes: ``env``, or ``env_module:env`` when a module registers it."""
@@ -101,8 +100,7 @@ class RunConfig:
 def load_config(path: str | Path, env_module: str | None = None) -> RunConfig:
     """Read and validate a run config; a mistake raises ConfigError naming ``file:line: key``. ``env_module``
     (``--env-module``) replaces the file's, before its env is checked."""
-    doc = YamlDocument.load(path)
-    return parse_config(doc, env_module)
+    return parse_config(YamlDocument.load(path), env_module)
 
 
 def parse_config(doc: YamlDocument, env_module: str | None = None) -> RunConfig:

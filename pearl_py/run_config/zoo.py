@@ -1,11 +1,8 @@
 """rl-baselines3-zoo hyperparameter files (``hyperparams/<algo>.yml``) read as run configs.
 
-A zoo file maps env ids to entries of Stable-Baselines3 keyword arguments; the entry for an id is its own,
-else the file's ``atari`` entry for an Atari id, else its ``default`` (the zoo's choice). An entry becomes a
-:class:`~pearl_py.run_config.RunConfig`; the keys read and those refused: docs/api.md, "rl-baselines3-zoo files
-and ``--set``". ``--set`` values are applied to the entry before it is validated. What pearl_py does not support
-is refused by name, at its line: ``ConfigError: hyperparams/sac.yml:20: Pendulum-v1.use_sde: ...``; the env id is
-checked last.
+An env's entry (:func:`entry_key`) becomes a :class:`~pearl_py.run_config.RunConfig`; the keys read and those
+refused: docs/api.md, "rl-baselines3-zoo files and ``--set``". What pearl_py does not support is refused by name, at
+its line: ``ConfigError: hyperparams/sac.yml:20: Pendulum-v1.use_sde: ...``; the env id is checked last.
 
 Example::
 
@@ -56,11 +53,9 @@ POLICY_KWARGS = ("net_arch", "activation_fn", "ortho_init", "log_std_init")
 
 
 def load_zoo(path: str | Path, env_id: str, algorithm: str | None = None, sets: Sequence[str] = ()) -> RunConfig:
-    """The run config of ``env_id``'s entry in a zoo file; ``algorithm`` defaults to the file's name (dqn.yml).
-
-    The entry is the zoo's: ``env_id``'s own, else ``atari`` for an Atari id, else ``default``. ``sets``
-    (``--set KEY=VALUE``) replace or add keys of the entry before it is validated, so a flag can repair an entry
-    (``--set normalize=false``); a run setting (``seed=3``, ``eval_episodes=1``) sets the run's."""
+    """The run config of ``env_id``'s entry (:func:`entry_key`) in a zoo file; ``algorithm`` defaults to the file's
+    name (dqn.yml). ``sets`` (``--set KEY=VALUE``) replace or add keys of the entry before it is validated, so a flag
+    can repair an entry (``--set normalize=false``); a run setting (``seed=3``, ``eval_episodes=1``) sets the run's."""
     doc = YamlDocument.load(path)
     name = algorithm or Path(path).stem.lower()
     if name not in REGISTRY:

@@ -1,16 +1,10 @@
-"""A simulated run that corrects itself: the run's monitor (:mod:`pearl_py.runtime.monitor`, the same one every
-executor calls) on simulated time, and a synthetic slowdown of a kernel's calls.
+"""A simulated run that corrects itself: the run's monitor (:mod:`pearl_py.runtime.monitor`) on simulated time, and a
+synthetic slowdown of a kernel's calls (docs/simulator.md, "A run that corrects itself, simulated").
 
 A :class:`Slowdown` makes a kernel's calls at one thread count (of one variant, or any) take ``factor`` times their
-cost from a given call on (what a neighbour process does to a 2-thread learner update). :class:`SimAdapt` sits in the
-simulated pipeline: every call is counted for the monitor, the threaded kernel's calls are timed on the engine's
-clock, each round's end is a round boundary, and a switch of its thread count, or of its variant where another is
-disputed (:func:`~pearl_py.runtime.monitor.learner_options`, as the serial executor's), changes the cost and the
-units its next calls hold (:func:`~pearl_py.optimize.model.call_cost` at the new option). A simulation in the serial
-order (``max_policy_lag`` 0) weighs the overlapped mode at each decision as a run does, and after a mode correction its
-actors run ahead within the parallel runtime's policy lag once the correction's start-up has passed. The simulation then
-reproduces the correction a run makes on the same synthetic slowdown (tests/simulate/test_adapt_sim.py beside
-tests/runtime/test_monitor.py).
+cost from a given call on. :class:`SimAdapt` sits in the simulated pipeline: it counts every call for the monitor,
+times the threaded kernel's calls on the engine's clock, and a switch of thread count or variant changes the cost
+and the units its next calls hold (:func:`~pearl_py.optimize.model.call_cost` at the new option).
 
 Example::
 

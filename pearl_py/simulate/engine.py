@@ -1,14 +1,9 @@
 """A small discrete-event engine: a clock, a heap of timed wake-ups, generator processes, resources.
 
-A process is a generator that yields :class:`Event` objects and resumes when they fire.
-A :class:`Resource` has ``units`` identical servers (CPU cores, one GPU, one link) and a
-FIFO queue; ``resource.use(seconds, label)`` is an event that fires when the work is done,
-after waiting for a free unit (``units=n``: for ``n`` free units at once, a multi-threaded call). Busy time is accumulated per resource, and segments
-``(unit, start, end, label)`` are kept while a :class:`Recorder` window is open.
-
-Why not SimPy: the simulator needs only timeouts, FIFO multi-unit resources and wake-up
-signals; this engine provides them in ~150 lines without a new dependency, and runs
-about 2x faster than SimPy 4 on a queueing micro-benchmark (docs/simulator.md).
+A process is a generator that yields :class:`Event` objects and resumes when they fire. A :class:`Resource` has
+``units`` identical servers and a FIFO queue; ``resource.use(seconds, label)`` fires when the work is done, after
+waiting for a free unit (``units=n``: ``n`` at once). Busy time is accumulated per resource; segments ``(unit,
+start, end, label)`` are kept while a :class:`Recorder` window is open. Why not SimPy: docs/simulator.md, "The engine".
 
 Example::
 

@@ -1,21 +1,8 @@
 """The synchronous (on-policy) protocol as a discrete-event simulation: collect a rollout, then learn on it.
 
-The processes share the parallel runtime's schedule (:class:`~pearl_py.protocol.schedule.RolloutSchedule`):
-
-* **actors** (``env_step``'s replicas): for rollout ``r`` each waits until the learner allows it,
-  then runs ``n_steps`` vector steps of its share of the envs — ``inference`` (on its own core
-  when placed with the env; otherwise one batched call per step on the inference replica that
-  serves it, once every actor it serves has sent its observations), ``env_step``,
-  ``rollout_insert`` — with the transfers between them where they sit apart, then the inference
-  of its last observations' values, and reports;
-* **the learner**, once every actor reported: the rollout's transfers to the advantage kernel and
-  the learner, ``advantage``, the rollout's minibatch updates (``epochs x minibatches``), the
-  publication (``param_sync``) and its copy to every inference device; then it allows the next rollout.
-
-Every call costs its plan's option (a split kernel's share: :func:`pearl_py.optimize.model.call_cost`),
-so on a plan whose devices each serve one phase the simulated rate is the model's ``1 / (C + L)``
-(tests/simulate/test_on_policy_sim.py). Throughput is measured over the rollouts after the first
-third, as for the off-policy simulation.
+The actors and the learner play the parallel runtime's schedule (:class:`~pearl_py.protocol.schedule.RolloutSchedule`;
+what each does: docs/simulator.md, "On-policy plans"). Every call costs its plan's option (a split kernel's share:
+:func:`pearl_py.optimize.model.call_cost`); throughput is measured over the rollouts after the first third.
 
 Example::
 

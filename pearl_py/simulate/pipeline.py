@@ -1,12 +1,9 @@
 """The shared state of a simulated run: resources, counters, the rate limiter, transfers.
 
-Every kernel call is ``pipeline.call(kernel, device)``: it waits for free units of the
-device (as many as the call holds: a threaded kernel's threads, an env backend's worker
-threads), holds them for the kernel's latency and adds the call's dynamic energy. A transfer
-holds each link of its route in turn for ``latency + bytes / bandwidth`` (as the
-performance model charges links). :class:`Limiter` is the update-to-data rate limiter of
-the actors: vector step ``k`` may start once ``k < inserted + window`` (in vector steps) and
-the learner is within the schedule's ``max_policy_lag`` updates of the serial order.
+``pipeline.call(kernel, device)`` waits for as many free units of the device as the call holds, holds them for the
+kernel's latency and adds the call's dynamic energy; a transfer holds each link of its route in turn.
+:class:`Limiter`: vector step ``k`` may start once ``k < inserted + window`` and the learner is within the
+schedule's ``max_policy_lag`` updates of the serial order.
 
 Example::
 

@@ -1,20 +1,9 @@
 """The simulated processes: actors, the replay server and the learner, as generator bodies.
 
-* an **actor** claims a vector step from the rate limiter, runs inference (across the
-  links when it is placed away from the env) and ``env_step``, and ships the transition
-  to the replay in the background;
-* when the replay lives on the learner's device, **one learner process** runs the
-  parallel runtime's loop: insert up to the next training step, run the round's updates
-  (sample, update, priorities in line), publish parameters;
-* otherwise the **replay server** is its own process (as Reverb, or the Ray backend's
-  replay actor): it inserts, samples ahead (``PREFETCH`` batches, never beyond what the
-  schedule allows) and applies priority updates, while the **learner** trains on the
-  batches it receives. Inserts stay at most ``lookahead_rounds`` rounds ahead of training.
-
-After each update the learner ships priorities and publishes parameters as the parallel
-runtime does (every ``sync_every`` updates, and whenever the actors' limit admits steps that
-need fresher ones: ``TrainSchedule.params_needed``): ``param_sync`` on its device, then one
-copy to every device that runs inference.
+Actors claim vector steps from the rate limiter; the replay runs in the learner's process when it shares the
+learner's device, else as a server process of its own that samples ``PREFETCH`` batches ahead; the learner
+publishes parameters as the parallel runtime does (``TrainSchedule.params_needed``), then copies them to every
+device that runs inference (docs/simulator.md, "What is simulated").
 
 Example::
 

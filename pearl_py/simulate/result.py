@@ -1,10 +1,8 @@
-"""SimResult: what a simulation measured (every figure ``simulated``), and how it is measured.
+"""SimResult: what a simulation measured (every figure ``simulated``).
 
-Steady state is the span from the end of the round a third of the way through the run to
-the end of the last round; utilization is busy unit-seconds over ``span x units used``
-there, where a device's units used are the most it ever ran at once (the cores its
-actors occupy, not all 64 of a socket), as the performance model counts a replica's core.
-The timeline keeps the busiest rows (a device unit or a link) of a two-round window.
+Steady state runs from the end of the round a third of the way through the run to the end of the last round;
+utilization is busy unit-seconds over ``span x units used`` (the most units a device ever ran at once, as the
+performance model counts a replica's core). The timeline keeps the busiest rows of a two-round window.
 
 Example::
 

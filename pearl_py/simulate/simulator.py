@@ -1,10 +1,7 @@
 """``simulate``: play a plan on its platform as a discrete-event simulation and measure it.
 
-Resources are the physical devices (with their parallel units: CPU cores; one GPU; one
-FPGA) and the directed links; processes are the actors, the replay and the learner
-(:mod:`pearl_py.simulate.processes`). Throughput is measured in steady state, over the
-rounds after the first third; energy is the idle power of every device that ran a call
-over the whole run plus each call's dynamic energy (as the performance model's).
+Resources are the physical devices (their parallel units) and the directed links; processes are the actors, the
+replay and the learner (:mod:`pearl_py.simulate.processes`; what is measured: docs/simulator.md).
 
 Example::
 

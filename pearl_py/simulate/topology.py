@@ -1,11 +1,8 @@
 """Where every call of a plan lands: physical devices, per-call cost, and the links a transfer crosses.
 
-A placement on a pool (``pool:epyc-7742x64``) spreads its replicas evenly over the pool's
-members; actor replica ``i`` runs on member ``i mod members``. Inference placed with
-``env_step`` runs on the actor's own device; placed elsewhere (a GPU), replica ``i``
-uses member ``i mod members`` of that placement. Transfers cross the problem's routes
-hop by hop (store and forward, as :meth:`Platform.transfer_s`). A threaded kernel (the learner
-update at ``n`` threads) costs its ``n``-thread call and holds ``n`` cores of its device.
+Actor replica ``i`` runs on member ``i mod members`` of its pool (``pool:epyc-7742x64``); inference placed with
+``env_step`` runs on the actor's own device, elsewhere on member ``i mod members`` of its placement. Transfers
+cross the problem's routes hop by hop; a threaded kernel costs its ``n``-thread call and holds ``n`` cores.
 
 Example::
 
