@@ -1,15 +1,10 @@
 """``ParallelExecutor``: a plan executed by actor processes and a learner, concurrently.
 
-Actors (``env_step`` replicas of the plan, one process and one torch thread each) step
-their vector envs and batch inference over them, or send their observations to a
-central inference server; the learner process owns the networks on the planned device
-and the replay, or receives batches from a replay server, consumes transitions exactly
-as the serial schedule would, and publishes parameters through shared memory (which
-mode runs is the plan's, :mod:`placement`, unless ``inference``/``replay`` say). With ``normalize`` the actors post
-their statistics' shares and the learner merges them at each publication (:mod:`.shared_statistics`; its samples,
-evaluations, checkpoints and saved policy use the merged statistics). Ctrl-C, SIGTERM or a
-crash write a checkpoint under ``out_dir/checkpoint`` that ``resume_from`` continues;
-every child process and shared-memory segment is gone when ``run`` returns or raises.
+Actors (``env_step`` replicas, one process and one torch thread each) step their vector envs and infer, or ask a
+central inference server; the learner consumes transitions exactly as the serial schedule would (from its replay or
+a replay server's) and publishes parameters through shared memory (the mode is the plan's, :mod:`placement`, unless
+``inference``/``replay`` say). Ctrl-C, SIGTERM or a crash write ``out_dir/checkpoint`` that ``resume_from``
+continues; no child process or shared-memory segment outlives ``run``. docs/runtime.md.
 
 Example::
 
