@@ -62,11 +62,8 @@ class InferenceLink:
 
 
 class InferenceClient:
-    """An actor's side: post ``n_envs`` observations, wait for their actions.
-
-    A restarted actor first waits for the answer to a request its previous generation
-    left behind and drops it, so every reply it reads answers its own observations.
-    """
+    """An actor's side: post ``n_envs`` observations, wait for their actions (a restarted actor first drops the
+    answer to its previous generation's request, so every reply it reads answers its own observations)."""
 
     def __init__(self, link: InferenceLink, control: ControlBlock, index: int) -> None:
         self.requests, self.replies = ShmRing.attach(link.requests), ShmRing.attach(link.replies)

@@ -155,9 +155,8 @@ class ProcessGuard:
         return self._process.pid
 
     def watch(self, pid: int) -> None:
-        """Kill process ``pid`` (a child just started) should the run's process die without :meth:`close`.
-
-        The guard kills it only if it is still that process (same start time), never a later one given its pid."""
+        """Kill process ``pid`` (a child just started) should the run's process die without :meth:`close`; only if
+        it is still that process (same start time), never a later one given its pid."""
         started = start_time(pid)
         if started is not None:
             self._send(f"watch {pid} {started}")
