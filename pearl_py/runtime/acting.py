@@ -1,11 +1,7 @@
 """The networks inference runs on, on the device the plan puts inference on.
 
-Where inference and the learner share a device, inference reads the learner's own networks
-(the serial reference: every act sees the latest update). Where the plan puts them apart (the
-learner on a GPU, inference on the CPU, or the reverse), inference gets its own copy of the
-networks on its device, and :meth:`ActingNetworks.sync` copies the acting networks' weights from
-the learner into it: the plan's ``param_sync``, run once per training round as the protocol
-counts it.
+Beside the learner, inference reads the learner's own networks (every act sees the latest update); apart from it,
+inference acts on its own copy, which :meth:`ActingNetworks.sync` refreshes once per training round (``param_sync``).
 
 Example::
 

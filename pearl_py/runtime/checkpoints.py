@@ -1,22 +1,9 @@
 """Periodic checkpoints of every executor: written whole or not at all, the newest ``keep`` kept, resumable.
 
-Every ``every`` env steps (``checkpoint_freq``) an executor writes its state — learner, replay
-(none for on-policy: it checkpoints between rollouts), counters, torch RNG; the format of
-:mod:`pearl_py.runtime.parallel.checkpoint` — to ``OUT/checkpoints/<seq>-step<steps>/``. A
-checkpoint is written into a hidden temporary folder first (each file fsynced) and renamed into
-place, so a folder under ``checkpoints/`` is always complete, whatever kills the run (SIGKILL,
-OOM, power cut); then all but the newest ``keep`` are deleted. ``--resume OUT`` continues
-from the newest complete checkpoint: the periodic ones, or the one a parallel run writes to
-``OUT/checkpoint`` when stopped (Ctrl-C, SIGTERM, a crash), whichever got further. The serial executors
-write that stop checkpoint too, on SIGINT/SIGTERM, through :meth:`PeriodicCheckpoints.save_stop` at their next
-consistent point (after a training round, or between rollouts) under the parallel runtime's
-:class:`~pearl_py.runtime.parallel.interrupts.StopSignals`, then raise its ``RunInterrupted`` naming the folder.
-
-A resumed session reseeds its envs and warm-up generator with ``seed + SESSION_SEED_STRIDE *
-session`` (env states are not saved: episodes in progress are dropped and collected anew),
-and restores networks, optimizers, replay contents and its sampling generator, the update
-count and the torch RNG, so the schedule (updates per transition, target updates,
-exploration) continues where it stopped.
+A checkpoint is written into a hidden temporary folder (each file fsynced) and renamed into place, so a folder under
+``checkpoints/`` is always complete; ``--resume OUT`` continues from the newest complete one (periodic, or the stop
+checkpoint ``OUT/checkpoint``, whichever got further), its envs reseeded with ``seed + SESSION_SEED_STRIDE *
+session``. docs/runtime.md, "Periodic checkpoints and resume", has when each executor writes them.
 
 Example::
 

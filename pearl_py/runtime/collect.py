@@ -1,7 +1,5 @@
-"""The training loop's pieces, written once for every executor: :class:`Collector` (the acting half of every
-family), :func:`gradient_step` (the off-policy learning half's step, in the serial order) and :class:`LossMeans`
-(a round's average losses). Each executor only says where transitions go, where batches come from and how time is
-recorded.
+"""The training loop's pieces, written once for every executor: :class:`Collector` (the acting half),
+:func:`gradient_step` (an off-policy update in the serial order) and :class:`LossMeans` (a round's average losses).
 
 Example (the serial executor's loop, condensed)::
 
@@ -61,9 +59,8 @@ TimeBlock = Callable[[str], AbstractContextManager[Any]]
 
 
 class EpisodeTracker:
-    """Running return and length of every env of a vector; reports the true episodes that end: an env's episodes,
-    or the games its infos report where its episodes are parts of one (an Atari game's lives: the unclipped game
-    return and its frames, :mod:`pearl_py.envs.episodes`)."""
+    """Running return and length of every env of a vector; reports the true episodes that end (an Atari game, not
+    its lives: :mod:`pearl_py.envs.episodes`)."""
 
     def __init__(self, n_envs: int) -> None:
         self.returns = np.zeros(n_envs)
@@ -99,10 +96,8 @@ def true_next_obs(next_obs: np.ndarray, done: np.ndarray, infos: dict) -> np.nda
 class Collected:
     """One vector step: ``n_envs`` transitions and the episodes that ended with them.
 
-    ``next_obs`` holds the true next observations (an ended episode's final one); the envs
-    continue from :attr:`Collector.obs`. ``truncated``: episodes a time limit cut (not terminated);
-    ``ended``: ``(env index, return, length)`` per true episode that ended (for Atari a game, whose lives are
-    the episodes: its unclipped return and its frames).
+    ``next_obs`` holds the true next observations (an ended episode's final one); ``truncated``: episodes a time
+    limit cut; ``ended``: ``(env index, return, length)`` per true episode that ended.
     """
 
     obs: np.ndarray
@@ -122,23 +117,13 @@ class Collected:
 
 
 class Collector:
-    """A vector of ``n_envs`` envs seeded ``seed``, stepped one vector step at a time.
+    """A vector of ``n_envs`` envs seeded ``seed``, stepped one vector step at a time (a context manager).
 
-    ``envs``: the global indices of the envs this collector steps (default all ``n_envs`` of the
-    config); env ``i`` resets with seed ``seed + i`` wherever it runs, so actors that split a
-    vector between them (an on-policy run) step the envs the serial executor steps.
-    Random actions of the warm-up come from its own generator (``default_rng(seed)``) and are
-    recorded as ``warmup_actions`` (no kernel of the protocol: the warm-up runs no inference); the
-    policy's call is recorded as ``policy_kernel`` (``inference``, or an actor's ``inference_request``
-    when a server infers), the env step as ``env_step``. ``timed`` (a
-    :class:`~pearl_py.runtime.timing.KernelTimer`) times the policy's call (and the warm-up's random
-    actions) on the kernel's device clock (CUDA events for a policy on a GPU); without it, the host
-    clock times it and ``record`` receives the seconds (actors, on a CPU). The algorithm's
-    :meth:`~pearl_py.algorithms.core.BaseAlgorithm.action_noise` (DDPG/TD3's Ornstein-Uhlenbeck noise), keyed
-    by ``seed`` and the envs' indices, is added to every action (clipped to [-1, 1]) and reset where an
-    episode ends.
-    ``env_variant``: the ``env_step`` variant that makes the vector env (:mod:`pearl_py.kernels.env_step`; the plan's).
-    Call :meth:`close` (or use it as a context manager) to close the envs.
+    ``envs``: the global indices of the envs it steps (default all); env ``i`` resets with seed ``seed + i`` wherever
+    it runs. Warm-up actions come from ``default_rng(seed)`` (recorded as ``warmup_actions``), the policy's call is
+    recorded as ``policy_kernel``, the env step as ``env_step``; ``timed`` times the policy on its device's clock,
+    else the host clock's seconds go to ``record``. The algorithm's ``action_noise`` is added to every action
+    (clipped to [-1, 1]) and reset where an episode ends. ``env_variant``: the plan's ``env_step`` variant.
     """
 
     def __init__(self, algorithm: BaseAlgorithm, seed: int, record: Record, policy_kernel: str = INFERENCE,
@@ -162,9 +147,8 @@ class Collector:
         """The observations now as the policy sees them (through the run's normalization, if any)."""
 
     def step(self, policy: Callable[[np.ndarray], np.ndarray | None] | None) -> Collected | None:
-        """One vector step with ``policy(obs) -> actions`` (None: uniform random actions, the warm-up).
-        Returns None, having stepped nothing, when the policy returns None (the run stopped meanwhile:
-        only an actor's request to an inference server does, and actors time on the host clock)."""
+        """One vector step with ``policy(obs) -> actions`` (None: the warm-up's random actions); None, nothing
+        stepped, when the policy returns None (an inference server's actor whose run stopped)."""
         kernel = WARMUP_ACTIONS if policy is None else self.policy_kernel
         if self.timed is not None:  # the kernel's device clock (events on a GPU); the policy never returns None
             with self.timed(kernel):
@@ -196,10 +180,8 @@ class Collector:
         return self._transformed(step)
 
     def _transformed(self, step: Collected) -> Collected:
-        """``step`` through the run's transform, which it updates, as SB3's VecNormalize: the statistics count the
-        new observations (the reset ones where an episode ended), then normalize the ended episodes' final
-        observations frozen; rewards are scaled by the discounted return's moments. The env's step is kept as
-        :attr:`Collected.env_step`; episode returns stay the env's."""
+        """``step`` through the run's transform, which it updates, as SB3's VecNormalize (the env's step kept as
+        :attr:`Collected.env_step`; episode returns stay the env's)."""
         obs, done = self.transform.observe(self.env_obs), step.done
         final = {"final_obs": dict(zip(np.flatnonzero(done), self.transform.obs(step.next_obs[done])))}
         normalized = Collected(self.obs, step.actions, self.transform.reward(step.rewards, done),
@@ -272,12 +254,8 @@ def update_timing(update: Callable[[TensorBatch], UpdateResult]) -> str:
 def gradient_step(replay: ReplayAccess, update: Callable[[TensorBatch], UpdateResult], batch_size: int,
                   beta: float, device: torch.device, time_update: TimeBlock,
                   transform: ObsRewardNormalizer | None = None) -> UpdateResult:
-    """One update in the serial order: sample a batch, update (timed as ``learner_update``, or as its setup:
-    :func:`update_timing`), send the priorities.
-    ``transform``: the run's normalization, applied to the sampled env transitions with its statistics as they are.
-
-    A replay on a torch device (its batches are tensors) gets the learner's ``|δ|`` tensor where it is (no wait
-    for the GPU); a numpy replay gets it as a host array (the copy waits for the update, outside its timing)."""
+    """One update in the serial order: sample a batch (normalized by ``transform``), update (timed:
+    :func:`update_timing`), send the priorities (a torch replay gets ``|δ|`` where it is: no wait for the GPU)."""
     sample = replay.sample(batch_size, beta)
     if transform is not None:
         sample = transform.sample(sample)
@@ -302,11 +280,8 @@ def round_progress_remaining(schedule: TrainSchedule, step: int) -> float:
 
 
 class LossMeans:
-    """Average losses over a round's updates (tensors summed lazily on their device).
-
-    :meth:`means` reads them now (the host waits for the round's updates); :meth:`pending` starts their copy to the
-    host and returns at once, for a log row written once the copy has arrived (``RunLog.train``).
-    """
+    """Average losses over a round's updates (tensors summed lazily on their device): :meth:`means` now (waits),
+    :meth:`pending` on their way to the host (``RunLog.train`` writes the row once they arrived)."""
 
     def __init__(self) -> None:
         self.totals: dict[str, torch.Tensor | float] = {}
@@ -321,9 +296,7 @@ class LossMeans:
         return {name: float(total) / max(self.count, 1) for name, total in self.totals.items()}
 
     def pending(self, events: DeviceEvents | None) -> PendingLosses:
-        """The means on their way to the host: ``events`` makes events of the device the updates ran on (None: they
-        ran on the host, and the means are read now). One device-side stack, one copy to pinned host memory, one
-        event after it; nothing waits."""
+        """The means on their way to the host (``events``: the updates' device's; None: read now); nothing waits."""
         device = next((t.device for t in self.totals.values() if isinstance(t, torch.Tensor)), None)
         if events is None or device is None:
             return PendingLosses(self.means())

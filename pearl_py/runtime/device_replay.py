@@ -1,9 +1,7 @@
 """The replay on the device the plan puts it on: numpy ``ReplayBuffer`` on a CPU, ``TorchReplayBuffer`` on a GPU.
 
-A replay placed on a GPU keeps its items and priority tree there (docs/replay.md, "Replay on a
-torch device"): batches come out as tensors on that device, the learner beside it trains on them
-without a copy and hands back its ``|δ|`` tensor where it is. Both buffers take the algorithm's
-settings and each other's checkpoints (one ``state_dict`` format).
+A replay on a GPU keeps its items and priority tree there (docs/replay.md, "Replay on a torch device"); both buffers
+take the algorithm's settings and each other's checkpoints (one ``state_dict`` format).
 
 Example::
 

@@ -39,16 +39,10 @@ def play(algorithm: Algorithm, nets: Networks, device: torch.device, episodes: i
          env_factory: Callable[[], gym.Env] | None = None) -> tuple[list[float], list[int]]:
     """Undiscounted returns and lengths of ``episodes`` greedy episodes; episode ``i`` resets with ``seed + i``.
 
-    The episodes are true ones: where an env's episodes are parts of one (an Atari game's lives), the game goes on
-    through the resets after its parts, and its return and length are the game's (unclipped, in frames) as its
-    infos report them (:mod:`pearl_py.envs.episodes`), as SB3's ``Monitor`` under the ``AtariWrapper`` counts.
-    The episodes run side by side, one env each, their observations batched through one
-    ``greedy_actions`` call per step: the greedy policy acts on each row alone, so an episode plays as it
-    would alone up to the float rounding of a batched matrix product (a discrete action flips only on an
-    exact tie).
-    ``env_factory``: builds each env (default: the algorithm's env with its family's preprocessing and frame
-    stack, :func:`~pearl_py.envs.make_env`; ``pearl eval --video`` films the first one's). Observations go through
-    the algorithm's normalization with its statistics frozen.
+    True episodes (an Atari game, not its lives: :mod:`pearl_py.envs.episodes`), run side by side, one env each,
+    batched through one ``greedy_actions`` call per step (each row acts alone: an episode plays as it would alone,
+    up to a batched product's rounding). ``env_factory``: builds each env (default :func:`~pearl_py.envs.make_env`).
+    Observations go through the algorithm's normalization with its statistics frozen.
     """
     make = env_factory or (lambda: make_env(algorithm.env_id, algorithm.spec.frame_stack,
                                             env_kwargs=algorithm.spec.env_kwargs))
@@ -87,8 +81,7 @@ def play(algorithm: Algorithm, nets: Networks, device: torch.device, episodes: i
 def evaluation_points(eval_freq: int, n_envs: int, before: int, after: int) -> list[int]:
     """The env-step counts after the vector steps from ``before`` (excluded) to ``after`` at which a run evaluates
     every ``eval_freq`` steps: those with ``steps % eval_freq < n_envs`` (the vector step that reaches a multiple).
-    The parallel runtime evaluates at the end of a rollout's collection for every such step: the networks do not
-    change while a rollout is collected, so the returns are the serial run's."""
+    An on-policy run evaluates them after a rollout's collection: its networks do not change while it is collected."""
     if not eval_freq:
         return []
     return [s for s in range(before + n_envs, after + 1, n_envs) if s % eval_freq < n_envs]
@@ -100,13 +93,8 @@ def eval_point(step: int, returns: list[float]) -> dict[str, float]:
 
 
 class PeriodicEvaluation:
-    """Every executor's evaluations during training (the one place they are recorded): each appends a point
-    to the run's ``eval_history``, goes to the run log (TensorBoard's ``eval/`` scalars) and, when it beats
-    every earlier point, saves the networks as the run's best policy (``best_policy.pt``, atomically).
-
-    ``learner``: holds ``nets``, ``device`` and ``gradient_steps``. ``out_dir``: the run folder the best
-    policy goes to (None: not kept). A resumed run's history carries the best so far, so a worse point
-    after a resume does not replace the best policy an earlier session saved.
+    """Every executor's evaluations during training: each appends a point to ``history``, goes to the run log and,
+    when it beats every earlier point (a resumed run's included), saves ``out_dir/best_policy.pt`` atomically.
 
     Example::
 

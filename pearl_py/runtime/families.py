@@ -1,12 +1,9 @@
 """Algorithm families as objects: how a family's algorithms run, are simulated and are calibrated.
 
-An algorithm's ``family`` (:attr:`pearl_py.algorithms.core.BaseAlgorithm.family`) names a registered
-:class:`Family`, looked up once (:func:`family_of`): its serial executor (the reference, for serialized plans),
-its executor for plans whose stages run at once on this machine, its Ray executor, whether the performance model
-covers its protocol (so ``pearl run --auto``, ``pearl plan`` and the predicted serial plan work for it), the
-schedule a simulation of its plans plays (:meth:`Family.simulated_schedule`) and the runs ``pearl profile`` times
-its training loop with (:meth:`Family.calibration_runs`). The built-in families are :data:`OFF_POLICY` and
-:data:`ON_POLICY`; a new family is one :func:`register_family` call beside its algorithm base (docs/extending.md).
+An algorithm's ``family`` names a registered :class:`Family` (:func:`family_of`): its serial, parallel and Ray
+executors, whether the performance model covers it (``planned``), the schedule a simulation plays and the runs
+``pearl profile`` times. Built in: :data:`OFF_POLICY`, :data:`ON_POLICY`; a new family is one :func:`register_family`
+call beside its algorithm base (docs/extending.md).
 
 Example::
 
@@ -18,6 +15,7 @@ Example::
 """
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -149,44 +147,23 @@ def registered_families() -> tuple[Family, ...]:
     return tuple(_FAMILIES.values())
 
 
-def _off_policy_serial(algorithm: Any, seed: int, plan: Any = None, **common: Any) -> Executor:
-    from pearl_py.runtime.serial import SerialExecutor
+def _lazy(path: str, serial: bool = False) -> ExecutorFactory:
+    """The factory of the executor class ``module:Class``, imported when a run builds one (a serial executor takes
+    ``plan`` by keyword, the others second)."""
+    def build(algorithm: Any, seed: int, plan: Any = None, **common: Any) -> Executor:
+        module, name = path.split(":")
+        executor = getattr(importlib.import_module(module), name)
+        return executor(algorithm, seed, plan=plan, **common) if serial else executor(algorithm, plan, seed, **common)
 
-    return SerialExecutor(algorithm, seed, plan=plan, **common)
-
-
-def _off_policy_parallel(algorithm: Any, seed: int, plan: Any = None, **common: Any) -> Executor:
-    from pearl_py.runtime.parallel import ParallelExecutor
-
-    return ParallelExecutor(algorithm, plan, seed, **common)
-
-
-def _off_policy_ray(algorithm: Any, seed: int, plan: Any = None, **common: Any) -> Executor:
-    from pearl_py.runtime.ray_backend import RayExecutor
-
-    return RayExecutor(algorithm, plan, seed, **common)
+    return build
 
 
-def _on_policy_ray(algorithm: Any, seed: int, plan: Any = None, **common: Any) -> Executor:
-    from pearl_py.runtime.ray_backend.on_policy import OnPolicyRayExecutor
-
-    return OnPolicyRayExecutor(algorithm, plan, seed, **common)
-
-
-def _on_policy_serial(algorithm: Any, seed: int, plan: Any = None, **common: Any) -> Executor:
-    from pearl_py.runtime.on_policy_serial import OnPolicySerialExecutor
-
-    return OnPolicySerialExecutor(algorithm, seed, plan=plan, **common)
-
-
-def _on_policy_parallel(algorithm: Any, seed: int, plan: Any = None, **common: Any) -> Executor:
-    from pearl_py.runtime.parallel.on_policy import OnPolicyParallelExecutor
-
-    return OnPolicyParallelExecutor(algorithm, plan, seed, **common)
-
-
-OFF_POLICY = register_family(OffPolicyFamily("off_policy", serial=_off_policy_serial, parallel=_off_policy_parallel,
-                                             ray=_off_policy_ray, adapts=("serial", "parallel"), switches_modes=True,
-                                             tuned=True, threaded=True))
-ON_POLICY = register_family(OnPolicyFamily("on_policy", serial=_on_policy_serial, parallel=_on_policy_parallel,
-                                           ray=_on_policy_ray, adapts=("serial", "parallel")))
+OFF_POLICY = register_family(OffPolicyFamily(
+    "off_policy", serial=_lazy("pearl_py.runtime.serial:SerialExecutor", serial=True),
+    parallel=_lazy("pearl_py.runtime.parallel.executor:ParallelExecutor"),
+    ray=_lazy("pearl_py.runtime.ray_backend.executor:RayExecutor"),
+    adapts=("serial", "parallel"), switches_modes=True, tuned=True, threaded=True))
+ON_POLICY = register_family(OnPolicyFamily(
+    "on_policy", serial=_lazy("pearl_py.runtime.on_policy_serial:OnPolicySerialExecutor", serial=True),
+    parallel=_lazy("pearl_py.runtime.parallel.on_policy:OnPolicyParallelExecutor"),
+    ray=_lazy("pearl_py.runtime.ray_backend.on_policy:OnPolicyRayExecutor"), adapts=("serial", "parallel")))

@@ -1,11 +1,9 @@
 """Where a plan's kernels execute on this machine, and whether this machine can run the plan as planned.
 
-A kernel executes on the torch device its kind's :class:`~pearl_py.platform.runtimes.DeviceRuntime` gives: the
-host CPU on a ``cpu`` kind, ``cuda:N`` on a ``cuda`` kind (``gpuN``), the host CPU on a ``simulated`` kind (the
-FPGA), charged the latency the plan's model predicted (labelled e.g. ``modelled (simulated FPGA)``).
-:func:`plan_problems` lists every way this machine cannot run a plan as it says; :func:`check_runnable` raises the
-first as a :class:`~pearl_py.errors.UserError`, one line naming the kernel and the device (``pearl run`` exits 2),
-before anything starts (docs/runtime.md, "Plans run where they say").
+A kernel executes on the torch device its kind's :class:`~pearl_py.platform.runtimes.DeviceRuntime` gives (a
+simulated kind's on the host CPU, charged its modelled latency). :func:`plan_problems` lists every way this machine
+cannot run a plan; :func:`check_runnable` raises the first as a :class:`~pearl_py.errors.UserError` before anything
+starts (docs/runtime.md, "Plans run where they say").
 
 Example::
 
@@ -73,10 +71,8 @@ def timing_devices(plan: Plan) -> dict[str, torch.device]:
 
 
 def learner_timing_devices(learner: torch.device) -> dict[str, torch.device]:
-    """The on-policy executors' event-timed kernels: the learner's minibatch step and the copy out of its weights,
-    on the learner's device (CUDA events there; on a CPU the host clock). Their other kernels run on the host, or
-    (inference on a GPU) end in reading the actions back to the host inside the timed block, so the host clock
-    times them whole."""
+    """The on-policy executors' event-timed kernels (the learner's step and the copy out of its weights) on the
+    learner's device; their other kernels end on the host, so the host clock times them whole."""
     return {LEARNER_UPDATE: learner, PARAM_SYNC: learner}
 
 

@@ -1,34 +1,14 @@
 """The run's monitor: each kernel's measured per-call cost against the plan's prediction, and the corrections it makes.
 
-Every executor calls the same monitor at its round boundaries (off-policy: after a training round's updates;
-on-policy: after a rollout's learning). Over a rolling window of the last ``window_rounds`` rounds it compares
-the seconds the plan's kernels took with the seconds their predicted per-call costs give for the same calls:
-the window's samples/s measured against predicted. The rule (:class:`AdaptOptions`, defaults stated there):
-
-- the plan is **off** in a round when its window's samples/s falls more than ``threshold`` (25%) below the
-  reference (the plan's prediction, or the costs re-timed at the last decision);
-- it acts when the plan has been off for ``patience_rounds`` (3) rounds in a row **and** at least ``patience_s``
-  (2 s) of training time;
-- it then **re-times** the disputed options in the run's own conditions: the learner's thread counts the plan
-  costed (1 and 2 on a 2-core machine), alternating blocks of ``block_calls`` (4) real updates between them until
-  each has ``retime_calls`` (16): the updates are the run's own, so no transition or update is added or lost and
-  the update-to-data ratio stays exact;
-- at the next round boundary it **switches** to the option with the lowest median per-call cost when that beats
-  the running one by ``switch_margin`` (5%), else keeps it; either way the decision is a :class:`Correction`
-  and the reference becomes what was measured, so the same slowdown is not acted on twice.
-
-A kernel on a CUDA device is timed with events read when the run ends, so the monitor watches host-timed kernels
-only (reading events each round would make the host wait for the GPU). Every executor's learner (serial, local
-parallel and Ray; off- and on-policy) can switch the threaded kernel's variant in place (a :class:`VariantSwitch`: its
-``fused`` and reference updates share the learner's memory): where the plan costed a disputed variant (predicted within
-``disputed`` of the planned option) the options are :class:`LearnerOption` s, a variant at a thread count, else
-thread counts. Where the run's executor can continue in the other mode (off-policy, serialized or overlapped on this
-machine's CPU: a :class:`ModeModel`), each decision also weighs that mode: the planner's composition of the kernels'
-per-call costs, measured in the run, with the actors' start-up charged against the steps left; when the other mode is
-predicted ``mode_margin`` faster and the rest of the run pays its start-up, the decision is a second correction
-(``kernel`` :data:`MODE`) and :attr:`Monitor.switch_to` says the mode the run continues in (the run session takes a
-checkpoint and the other executor resumes it: docs/runtime.md). A run that went overlapped goes back to serialized
-once at most, when its measured seconds an env step show the switch was wrong.
+Every executor calls it at its round boundaries (docs/runtime.md, "Runs that correct themselves", states the rule,
+its defaults in :class:`AdaptOptions`, what is recorded and the mode changes): over a window of ``window_rounds``
+rounds it compares the seconds the plan's host-timed kernels took with their predicted per-call costs; when the plan
+has been off by ``threshold`` for ``patience_rounds`` rounds and ``patience_s`` seconds it re-times the threaded
+kernel's options (thread counts, or :class:`LearnerOption` s where a variant is disputed) with the run's own updates,
+none added or lost, and at the next boundary switches to the best by ``switch_margin`` or keeps the option: either
+way a :class:`Correction`, and the measured costs become the reference. Where the executor can continue in the other
+mode (:class:`ModeModel`) a decision also weighs that mode (``kernel`` :data:`MODE`, :attr:`Monitor.switch_to`);
+a run goes back to serialized once at most.
 
 Example (the serial executor, condensed)::
 
@@ -39,11 +19,8 @@ Example (the serial executor, condensed)::
     ...     correction = monitor.round_ended(steps, learner.gradient_steps, timer)
     >>> monitor.corrections                                         # what RunResult.corrections holds
 
-A learner in another process (a Ray worker) is watched from the driver: each round it runs its calls at the options
-:meth:`Monitor.schedule` gives (the re-time's turns included) and hands back each call's seconds, which
-:meth:`Monitor.ran` counts as :meth:`Monitor.watch` would have; the monitor's threads are then a
-:class:`VariantSetting` over a :class:`ThreadCount` (the worker holds the :class:`VariantSwitch`): the option the next
-round's calls are sent with.
+A learner in another process (a Ray worker) runs its calls at :meth:`Monitor.schedule`'s options and hands back each
+call's seconds to :meth:`Monitor.ran`.
 """
 from __future__ import annotations
 
@@ -89,9 +66,8 @@ class AdaptOptions:
     """Where the run can change mode: the other mode is chosen when its modelled seconds per env step (at the costs
     measured in the run) are this much below the current mode's and the steps left pay the actors' start-up."""
     process_start_s: float = 2.0
-    """Seconds an overlapped plan's actor processes take to start, charged against the steps left when switching to
-    it: the plan's own start-up figure where it has one (an overlapped plan's whole run), else this (``pearl profile``
-    timed 1.5-1.7 s here, docs/optimizer.md "Whole run"; a serialized plan's prediction carries none)."""
+    """Seconds an overlapped plan's actor processes take to start (charged against the steps left when switching to
+    it) where the plan has no start-up figure of its own (docs/optimizer.md, "Whole run")."""
     clock: Clock = time.perf_counter
 
 
@@ -101,10 +77,9 @@ MODE = "mode"
 
 @dataclass(frozen=True)
 class ModeModel:
-    """The two modes of an off-policy plan on one CPU, as the planner composes its kernels
-    (:func:`pearl_py.optimize.model.evaluate`, docs/optimizer.md): serialized, the sum of every kernel's seconds per
-    env step; overlapped, ``actors`` actor processes running the replicable kernels beside one process running the
-    others (:class:`~pearl_py.protocol.device_work.DeviceWork` on ``units`` cores). ``rates``: calls per env step.
+    """The two modes of an off-policy plan on one CPU, composed as the planner does (docs/runtime.md, "Changing mode"):
+    serialized, the sum of the kernels' seconds per env step; overlapped, ``actors`` actors beside the learner's process
+    on ``units`` cores. ``rates``: calls per env step.
 
         >>> model = ModeModel("serialized", {"act": 1.0, "learn": 0.2}, frozenset({"act"}), 1, 2,
         ...                   start_s=0.5, total_steps=2_000)
@@ -126,9 +101,8 @@ class ModeModel:
 
     @classmethod
     def of(cls, plan: Plan, total_steps: int, rule: AdaptOptions) -> ModeModel | None:
-        """The model of ``plan``'s modes (None: no rates to compose, a mode other than serialized/overlapped, or a
-        kernel off the CPU). The overlapped plan gets one actor per core the learner's planned threads leave (at least
-        one)."""
+        """The model of ``plan``'s modes (None: no rates, another mode, or a kernel off the CPU); overlapped: one actor
+        per core the learner's planned threads leave (at least one)."""
         prediction = plan.prediction
         if prediction is None or not prediction.rates or plan.mode not in ("serialized", "overlapped") or any(
                 plan.device_kind(p.device) != "cpu" for p in plan.placements.values()):
@@ -161,10 +135,8 @@ class ModeModel:
         return scale * work.busy_s(self.units)
 
     def anchored(self, planned: Mapping[str, float], threads: int, threaded: str) -> ModeModel:
-        """This model with the other mode scaled so that, at the plan's own per-call costs ``planned`` (``threaded``
-        at ``threads``), it is no faster than the mode the planner chose: the planner weighed both modes counting what
-        this composition leaves out (the loop's own work, parameter syncs, the policy lag, docs/optimizer.md), so
-        only what the run measures, not the composition's omissions, can make the other mode win.
+        """This model with the other mode scaled so that, at the plan's per-call costs ``planned``, it is no faster than
+        the planner's choice: only what the run measures, not the composition's omissions, can make it win.
 
             >>> model = ModeModel("serialized", {"act": 1.0, "learn": 0.2}, frozenset({"act"}), 1, 2, 0.5, 2_000)
             >>> model.anchored({"act": 2e-3, "learn": 12e-3}, 1, "learn").anchor   # 4.4 ms against 2.4 ms
@@ -179,8 +151,7 @@ class ModeModel:
 
 
 def switched_plan(plan: Plan, after: Mapping[str, Any]) -> Plan:
-    """``plan`` in the mode a mode correction's ``after`` names (``{"mode": "overlapped", "actors": 1, ...}``): the
-    replicable kernels at that many replicas for an overlapped plan, one for a serialized one."""
+    """``plan`` in the mode a mode correction's ``after`` names (``{"mode": "overlapped", "actors": 1, ...}``)."""
     actors = after["actors"] if after["mode"] == "overlapped" else 1
     placements = {k: (dataclasses.replace(p, replicas=actors) if _kind(k) is not None and _kind(k).replicable else p)
                   for k, p in plan.placements.items()}
@@ -188,9 +159,8 @@ def switched_plan(plan: Plan, after: Mapping[str, Any]) -> Plan:
 
 
 class ThreadSetting(Protocol):
-    """What the monitor moves between options: the threaded kernel's option now (``n``: a thread count, or a
-    :class:`LearnerOption` for a :class:`VariantSetting`) and ``set(n)``
-    (:class:`~pearl_py.kernels.affinity.LearnerThreads` in a run; the simulator's own in a simulation)."""
+    """What the monitor moves between options: the option now (``n``: a thread count, or a :class:`LearnerOption`)
+    and ``set(n)`` (:class:`~pearl_py.kernels.affinity.LearnerThreads` in a run)."""
 
     n: Any
 
@@ -206,10 +176,8 @@ class LearnerOption:
 
 
 class VariantSetting:
-    """The threaded kernel's option now, a variant at a thread count (a :class:`ThreadSetting` whose ``n`` is a
-    :class:`LearnerOption`), its count set through ``threads``: what a monitor that may switch variants moves. As
-    itself, the option a learner in another process (a Ray worker, which holds the :class:`VariantSwitch`) runs its
-    next calls at.
+    """A :class:`ThreadSetting` whose ``n`` is a :class:`LearnerOption`, its count set through ``threads``: what a
+    monitor that may switch variants moves (as itself: a remote learner's next option).
 
         >>> setting = VariantSetting(ThreadCount(1), "reference")
         >>> setting.set(LearnerOption("fused", 1)); setting.n
@@ -226,9 +194,8 @@ class VariantSetting:
 
 
 class VariantSwitch(VariantSetting):
-    """The threaded kernel's call as the variant and at the threads of its option now (a :class:`VariantSetting`):
-    ``build(variant)`` makes another variant's call the first time it is set (before the call is timed). Calling it
-    runs the current variant.
+    """A :class:`VariantSetting` that calls the current variant; ``build(variant)`` makes another variant's call the
+    first time it is set (before the call is timed).
 
         >>> build = lambda variant: kernels.build(LEARNER_UPDATE, variant, learner)
         >>> switch = VariantSwitch(LearnerThreads(2), "fused", update, build)
@@ -354,13 +321,9 @@ class Monitor:
     @classmethod
     def of(cls, plan: Plan, threads: ThreadSetting, adapt: bool | AdaptOptions, log: Any = None,
            earlier: list[dict[str, Any]] = (), modes: ModeModel | None = None) -> Monitor | None:
-        """The monitor of ``plan``'s kernels in this process, or None when ``adapt`` is False (``--no-adapt``), the
-        plan has no prediction to compare with (a hand-made plan, the unpredicted serial reference) or its learner
-        does not run on a CPU.
-        ``adapt``: True (the default rule) or the rule; ``log``: the run's RunLog, whose progress says each
-        correction; ``earlier``: the corrections of the run's earlier sessions (a checkpoint's), after which this
-        one starts: at the last one's threads, its re-timed cost the reference; ``modes``: the run's two modes, where
-        its executor can switch (:class:`ModeModel`)."""
+        """The monitor of ``plan``'s kernels in this process; None with ``adapt`` False, no prediction, or a learner
+        off the CPU. ``adapt``: True or the rule; ``log``: the RunLog whose progress says each correction;
+        ``earlier``: the run's earlier corrections (:meth:`resume`); ``modes``: where the executor can switch."""
         prediction = plan.prediction
         if prediction is None or adapt is False:
             return None
@@ -399,8 +362,7 @@ class Monitor:
             self.reference.update({k: s for k, s in measured.items() if k in self.reference})
 
     def watch(self, call: F) -> F:
-        """``call`` (the threaded kernel, one update), timed on the monitor's clock; while re-timing, each call
-        runs at the thread count whose turn it is."""
+        """``call`` (the threaded kernel), timed; while re-timing, each call runs at its turn's option."""
         clock = self.rule.clock
 
         def watched(*args: Any, **kwargs: Any) -> Any:
@@ -413,16 +375,14 @@ class Monitor:
         return watched  # type: ignore[return-value]
 
     def before_call(self) -> None:
-        """Before a call of the threaded kernel: while re-timing, its turn's option (once each option has its
-        calls, the running one until the round boundary)."""
+        """While re-timing: set the turn's option (once each has its calls, the running one)."""
         retime = self._retime
         if retime is not None:
             done = retime.done(self.rule.retime_calls)
             self.threads.set(retime.options[0] if done else retime.current())
 
     def after_call(self, seconds: float) -> None:
-        """After a call of the threaded kernel that took ``seconds`` (what :meth:`watch` times; a simulator
-        hands its simulated seconds)."""
+        """Count a call of the threaded kernel that took ``seconds``."""
         self._own[0] += 1
         self._own[1] += seconds
         retime = self._retime
@@ -430,9 +390,8 @@ class Monitor:
             retime.record(self.threads.n, seconds, self.rule.block_calls)
 
     def schedule(self, calls: int) -> list[Any]:
-        """The option (a thread count or a :class:`LearnerOption`) each of the next ``calls`` calls runs at, as
-        :meth:`before_call` would set it (for a learner in another process, whose calls' seconds then go to
-        :meth:`ran`)."""
+        """The option each of the next ``calls`` calls runs at, as :meth:`before_call` would set it (a remote
+        learner's; their seconds go to :meth:`ran`)."""
         shadow = copy.copy(self)
         shadow.threads, shadow._own = ThreadCount(self.threads.n), [0, 0.0]
         shadow._retime = copy.deepcopy(self._retime)
@@ -450,9 +409,8 @@ class Monitor:
             self.after_call(call_s)
 
     def round_ended(self, steps: int, updates: int, timer: Any = None) -> Correction | None:
-        """At a round boundary: update the window and, by the rule, start a re-time or decide (the decision is
-        returned, recorded in :attr:`corrections` and said). ``timer``: the process's other kernels' times (None: the
-        threaded kernel alone is watched, as for a remote learner)."""
+        """At a round boundary: update the window, start a re-time or decide (returned, recorded, said). ``timer``: the
+        process's other kernels' times (None: the threaded kernel alone)."""
         now = self.rule.clock()
         totals = {k: (int(timer.calls.get(k, 0)), float(timer.seconds.get(k, 0.0)))
                   for k in self.reference if k != self.threaded and k not in timer.evented} if timer is not None else {}
@@ -489,16 +447,17 @@ class Monitor:
     def _ratio(self) -> tuple[float, float]:
         """The window's samples/s measured over expected (= expected seconds over measured seconds of the same
         calls), and the threaded kernel's measured per-call seconds."""
+        deltas = self._deltas()
+        measured = sum(seconds for _, seconds in deltas.values())
+        expected = sum(calls * self.reference[kernel] for kernel, (calls, _) in deltas.items())
+        calls, seconds = deltas[self.threaded]
+        return (expected / measured if measured > 0 else 1.0), (seconds / calls if calls > 0 else 0.0)
+
+    def _deltas(self) -> dict[str, tuple[int, float]]:
+        """Each kernel's calls and seconds over the window."""
         (first, _), (last, _) = self._window[0], self._window[-1]
-        measured = expected = 0.0
-        for kernel, (calls, seconds) in last.items():
-            calls0, seconds0 = first.get(kernel, (0, 0.0))
-            measured += seconds - seconds0
-            expected += (calls - calls0) * self.reference[kernel]
-        calls, seconds = last[self.threaded]
-        calls0, seconds0 = first.get(self.threaded, (0, 0.0))
-        per_call = (seconds - seconds0) / (calls - calls0) if calls > calls0 else 0.0
-        return (expected / measured if measured > 0 else 1.0), per_call
+        return {k: (calls - first.get(k, (0, 0.0))[0], seconds - first.get(k, (0, 0.0))[1])
+                for k, (calls, seconds) in last.items()}
 
     def _decide(self, steps: int, updates: int) -> Correction:
         retime, self._retime = self._retime, None
@@ -530,10 +489,8 @@ class Monitor:
         return correction
 
     def _weigh_modes(self, steps: int, updates: int, threads: int) -> None:
-        """After a decision: the other mode at the costs just measured (:class:`ModeModel`); when it is
-        ``mode_margin`` faster and the steps left pay its actors' start-up, a mode correction and :attr:`switch_to`.
-        The model never prefers serialized on one CPU (the overlapped busy time is at most the sum), so a run goes
-        back only on measurements (:meth:`_check_back`), and at most once: it cannot flap."""
+        """After a decision: a mode correction and :attr:`switch_to` when the other mode is ``mode_margin`` faster at
+        the costs just measured and the steps left pay its start-up (never back: :meth:`_check_back` measures that)."""
         model = self.modes
         left = model.total_steps - steps if model is not None else 0
         if left <= 0 or model.mode != "serialized" or any(c.kernel == MODE for c in self.corrections):
@@ -554,9 +511,8 @@ class Monitor:
                           "modelled (from costs measured in the run)")
 
     def _check_back(self, steps: int, updates: int, now: float) -> None:
-        """A run that went overlapped (one mode correction) goes back to serialized when the measurements show that
-        was wrong: its env steps over a window of ``window_rounds`` rounds took ``mode_margin`` longer each than the
-        serialized mode's at the costs measured before the switch (``retimed_s["serialized"]``)."""
+        """A run that went overlapped goes back once when its env steps over ``window_rounds`` rounds took
+        ``mode_margin`` longer than the serialized figure it switched on (``retimed_s["serialized"]``)."""
         made = [c for c in self.corrections if c.kernel == MODE]
         if self.modes is None or self.modes.mode != "overlapped" or len(made) != 1 or self.switch_to is not None \
                 or steps >= self.modes.total_steps:
@@ -579,8 +535,7 @@ class Monitor:
 
     def _switch_mode(self, steps: int, updates: int, before: dict[str, Any], after: dict[str, Any], predicted: float,
                      measured: float, figures: dict[str, float], reason: str, source: str) -> None:
-        """Record a mode correction (seconds an env step) and set :attr:`switch_to`: ``after`` with the per-call
-        costs in force, the next session's reference."""
+        """Record a mode correction and set :attr:`switch_to` (``after`` with the per-call costs in force)."""
         self.switch_to = {**after, "per_call_s": dict(self.reference)}
         change = f"mode {self.modes.describe(before['mode'])} -> {self.modes.describe(after['mode'])}"
         correction = Correction(step=steps, updates=updates, kernel=MODE, change=change, switched=True,
@@ -592,13 +547,10 @@ class Monitor:
             self.say(f"correction at step {steps}: {change}; {reason}")
 
     def _rebase(self, threaded_s: float | None) -> None:
-        """The reference becomes what the window measured (the threaded kernel: its re-timed cost at the chosen
-        option), and the window starts again."""
-        (first, _), (last, _) = self._window[0], self._window[-1]
-        for kernel, (calls, seconds) in last.items():
-            calls0, seconds0 = first.get(kernel, (0, 0.0))
-            if calls > calls0:
-                self.reference[kernel] = (seconds - seconds0) / (calls - calls0)
+        """The reference becomes what the window measured (the threaded kernel: ``threaded_s``); a new window."""
+        for kernel, (calls, seconds) in self._deltas().items():
+            if calls > 0:
+                self.reference[kernel] = seconds / calls
         if threaded_s is not None:
             self.reference[self.threaded] = threaded_s
         self._window.clear()
@@ -606,9 +558,8 @@ class Monitor:
 
 
 def result_fields(monitor: Monitor | None, plan: Plan, env_steps: int) -> dict[str, Any]:
-    """What a run's monitor adds to its RunResult: ``corrections`` and, after one, ``prediction_as_executed``: the
-    plan's predicted training samples/s (and whole-run samples/s) with the seconds the run's calls were expected to
-    take at the costs in force when they ran (the plan's, then each decision's re-timed ones)."""
+    """What a run's monitor adds to its RunResult: ``corrections`` and, after one, ``prediction_as_executed``
+    (docs/runtime.md, "What is recorded")."""
     if monitor is None:
         return {"corrections": []}
     fields: dict[str, Any] = {"corrections": list(monitor.corrections)}
@@ -625,10 +576,8 @@ def result_fields(monitor: Monitor | None, plan: Plan, env_steps: int) -> dict[s
 
 
 def drift(plan: Plan, kernel_times: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, float]]:
-    """Each predicted kernel's measured mean seconds a call (``kernel_times``, a run's) against the plan's modelled
-    per-call cost, as the monitor compares them: what a run that no monitor watched (its learner off the CPU, whose
-    host times only launches) records in ``result.json``'s ``drift``. Kernels charged their modelled time
-    (a simulated device) are left out; empty without a prediction."""
+    """``result.json``'s ``drift`` of a run no monitor watched: each predicted kernel's measured seconds a call
+    against the plan's (simulated kernels left out; empty without a prediction)."""
     prediction = plan.prediction
     if prediction is None:
         return {}
@@ -684,9 +633,8 @@ def _option(setting: Mapping[str, Any]) -> int | LearnerOption:
 
 
 def _costed(plan: Plan, threaded: str) -> dict[str, dict[int, float]]:
-    """The plan's predicted seconds a call of the threaded kernel, by variant and thread count, where it may run: the
-    counts the plan costed on this machine's cores (the planned count of the planned variant always); another variant
-    only without a one-off setup (a compile would stall the run when it is first set)."""
+    """The threaded kernel's predicted seconds a call by variant and thread count: the counts costed on this machine's
+    cores (the planned one always); another variant only without a one-off setup (a compile would stall the run)."""
     placement = plan.placements[threaded]
     out: dict[str, dict[int, float]] = {}
     for variant, cost in plan.prediction.costs.get(threaded, {}).get(placement.device, {}).items():
@@ -701,10 +649,8 @@ def _costed(plan: Plan, threaded: str) -> dict[str, dict[int, float]]:
 
 def learner_options(planned: LearnerOption, costed: Mapping[str, Mapping[int, float]], disputed: float,
                     variants: bool) -> tuple[Any, ...]:
-    """The threaded kernel's options from its per-call seconds ``costed[variant][threads]`` where it may run: the
-    planned variant's thread counts; with ``variants``, where another variant is disputed (a count of it costed
-    within ``disputed`` x the planned option's seconds), each as a :class:`LearnerOption`: the planned variant's, then
-    the disputed ones.
+    """The threaded kernel's options from ``costed[variant][threads]``: the planned variant's counts; with
+    ``variants`` and another variant within ``disputed`` x the planned seconds, :class:`LearnerOption` s.
 
         >>> learner_options(LearnerOption("reference", 1), {"reference": {1: 10e-3}, "fused": {1: 12e-3}}, 1.5, True)
         (LearnerOption(variant='reference', threads=1), LearnerOption(variant='fused', threads=1))

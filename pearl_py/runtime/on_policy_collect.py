@@ -1,13 +1,9 @@
 """The on-policy collection loop, written once: the serial executor and every actor of the parallel runtime step it.
 
-A :class:`RolloutCollector` steps a range of the run's envs (all of them in the serial executor,
-an actor's share in the parallel runtime) one vector step at a time: ``inference`` from each env's
-own uniforms for that step (:mod:`pearl_py.algorithms.on_policy.noise`), ``env_step``, and the
-truncation bootstrap (``rewards + gamma * V(final obs)`` where a time limit cut an episode, as
-Stable-Baselines3). Env ``i`` resets with seed ``seed + i`` wherever it runs. With a row-invariant
-acting kernel (the ``fused`` variant) the values, log-probabilities and actions of env ``i`` do not
-depend on which other envs share its call, so actors that split the envs collect exactly the
-serial executor's rollout (tests/runtime/parallel/test_on_policy_parallel.py).
+A :class:`RolloutCollector` steps a range of the run's envs one vector step at a time: ``inference`` from each
+env's own uniforms (:mod:`pearl_py.algorithms.on_policy.noise`), ``env_step``, and SB3's truncation bootstrap. Env
+``i`` resets with seed ``seed + i`` wherever it runs, and a row-invariant acting kernel (``fused``) makes env ``i``'s
+step independent of its neighbours, so actors that split the envs collect the serial executor's rollout exactly.
 
 Example (the serial executor's rollout)::
 

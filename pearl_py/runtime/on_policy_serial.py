@@ -1,20 +1,11 @@
 """The on-policy serial executor: collect a rollout, compute its advantages, learn on it — in one process.
 
-The reference run of PPO, A2C and user on-policy algorithms, deterministic for a seed, as Stable-Baselines3's
-``OnPolicyAlgorithm.learn`` (docs/api.md): the :class:`~pearl_py.protocol.schedule.RolloutSchedule` the parallel
-runtime shares, env ``i`` reset with seed ``seed + i`` and acting on its own uniforms
-(:class:`~pearl_py.runtime.on_policy_collect.RolloutCollector`), so a parallel run that splits the envs among
-actors collects the same rollouts. The plan's ``inference`` and ``learner_update`` variants run, the learner at
-the plan's threads.
-
-Kernels timed (``RunResult.kernel_times``): ``inference`` (also V of truncated episodes' final observations and of
-the rollout's last ones), ``env_step``, ``rollout_insert``, ``advantage`` and ``learner_update`` (one call per
-minibatch step). Inference runs on its planned device: the learner's networks where the plan puts it beside the
-learner, else a copy there, refreshed after each rollout's learning (``param_sync``). ``learner_update`` and
-``param_sync`` are timed on the learner's device (CUDA events on a GPU).
-
-SIGINT or SIGTERM stops it once the rollout in progress is learned on: it writes the stop checkpoint
-(``out_dir/checkpoint``) that ``resume_from`` continues from and raises ``RunInterrupted`` naming it.
+The reference run of PPO, A2C and user on-policy algorithms, deterministic for a seed, as SB3's
+``OnPolicyAlgorithm.learn`` (docs/api.md): env ``i`` is reset with seed ``seed + i`` and acts on its own uniforms
+(:class:`~pearl_py.runtime.on_policy_collect.RolloutCollector`), so a parallel run that splits the envs among actors
+collects the same rollouts. Inference apart from the learner acts on a copy refreshed after each rollout's learning
+(``param_sync``). SIGINT or SIGTERM stops it once the rollout in progress is learned on, with the stop checkpoint
+written (``RunInterrupted``).
 
 Example::
 

@@ -1,11 +1,8 @@
 """The energy of a run, per device it ran on: measured where a counter reads it, modelled elsewhere, each marked.
 
-A run's devices at run time are the host CPU (every kernel on a ``cpu`` kind, and the kernels a
-``simulated`` device runs on the CPU), each CUDA device, and each simulated device (charged its
-modelled time). :func:`run_meter` meters the host CPU and the GPUs over the whole run (start-up,
-training, final evaluation) with their counters (RAPL, NVML); :func:`run_energy_record` writes
-``result.json``'s ``energy``: per device its joules, ``measured`` (the counter) or ``modelled``
-(the power model over the same window at the utilization the run's kernel times give).
+:func:`run_meter` meters the host CPU and the GPUs over the whole run with their counters (RAPL, NVML);
+:func:`run_energy_record` writes ``result.json``'s ``energy``: per device its joules, ``measured`` or ``modelled``
+(the power model at the utilization the run's kernel times give; simulated devices always).
 
 Example::
 

@@ -1,12 +1,9 @@
 """Training logs and progress: CSV always, TensorBoard when its extra is installed, progress anywhere.
 
-``episodes.csv`` has one row per finished episode, ``train.csv`` one row per training round with the scalars
-Stable-Baselines3 logs and each kernel's mean time per call since the previous row; with the ``tensorboard``
-extra every row goes to ``tensorboard/`` too, as one event, under SB3's tags (:func:`tensorboard_tag`), with every
-episode and every periodic evaluation (docs/runtime.md, "Progress and logs"). A round's losses may still be on
-their way from a GPU (``LossMeans.pending``): its row waits until they have arrived, so the host never waits for
-the GPU to write a row. Progress goes to stderr: a live bar on a terminal (ETA at the pace of the last ~30 s),
-elsewhere the same figures as one line every ``every_s`` seconds and once at the end.
+``episodes.csv`` one row per finished episode, ``train.csv`` one row per training round (SB3's scalars and each
+kernel's mean time per call since the previous row), ``tensorboard/`` the same under SB3's tags with the extra
+(docs/runtime.md, "Progress and logs"). A row whose losses are still on their way from a GPU waits for them: the host
+never waits to write a row. Progress goes to stderr: a live bar on a terminal, else a line every ``every_s`` seconds.
 
 Example::
 

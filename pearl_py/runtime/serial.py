@@ -1,15 +1,9 @@
 """The serial executor: the whole protocol in one process, in order — the reference run.
 
-Deterministic for a seed: the same seed gives the same returns, bit for bit. It drives the
-loop's two halves (:mod:`pearl_py.runtime.collect`) in the serial order: one vector step,
-its transitions into the replay, the per-step hook, then a training round when the schedule
-says so. Each part runs where the plan puts it (:mod:`pearl_py.runtime.kernel_devices`): the
-learner, inference and the replay on their planned devices (a GPU replay is a
-``TorchReplayBuffer``; inference apart from the learner acts on a copy refreshed once per
-round, the plan's ``param_sync``), kernels on a GPU timed by CUDA events, kernels on a
-simulated device run on the CPU and charged their modelled time. SIGINT or SIGTERM stops it after the vector
-step in progress (and its training round): it writes the stop checkpoint (``out_dir/checkpoint``) that
-``resume_from`` continues from and raises ``RunInterrupted`` naming it (:mod:`pearl_py.runtime.checkpoints`).
+Deterministic for a seed (bit for bit): one vector step, its transitions into the replay, the per-step hook, then a
+training round when the schedule says so (:mod:`pearl_py.runtime.collect`), each part where the plan puts it
+(:mod:`pearl_py.runtime.kernel_devices`). SIGINT or SIGTERM stops it after the vector step in progress and its round,
+with the stop checkpoint written (``RunInterrupted``; :mod:`pearl_py.runtime.checkpoints`).
 
 Example::
 

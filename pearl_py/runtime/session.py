@@ -1,16 +1,9 @@
 """The run session every executor shares: what happens around its loop, written once.
 
-An executor is its loop (collect, learn, publish) and what that loop is made of; everything around it is a
-:class:`RunSession`: seeding and torch threads, restoring a checkpoint (``resume_from``), the session's logs,
-the clock of training time (evaluations and checkpoints taken off it), periodic evaluations with the best
-policy kept (:class:`~pearl_py.runtime.evaluation.PeriodicEvaluation`), periodic checkpoints and the stop
-checkpoint (:mod:`pearl_py.runtime.checkpoints`), the run's monitor (:mod:`pearl_py.runtime.monitor`, whose
-corrections a checkpoint carries, so a resumed run starts from the corrected plan), the final evaluation and
-the :class:`RunResult`. A run-level feature is added here once and every executor has it (docs/extending.md).
-
-:class:`SessionExecutor` is the executors' base: the options every executor takes (``out_dir``,
-``eval_episodes``, ``eval_freq``, ``progress``, ``resume_from``, ``checkpoints``, ``adapt``) and
-:meth:`SessionExecutor.session`, which opens one session of a run.
+An executor is its loop (collect, learn, publish); everything around it is a :class:`RunSession`: seeding, restoring
+a checkpoint, the logs, the training clock, periodic evaluations and checkpoints, the monitor, the final evaluation
+and the :class:`RunResult`. A run-level feature is added here once and every executor has it (docs/extending.md).
+:class:`SessionExecutor` is the executors' base: the options every executor takes and :meth:`~SessionExecutor.session`.
 
 Example (an executor's ``run``, condensed)::
 
@@ -155,9 +148,8 @@ class RunSession:
         return ckpt.replay
 
     def resume(self) -> Checkpoint | None:
-        """The newest complete checkpoint of ``resume_from``, checked against this run, its session counted; the Ray
-        backend hands its parts to the workers that hold them. :attr:`progress` becomes its progress and the
-        algorithm's observation transform its statistics. None for a fresh run."""
+        """The newest complete checkpoint of ``resume_from``, checked against this run, its session counted (None for
+        a fresh run); :attr:`progress` and the observation transform's statistics become its."""
         if self.x.resume_from is None:
             return None
         ckpt = load_checkpoint(self.x.resume_from)
@@ -195,9 +187,8 @@ class RunSession:
             self.clock.exclude(self._evaluation.run(at))
 
     def watch(self, threads: ThreadSetting, update: Callable[..., Any], modes: bool = False) -> Callable[..., Any]:
-        """Start the run's monitor of the plan (none without a prediction or with ``adapt=False``) and return the
-        threaded kernel's call, watched; a resumed session starts at the threads of its last correction. ``modes``:
-        the executor can hand the run to the other mode's (:attr:`mode_switch`, :meth:`switch_mode`)."""
+        """Start the run's monitor and return the threaded kernel's call, watched (``update`` itself without a
+        monitor). ``modes``: the executor can hand the run to the other mode's (:meth:`switch_mode`)."""
         rule = self.x.adapt if isinstance(self.x.adapt, AdaptOptions) else AdaptOptions()
         model = ModeModel.of(self.plan, self.total_steps, rule) if modes and self.x.switch_modes else None
         self.monitor = Monitor.of(self.plan, threads, self.x.adapt, self.log, earlier=self.progress.corrections,
@@ -219,10 +210,8 @@ class RunSession:
         raise ModeSwitched(switched_plan(self.plan, self.monitor.switch_to), folder)
 
     def watch_remote(self, variant: str) -> None:
-        """Start the run's monitor of a learner in another process (a Ray worker, whose update is a
-        :class:`~pearl_py.runtime.monitor.VariantSwitch` of the planned ``variant``), from the plan's threads (a resumed
-        session: its last correction's threads and variant). Each round the learner runs its calls at
-        :meth:`remote_options` and hands their seconds to :meth:`round_ended`."""
+        """Start the run's monitor of a learner in another process (a Ray worker, planned ``variant``): each round it
+        runs its calls at :meth:`remote_options` and hands their seconds to :meth:`round_ended`."""
         setting = VariantSetting(ThreadCount(self.plan.learner_threads), variant)
         self.monitor = Monitor.of(self.plan, setting, self.x.adapt, self.log, earlier=self.progress.corrections)
 
@@ -284,9 +273,8 @@ class RunSession:
         return evaluate(self.algorithm, nets, device, self.x.eval_episodes, self.seed + EVAL_SEED_OFFSET)
 
     def result(self, *, env_steps: int, **fields: Any) -> RunResult:
-        """The run's :class:`RunResult`: what every executor records (the algorithm, env, seed, plan, training
-        seconds, start-up seconds, evaluation history, the monitor's corrections, or the kernels' drift from the plan
-        where no monitor could switch anything) and the executor's ``fields`` (``kernel_times`` among them)."""
+        """The run's :class:`RunResult`: what every executor records and the executor's ``fields`` (``kernel_times``
+        among them)."""
         algo = self.algorithm
         startup = self.clock.started - self.entered if self.clock.started else None
         unwatched = self.monitor is None and self.x.adapt is not False
@@ -300,12 +288,10 @@ class RunSession:
 class SessionExecutor:
     """What every executor takes beyond its own options, and its sessions (:meth:`session`).
 
-    ``out_dir``: the run folder (logs, checkpoints, the best policy; None: nothing written); ``eval_episodes``:
-    episodes of each evaluation; ``eval_freq``: env steps between periodic evaluations (0: none); ``progress``:
-    the progress line (None: when on a terminal); ``resume_from``: a run or checkpoint folder to continue;
-    ``checkpoints``: periodic checkpoints; ``adapt``: whether (and by which rule) the run corrects a plan its kernels
-    do not hold to (:mod:`pearl_py.runtime.monitor`); ``switch_modes``: the monitor may hand the run to the other
-    mode's executor (:class:`ModeSwitched`, which the caller catches: :func:`pearl_py.pipeline.train.run_switching`).
+    ``out_dir``: the run folder (None: nothing written); ``eval_freq``: env steps between periodic evaluations (0:
+    none); ``progress``: the progress line (None: when on a terminal); ``resume_from``: a run or checkpoint folder;
+    ``adapt``: the monitor's rule, or whether it runs; ``switch_modes``: the monitor may hand the run to the other
+    mode's executor (:class:`ModeSwitched`).
     """
 
     def __init__(self, algorithm: BaseAlgorithm, plan: Plan, seed: int = 0, *, out_dir: Path | None = None,

@@ -34,10 +34,9 @@ from pearl_py.runtime.kernel_devices import SimulatedKernel
 class KernelTimer:
     """Accumulates seconds and call counts per kernel name.
 
-    ``devices``: the torch device each kernel runs on (:func:`pearl_py.runtime.kernel_devices.timing_devices`);
-    kernels on a device off the host (CUDA) are timed with its events (``events``: the event source, by default
-    the device's runtime's; tests pass fakes), every other kernel with the host clock. ``seconds`` holds what has been read back; :meth:`summary`
-    (or :meth:`flush`) reads every pending event first.
+    ``devices``: each kernel's torch device (:func:`~pearl_py.runtime.kernel_devices.timing_devices`); kernels off the
+    host are timed with its events (``events``: the source; tests pass fakes), the others with the host clock.
+    ``seconds`` holds what has been read back; :meth:`summary` (or :meth:`flush`) reads every pending event first.
     """
 
     def __init__(self, devices: Mapping[str, torch.device] | None = None, events: EventSource | None = None) -> None:

@@ -1,13 +1,9 @@
 """The actor process: steps a gymnasium vector env with inference batched over its envs.
 
-Each actor owns ``n_envs`` envs seeded ``seed + index`` (``+ 10_007 * generation`` after a restart), acts with
-its own copy of the acting networks (refreshed from the :class:`ParamBoard`) or through the central inference
-server, and writes transitions, with the returns of episodes that ended, into its :class:`ShmRing`. Its clock is
-its own (docs/runtime.md, "Central inference"): random actions for its first ``warmup`` vector steps, then the
-progress ``(steps_before + (k * actors + index) * n_envs) / total_steps`` at its ``k``-th step. It waits while
-the rate limiter's ``limit`` or its ring is full, notes its policy lag before each inference, and leaves when its
-quota is done or the run stops. With ``normalize`` it writes the raw env transitions and posts its share of the
-statistics every vector step (:mod:`.shared_statistics`). Exceptions propagate: the supervisor restarts it.
+Each actor owns ``n_envs`` envs seeded ``seed + index`` (``+ 10_007 * generation`` after a restart), acts on its
+copy of the acting networks or through the central server, and writes transitions into its :class:`ShmRing`. Its
+clock is its own (docs/runtime.md, "Central inference"). It waits while the rate limiter's ``limit`` or its ring is
+full and leaves when its quota is done or the run stops; exceptions propagate (the supervisor restarts it).
 
 Example (what :class:`ActorPool` does)::
 

@@ -93,10 +93,8 @@ def checkpoint_dir(path: Path) -> Path:
 
 
 def save_checkpoint(directory: Path, ckpt: Checkpoint) -> Path:
-    """Write ``checkpoint.pt`` (torch) and a readable ``checkpoint.json`` summary, each atomically.
-
-    Temporary files a killed save left in ``directory`` (``.checkpoint.pt.<random>.tmp``) are removed first:
-    one run writes there at a time."""
+    """Write ``checkpoint.pt`` and a readable ``checkpoint.json``, each atomically (a killed save's temporary files
+    in ``directory`` removed first: one run writes there at a time)."""
     for stale in Path(directory).glob(f".checkpoint.*{TMP_SUFFIX}"):
         stale.unlink(missing_ok=True)
     buffer = io.BytesIO()
@@ -113,11 +111,8 @@ def save_checkpoint(directory: Path, ckpt: Checkpoint) -> Path:
 
 
 def load_checkpoint(path: Path) -> Checkpoint:
-    """Read and check a checkpoint written by :func:`save_checkpoint`.
-
-    Only data is unpickled (``weights_only``: tensors, numpy arrays, numbers, kernel kinds), so a damaged,
-    foreign or hostile file cannot run code; it is a :class:`UserError` naming the file and what is wrong.
-    """
+    """Read and check a checkpoint written by :func:`save_checkpoint`. Only data is unpickled (``weights_only``): a
+    damaged, foreign or hostile file cannot run code; it is a :class:`UserError` naming the file and what is wrong."""
     file = checkpoint_dir(path) / "checkpoint.pt"
     if not file.is_file():
         raise UserError(f"resume: no checkpoint at {file}")

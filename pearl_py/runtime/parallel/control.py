@@ -38,11 +38,8 @@ from pearl_py.runtime.timing import KernelTimer
 
 KERNELS = (ENV_STEP, INFERENCE, PARAM_SYNC, "actor_handoff", "inference_request",
            REPLAY_INSERT, REPLAY_SAMPLE, PRIORITY_UPDATE, WARMUP_ACTIONS, PARAM_READ, ROLLOUT_INSERT)
-"""Kernels timed outside the learner process. ``actor_handoff`` is an actor's own work after
-a step (episode bookkeeping, writing the transitions into its ring), the actor's side of
-replay_insert; ``inference_request`` is an actor's wait for the central inference server
-(posting observations to receiving actions); ``rollout_insert``: an on-policy actor writing a step
-into the shared rollout."""
+"""Kernels timed outside the learner process. ``actor_handoff``: an actor's own work after a step (episodes, its
+ring), its side of replay_insert; ``inference_request``: an actor's wait for the central inference server."""
 
 SERVICES = ("replay", INFERENCE)
 """Server processes with a timing row each, after the actors' rows."""

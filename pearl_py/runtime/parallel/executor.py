@@ -1,15 +1,10 @@
 """``ParallelExecutor``: a plan executed by actor processes and a learner, concurrently.
 
-Actors (``env_step`` replicas of the plan, one process and one torch thread each) step
-their vector envs and batch inference over them, or send their observations to a
-central inference server; the learner process owns the networks on the planned device
-and the replay, or receives batches from a replay server, consumes transitions exactly
-as the serial schedule would, and publishes parameters through shared memory (which
-mode runs is the plan's, :mod:`placement`, unless ``inference``/``replay`` say). With ``normalize`` the actors post
-their statistics' shares and the learner merges them at each publication (:mod:`.shared_statistics`; its samples,
-evaluations, checkpoints and saved policy use the merged statistics). Ctrl-C, SIGTERM or a
-crash write a checkpoint under ``out_dir/checkpoint`` that ``resume_from`` continues;
-every child process and shared-memory segment is gone when ``run`` returns or raises.
+Actors (``env_step`` replicas, one process and one torch thread each) step their vector envs and infer, or ask a
+central inference server; the learner consumes transitions exactly as the serial schedule would (from its replay or
+a replay server's) and publishes parameters through shared memory (the mode is the plan's, :mod:`placement`, unless
+``inference``/``replay`` say). Ctrl-C, SIGTERM or a crash write ``out_dir/checkpoint`` that ``resume_from``
+continues; no child process or shared-memory segment outlives ``run``. docs/runtime.md.
 
 Example::
 
@@ -93,14 +88,63 @@ SHM_PREFIX = "pearl"
 """Shared-memory segments of a run are named ``pearl-<pid>-<token>-<role>``."""
 
 
-class ParallelExecutor(SessionExecutor):
+class ActorProcessExecutor(SessionExecutor):
+    """What both local parallel executors share: actor processes restarted up to ``max_restarts`` times, the learner
+    in this process, and the shared segments every run opens first (:meth:`_open`)."""
+
+    def __init__(self, algorithm: Any, plan: Plan, seed: int = 0, *, max_restarts: int = 3, **options: Any) -> None:
+        super().__init__(algorithm, plan, seed, **options)
+        self.max_restarts = max_restarts
+        self.restarts: list = []
+        """Actor restarts of the last run (:class:`supervisor.Restart`)."""
+        self.learner: Any = None
+        """The learner of the current (or last) run; ``learner.gradient_steps`` shows its progress."""
+        self._pool: ActorPool | None = None
+
+    @property
+    def actor_pids(self) -> list[int]:
+        """Process ids of the live actors (empty outside ``run``)."""
+        return self._pool.pids if self._pool is not None else []
+
+    def _open(self, stack: contextlib.ExitStack, learner: Any, actors: int
+              ) -> tuple[str, ProcessGuard, ControlBlock, ParamBoard, SharedStatistics | None, Path]:
+        """The run's segment prefix, process guard, control block, parameter board, shared statistics (with
+        ``normalize``) and the actors' error folder; ``stack`` undoes it all in reverse."""
+        algo = self.algorithm
+        sweep_stale_segments(SHM_PREFIX)  # of runs killed with their guard (logged)
+        prefix = f"{SHM_PREFIX}-{os.getpid()}-{secrets.token_hex(4)}"
+        guard = ProcessGuard.start(prefix)  # first: closed last, once every child and segment is gone
+        stack.callback(guard.close)
+        control = ControlBlock.create(actors, f"{prefix}-ctl")
+        stack.callback(control.close)
+        board = ParamBoard.create(learner.nets.acting_state(algo.acting_networks), f"{prefix}-params",
+                                 tag=learner.gradient_steps)
+        stack.callback(board.close)
+        statistics = None
+        if algo.obs_transform is not None:  # the session's base: the restored statistics, if resuming
+            statistics = SharedStatistics.create(algo.obs_transform, actors, f"{prefix}-stats")
+            stack.callback(statistics.close)
+        errors = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="pearl-actors-")))
+        return prefix, guard, control, board, statistics, errors
+
+    def _start_pool(self, stack: contextlib.ExitStack, pool: ActorPool, control: ControlBlock) -> StopSignals:
+        """Start ``pool`` (closed by ``stack``) under the run's stop signals."""
+        self._pool, self.restarts = pool, pool.restarts
+        stack.callback(setattr, self, "_pool", None)
+        stack.callback(pool.close, control)
+        signals = stack.enter_context(StopSignals())
+        pool.start()
+        return signals
+
+
+class ParallelExecutor(ActorProcessExecutor):
     """Runs ``algorithm`` under ``plan`` with actor processes and a learner; see the module docstring. ``options``:
     the :class:`~pearl_py.runtime.session.SessionExecutor`'s (periodic checkpoints after a training round, with the
     replay in the learner's process only: a replay server's state is taken when the run stops)."""
 
     def __init__(self, algorithm: Algorithm, plan: Plan, seed: int = 0, *, sync_every: int = DEFAULT_SYNC_EVERY,
                  lookahead_rounds: int = 1, max_policy_lag: int | None = DEFAULT_POLICY_LAG,
-                 max_restarts: int = 3, inference: str | None = None, replay: str | None = None,
+                 inference: str | None = None, replay: str | None = None,
                  replay_prefetch: int = 4, replay_order: str = "strict", **options: Any) -> None:
         super().__init__(algorithm, plan, seed, **options)
         self.sync_every = sync_every
@@ -109,7 +153,6 @@ class ParallelExecutor(SessionExecutor):
         """Training rounds of data actors may collect ahead of the learner."""
         self.max_policy_lag = max_policy_lag
         """Updates the actors' parameters may trail the serial order (:class:`TrainSchedule`; None: unbounded)."""
-        self.max_restarts = max_restarts
         self.inference = inference
         """``"actor"``, ``"central"`` or None (as the plan places inference; :mod:`placement`)."""
         self.replay = replay
@@ -118,19 +161,9 @@ class ParallelExecutor(SessionExecutor):
         """Batches a replay server may draw ahead of the learner."""
         self.replay_order = replay_order
         """Prioritized replay behind a server: ``"strict"`` (serial order) or ``"relaxed"`` (see docs/runtime.md)."""
-        self.restarts: list = []
-        """Actor restarts of the last run (:class:`supervisor.Restart`)."""
-        self.learner: Learner | None = None
-        """The learner of the current (or last) run; ``learner.gradient_steps`` shows its progress."""
-        self._pool: ActorPool | None = None
         self._replay_device = "cpu"
         """Where the current run's replay lives when the learner holds it (device_of its buffer)."""
         self._services: dict[str, Service] = {}
-
-    @property
-    def actor_pids(self) -> list[int]:
-        """Process ids of the live actors (empty outside ``run``)."""
-        return self._pool.pids if self._pool is not None else []
 
     @property
     def server_pids(self) -> dict[str, int]:
@@ -196,26 +229,13 @@ class ParallelExecutor(SessionExecutor):
                learner: Learner, replay_state: dict | None, session: RunSession, timer: KernelTimer) -> LoopParts:
         """Create the shared segments and start the actors; ``stack`` undoes it all in reverse."""
         algo, n, progress = self.algorithm, self.algorithm.config.n_envs, session.progress
-        sweep_stale_segments(SHM_PREFIX)  # of runs killed with their guard (logged)
-        prefix = f"{SHM_PREFIX}-{os.getpid()}-{secrets.token_hex(4)}"
-        guard = ProcessGuard.start(prefix)  # first: closed last, once every child and segment is gone
-        stack.callback(guard.close)
-        control = ControlBlock.create(layout.actors, f"{prefix}-ctl")
-        stack.callback(control.close)
-        board = ParamBoard.create(learner.nets.acting_state(algo.acting_networks), f"{prefix}-params",
-                                 tag=learner.gradient_steps)
-        stack.callback(board.close)
-        statistics = None
-        if algo.obs_transform is not None:  # the session's base: the restored statistics, if resuming
-            statistics = SharedStatistics.create(algo.obs_transform, layout.actors, f"{prefix}-stats")
-            stack.callback(statistics.close)
+        prefix, guard, control, board, statistics, errors = self._open(stack, learner, layout.actors)
         rings = []
         for i in range(layout.actors):
             capacity = ring_capacity(schedule, layout.actors)
             ring = ShmRing.create(ring_fields(algo), capacity, f"{prefix}-ring{i}")
             stack.callback(ring.close)
             rings.append(ring)
-        errors = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="pearl-actors-")))
         base_seed = session.env_seed
         done = progress.transitions // n
         stack.callback(self._services.clear)
@@ -248,12 +268,8 @@ class ParallelExecutor(SessionExecutor):
                            replay_bell=replay.server_bell if replay.remote else None, room_bell=Doorbell(),
                            statistics=statistics.name if statistics is not None else None)
                  for i, quota in enumerate(schedule.quotas(layout.actors, done))]
-        pool = ActorPool(specs, self.max_restarts, guard)
-        self._pool, self.restarts = pool, pool.restarts
-        stack.callback(setattr, self, "_pool", None)
-        stack.callback(pool.close, control)
-        signals = stack.enter_context(StopSignals())
-        pool.start()
+        signals = self._start_pool(stack, ActorPool(specs, self.max_restarts, guard), control)
+        pool = self._pool
         return LoopParts(algorithm=algo, learner=learner, update=build_learner_update(learner, layout.learner_variant),
                          replay=replay, board=board, control=control, pool=pool,
                          schedule=schedule, session=session, timer=timer, signals=signals,

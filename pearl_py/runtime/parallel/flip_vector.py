@@ -1,13 +1,11 @@
 """A float64 vector in shared memory that one process writes and others read while it writes, double-buffered so
 that a writer dying mid-write never stalls a reader.
 
-Generation ``n`` is written into slot ``n % 2`` (the one readers are not reading): the writer marks the slot as
-being written (``held = -1``), copies, marks it as holding ``n``, then flips the generation. A reader takes slot
-``generation % 2`` and keeps its copy if the slot held that generation before and after it, so the slot readers
-take is always complete; a killed writer's successor writes over the half-written slot. A reader gives up with
-:class:`VectorUnreadable` after :data:`MAX_TRIES` rewritten copies. Stores are ordered as in
-:mod:`~pearl_py.runtime.parallel.params`'s seqlock (aligned int64 stores, x86-64's total store order).
-docs/runtime.md, "normalize on the parallel runtime".
+Generation ``n`` goes into slot ``n % 2`` (the one readers are not reading), marked as being written, then as holding
+``n``, then the generation flips; a reader keeps its copy of slot ``generation % 2`` if the slot held that generation
+before and after the copy, so it is always complete (a killed writer's successor writes over the half-written slot);
+it gives up with :class:`VectorUnreadable` after :data:`MAX_TRIES`. Stores are ordered as in
+:mod:`~pearl_py.runtime.parallel.params`'s seqlock (x86-64).
 
 Example::
 

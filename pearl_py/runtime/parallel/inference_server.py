@@ -1,11 +1,9 @@
 """Central batched inference: one server process acts for every actor, on the planned device.
 
-Each actor posts its observations to its own request ring and waits for the actions on its reply ring
-(:class:`InferenceClient`); doorbells wake each side. Round ``r`` batches the ``r``-th request of every actor that
-has not finished its quota, in actor order, runs the plan's inference variant on them in one call with the newest
-parameters and returns each actor its slice; a round's membership and order do not depend on timing, so the
-server's random stream (torch seeded with ``seed``) is drawn in the same order in every run with that seed.
-docs/runtime.md, "Central inference" (why a process, also for a GPU).
+Each actor posts its observations to its request ring and waits on its reply ring (:class:`InferenceClient`). Round
+``r`` batches the ``r``-th request of every unfinished actor, in actor order, into one call with the newest
+parameters: membership and order do not depend on timing, so the server's seeded random stream is drawn the same in
+every run. docs/runtime.md, "Central inference".
 
 Example (an actor's side; :func:`~pearl_py.runtime.parallel.services.start_inference_server`
 creates the rings and doorbells and starts the server)::
@@ -64,11 +62,8 @@ class InferenceLink:
 
 
 class InferenceClient:
-    """An actor's side: post ``n_envs`` observations, wait for their actions.
-
-    A restarted actor first waits for the answer to a request its previous generation
-    left behind and drops it, so every reply it reads answers its own observations.
-    """
+    """An actor's side: post ``n_envs`` observations, wait for their actions (a restarted actor first drops the
+    answer to its previous generation's request, so every reply it reads answers its own observations)."""
 
     def __init__(self, link: InferenceLink, control: ControlBlock, index: int) -> None:
         self.requests, self.replies = ShmRing.attach(link.requests), ShmRing.attach(link.replies)

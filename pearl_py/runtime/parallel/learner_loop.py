@@ -1,18 +1,10 @@
 """The learner's loop: consume transitions as the schedule allows, train, publish parameters.
 
-It replays the serial executor's order on virtual vector steps: for every step, insert
-its transitions and call ``after_env_step``; at a training step run the round's
-``gradient_steps`` updates (sample, update, priorities), publishing the acting
-networks every ``sync_every`` updates; then evaluate if due. While it trains, actors
-collect the next ``window`` transitions, but only once the learner is within the
-schedule's ``max_policy_lag`` updates of the serial order (it publishes right then, so
-actors never act on parameters older than that); between updates it restarts failed
-actors and honours stop requests (a :class:`StopRequested` leaves the learner consistent).
-
-The replay is reached through :mod:`~pearl_py.runtime.parallel.replay_access`: in this
-process (the loop drains the rings itself) or behind the replay server (the loop reads
-what the server inserted and takes the batches it drew). Before a checkpoint,
-:meth:`LearnerLoop.settle` brings a replay server to a stop with the learner caught up.
+It replays the serial executor's order on virtual vector steps (insert, ``after_env_step``, a training round's
+updates, publications every ``sync_every`` updates, evaluations). Actors collect the next ``window`` transitions only
+once the learner is within ``max_policy_lag`` updates of the serial order; between updates it restarts failed actors
+and honours stop requests (a :class:`StopRequested` leaves the learner consistent). The replay is reached through
+:mod:`~pearl_py.runtime.parallel.replay_access` (this process, or a replay server :meth:`LearnerLoop.settle` stops).
 
 Example (what :class:`ParallelExecutor` does)::
 
@@ -215,9 +207,8 @@ class LearnerLoop:
             self.p.statistics.remerge(self.p.algorithm.obs_transform)
 
     def _raise_limit(self) -> bool:
-        """Let actors collect as far as the schedule now allows; publish first if the parameters they last got
-        are older than the policy lag allows for the steps now admitted (``TrainSchedule.params_needed``).
-        Whether the limit rose (the caller wakes the actors: :meth:`ActorPool.wake`)."""
+        """Let actors collect as far as the schedule allows, publishing first where the policy lag needs it; whether
+        the limit rose (the caller wakes the actors)."""
         p = self.p
         limit = p.schedule.actor_limit(self.progress.transitions, p.learner.gradient_steps)
         if limit <= p.control.limit:
@@ -232,14 +223,9 @@ class LearnerLoop:
         self.p.session.evaluate((step - 1) * n, step * n, n)
 
     def settle(self, finish: bool) -> None:
-        """Before a checkpoint: pause a replay server, train on the batches it drew (``finish``), catch up.
-
-        Afterwards the learner has accounted for every transition in the replay, and with
-        ``finish`` (a stop request) trained on every batch drawn, so a resumed run draws
-        the next batch exactly as this one would have. Without it (a crash) the drawn
-        batches are dropped and drawn again after resume, from the same replay contents. The ``normalize``
-        statistics hold every update the actors have posted.
-        """
+        """Before a checkpoint: pause a replay server, train on the batches it drew (``finish``: a stop request, so a
+        resumed run draws the next batch as this one would; else they are drawn again), catch up with every
+        transition and ``normalize`` update posted."""
         p = self.p
         self.merge_statistics()
         if not p.replay.remote:

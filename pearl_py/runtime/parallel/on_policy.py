@@ -19,9 +19,6 @@ Example::
 from __future__ import annotations
 
 import contextlib
-import os
-import secrets
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -36,52 +33,33 @@ from pearl_py.replay.rollout import RolloutBuffer
 from pearl_py.runtime.kernel_devices import device_of, learner_timing_devices
 from pearl_py.runtime.monitor import VariantSwitch
 from pearl_py.runtime.on_policy_layout import OnPolicyLayout
-from pearl_py.runtime.parallel.control import ControlBlock
-from pearl_py.runtime.parallel.executor import SHM_PREFIX
-from pearl_py.runtime.parallel.interrupts import RunInterrupted, StopSignals
+from pearl_py.runtime.parallel.executor import ActorProcessExecutor
+from pearl_py.runtime.parallel.interrupts import RunInterrupted
 from pearl_py.runtime.parallel.learner_loop import StopRequested
 from pearl_py.runtime.parallel.on_policy_actor import (
     OnPolicyActorSpec,
     run_on_policy_actor,
 )
 from pearl_py.runtime.parallel.on_policy_loop import OnPolicyLoop, OnPolicyLoopParts
-from pearl_py.runtime.parallel.params import ParamBoard
-from pearl_py.runtime.parallel.process import (
-    Doorbell,
-    ProcessGuard,
-    sweep_stale_segments,
-)
+from pearl_py.runtime.parallel.process import Doorbell
 from pearl_py.runtime.parallel.shared_rollout import SharedRollout
-from pearl_py.runtime.parallel.shared_statistics import SharedStatistics
 from pearl_py.runtime.parallel.supervisor import ActorPool, log
 from pearl_py.runtime.result import RunResult
-from pearl_py.runtime.session import RunSession, SessionExecutor
+from pearl_py.runtime.session import RunSession
 from pearl_py.runtime.timing import KernelTimer, merge_kernel_times
 
 ROLLOUT_STATE = "rollout_rng"
 """The checkpoint's rollout part: the state of the generator of the minibatch permutations."""
 
 
-class OnPolicyParallelExecutor(SessionExecutor):
+class OnPolicyParallelExecutor(ActorProcessExecutor):
     """Runs an on-policy ``algorithm`` under ``plan`` with actor processes and a learner; see the module docstring.
     ``options``: the :class:`~pearl_py.runtime.session.SessionExecutor`'s (periodic checkpoints between rollouts;
     the monitor moves the learner's threads)."""
 
-    def __init__(self, algorithm: OnPolicyAlgorithm, plan: Plan, seed: int = 0, *, max_restarts: int = 3,
-                 **options: Any) -> None:
+    def __init__(self, algorithm: OnPolicyAlgorithm, plan: Plan, seed: int = 0, **options: Any) -> None:
         super().__init__(algorithm, plan, seed, **options)
-        self.max_restarts = max_restarts
         self.layout = OnPolicyLayout.from_plan(plan, algorithm)
-        self.restarts: list = []
-        """Actor restarts of the last run (:class:`supervisor.Restart`)."""
-        self.learner: OnPolicyLearner | None = None
-        """The learner of the current (or last) run."""
-        self._pool: ActorPool | None = None
-
-    @property
-    def actor_pids(self) -> list[int]:
-        """Process ids of the live actors (empty outside ``run``)."""
-        return self._pool.pids if self._pool is not None else []
 
     def run(self, total_steps: int) -> RunResult:
         algo, layout = self.algorithm, self.layout
@@ -133,22 +111,9 @@ class OnPolicyParallelExecutor(SessionExecutor):
                rollout: RolloutBuffer, session: RunSession, timer: KernelTimer) -> OnPolicyLoopParts:
         """Create the shared segments and start the actors; ``stack`` undoes it all in reverse."""
         algo, layout, progress = self.algorithm, self.layout, session.progress
-        sweep_stale_segments(SHM_PREFIX)  # of runs killed with their guard (logged)
-        prefix = f"{SHM_PREFIX}-{os.getpid()}-{secrets.token_hex(4)}"
-        guard = ProcessGuard.start(prefix)  # first: closed last, once every child and segment is gone
-        stack.callback(guard.close)
-        control = ControlBlock.create(layout.actors, f"{prefix}-ctl")
-        stack.callback(control.close)
-        board = ParamBoard.create(learner.nets.acting_state(algo.acting_networks), f"{prefix}-params",
-                                 tag=learner.gradient_steps)
-        stack.callback(board.close)
+        prefix, guard, control, board, statistics, errors = self._open(stack, learner, layout.actors)
         shared = SharedRollout.create(algo, f"{prefix}-rollout")
         stack.callback(shared.close)
-        statistics = None
-        if algo.obs_transform is not None:
-            statistics = SharedStatistics.create(algo.obs_transform, layout.actors, f"{prefix}-stats")
-            stack.callback(statistics.close)
-        errors = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="pearl-actors-")))
         learnt = progress.transitions // schedule.rollout_size
         done_bell = Doorbell()
         specs = [OnPolicyActorSpec(algo, index=i, envs=envs, seed=self.seed,
@@ -159,12 +124,9 @@ class OnPolicyParallelExecutor(SessionExecutor):
                                    room_bell=Doorbell(), done_bell=done_bell,
                                    statistics=statistics.name if statistics is not None else None)
                  for i, envs in enumerate(schedule.env_split(layout.actors))]
-        pool = ActorPool(specs, self.max_restarts, guard, target=run_on_policy_actor)
-        self._pool, self.restarts = pool, pool.restarts
-        stack.callback(setattr, self, "_pool", None)
-        stack.callback(pool.close, control)
-        signals = stack.enter_context(StopSignals())
-        pool.start()
+        signals = self._start_pool(stack, ActorPool(specs, self.max_restarts, guard, target=run_on_policy_actor),
+                                   control)
+        pool = self._pool
         return OnPolicyLoopParts(algorithm=algo, learner=learner, rollout=rollout, shared=shared, board=board,
                                  control=control, pool=pool, schedule=schedule, session=session, timer=timer,
                                  signals=signals, done_bell=done_bell,

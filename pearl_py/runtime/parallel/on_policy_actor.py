@@ -1,11 +1,9 @@
 """The on-policy actor process: collects its share of every rollout into shared memory, then waits.
 
-Actor ``i`` steps the envs ``spec.envs`` of the run, seeded ``seed + env`` (``+ 10_007 * generation`` after a
-restart). For rollout ``k`` it waits until the learner raises the control block's ``limit`` past ``k``, copies
-the newest parameters from the :class:`ParamBoard` (``param_sync``), collects the rollout's ``n_steps`` vector
-steps into its columns of the :class:`SharedRollout` with V of its last observations, reports ``k + 1`` and rings
-the learner's doorbell. A restarted actor re-collects the rollout it was in. Exceptions propagate: the supervisor
-restarts it.
+Actor ``i`` steps the envs ``spec.envs`` (seeded ``seed + env``, ``+ 10_007 * generation`` after a restart). For
+rollout ``k`` it waits for the learner's ``limit``, copies the newest parameters (``param_sync``), collects its
+columns of the :class:`SharedRollout`, reports ``k + 1`` and rings the learner. A restarted actor re-collects the
+rollout it was in; exceptions propagate (the supervisor restarts it).
 
 Example (what :class:`OnPolicyParallelExecutor` does)::
 

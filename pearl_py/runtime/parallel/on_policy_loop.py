@@ -1,14 +1,9 @@
 """The on-policy learner's loop: allow a rollout, wait for the actors, learn on it, publish, again.
 
-For rollout ``k`` the learner raises the control block's ``limit`` to ``k + 1`` and wakes the actors;
-each collects its envs' share into the :class:`SharedRollout` and reports it; once every actor has,
-the learner copies the rollout into its :class:`RolloutBuffer` (``rollout_handoff``), logs the
-episodes, runs the evaluations due during it (the networks did not change while it was collected,
-so their returns are the serial run's), scans the advantages, learns (``n_epochs`` x minibatches, the
-rollout's own seeded permutation: the serial run's minibatches) and publishes the acting parameters
-(``param_sync``). Collection and learning never overlap. Between the two phases it restarts failed
-actors and honours stop requests (:class:`StopRequested`: the learner is then between rollouts,
-consistent for a checkpoint).
+For rollout ``k`` the learner raises the control block's ``limit`` to ``k + 1``; once every actor has collected its
+envs' share into the :class:`SharedRollout`, it copies the rollout (``rollout_handoff``), runs the evaluations due,
+scans the advantages, learns on the serial run's minibatches and publishes (``param_sync``). Collection and learning
+never overlap; between them it restarts failed actors and honours stop requests (:class:`StopRequested`).
 
 Example (what :class:`OnPolicyParallelExecutor` does)::
 

@@ -1,9 +1,7 @@
 """Parameters from the learner to the actors through shared memory, guarded by a seqlock.
 
-The learner copies the acting networks' tensors into one flat float32 block and bumps
-a version counter (odd while writing, even when done); an actor copies the block only
-when the version changed and retries if it was odd or moved during the copy. Nothing
-is pickled per sync: one ``memcpy`` on each side.
+The learner copies the acting tensors into one flat float32 block and bumps a version (odd while writing); an actor
+copies the block when the version changed and retries if it was odd or moved meanwhile. One ``memcpy`` a side.
 
 Example::
 

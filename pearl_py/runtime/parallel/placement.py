@@ -1,12 +1,9 @@
 """What a :class:`Plan` means for the local parallel runtime.
 
-``env_step``'s replicas are the actor processes; ``learner_update``'s device, variant and replicas pick the
-learner's torch device, update implementation and thread count. ``inference`` on another device than ``env_step``
-runs in one central server process (``"central"``), else in every actor (``"actor"``); ``replay_insert`` or
-``replay_sample`` on another device than the learner's makes a replay server process (``"server"``), else the
-learner owns the replay (``"colocated"``); an executor option overrides each. Devices are compared by name, except
-that every device of a ``one_host`` kind (the CPU) counts as one. Kernels on a simulated device run on the CPU,
-charged their modelled latency. docs/runtime.md, "What the plan decides".
+``env_step``'s replicas are the actors; ``learner_update`` picks the learner's device, variant and threads.
+Inference apart from ``env_step`` runs in a central server (``"central"``), replay kernels apart from the learner in
+a replay server (``"server"``); an executor option overrides each. Every device of a ``one_host`` kind counts as
+one. docs/runtime.md, "What the plan decides".
 
 Example::
 

@@ -1,11 +1,8 @@
 """What every child process of a run does first and last: the shared process boilerplate.
 
-Actors and servers start with ``spawn``, ignore Ctrl-C, die with their parent (``PR_SET_PDEATHSIG``; at once if
-it is already gone), run a fixed number of torch threads, and leave their traceback in a file the supervisor
-reads. A :class:`Doorbell` wakes a process waiting on shared memory. A :class:`ProcessGuard` (a watchdog without
-pearl_py or torch) kills every registered child and unlinks the run's segments when the run's process dies
-without closing it (SIGKILL included); :func:`sweep_stale_segments` removes those of runs whose process and guard
-are both gone. docs/runtime.md, "Faults and exits".
+Children start with ``spawn``, ignore Ctrl-C, die with their parent and leave their traceback in a file the
+supervisor reads (:func:`child_process`); a :class:`ProcessGuard` kills them and unlinks the run's segments when the
+run's process dies without closing it (docs/runtime.md, "Faults and exits").
 
 Example (the body of an actor or server entry point)::
 
@@ -158,9 +155,8 @@ class ProcessGuard:
         return self._process.pid
 
     def watch(self, pid: int) -> None:
-        """Kill process ``pid`` (a child just started) should the run's process die without :meth:`close`.
-
-        The guard kills it only if it is still that process (same start time), never a later one given its pid."""
+        """Kill process ``pid`` (a child just started) should the run's process die without :meth:`close`; only if
+        it is still that process (same start time), never a later one given its pid."""
         started = start_time(pid)
         if started is not None:
             self._send(f"watch {pid} {started}")

@@ -164,10 +164,7 @@ class ServedReplay:
         self.server_bell.ring()
 
     def pause(self) -> None:
-        """Stop the server's sampling and intake; returns once it acknowledged.
-
-        From then on waits only check the server's health (the learner is checkpointing).
-        """
+        """Stop the server's sampling and intake; returns once acknowledged (waits then only check its health)."""
         self.wait = self._idle
         self.control.pause = 1
         self.server_bell.ring()

@@ -1,11 +1,9 @@
 """The replay server: a process that owns the replay's intake and sampling, ahead of the learner.
 
-It follows the learner's :class:`TrainSchedule`: it inserts the actors' transitions up to the next training step
-only once every update of the round is done (and, with priorities, applied), so at every update the replay holds
-the serial run's transitions; it samples the round's batches ahead into a batch ring (depth ``prefetch``);
-``strict`` draws a batch only once the previous update's priorities are applied (the serial order); on ``pause``
-it stops sampling and inserting and writes its generator to ``rng_file``. Its kernel times go to the control
-block's ``replay`` row. docs/runtime.md, "Replay server".
+It inserts the actors' transitions up to the next training step only once every update of the round is done (with
+priorities, applied): at every update the replay holds the serial run's transitions. It samples ahead into a batch
+ring (depth ``prefetch``; ``strict``: a batch only once the previous priorities are applied). docs/runtime.md,
+"Replay server".
 
 Example (what :func:`~pearl_py.runtime.parallel.services.start_replay_server` starts)::
 

@@ -1,10 +1,7 @@
 """Starting the run's server processes: the shared segments they use and their supervision.
 
-Each ``start_*`` function creates the rings a server talks through (owned by the calling
-process, so they are unlinked whatever happens to the server), starts the server as a
-supervised :class:`Service` and registers every clean-up on the caller's ``ExitStack``:
-stop and reap the process, then unlink what it left. The executor calls them between
-creating the actors' segments and starting the actors; the tests call them directly.
+Each ``start_*`` creates the rings a server talks through (owned by the caller, so unlinked whatever happens to the
+server), starts it as a supervised :class:`Service` and registers every clean-up on the caller's ``ExitStack``.
 
 Example::
 

@@ -1,12 +1,9 @@
 """One on-policy rollout in shared memory: every actor writes its envs' columns, the learner reads the whole.
 
-The arrays are the :class:`~pearl_py.replay.rollout.RolloutBuffer`'s, ``(n_steps, n_envs, ...)``, indexed by the
-run's global env index, plus V of the observations after the last step and whether that step ended each episode
-(``last_values``, ``last_dones``), and the return and length of every episode that ended at a step (length 0:
-none). Actor ``i`` writes only its envs' columns and only while the learner waits for the rollout (the control
-block's counters order the two), so nothing is locked and nothing pickled. The Ray backend holds the same arrays
-in process memory (``shared=False``) and moves columns through the object store (:meth:`SharedRollout.columns`,
-:meth:`SharedRollout.put_columns`).
+The :class:`~pearl_py.replay.rollout.RolloutBuffer`'s arrays ``(n_steps, n_envs, ...)`` by global env index, V and
+dones after the last step, and every ended episode's return and length. Actor ``i`` writes only its envs' columns,
+only while the learner waits (the control block's counters order them): nothing locked or pickled. The Ray backend
+holds the same arrays in process memory (``shared=False``) and moves columns through the object store.
 
 Example::
 

@@ -1,13 +1,10 @@
 """The ``normalize`` statistics of a parallel run in shared memory: the learner's merged statistics, published to
 the actors, and each actor's share (the moments of what it saw since the last publication).
 
-On-policy, an actor starts every rollout from the published statistics and reports its share once the rollout is
-collected; the learner merges the shares in actor order (exact: Chan et al. 1979) and publishes the result before
-it allows the next rollout, so the control block's counters order every access. Off-policy, each slot holds the
-actor's *cumulative* share, rewritten every vector step (:meth:`SharedStatistics.post`), and the learner re-merges
-the session's base with every slot at each publication (:meth:`SharedStatistics.remerge`); both sides race, so
-every vector is a :class:`~pearl_py.runtime.parallel.flip_vector.FlipVector`. docs/runtime.md, "normalize on the
-parallel runtime".
+On-policy, the learner merges the actors' shares in actor order (exact: Chan et al. 1979) and publishes before the
+next rollout. Off-policy, each slot holds the actor's cumulative share, rewritten every vector step, and the learner
+re-merges the session's base with every slot at each publication; both sides race, so every vector is a
+:class:`~pearl_py.runtime.parallel.flip_vector.FlipVector`. docs/runtime.md, "normalize on the parallel runtime".
 
 Example::
 

@@ -1,9 +1,7 @@
 """Supervision of the run's child processes: actors (restarted when they fail) and servers (not).
 
-An actor that exits non-zero before its quota is done is restarted with the next generation's seed, up to
-``max_restarts`` times, and logged; a server's failure fails the run with :class:`ServiceFailed` (its state
-cannot be rebuilt). Closing sets the stop flag, joins, then terminates and kills stragglers, so no child outlives
-the run (docs/runtime.md, "Faults and exits").
+A failed actor is restarted with the next generation's seed up to ``max_restarts`` times; a server's failure fails
+the run (:class:`ServiceFailed`). Closing stops, joins, then kills stragglers (docs/runtime.md, "Faults and exits").
 
 Example::
 

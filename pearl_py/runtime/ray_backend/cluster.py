@@ -1,9 +1,7 @@
 """A running Ray cluster read as a :class:`Platform`, and the Ray nodes a plan made on it places its components on.
 
-Each alive node is a host: ``node<i>.cpu`` (its logical CPUs and memory, its CPU read from the node's own
-``/proc/cpuinfo``: this machine's calibration where it is this machine's CPU, else the matching catalogue entry or
-generic figures, modelled) and ``node<i>.gpu<j>``, joined by a ``tcp-40gbe`` link (modelled). Each device's ``node``
-is the Ray node id, so a run places the plan's components there (:func:`placement_nodes`). docs/ray.md, "The
+Each alive node is a host, ``node<i>.cpu`` and ``node<i>.gpu<j>``, joined by a ``tcp-40gbe`` link (modelled); each
+device's ``node`` is the Ray node id the run places components on (:func:`placement_nodes`). docs/ray.md, "The
 cluster as a platform".
 
 Example::

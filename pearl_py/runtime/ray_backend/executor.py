@@ -1,9 +1,8 @@
 """``RayExecutor``: a plan executed by Ray actors — actor workers, a replay server, a learner.
 
-The driver replays the serial schedule on virtual vector steps, like the local parallel runtime: actor workers
-collect the next round (``lookahead_rounds``) while the learner trains on the current one, each chunk's object
-reference goes to the replay server in order (never through the driver), and the learner runs exactly the serial
-loop's updates. Each component gets the Ray resources the plan gives it (:mod:`resources`). docs/ray.md.
+The driver replays the serial schedule on virtual vector steps: actor workers collect the next round
+(``lookahead_rounds``) while the learner trains, each chunk goes to the replay server in order (never through the
+driver), and the learner runs exactly the serial loop's updates (docs/ray.md).
 
 Example::
 
@@ -29,7 +28,7 @@ from pearl_py.runtime.kernel_devices import simulated_kernels
 from pearl_py.runtime.parallel.placement import runtime_of
 from pearl_py.runtime.parallel.checkpoint import Checkpoint
 from pearl_py.runtime.ray_backend.ray_run import RayRun
-from pearl_py.runtime.ray_backend.resources import component_resources, needs
+from pearl_py.runtime.ray_backend.resources import component_resources
 from pearl_py.runtime.result import RunResult
 from pearl_py.runtime.session import RunSession
 from pearl_py.runtime.timing import merge_kernel_times
@@ -44,9 +43,6 @@ class RayExecutor(RayRun):
         self.lookahead_rounds = lookahead_rounds
         self.resources = component_resources(plan)
         self.actors = max(plan.placements[ENV_STEP].replicas, 1)
-
-    def needs(self) -> dict[str, float]:
-        return needs(self.resources, self.actors)
 
     def _start(self, ray: ModuleType, total_steps: int, resumed: Checkpoint | None, env_seed: int
                ) -> tuple[Any, Any, list[Any]]:

@@ -1,10 +1,8 @@
 """``OnPolicyRayExecutor``: a synchronous on-policy run (PPO, A2C) with Ray actor workers and a Ray learner.
 
-The local parallel on-policy runtime's schedule (:class:`RolloutSchedule`) on a Ray cluster: for every rollout
-the driver asks each actor worker for its envs' columns (``env_split``), acting on the newest parameters, and hands
-the object references to the learner worker, which assembles the rollout and learns; collection and learning
-alternate, so a seeded run performs the local parallel run's updates (docs/ray.md, "Schedule";
-tests/runtime/test_ray_backend.py). Checkpoints, ``resume_from`` and actor restarts are :class:`RayRun`'s.
+For every rollout the driver asks each actor worker for its envs' columns on the newest parameters and hands them to
+the learner worker, which assembles the rollout and learns: a seeded run performs the local parallel run's updates
+(docs/ray.md, "Schedule"). Checkpoints, ``resume_from`` and actor restarts are :class:`RayRun`'s.
 
 Example::
 
@@ -27,7 +25,7 @@ from pearl_py.runtime.on_policy_layout import OnPolicyLayout
 from pearl_py.runtime.parallel.checkpoint import Checkpoint
 from pearl_py.runtime.parallel.on_policy import ROLLOUT_STATE
 from pearl_py.runtime.ray_backend.ray_run import RayRun
-from pearl_py.runtime.ray_backend.resources import needs, on_policy_resources
+from pearl_py.runtime.ray_backend.resources import on_policy_resources
 from pearl_py.runtime.result import RunResult
 from pearl_py.runtime.session import RunSession
 from pearl_py.runtime.timing import merge_kernel_times
@@ -39,10 +37,7 @@ class OnPolicyRayExecutor(RayRun):
     def __init__(self, algorithm: OnPolicyAlgorithm, plan: Plan, seed: int = 0, **options: Any) -> None:
         super().__init__(algorithm, plan, seed, **options)
         self.layout = OnPolicyLayout.from_plan(plan, algorithm)
-        self.resources = on_policy_resources(plan)
-
-    def needs(self) -> dict[str, float]:
-        return needs(self.resources, self.layout.actors)
+        self.resources, self.actors = on_policy_resources(plan), self.layout.actors
 
     def _start(self, ray: ModuleType, schedule: RolloutSchedule, resumed: Checkpoint | None, env_seed: int
                ) -> tuple[Any, list[Any]]:

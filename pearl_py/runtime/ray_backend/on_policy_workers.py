@@ -1,15 +1,9 @@
 """The Ray actors of an on-policy run (PPO, A2C), as plain classes (``ray.remote`` wraps them at start).
 
-Imported only once :func:`import_ray` succeeded (its base module imports ``ray``).
-
-* :class:`OnPolicyActorWorker` steps its share of the run's envs (``RolloutSchedule.env_split``) with
-  the local parallel actors' loop (:func:`~pearl_py.runtime.parallel.on_policy_actor.collect_rollout`)
-  into a rollout in its memory and returns its envs' columns (through the object store);
-* :class:`OnPolicyLearnerWorker` puts every actor's columns in place, scans the advantages and
-  learns on the rollout (the plan's device, variant and threads), as the local learner does.
-
-With ``normalize`` an actor acts with the statistics sent with each collection call and returns its share among
-its columns (``SHARE``); the learner merges the shares in actor order before it learns (docs/runtime.md).
+Imported only once :func:`import_ray` succeeded (its base module imports ``ray``). :class:`OnPolicyActorWorker`
+steps its share of the envs with the local actors' loop and returns its envs' columns (with its ``normalize`` share,
+``SHARE``); :class:`OnPolicyLearnerWorker` puts the columns in place, merges the shares in actor order and learns on
+the rollout, as the local learner does (docs/runtime.md).
 
 Example (what :class:`~pearl_py.runtime.ray_backend.on_policy.OnPolicyRayExecutor` does)::
 

@@ -1,10 +1,8 @@
 """What every Ray executor shares around its driver loop: the cluster, resuming, periodic checkpoints, failures.
 
-A run joins ``address``, or the Ray session already running in this process, else starts a local one (stopped at
-the end), after checking the cluster has the resources the plan's components ask for. ``resume_from`` continues
-from the newest complete checkpoint; periodic checkpoints are fetched from the workers and written by the driver,
-whole or not at all. Ray restarts failed actor workers (``max_restarts``) and resends the call they owed.
-docs/ray.md, "Checkpoints and resume" and "Failures".
+A run joins ``address``, the running Ray session, or a local one it starts (and stops), once the cluster has the
+resources the plan's components ask for. Periodic checkpoints are fetched from the workers and written by the
+driver; Ray restarts failed actor workers (``max_restarts``). docs/ray.md, "Checkpoints and resume" and "Failures".
 
 Example::
 
@@ -27,6 +25,7 @@ from pearl_py.runtime.checkpoints import newest_checkpoint
 from pearl_py.runtime.evaluation import EVAL_SEED_OFFSET
 from pearl_py.runtime.ray_backend.cluster import NodePlacement, check_address
 from pearl_py.runtime.ray_backend.require import import_ray
+from pearl_py.runtime.ray_backend.resources import needs
 from pearl_py.runtime.result import RunResult
 from pearl_py.runtime.session import RunSession, SessionExecutor
 
@@ -34,6 +33,9 @@ from pearl_py.runtime.session import RunSession, SessionExecutor
 class RayRun(SessionExecutor):
     """The part of a Ray executor around its schedule loop (see the module docstring); subclasses write ``_run``.
     ``options``: the :class:`~pearl_py.runtime.session.SessionExecutor`'s."""
+
+    resources: dict[str, dict[str, object]]  # each component's Ray resources and the actor workers (the subclass's)
+    actors: int
 
     def __init__(self, algorithm: BaseAlgorithm, plan: Plan, seed: int = 0, *, address: str | None = None,
                  max_restarts: int = 3, **options: Any) -> None:
@@ -52,7 +54,7 @@ class RayRun(SessionExecutor):
 
     def needs(self) -> dict[str, float]:
         """The Ray resources the run's components take (``{"CPU": 3.0, ...}``)."""
-        raise NotImplementedError
+        return needs(self.resources, self.actors)
 
     def _run(self, ray: ModuleType, total_steps: int) -> RunResult:
         raise NotImplementedError
@@ -82,12 +84,10 @@ class RayRun(SessionExecutor):
         have = ray.cluster_resources()
         short = [f"{k} {v:g} (the cluster has {have.get(k, 0):g})" for k, v in need.items()
                  if have.get(k, 0.0) + 1e-9 < v]
-        if short:
-            if started:
-                ray.shutdown()
-            raise UserError(f"plan: the Ray cluster lacks resources for the run's actors and learner; needs "
-                            f"{', '.join(short)}")
         try:
+            if short:
+                raise UserError(f"plan: the Ray cluster lacks resources for the run's actors and learner; needs "
+                                f"{', '.join(short)}")
             self.where = NodePlacement(ray, self.plan)
         except UserError:
             if started:

@@ -1,11 +1,8 @@
 """The Ray resources a plan gives each component: actors, the replay server, the learner.
 
-A component takes its kernel's device as its kind maps it (``ray_resource`` of
-:mod:`pearl_py.platform.kinds`): ``num_cpus`` on a CPU, ``num_gpus`` on a GPU and a custom
-resource (``FPGA``) on a simulated device, whose kernels execute on the host CPU and are
-charged their modelled time. Components the plan puts on one device share it: the
-replay and the learner on one CPU take half a core each; actors whose inference is on a
-GPU share that GPU. Every actor replica (``env_step`` replicas) takes one core.
+A component takes its kernel's device as its kind maps it (``ray_resource``: ``num_cpus``, ``num_gpus``, or a custom
+resource for a simulated device). Components on one device share it (the replay and the learner on one CPU take
+half a core each); every actor replica takes one core.
 
 Example::
 

@@ -1,17 +1,9 @@
 """The three kinds of Ray actor of a run, as plain classes (``ray.remote`` wraps them at start).
 
-Imported only once :func:`import_ray` succeeded (this module imports ``ray``).
-
-* :class:`ActorWorker` steps a vector env with inference batched over its envs, using the
-  same algorithm code as the local actors, and returns transitions by the chunk;
-* :class:`ReplayServer` owns the replay buffer (its own process: data arrives from the
-  actors' object references, batches leave to the learner);
-* :class:`LearnerWorker` owns the networks and the optimizer, pulls batches from the
-  replay server (one request ahead) and sends priorities back.
-
-With ``normalize`` each collection call carries the learner's published statistics and returns the actor's share,
-which the driver hands to the learner in chunk order (:meth:`LearnerWorker.merge_share`; docs/runtime.md,
-"normalize on the parallel runtime").
+Imported only once :func:`import_ray` succeeded (this module imports ``ray``). :class:`ActorWorker` returns
+transitions by the chunk, :class:`ReplayServer` owns the replay, :class:`LearnerWorker` pulls batches from it (one
+request ahead) and sends priorities back. With ``normalize`` the driver hands each actor's share to the learner in
+chunk order (docs/runtime.md, "normalize on the parallel runtime").
 
 Example (what :class:`RayExecutor` does)::
 
@@ -72,8 +64,6 @@ class Timed:
 
     def node_id(self) -> str:
         """The Ray node this worker runs on."""
-        import ray
-
         return ray.get_runtime_context().get_node_id()
 
     def timings(self) -> dict[str, dict[str, float]]:
@@ -110,10 +100,8 @@ class LearnerState(Timed):
 
     def scheduled(self, update: Callable[..., Any], options: list[int | LearnerOption] | None, seconds: list[float]
                   ) -> Callable[..., Any]:
-        """``update`` with its calls run at ``options`` in turn (the driver's ``Monitor.schedule``: a thread count,
-        or a ``LearnerOption`` that the ``switch`` sets; threads are set between calls, not pinned, since other
-        workers share the node) and each call's seconds appended to ``seconds``; ``update`` itself without a
-        schedule (no monitor)."""
+        """``update`` with its calls run at ``options`` in turn (``Monitor.schedule``'s; threads set, not pinned) and
+        each call's seconds appended to ``seconds``; ``update`` itself without options."""
         if options is None:
             return update
         chosen = iter(options)
@@ -170,9 +158,8 @@ def _on_cpu(value: Any) -> Any:
 
 
 class ActorWorker(Acting):
-    """``n_envs`` envs seeded ``seed + index`` and a copy of the acting networks on the planned inference
-    ``device`` (``"cuda"``: the GPU Ray gave this actor; inference is then timed with CUDA events); its envs made by the
-    plan's ``env_step`` variant."""
+    """``n_envs`` envs seeded ``seed + index`` (the plan's ``env_step`` variant) and a copy of the acting networks on
+    the planned inference ``device`` (``"cuda"``: the GPU Ray gave it, timed with CUDA events)."""
 
     def __init__(self, algorithm: Algorithm, index: int, seed: int, total_steps: int,
                  inference: str = "reference", device: str = "cpu", env_step: str = "reference") -> None:
@@ -192,9 +179,8 @@ class ActorWorker(Acting):
 
     def collect(self, vector_steps: int, steps_before: int, params: Params, statistics: np.ndarray | None = None
                 ) -> tuple[Rows, list[tuple[int, float, int]], np.ndarray | None]:
-        """Run ``vector_steps`` steps acting on ``params`` and the published ``normalize`` ``statistics``;
-        ``steps_before``: transitions all actors collected before. The env's transitions, the episodes that ended
-        and this actor's ``normalize`` share (None without normalize)."""
+        """``vector_steps`` steps on ``params`` and the published ``statistics`` (``steps_before``: the run's
+        transitions before): the env's transitions, the episodes that ended and this actor's ``normalize`` share."""
         algo, n, transform = self.algo, self.algo.config.n_envs, self.algo.obs_transform
         self.load(params, PARAM_READ)
         if transform is not None:
@@ -268,9 +254,8 @@ class LearnerWorker(LearnerState):
 
     def train(self, updates: int, beta: float, progress_remaining: float,
               options: list[int | LearnerOption] | None = None) -> tuple[dict[str, float], list[float]]:
-        """A training round: the learning rate at ``progress_remaining``, then ``updates`` gradient steps on batches
-        from the replay server (one request ahead), at ``options`` (:meth:`scheduled`); mean losses and the
-        updates' seconds (empty without ``options``)."""
+        """A training round of ``updates`` gradient steps at ``options`` (:meth:`scheduled`): mean losses and the
+        updates' seconds."""
         self.learner.set_learning_rate(progress_remaining)
         replay = _Prefetching(self.replay, self.algo.config.prioritized_replay)
         means, seconds = LossMeans(), []
