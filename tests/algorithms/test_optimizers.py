@@ -54,9 +54,11 @@ def test_steps_and_checkpoints_are_torchs(ours, torchs, hyper):
 RUNS = """
 import dataclasses, sys, warnings
 import pearl_py as pearl
+from pearl_py.kernels.registry import compile_available
 from pearl_py.runtime.on_policy_serial import OnPolicySerialExecutor
 from pearl_py.runtime.serial import SerialExecutor
 
+compile_available()   # as every plan asks it
 warnings.filterwarnings("error", message=".*variant instead")   # a fused variant that fell back fails the run
 runs = [(SerialExecutor, pearl.DQN("CartPole-v1", net_arch=[32], batch_size=16, learning_starts=100, train_freq=4,
                                    buffer_size=1000), "fused"),
@@ -73,8 +75,8 @@ for executor, algo, variant in runs:
 
 
 def test_fused_and_reference_runs_leave_dynamo_unimported():
-    """A fresh process runs fused DQN, fused PPO and reference DQN (torch's Adam step, through the holder) and
-    never imports ``torch._dynamo`` (about a second of CPU per process)."""
+    """A fresh process asks whether ``compiled`` could run, runs fused DQN, fused PPO and reference DQN (torch's Adam
+    step, undecorated) and never imports ``torch._dynamo`` (about a second of CPU per process)."""
     pytest.importorskip("numba")
     out = subprocess.run([sys.executable, "-c", textwrap.dedent(RUNS)], capture_output=True, text=True, check=True)
     assert out.stdout.split("\n")[:3] == ["DQN fused 39 False", "PPO fused 8 False", "DQN reference 39 False"]
