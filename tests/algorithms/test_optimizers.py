@@ -2,9 +2,11 @@
 state, and runs that never import ``torch._dynamo``."""
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 import torch
@@ -78,5 +80,7 @@ def test_fused_and_reference_runs_leave_dynamo_unimported():
     """A fresh process asks whether ``compiled`` could run, runs fused DQN, fused PPO and reference DQN (torch's Adam
     step, undecorated) and never imports ``torch._dynamo`` (about a second of CPU per process)."""
     pytest.importorskip("numba")
-    out = subprocess.run([sys.executable, "-c", textwrap.dedent(RUNS)], capture_output=True, text=True, check=True)
+    root = str(Path(__file__).resolve().parents[2])   # this checkout's pearl_py, whatever the venv installed
+    out = subprocess.run([sys.executable, "-c", textwrap.dedent(RUNS)], capture_output=True, text=True, check=True,
+                         env={**os.environ, "PYTHONPATH": root})
     assert out.stdout.split("\n")[:3] == ["DQN fused 39 False", "PPO fused 8 False", "DQN reference 39 False"]
