@@ -23,6 +23,7 @@ from pearl_py.algorithms.on_policy.base import LossTerms
 from pearl_py.algorithms.on_policy.config import OnPolicyConfig
 from pearl_py.algorithms.on_policy.learner import RolloutBatch
 from pearl_py.algorithms.on_policy.schedules import Schedule
+from pearl_py.algorithms.optimizers import RMSprop
 from pearl_py.config.fields import param
 
 RMSPROP_ALPHA = 0.99
@@ -58,6 +59,6 @@ class A2C(ActorCriticAlgorithm):
     def make_optimizer(self, parameters: Iterable[nn.Parameter], learning_rate: float) -> torch.optim.Optimizer:
         cfg = self.config
         if cfg.use_rms_prop:
-            return torch.optim.RMSprop(parameters, lr=learning_rate, alpha=RMSPROP_ALPHA, eps=cfg.rms_prop_eps,
+            return RMSprop(parameters, lr=learning_rate, alpha=RMSPROP_ALPHA, eps=cfg.rms_prop_eps,
                                        weight_decay=0.0)
         return super().make_optimizer(parameters, learning_rate)

@@ -121,6 +121,10 @@ def count_dispatched(run: Callable[[], object]) -> int:
             super().__init__()
             self.calls = 0
 
+        @classmethod
+        def _should_skip_dynamo(cls) -> bool:   # never traced: torch would import torch._dynamo to skip the count
+            return False
+
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             self.calls += 1
             return func(*args, **(kwargs or {}))
@@ -151,7 +155,7 @@ class ObservedCode:
 def observed_once(algorithm: Any, observe_code: Callable[[Any], T]) -> T:
     """``observe_code(algorithm)``, run once per config and env spec and kept on ``algorithm``: a run derives its
     protocol in both modes, for the calibration's needs and for each plan (7 derivations for `pearl run --auto`), and
-    every observation builds a learner (its optimizer's first build imports torch._dynamo) and runs its updates.
+    every observation builds a learner and runs its updates.
     The config is frozen, so the same config and spec objects observe the same (a changed ``config`` observes
     again)."""
     cfg, spec = algorithm.config, algorithm.spec

@@ -37,6 +37,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from pearl_py.algorithms.optimizers import Adam, RMSprop
 from pearl_py.kernels.fused_cpu import Scratch, aligned_zeros
 from pearl_py.kernels.numba_blas import JIT, numba, numba_available, set_blas_threads
 from pearl_py.kernels.on_policy_inference import (
@@ -239,7 +240,7 @@ if numba is not None:
 
 def _rmsprop_hyper(optimizer: torch.optim.Optimizer) -> tuple[float, float, float]:
     """``(lr, alpha, eps)`` of a plain RMSprop (one group; no momentum, centering, weight decay or maximize)."""
-    if type(optimizer) is not torch.optim.RMSprop or len(optimizer.param_groups) != 1:
+    if type(optimizer) is not RMSprop or len(optimizer.param_groups) != 1:
         raise ValueError(f"the fused on-policy update needs one plain Adam or RMSprop group, got {optimizer!r}")
     group = optimizer.param_groups[0]
     if group["momentum"] or group["centered"] or group["weight_decay"] or group.get("maximize"):
@@ -264,7 +265,7 @@ def supports(learner) -> tuple[bool, str]:
     if learner.device.type != "cpu":
         return False, "the fused learner update runs on the CPU"
     try:
-        if type(learner.optimizer) is torch.optim.Adam:
+        if type(learner.optimizer) is Adam:
             AdamHyper.of(learner.optimizer)
         else:
             _rmsprop_hyper(learner.optimizer)
@@ -290,7 +291,7 @@ class FusedOnPolicyUpdate:
         self.learner = learner
         algo = learner.algorithm
         self.policy = learner.nets.online["policy"]
-        self.rmsprop = type(learner.optimizer) is torch.optim.RMSprop
+        self.rmsprop = type(learner.optimizer) is RMSprop
         self.discrete = algo.spec.discrete
         self.flags = np.array([self.discrete, algo.declared_loss_form() == PPO_CLIP, algo.config.normalize_advantage,
                                hidden_code(self.policy.pi), self.rmsprop], np.int64)

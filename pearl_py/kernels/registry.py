@@ -44,17 +44,17 @@ def compile_available() -> tuple[bool, str]:
     """Whether ``torch.compile`` with its CPU backend (inductor, which builds C++) can run here."""
     import os
     import shutil
+    import sys
 
-    from torch._dynamo import eval_frame
+    if sys.version_info >= (3, 13):   # below, torch's check always passes (it refuses newer or free-threaded Pythons)
+        from torch._dynamo import eval_frame   # whose import costs about a second of CPU, in every run that plans
 
-    try:
-        eval_frame.check_if_dynamo_supported()
-    except Exception as exc:  # torch raises RuntimeError with the reason (Python version, platform)
-        return False, f"torch.compile cannot run here: {exc}"
-    from torch._inductor import config
-
-    candidates = [os.environ.get("CXX")] + [c for c in config.cpp.cxx if c]
-    if not any(c and shutil.which(c) for c in candidates + ["g++", "c++", "clang++"]):
+        try:
+            eval_frame.check_if_dynamo_supported()
+        except Exception as exc:  # torch raises RuntimeError with the reason (Python version, platform)
+            return False, f"torch.compile cannot run here: {exc}"
+    # inductor's compilers (torch._inductor.config.cpp.cxx, whose package imports torch._dynamo): $CXX or g++
+    if not any(c and shutil.which(c) for c in (os.environ.get("CXX"), "g++", "c++", "clang++")):
         return False, "torch.compile's CPU backend (inductor) needs a C++ compiler; none found (g++, clang++, $CXX)"
     return True, ""
 

@@ -24,6 +24,7 @@ import torch
 
 from pearl_py.algorithms.off_policy.base import Loss
 from pearl_py.algorithms.off_policy.learner import Learner
+from pearl_py.algorithms.optimizers import Adam
 
 
 @dataclass(frozen=True)
@@ -37,8 +38,8 @@ class AdamHyper:
 
     @classmethod
     def of(cls, optimizer: torch.optim.Optimizer) -> AdamHyper:
-        if type(optimizer) is not torch.optim.Adam or len(optimizer.param_groups) != 1:
-            raise ValueError(f"fast learner updates need one plain torch.optim.Adam group, got {optimizer!r}")
+        if type(optimizer) is not Adam or len(optimizer.param_groups) != 1:
+            raise ValueError(f"fast learner updates need one plain Adam group (pearl_py.algorithms.optimizers), got {optimizer!r}")
         group = optimizer.param_groups[0]
         if group["weight_decay"] or group["amsgrad"] or group["maximize"]:
             raise ValueError("fast learner updates support Adam without weight_decay, amsgrad or maximize")

@@ -12,6 +12,7 @@ from kernel_helpers import assert_same_run, batch_stream, twin_learners
 
 import pearl_py as pearl
 from pearl_py.algorithms.off_policy.learner import Learner
+from pearl_py.algorithms.optimizers import Adam
 from pearl_py import kernels
 from pearl_py.kernels.learner_update import FusedUpdate, make_compiled, make_functional
 from pearl_py.runtime.collect import gradient_step, update_timing
@@ -86,7 +87,7 @@ def test_first_call_time_is_recorded_per_loss_set():
 def test_plain_adam_is_required():
     algo = dqn()
     learner = twin_learners(algo)[0]
-    learner.optimizers["q"] = torch.optim.Adam(learner.nets.online.q.parameters(), weight_decay=0.1)
+    learner.optimizers["q"] = Adam(learner.nets.online.q.parameters(), weight_decay=0.1)
     with pytest.raises(ValueError, match="weight_decay"):
         make_functional(learner)
 

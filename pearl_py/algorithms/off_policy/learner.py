@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import torch
 
+from pearl_py.algorithms.optimizers import Adam
 from pearl_py.replay.staging import upload
 
 if TYPE_CHECKING:
@@ -69,8 +70,7 @@ class Learner:
         self.learning_rate = cfg.learning_rate(1.0)
         """The optimizers' step size now: every ``learner_update`` variant reads it (:meth:`set_learning_rate`)."""
         self.optimizers = {
-            loss.name: torch.optim.Adam(self.nets.online[loss.trains].parameters(), lr=self.learning_rate,
-                                        eps=cfg.adam_eps)
+            loss.name: Adam(self.nets.online[loss.trains].parameters(), lr=self.learning_rate, eps=cfg.adam_eps)
             for loss in self.losses
         }
         self.gradient_steps = 0

@@ -53,6 +53,7 @@ from torch import nn
 from pearl_py.algorithms.core import BaseAlgorithm, declared_form
 from pearl_py.algorithms.networks import Networks
 from pearl_py.algorithms.on_policy.config import OnPolicyConfig
+from pearl_py.algorithms.optimizers import Adam
 
 if TYPE_CHECKING:
     from pearl_py.algorithms.on_policy.learner import RolloutBatch
@@ -131,7 +132,7 @@ class OnPolicyAlgorithm(BaseAlgorithm):
 
     def make_optimizer(self, parameters: Iterable[nn.Parameter], learning_rate: float) -> torch.optim.Optimizer:
         """One optimizer over every network (default: Adam with the config's ``adam_eps``)."""
-        return torch.optim.Adam(parameters, lr=learning_rate, eps=self.config.adam_eps)
+        return Adam(parameters, lr=learning_rate, eps=self.config.adam_eps)
 
     def stop_early(self, approx_kl: torch.Tensor) -> bool:
         """Whether to end this rollout's learning before the step that ``approx_kl`` would follow."""
