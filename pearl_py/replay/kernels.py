@@ -3,29 +3,15 @@
 The tree kernels work on the flat ``float64`` array of a
 :class:`~pearl_py.replay.segment_tree.PriorityTree` (``tree``) plus ``bounds``, the
 uint64 offsets where each level starts (``len(bounds) == depth + 2``; the last entry is
-the number of nodes, ``nodes``). ``tree`` holds three parts, split by :func:`_parts`:
-``values = tree[:nodes]``, ``prefix = tree[nodes:2 * nodes]`` and
-``mins = tree[2 * nodes:]`` (one array: each array argument costs about 50 ns per
-call). Node ``k`` of level ``d`` is ``values[bounds[d] + k]``; its children are nodes
-``k * fanout ... k * fanout + fanout - 1`` of level ``d + 1`` (a *group*). The leaves
-(level ``depth``) are the priorities, shared by the sums and the minima:
-
-* ``values``: every node's sum; an inner node is the left-to-right sum of its children;
-* ``prefix``: within each group, the running left-to-right sums of its nodes, so the
-  last entry of a group is the value of its parent (``prefix[0]`` is the root); the
-  descent compares a target with a group's running sums at once instead of adding
-  them up one after another;
-* ``mins`` (inner levels only, ``bounds[depth]`` entries): each inner node's minimum
-  over its children; one level above the leaves only leaves below ``size`` (the items
-  written) count, so unwritten slots (priority 0) never become the minimum.
-
-Inner nodes are always recomputed from their children (never adjusted by a delta), so
-they stay exactly what the descent scans. Tree positions are ``uint64`` inside the
-kernels: numba then indexes without the negative-index wrap-around test. Callers
-validate shapes and dtypes; kernels that take user values check those values before
-writing anything and report a status instead of raising. All kernels are ``nogil`` and
-cached on disk (``cache=True``): the first call in a fresh environment compiles them
-(see ``docs/replay.md`` for the measured time), later processes load them.
+the number of nodes, ``nodes``). :func:`_parts` splits ``tree`` into ``values`` (every
+node's sum; the leaves are the priorities), ``prefix`` (each group's running sums, the last
+the parent's value; ``prefix[0]`` is the root) and ``mins`` (each inner node's minimum over
+its children; above the leaves only those below ``size``, the items written, count).
+Children of node ``k`` of level ``d`` are nodes ``k * fanout ... k * fanout + fanout - 1``
+of level ``d + 1``. Inner nodes are always recomputed from their children, never adjusted by
+a delta. Callers validate shapes and dtypes; kernels that take user values check them before
+writing anything and report a status instead of raising. docs/replay.md ("The priority tree")
+has the layout, the repair and the descent.
 
 Example::
 
