@@ -67,15 +67,11 @@ def _parts(tree, bounds):
 def _propagate(values, prefix, mins, bounds, fanout, nodes, active, size, force):
     """Repair the ancestors of the leaves ``nodes[:active]`` (uint64 positions whose values were written).
 
-    Level by level, bottom up, each entry's parent is recomputed from its children:
-    their running sums from the entry's child on (the ones before it are kept: those
-    children did not change), its sum and its minimum (one level above the leaves
-    only over leaves below ``size``, the items). An entry whose parent the previous
-    entry already repaired from an earlier (or the same) child is dropped, so sorted
-    positions (what stratified sampling returns) repair each shared ancestor once; a
-    parent whose changed children are not consecutive is repaired once per run of
-    them, the last time with the final values. Propagation stops where a repaired
-    node keeps its sum and minimum, unless ``force``. ``nodes`` is overwritten.
+    Level by level, bottom up, each entry's parent is recomputed from its children (docs/replay.md,
+    "Update"): its running sums from the entry's child on, its sum and its minimum (above the leaves only
+    over the items, below ``size``). An entry whose parent the previous entry already repaired from an
+    earlier (or the same) child is dropped. Propagation stops where a repaired node keeps its sum and
+    minimum, unless ``force``. ``nodes`` is overwritten.
 
     The repair is written out here, not in a helper: numba keeps reference-count
     calls on arrays passed to an inlined helper inside the loop, which costs more
@@ -164,14 +160,9 @@ def rebuild(tree, bounds, fanout, size):
 def _descend(prefix, bounds, fanout, u, leaves):
     """``leaves[j]``: the leaf ``i`` with ``sum(leaves[:i]) <= u[j] < sum(leaves[:i+1])``; ``u`` is consumed.
 
-    All targets go down together, one level at a time, so the scans of different
-    targets overlap in the processor instead of waiting on each other. In a group the
-    child is the number of running sums ``<= u`` (a compare-and-count over the group,
-    no loop-carried sum: for fanout 16 one vector compare and a popcount,
-    :func:`~pearl_py.replay.simd.count_le16`), and the running sum before it is
-    subtracted. A target at or above its group's total (rounding, or a caller's
-    target >= the root) is moved just below that total, which selects the group's last
-    positive child: a leaf of value 0 is never returned while the total is positive.
+    All targets go down together, level by level (docs/replay.md, "Sampling"); in a group the child is the
+    number of running sums ``<= u``. A target at or above its group's total is moved just below it: a leaf
+    of value 0 is never returned while the total is positive.
     """
     depth = bounds.size - 2
     n = u.size
