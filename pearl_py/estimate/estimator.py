@@ -98,10 +98,8 @@ def _scan(kernel: Kernel, spec: Any, params: RooflineParams, variant: str, machi
 
 
 NEIGHBOUR_WEIGHT = 0.5
-"""The share of a run a machine that is not dedicated is taken to spend beside a light neighbour (an editor, a
-browser, a test run: issue 27 measured the README job's 2-thread learner at 2.08x its calibration with nothing but
-the run, 3.0x slower than one thread beside a light neighbour). An assumption, not a measurement: half, so an option
-15% faster alone and 2x slower beside a neighbour costs (1 + 2) / 2 x 0.85 = 1.28x and loses to one that holds."""
+"""The share of a run a machine that is not dedicated is taken to spend beside a light neighbour (an assumption,
+not a measurement: docs/cost-models.md has why and the measurements behind it)."""
 
 
 ROOFLINE: dict[type, RooflineModel] = {NetworkWorkload: _network, ReplayWorkload: _replay, EnvWorkload: _env,

@@ -1,16 +1,9 @@
 """Fit a latency model to micro-benchmark points and pick the form that predicts best.
 
-Three forms, each fitted to minimise *relative* error (latencies span 1e-6..1e-1 s):
-
-- ``linear``: ``t = c0 + sum_i c_i x_i`` over the kernel's features, ``c >= 0``
-  (non-negative least squares; a roofline-like sum of per-FLOP, per-byte, per-op costs);
-- ``powerlaw``: ``t = a * n**b + c`` on the primary size ``n`` (StarPU's non-linear
-  regression model, Augonnet et al. 2010);
-- ``piecewise``: piecewise-linear in the primary size (hinges at its terciles, slopes
-  may bend down but never below zero) plus the other features, ``c >= 0``.
-
-:func:`select_model` scores each by k-fold cross-validation (median absolute
-percentage error on the held-out fold) and keeps the best, refitted on all points.
+Three forms (``linear``, ``powerlaw``, ``piecewise``: docs/cost-models.md has each with its source), each
+fitted to minimise *relative* error (latencies span 1e-6..1e-1 s); :func:`select_model` scores them by
+k-fold cross-validation (median absolute percentage error on the held-out fold) and keeps the best,
+refitted on all points.
 
 Example::
 

@@ -21,7 +21,7 @@ from typing import Any
 from pearl_py.errors import PlanningError
 from pearl_py.optimize.builder import Constraints, CostModel, build_problem
 from pearl_py.optimize.explain import compare_sentence, limit_sentence, thread_sentences
-from pearl_py.optimize.model import OBJECTIVES, Assignment
+from pearl_py.optimize.model import OBJECTIVES, Assignment, other_objective
 from pearl_py.optimize.pareto import pareto_front
 from pearl_py.optimize.problem import AssignmentProblem
 from pearl_py.optimize.replay_memory import check_replay_memory
@@ -48,10 +48,18 @@ from pearl_py.protocol import ProtocolGraph
 
 
 def plan(algo: Any, platform: Any, objective: str = "throughput",
-         constraints: Constraints | Mapping[str, Any] | None = None, *, solver: str = "auto",
-         estimator: CostModel | None = None, time_limit_s: float = 5.0, pareto_points: int = 7,
-         horizon: float | None = None, refused_variants: Mapping[str, Mapping[str, str]] | None = None) -> Plan:
-    """Solve the assignment of ``algo``'s protocol on ``platform`` (a Platform or a catalogue name/path).
+         constraints: Constraints | Mapping[str, Any] | None = None, **options: Any) -> Plan:
+    """The best plan: :func:`ranked_plans`'s first, with its keyword ``options`` but ``k``."""
+    return ranked_plans(algo, platform, objective, constraints, k=1, **options)[0]
+
+
+def ranked_plans(algo: Any, platform: Any, objective: str = "throughput",
+                 constraints: Constraints | Mapping[str, Any] | None = None, *, k: int = 3, solver: str = "auto",
+                 estimator: CostModel | None = None, time_limit_s: float = 5.0, pareto_points: int = 7,
+                 horizon: float | None = None,
+                 refused_variants: Mapping[str, Mapping[str, str]] | None = None) -> list[Plan]:
+    """The ``k`` best distinct plans of ``algo``'s protocol on ``platform`` (a Platform or a catalogue
+    name/path) by ``objective``, best first (fewer when fewer exist).
 
     ``objective``: ``throughput`` (samples/s) or ``power`` (samples/J). ``constraints``:
     ``power_cap_w``, ``pin`` ({kernel: device}), ``exclude`` (devices). ``horizon``: env
@@ -60,25 +68,11 @@ def plan(algo: Any, platform: Any, objective: str = "throughput",
     (``None``: unknown, so it is not; ``float("inf")``: steady state). ``refused_variants``:
     ``{kernel: {variant: reason}}`` the caller keeps out (variants an algorithm cannot use are
     not offered anyway: each variant declares the forms it supports, ``Variant.supports``).
-    The plan's :class:`~pearl_py.plan.Prediction` holds the model's figures, the cost table
-    with sources, the Pareto front, the other objective's plan and the explanation sentences.
-    """
-    return ranked_plans(algo, platform, objective, constraints, k=1, solver=solver, estimator=estimator,
-                        time_limit_s=time_limit_s, pareto_points=pareto_points, horizon=horizon,
-                        refused_variants=refused_variants)[0]
-
-
-def ranked_plans(algo: Any, platform: Any, objective: str = "throughput",
-                 constraints: Constraints | Mapping[str, Any] | None = None, *, k: int = 3, solver: str = "auto",
-                 estimator: CostModel | None = None, time_limit_s: float = 5.0, pareto_points: int = 7,
-                 horizon: float | None = None,
-                 refused_variants: Mapping[str, Mapping[str, str]] | None = None) -> list[Plan]:
-    """The ``k`` best distinct plans by ``objective``, best first (fewer when fewer exist).
-
-    Arguments as :func:`plan`, whose plan is the first. The others come from ranking every
-    plan by the model (:func:`pearl_py.optimize.solve.solve_ranked`), so the order is exact.
-    Every plan carries its own prediction (the Pareto front and the other objective's plan are
-    shared). ``pearl run --auto --tune`` measures them (docs/runtime.md).
+    Each plan's :class:`~pearl_py.plan.Prediction` holds the model's figures, the cost table
+    with sources, the Pareto front, the other objective's plan and the explanation sentences (the
+    front and the other objective's plan are shared). The first plan is the solver's; the others
+    come from ranking every plan by the model (:func:`pearl_py.optimize.solve.solve_ranked`), so the
+    order is exact. ``pearl run --auto --tune`` measures them (docs/runtime.md).
     """
     if objective not in OBJECTIVES:
         raise PlanningError(f"objective must be throughput or power, got {objective!r}")
@@ -95,14 +89,13 @@ def ranked_plans(algo: Any, platform: Any, objective: str = "throughput",
     problem = build_problem(protocol, platform, estimator, constraints, horizon=horizon,
                             refused_variants=refused_variants)
     ranked = solve_ranked(problem, objective, k, solver, time_limit_s)
-    other_objective = "power" if objective == "throughput" else "throughput"
-    other = solve(problem, other_objective, solver, time_limit_s)
+    other = solve(problem, other_objective(objective), solver, time_limit_s)
     fastest, frugal = (ranked[0], other) if objective == "throughput" else (other, ranked[0])
     exact = ranked[0].optimal and other.optimal and solver != "heuristic"
     front = tuple(ParetoPoint(p.samples_per_s, p.samples_per_j, p.power_w, placements_of(p.assignment))
                   for p in pareto_front(problem, fastest, frugal, points=pareto_points, exact=exact,
                                         time_limit_s=time_limit_s))
-    alternative = Alternative(other_objective, figures(other), placements_of(other.assignment))
+    alternative = Alternative(other_objective(objective), figures(other), placements_of(other.assignment))
     made_for = None if isinstance(algo, ProtocolGraph) else MadeFor(
         algo.name, algo.env_id, tuple(k.name for k in protocol.kernels()))
     plans = []

@@ -42,11 +42,9 @@ def feasible_plans(problem: AssignmentProblem) -> Iterator[tuple[Assignment, Per
 def solve_exhaustive(problem: AssignmentProblem, objective: str) -> Solution:
     """The best feasible plan by ``objective``; ties go to the other objective, then to enumeration order."""
     started = time.perf_counter()
-    other = "power" if objective == "throughput" else "throughput"
-    best = None
-    best_key = None
+    best = best_key = None
     for assignment, perf in feasible_plans(problem):
-        key = (perf.objective(objective), perf.objective(other))
+        key = perf.ranking(objective)
         if best_key is None or key[0] < best_key[0] * (1 - 1e-12) or (
                 key[0] <= best_key[0] * (1 + 1e-12) and key[1] < best_key[1]):
             best, best_key = (assignment, perf), key

@@ -18,6 +18,7 @@ from pearl_py.optimize.model import (
     collecting,
     contribution,
     evaluate,
+    other_objective,
 )
 from pearl_py.optimize.problem import AssignmentProblem
 from pearl_py.protocol.device_work import CORES, IN_SERIES, OTHER
@@ -182,7 +183,7 @@ def compare_sentence(problem: AssignmentProblem, chosen: tuple[Assignment, Perfo
     """
     (a, pa), (b, pb) = chosen, other
     moved = [k for k in a if (a[k].device, a[k].variant) != (b[k].device, b[k].variant)]
-    other_name = "power" if objective == "throughput" else "throughput"
+    other_name = other_objective(objective)
     if not moved:
         return (f"The {other_name} objective picks the same placement: here the fastest plan is also the one "
                 "with the least energy per sample.")

@@ -39,11 +39,8 @@ def moves(problem: AssignmentProblem, assignment: Assignment, kernel: str) -> li
     out = []
     replicable = problem.task(kernel).replicable
     for device, variant in problem.candidates(kernel):
-        m = len(problem.devices[device].physical)
-        if not replicable:
-            out += [Choice(device, variant, n) for n in problem.replica_choices(kernel, device, variant)]
-            continue
-        if problem.split(kernel):   # a synchronous protocol's actors: every count (at most the envs) is cheap to try
+        m = len(problem.devices[device].physical)        # 1 for a kernel that is not replicable (never on a pool)
+        if not replicable or problem.split(kernel):      # a split kernel's every count (at most the envs) is cheap
             out += [Choice(device, variant, n * m) for n in problem.replica_choices(kernel, device, variant)]
             continue
         free = _free_units(problem, assignment, kernel, device)
@@ -54,8 +51,7 @@ def moves(problem: AssignmentProblem, assignment: Assignment, kernel: str) -> li
 
 
 def _key(perf: Performance, objective: str) -> tuple[float, float, float]:
-    other = "power" if objective == "throughput" else "throughput"
-    return (len(perf.violations), perf.objective(objective), perf.objective(other))
+    return (len(perf.violations), *perf.ranking(objective))
 
 
 def solve_heuristic(problem: AssignmentProblem, objective: str, max_rounds: int = 25,

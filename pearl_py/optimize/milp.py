@@ -42,6 +42,7 @@ from pearl_py.optimize.model import (
     evaluate,
     kernel_bound,
     placed_edge_cost,
+    other_objective,
     placements,
     time_limit,
 )
@@ -710,7 +711,7 @@ def solve_milp(problem: AssignmentProblem, objective: str, time_limit_s: float |
     first = _stage(problem, objective, scale, deadline, max_time, max_energy, incumbent, gap)
     best = first
     if first.optimal and (deadline is None or time.perf_counter() < deadline):
-        other = "power" if objective == "throughput" else "throughput"
+        other = other_objective(objective)
         held = first.performance.objective(objective) * (1 + LEXICOGRAPHIC_TIE)
         limits = {"max_time": held, "max_energy": max_energy} if objective == "throughput" \
             else {"max_time": max_time, "max_energy": held}

@@ -24,6 +24,13 @@ from pearl_py.optimize.problem import AssignmentProblem, Edge
 from pearl_py.protocol.device_work import DeviceWork
 
 OBJECTIVES = ("throughput", "power")
+
+
+def other_objective(objective: str) -> str:
+    """The objective that is not ``objective`` (``power`` for ``throughput`` and back)."""
+    return "power" if objective == "throughput" else "throughput"
+
+
 COLLECTION = ("act", "intake")
 """Stages that collect a round (pipelined with each other) while the learner waits under a policy-lag bound."""
 POLICY_LAG = "policy lag"
@@ -95,6 +102,10 @@ class Performance:
     def objective(self, name: str) -> float:
         """The minimised figure: seconds per sample (throughput) or joules per sample (power)."""
         return self.time_per_sample if name == "throughput" else self.energy_per_sample_j
+
+    def ranking(self, objective: str) -> tuple[float, float]:
+        """The sort key of plans by ``objective``: its figure, ties broken by the other objective's."""
+        return self.objective(objective), self.objective(other_objective(objective))
 
 
 def traffic(problem: AssignmentProblem, src: str, dst: str) -> list[tuple[str, str, float]]:

@@ -120,19 +120,19 @@ class Option:
 
     def share(self, replicas: int) -> tuple[float, float]:
         """``(latency_s, energy_j)`` of one replica's call when the envs are split over ``replicas`` replicas."""
-        if replicas == 1:
-            return self.latency_s, self.energy_j
-        if not 2 <= replicas <= self.max_split:
-            raise ValueError(f"option has no cost split over {replicas} replicas (1..{self.max_split})")
-        return self.shares[replicas - 2]
+        return self._nth(self.shares, replicas, "split over {} replicas")
 
     def at(self, threads: int) -> tuple[float, float]:
         """``(latency_s, energy_j)`` of one call at ``threads`` threads (1 .. :attr:`max_threads`)."""
-        if threads == 1:
+        return self._nth(self.threads, threads, "at {} threads")
+
+    def _nth(self, costs: tuple[tuple[float, float], ...], n: int, what: str) -> tuple[float, float]:
+        """The one-call cost for ``n`` = 1, else ``costs[n - 2]``; ``what`` names ``n`` in the error."""
+        if n == 1:
             return self.latency_s, self.energy_j
-        if not 2 <= threads <= self.max_threads:
-            raise ValueError(f"option has no cost at {threads} threads (1..{self.max_threads})")
-        return self.threads[threads - 2]
+        if not 2 <= n <= 1 + len(costs):
+            raise ValueError(f"option has no cost {what.format(n)} (1..{1 + len(costs)})")
+        return costs[n - 2]
 
 
 @dataclass(frozen=True)

@@ -100,8 +100,7 @@ def solve_ranked(problem: AssignmentProblem, objective: str = "throughput", k: i
     if count_plans(problem) > MAX_PLANS:
         raise PlanningError(f"ranking {k} plans enumerates them all, and {problem.name!r} has "
                             f"{count_plans(problem)} (limit {MAX_PLANS})")
-    other = "power" if objective == "throughput" else "throughput"
-    plans = sorted(feasible_plans(problem), key=lambda p: (p[1].objective(objective), p[1].objective(other)))
+    plans = sorted(feasible_plans(problem), key=lambda p: p[1].ranking(objective))
     for assignment, perf in plans:
         candidate = trim_replicas(problem, Solution(assignment, perf, objective, "exhaustive (ranked)",
                                                     optimal=False, bound=first.bound))

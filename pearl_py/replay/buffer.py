@@ -65,11 +65,29 @@ _Buffer = TypeVar("_Buffer", bound="ReplayBase")
 
 
 class ReplayBase:
-    """What both replay buffers (numpy and torch) share: settings in ``_meta``, the ring writer, the cost model's
-    workload and the context manager; a subclass gives its ``_check_open`` and ``_item_bytes``."""
+    """What the replay buffers share: settings in ``_meta``, the ring writer, the cost model's workload, the
+    context manager and, for the numpy ones, the storage (a subclass without ``_storage`` overrides
+    ``_check_open``); a subclass gives its ``_item_bytes``."""
 
     _meta: dict[str, Any]
     _writer: RingWriter
+    _storage: Storage
+
+    @staticmethod
+    def _new_storage(layout: Layout, shared_name: str | None) -> Storage:
+        """Zeroed storage of ``layout``: private, or a new shared segment named ``shared_name``."""
+        if shared_name is not None and (not isinstance(shared_name, str) or not shared_name):
+            raise ValueError(f"shared_name: expected a non-empty string or None, got {shared_name!r}")
+        return Storage.create(layout, shared=shared_name is not None, name=shared_name)
+
+    @property
+    def shared_name(self) -> str | None:
+        """Name of the shared-memory segment holding the storage, or ``None``."""
+        return self._storage.name
+
+    def _check_open(self) -> None:
+        if self._storage.closed:
+            raise ValueError("buffer is closed")
 
     @property
     def capacity(self) -> int:
@@ -113,10 +131,7 @@ class ReplayBuffer(ReplayBase):
                  seed: int = 0, shared_name: str | None = None, eps: float = 1e-6, obs_dtype: Any = np.float32) -> None:
         meta = checks.buffer_settings(capacity, obs_shape, action_shape, action_dtype, prioritized, alpha, fanout,
                                       eps, obs_dtype)
-        if shared_name is not None and (not isinstance(shared_name, str) or not shared_name):
-            raise ValueError(f"shared_name: expected a non-empty string or None, got {shared_name!r}")
-        storage = Storage.create(_layout(meta), shared=shared_name is not None, name=shared_name)
-        self._bind(storage, seed, fresh=True)
+        self._bind(self._new_storage(_layout(meta), shared_name), seed, fresh=True)
 
     @staticmethod
     def storage_bytes(capacity: int, obs_shape: tuple[int, ...], action_shape: tuple[int, ...] = (),
@@ -159,17 +174,6 @@ class ReplayBuffer(ReplayBase):
         self._action_shape = tuple(meta["action_shape"])
         self._action_dtype = np.dtype(meta["action_dtype"])
         self._sources = tuple(storage[name] for name in TRANSITION_FIELDS)
-
-    # ----------------------------------------------------------------- properties
-
-    @property
-    def shared_name(self) -> str | None:
-        """Name of the shared-memory segment holding the storage, or ``None``."""
-        return self._storage.name
-
-    def _check_open(self) -> None:
-        if self._storage.closed:
-            raise ValueError("buffer is closed")
 
     # ----------------------------------------------------------------- add
 

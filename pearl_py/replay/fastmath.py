@@ -1,16 +1,9 @@
 """A power ``x ** y`` over an array that the compiler vectorizes (numba), for priorities and IS weights.
 
-numba compiles ``x ** y`` to one call of the C library's ``pow`` per element (about
-10 ns here; without Intel's SVML there is no vector ``pow``). :func:`pow_into` computes
-``exp(y * log(x))`` with the polynomial ``log`` and ``exp`` of fdlibm (Sun Microsystems,
-1993: ``e_log.c`` and ``e_exp.c``, also in FreeBSD's msun; the same argument reductions
-and minimax coefficients), written branch-free as plain arithmetic and bit operations
-so that LLVM runs eight elements per AVX-512 instruction. Both pieces are
-accurate to about one ulp, so the power's relative error is about
-``2**-52 * (|y * ln x| + 2)`` (checked against numpy's ``**`` in the tests). Elements
-outside the fast path's range (``x`` zero, subnormal, infinite or NaN, or
-``|y * ln x| > 700``, where the result would leave the normal range) are recomputed
-with ``**``, so special values behave exactly as numpy's.
+:func:`pow_into` computes ``exp(y * log(x))`` with fdlibm's polynomial ``log`` and ``exp`` (Sun Microsystems,
+1993), branch-free so LLVM vectorizes it; its relative error is below ``2**-52 * (|y * ln x| + 2)``, and
+``x`` zero, subnormal, infinite or NaN, or ``|y * ln x| > 700``, go through ``**`` (exactly numpy's).
+docs/replay.md ("Powers") has the sources and the measurements.
 
 Example::
 

@@ -1,36 +1,11 @@
 """FrameReplayBuffer: uint8 image transitions with every distinct frame stored once.
 
-A transition's ``obs`` and ``next_obs`` share all but one frame: with frame stacking, ``next_obs``
-is ``obs`` shifted by one frame, and the next transition's ``obs`` is this one's ``next_obs``. A
-:class:`ReplayBuffer` stores both observations whole (``2 x stack`` frames per transition); this
-buffer stores *frames*, each once, and a transition as the frame numbers of its two observations:
-
-* the unit of storage is one frame: ``obs[k]`` of a ``(stack, H, W)`` observation when ``stack > 1``
-  (``stack``: the env's ``frame_stack``; ``C`` planes each for ``(stack * C, H, W)``), or the whole
-  observation (``(C, H, W)`` planes, MinAtar's);
-* every frame given to :meth:`add` is looked up among the frames written recently: first by a byte
-  comparison with the frame the stream's order suggests (for ``next_obs[k]``, the frame ``obs[k + 1]`` just
-  resolved; for ``obs[k]``, the frame of the previous call's ``next_obs[k]`` in the same row: an env's
-  next transition starts where its last one ended), then by a 64-bit hash in a direct-mapped table of
-  ``table_size`` entries. In one env's steady state a transition hashes one frame, its new one. A frame
-  seen within the last ``reuse_window`` frames is referenced, any other is written to the frame ring. The
-  lookup is by content, so it needs no stream identity: transitions of several envs or actors may arrive in any
-  interleaving, and a frame identical to another (an episode's first frame repeated, the padding
-  of a reset frame stack) is stored once too. A missed lookup (a table collision) costs memory,
-  never correctness;
-* the frame ring holds ``frame_capacity`` frames (default ``capacity + capacity // 4``): in the
-  steady state one new frame per transition, plus the frames of episode starts that were not seen
-  before. A transition whose oldest frame has been overwritten is *stale*: sampling skips it
-  (uniform sampling over the live transitions, by rejection). Staleness happens only when more
-  than ``frame_capacity - reuse_window`` distinct frames arrived within the last ``capacity``
-  transitions, i.e. when episodes average fewer than about 6 steps in the window at the default
-  sizes; the buffer then holds fewer than ``capacity`` live transitions (:meth:`live`).
-
-Sampling is uniform (prioritized image replay uses :class:`ReplayBuffer` with uint8 observations,
-stored twice). Batches carry whole observations (``(B, *obs_shape)`` uint8), as a
-:class:`ReplayBuffer`'s. Per transition the buffer keeps ``2 x stack`` int64 frame numbers, its
-action, reward and done: Atari (4 x 84 x 84, stack 4) takes about 7.1 KB per transition against
-56.5 KB stored twice; MinAtar Breakout (4 x 10 x 10, no stack) 0.5 KB (default reserve) against 0.8 KB.
+A transition is the frame numbers of its two observations into a ring of frames (one frame: ``obs[k]``
+of a ``(stack, H, W)`` stack, or the whole observation without stacking); every frame given to
+:meth:`~FrameReplayBuffer.add` is first compared with the frames it most likely repeats, then looked up by a
+64-bit hash among the last ``reuse_window`` frames, and written only when new. A transition whose oldest
+frame was overwritten is stale: uniform sampling skips it. docs/replay.md ("Image observations") has the lookup,
+the rings, staleness and the footprint.
 
 Example::
 
@@ -187,14 +162,6 @@ def sample_frames(stream, size, oldest, live_from, frames, obs_refs, next_refs, 
     return draws
 
 
-@njit(**_OPTIONS)
-def count_live(oldest, size, live_from):
-    live = 0
-    for i in range(size):
-        live += oldest[i] >= live_from
-    return live
-
-
 class FrameReplayBuffer(ReplayBase):
     """Fixed-capacity uniform replay of uint8 image transitions, each distinct frame stored once.
 
@@ -210,9 +177,7 @@ class FrameReplayBuffer(ReplayBase):
                  table_size: int = DEFAULT_TABLE) -> None:
         meta = _settings(capacity, obs_shape, frame_stack, action_shape, action_dtype, frame_capacity, reuse_window,
                          table_size)
-        if shared_name is not None and (not isinstance(shared_name, str) or not shared_name):
-            raise ValueError(f"shared_name: expected a non-empty string or None, got {shared_name!r}")
-        storage = Storage.create(_layout(meta), shared=shared_name is not None, name=shared_name)
+        storage = self._new_storage(_layout(meta), shared_name)
         storage["table"][:] = -1
         self._bind(storage, seed)
 
@@ -254,10 +219,6 @@ class FrameReplayBuffer(ReplayBase):
     prioritized = False   # uniform only: not read from the settings as ReplayBase's
 
     @property
-    def shared_name(self) -> str | None:
-        return self._storage.name
-
-    @property
     def frames_written(self) -> int:
         """Distinct frames written so far (the ring holds the last ``frame_capacity`` of them)."""
         self._check_open()
@@ -266,7 +227,7 @@ class FrameReplayBuffer(ReplayBase):
     def live(self) -> int:
         """Transitions sampling may return: those whose frames are all still in the ring."""
         self._check_open()
-        return int(count_live(self._storage["oldest"], self._writer.size, self._live_from()))
+        return int(np.count_nonzero(self._storage["oldest"][:self._writer.size] >= self._live_from()))
 
     @property
     def nbytes(self) -> int:
@@ -275,10 +236,6 @@ class FrameReplayBuffer(ReplayBase):
 
     def _live_from(self) -> int:
         return self.frames_written - self.frame_capacity
-
-    def _check_open(self) -> None:
-        if self._storage.closed:
-            raise ValueError("buffer is closed")
 
     # ----------------------------------------------------------------- add / sample
 

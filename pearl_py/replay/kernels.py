@@ -3,29 +3,15 @@
 The tree kernels work on the flat ``float64`` array of a
 :class:`~pearl_py.replay.segment_tree.PriorityTree` (``tree``) plus ``bounds``, the
 uint64 offsets where each level starts (``len(bounds) == depth + 2``; the last entry is
-the number of nodes, ``nodes``). ``tree`` holds three parts, split by :func:`_parts`:
-``values = tree[:nodes]``, ``prefix = tree[nodes:2 * nodes]`` and
-``mins = tree[2 * nodes:]`` (one array: each array argument costs about 50 ns per
-call). Node ``k`` of level ``d`` is ``values[bounds[d] + k]``; its children are nodes
-``k * fanout ... k * fanout + fanout - 1`` of level ``d + 1`` (a *group*). The leaves
-(level ``depth``) are the priorities, shared by the sums and the minima:
-
-* ``values``: every node's sum; an inner node is the left-to-right sum of its children;
-* ``prefix``: within each group, the running left-to-right sums of its nodes, so the
-  last entry of a group is the value of its parent (``prefix[0]`` is the root); the
-  descent compares a target with a group's running sums at once instead of adding
-  them up one after another;
-* ``mins`` (inner levels only, ``bounds[depth]`` entries): each inner node's minimum
-  over its children; one level above the leaves only leaves below ``size`` (the items
-  written) count, so unwritten slots (priority 0) never become the minimum.
-
-Inner nodes are always recomputed from their children (never adjusted by a delta), so
-they stay exactly what the descent scans. Tree positions are ``uint64`` inside the
-kernels: numba then indexes without the negative-index wrap-around test. Callers
-validate shapes and dtypes; kernels that take user values check those values before
-writing anything and report a status instead of raising. All kernels are ``nogil`` and
-cached on disk (``cache=True``): the first call in a fresh environment compiles them
-(see ``docs/replay.md`` for the measured time), later processes load them.
+the number of nodes, ``nodes``). :func:`_parts` splits ``tree`` into ``values`` (every
+node's sum; the leaves are the priorities), ``prefix`` (each group's running sums, the last
+the parent's value; ``prefix[0]`` is the root) and ``mins`` (each inner node's minimum over
+its children; above the leaves only those below ``size``, the items written, count).
+Children of node ``k`` of level ``d`` are nodes ``k * fanout ... k * fanout + fanout - 1``
+of level ``d + 1``. Inner nodes are always recomputed from their children, never adjusted by
+a delta. Callers validate shapes and dtypes; kernels that take user values check them before
+writing anything and report a status instead of raising. docs/replay.md ("The priority tree")
+has the layout, the repair and the descent.
 
 Example::
 
@@ -81,15 +67,11 @@ def _parts(tree, bounds):
 def _propagate(values, prefix, mins, bounds, fanout, nodes, active, size, force):
     """Repair the ancestors of the leaves ``nodes[:active]`` (uint64 positions whose values were written).
 
-    Level by level, bottom up, each entry's parent is recomputed from its children:
-    their running sums from the entry's child on (the ones before it are kept: those
-    children did not change), its sum and its minimum (one level above the leaves
-    only over leaves below ``size``, the items). An entry whose parent the previous
-    entry already repaired from an earlier (or the same) child is dropped, so sorted
-    positions (what stratified sampling returns) repair each shared ancestor once; a
-    parent whose changed children are not consecutive is repaired once per run of
-    them, the last time with the final values. Propagation stops where a repaired
-    node keeps its sum and minimum, unless ``force``. ``nodes`` is overwritten.
+    Level by level, bottom up, each entry's parent is recomputed from its children (docs/replay.md,
+    "Update"): its running sums from the entry's child on, its sum and its minimum (above the leaves only
+    over the items, below ``size``). An entry whose parent the previous entry already repaired from an
+    earlier (or the same) child is dropped. Propagation stops where a repaired node keeps its sum and
+    minimum, unless ``force``. ``nodes`` is overwritten.
 
     The repair is written out here, not in a helper: numba keeps reference-count
     calls on arrays passed to an inlined helper inside the loop, which costs more
@@ -178,14 +160,9 @@ def rebuild(tree, bounds, fanout, size):
 def _descend(prefix, bounds, fanout, u, leaves):
     """``leaves[j]``: the leaf ``i`` with ``sum(leaves[:i]) <= u[j] < sum(leaves[:i+1])``; ``u`` is consumed.
 
-    All targets go down together, one level at a time, so the scans of different
-    targets overlap in the processor instead of waiting on each other. In a group the
-    child is the number of running sums ``<= u`` (a compare-and-count over the group,
-    no loop-carried sum: for fanout 16 one vector compare and a popcount,
-    :func:`~pearl_py.replay.simd.count_le16`), and the running sum before it is
-    subtracted. A target at or above its group's total (rounding, or a caller's
-    target >= the root) is moved just below that total, which selects the group's last
-    positive child: a leaf of value 0 is never returned while the total is positive.
+    All targets go down together, level by level (docs/replay.md, "Sampling"); in a group the child is the
+    number of running sums ``<= u``. A target at or above its group's total is moved just below it: a leaf
+    of value 0 is never returned while the total is positive.
     """
     depth = bounds.size - 2
     n = u.size

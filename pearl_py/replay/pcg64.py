@@ -4,9 +4,9 @@
 Simple Fast Space-Efficient Statistically Good Algorithms for Random Number Generation",
 2014; the XSL-RR 128/64 member, as numpy implements it): a 128-bit LCG
 ``s <- s * M + inc (mod 2**128)``, each step outputs ``rotr64(hi(s) ^ lo(s), hi(s) >> 58)``,
-and a double is ``(output >> 11) * 2**-53``. Calling ``Generator.random(256)`` costs about
-1.3 µs here, most of it the call and the new array; :func:`fill_uniforms` draws the same
-numbers inside a kernel. It runs four interleaved chains (draws ``k``, ``k + 4``, ... of
+and a double is ``(output >> 11) * 2**-53``. :func:`fill_uniforms` draws the same
+numbers inside a kernel, without ``Generator.random``'s call and new array (docs/replay.md has the
+timings). It runs four interleaved chains (draws ``k``, ``k + 4``, ... of
 the stream, each stepped by ``s <- s * M**4 + inc * (1 + M + M**2 + M**3)``), so the 128-bit
 multiplies of different draws overlap instead of waiting on each other.
 

@@ -1,19 +1,10 @@
 """Samplers: which stored items a batch draws, and their importance-sampling weights.
 
-:class:`UniformSampler` draws slots uniformly with replacement. :class:`PrioritizedSampler`
-implements proportional prioritized replay (Schaul et al., "Prioritized Experience
-Replay", ICLR 2016): item ``i`` has priority ``p_i = (|delta_i| + eps)^alpha``, is drawn
-with probability ``P(i) = p_i / sum_k p_k`` by stratified sampling on the sums of a
-:class:`~pearl_py.replay.segment_tree.PriorityTree`, and carries the weight
-``w_i = (N * P(i))^-beta / max_j w_j``, where ``max_j w_j = (N * p_min / sum_k p_k)^-beta``
-comes from the same tree's minima. New items get the largest priority seen so far, so
-each is replayed at least once soon.
-
-Both samplers draw their uniforms from a :class:`~pearl_py.replay.pcg64.Stream` (numpy's
-``default_rng`` numbers), pick the slots, compute the weights and copy the rows of the
-drawn slots from the five stored fields (``sources``: obs, actions, rewards, next_obs,
-dones) into the caller's fresh arrays (``targets``) in one compiled kernel call
-(:mod:`pearl_py.replay.kernels`).
+:class:`UniformSampler` draws slots uniformly with replacement; :class:`PrioritizedSampler` is proportional
+prioritized replay (Schaul et al., ICLR 2016) on a :class:`~pearl_py.replay.segment_tree.PriorityTree`, new
+items getting the largest priority seen so far (docs/replay.md, "Formulas", has each formula and its source).
+Both draw their uniforms from a :class:`~pearl_py.replay.pcg64.Stream` and copy the drawn rows of the five
+stored fields (``sources``) into the caller's arrays (``targets``) in one compiled kernel call.
 
 Example::
 

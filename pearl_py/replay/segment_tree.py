@@ -1,15 +1,9 @@
 """The priority tree: an n-ary sum tree and min tree over one shared level of leaves (the priorities).
 
-One flat ``float64`` array, so the tree can sit in shared memory (pass ``buffer``), in
-three parts with levels root first: ``values`` (every node's sum; the leaves, its last
-level, are the priorities), ``prefix`` (within each group of ``fanout`` siblings, their
-running sums: what the proportional descent compares a target with) and ``mins``
-(each inner node's minimum over its children). Level ``d`` has ``fanout`` times as many
-nodes as level ``d - 1``, padded to a multiple of ``fanout`` with zero leaves (see
-:func:`level_bounds`). Only the first ``size`` leaves are items: the slots written so
-far, which a ring fills from slot 0; the others are 0 and never count for the minimum.
-Updates, fills, rebuilds and the descent run in the compiled kernels of
-:mod:`pearl_py.replay.kernels`.
+One flat ``float64`` array (so it can sit in shared memory: pass ``buffer``) holding ``values``,
+``prefix`` and ``mins``; only the first ``size`` leaves are items. The compiled kernels of
+:mod:`pearl_py.replay.kernels` update, fill, rebuild and descend it; docs/replay.md ("The priority
+tree") has the layout.
 
 Example::
 
