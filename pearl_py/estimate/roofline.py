@@ -27,6 +27,7 @@ from pathlib import Path
 from pearl_py.platform.spec import CpuSpec, GpuSpec, check_keys
 from pearl_py.platform.yamlsrc import CatalogueYaml
 from pearl_py.resources import estimators_dir
+from pearl_py.protocol.kernel import REPLAY_SAMPLE
 
 _NORMALIZE = ("normalize_step_us", "normalize_step_value_ns", "normalize_sample_us", "normalize_sample_value_ns")
 """The ``normalize`` transform's assumed work per call and per observation value (the estimator's normalize_work)."""
@@ -162,7 +163,7 @@ def replay_latency(kind: str, features: dict[str, float], spec: CpuSpec | GpuSpe
     # prioritized sample also passes over every item's float64 priority (prefix sums and minimum, torch_tree.py)
     launches = params.gpu["replay_calls"]["prioritized" if features["prioritized"] else "uniform"][kind]
     dispatch = launches * spec.launch_overhead_us * 1e-6 * scale
-    scanned = features["prioritized"] and kind == "replay_sample"
+    scanned = features["prioritized"] and kind == REPLAY_SAMPLE
     scan = params.gpu["prioritized_scan_reads"] * 8 * features["capacity"] if scanned else 0.0
     memory = (2 * features["bytes"] + scan) / (spec.mem_bandwidth_gbs * 1e9)
     return dispatch + memory, {"dispatch": dispatch, "memory": memory}
