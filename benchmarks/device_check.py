@@ -369,8 +369,9 @@ def step_sb3(ctx: Context) -> Outcome:
             "summary": "side by side in the log" + (f"; failed: {', '.join(failed)}" if failed else "")}
 
 
-def actor_plan(algorithm: Any, actors: int) -> tuple[Any, float]:
-    """The model's parallel plan on the CPU with ``actors`` actor processes, and its predicted samples/s."""
+def actor_plan(algorithm: Any, actors: int, platform: Any = None, estimator: Any = None) -> tuple[Any, float]:
+    """The model's parallel plan on the CPU with ``actors`` actor processes, and its predicted samples/s (default:
+    this machine and its cached calibration)."""
     import pearl_py as pearl
     from pearl_py.estimate import Estimator
     from pearl_py.optimize.builder import build_problem
@@ -379,24 +380,51 @@ def actor_plan(algorithm: Any, actors: int) -> tuple[Any, float]:
     from pearl_py.platform import Platform
     from pearl_py.protocol.kernel import ENV_STEP, INFERENCE, ROLLOUT_INSERT
 
-    local = Platform.local()
+    local, estimator = platform or Platform.local(), estimator or Estimator()
     protocol = algorithm.protocol(serialized=False)
     pins = {k.name: "cpu" for k in protocol.kernels()}
-    plan = pearl.plan(protocol, local, "throughput", constraints={"pin": pins})
+    plan = pearl.plan(protocol, local, "throughput", constraints={"pin": pins}, estimator=estimator)
     actor_kernels = {ENV_STEP, INFERENCE, ROLLOUT_INSERT} & set(plan.placements)
     placements = {k: replace(p, replicas=actors) if k in actor_kernels else p for k, p in plan.placements.items()}
-    problem = build_problem(protocol, local, Estimator(), {"pin": pins})
+    problem = build_problem(protocol, local, estimator, {"pin": pins})
     perf = evaluate(problem, {k: Choice(p.device, p.variant, p.replicas) for k, p in placements.items()})
     return replace(plan, placements={k: Placement(p.device, p.variant, p.replicas) for k, p in placements.items()}), \
         1.0 / perf.time_per_sample
 
 
+def actor_configs() -> dict[str, Callable[[], Any]]:
+    """Step f's two jobs."""
+    import pearl_py as pearl
+
+    return {"ppo_cartpole": lambda: pearl.PPO("CartPole-v1", n_envs=16, n_steps=32, net_arch=[64, 64]),
+            "dqn_cartpole": lambda: pearl.load_config("examples/configs/dqn_cartpole.yaml").make_algorithm()}
+
+
+ACTOR_COUNTS = (1, 2, 4, 8, 14)
+
+
+def predict_actors(calibration_path: str, cores: int) -> int:
+    """Step f's predictions again, from a calibration a lent machine brought back and that machine's CPU cores
+    (docs/gpu.md: a run whose own step b had failed is compared with the model this way)."""
+    from pearl_py.estimate import Calibration, Estimator
+    from pearl_py.platform import Catalogue, Platform
+    from pearl_py.platform.local import local_cpu_spec
+    from pearl_py.platform.platform import Device
+
+    cpu = Device("cpu", local_cpu_spec(Catalogue.load(), cores=cores), local=True)
+    platform, estimator = Platform("local", {"cpu": cpu}, []), Estimator(Calibration.load(calibration_path))
+    for name, make in actor_configs().items():
+        for actors in ACTOR_COUNTS:
+            print(f"{name} {actors:>2} actors: {actor_plan(make(), actors, platform, estimator)[1]:9.0f} samples/s "
+                  f"predicted ({cores} cores, {calibration_path})")
+    return 0
+
+
 def step_actors(ctx: Context) -> Outcome:
     import pearl_py as pearl
 
-    counts = (1, 2) if ctx.dry else (1, 2, 4, 8, 14)
-    configs = {"ppo_cartpole": lambda: pearl.PPO("CartPole-v1", n_envs=16, n_steps=32, net_arch=[64, 64]),
-               "dqn_cartpole": lambda: pearl.load_config("examples/configs/dqn_cartpole.yaml").make_algorithm()}
+    counts = (1, 2) if ctx.dry else ACTOR_COUNTS
+    configs = actor_configs()
     steps = {"ppo_cartpole": 1_000, "dqn_cartpole": 1_000} if ctx.dry else {"ppo_cartpole": 40_000,
                                                                              "dqn_cartpole": 10_000}
     rows = []
@@ -535,11 +563,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--budget", type=float, default=BUDGET_S, help="seconds for the whole check")
     parser.add_argument("--cache", help="the calibration cache (PEARL_CACHE_DIR) to use and keep, so that a rerun "
                                         "with --only finds step b's (default: a fresh one, packed and removed)")
+    parser.add_argument("--predict-actors", metavar="CALIBRATION",
+                        help="print step f's predictions from this calibration file (with --cores) and stop")
+    parser.add_argument("--cores", type=int, default=16, help="the CPU cores of --predict-actors' machine")
     parser.add_argument("--child", choices=sorted(STEPS), help=argparse.SUPPRESS)
     parser.add_argument("--work", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
         return child(args.child, Path(args.work), args.dry_run)
+    if args.predict_actors:
+        if not Path(args.predict_actors).is_file() or args.cores < 1:
+            parser.error(f"--predict-actors needs a calibration file (got {args.predict_actors!r}) and --cores >= 1")
+        return predict_actors(args.predict_actors, args.cores)
     if not args.out:
         parser.error("--out is required")
     import torch

@@ -48,7 +48,7 @@ def warm_up_replay(algorithm: Algorithm, device: torch.device) -> None:
     """Call the replay's kernels once on a small throwaway replay of ``algorithm``'s kind and dtypes, so that
     numba compiles (or loads from its cache) the run's specializations here, before the clock, and not inside the
     first timed ``replay_insert`` and ``replay_sample`` (the lent H200's MinAtar DQN paid ~4.4 s and 0.77 s there,
-    11x and 31x the calibrated per-call cost over the run; docs/report.md). A replay on a GPU compiles nothing."""
+    11x and 31x the calibrated per-call cost over the run; docs/reports.md). A replay on a GPU compiles nothing."""
     if torch.device(device).type != "cpu":
         return
     cfg, spec = algorithm.config, algorithm.spec

@@ -44,3 +44,25 @@ def test_the_dry_run_runs_every_step_and_writes_three_files(tmp_path):
     with tarfile.open(tmp_path / "runs.tar.gz") as tar:
         names = tar.getnames()
     assert "runs/d_sac_pendulum/result.json" in names and any(n.startswith("cache/calibration-") for n in names)
+
+
+LENT = Path(__file__).parents[2] / "benchmarks" / "results" / "device_check_h200_2026-11-27"
+
+
+def test_step_f_is_predicted_again_from_the_calibration_a_lent_machine_brought_back(capsys):
+    """docs/gpu.md's actor-scaling table: the model's figures from the H200's calibration on its 16 cores."""
+    assert device_check().main(["--predict-actors", str(LENT / "calibration.json"), "--cores", "16"]) == 0
+    rows = [line.split() for line in capsys.readouterr().out.splitlines() if "samples/s predicted" in line]
+    predicted = {(r[0], int(r[1])): float(r[3]) for r in rows}
+    assert list(predicted) == [(c, n) for c in ("ppo_cartpole", "dqn_cartpole") for n in (1, 2, 4, 8, 14)]
+    assert predicted[("ppo_cartpole", 1)] == pytest.approx(21_966, rel=0.01)
+    assert predicted[("dqn_cartpole", 14)] == pytest.approx(4_657, rel=0.01)
+
+
+@pytest.mark.parametrize("argv", [["--predict-actors", "no/such/calibration.json"],
+                                  ["--predict-actors", str(LENT / "calibration.json"), "--cores", "0"]])
+def test_predict_actors_refuses_a_missing_calibration_or_no_cores(argv, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        device_check().main(argv)
+    assert exit_.value.code == 2
+    assert "--predict-actors needs a calibration file" in capsys.readouterr().err
