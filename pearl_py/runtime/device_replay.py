@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
 import torch
 
 from pearl_py.algorithms.off_policy.base import Algorithm
@@ -43,20 +42,3 @@ def replay_from_state(state: dict[str, Any], device: torch.device) -> Replay | T
         return replay_from_cpu_state(state)
     return TorchReplayBuffer.load_state_dict(state, device=device)
 
-
-def warm_up_replay(algorithm: Algorithm, device: torch.device) -> None:
-    """Call the replay's kernels once on a small throwaway replay of ``algorithm``'s kind and dtypes, so that
-    numba compiles (or loads from its cache) the run's specializations here, before the clock, and not inside the
-    first timed ``replay_insert`` and ``replay_sample`` (the lent H200's MinAtar DQN paid ~4.4 s and 0.77 s there,
-    11x and 31x the calibrated per-call cost over the run; docs/reports.md). A replay on a GPU compiles nothing."""
-    if torch.device(device).type != "cpu":
-        return
-    cfg, spec = algorithm.config, algorithm.spec
-    rows = 2
-    action = np.zeros((rows, *spec.action_shape), spec.action_dtype)
-    obs = np.zeros((rows, *spec.obs_shape), spec.obs_dtype)
-    with algorithm.make_replay(seed=0, capacity=max(cfg.batch_size, 64)) as throwaway:
-        throwaway.add(obs, action, np.zeros(rows, np.float32), obs, np.zeros(rows, bool))
-        batch = throwaway.sample(cfg.batch_size)
-        if throwaway.prioritized:
-            throwaway.update_priorities(batch.indices, np.ones(len(batch.indices), np.float32))

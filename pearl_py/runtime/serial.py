@@ -17,7 +17,6 @@ import contextlib
 from collections.abc import Callable
 from typing import Any
 
-import numpy as np
 import torch
 
 from pearl_py import kernels
@@ -36,7 +35,8 @@ from pearl_py.protocol.kernel import (
 from pearl_py.protocol.schedule import TrainSchedule
 from pearl_py.runtime.acting import ActingNetworks
 from pearl_py.runtime.collect import Collector, LossMeans, TimedReplay, gradient_step, round_progress_remaining
-from pearl_py.runtime.device_replay import replay_from_state, replay_on, warm_up_replay
+from pearl_py.runtime.device_replay import replay_from_state, replay_on
+from pearl_py.runtime.first_calls import warm_up
 from pearl_py.runtime.kernel_devices import (
     REPLAY_KERNELS,
     check_runnable,
@@ -90,10 +90,7 @@ class SerialExecutor(SessionExecutor):
         replay = (replay_from_state(replay_state, replay_device) if replay_state is not None
                   else replay_on(algo, self.seed, replay_device))
         timed_replay = TimedReplay(replay, timer)
-        # numba compiles (or loads) the run's replay and fused inference kernels here, in the start-up, not in the
-        # first timed calls; a greedy act changes no generator
-        warm_up_replay(algo, replay_device)
-        infer(np.zeros((cfg.n_envs, *algo.spec.obs_shape), algo.spec.obs_dtype), explore=False, progress=0.0)
+        warm_up(algo, replay_device=replay_device, infer=infer)  # first calls in the start-up, not the timed ones
         schedule = TrainSchedule.from_config(cfg, total_steps)
         session.evaluate_with(learner)
         steps = done.transitions

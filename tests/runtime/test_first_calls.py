@@ -1,5 +1,6 @@
 """One-off first-call costs stay out of the per-call measured figures: the replay's numba kernels are compiled
-(or loaded) in the executor's start-up, before the clock, not in the first timed insert and sample."""
+(or loaded) in the executor's start-up, before the clock, not in the first timed insert and sample (the parallel
+executor's processes: ``parallel/test_first_calls_parallel.py``)."""
 from __future__ import annotations
 
 import sys
@@ -10,7 +11,7 @@ from numba.core.dispatcher import Dispatcher
 
 import pearl_py as pearl
 from pearl_py.runtime import serial
-from pearl_py.runtime.device_replay import warm_up_replay
+from pearl_py.runtime.first_calls import warm_up
 from pearl_py.runtime.session import SessionClock
 
 TINY_DQN = dict(net_arch=[16], batch_size=8, learning_starts=50, train_freq=25, gradient_steps=2, buffer_size=500)
@@ -30,7 +31,7 @@ def test_after_the_warm_up_the_runs_replay_loads_no_kernel(env, settings):
     if env.startswith("MinAtar"):
         pytest.importorskip("minatar")                          # uint8 frames: the FrameReplayBuffer's kernels
     algo = pearl.DQN(env, **(TINY_DQN | settings))
-    warm_up_replay(algo, "cpu")
+    warm_up(algo, replay_device="cpu")
     with algo.make_replay(seed=0) as replay:
         before = replay_kernels()
         obs = np.ones((1, *algo.spec.obs_shape), algo.spec.obs_dtype)      # the dtypes the collector hands over
@@ -50,9 +51,9 @@ def test_the_serial_executor_warms_its_replay_and_inference_before_the_clock(mon
         return lambda obs, explore, progress: (order.append(("infer", explore)), infer(obs, explore=explore,
                                                                                       progress=progress))[1]
 
-    monkeypatch.setattr(serial, "warm_up_replay", lambda *args: order.append("warm up replay"))
+    monkeypatch.setattr(serial, "warm_up", lambda *args, **kwargs: (order.append("warm up"), warm_up(*args, **kwargs)))
     monkeypatch.setattr(SessionClock, "start", lambda clock: (order.append("clock"), start(clock))[1])
     monkeypatch.setattr(serial.SerialExecutor, "_inference", inference)
     pearl.train(pearl.SAC("Pendulum-v1", net_arch=[16], batch_size=8, learning_starts=20, buffer_size=500),
                 total_steps=40, seed=0, eval_episodes=1, progress=False)
-    assert order[:4] == ["warm up replay", ("infer", False), "clock", ("infer", True)]
+    assert order[:4] == ["warm up", ("infer", False), "clock", ("infer", True)]

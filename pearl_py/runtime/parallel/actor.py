@@ -24,6 +24,7 @@ from pearl_py.algorithms.off_policy.base import Algorithm
 from pearl_py.protocol.kernel import INFERENCE
 from pearl_py.protocol.schedule import TrainSchedule
 from pearl_py.runtime.collect import PARAM_READ, Collector
+from pearl_py.runtime.first_calls import warm_up
 from pearl_py.runtime.parallel.control import ControlBlock
 from pearl_py.runtime.parallel.inference_server import InferenceClient, InferenceLink
 from pearl_py.runtime.parallel.params import ParamBoard
@@ -121,6 +122,7 @@ class LocalPolicy:
         self.acting = nets.acting_state(algo.acting_networks)
         self.board.read_into(self.acting)
         self.infer = kernels.build(kernels.KernelKind.INFERENCE, spec.inference, algo, nets, device_class="cpu")
+        warm_up(algo, infer=self.infer)
 
     def __call__(self, obs: np.ndarray, steps: int, progress: float) -> np.ndarray:
         index, control = self.spec.index, self.control

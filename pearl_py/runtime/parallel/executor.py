@@ -49,6 +49,7 @@ from pearl_py.protocol.schedule import (
     TrainSchedule,
 )
 from pearl_py.runtime.device_replay import replay_from_state, replay_on
+from pearl_py.runtime.first_calls import warm_up
 from pearl_py.runtime.kernel_devices import (
     REPLAY_KERNELS,
     check_runnable,
@@ -251,6 +252,7 @@ class ParallelExecutor(ActorProcessExecutor):
                       else replay_on(algo, self.seed, device))
             self._replay_device = device_of(buffer)
             stack.callback(buffer.close)
+            warm_up(algo, replay_device=device)  # before the loop's clock
             replay = LocalReplay(RingFeed(rings, buffer, timer, n), timer)
         links = [None] * layout.actors
         if layout.inference == "central":

@@ -27,6 +27,7 @@ from pearl_py.algorithms.off_policy.base import Algorithm
 from pearl_py.protocol.kernel import INFERENCE
 from pearl_py.protocol.schedule import TrainSchedule
 from pearl_py.runtime.collect import PARAM_READ
+from pearl_py.runtime.first_calls import warm_up
 from pearl_py.runtime.kernel_devices import device_of
 from pearl_py.runtime.parallel.control import ControlBlock
 from pearl_py.runtime.parallel.params import ParamBoard
@@ -142,6 +143,7 @@ class InferenceServer:
         self.acting = nets.acting_state(algo.acting_networks)
         self.infer = kernels.build(kernels.KernelKind.INFERENCE, spec.variant, algo, nets,
                                    device_class=kernels.device_class(device))
+        warm_up(algo, infer=self.infer)
         self.timer = KernelTimer({INFERENCE: device, PARAM_READ: device})  # CUDA events for a server on a GPU
         self.row = control.service_row(INFERENCE)
         control.set_built_on(INFERENCE, device_of(nets))

@@ -24,6 +24,7 @@ from pearl_py.protocol.schedule import TrainSchedule
 from pearl_py.replay import ReplayBuffer
 from pearl_py.replay.restore import replay_from_state
 from pearl_py.runtime.collect import round_beta
+from pearl_py.runtime.first_calls import warm_up
 from pearl_py.runtime.parallel.checkpoint import load_checkpoint
 from pearl_py.runtime.kernel_devices import device_of
 from pearl_py.runtime.parallel.control import ControlBlock
@@ -98,6 +99,7 @@ def run_replay_server(spec: ReplayServerSpec) -> None:
         else:
             replay = replay_from_state(load_checkpoint(Path(spec.resume)).replay, shared_name=spec.replay)
         stack.callback(replay.close)
+        warm_up(spec.algorithm, replay_device="cpu")  # the server's replay is a numpy one
         control = ControlBlock.attach(spec.control)
         stack.callback(control.close)
         rings = [ShmRing.attach(name) for name in (*spec.rings, spec.batches, spec.priorities, spec.episodes)]

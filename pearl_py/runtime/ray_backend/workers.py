@@ -44,6 +44,7 @@ from pearl_py.runtime.collect import PARAM_READ, Collector, LossMeans, TimedRepl
 from pearl_py.runtime.checkpoints import restore_learner
 from pearl_py.runtime.device_replay import replay_from_state, replay_on
 from pearl_py.runtime.evaluation import evaluate
+from pearl_py.runtime.first_calls import warm_up
 from pearl_py.runtime.monitor import LearnerOption, VariantSwitch
 from pearl_py.runtime.timing import KernelTimer
 
@@ -172,6 +173,7 @@ class ActorWorker(Acting):
         self.acting = self.nets.acting_state(algorithm.acting_networks)
         self.infer = kernels.build(INFERENCE, inference, algorithm, self.nets,
                                    device_class=kernels.device_class(self.device))
+        warm_up(algorithm, infer=self.infer)
         self.timer = KernelTimer({INFERENCE: self.device, PARAM_READ: self.device})
         if algorithm.obs_transform is not None:  # before the collector: its envs' reset observations count
             algorithm.obs_transform.track()
@@ -209,6 +211,7 @@ class ReplayServer(TimedReplay, Timed):
         super().__init__(replay_from_state(state, device) if state is not None else replay_on(algorithm, seed, device),
                          KernelTimer({k: device for k in (REPLAY_INSERT, REPLAY_SAMPLE, PRIORITY_UPDATE)}))
         self.n_envs = algorithm.config.n_envs
+        warm_up(algorithm, replay_device=device)
 
     def add(self, rows: Rows) -> int:
         with self.timer(REPLAY_INSERT, calls=len(rows["rewards"]) // self.n_envs):  # one call per vector step

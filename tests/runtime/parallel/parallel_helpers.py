@@ -52,3 +52,28 @@ def sync_plan(actors: int, inference: str = "fused", learner: str = "fused") -> 
                   LEARNER_UPDATE: Placement("cpu", learner), PARAM_SYNC: Placement("cpu")}
     return Plan(platform="local", objective="throughput", placements=placements, mode="synchronous",
                 devices={"cpu": "cpu"}, solver="test")
+
+
+class FirstCallsDQN(pearl.DQN):
+    """DQN that appends to the file ``calls`` a line ``pid event`` for each act (``greedy act``, ``exploring act``)
+    and each replay ``add`` and ``sample`` (``throwaway add``: on a replay made with a capacity of its own, as the
+    start-up warm-up makes): the order in which each process made its first calls."""
+
+    calls = ""
+
+    def act(self, nets, obs, *, explore, progress):
+        self._note("exploring act" if explore else "greedy act")
+        return super().act(nets, obs, explore=explore, progress=progress)
+
+    def make_replay(self, seed, shared_name=None, capacity=None):
+        replay = super().make_replay(seed, shared_name, capacity)
+        for name in ("add", "sample"):
+            setattr(replay, name, self._noting(("throwaway " if capacity else "") + name, getattr(replay, name)))
+        return replay
+
+    def _noting(self, event, call):
+        return lambda *args, **kwargs: (self._note(event), call(*args, **kwargs))[1]
+
+    def _note(self, event):
+        with open(self.calls, "a") as f:
+            f.write(f"{os.getpid()} {event}\n")
