@@ -189,6 +189,8 @@ class ParallelExecutor(ActorProcessExecutor):
         with contextlib.ExitStack() as stack:
             stack.callback(log.close)
             parts = self._start(stack, layout, schedule, learner, replay_state, session, timer)
+            if layout.replay != "server":  # while the actors start (a replay server warms its own up)
+                warm_up(algo, replay_device=self._replay_device)
             log.kernel_times = lambda: merge_kernel_times([timer.summary(wait=False), parts.control.kernel_times()],
                                                            {})
             threads = stack.enter_context(LearnerThreads(layout.learner_threads))  # after the actors started: free
@@ -252,7 +254,6 @@ class ParallelExecutor(ActorProcessExecutor):
                       else replay_on(algo, self.seed, device))
             self._replay_device = device_of(buffer)
             stack.callback(buffer.close)
-            warm_up(algo, replay_device=device)  # before the loop's clock
             replay = LocalReplay(RingFeed(rings, buffer, timer, n), timer)
         links = [None] * layout.actors
         if layout.inference == "central":
