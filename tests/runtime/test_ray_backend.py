@@ -514,3 +514,17 @@ def test_the_ray_on_policy_learner_worker_switches_to_the_disputed_variant_and_a
     resumed = OnPolicyRayExecutor(ppo(), plan, resume_from=tmp_path, **options).run(512)
     assert (resumed.env_steps, resumed.gradient_steps, resumed.corrections) == (512, 128, [correction])
     assert sent == [LearnerOption("fused", 1)] * (128 - 14 * 8)                 # rollouts 15-16 (from step 448)
+
+
+def test_the_ray_workers_warm_their_inference_and_replay_up_when_built(monkeypatch: pytest.MonkeyPatch) -> None:
+    """(Plain classes here, in this process.) The actor worker's inference and the replay server's kernels are
+    called once in their constructors (``first_calls.warm_up``), before any timed call: not compiled in the first."""
+    pytest.importorskip("ray", reason='ray is an optional extra: pip install -c constraints.txt ".[ray]"')
+    from pearl_py.runtime.ray_backend import workers
+
+    calls = []
+    monkeypatch.setattr(workers, "warm_up", lambda algo, **kwargs: calls.append(kwargs))
+    algo = pearl.DQN("CartPole-v1", **TINY_DQN)
+    actor = workers.ActorWorker(algo, index=0, seed=0, total_steps=1_000)
+    workers.ReplayServer(algo, seed=0)
+    assert calls == [{"infer": actor.infer}, {"replay_device": torch.device("cpu")}]
