@@ -29,7 +29,6 @@ from collections.abc import Iterator
 import torch
 
 from pearl_py.errors import UserError
-from pearl_py.kernels.heap import keep_freed_memory
 
 CPUS_ENV = "PEARL_CPUS"
 """Usable cores before a learner pinned itself, for the children it starts meanwhile (comma separated)."""
@@ -123,8 +122,7 @@ class LearnerThreads:
     A run's monitor (:mod:`pearl_py.runtime.monitor`) moves a learner between thread counts with it; the
     executor sets torch's threads to the plan's count, enters it (pinning them as :func:`pinned_threads`) and leaves
     it when the run ends (the pinning undone). ``pin=False`` (a Ray learner worker, whose node's cores other workers
-    share) sets the threads without pinning them. Its process keeps its freed memory from then on
-    (:func:`~pearl_py.kernels.heap.keep_freed_memory`): an update's temporaries are not mapped and zeroed anew.
+    share) sets the threads without pinning them.
 
     Example::
 
@@ -136,7 +134,6 @@ class LearnerThreads:
 
     def __init__(self, n: int, pin: bool = True) -> None:
         self.n, self.pin = n, pin
-        keep_freed_memory()
         self._pinning: contextlib.ExitStack | None = None
 
     def set(self, n: int) -> None:
