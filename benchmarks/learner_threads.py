@@ -1,8 +1,9 @@
 """Learner update at 1 vs 2 threads, side by side, with and without a second process on the machine.
 
 For the DDPG zoo shapes (Pendulum, batch 256, actor and critic [400, 300]; ``--workload dqn``:
-the DQN zoo's CartPole, batch 64, [256, 256]) it times one update of each variant
-(``fused`` and the eager ``reference``) at 1 and at 2 threads (``torch.set_num_threads``
+the DQN zoo's CartPole, batch 64, [256, 256]; ``--workload atari``: the zoo's Atari DQN, NatureCNN at batch 32
+on 4x84x84 frames) it times one update of each variant (``fused`` and the eager ``reference``; for the CNN
+``channels_last`` and ``reference``) at 1 and at 2 threads (``torch.set_num_threads``
 and scipy's OpenBLAS via ``set_blas_threads``), interleaved: every repeat times every
 (variant, threads) pair in turn, so a change in the machine's load hits all of them. Wall
 time per update, median over repeats. Each of three neighbours runs once:
@@ -23,6 +24,7 @@ Run::
 
     python benchmarks/learner_threads.py                      # ~2 minutes
     python benchmarks/learner_threads.py --workload dqn --repeats 9
+    python benchmarks/learner_threads.py --workload atari --calls 10 --repeats 5 --neighbours none
 """
 from __future__ import annotations
 
@@ -39,17 +41,26 @@ import pearl_py as pearl
 from pearl_py.algorithms import Algorithm, Learner, TensorBatch
 from pearl_py.profile.neighbour import KINDS, neighbour
 from pearl_py.kernels.affinity import pinned_threads
+from pearl_py.kernels.channels_last import make_channels_last
 from pearl_py.kernels.fused_cpu import make_fused_cpu
 from pearl_py.kernels.learner_update import make_reference
 from pearl_py.kernels.numba_blas import set_blas_threads
 
-VARIANTS: dict[str, Callable[[Learner], Callable[[TensorBatch], object]]] = {
-    "fused": make_fused_cpu, "reference": make_reference}
+Variants = dict[str, Callable[[Learner], Callable[[TensorBatch], object]]]
+MLP_VARIANTS: Variants = {"fused": make_fused_cpu, "reference": make_reference}
+CNN_VARIANTS: Variants = {"channels_last": make_channels_last, "reference": make_reference}
 WORKLOADS: dict[str, Callable[[], Algorithm]] = {
     "ddpg": lambda: pearl.DDPG("Pendulum-v1"),
     "dqn": lambda: pearl.DQN("CartPole-v1", batch_size=64, net_arch=[256, 256], learning_rate=2.3e-3,
                              target_update_interval=10),
+    "atari": lambda: pearl.DQN("pearl/Frames-4x84x84-v0", features_extractor="nature_cnn", net_arch=[],
+                               batch_size=32, learning_rate=1e-4),
 }
+
+
+def variants_of(algo: Algorithm) -> Variants:
+    """The variants timed for ``algo``: its network's (the numba ``fused`` handles dense layers only)."""
+    return CNN_VARIANTS if len(algo.spec.obs_shape) == 3 else MLP_VARIANTS
 
 
 def set_threads(n: int) -> None:
@@ -62,11 +73,16 @@ def random_batches(algo: Algorithm, n: int) -> list[TensorBatch]:
     g = torch.Generator().manual_seed(0)
     spec, size = algo.spec, algo.config.batch_size
     out = []
+    def observations() -> torch.Tensor:   # frames as the replay stores them (uint8), else float vectors
+        if len(spec.obs_shape) == 3:
+            return torch.randint(0, 256, (size, *spec.obs_shape), generator=g, dtype=torch.uint8)
+        return torch.randn(size, spec.obs_dim, generator=g)
+
     for _ in range(n):
         actions = (torch.randint(0, spec.action_dim, (size,), generator=g) if spec.discrete
                    else torch.rand(size, spec.action_dim, generator=g) * 2 - 1)
-        out.append(TensorBatch(torch.randn(size, spec.obs_dim, generator=g), actions, torch.randn(size, generator=g),
-                               torch.randn(size, spec.obs_dim, generator=g), torch.zeros(size), torch.ones(size)))
+        out.append(TensorBatch(observations(), actions, torch.randn(size, generator=g), observations(),
+                               torch.zeros(size), torch.ones(size)))
     return out
 
 
@@ -78,7 +94,7 @@ def time_pairs(algo: Algorithm, repeats: int, calls: int) -> dict[tuple[str, int
     """Median wall seconds per update of every (variant, threads, pinned), interleaved over repeats."""
     batches = random_batches(algo, 16)
     updates = {}
-    for name, make in VARIANTS.items():
+    for name, make in variants_of(algo).items():
         torch.manual_seed(0)
         updates[name] = make(Learner(algo))
     times: dict[tuple[str, int, bool], list[float]] = {(n, t, p): [] for n in updates for t, p in CONFIGS}
@@ -114,7 +130,7 @@ def main() -> None:
             before = os.getloadavg()[0]
             medians = time_pairs(algo, args.repeats, args.calls)
             after = os.getloadavg()[0]
-        for name in VARIANTS:
+        for name in variants_of(algo):
             one, two, pinned = (medians[(name, t, p)] for t, p in CONFIGS)
             print(f"{kind:>9} {name:>9} {one * 1e3:9.3f} {two * 1e3:9.3f} {pinned * 1e3:9.3f} {one / two:5.2f}x "
                   f"{one / pinned:7.2f}x  ({before:.2f}, {after:.2f})", flush=True)
