@@ -45,7 +45,8 @@ from pathlib import Path
 import torch
 
 import pearl_py as pearl
-from pearl_py.algorithms import Algorithm, Learner, TensorBatch
+from learner_threads import random_batches
+from pearl_py.algorithms import Algorithm, Learner
 from pearl_py.kernels.fused_cpu import make_fused_cpu
 from pearl_py.kernels.learner_update import make_compiled, make_reference
 
@@ -69,20 +70,6 @@ def workloads() -> dict[str, Algorithm]:
         "TD3 Pendulum b256 [400,300]": pearl.load_config(CONFIGS / "td3_pendulum.yaml").make_algorithm(),
         "SAC Pendulum b256 [256,256]": pearl.load_config(CONFIGS / "sac_pendulum.yaml").make_algorithm(),
     }
-
-
-def random_batches(algo: Algorithm, n: int) -> list[TensorBatch]:
-    g = torch.Generator().manual_seed(0)
-    spec, size = algo.spec, algo.config.batch_size
-    out = []
-    for _ in range(n):
-        obs = torch.randn(size, spec.obs_dim, generator=g)
-        actions = (torch.randint(0, spec.action_dim, (size,), generator=g) if spec.discrete
-                   else torch.rand(size, spec.action_dim, generator=g) * 2 - 1)
-        next_obs = torch.randn(size, spec.obs_dim, generator=g)
-        out.append(TensorBatch(obs, actions, torch.randn(size, generator=g), next_obs, torch.zeros(size),
-                               torch.ones(size)))
-    return out
 
 
 def matmul_rate(m: int, k: int, n: int, repeats: int) -> float:

@@ -39,6 +39,7 @@ import torch
 
 import pearl_py as pearl
 from pearl_py.algorithms import Algorithm, Learner, TensorBatch
+from pearl_py.algorithms.off_policy.derive import example_obs
 from pearl_py.profile.neighbour import KINDS, neighbour
 from pearl_py.kernels.affinity import pinned_threads
 from pearl_py.kernels.channels_last import make_channels_last
@@ -70,19 +71,15 @@ def set_threads(n: int) -> None:
 
 
 def random_batches(algo: Algorithm, n: int) -> list[TensorBatch]:
+    """``n`` batches of ``algo``'s shapes: observations as its env makes them (float vectors, uint8 frames)."""
     g = torch.Generator().manual_seed(0)
     spec, size = algo.spec, algo.config.batch_size
     out = []
-    def observations() -> torch.Tensor:   # frames as the replay stores them (uint8), else float vectors
-        if len(spec.obs_shape) == 3:
-            return torch.randint(0, 256, (size, *spec.obs_shape), generator=g, dtype=torch.uint8)
-        return torch.randn(size, spec.obs_dim, generator=g)
-
     for _ in range(n):
         actions = (torch.randint(0, spec.action_dim, (size,), generator=g) if spec.discrete
                    else torch.rand(size, spec.action_dim, generator=g) * 2 - 1)
-        out.append(TensorBatch(observations(), actions, torch.randn(size, generator=g), observations(),
-                               torch.zeros(size), torch.ones(size)))
+        out.append(TensorBatch(example_obs(spec, size, g), actions, torch.randn(size, generator=g),
+                               example_obs(spec, size, g), torch.zeros(size), torch.ones(size)))
     return out
 
 
