@@ -4,25 +4,16 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import sys
 import tarfile
 from pathlib import Path
 
+import device_check
 import pytest
-
-
-def device_check():
-    path = Path(__file__).parents[2] / "benchmarks" / "device_check.py"
-    spec = importlib.util.spec_from_file_location("device_check", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module   # its dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.mark.slow   # about two minutes of subprocesses on 2 cores: CI's slow stage runs it
 def test_the_dry_run_runs_every_step_and_writes_three_files(tmp_path):
-    module = device_check()
+    module = device_check
     assert module.main(["--dry-run", "--out", str(tmp_path), "--budget", "900"]) == 0
     assert sorted(p.name for p in tmp_path.iterdir()) == ["device_check.json", "device_check.log", "runs.tar.gz"]
     record = json.loads((tmp_path / "device_check.json").read_text())
@@ -51,7 +42,7 @@ LENT = Path(__file__).parents[2] / "benchmarks" / "results" / "device_check_h200
 
 def test_step_f_is_predicted_again_from_the_calibration_a_lent_machine_brought_back(capsys):
     """docs/gpu.md's actor-scaling table: the model's figures from the H200's calibration on its 16 cores."""
-    assert device_check().main(["--predict-actors", str(LENT / "calibration.json"), "--cores", "16"]) == 0
+    assert device_check.main(["--predict-actors", str(LENT / "calibration.json"), "--cores", "16"]) == 0
     rows = [line.split() for line in capsys.readouterr().out.splitlines() if "samples/s predicted" in line]
     predicted = {(r[0], int(r[1])): float(r[3]) for r in rows}
     assert list(predicted) == [(c, n) for c in ("ppo_cartpole", "dqn_cartpole") for n in (1, 2, 4, 8, 14)]
@@ -63,6 +54,6 @@ def test_step_f_is_predicted_again_from_the_calibration_a_lent_machine_brought_b
                                   ["--predict-actors", str(LENT / "calibration.json"), "--cores", "0"]])
 def test_predict_actors_refuses_a_missing_calibration_or_no_cores(argv, capsys):
     with pytest.raises(SystemExit) as exit_:
-        device_check().main(argv)
+        device_check.main(argv)
     assert exit_.value.code == 2
     assert "--predict-actors needs a calibration file" in capsys.readouterr().err

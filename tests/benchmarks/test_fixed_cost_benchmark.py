@@ -2,12 +2,7 @@
 side's median beside the other's with their ratio (no timing: a fake clock)."""
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-
-import fixed_cost  # noqa: E402
+import fixed_cost
 
 
 def test_a_part_inside_another_is_counted_once_and_only_in_itself(monkeypatch):

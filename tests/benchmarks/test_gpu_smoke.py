@@ -3,9 +3,8 @@ where planned; without CUDA it says so and passes; its check names a kernel that
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
-from pathlib import Path
 
+import gpu_smoke
 import pytest
 import torch
 
@@ -14,23 +13,15 @@ from pearl_py.plan import Placement, Plan
 from pearl_py.runtime.result import RunResult
 
 
-def smoke():
-    path = Path(__file__).parents[2] / "benchmarks" / "gpu_smoke.py"
-    spec = importlib.util.spec_from_file_location("gpu_smoke", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA (torch.cuda.is_available() is False)")
 def test_on_a_gpu_every_kernel_runs_where_its_plan_puts_it(tmp_path):
-    assert smoke().main(["--steps", "1500", "--out", str(tmp_path)]) == 0
+    assert gpu_smoke.main(["--steps", "1500", "--out", str(tmp_path)]) == 0
 
 
 def test_without_cuda_the_smoke_test_says_so_and_passes(capsys, monkeypatch):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
-    assert smoke().main([]) == 0
+    assert gpu_smoke.main([]) == 0
     assert capsys.readouterr().out.startswith("gpu_smoke: no CUDA device here")
 
 
@@ -41,8 +32,8 @@ def test_the_check_names_a_kernel_that_ran_elsewhere_than_planned():
                                placements={**base.placements, "learner_update": Placement("gpu0")})
     ran = RunResult("dqn", "CartPole-v1", 0, 1, 0, 1.0, [], plan.to_dict(),
                     executed_on={k: "cpu" for k in plan.placements})
-    assert smoke().check(plan, ran) == ["learner_update: planned on gpu0 (cuda:0), executed on cpu"]
-    assert smoke().check(plan, dataclasses.replace(ran, executed_on={**ran.executed_on,
+    assert gpu_smoke.check(plan, ran) == ["learner_update: planned on gpu0 (cuda:0), executed on cpu"]
+    assert gpu_smoke.check(plan, dataclasses.replace(ran, executed_on={**ran.executed_on,
                                                                      "learner_update": "cuda:0"})) == []
 
 
@@ -57,7 +48,7 @@ def test_the_smoke_plans_put_learner_inference_and_replay_on_the_gpu_and_this_co
     l4 = dataclasses.replace(Catalogue.load().devices["l4"], model_name="NVIDIA L4 (as l4)")
     machine = Platform("local", {"cpu": local.devices["cpu"], "gpu0": Device("gpu0", l4, local=True)},
                        [("cpu", "gpu0", Catalogue.load().link_spec("pcie-gen4-x16"))])
-    module = smoke()
+    module = gpu_smoke
     monkeypatch.setattr(module.Platform, "local", staticmethod(lambda: machine))
     for algorithm in module.algorithms().values():
         plan = module.gpu_plan(algorithm, serialized, steps=3_000)
